@@ -1,0 +1,242 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Defaults and limits of the public API.
+const (
+	// DefaultSize is the number of hits returned when a request gives none.
+	DefaultSize = 10
+	// MaxWindow caps from+size: deeper pagination costs every shard.
+	MaxWindow = 10000
+	// DefaultMaxDocBytes is the largest document accepted by default.
+	DefaultMaxDocBytes = 1 << 20
+	// MaxShards caps the shards of one index.
+	MaxShards = 256
+)
+
+// SearchRequest is a query against one index.
+type SearchRequest struct {
+	// Q is the user's raw text. It is matched against the index's default
+	// field unless Query is given.
+	Q string `json:"q,omitempty"`
+	// Query is a bleve query in its JSON form, for callers who know what
+	// they want. It takes precedence over Q.
+	Query json.RawMessage `json:"query,omitempty"`
+	// Filter is a bleve query in JSON form every hit must also match; it
+	// does not change scores.
+	Filter json.RawMessage `json:"filter,omitempty"`
+	// Size is the number of hits to return (default 10; 0 means default).
+	Size int `json:"size,omitempty"`
+	// From skips that many hits, for pagination.
+	From int `json:"from,omitempty"`
+	// Sort orders hits by fields ("-price" for descending, "_score", "_id")
+	// instead of by score.
+	Sort []string `json:"sort,omitempty"`
+	// Fields lists the stored fields to return with each hit ("*" for all).
+	Fields []string `json:"fields,omitempty"`
+	// Facets asks for term facets, by name.
+	Facets map[string]FacetRequest `json:"facets,omitempty"`
+	// Context is free-form data for plugins (user, locale, location…).
+	Context json.RawMessage `json:"context,omitempty"`
+	// TimeoutMS bounds the whole request; 0 means the broker's default.
+	TimeoutMS int `json:"timeout_ms,omitempty"`
+	// AllowPartial, when false, turns any shard failure into an error.
+	// Nil means true.
+	AllowPartial *bool `json:"allow_partial,omitempty"`
+	// Profile asks for the plan and a timing per stage in the response.
+	Profile bool `json:"profile,omitempty"`
+}
+
+// FacetRequest asks for the top Size terms of Field.
+type FacetRequest struct {
+	Field string `json:"field"`
+	Size  int    `json:"size,omitempty"`
+}
+
+// Validate checks a request for errors a caller can fix, naming the field.
+func (r *SearchRequest) Validate() error {
+	switch {
+	case r.Size < 0:
+		return BadRequest("size must be >= 0, got %d", r.Size)
+	case r.From < 0:
+		return BadRequest("from must be >= 0, got %d", r.From)
+	case r.From+r.EffectiveSize() > MaxWindow:
+		return BadRequest("from+size must be <= %d, got %d", MaxWindow, r.From+r.EffectiveSize())
+	case r.TimeoutMS < 0:
+		return BadRequest("timeout_ms must be >= 0, got %d", r.TimeoutMS)
+	}
+	for name, f := range r.Facets {
+		if f.Field == "" {
+			return BadRequest("facet %q: field is required", name)
+		}
+		if f.Size < 0 {
+			return BadRequest("facet %q: size must be >= 0", name)
+		}
+	}
+	return nil
+}
+
+// EffectiveSize is Size with the default applied.
+func (r *SearchRequest) EffectiveSize() int {
+	if r.Size == 0 {
+		return DefaultSize
+	}
+	return r.Size
+}
+
+// PartialAllowed reports whether shard failures may be tolerated.
+func (r *SearchRequest) PartialAllowed() bool {
+	return r.AllowPartial == nil || *r.AllowPartial
+}
+
+// SearchResponse is the answer to a SearchRequest.
+type SearchResponse struct {
+	Hits   []Hit                  `json:"hits"`
+	Total  uint64                 `json:"total"`
+	Facets map[string]FacetResult `json:"facets,omitempty"`
+	Shards ShardsInfo             `json:"shards"`
+	TookMS float64                `json:"took_ms"`
+	// Profile is present when the request asked for it.
+	Profile *Profile `json:"profile,omitempty"`
+}
+
+// Hit is one matching document.
+type Hit struct {
+	ID     string         `json:"id"`
+	Score  float64        `json:"score"`
+	Fields map[string]any `json:"fields,omitempty"`
+	Sort   []string       `json:"sort,omitempty"`
+}
+
+// FacetResult is a merged term facet.
+type FacetResult struct {
+	Field   string      `json:"field"`
+	Total   int         `json:"total"`
+	Missing int         `json:"missing"`
+	Other   int         `json:"other"`
+	Terms   []TermCount `json:"terms,omitempty"`
+}
+
+// TermCount is one term of a facet and its document count.
+type TermCount struct {
+	Term  string `json:"term"`
+	Count int    `json:"count"`
+}
+
+// ShardsInfo reports how many shards answered.
+type ShardsInfo struct {
+	Total      int            `json:"total"`
+	Successful int            `json:"successful"`
+	Failed     int            `json:"failed"`
+	Failures   []ShardFailure `json:"failures,omitempty"`
+}
+
+// ShardFailure names a shard that did not answer and why.
+type ShardFailure struct {
+	Shard  int    `json:"shard"`
+	Reason string `json:"reason"`
+}
+
+// Profile is the timing of one request, per stage.
+type Profile struct {
+	Stages []Stage `json:"stages"`
+}
+
+// Stage is one timed step of a request.
+type Stage struct {
+	Name   string  `json:"name"`
+	TookMS float64 `json:"took_ms"`
+	Detail string  `json:"detail,omitempty"`
+}
+
+// IndexDefinition describes an index: its shard count and bleve mapping.
+type IndexDefinition struct {
+	Name   string `json:"name"`
+	Shards int    `json:"shards"`
+	// Mapping is a bleve index mapping in JSON; empty means Quarry's default.
+	Mapping json.RawMessage `json:"mapping,omitempty"`
+	Created time.Time       `json:"created"`
+}
+
+// Code classifies an Error so callers can branch on it.
+type Code string
+
+// Error codes.
+const (
+	CodeBadRequest  Code = "bad_request"
+	CodeNotFound    Code = "not_found"
+	CodeConflict    Code = "conflict"
+	CodeUnavailable Code = "unavailable"
+	CodeTimeout     Code = "timeout"
+	CodeInternal    Code = "internal"
+)
+
+// Error is an API error with a code. errors.Is matches two Errors with the
+// same code, so errors.Is(err, api.ErrNotFound) works on any not-found error.
+type Error struct {
+	Code    Code   `json:"code"`
+	Message string `json:"message"`
+}
+
+func (e *Error) Error() string { return e.Message }
+
+// Is reports whether target is an *Error with the same code.
+func (e *Error) Is(target error) bool {
+	var t *Error
+	return errors.As(target, &t) && t.Code == e.Code
+}
+
+// Sentinels for errors.Is.
+var (
+	ErrBadRequest  = &Error{Code: CodeBadRequest, Message: "bad request"}
+	ErrNotFound    = &Error{Code: CodeNotFound, Message: "not found"}
+	ErrConflict    = &Error{Code: CodeConflict, Message: "conflict"}
+	ErrUnavailable = &Error{Code: CodeUnavailable, Message: "unavailable"}
+	ErrTimeout     = &Error{Code: CodeTimeout, Message: "timeout"}
+)
+
+// BadRequest makes a CodeBadRequest error.
+func BadRequest(format string, args ...any) *Error {
+	return &Error{Code: CodeBadRequest, Message: fmt.Sprintf(format, args...)}
+}
+
+// NotFound makes a CodeNotFound error.
+func NotFound(format string, args ...any) *Error {
+	return &Error{Code: CodeNotFound, Message: fmt.Sprintf(format, args...)}
+}
+
+// Errorf makes an error with the given code.
+func Errorf(code Code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// CodeOf returns the code of err, CodeInternal if it carries none.
+func CodeOf(err error) Code {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return CodeInternal
+}
+
+// HTTPStatus maps a code to an HTTP status.
+func HTTPStatus(c Code) int {
+	switch c {
+	case CodeBadRequest:
+		return 400
+	case CodeNotFound:
+		return 404
+	case CodeConflict:
+		return 409
+	case CodeUnavailable:
+		return 503
+	case CodeTimeout:
+		return 504
+	}
+	return 500
+}

@@ -1,0 +1,68 @@
+package api
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestDocumentID(t *testing.T) {
+	cases := []struct {
+		doc, id, err string
+	}{
+		{`{"id":"a1","name":"x"}`, "a1", ""},
+		{`  {"name":"x","id":"b"}  `, "b", ""},
+		{`{"name":"x"}`, "", `no "id"`},
+		{`{"id":null}`, "", `no "id"`},
+		{`{"id":7}`, "", `"id" must be a string, got 7`},
+		{`{"id":""}`, "", "must not be empty"},
+		{`{"id":"a"`, "", "malformed JSON"},
+		{`[1,2]`, "", "must be a JSON object"},
+		{``, "", "must be a JSON object"},
+		{`{"id":"` + strings.Repeat("x", 513) + `"}`, "", "over the limit of 512"},
+		{`{"id":"a","pad":"` + strings.Repeat("x", 100) + `"}`, "", "over the limit of 64"},
+	}
+	for _, c := range cases {
+		id, err := DocumentID([]byte(c.doc), 64+len(`{"id":"`)+513+2)
+		if c.err == "over the limit of 64" {
+			id, err = DocumentID([]byte(c.doc), 64)
+		}
+		if c.err == "" {
+			if err != nil || id != c.id {
+				t.Errorf("%s: got %q, %v", c.doc, id, err)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), c.err) {
+			t.Errorf("%.40s: error %v, want it to contain %q", c.doc, err, c.err)
+		}
+		if !errors.Is(err, ErrBadRequest) {
+			t.Errorf("%.40s: %v is not ErrBadRequest", c.doc, err)
+		}
+	}
+}
+
+func TestValidate(t *testing.T) {
+	bad := []SearchRequest{{Size: -1}, {From: -2}, {From: MaxWindow}, {TimeoutMS: -1},
+		{Facets: map[string]FacetRequest{"x": {}}}}
+	for _, r := range bad {
+		if err := r.Validate(); !errors.Is(err, ErrBadRequest) {
+			t.Errorf("%+v: got %v", r, err)
+		}
+	}
+	ok := SearchRequest{Q: "x", Size: 20, From: 40}
+	if err := ok.Validate(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func FuzzDocumentID(f *testing.F) {
+	f.Add([]byte(`{"id":"a"}`))
+	f.Add([]byte(`{"id":"\u00e9"}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		id, err := DocumentID(b, 4096)
+		if err == nil && (id == "" || len(id) > 512) {
+			t.Fatalf("accepted bad id %q", id)
+		}
+	})
+}

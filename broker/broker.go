@@ -1,0 +1,184 @@
+package broker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nats.go/micro"
+
+	"github.com/quarrysearch/quarry/api"
+	"github.com/quarrysearch/quarry/internal/meta"
+	"github.com/quarrysearch/quarry/internal/subject"
+	"github.com/quarrysearch/quarry/internal/wire"
+)
+
+// Version is the broker's micro service version.
+const Version = "0.1.0"
+
+// Config configures a broker. Zero values are documented defaults.
+type Config struct {
+	// DefaultTimeout bounds a request that gives no timeout_ms (default 2s).
+	DefaultTimeout time.Duration
+	// MaxTimeout caps timeout_ms (default 60s).
+	MaxTimeout time.Duration
+	// MaxInFlight caps concurrent requests; more are refused as overloaded
+	// (default 1024).
+	MaxInFlight int
+	// CompressThreshold is the request size above which shard requests are
+	// zstd compressed (default wire.CompressThreshold).
+	CompressThreshold int
+	// QueueGroup is shared by every broker (default "quarry-broker").
+	QueueGroup string
+	Logger     *slog.Logger
+}
+
+// Validate checks the configuration and fills in defaults.
+func (c *Config) Validate() error {
+	if c.DefaultTimeout <= 0 {
+		c.DefaultTimeout = 2 * time.Second
+	}
+	if c.MaxTimeout <= 0 {
+		c.MaxTimeout = 60 * time.Second
+	}
+	if c.DefaultTimeout > c.MaxTimeout {
+		return fmt.Errorf("broker: default timeout %s is over the max timeout %s", c.DefaultTimeout, c.MaxTimeout)
+	}
+	if c.MaxInFlight <= 0 {
+		c.MaxInFlight = 1024
+	}
+	if c.CompressThreshold == 0 {
+		c.CompressThreshold = wire.CompressThreshold
+	}
+	if c.QueueGroup == "" {
+		c.QueueGroup = "quarry-broker"
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	c.Logger = c.Logger.With("role", "broker")
+	return nil
+}
+
+// Broker answers search requests.
+type Broker struct {
+	nc       *nats.Conn
+	store    *meta.Store
+	cfg      Config
+	inflight chan struct{}
+
+	mu    sync.RWMutex
+	defs  map[string]api.IndexDefinition
+	ready chan struct{}
+}
+
+// New makes a broker. Call Run to serve the NATS API; Search works once
+// Ready is closed.
+func New(nc *nats.Conn, store *meta.Store, cfg Config) (*Broker, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &Broker{nc: nc, store: store, cfg: cfg, inflight: make(chan struct{}, cfg.MaxInFlight),
+		defs: map[string]api.IndexDefinition{}, ready: make(chan struct{})}, nil
+}
+
+// Ready is closed once the broker knows every index definition.
+func (b *Broker) Ready() <-chan struct{} { return b.ready }
+
+// Run registers the micro service and keeps the index definitions current
+// until ctx is done.
+func (b *Broker) Run(ctx context.Context) error {
+	w, err := b.store.Indexes.WatchAll(ctx)
+	if err != nil {
+		return fmt.Errorf("broker: watch indexes: %w", err)
+	}
+	defer w.Stop()
+	svc, err := micro.AddService(b.nc, micro.Config{
+		Name: subject.ServiceName, Version: Version, QueueGroup: b.cfg.QueueGroup,
+		Description: "Quarry search API: JSON SearchRequest in, SearchResponse out",
+	})
+	if err != nil {
+		return fmt.Errorf("broker: add service: %w", err)
+	}
+	defer svc.Stop()
+	err = svc.AddEndpoint("search", micro.HandlerFunc(b.handle),
+		micro.WithEndpointSubject(subject.SearchPrefix+".*"),
+		micro.WithEndpointMetadata(map[string]string{"format": "application/json"}))
+	if err != nil {
+		return fmt.Errorf("broker: add endpoint: %w", err)
+	}
+	readyOnce := sync.OnceFunc(func() { close(b.ready) })
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case e, ok := <-w.Updates():
+			if !ok {
+				return errors.New("broker: index watch ended")
+			}
+			if e == nil {
+				readyOnce()
+				continue
+			}
+			b.mu.Lock()
+			if e.Operation() == jetstream.KeyValuePut {
+				if def, err := meta.DecodeIndex(e.Value()); err == nil {
+					b.defs[e.Key()] = def
+				}
+			} else {
+				delete(b.defs, e.Key())
+			}
+			b.mu.Unlock()
+		}
+	}
+}
+
+func (b *Broker) handle(req micro.Request) {
+	select {
+	case b.inflight <- struct{}{}:
+	default:
+		respondError(req, api.Errorf(api.CodeUnavailable, "broker overloaded: %d requests in flight", b.cfg.MaxInFlight))
+		return
+	}
+	go func() {
+		defer func() { <-b.inflight }()
+		index := strings.TrimPrefix(req.Subject(), subject.SearchPrefix+".")
+		var sreq api.SearchRequest
+		if err := json.Unmarshal(req.Data(), &sreq); err != nil {
+			respondError(req, api.BadRequest("malformed search request: %v", err))
+			return
+		}
+		resp, err := b.Search(context.Background(), index, &sreq)
+		if err != nil {
+			respondError(req, err)
+			return
+		}
+		if err := req.RespondJSON(resp); err != nil {
+			b.cfg.Logger.Warn("reply failed", "index", index, "err", err)
+		}
+	}()
+}
+
+// respondError replies with a micro service error: the HTTP-like status as
+// the code, the message as the description, and the api.Error as the body.
+func respondError(req micro.Request, err error) {
+	e := &api.Error{Code: api.CodeOf(err), Message: err.Error()}
+	body, _ := json.Marshal(e)
+	req.Error(strconv.Itoa(api.HTTPStatus(e.Code)), e.Message, body)
+}
+
+// Index returns a known index definition.
+func (b *Broker) Index(name string) (api.IndexDefinition, bool) {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	def, ok := b.defs[name]
+	return def, ok
+}

@@ -1,0 +1,282 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nats.go/micro"
+
+	"github.com/quarrysearch/quarry/api"
+	"github.com/quarrysearch/quarry/internal/meta"
+	"github.com/quarrysearch/quarry/internal/subject"
+)
+
+// Options configures a Client. Zero values are documented defaults.
+type Options struct {
+	// MaxDocBytes is the largest document accepted (default 1 MiB).
+	MaxDocBytes int
+	// Replicas is the JetStream replication of resources the client
+	// creates if they are missing (default 1).
+	Replicas int
+	// RequestTimeout bounds a search with no context deadline and no
+	// timeout_ms (default 30s).
+	RequestTimeout time.Duration
+}
+
+// Client talks to a Quarry deployment over a NATS connection.
+type Client struct {
+	nc    *nats.Conn
+	js    jetstream.JetStream
+	store *meta.Store
+	opts  Options
+
+	mu   sync.Mutex
+	defs map[string]api.IndexDefinition
+}
+
+// New makes a client on an open NATS connection, creating Quarry's
+// JetStream resources if they do not exist yet.
+func New(ctx context.Context, nc *nats.Conn, opts Options) (*Client, error) {
+	if opts.MaxDocBytes <= 0 {
+		opts.MaxDocBytes = api.DefaultMaxDocBytes
+	}
+	if opts.RequestTimeout <= 0 {
+		opts.RequestTimeout = 30 * time.Second
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, fmt.Errorf("jetstream: %w", err)
+	}
+	store, err := meta.Open(ctx, js, meta.Options{Replicas: opts.Replicas})
+	if err != nil {
+		return nil, err
+	}
+	return &Client{nc: nc, js: js, store: store, opts: opts, defs: map[string]api.IndexDefinition{}}, nil
+}
+
+// CreateIndex creates an index with shards shards and a bleve mapping in
+// JSON (nil for Quarry's default). It fails with an error matching
+// api.ErrConflict if the index exists and api.ErrBadRequest if the name,
+// shard count or mapping is invalid.
+func (c *Client) CreateIndex(ctx context.Context, name string, shards int, mapping json.RawMessage) (api.IndexDefinition, error) {
+	return c.store.CreateIndex(ctx, api.IndexDefinition{Name: name, Shards: shards, Mapping: mapping})
+}
+
+// Index returns an index's definition (api.ErrNotFound if there is none).
+func (c *Client) Index(ctx context.Context, name string) (api.IndexDefinition, error) {
+	return c.store.Index(ctx, name)
+}
+
+// Indexes lists every index.
+func (c *Client) Indexes(ctx context.Context) ([]api.IndexDefinition, error) {
+	return c.store.ListIndexes(ctx)
+}
+
+// IndexStatus is an index's definition with its current snapshot.
+type IndexStatus struct {
+	api.IndexDefinition
+	Generation uint64 `json:"generation"`
+	Docs       uint64 `json:"docs"`
+	Bytes      int64  `json:"snapshot_bytes"`
+}
+
+// Status returns an index's definition and its current snapshot figures.
+func (c *Client) Status(ctx context.Context, name string) (IndexStatus, error) {
+	def, err := c.store.Index(ctx, name)
+	if err != nil {
+		return IndexStatus{}, err
+	}
+	m, _, err := c.store.Manifest(ctx, name)
+	if err != nil {
+		return IndexStatus{}, err
+	}
+	st := IndexStatus{IndexDefinition: def, Generation: m.Generation}
+	for _, s := range m.Shards {
+		st.Docs += s.Docs
+		st.Bytes += s.Size
+	}
+	return st, nil
+}
+
+// DeleteIndex removes an index, its documents and its snapshots.
+func (c *Client) DeleteIndex(ctx context.Context, name string) error {
+	c.mu.Lock()
+	delete(c.defs, name)
+	c.mu.Unlock()
+	return c.store.DeleteIndex(ctx, name)
+}
+
+// definition returns a cached index definition, reading it on a miss.
+func (c *Client) definition(ctx context.Context, name string) (api.IndexDefinition, error) {
+	c.mu.Lock()
+	def, ok := c.defs[name]
+	c.mu.Unlock()
+	if ok {
+		return def, nil
+	}
+	def, err := c.store.Index(ctx, name)
+	if err != nil {
+		return def, err
+	}
+	c.mu.Lock()
+	c.defs[name] = def
+	c.mu.Unlock()
+	return def, nil
+}
+
+// Put upserts one document (a JSON object with a string "id") and returns
+// the stream sequence that stores it, once stored.
+func (c *Client) Put(ctx context.Context, index string, doc []byte) (uint64, error) {
+	msg, err := c.docMsg(ctx, index, doc)
+	if err != nil {
+		return 0, err
+	}
+	ack, err := c.js.PublishMsg(ctx, msg)
+	if err != nil {
+		return 0, fmt.Errorf("publish: %w", err)
+	}
+	return ack.Sequence, nil
+}
+
+// docMsg validates doc and makes its stream message.
+func (c *Client) docMsg(ctx context.Context, index string, doc []byte) (*nats.Msg, error) {
+	def, err := c.definition(ctx, index)
+	if err != nil {
+		return nil, err
+	}
+	id, err := api.DocumentID(doc, c.opts.MaxDocBytes)
+	if err != nil {
+		return nil, err
+	}
+	return &nats.Msg{Subject: subject.Doc(index, subject.ShardOf(id, def.Shards), id), Data: doc}, nil
+}
+
+// Delete removes a document by id (a tombstone on the stream) and returns
+// the tombstone's sequence. Deleting an id that does not exist succeeds.
+func (c *Client) Delete(ctx context.Context, index, id string) (uint64, error) {
+	def, err := c.definition(ctx, index)
+	if err != nil {
+		return 0, err
+	}
+	if id == "" || len(id) > subject.MaxIDBytes {
+		return 0, api.BadRequest("id must be 1-%d bytes", subject.MaxIDBytes)
+	}
+	msg := &nats.Msg{Subject: subject.Doc(index, subject.ShardOf(id, def.Shards), id), Header: nats.Header{}}
+	msg.Header.Set(subject.HeaderOp, subject.OpDelete)
+	ack, err := c.js.PublishMsg(ctx, msg)
+	if err != nil {
+		return 0, fmt.Errorf("publish delete: %w", err)
+	}
+	return ack.Sequence, nil
+}
+
+// SnapshotResult reports a published generation.
+type SnapshotResult struct {
+	Generation uint64 `json:"generation"`
+	Docs       uint64 `json:"docs"`
+	Bytes      int64  `json:"bytes"`
+}
+
+// Snapshot asks the indexer for a new generation of index that includes
+// every update up to stream sequence minSeq, and waits for it.
+func (c *Client) Snapshot(ctx context.Context, index string, minSeq uint64) (SnapshotResult, error) {
+	if _, err := c.definition(ctx, index); err != nil {
+		return SnapshotResult{}, err
+	}
+	b, _ := json.Marshal(map[string]uint64{"min_seq": minSeq})
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, 10*time.Minute)
+		defer cancel()
+	}
+	reply, err := c.nc.RequestWithContext(ctx, subject.Snapshot(index), b)
+	if errors.Is(err, nats.ErrNoResponders) {
+		return SnapshotResult{}, api.Errorf(api.CodeUnavailable, "no indexer serves index %q", index)
+	}
+	if err != nil {
+		return SnapshotResult{}, fmt.Errorf("snapshot %q: %w", index, err)
+	}
+	var r struct {
+		Manifest meta.Manifest `json:"manifest"`
+		Error    string        `json:"error"`
+	}
+	if err := json.Unmarshal(reply.Data, &r); err != nil {
+		return SnapshotResult{}, fmt.Errorf("snapshot %q: bad reply: %w", index, err)
+	}
+	if r.Error != "" {
+		return SnapshotResult{}, fmt.Errorf("snapshot %q: %s", index, r.Error)
+	}
+	out := SnapshotResult{Generation: r.Manifest.Generation}
+	for _, s := range r.Manifest.Shards {
+		out.Docs += s.Docs
+		out.Bytes += s.Size
+	}
+	return out, nil
+}
+
+// Search runs a search request through the brokers.
+func (c *Client) Search(ctx context.Context, index string, req *api.SearchRequest) (*api.SearchResponse, error) {
+	b, err := json.Marshal(req)
+	if err != nil {
+		return nil, err
+	}
+	reply, err := c.SearchRaw(ctx, index, b)
+	if err != nil {
+		return nil, err
+	}
+	var resp api.SearchResponse
+	if err := json.Unmarshal(reply, &resp); err != nil {
+		return nil, fmt.Errorf("decode search response: %w", err)
+	}
+	return &resp, nil
+}
+
+// SearchRaw sends a JSON search request and returns the JSON response, or
+// the broker's error as an *api.Error.
+func (c *Client) SearchRaw(ctx context.Context, index string, body []byte) ([]byte, error) {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.opts.RequestTimeout)
+		defer cancel()
+	}
+	if err := subject.ValidIndexName(index); err != nil {
+		return nil, api.BadRequest("%v", err)
+	}
+	reply, err := c.nc.RequestWithContext(ctx, subject.Search(index), body)
+	if errors.Is(err, nats.ErrNoResponders) {
+		return nil, api.Errorf(api.CodeUnavailable, "no broker is running")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("search %q: %w", index, err)
+	}
+	if reply.Header.Get(micro.ErrorHeader) != "" {
+		var e api.Error
+		if json.Unmarshal(reply.Data, &e) == nil && e.Code != "" {
+			return nil, &e
+		}
+		code, _ := strconv.Atoi(reply.Header.Get(micro.ErrorCodeHeader))
+		return nil, api.Errorf(codeFromStatus(code), "%s", reply.Header.Get(micro.ErrorHeader))
+	}
+	return reply.Data, nil
+}
+
+func codeFromStatus(s int) api.Code {
+	switch s {
+	case 400:
+		return api.CodeBadRequest
+	case 404:
+		return api.CodeNotFound
+	case 503:
+		return api.CodeUnavailable
+	case 504:
+		return api.CodeTimeout
+	}
+	return api.CodeInternal
+}

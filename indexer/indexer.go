@@ -1,0 +1,404 @@
+package indexer
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/quarrysearch/quarry/api"
+	"github.com/quarrysearch/quarry/internal/indexmap"
+	"github.com/quarrysearch/quarry/internal/meta"
+	"github.com/quarrysearch/quarry/internal/shard"
+	"github.com/quarrysearch/quarry/internal/subject"
+)
+
+// Config configures an indexer. The zero value of every field but DataDir
+// is a documented default.
+type Config struct {
+	// DataDir holds the indexer's shard replicas. Required.
+	DataDir string
+	// Index limits the indexer to one index; empty serves every index.
+	Index string
+	// SnapshotInterval is how often an index that changed is snapshotted
+	// (default 1m; negative disables periodic snapshots).
+	SnapshotInterval time.Duration
+	// MaxBatch caps documents per bleve batch (default 512).
+	MaxBatch int
+	// SnapshotTimeout bounds one snapshot of one index (default 5m).
+	SnapshotTimeout time.Duration
+	Logger          *slog.Logger
+}
+
+// Validate checks the configuration and fills in defaults.
+func (c *Config) Validate() error {
+	if c.DataDir == "" {
+		return errors.New("indexer: DataDir is required")
+	}
+	if c.Index != "" {
+		if err := subject.ValidIndexName(c.Index); err != nil {
+			return fmt.Errorf("indexer: %w", err)
+		}
+	}
+	if c.SnapshotInterval == 0 {
+		c.SnapshotInterval = time.Minute
+	}
+	if c.SnapshotTimeout <= 0 {
+		c.SnapshotTimeout = 5 * time.Minute
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	c.Logger = c.Logger.With("role", "indexer")
+	return nil
+}
+
+// SnapshotRequest asks the indexer for a new generation of an index that
+// includes every update up to stream sequence MinSeq.
+type SnapshotRequest struct {
+	MinSeq uint64 `json:"min_seq"`
+}
+
+// SnapshotReply is the answer to a SnapshotRequest.
+type SnapshotReply struct {
+	Manifest meta.Manifest `json:"manifest"`
+	Error    string        `json:"error,omitempty"`
+}
+
+// Indexer follows the document stream and publishes snapshots.
+type Indexer struct {
+	nc    *nats.Conn
+	store *meta.Store
+	cfg   Config
+
+	mu      sync.Mutex
+	indexes map[string]*indexState
+	ready   chan struct{}
+}
+
+type indexState struct {
+	def      api.IndexDefinition
+	dir      string
+	replicas []*shard.Replica
+	snapMu   sync.Mutex // one snapshot of this index at a time
+}
+
+// New makes an indexer. Call Run to start it.
+func New(nc *nats.Conn, store *meta.Store, cfg Config) (*Indexer, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &Indexer{nc: nc, store: store, cfg: cfg, indexes: map[string]*indexState{}, ready: make(chan struct{})}, nil
+}
+
+// Ready is closed once every index that existed at start-up is loaded.
+func (ix *Indexer) Ready() <-chan struct{} { return ix.ready }
+
+// Run serves until ctx is done, then closes every replica.
+func (ix *Indexer) Run(ctx context.Context) error {
+	defer ix.closeAll()
+	w, err := ix.store.Indexes.WatchAll(ctx)
+	if err != nil {
+		return fmt.Errorf("indexer: watch indexes: %w", err)
+	}
+	defer w.Stop()
+	var tick <-chan time.Time
+	if ix.cfg.SnapshotInterval > 0 {
+		t := time.NewTicker(ix.cfg.SnapshotInterval)
+		defer t.Stop()
+		tick = t.C
+	}
+	target := "*"
+	if ix.cfg.Index != "" {
+		target = ix.cfg.Index
+	}
+	sub, err := ix.nc.QueueSubscribe(subject.Snapshot(target), "quarry-indexer", func(msg *nats.Msg) { go ix.handleSnapshot(ctx, msg) })
+	if err != nil {
+		return fmt.Errorf("indexer: subscribe: %w", err)
+	}
+	defer sub.Unsubscribe()
+	readyOnce := sync.OnceFunc(func() { close(ix.ready) })
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case e, ok := <-w.Updates():
+			if !ok {
+				return errors.New("indexer: index watch ended")
+			}
+			if e == nil { // initial values delivered
+				readyOnce()
+				continue
+			}
+			ix.onIndexChange(ctx, e)
+		case <-tick:
+			ix.snapshotChanged(ctx)
+		}
+	}
+}
+
+func (ix *Indexer) onIndexChange(ctx context.Context, e jetstream.KeyValueEntry) {
+	name := e.Key()
+	if ix.cfg.Index != "" && name != ix.cfg.Index {
+		return
+	}
+	ix.mu.Lock()
+	old := ix.indexes[name]
+	ix.mu.Unlock()
+	if e.Operation() != jetstream.KeyValuePut {
+		if old != nil {
+			ix.drop(name, old, true)
+		}
+		return
+	}
+	def, err := meta.DecodeIndex(e.Value())
+	if err != nil {
+		ix.cfg.Logger.Error("skipping index with a bad definition", "index", name, "err", err)
+		return
+	}
+	if old != nil {
+		if old.def.Created.Equal(def.Created) {
+			return
+		}
+		ix.drop(name, old, true) // deleted and created again
+	}
+	st, err := ix.load(ctx, def)
+	if err != nil {
+		ix.cfg.Logger.Error("cannot load index", "index", name, "err", err)
+		return
+	}
+	ix.mu.Lock()
+	ix.indexes[name] = st
+	ix.mu.Unlock()
+}
+
+func (ix *Indexer) load(ctx context.Context, def api.IndexDefinition) (*indexState, error) {
+	m, err := indexmap.Build(def.Mapping)
+	if err != nil {
+		return nil, err
+	}
+	st := &indexState{def: def, dir: filepath.Join(ix.cfg.DataDir, def.Name+"-"+strconv.FormatInt(def.Created.UnixMilli(), 10))}
+	manifest, _, err := ix.store.Manifest(ctx, def.Name)
+	if err != nil {
+		return nil, err
+	}
+	for i := range def.Shards {
+		cfg := shard.Config{Index: def.Name, Shard: i, Mapping: m, Dir: filepath.Join(st.dir, strconv.Itoa(i)),
+			Store: ix.store, MaxBatch: ix.cfg.MaxBatch, Logger: ix.cfg.Logger}
+		r, err := ix.openReplica(ctx, cfg, manifest)
+		if err == nil {
+			err = r.Start(ctx)
+		}
+		if err != nil {
+			for _, r := range st.replicas {
+				r.Close()
+			}
+			return nil, fmt.Errorf("load shard %d of %q: %w", i, def.Name, err)
+		}
+		st.replicas = append(st.replicas, r)
+	}
+	ix.cfg.Logger.Info("index loaded", "index", def.Name, "shards", def.Shards, "generation", manifest.Generation)
+	return st, nil
+}
+
+// openReplica reuses the local copy if there is one, else starts from the
+// current snapshot, else from empty (a full replay of the stream).
+func (ix *Indexer) openReplica(ctx context.Context, cfg shard.Config, m meta.Manifest) (*shard.Replica, error) {
+	if _, err := os.Stat(cfg.Dir); err == nil {
+		return shard.OpenLocal(cfg)
+	}
+	for _, s := range m.Shards {
+		if s.Shard != cfg.Shard {
+			continue
+		}
+		if err := os.MkdirAll(filepath.Dir(cfg.Dir), 0o755); err != nil {
+			return nil, err
+		}
+		r, err := shard.OpenSnapshot(ctx, cfg, m.Generation, s)
+		if err == nil {
+			return r, nil
+		}
+		ix.cfg.Logger.Warn("snapshot unusable, replaying the stream from the start", "index", cfg.Index, "shard", cfg.Shard, "err", err)
+	}
+	return shard.OpenLocal(cfg)
+}
+
+func (ix *Indexer) drop(name string, st *indexState, remove bool) {
+	ix.mu.Lock()
+	if ix.indexes[name] == st {
+		delete(ix.indexes, name)
+	}
+	ix.mu.Unlock()
+	st.snapMu.Lock()
+	defer st.snapMu.Unlock()
+	for _, r := range st.replicas {
+		r.Close()
+	}
+	if remove {
+		os.RemoveAll(st.dir)
+		ix.cfg.Logger.Info("index removed", "index", name)
+	}
+}
+
+func (ix *Indexer) closeAll() {
+	ix.mu.Lock()
+	all := ix.indexes
+	ix.indexes = map[string]*indexState{}
+	ix.mu.Unlock()
+	for name, st := range all {
+		ix.drop(name, st, false)
+	}
+}
+
+func (ix *Indexer) handleSnapshot(ctx context.Context, msg *nats.Msg) {
+	var req SnapshotRequest
+	var reply SnapshotReply
+	name := strings.TrimSuffix(strings.TrimPrefix(msg.Subject, subject.IndexerPrefix+"."), ".snapshot")
+	if err := json.Unmarshal(msg.Data, &req); err != nil {
+		reply.Error = fmt.Sprintf("bad snapshot request: %v", err)
+	} else {
+		ctx, cancel := context.WithTimeout(ctx, ix.cfg.SnapshotTimeout)
+		reply.Manifest, err = ix.SnapshotIndex(ctx, name, req.MinSeq)
+		cancel()
+		if err != nil {
+			reply.Error = err.Error()
+		}
+	}
+	b, _ := json.Marshal(reply)
+	msg.Respond(b)
+}
+
+// snapshotChanged snapshots every index whose replicas moved past the
+// current manifest.
+func (ix *Indexer) snapshotChanged(ctx context.Context) {
+	ix.mu.Lock()
+	var all []*indexState
+	for _, st := range ix.indexes {
+		all = append(all, st)
+	}
+	ix.mu.Unlock()
+	for _, st := range all {
+		sctx, cancel := context.WithTimeout(ctx, ix.cfg.SnapshotTimeout)
+		if _, err := ix.Snapshot(sctx, st, 0, false); err != nil {
+			ix.cfg.Logger.Error("periodic snapshot failed", "index", st.def.Name, "err", err)
+		}
+		cancel()
+	}
+}
+
+// Snapshot publishes a new generation of an index once each replica holds
+// every update up to minSeq. Unless force is set, an index unchanged since
+// its current manifest is left alone and the current manifest returned.
+func (ix *Indexer) Snapshot(ctx context.Context, st *indexState, minSeq uint64, force bool) (meta.Manifest, error) {
+	st.snapMu.Lock()
+	defer st.snapMu.Unlock()
+	name := st.def.Name
+	if err := ix.waitApplied(ctx, st, minSeq); err != nil {
+		return meta.Manifest{}, err
+	}
+	cur, rev, err := ix.store.Manifest(ctx, name)
+	if err != nil {
+		return cur, err
+	}
+	if !force && !changed(cur, st.replicas) {
+		return cur, nil
+	}
+	start := time.Now()
+	next := meta.Manifest{Index: name, Generation: cur.Generation + 1, Created: time.Now().UTC()}
+	tmp, err := os.MkdirTemp(ix.cfg.DataDir, "snapshot-")
+	if err != nil {
+		return cur, err
+	}
+	defer os.RemoveAll(tmp)
+	var bytes int64
+	for _, r := range st.replicas {
+		s, err := r.Publish(ctx, tmp, next.Generation)
+		if err != nil {
+			return cur, fmt.Errorf("snapshot %q: %w", name, err)
+		}
+		bytes += s.Size
+		next.Shards = append(next.Shards, s)
+	}
+	if err := ix.store.PutManifest(ctx, next, rev); err != nil {
+		return cur, err
+	}
+	if next.Generation > 1 {
+		// Keep the previous generation: a searcher may still be downloading it.
+		if err := ix.store.PruneSnapshots(ctx, name, next.Generation-1); err != nil {
+			ix.cfg.Logger.Warn("pruning old snapshots failed", "index", name, "err", err)
+		}
+	}
+	ix.cfg.Logger.Info("snapshot published", "index", name, "generation", next.Generation,
+		"bytes", bytes, "took", time.Since(start).Round(time.Millisecond))
+	return next, nil
+}
+
+func changed(m meta.Manifest, replicas []*shard.Replica) bool {
+	if len(m.Shards) != len(replicas) {
+		return true
+	}
+	for i, r := range replicas {
+		if m.Shards[i].Seq != r.Seq() {
+			return true
+		}
+	}
+	return false
+}
+
+// waitApplied waits until every replica has applied the last message of
+// its shard with a sequence <= minSeq.
+func (ix *Indexer) waitApplied(ctx context.Context, st *indexState, minSeq uint64) error {
+	if minSeq == 0 {
+		for _, r := range st.replicas {
+			if err := r.WaitCaughtUp(ctx); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	for i, r := range st.replicas {
+		last, err := ix.store.Docs.GetLastMsgForSubject(ctx, subject.DocsOfShard(st.def.Name, i))
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("last message of shard %d: %w", i, err)
+		}
+		if err := r.WaitSeq(ctx, min(last.Sequence, minSeq)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// SnapshotIndex publishes a new generation of an index once it holds every
+// update up to minSeq. An index created a moment ago may still be loading:
+// SnapshotIndex waits for it while the index exists.
+func (ix *Indexer) SnapshotIndex(ctx context.Context, name string, minSeq uint64) (meta.Manifest, error) {
+	for {
+		ix.mu.Lock()
+		st := ix.indexes[name]
+		ix.mu.Unlock()
+		if st != nil {
+			return ix.Snapshot(ctx, st, minSeq, true)
+		}
+		if _, err := ix.store.Index(ctx, name); err != nil {
+			return meta.Manifest{}, err
+		}
+		select {
+		case <-ctx.Done():
+			return meta.Manifest{}, fmt.Errorf("index %q is not loaded by this indexer: %w", name, ctx.Err())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}

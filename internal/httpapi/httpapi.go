@@ -1,0 +1,164 @@
+// Package httpapi serves Quarry's JSON API over HTTP. Every handler is a
+// thin shim over the Go client, so HTTP and NATS callers get the same
+// answers and the same errors.
+//
+//	GET    /v1/indexes                      list indexes
+//	POST   /v1/indexes/{index}              create: {"shards":N,"mapping":{...}}
+//	GET    /v1/indexes/{index}              definition and snapshot status
+//	DELETE /v1/indexes/{index}              delete
+//	POST   /v1/indexes/{index}/search       SearchRequest → SearchResponse
+//	POST   /v1/indexes/{index}/documents    NDJSON upserts (?snapshot=true to publish a generation)
+//	DELETE /v1/indexes/{index}/documents/{id}
+//	GET    /healthz                         alive
+package httpapi
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+
+	"github.com/quarrysearch/quarry/api"
+	"github.com/quarrysearch/quarry/client"
+)
+
+// MaxSearchBody caps a search request body.
+const MaxSearchBody = 1 << 20
+
+// Handler returns the HTTP API on top of c. maxBulkBytes caps an NDJSON
+// upload.
+func Handler(c *client.Client, maxBulkBytes int64, log *slog.Logger) http.Handler {
+	h := &handler{c: c, maxBulk: maxBulkBytes, log: log}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok\n") })
+	mux.HandleFunc("GET /v1/indexes", h.list)
+	mux.HandleFunc("POST /v1/indexes/{index}", h.create)
+	mux.HandleFunc("GET /v1/indexes/{index}", h.get)
+	mux.HandleFunc("DELETE /v1/indexes/{index}", h.remove)
+	mux.HandleFunc("POST /v1/indexes/{index}/search", h.search)
+	mux.HandleFunc("POST /v1/indexes/{index}/documents", h.ingest)
+	mux.HandleFunc("DELETE /v1/indexes/{index}/documents/{id}", h.deleteDoc)
+	return mux
+}
+
+type handler struct {
+	c       *client.Client
+	maxBulk int64
+	log     *slog.Logger
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(v)
+}
+
+func (h *handler) fail(w http.ResponseWriter, err error) {
+	var e *api.Error
+	if !errors.As(err, &e) {
+		e = &api.Error{Code: api.CodeInternal, Message: err.Error()}
+	}
+	var tooBig *http.MaxBytesError
+	if errors.As(err, &tooBig) {
+		e = api.Errorf(api.CodeBadRequest, "request body is over the limit of %d bytes", tooBig.Limit)
+	}
+	writeJSON(w, api.HTTPStatus(e.Code), map[string]*api.Error{"error": e})
+}
+
+func (h *handler) list(w http.ResponseWriter, r *http.Request) {
+	defs, err := h.c.Indexes(r.Context())
+	if err != nil {
+		h.fail(w, err)
+		return
+	}
+	if defs == nil {
+		defs = []api.IndexDefinition{}
+	}
+	writeJSON(w, 200, map[string]any{"indexes": defs})
+}
+
+func (h *handler) create(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		Shards  int             `json:"shards"`
+		Mapping json.RawMessage `json:"mapping"`
+	}
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxSearchBody))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&body); err != nil {
+		h.fail(w, api.BadRequest("malformed index definition: %v", err))
+		return
+	}
+	def, err := h.c.CreateIndex(r.Context(), r.PathValue("index"), body.Shards, body.Mapping)
+	if err != nil {
+		h.fail(w, err)
+		return
+	}
+	writeJSON(w, 201, def)
+}
+
+func (h *handler) get(w http.ResponseWriter, r *http.Request) {
+	st, err := h.c.Status(r.Context(), r.PathValue("index"))
+	if err != nil {
+		h.fail(w, err)
+		return
+	}
+	writeJSON(w, 200, st)
+}
+
+func (h *handler) remove(w http.ResponseWriter, r *http.Request) {
+	if err := h.c.DeleteIndex(r.Context(), r.PathValue("index")); err != nil {
+		h.fail(w, err)
+		return
+	}
+	w.WriteHeader(204)
+}
+
+func (h *handler) search(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxSearchBody))
+	if err != nil {
+		h.fail(w, err)
+		return
+	}
+	var probe api.SearchRequest
+	if err := json.Unmarshal(body, &probe); err != nil {
+		h.fail(w, api.BadRequest("malformed search request: %v", err))
+		return
+	}
+	resp, err := h.c.SearchRaw(r.Context(), r.PathValue("index"), body)
+	if err != nil {
+		h.fail(w, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Write(resp)
+}
+
+func (h *handler) ingest(w http.ResponseWriter, r *http.Request) {
+	snap, _ := strconv.ParseBool(r.URL.Query().Get("snapshot"))
+	res, err := h.c.Bulk(r.Context(), r.PathValue("index"), http.MaxBytesReader(w, r.Body, h.maxBulk), client.BulkOptions{NoSnapshot: !snap})
+	if err != nil && res == nil {
+		h.fail(w, err)
+		return
+	}
+	status := 200
+	if err != nil {
+		// Part of the body went in; say how much and why it stopped.
+		writeJSON(w, 500, map[string]any{"result": res, "error": api.Error{Code: api.CodeOf(err), Message: err.Error()}})
+		return
+	}
+	if res.Failed > 0 {
+		status = 207 // some lines refused: the body lists them
+	}
+	writeJSON(w, status, res)
+}
+
+func (h *handler) deleteDoc(w http.ResponseWriter, r *http.Request) {
+	seq, err := h.c.Delete(r.Context(), r.PathValue("index"), r.PathValue("id"))
+	if err != nil {
+		h.fail(w, err)
+		return
+	}
+	writeJSON(w, 200, map[string]uint64{"seq": seq})
+}

@@ -1,0 +1,198 @@
+// Package meta is Quarry's metadata on JetStream: index definitions (KV),
+// snapshot manifests (KV), shard snapshots (object store) and the document
+// stream. Every role opens the same Store, which creates what is missing.
+package meta
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/quarrysearch/quarry/api"
+	"github.com/quarrysearch/quarry/internal/indexmap"
+	"github.com/quarrysearch/quarry/internal/subject"
+)
+
+// Options tunes the JetStream resources Open creates.
+type Options struct {
+	// Replicas is the JetStream replication factor (default 1; 3 on a
+	// cluster).
+	Replicas int
+	// ManifestHistory is how many manifests per index KV keeps (default 8).
+	ManifestHistory int
+}
+
+// Store gives access to Quarry's JetStream resources.
+type Store struct {
+	JS        jetstream.JetStream
+	Indexes   jetstream.KeyValue
+	Manifests jetstream.KeyValue
+	Segments  jetstream.ObjectStore
+	Docs      jetstream.Stream
+}
+
+// Open creates or binds to every resource.
+func Open(ctx context.Context, js jetstream.JetStream, opts Options) (*Store, error) {
+	if opts.Replicas <= 0 {
+		opts.Replicas = 1
+	}
+	if opts.ManifestHistory <= 0 {
+		opts.ManifestHistory = 8
+	}
+	s := &Store{JS: js}
+	var err error
+	s.Indexes, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket: subject.IndexesBucket, Description: "Quarry index definitions",
+		History: 4, Storage: jetstream.FileStorage, Replicas: opts.Replicas,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("open bucket %s: %w", subject.IndexesBucket, err)
+	}
+	s.Manifests, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket: subject.ManifestsBucket, Description: "Quarry snapshot manifests",
+		History: uint8(min(opts.ManifestHistory, 64)), Storage: jetstream.FileStorage, Replicas: opts.Replicas,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("open bucket %s: %w", subject.ManifestsBucket, err)
+	}
+	s.Segments, err = js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
+		Bucket: subject.SegmentsBucket, Description: "Quarry shard snapshots",
+		Storage: jetstream.FileStorage, Replicas: opts.Replicas, Compression: false,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("open object store %s: %w", subject.SegmentsBucket, err)
+	}
+	s.Docs, err = js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name:              subject.DocsStream,
+		Description:       "Quarry documents: one subject per document, latest kept",
+		Subjects:          []string{subject.DocsPrefix + ".>"},
+		MaxMsgsPerSubject: 1,
+		Storage:           jetstream.FileStorage,
+		Replicas:          opts.Replicas,
+		Duplicates:        2 * time.Minute,
+		AllowDirect:       true,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("open stream %s: %w", subject.DocsStream, err)
+	}
+	return s, nil
+}
+
+// CreateIndex validates def and stores it. It fails with api.ErrConflict if
+// the index exists. The stored mapping is the canonical form.
+func (s *Store) CreateIndex(ctx context.Context, def api.IndexDefinition) (api.IndexDefinition, error) {
+	if err := subject.ValidIndexName(def.Name); err != nil {
+		return def, api.BadRequest("%v", err)
+	}
+	if def.Shards < 1 || def.Shards > api.MaxShards {
+		return def, api.BadRequest("shards must be between 1 and %d, got %d", api.MaxShards, def.Shards)
+	}
+	m, err := indexmap.Canonical(def.Mapping)
+	if err != nil {
+		return def, err
+	}
+	def.Mapping = m
+	def.Created = time.Now().UTC().Truncate(time.Millisecond)
+	b, err := json.Marshal(def)
+	if err != nil {
+		return def, err
+	}
+	if _, err := s.Indexes.Create(ctx, def.Name, b); err != nil {
+		if errors.Is(err, jetstream.ErrKeyExists) {
+			return def, api.Errorf(api.CodeConflict, "index %q already exists", def.Name)
+		}
+		return def, fmt.Errorf("store index %q: %w", def.Name, err)
+	}
+	return def, nil
+}
+
+// Index returns an index's definition, or an api.ErrNotFound error.
+func (s *Store) Index(ctx context.Context, name string) (api.IndexDefinition, error) {
+	var def api.IndexDefinition
+	if err := subject.ValidIndexName(name); err != nil {
+		return def, api.BadRequest("%v", err)
+	}
+	e, err := s.Indexes.Get(ctx, name)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return def, api.NotFound("index %q does not exist", name)
+	}
+	if err != nil {
+		return def, fmt.Errorf("read index %q: %w", name, err)
+	}
+	return DecodeIndex(e.Value())
+}
+
+// DecodeIndex decodes a stored index definition.
+func DecodeIndex(b []byte) (api.IndexDefinition, error) {
+	var def api.IndexDefinition
+	if err := json.Unmarshal(b, &def); err != nil {
+		return def, fmt.Errorf("decode index definition: %w", err)
+	}
+	return def, nil
+}
+
+// ListIndexes returns every index definition, sorted by name.
+func (s *Store) ListIndexes(ctx context.Context) ([]api.IndexDefinition, error) {
+	lister, err := s.Indexes.ListKeys(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list indexes: %w", err)
+	}
+	var defs []api.IndexDefinition
+	for k := range lister.Keys() {
+		def, err := s.Index(ctx, k)
+		if errors.Is(err, api.ErrNotFound) {
+			continue // deleted meanwhile
+		}
+		if err != nil {
+			return nil, err
+		}
+		defs = append(defs, def)
+	}
+	slices.SortFunc(defs, func(a, b api.IndexDefinition) int { return strings.Compare(a.Name, b.Name) })
+	return defs, nil
+}
+
+// DeleteIndex removes an index: its definition first (so every role stops
+// serving it), then its documents, manifest and snapshots.
+func (s *Store) DeleteIndex(ctx context.Context, name string) error {
+	if _, err := s.Index(ctx, name); err != nil {
+		return err
+	}
+	if err := s.Indexes.Delete(ctx, name); err != nil {
+		return fmt.Errorf("delete index %q: %w", name, err)
+	}
+	if err := s.Docs.Purge(ctx, jetstream.WithPurgeSubject(subject.DocsOfIndex(name))); err != nil {
+		return fmt.Errorf("purge documents of %q: %w", name, err)
+	}
+	if err := s.Manifests.Purge(ctx, name); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
+		return fmt.Errorf("delete manifest of %q: %w", name, err)
+	}
+	return s.deleteObjects(ctx, name+"/", func(string) bool { return true })
+}
+
+// deleteObjects deletes the segment objects whose names start with prefix
+// and for which del returns true.
+func (s *Store) deleteObjects(ctx context.Context, prefix string, del func(name string) bool) error {
+	infos, err := s.Segments.List(ctx)
+	if errors.Is(err, jetstream.ErrNoObjectsFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("list snapshots: %w", err)
+	}
+	for _, o := range infos {
+		if !strings.HasPrefix(o.Name, prefix) || !del(o.Name) {
+			continue
+		}
+		if err := s.Segments.Delete(ctx, o.Name); err != nil && !errors.Is(err, jetstream.ErrObjectNotFound) {
+			return fmt.Errorf("delete snapshot %s: %w", o.Name, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,240 @@
+// Package node runs Quarry roles in one process: an embedded or external
+// NATS connection, the indexer, searcher and broker, and the HTTP API. It
+// is what `quarry serve` and the end-to-end tests run; it sits at the top
+// of the import graph with cmd/quarry, and nothing but they imports it.
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/quarrysearch/quarry/broker"
+	"github.com/quarrysearch/quarry/client"
+	"github.com/quarrysearch/quarry/indexer"
+	"github.com/quarrysearch/quarry/internal/embednats"
+	"github.com/quarrysearch/quarry/internal/httpapi"
+	"github.com/quarrysearch/quarry/internal/meta"
+	"github.com/quarrysearch/quarry/searcher"
+)
+
+// Config says which roles to run and how.
+type Config struct {
+	// DataDir holds JetStream's store (when embedded) and each role's
+	// local files. Required.
+	DataDir string
+	// NATSURL connects to an existing NATS deployment; empty starts an
+	// embedded server.
+	NATSURL string
+	// NATSOptions are extra connection options (auth, TLS) for NATSURL.
+	NATSOptions []nats.Option
+	// NATSHost and NATSPort are where the embedded server listens
+	// (NATSPort -1: a free port; 0: 4222).
+	NATSHost string
+	NATSPort int
+	// HTTPAddr is the HTTP API's listen address; empty disables it.
+	HTTPAddr string
+	// MaxBulkBytes caps an NDJSON upload over HTTP (default 1 GiB).
+	MaxBulkBytes int64
+	// Replicas is the JetStream replication factor of Quarry's resources.
+	Replicas int
+
+	Indexer  *indexer.Config  // nil: no indexer
+	Searcher *searcher.Config // nil: no searcher
+	Broker   *broker.Config   // nil: no broker
+	Logger   *slog.Logger
+}
+
+// Node is a running set of roles.
+type Node struct {
+	cfg    Config
+	ns     *embednats.Server
+	nc     *nats.Conn
+	store  *meta.Store
+	client *client.Client
+	http   *http.Server
+	// HTTPAddr is the HTTP listener's actual address.
+	HTTPAddr string
+
+	Indexer  *indexer.Indexer
+	Searcher *searcher.Searcher
+	Broker   *broker.Broker
+
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	errs   chan error
+}
+
+// Start starts every configured role. Stop it with Close.
+func Start(ctx context.Context, cfg Config) (n *Node, err error) {
+	if cfg.DataDir == "" {
+		return nil, errors.New("node: DataDir is required")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.MaxBulkBytes <= 0 {
+		cfg.MaxBulkBytes = 1 << 30
+	}
+	n = &Node{cfg: cfg, errs: make(chan error, 4)}
+	defer func() {
+		if err != nil {
+			n.Close()
+		}
+	}()
+	if cfg.NATSURL == "" {
+		n.ns, err = embednats.Start(embednats.Config{StoreDir: filepath.Join(cfg.DataDir, "nats"), Host: cfg.NATSHost, Port: cfg.NATSPort})
+		if err != nil {
+			return nil, err
+		}
+		n.nc, err = n.ns.Connect("quarry")
+	} else {
+		opts := append([]nats.Option{nats.Name("quarry"), nats.MaxReconnects(-1)}, cfg.NATSOptions...)
+		n.nc, err = nats.Connect(cfg.NATSURL, opts...)
+		if err != nil {
+			err = fmt.Errorf("connect to %s: %w", cfg.NATSURL, err)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	js, err := jetstream.New(n.nc)
+	if err != nil {
+		return nil, err
+	}
+	if n.store, err = meta.Open(ctx, js, meta.Options{Replicas: cfg.Replicas}); err != nil {
+		return nil, err
+	}
+	if n.client, err = client.New(ctx, n.nc, client.Options{Replicas: cfg.Replicas}); err != nil {
+		return nil, err
+	}
+	runCtx, cancel := context.WithCancel(context.Background())
+	n.cancel = cancel
+	if cfg.Indexer != nil {
+		c := *cfg.Indexer
+		if c.DataDir == "" {
+			c.DataDir = filepath.Join(cfg.DataDir, "indexer")
+		}
+		c.Logger = cfg.Logger
+		if n.Indexer, err = indexer.New(n.nc, n.store, c); err != nil {
+			return nil, err
+		}
+		n.run("indexer", func() error { return n.Indexer.Run(runCtx) })
+	}
+	if cfg.Searcher != nil {
+		c := *cfg.Searcher
+		if c.DataDir == "" {
+			c.DataDir = filepath.Join(cfg.DataDir, "searcher")
+		}
+		c.Logger = cfg.Logger
+		if n.Searcher, err = searcher.New(n.nc, n.store, c); err != nil {
+			return nil, err
+		}
+		n.run("searcher", func() error { return n.Searcher.Run(runCtx) })
+	}
+	if cfg.Broker != nil {
+		c := *cfg.Broker
+		c.Logger = cfg.Logger
+		if n.Broker, err = broker.New(n.nc, n.store, c); err != nil {
+			return nil, err
+		}
+		n.run("broker", func() error { return n.Broker.Run(runCtx) })
+	}
+	if cfg.HTTPAddr != "" {
+		ln, err := net.Listen("tcp", cfg.HTTPAddr)
+		if err != nil {
+			return nil, fmt.Errorf("http listener: %w", err)
+		}
+		n.HTTPAddr = ln.Addr().String()
+		n.http = &http.Server{Handler: httpapi.Handler(n.client, cfg.MaxBulkBytes, cfg.Logger), ReadHeaderTimeout: 10 * time.Second}
+		n.run("http", func() error {
+			if err := n.http.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+				return err
+			}
+			return nil
+		})
+	}
+	return n, nil
+}
+
+func (n *Node) run(role string, f func() error) {
+	n.wg.Go(func() {
+		if err := f(); err != nil {
+			n.cfg.Logger.Error("role stopped", "role", role, "err", err)
+			select {
+			case n.errs <- fmt.Errorf("%s: %w", role, err):
+			default:
+			}
+		}
+	})
+}
+
+// Errors reports a role that stopped with an error.
+func (n *Node) Errors() <-chan error { return n.errs }
+
+// Client is a client on the node's connection.
+func (n *Node) Client() *client.Client { return n.client }
+
+// Conn is the node's NATS connection.
+func (n *Node) Conn() *nats.Conn { return n.nc }
+
+// NATSURL is the URL other processes use to reach the node's NATS.
+func (n *Node) NATSURL() string {
+	if n.ns != nil {
+		return n.ns.ClientURL()
+	}
+	return n.cfg.NATSURL
+}
+
+// WaitReady waits until every role has loaded what existed at start-up.
+func (n *Node) WaitReady(ctx context.Context) error {
+	var chans []<-chan struct{}
+	if n.Indexer != nil {
+		chans = append(chans, n.Indexer.Ready())
+	}
+	if n.Searcher != nil {
+		chans = append(chans, n.Searcher.Ready())
+	}
+	if n.Broker != nil {
+		chans = append(chans, n.Broker.Ready())
+	}
+	for _, c := range chans {
+		select {
+		case <-c:
+		case err := <-n.errs:
+			return err
+		case <-ctx.Done():
+			return fmt.Errorf("wait for roles to be ready: %w", ctx.Err())
+		}
+	}
+	return nil
+}
+
+// Close stops the HTTP listener, then the roles, then NATS.
+func (n *Node) Close() {
+	if n.http != nil {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		n.http.Shutdown(sctx)
+		cancel()
+	}
+	if n.cancel != nil {
+		n.cancel()
+	}
+	n.wg.Wait()
+	if n.nc != nil {
+		n.nc.Drain()
+		n.nc.Close()
+	}
+	if n.ns != nil {
+		n.ns.Shutdown()
+	}
+}

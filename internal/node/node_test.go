@@ -1,0 +1,97 @@
+package node
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/quarrysearch/quarry/api"
+	"github.com/quarrysearch/quarry/broker"
+	"github.com/quarrysearch/quarry/client"
+	"github.com/quarrysearch/quarry/indexer"
+	"github.com/quarrysearch/quarry/searcher"
+)
+
+// startNode runs every role on an embedded server in a temp dir.
+func startNode(t *testing.T) *Node {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	n, err := Start(ctx, Config{
+		DataDir: t.TempDir(), NATSPort: -1, HTTPAddr: "127.0.0.1:0",
+		Indexer: &indexer.Config{SnapshotInterval: -1}, Searcher: &searcher.Config{}, Broker: &broker.Config{},
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(n.Close)
+	if err := n.WaitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func TestEndToEnd(t *testing.T) {
+	n := startNode(t)
+	c := n.Client()
+	ctx := context.Background()
+	if _, err := c.CreateIndex(ctx, "t", 3, nil); err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	for i := range 300 {
+		fmt.Fprintf(&buf, `{"id":"d%03d","name":"item %d","text":"%s"}`+"\n", i, i, []string{"spicy noodles", "mild soup", "spicy soup"}[i%3])
+	}
+	buf.WriteString("{not json}\n{\"name\":\"no id\"}\n")
+	res, err := c.Bulk(ctx, "t", &buf, client.BulkOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Stored != 300 || res.Failed != 2 || res.Snapshot == nil || res.Snapshot.Docs != 300 {
+		t.Fatalf("bulk: %+v", res)
+	}
+	waitFor(t, func() bool {
+		r, err := c.Search(ctx, "t", &api.SearchRequest{Q: "spicy"})
+		return err == nil && r.Total == 200
+	})
+	r, err := c.Search(ctx, "t", &api.SearchRequest{Q: "noodles", Size: 5, Fields: []string{"*"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Total != 100 || len(r.Hits) != 5 || r.Shards.Successful != 3 {
+		t.Fatalf("search: %+v", r)
+	}
+	// Real-time path.
+	start := time.Now()
+	if _, err := c.Put(ctx, "t", []byte(`{"id":"fresh","text":"zanzibar"}`)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool {
+		r, err := c.Search(ctx, "t", &api.SearchRequest{Q: "zanzibar"})
+		return err == nil && r.Total == 1
+	})
+	t.Logf("visible after %s", time.Since(start))
+	if _, err := c.Delete(ctx, "t", "fresh"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool {
+		r, err := c.Search(ctx, "t", &api.SearchRequest{Q: "zanzibar"})
+		return err == nil && r.Total == 0
+	})
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met in 15s")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

@@ -1,0 +1,355 @@
+package shard
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/blevesearch/bleve/v2"
+	"github.com/blevesearch/bleve/v2/index/scorch"
+	"github.com/blevesearch/bleve/v2/mapping"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/quarrysearch/quarry/internal/meta"
+	"github.com/quarrysearch/quarry/internal/snapshot"
+	"github.com/quarrysearch/quarry/internal/subject"
+)
+
+// seqKey is the bleve internal key holding the last applied stream sequence.
+var seqKey = []byte("quarry.seq")
+
+// ErrClosed is returned by a replica used after Close.
+var ErrClosed = errors.New("shard replica closed")
+
+// Config describes a replica.
+type Config struct {
+	Index string
+	Shard int
+	// Mapping is the index's bleve mapping (see indexmap.Build).
+	Mapping mapping.IndexMapping
+	// Dir is the replica's index directory.
+	Dir   string
+	Store *meta.Store
+	// MaxBatch caps the documents applied in one bleve batch (default 512).
+	MaxBatch int
+	// MaxSnapshotBytes caps a downloaded snapshot's unpacked size
+	// (default 16 GiB).
+	MaxSnapshotBytes int64
+	Logger           *slog.Logger
+}
+
+func (c *Config) defaults() {
+	if c.MaxBatch <= 0 {
+		c.MaxBatch = 512
+	}
+	if c.MaxSnapshotBytes <= 0 {
+		c.MaxSnapshotBytes = 16 << 30
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	c.Logger = c.Logger.With("index", c.Index, "shard", c.Shard)
+}
+
+// Replica is one shard's index following the document stream.
+type Replica struct {
+	cfg        Config
+	idx        bleve.Index
+	generation uint64
+
+	seq     atomic.Uint64 // last applied stream sequence
+	applyMu sync.Mutex    // held while a batch is applied or the index copied
+
+	// mu guards closed; searches hold it for reading so Close waits for
+	// them.
+	mu     sync.RWMutex
+	closed bool
+
+	cancel     context.CancelFunc
+	done       chan struct{}
+	caughtUp   chan struct{}
+	caughtOnce sync.Once
+	startOnce  sync.Once
+}
+
+// scorchConfig: the index is rebuilt from snapshot + stream after a crash,
+// so batches need not wait for fsync (unsafe_batch), which keeps update
+// visibility in milliseconds.
+func scorchConfig() map[string]any {
+	return map[string]any{"unsafe_batch": true}
+}
+
+// OpenLocal opens the index in cfg.Dir, or creates an empty one if there is
+// none (or it cannot be opened).
+func OpenLocal(cfg Config) (*Replica, error) {
+	cfg.defaults()
+	idx, err := bleve.OpenUsing(cfg.Dir, scorchConfig())
+	if err != nil {
+		if _, statErr := os.Stat(cfg.Dir); statErr == nil {
+			cfg.Logger.Warn("local index unusable, starting empty", "dir", cfg.Dir, "err", err)
+			if err := os.RemoveAll(cfg.Dir); err != nil {
+				return nil, err
+			}
+		}
+		idx, err = bleve.NewUsing(cfg.Dir, cfg.Mapping, scorch.Name, scorch.Name, scorchConfig())
+		if err != nil {
+			return nil, fmt.Errorf("create index %s/%d: %w", cfg.Index, cfg.Shard, err)
+		}
+	}
+	return newReplica(cfg, idx, 0)
+}
+
+// OpenSnapshot downloads snap from the object store into cfg.Dir (which
+// must not exist), verifies its digest and opens it. On a digest mismatch
+// it returns an error wrapping snapshot.ErrDigestMismatch and leaves
+// nothing behind.
+func OpenSnapshot(ctx context.Context, cfg Config, generation uint64, snap meta.ShardSnapshot) (*Replica, error) {
+	cfg.defaults()
+	obj, err := cfg.Store.Segments.Get(ctx, snap.Object)
+	if err != nil {
+		return nil, fmt.Errorf("download snapshot %s: %w", snap.Object, err)
+	}
+	defer obj.Close()
+	if err := snapshot.Unpack(obj, cfg.Dir, snap.Digest, cfg.MaxSnapshotBytes); err != nil {
+		return nil, fmt.Errorf("snapshot %s: %w", snap.Object, err)
+	}
+	idx, err := bleve.OpenUsing(cfg.Dir, scorchConfig())
+	if err != nil {
+		os.RemoveAll(cfg.Dir)
+		return nil, fmt.Errorf("open snapshot %s: %w", snap.Object, err)
+	}
+	r, err := newReplica(cfg, idx, generation)
+	if err != nil {
+		return nil, err
+	}
+	if got := r.Seq(); got != snap.Seq {
+		r.Destroy()
+		return nil, fmt.Errorf("snapshot %s holds sequence %d, manifest says %d", snap.Object, got, snap.Seq)
+	}
+	return r, nil
+}
+
+func newReplica(cfg Config, idx bleve.Index, generation uint64) (*Replica, error) {
+	r := &Replica{cfg: cfg, idx: idx, generation: generation, done: make(chan struct{}), caughtUp: make(chan struct{})}
+	v, err := idx.GetInternal(seqKey)
+	if err != nil {
+		idx.Close()
+		return nil, fmt.Errorf("read sequence of %s/%d: %w", cfg.Index, cfg.Shard, err)
+	}
+	if len(v) == 8 {
+		r.seq.Store(binary.BigEndian.Uint64(v))
+	}
+	return r, nil
+}
+
+// Seq is the last stream sequence applied.
+func (r *Replica) Seq() uint64 { return r.seq.Load() }
+
+// Generation is the snapshot generation the replica was opened from (0 if
+// it was not opened from a snapshot).
+func (r *Replica) Generation() uint64 { return r.generation }
+
+// DocCount is the number of documents in the replica.
+func (r *Replica) DocCount() (uint64, error) { return r.idx.DocCount() }
+
+// Start follows the stream from Seq()+1 until Close. It returns once the
+// consumer exists; use WaitCaughtUp to wait for the replay.
+func (r *Replica) Start(ctx context.Context) error {
+	err := ErrClosed
+	r.startOnce.Do(func() { err = r.start(ctx) })
+	return err
+}
+
+func (r *Replica) start(ctx context.Context) error {
+	cc := jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{subject.DocsOfShard(r.cfg.Index, r.cfg.Shard)},
+		DeliverPolicy:  jetstream.DeliverAllPolicy,
+	}
+	if s := r.Seq(); s > 0 {
+		cc.DeliverPolicy = jetstream.DeliverByStartSequencePolicy
+		cc.OptStartSeq = s + 1
+	}
+	cons, err := r.cfg.Store.JS.OrderedConsumer(ctx, subject.DocsStream, cc)
+	if err != nil {
+		return fmt.Errorf("follow %s/%d: %w", r.cfg.Index, r.cfg.Shard, err)
+	}
+	info, err := cons.Info(ctx)
+	if err != nil {
+		return fmt.Errorf("follow %s/%d: %w", r.cfg.Index, r.cfg.Shard, err)
+	}
+	if info.NumPending == 0 {
+		r.markCaughtUp()
+	}
+	msgs := make(chan jetstream.Msg, r.cfg.MaxBatch)
+	runCtx, cancel := context.WithCancel(context.Background())
+	r.cancel = cancel
+	cctx, err := cons.Consume(func(m jetstream.Msg) {
+		select {
+		case msgs <- m:
+		case <-runCtx.Done():
+		}
+	}, jetstream.PullMaxMessages(r.cfg.MaxBatch))
+	if err != nil {
+		cancel()
+		return fmt.Errorf("follow %s/%d: %w", r.cfg.Index, r.cfg.Shard, err)
+	}
+	go func() {
+		defer close(r.done)
+		defer cctx.Stop()
+		r.applyLoop(runCtx, msgs)
+	}()
+	return nil
+}
+
+func (r *Replica) markCaughtUp() { r.caughtOnce.Do(func() { close(r.caughtUp) }) }
+
+// WaitCaughtUp waits until the replica has, at some instant since Start,
+// applied every message the stream held for its shard.
+func (r *Replica) WaitCaughtUp(ctx context.Context) error {
+	select {
+	case <-r.caughtUp:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("replay %s/%d: %w (at sequence %d)", r.cfg.Index, r.cfg.Shard, ctx.Err(), r.Seq())
+	}
+}
+
+// WaitSeq waits until the replica has applied stream sequence seq.
+func (r *Replica) WaitSeq(ctx context.Context, seq uint64) error {
+	t := time.NewTicker(time.Millisecond)
+	defer t.Stop()
+	for r.Seq() < seq {
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return fmt.Errorf("wait for sequence %d on %s/%d (at %d): %w", seq, r.cfg.Index, r.cfg.Shard, r.Seq(), ctx.Err())
+		}
+	}
+	return nil
+}
+
+func (r *Replica) applyLoop(ctx context.Context, msgs <-chan jetstream.Msg) {
+	batch := make([]jetstream.Msg, 0, r.cfg.MaxBatch)
+	for {
+		batch = batch[:0]
+		select {
+		case m := <-msgs:
+			batch = append(batch, m)
+		case <-ctx.Done():
+			return
+		}
+	drain:
+		for len(batch) < r.cfg.MaxBatch {
+			select {
+			case m := <-msgs:
+				batch = append(batch, m)
+			default:
+				break drain
+			}
+		}
+		if err := r.apply(batch); err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			// The index is unusable (disk full, closed under us): stop
+			// following rather than skip updates silently.
+			r.cfg.Logger.Error("apply updates failed; replica stops following the stream", "err", err, "seq", r.Seq())
+			return
+		}
+	}
+}
+
+// apply writes one batch of stream messages and the new sequence.
+func (r *Replica) apply(msgs []jetstream.Msg) error {
+	b := r.idx.NewBatch()
+	var last uint64
+	pendingZero := false
+	for _, m := range msgs {
+		md, err := m.Metadata()
+		if err != nil {
+			return fmt.Errorf("message metadata: %w", err)
+		}
+		last = md.Sequence.Stream
+		pendingZero = md.NumPending == 0
+		_, _, id, err := subject.ParseDoc(m.Subject())
+		if err != nil {
+			r.cfg.Logger.Warn("skipping message on a bad subject", "subject", m.Subject(), "seq", last, "err", err)
+			continue
+		}
+		if m.Headers().Get(subject.HeaderOp) == subject.OpDelete {
+			b.Delete(id)
+			continue
+		}
+		var doc map[string]any
+		if err := json.Unmarshal(m.Data(), &doc); err != nil {
+			r.cfg.Logger.Warn("skipping malformed document", "id", id, "seq", last, "err", err)
+			continue
+		}
+		if err := b.Index(id, doc); err != nil {
+			r.cfg.Logger.Warn("skipping unindexable document", "id", id, "seq", last, "err", err)
+		}
+	}
+	var seqBuf [8]byte
+	binary.BigEndian.PutUint64(seqBuf[:], last)
+	b.SetInternal(seqKey, seqBuf[:])
+	r.applyMu.Lock()
+	err := r.idx.Batch(b)
+	if err == nil {
+		r.seq.Store(last)
+	}
+	r.applyMu.Unlock()
+	if err != nil {
+		return fmt.Errorf("apply batch up to %d: %w", last, err)
+	}
+	if pendingZero {
+		r.markCaughtUp()
+	}
+	return nil
+}
+
+// acquire returns the index for a search, or ErrClosed; release with
+// r.mu.RUnlock.
+func (r *Replica) acquire() (bleve.Index, error) {
+	r.mu.RLock()
+	if r.closed {
+		r.mu.RUnlock()
+		return nil, ErrClosed
+	}
+	return r.idx, nil
+}
+
+// Close stops following the stream, waits for in-flight searches and
+// closes the index. The directory stays.
+func (r *Replica) Close() error {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return nil
+	}
+	r.closed = true
+	r.mu.Unlock()
+	r.startOnce.Do(func() {}) // a replica closed before Start never starts
+	if r.cancel != nil {
+		r.cancel()
+		<-r.done
+	}
+	r.applyMu.Lock()
+	defer r.applyMu.Unlock()
+	return r.idx.Close()
+}
+
+// Destroy closes the replica and removes its directory.
+func (r *Replica) Destroy() error {
+	err := r.Close()
+	if rmErr := os.RemoveAll(r.cfg.Dir); err == nil {
+		err = rmErr
+	}
+	return err
+}

@@ -1,0 +1,170 @@
+// Package subject names every NATS subject, stream, bucket and queue group
+// Quarry uses, and maps document ids to subject-safe tokens. Keeping the
+// names in one place keeps the services and the client in agreement.
+package subject
+
+import (
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"strconv"
+	"strings"
+)
+
+// JetStream resources shared by every role.
+const (
+	// DocsStream is the stream of document updates, the source of truth for
+	// every index's documents: one subject per document, one message kept per
+	// subject, a delete stored as a tombstone.
+	DocsStream = "QUARRY_DOCS"
+	// DocsPrefix is the subject prefix of DocsStream.
+	DocsPrefix = "quarry.v1.docs"
+	// IndexesBucket is the KV bucket of index definitions.
+	IndexesBucket = "quarry-indexes"
+	// ManifestsBucket is the KV bucket of snapshot manifests, one key per index.
+	ManifestsBucket = "quarry-manifests"
+	// SegmentsBucket is the object store holding shard snapshots.
+	SegmentsBucket = "quarry-segments"
+)
+
+// Request/reply services.
+const (
+	// ServiceName is the micro service name of the public search API.
+	ServiceName = "quarry"
+	// SearchPrefix is the subject prefix of the public search API.
+	SearchPrefix = "quarry.v1.search"
+	// ShardPrefix is the subject prefix of shard searches.
+	ShardPrefix = "quarry.v1.shard"
+	// IndexerPrefix is the subject prefix of the indexer's control API.
+	IndexerPrefix = "quarry.v1.indexer"
+)
+
+// Headers carried on Quarry messages.
+const (
+	// HeaderOp marks a document message as an upsert or a delete.
+	HeaderOp = "Quarry-Op"
+	// OpDelete is the HeaderOp value of a tombstone.
+	OpDelete = "delete"
+	// HeaderDeadline carries a request's deadline in Unix nanoseconds.
+	HeaderDeadline = "Quarry-Deadline"
+	// HeaderEncoding marks a zstd-compressed payload.
+	HeaderEncoding = "Quarry-Encoding"
+	// HeaderError carries an error message on a failed reply.
+	HeaderError = "Quarry-Error"
+)
+
+// MaxIDBytes is the longest document id Quarry accepts.
+const MaxIDBytes = 512
+
+// ErrBadName reports an index name that is not usable in subjects and keys.
+var ErrBadName = errors.New("invalid index name")
+
+// ValidIndexName checks that name is 1–64 characters of [a-z0-9_-], starting
+// with a letter or digit: safe as a subject token, KV key and directory name.
+func ValidIndexName(name string) error {
+	if name == "" || len(name) > 64 {
+		return fmt.Errorf("%w %q: must be 1-64 characters", ErrBadName, name)
+	}
+	for i, c := range name {
+		ok := c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || (i > 0 && (c == '-' || c == '_'))
+		if !ok {
+			return fmt.Errorf("%w %q: use lowercase letters, digits, '-' and '_', starting with a letter or digit", ErrBadName, name)
+		}
+	}
+	return nil
+}
+
+// ShardOf returns the shard of a document id: a stable FNV-1a hash of the id
+// modulo the shard count. It never changes for a given id and count.
+func ShardOf(id string, shards int) int {
+	h := fnv.New32a()
+	h.Write([]byte(id))
+	return int(h.Sum32() % uint32(shards))
+}
+
+// IDToken encodes a document id as a subject token (unpadded base64url).
+func IDToken(id string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(id))
+}
+
+// IDFromToken decodes IDToken.
+func IDFromToken(tok string) (string, error) {
+	b, err := base64.RawURLEncoding.DecodeString(tok)
+	if err != nil {
+		return "", fmt.Errorf("decode id token %q: %w", tok, err)
+	}
+	return string(b), nil
+}
+
+// Doc is the subject of one document of an index.
+func Doc(index string, shard int, id string) string {
+	return DocsPrefix + "." + index + "." + strconv.Itoa(shard) + "." + IDToken(id)
+}
+
+// DocsOfShard is the filter subject of every document of one shard.
+func DocsOfShard(index string, shard int) string {
+	return DocsPrefix + "." + index + "." + strconv.Itoa(shard) + ".>"
+}
+
+// DocsOfIndex is the filter subject of every document of an index.
+func DocsOfIndex(index string) string {
+	return DocsPrefix + "." + index + ".>"
+}
+
+// ParseDoc splits a document subject into index, shard and id.
+func ParseDoc(subj string) (index string, shard int, id string, err error) {
+	rest, ok := strings.CutPrefix(subj, DocsPrefix+".")
+	parts := strings.Split(rest, ".")
+	if !ok || len(parts) != 3 {
+		return "", 0, "", fmt.Errorf("not a document subject: %q", subj)
+	}
+	shard, err = strconv.Atoi(parts[1])
+	if err != nil {
+		return "", 0, "", fmt.Errorf("document subject %q: bad shard: %w", subj, err)
+	}
+	id, err = IDFromToken(parts[2])
+	return parts[0], shard, id, err
+}
+
+// Shard is the request subject of one shard of an index.
+func Shard(index string, shard int) string {
+	return ShardPrefix + "." + index + "." + strconv.Itoa(shard)
+}
+
+// ParseShard splits a shard subject into index and shard.
+func ParseShard(subj string) (index string, shard int, ok bool) {
+	rest, ok := strings.CutPrefix(subj, ShardPrefix+".")
+	if !ok {
+		return "", 0, false
+	}
+	i := strings.LastIndexByte(rest, '.')
+	if i <= 0 {
+		return "", 0, false
+	}
+	n, err := strconv.Atoi(rest[i+1:])
+	if err != nil || n < 0 {
+		return "", 0, false
+	}
+	return rest[:i], n, true
+}
+
+// ShardQueue is the queue group replicas of one shard share.
+func ShardQueue(index string, shard int) string {
+	return "shard." + index + "." + strconv.Itoa(shard)
+}
+
+// Search is the public search subject of an index.
+func Search(index string) string {
+	return SearchPrefix + "." + index
+}
+
+// Snapshot is the indexer subject that asks for a snapshot of an index.
+func Snapshot(index string) string {
+	return IndexerPrefix + "." + index + ".snapshot"
+}
+
+// SegmentObject names the object holding one shard's snapshot of a generation.
+func SegmentObject(index string, generation uint64, shard int) string {
+	return fmt.Sprintf("%s/%d/%d", index, generation, shard)
+}

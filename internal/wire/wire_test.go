@@ -1,0 +1,111 @@
+package wire
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"testing"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/quarrysearch/quarry/api"
+)
+
+func sampleResponse(n int) *ShardResponse {
+	r := &ShardResponse{Total: 12345, MaxScore: 3.2, TookNS: 40000, Seq: 99, Generation: 3}
+	for i := range n {
+		r.Hits = append(r.Hits, api.Hit{
+			ID:    fmt.Sprintf("r%04d-i%02d", i/20, i%20),
+			Score: 3.2 / float64(i+1),
+			Fields: map[string]any{
+				"name":        "Spicy Dan Dan Noodles",
+				"description": "Hand-pulled wheat noodles in a chilli oil and sesame sauce with minced pork",
+				"price":       12.5,
+			},
+		})
+	}
+	return r
+}
+
+func TestRoundTrip(t *testing.T) {
+	for _, threshold := range []int{0, 1, CompressThreshold, 1 << 30} {
+		for _, n := range []int{0, 1, 100} {
+			in := sampleResponse(n)
+			msg := nats.NewMsg("x")
+			if err := Encode(msg, in, threshold); err != nil {
+				t.Fatal(err)
+			}
+			raw, _ := json.Marshal(in)
+			compressed := msg.Header.Get("Quarry-Encoding") == "zstd"
+			if want := threshold > 0 && len(raw) > threshold; compressed != want {
+				t.Errorf("threshold %d n %d: compressed=%v", threshold, n, compressed)
+			}
+			var out ShardResponse
+			if err := Decode(msg, &out); err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(in.Hits, out.Hits) && n > 0 {
+				t.Fatalf("threshold %d n %d: hits differ", threshold, n)
+			}
+		}
+	}
+}
+
+func TestDecodeCorrupt(t *testing.T) {
+	msg := nats.NewMsg("x")
+	msg.Header.Set("Quarry-Encoding", "zstd")
+	msg.Data = []byte("not zstd")
+	var out ShardResponse
+	if err := Decode(msg, &out); err == nil {
+		t.Fatal("corrupt zstd accepted")
+	}
+}
+
+func FuzzDecode(f *testing.F) {
+	m := nats.NewMsg("x")
+	_ = Encode(m, sampleResponse(3), 1)
+	f.Add(m.Data, true)
+	f.Add([]byte(`{"query":{"match":"x"},"k":10}`), false)
+	f.Fuzz(func(t *testing.T, data []byte, z bool) {
+		msg := nats.NewMsg("x")
+		if z {
+			msg.Header.Set("Quarry-Encoding", "zstd")
+		}
+		msg.Data = data
+		var req ShardRequest
+		_ = Decode(msg, &req)
+		var resp ShardResponse
+		_ = Decode(msg, &resp)
+	})
+}
+
+// BenchmarkShardResponse measures encode+decode of shard responses of
+// different sizes, with and without compression; it is how
+// CompressThreshold was chosen.
+func BenchmarkShardResponse(b *testing.B) {
+	for _, n := range []int{1, 10, 100} {
+		for _, z := range []bool{false, true} {
+			b.Run(fmt.Sprintf("hits=%d/zstd=%v", n, z), func(b *testing.B) {
+				in := sampleResponse(n)
+				threshold := 0
+				if z {
+					threshold = 1
+				}
+				b.ReportAllocs()
+				var size int
+				for b.Loop() {
+					msg := nats.NewMsg("x")
+					if err := Encode(msg, in, threshold); err != nil {
+						b.Fatal(err)
+					}
+					size = len(msg.Data)
+					var out ShardResponse
+					if err := Decode(msg, &out); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(size), "bytes/msg")
+			})
+		}
+	}
+}

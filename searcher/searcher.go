@@ -1,0 +1,430 @@
+package searcher
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nuid"
+
+	"github.com/quarrysearch/quarry/api"
+	"github.com/quarrysearch/quarry/internal/indexmap"
+	"github.com/quarrysearch/quarry/internal/meta"
+	"github.com/quarrysearch/quarry/internal/shard"
+	"github.com/quarrysearch/quarry/internal/subject"
+)
+
+// Config configures a searcher. The zero value of every field but DataDir
+// is a documented default.
+type Config struct {
+	// DataDir holds downloaded snapshots. Required. A searcher starts from
+	// the published snapshot each time, so the directory's old content is
+	// removed at start.
+	DataDir string
+	// Index limits the searcher to one index; empty serves every index.
+	Index string
+	// Shards limits the searcher to these shards (with Index); nil serves
+	// every shard.
+	Shards []int
+	// Workers is how many shard requests run at once (default 2×GOMAXPROCS).
+	Workers int
+	// QueueLen is how many requests may wait for a worker before new ones
+	// are refused as overloaded (default 1024).
+	QueueLen int
+	// MaxBatch caps documents per bleve batch when replaying (default 512).
+	MaxBatch int
+	// CatchUpTimeout bounds the replay of a new replica before it serves
+	// (default 10m).
+	CatchUpTimeout time.Duration
+	// CompressThreshold is the response size above which replies are zstd
+	// compressed (default wire.CompressThreshold).
+	CompressThreshold int
+	Logger            *slog.Logger
+}
+
+// Validate checks the configuration and fills in defaults.
+func (c *Config) Validate() error {
+	if c.DataDir == "" {
+		return errors.New("searcher: DataDir is required")
+	}
+	if c.Index != "" {
+		if err := subject.ValidIndexName(c.Index); err != nil {
+			return fmt.Errorf("searcher: %w", err)
+		}
+	}
+	if len(c.Shards) > 0 && c.Index == "" {
+		return errors.New("searcher: Shards needs Index")
+	}
+	for _, s := range c.Shards {
+		if s < 0 || s >= api.MaxShards {
+			return fmt.Errorf("searcher: bad shard %d", s)
+		}
+	}
+	if c.Workers <= 0 {
+		c.Workers = 2 * runtime.GOMAXPROCS(0)
+	}
+	if c.QueueLen <= 0 {
+		c.QueueLen = 1024
+	}
+	if c.CatchUpTimeout <= 0 {
+		c.CatchUpTimeout = 10 * time.Minute
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	c.Logger = c.Logger.With("role", "searcher")
+	return nil
+}
+
+// Searcher serves shards.
+type Searcher struct {
+	nc    *nats.Conn
+	store *meta.Store
+	cfg   Config
+	work  chan *nats.Msg
+
+	mu      sync.Mutex
+	indexes map[string]*indexState
+	ready   chan struct{}
+	wg      sync.WaitGroup
+}
+
+type indexState struct {
+	def    api.IndexDefinition
+	dir    string
+	cancel context.CancelFunc
+	done   chan struct{}
+	shards map[int]*slot
+}
+
+// slot is one served shard: the replica answering, swapped atomically.
+type slot struct {
+	index string
+	shard int
+	cur   atomic.Pointer[shard.Replica]
+	sub   *nats.Subscription
+}
+
+// New makes a searcher. Call Run to start it.
+func New(nc *nats.Conn, store *meta.Store, cfg Config) (*Searcher, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &Searcher{nc: nc, store: store, cfg: cfg, indexes: map[string]*indexState{},
+		work: make(chan *nats.Msg, cfg.QueueLen), ready: make(chan struct{})}, nil
+}
+
+// Ready is closed once every shard of the indexes that existed at start-up
+// is caught up and serving.
+func (s *Searcher) Ready() <-chan struct{} { return s.ready }
+
+// Run serves until ctx is done, then unsubscribes, finishes in-flight
+// requests and closes every replica.
+func (s *Searcher) Run(ctx context.Context) error {
+	if err := os.RemoveAll(s.cfg.DataDir); err != nil {
+		return fmt.Errorf("searcher: clean %s: %w", s.cfg.DataDir, err)
+	}
+	if err := os.MkdirAll(s.cfg.DataDir, 0o755); err != nil {
+		return fmt.Errorf("searcher: %w", err)
+	}
+	workCtx, stopWork := context.WithCancel(context.Background())
+	var workers sync.WaitGroup
+	for range s.cfg.Workers {
+		workers.Go(func() { s.worker(workCtx) })
+	}
+	defer func() {
+		s.closeAll()
+		stopWork()
+		workers.Wait()
+	}()
+
+	w, err := s.store.Indexes.WatchAll(ctx)
+	if err != nil {
+		return fmt.Errorf("searcher: watch indexes: %w", err)
+	}
+	defer w.Stop()
+	mw, err := s.store.Manifests.WatchAll(ctx, jetstream.UpdatesOnly())
+	if err != nil {
+		return fmt.Errorf("searcher: watch manifests: %w", err)
+	}
+	defer mw.Stop()
+	var initial []*indexState
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case e, ok := <-w.Updates():
+			if !ok {
+				return errors.New("searcher: index watch ended")
+			}
+			if e == nil {
+				go s.markReady(ctx, initial)
+				initial = nil
+				continue
+			}
+			if st := s.onIndexChange(ctx, e); st != nil && initial != nil {
+				initial = append(initial, st)
+			}
+		case e, ok := <-mw.Updates():
+			if !ok {
+				return errors.New("searcher: manifest watch ended")
+			}
+			if e != nil && e.Operation() == jetstream.KeyValuePut {
+				s.onManifest(ctx, e)
+			}
+		}
+	}
+}
+
+func (s *Searcher) markReady(ctx context.Context, initial []*indexState) {
+	for _, st := range initial {
+		select {
+		case <-st.done:
+		case <-ctx.Done():
+			return
+		}
+	}
+	close(s.ready)
+}
+
+func (s *Searcher) onIndexChange(ctx context.Context, e jetstream.KeyValueEntry) *indexState {
+	name := e.Key()
+	if s.cfg.Index != "" && name != s.cfg.Index {
+		return nil
+	}
+	s.mu.Lock()
+	old := s.indexes[name]
+	s.mu.Unlock()
+	if e.Operation() != jetstream.KeyValuePut {
+		if old != nil {
+			s.drop(name, old)
+		}
+		return nil
+	}
+	def, err := meta.DecodeIndex(e.Value())
+	if err != nil {
+		s.cfg.Logger.Error("skipping index with a bad definition", "index", name, "err", err)
+		return nil
+	}
+	if old != nil {
+		if old.def.Created.Equal(def.Created) {
+			return nil
+		}
+		s.drop(name, old)
+	}
+	ictx, cancel := context.WithCancel(ctx)
+	st := &indexState{def: def, cancel: cancel, done: make(chan struct{}), shards: map[int]*slot{},
+		dir: filepath.Join(s.cfg.DataDir, name+"-"+strconv.FormatInt(def.Created.UnixMilli(), 10))}
+	s.mu.Lock()
+	s.indexes[name] = st
+	s.mu.Unlock()
+	s.wg.Go(func() {
+		defer close(st.done)
+		if err := s.load(ictx, st); err != nil && ictx.Err() == nil {
+			s.cfg.Logger.Error("cannot serve index", "index", name, "err", err)
+		}
+	})
+	return st
+}
+
+func (s *Searcher) served(def api.IndexDefinition) []int {
+	var out []int
+	for i := range def.Shards {
+		if len(s.cfg.Shards) == 0 || slices.Contains(s.cfg.Shards, i) {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// load opens every served shard of an index and subscribes each once it is
+// caught up. Shards load one after the other, to bound memory and disk I/O.
+func (s *Searcher) load(ctx context.Context, st *indexState) error {
+	m, _, err := s.store.Manifest(ctx, st.def.Name)
+	if err != nil {
+		return err
+	}
+	for _, i := range s.served(st.def) {
+		r, err := s.openReplica(ctx, st, i, m)
+		if err != nil {
+			return err
+		}
+		sl := &slot{index: st.def.Name, shard: i}
+		sl.cur.Store(r)
+		sl.sub, err = s.nc.QueueSubscribe(subject.Shard(st.def.Name, i), subject.ShardQueue(st.def.Name, i), s.enqueue)
+		if err != nil {
+			r.Close()
+			return fmt.Errorf("subscribe shard %d: %w", i, err)
+		}
+		s.mu.Lock()
+		st.shards[i] = sl
+		s.mu.Unlock()
+		s.cfg.Logger.Info("shard serving", "index", st.def.Name, "shard", i, "generation", r.Generation(), "seq", r.Seq())
+	}
+	return nil
+}
+
+// openReplica opens shard i from the manifest's snapshot (or empty if there
+// is none or it is refused), then replays the stream until caught up.
+func (s *Searcher) openReplica(ctx context.Context, st *indexState, i int, m meta.Manifest) (*shard.Replica, error) {
+	mapping, err := indexmap.Build(st.def.Mapping)
+	if err != nil {
+		return nil, err
+	}
+	cfg := shard.Config{Index: st.def.Name, Shard: i, Mapping: mapping, Store: s.store,
+		MaxBatch: s.cfg.MaxBatch, Logger: s.cfg.Logger,
+		Dir: filepath.Join(st.dir, fmt.Sprintf("%d-g%d-%s", i, m.Generation, nuid.Next()))}
+	if err := os.MkdirAll(st.dir, 0o755); err != nil {
+		return nil, err
+	}
+	var r *shard.Replica
+	for _, snap := range m.Shards {
+		if snap.Shard == i {
+			r, err = shard.OpenSnapshot(ctx, cfg, m.Generation, snap)
+			if err != nil {
+				s.cfg.Logger.Error("snapshot refused; replaying the whole stream instead", "index", st.def.Name, "shard", i, "generation", m.Generation, "err", err)
+				r = nil
+			}
+		}
+	}
+	if r == nil {
+		if r, err = shard.OpenLocal(cfg); err != nil {
+			return nil, err
+		}
+	}
+	if err := r.Start(ctx); err != nil {
+		r.Destroy()
+		return nil, err
+	}
+	cctx, cancel := context.WithTimeout(ctx, s.cfg.CatchUpTimeout)
+	defer cancel()
+	if err := r.WaitCaughtUp(cctx); err != nil {
+		r.Destroy()
+		return nil, err
+	}
+	return r, nil
+}
+
+// onManifest swaps in a new generation for every served shard of the index.
+// A generation that cannot be loaded is refused and the serving replica
+// stays.
+func (s *Searcher) onManifest(ctx context.Context, e jetstream.KeyValueEntry) {
+	m, err := meta.DecodeManifest(e.Value())
+	if err != nil {
+		s.cfg.Logger.Error("bad manifest", "index", e.Key(), "err", err)
+		return
+	}
+	s.mu.Lock()
+	st := s.indexes[m.Index]
+	s.mu.Unlock()
+	if st == nil {
+		return
+	}
+	s.wg.Go(func() {
+		<-st.done // the initial load finishes first
+		for _, i := range s.served(st.def) {
+			s.mu.Lock()
+			sl := st.shards[i]
+			s.mu.Unlock()
+			if sl == nil || sl.cur.Load().Generation() >= m.Generation {
+				continue
+			}
+			hasSnap := false
+			for _, snap := range m.Shards {
+				hasSnap = hasSnap || snap.Shard == i
+			}
+			if !hasSnap {
+				continue
+			}
+			ictx, cancel := context.WithCancel(ctx)
+			go func() { // stop the swap if the index goes away meanwhile
+				select {
+				case <-st.done:
+				case <-ictx.Done():
+				}
+			}()
+			r, err := s.openReplica(ictx, st, i, m)
+			cancel()
+			if err != nil {
+				s.cfg.Logger.Error("new generation refused; still serving the old one", "index", m.Index, "shard", i,
+					"generation", m.Generation, "serving", sl.cur.Load().Generation(), "err", err)
+				continue
+			}
+			old := sl.cur.Swap(r)
+			old.Destroy() // waits for searches in flight on it
+			s.cfg.Logger.Info("generation swapped", "index", m.Index, "shard", i, "generation", m.Generation, "seq", r.Seq())
+		}
+	})
+}
+
+func (s *Searcher) drop(name string, st *indexState) {
+	s.mu.Lock()
+	if s.indexes[name] == st {
+		delete(s.indexes, name)
+	}
+	shards := st.shards
+	st.shards = map[int]*slot{}
+	s.mu.Unlock()
+	st.cancel()
+	for _, sl := range shards {
+		sl.sub.Unsubscribe()
+	}
+	<-st.done
+	for _, sl := range shards {
+		sl.cur.Load().Destroy()
+	}
+	os.RemoveAll(st.dir)
+	s.cfg.Logger.Info("index dropped", "index", name)
+}
+
+func (s *Searcher) closeAll() {
+	s.mu.Lock()
+	all := s.indexes
+	s.mu.Unlock()
+	for name, st := range all {
+		s.drop(name, st)
+	}
+	s.wg.Wait()
+}
+
+// Stats is a searcher's view of one served shard.
+type Stats struct {
+	Index      string
+	Shard      int
+	Generation uint64
+	Seq        uint64
+}
+
+// Stats lists the shards this searcher serves.
+func (s *Searcher) Stats() []Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Stats
+	for name, st := range s.indexes {
+		for i, sl := range st.shards {
+			r := sl.cur.Load()
+			out = append(out, Stats{Index: name, Shard: i, Generation: r.Generation(), Seq: r.Seq()})
+		}
+	}
+	slices.SortFunc(out, func(a, b Stats) int {
+		if a.Index != b.Index {
+			if a.Index < b.Index {
+				return -1
+			}
+			return 1
+		}
+		return a.Shard - b.Shard
+	})
+	return out
+}

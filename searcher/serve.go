@@ -1,0 +1,110 @@
+package searcher
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/quarrysearch/quarry/api"
+	"github.com/quarrysearch/quarry/internal/shard"
+	"github.com/quarrysearch/quarry/internal/subject"
+	"github.com/quarrysearch/quarry/internal/wire"
+)
+
+// enqueue hands a request to the workers, refusing it at once when the
+// queue is full rather than letting it time out.
+func (s *Searcher) enqueue(msg *nats.Msg) {
+	select {
+	case s.work <- msg:
+	default:
+		respondError(msg, api.Errorf(api.CodeUnavailable, "searcher overloaded: %d requests queued", s.cfg.QueueLen))
+	}
+}
+
+func (s *Searcher) worker(ctx context.Context) {
+	for {
+		select {
+		case msg := <-s.work:
+			s.handle(msg)
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+func (s *Searcher) handle(msg *nats.Msg) {
+	ctx := context.Background()
+	if d := msg.Header.Get(subject.HeaderDeadline); d != "" {
+		ns, err := strconv.ParseInt(d, 10, 64)
+		if err != nil {
+			respondError(msg, api.BadRequest("bad %s header %q", subject.HeaderDeadline, d))
+			return
+		}
+		deadline := time.Unix(0, ns)
+		if time.Until(deadline) <= 0 {
+			return // the broker gave up already: drop the work
+		}
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, deadline)
+		defer cancel()
+	}
+	idx, sh, ok := subject.ParseShard(msg.Subject)
+	if !ok {
+		respondError(msg, api.BadRequest("bad shard subject %q", msg.Subject))
+		return
+	}
+	var req wire.ShardRequest
+	if err := wire.Decode(msg, &req); err != nil {
+		respondError(msg, api.BadRequest("%v", err))
+		return
+	}
+	for attempt := 0; ; attempt++ {
+		sl := s.slot(idx, sh)
+		if sl == nil {
+			respondError(msg, api.Errorf(api.CodeUnavailable, "shard %d of %q is not served here", sh, idx))
+			return
+		}
+		resp, err := sl.cur.Load().Search(ctx, &req)
+		if shard.IsClosed(err) && attempt < 3 {
+			continue // swapped out under us: retry on the new replica
+		}
+		if err != nil {
+			respondError(msg, err)
+			return
+		}
+		out := nats.NewMsg("")
+		if err := wire.Encode(out, resp, s.compressThreshold()); err != nil {
+			respondError(msg, err)
+			return
+		}
+		msg.RespondMsg(out)
+		return
+	}
+}
+
+func (s *Searcher) compressThreshold() int {
+	if s.cfg.CompressThreshold != 0 {
+		return s.cfg.CompressThreshold
+	}
+	return wire.CompressThreshold
+}
+
+func (s *Searcher) slot(index string, sh int) *slot {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if st := s.indexes[index]; st != nil {
+		return st.shards[sh]
+	}
+	return nil
+}
+
+// respondError replies with the error's code in a header and its message
+// as the body.
+func respondError(msg *nats.Msg, err error) {
+	out := nats.NewMsg("")
+	out.Header.Set(subject.HeaderError, string(api.CodeOf(err)))
+	out.Data = []byte(err.Error())
+	msg.RespondMsg(out)
+}
