@@ -173,6 +173,9 @@ func (ix *Indexer) onIndexChange(ctx context.Context, e jetstream.KeyValueEntry)
 		ix.drop(name, old, true) // deleted and created again
 	}
 	st, err := ix.load(ctx, def)
+	if err != nil && ctx.Err() != nil {
+		return // shutting down
+	}
 	if err != nil {
 		ix.cfg.Logger.Error("cannot load index", "index", name, "err", err)
 		return

@@ -256,7 +256,7 @@ func (s *Searcher) load(ctx context.Context, st *indexState) error {
 		return err
 	}
 	for _, i := range s.served(st.def) {
-		r, err := s.openReplica(ctx, st, i, m)
+		r, err := s.openReplica(ctx, st, i, m, true)
 		if err != nil {
 			return err
 		}
@@ -275,9 +275,11 @@ func (s *Searcher) load(ctx context.Context, st *indexState) error {
 	return nil
 }
 
-// openReplica opens shard i from the manifest's snapshot (or empty if there
-// is none or it is refused), then replays the stream until caught up.
-func (s *Searcher) openReplica(ctx context.Context, st *indexState, i int, m meta.Manifest) (*shard.Replica, error) {
+// openReplica opens shard i from the manifest's snapshot, then replays the
+// stream until caught up. If there is no snapshot, or (with fallback) it is
+// refused, it starts empty and replays the whole stream, which is the
+// source of truth.
+func (s *Searcher) openReplica(ctx context.Context, st *indexState, i int, m meta.Manifest, fallback bool) (*shard.Replica, error) {
 	mapping, err := indexmap.Build(st.def.Mapping)
 	if err != nil {
 		return nil, err
@@ -292,6 +294,9 @@ func (s *Searcher) openReplica(ctx context.Context, st *indexState, i int, m met
 	for _, snap := range m.Shards {
 		if snap.Shard == i {
 			r, err = shard.OpenSnapshot(ctx, cfg, m.Generation, snap)
+			if err != nil && !fallback {
+				return nil, err
+			}
 			if err != nil {
 				s.cfg.Logger.Error("snapshot refused; replaying the whole stream instead", "index", st.def.Name, "shard", i, "generation", m.Generation, "err", err)
 				r = nil
@@ -354,7 +359,7 @@ func (s *Searcher) onManifest(ctx context.Context, e jetstream.KeyValueEntry) {
 				case <-ictx.Done():
 				}
 			}()
-			r, err := s.openReplica(ictx, st, i, m)
+			r, err := s.openReplica(ictx, st, i, m, false)
 			cancel()
 			if err != nil {
 				s.cfg.Logger.Error("new generation refused; still serving the old one", "index", m.Index, "shard", i,

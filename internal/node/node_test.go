@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"log/slog"
-	"os"
 	"testing"
 	"time"
 
@@ -19,21 +17,7 @@ import (
 // startNode runs every role on an embedded server in a temp dir.
 func startNode(t *testing.T) *Node {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	n, err := Start(ctx, Config{
-		DataDir: t.TempDir(), NATSPort: -1, HTTPAddr: "127.0.0.1:0",
-		Indexer: &indexer.Config{SnapshotInterval: -1}, Searcher: &searcher.Config{}, Broker: &broker.Config{},
-		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(n.Close)
-	if err := n.WaitReady(ctx); err != nil {
-		t.Fatal(err)
-	}
-	return n
+	return startRoles(t, "", &indexer.Config{SnapshotInterval: -1}, &searcher.Config{}, &broker.Config{})
 }
 
 func TestEndToEnd(t *testing.T) {

@@ -1,0 +1,123 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/quarrysearch/quarry/client"
+)
+
+func runIngest(ctx context.Context, args []string) error {
+	fs := newFlags("ingest", "INDEX FILE.ndjson|-", "Bulk-loads newline-delimited JSON documents (each an object with a string\n\"id\"), then asks the indexer for a new snapshot generation. Bad lines are\nreported by number and skipped; good lines still go in.")
+	var nf natsFlags
+	nf.register(fs)
+	noSnap := fs.Bool("no-snapshot", false, "do not publish a new generation at the end")
+	jsonOut := fs.Bool("json", false, "print the result as JSON")
+	quiet := fs.Bool("quiet", false, "no progress bar")
+	pos, err := parse(fs, args, 2, 2)
+	if err != nil {
+		return err
+	}
+	var in io.Reader = os.Stdin
+	var total int64
+	if pos[1] != "-" {
+		f, err := os.Open(pos[1])
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if st, err := f.Stat(); err == nil {
+			total = st.Size()
+		}
+		in = f
+	}
+	nc, c, err := nf.connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	bar := newProgress(os.Stderr, total, *quiet || *jsonOut)
+	opts := client.BulkOptions{NoSnapshot: *noSnap, Progress: bar.update}
+	start := time.Now()
+	res, err := c.Bulk(ctx, pos[0], in, opts)
+	bar.done()
+	if res != nil {
+		if *jsonOut {
+			printJSON(res)
+		} else {
+			took := time.Since(start)
+			fmt.Printf("%d lines: %d stored, %d refused in %s (%.0f docs/s)\n", res.Lines, res.Stored, res.Failed,
+				took.Round(time.Millisecond), float64(res.Stored)/took.Seconds())
+			for _, e := range res.Errors {
+				fmt.Printf("  %s\n", e)
+			}
+			if res.Failed > len(res.Errors) {
+				fmt.Printf("  … and %d more\n", res.Failed-len(res.Errors))
+			}
+			if res.Snapshot != nil {
+				fmt.Printf("published generation %d: %d docs, %s\n", res.Snapshot.Generation, res.Snapshot.Docs, humanBytes(res.Snapshot.Bytes))
+			}
+		}
+	}
+	if err != nil {
+		return err
+	}
+	if res.Failed > 0 {
+		return fmt.Errorf("%d of %d lines refused", res.Failed, res.Lines)
+	}
+	return nil
+}
+
+func runPut(ctx context.Context, args []string) error {
+	fs := newFlags("put", "INDEX FILE.json|-", "Upserts one JSON document (an object with a string \"id\"). It is\nacknowledged once stored in the stream and searchable within milliseconds.")
+	var nf natsFlags
+	nf.register(fs)
+	pos, err := parse(fs, args, 2, 2)
+	if err != nil {
+		return err
+	}
+	var doc []byte
+	if pos[1] == "-" {
+		doc, err = io.ReadAll(os.Stdin)
+	} else {
+		doc, err = os.ReadFile(pos[1])
+	}
+	if err != nil {
+		return err
+	}
+	nc, c, err := nf.connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	seq, err := c.Put(ctx, pos[0], doc)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("stored at sequence %d\n", seq)
+	return nil
+}
+
+func runDelete(ctx context.Context, args []string) error {
+	fs := newFlags("delete", "INDEX ID", "Deletes one document by id.")
+	var nf natsFlags
+	nf.register(fs)
+	pos, err := parse(fs, args, 2, 2)
+	if err != nil {
+		return err
+	}
+	nc, c, err := nf.connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	seq, err := c.Delete(ctx, pos[0], pos[1])
+	if err != nil {
+		return err
+	}
+	fmt.Printf("deleted at sequence %d\n", seq)
+	return nil
+}

@@ -1,0 +1,134 @@
+// Command quarry runs and uses the Quarry search platform.
+//
+//	quarry serve --demo                 everything in one process, with demo data
+//	quarry indexer|searcher|broker      one role against --nats URL
+//	quarry index create|ls|show|rm      manage indexes
+//	quarry ingest|put|delete            write documents
+//	quarry search                       query an index
+//
+// Run `quarry COMMAND --help` for each command's flags.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sort"
+	"syscall"
+
+	"github.com/quarrysearch/quarry/api"
+)
+
+// command is one subcommand.
+type command struct {
+	summary string
+	run     func(ctx context.Context, args []string) error
+}
+
+var commands map[string]command
+
+func init() {
+	commands = map[string]command{
+		"serve":    {"run every role in one process on an embedded NATS server", runServe},
+		"indexer":  {"run the indexer against a NATS deployment", runIndexer},
+		"searcher": {"run a searcher against a NATS deployment", runSearcher},
+		"broker":   {"run a broker (and the HTTP API) against a NATS deployment", runBroker},
+		"index":    {"create, list, show or remove indexes", runIndex},
+		"ingest":   {"bulk-load NDJSON documents and publish a new generation", runIngest},
+		"put":      {"upsert one JSON document", runPut},
+		"delete":   {"delete one document by id", runDelete},
+		"search":   {"search an index", runSearch},
+		"version":  {"print the version", func(context.Context, []string) error { fmt.Println("quarry", version); return nil }},
+	}
+}
+
+const version = "0.1.0"
+
+func usage(w io.Writer) {
+	fmt.Fprintf(w, "quarry %s: a search platform on NATS, bleve and WebAssembly plugins.\n\nUsage: quarry COMMAND [flags] [args]\n\nCommands:\n", version)
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-9s %s\n", n, commands[n].summary)
+	}
+	fmt.Fprintf(w, "\nRun 'quarry COMMAND --help' for a command's flags.\n")
+}
+
+func main() {
+	if len(os.Args) < 2 {
+		usage(os.Stderr)
+		os.Exit(2)
+	}
+	name := os.Args[1]
+	if name == "-h" || name == "--help" || name == "help" {
+		usage(os.Stdout)
+		return
+	}
+	cmd, ok := commands[name]
+	if !ok {
+		fmt.Fprintf(os.Stderr, "quarry: unknown command %q\n\n", name)
+		usage(os.Stderr)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	err := cmd.run(ctx, os.Args[2:])
+	switch {
+	case err == nil:
+	case errors.Is(err, flag.ErrHelp):
+	case errors.Is(err, errUsage):
+		os.Exit(2)
+	default:
+		fmt.Fprintf(os.Stderr, "quarry %s: %v\n", name, err)
+		if api.CodeOf(err) == api.CodeBadRequest || api.CodeOf(err) == api.CodeNotFound {
+			os.Exit(2)
+		}
+		os.Exit(1)
+	}
+}
+
+// errUsage reports bad command-line use, already explained on stderr.
+var errUsage = errors.New("usage")
+
+// newFlags makes a command's flag set with a usage line.
+func newFlags(name, args, about string) *flag.FlagSet {
+	fs := flag.NewFlagSet("quarry "+name, flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: quarry %s [flags] %s\n\n%s\n\nFlags:\n", name, args, about)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parse parses flags (allowing them after positional arguments) and checks
+// the positional argument count.
+func parse(fs *flag.FlagSet, args []string, minArgs, maxArgs int) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, err
+			}
+			return nil, errUsage
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			break
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+	if len(pos) < minArgs || (maxArgs >= 0 && len(pos) > maxArgs) {
+		fmt.Fprintf(fs.Output(), "%s: wrong number of arguments\n", fs.Name())
+		fs.Usage()
+		return nil, errUsage
+	}
+	return pos, nil
+}

@@ -1,0 +1,109 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/quarrysearch/quarry/api"
+)
+
+func runSearch(ctx context.Context, args []string) error {
+	fs := newFlags("search", "INDEX [TEXT]", "Searches an index through the brokers and prints the top hits.\nTEXT is matched against the index's default field; --query takes a bleve\nquery in JSON instead.")
+	var nf natsFlags
+	nf.register(fs)
+	size := fs.Int("size", 10, "hits to return")
+	from := fs.Int("from", 0, "hits to skip")
+	fields := fs.String("fields", "*", "stored fields to return, comma-separated (* for all, empty for none)")
+	queryJSON := fs.String("query", "", "bleve query in JSON, instead of TEXT")
+	filterJSON := fs.String("filter", "", "bleve query in JSON every hit must match (does not score)")
+	sortBy := fs.String("sort", "", "sort fields, comma-separated (-price for descending)")
+	profile := fs.Bool("profile", false, "show the plan and per-stage timings")
+	jsonOut := fs.Bool("json", false, "print the raw JSON response")
+	pos, err := parse(fs, args, 1, 2)
+	if err != nil {
+		return err
+	}
+	req := api.SearchRequest{Size: *size, From: *from, Profile: *profile}
+	if len(pos) == 2 {
+		req.Q = pos[1]
+	}
+	if *fields != "" {
+		req.Fields = strings.Split(*fields, ",")
+	}
+	if *sortBy != "" {
+		req.Sort = strings.Split(*sortBy, ",")
+	}
+	if *queryJSON != "" {
+		if !json.Valid([]byte(*queryJSON)) {
+			return api.BadRequest("--query is not valid JSON")
+		}
+		req.Query = json.RawMessage(*queryJSON)
+	}
+	if *filterJSON != "" {
+		if !json.Valid([]byte(*filterJSON)) {
+			return api.BadRequest("--filter is not valid JSON")
+		}
+		req.Filter = json.RawMessage(*filterJSON)
+	}
+	nc, c, err := nf.connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	body, _ := json.Marshal(req)
+	raw, err := c.SearchRaw(ctx, pos[0], body)
+	if err != nil {
+		return err
+	}
+	if *jsonOut {
+		_, err := os.Stdout.Write(append(raw, '\n'))
+		return err
+	}
+	var resp api.SearchResponse
+	if err := json.Unmarshal(raw, &resp); err != nil {
+		return err
+	}
+	printHits(&resp, req.From)
+	return nil
+}
+
+// printHits prints a readable result list: rank, score, id, then a name or
+// title field and the other fields on one line.
+func printHits(resp *api.SearchResponse, from int) {
+	fmt.Printf("%d hits in %.1f ms (%d/%d shards)\n", resp.Total, resp.TookMS, resp.Shards.Successful, resp.Shards.Total)
+	for _, f := range resp.Shards.Failures {
+		fmt.Printf("  shard %d failed: %s\n", f.Shard, f.Reason)
+	}
+	for i, h := range resp.Hits {
+		title := ""
+		for _, k := range []string{"name", "title"} {
+			if v, ok := h.Fields[k].(string); ok {
+				title = v
+				break
+			}
+		}
+		fmt.Printf("%3d. %-7.3f %s  %s\n", from+i+1, h.Score, h.ID, title)
+		var parts []string
+		for _, k := range []string{"restaurant", "cuisine", "city", "price", "rating", "tags", "description"} {
+			if v, ok := h.Fields[k]; ok {
+				s := fmt.Sprint(v)
+				if k == "description" && len(s) > 90 {
+					s = s[:90] + "…"
+				}
+				parts = append(parts, k+"="+s)
+			}
+		}
+		if len(parts) > 0 {
+			fmt.Printf("              %s\n", strings.Join(parts, "  "))
+		}
+	}
+	if resp.Profile != nil {
+		fmt.Println("profile:")
+		for _, s := range resp.Profile.Stages {
+			fmt.Printf("  %-10s %8.3f ms  %s\n", s.Name, s.TookMS, s.Detail)
+		}
+	}
+}

@@ -1,0 +1,232 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/quarrysearch/quarry/api"
+	"github.com/quarrysearch/quarry/broker"
+	"github.com/quarrysearch/quarry/client"
+	"github.com/quarrysearch/quarry/indexer"
+	"github.com/quarrysearch/quarry/internal/catalog"
+	"github.com/quarrysearch/quarry/internal/node"
+	"github.com/quarrysearch/quarry/searcher"
+)
+
+// roleFlags are the tuning flags of each role.
+type roleFlags struct {
+	snapshotInterval time.Duration
+	workers          int
+	maxBatch         int
+	defaultTimeout   time.Duration
+	maxInFlight      int
+}
+
+func (f *roleFlags) registerIndexer(fs *flag.FlagSet) {
+	fs.DurationVar(&f.snapshotInterval, "snapshot-interval", time.Minute, "how often an index that changed is snapshotted (0 or negative: only after bulk ingests)")
+	fs.IntVar(&f.maxBatch, "max-batch", 512, "most documents applied to a shard in one bleve batch")
+}
+
+func (f *roleFlags) registerSearcher(fs *flag.FlagSet) {
+	fs.IntVar(&f.workers, "workers", 0, "shard requests run at once (default 2×GOMAXPROCS)")
+}
+
+func (f *roleFlags) registerBroker(fs *flag.FlagSet) {
+	fs.DurationVar(&f.defaultTimeout, "search-timeout", 2*time.Second, "deadline of a search that gives no timeout_ms")
+	fs.IntVar(&f.maxInFlight, "max-in-flight", 1024, "searches served at once before new ones are refused")
+}
+
+func (f *roleFlags) indexer() *indexer.Config {
+	iv := f.snapshotInterval
+	if iv <= 0 {
+		iv = -1
+	}
+	return &indexer.Config{SnapshotInterval: iv, MaxBatch: f.maxBatch}
+}
+
+func (f *roleFlags) searcher() *searcher.Config {
+	return &searcher.Config{Workers: f.workers, MaxBatch: f.maxBatch}
+}
+
+func (f *roleFlags) broker() *broker.Config {
+	return &broker.Config{DefaultTimeout: f.defaultTimeout, MaxInFlight: f.maxInFlight}
+}
+
+func runServe(ctx context.Context, args []string) error {
+	fs := newFlags("serve", "", "Runs an embedded NATS server with JetStream and every Quarry role (indexer,\nsearcher, broker, HTTP API) in one process. With --demo it also creates the\n`menu` index (4 shards) from the bundled sample catalogue.")
+	data := fs.String("data", "./quarry-data", "directory for JetStream and shard data")
+	natsHost := fs.String("nats-host", "127.0.0.1", "address the embedded NATS server listens on")
+	natsPort := fs.Int("nats-port", 4222, "port the embedded NATS server listens on (-1: any free port)")
+	httpAddr := fs.String("http", "127.0.0.1:7700", "HTTP API listen address (empty: none)")
+	demo := fs.Bool("demo", false, "create and load the demo `menu` index if it does not exist")
+	var rf roleFlags
+	rf.registerIndexer(fs)
+	rf.registerSearcher(fs)
+	rf.registerBroker(fs)
+	var rt runtimeFlags
+	rt.register(fs)
+	if _, err := parse(fs, args, 0, 0); err != nil {
+		return err
+	}
+	log, err := rt.apply()
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(*data, 0o755); err != nil {
+		return err
+	}
+	startCtx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	n, err := node.Start(startCtx, node.Config{
+		DataDir: *data, NATSHost: *natsHost, NATSPort: *natsPort, HTTPAddr: *httpAddr,
+		Indexer: rf.indexer(), Searcher: rf.searcher(), Broker: rf.broker(), Logger: log,
+	})
+	if err != nil {
+		return err
+	}
+	defer n.Close()
+	if err := n.WaitReady(startCtx); err != nil {
+		return err
+	}
+	log.Info("quarry is serving", "nats", n.NATSURL(), "http", n.HTTPAddr, "data", *data)
+	if *demo {
+		if err := loadDemo(ctx, n.Client(), log); err != nil {
+			return fmt.Errorf("demo data: %w", err)
+		}
+	}
+	select {
+	case <-ctx.Done():
+		log.Info("shutting down")
+		return nil
+	case err := <-n.Errors():
+		return err
+	}
+}
+
+// loadDemo creates the `menu` index from the sample catalogue unless it
+// exists already.
+func loadDemo(ctx context.Context, c *client.Client, log *slog.Logger) error {
+	const name = "menu"
+	if _, err := c.Index(ctx, name); err == nil {
+		log.Info("demo index exists; not loading it again", "index", name)
+		return nil
+	} else if !errors.Is(err, api.ErrNotFound) {
+		return err
+	}
+	if _, err := c.CreateIndex(ctx, name, 4, catalog.Mapping()); err != nil {
+		return err
+	}
+	var buf bytes.Buffer
+	if err := catalog.WriteNDJSON(&buf, catalog.Generate(catalog.DefaultSeed, catalog.DefaultSize)); err != nil {
+		return err
+	}
+	log.Info("loading demo catalogue", "index", name, "docs", catalog.DefaultSize)
+	start := time.Now()
+	res, err := c.Bulk(ctx, name, &buf, client.BulkOptions{})
+	if err != nil {
+		return err
+	}
+	log.Info("demo ready", "index", name, "docs", res.Stored, "generation", res.Snapshot.Generation,
+		"took", time.Since(start).Round(time.Millisecond), "try", `quarry search menu "spicy noodles"`)
+	return nil
+}
+
+// runRole runs one role against an external NATS deployment.
+func runRole(ctx context.Context, role string, args []string) error {
+	about := map[string]string{
+		"indexer":  "Follows the document stream, keeps a replica of every shard and publishes\nsnapshot generations to the object store.",
+		"searcher": "Downloads shard snapshots, replays the stream after them and answers shard\nrequests on quarry.v1.shard.<index>.<shard> (a queue group per shard).",
+		"broker":   "Answers quarry.v1.search.<index> (micro service `quarry`): fans a query out\nto every shard and merges the results. With --http it also serves the HTTP API.",
+	}[role]
+	fs := newFlags(role, "", about)
+	var nf natsFlags
+	nf.register(fs)
+	data := fs.String("data", "./quarry-data/"+role, "directory for this role's local files")
+	index := fs.String("index", "", "serve only this index (default: every index)")
+	shards := fs.String("shards", "", "searcher: serve only these shards, e.g. 0,1 (needs --index)")
+	httpAddr := fs.String("http", "", "broker: HTTP API listen address (default: none)")
+	replicas := fs.Int("replicas", 1, "JetStream replicas of Quarry's streams and buckets, when this role creates them")
+	var rf roleFlags
+	switch role {
+	case "indexer":
+		rf.registerIndexer(fs)
+	case "searcher":
+		rf.registerSearcher(fs)
+		fs.IntVar(&rf.maxBatch, "max-batch", 512, "most documents applied to a shard in one bleve batch")
+	case "broker":
+		rf.registerBroker(fs)
+	}
+	var rt runtimeFlags
+	rt.register(fs)
+	if _, err := parse(fs, args, 0, 0); err != nil {
+		return err
+	}
+	log, err := rt.apply()
+	if err != nil {
+		return err
+	}
+	opts, err := nf.options()
+	if err != nil {
+		return err
+	}
+	cfg := node.Config{DataDir: *data, NATSURL: nf.url, NATSOptions: opts, Replicas: *replicas, Logger: log}
+	switch role {
+	case "indexer":
+		cfg.Indexer = rf.indexer()
+		cfg.Indexer.Index = *index
+	case "searcher":
+		cfg.Searcher = rf.searcher()
+		cfg.Searcher.Index = *index
+		if cfg.Searcher.Shards, err = parseShards(*shards); err != nil {
+			return err
+		}
+	case "broker":
+		cfg.Broker = rf.broker()
+		cfg.HTTPAddr = *httpAddr
+	}
+	if *shards != "" && role != "searcher" {
+		return fmt.Errorf("--shards is a searcher flag")
+	}
+	startCtx, cancel := context.WithTimeout(ctx, nf.timeout)
+	defer cancel()
+	n, err := node.Start(startCtx, cfg)
+	if err != nil {
+		return err
+	}
+	defer n.Close()
+	log.Info("role started", "role", role, "nats", nf.url)
+	select {
+	case <-ctx.Done():
+		log.Info("shutting down", "role", role)
+		return nil
+	case err := <-n.Errors():
+		return err
+	}
+}
+
+func parseShards(s string) ([]int, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var out []int
+	for _, part := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(part))
+		if err != nil || n < 0 || n >= api.MaxShards {
+			return nil, fmt.Errorf("--shards: bad shard %q", part)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+func runIndexer(ctx context.Context, args []string) error  { return runRole(ctx, "indexer", args) }
+func runSearcher(ctx context.Context, args []string) error { return runRole(ctx, "searcher", args) }
+func runBroker(ctx context.Context, args []string) error   { return runRole(ctx, "broker", args) }

@@ -1,0 +1,215 @@
+package node
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/quarrysearch/quarry/api"
+	"github.com/quarrysearch/quarry/broker"
+	"github.com/quarrysearch/quarry/indexer"
+	"github.com/quarrysearch/quarry/internal/meta"
+	"github.com/quarrysearch/quarry/internal/subject"
+	"github.com/quarrysearch/quarry/searcher"
+)
+
+// A searcher that goes away and comes back (new process, empty disk)
+// serves every update acknowledged meanwhile: snapshot + replay.
+func TestSearcherRestartReplays(t *testing.T) {
+	core := startRoles(t, "", &indexer.Config{SnapshotInterval: -1}, nil, &broker.Config{})
+	c := core.Client()
+	ctx := context.Background()
+	if _, err := c.CreateIndex(ctx, "r", 4, nil); err != nil {
+		t.Fatal(err)
+	}
+	mustBulk(t, c, "r", ndjson(200, "a"))
+	s1 := startRoles(t, core.NATSURL(), nil, &searcher.Config{}, nil)
+	bc := c
+	waitTotal(t, bc, "r", "noodles", 67)
+
+	// Updates after the snapshot, while the searcher is up.
+	for i := range 10 {
+		if _, err := c.Put(ctx, "r", fmt.Appendf(nil, `{"id":"b%d","text":"noodles"}`, i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitTotal(t, bc, "r", "noodles", 77)
+	s1.Close()
+	if got := total(bc, "r", "noodles"); got != -1 {
+		t.Fatalf("with no searcher a search should fail, got total %d", got)
+	}
+	// Updates while no searcher runs: all acknowledged, none may be lost.
+	for i := range 10 {
+		if _, err := c.Delete(ctx, "r", fmt.Sprintf("b%d", i)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Put(ctx, "r", fmt.Appendf(nil, `{"id":"c%d","text":"ramen noodles"}`, i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	startRoles(t, core.NATSURL(), nil, &searcher.Config{}, nil)
+	waitTotal(t, bc, "r", "noodles", 77)
+	waitTotal(t, bc, "r", "ramen", 10)
+}
+
+// A manifest whose snapshot fails its digest is refused: the searcher keeps
+// serving what it had, and a searcher starting fresh falls back to a full
+// replay of the stream.
+func TestCorruptSnapshotRefused(t *testing.T) {
+	n := startNode(t)
+	c := n.Client()
+	ctx := context.Background()
+	if _, err := c.CreateIndex(ctx, "d", 2, nil); err != nil {
+		t.Fatal(err)
+	}
+	mustBulk(t, c, "d", ndjson(90, "a"))
+	waitTotal(t, c, "d", "noodles", 30)
+
+	js, _ := jetstream.New(n.Conn())
+	store, err := meta.Open(ctx, js, meta.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, rev, err := store.Manifest(ctx, "d")
+	if err != nil || m.Generation != 1 {
+		t.Fatalf("manifest %+v %v", m, err)
+	}
+	// Generation 2 names objects whose bytes do not match the digest.
+	bad := m
+	bad.Generation = 2
+	bad.Shards = append([]meta.ShardSnapshot(nil), m.Shards...)
+	// Shard 0: garbage bytes. Shard 1: the real generation-1 bytes, with a
+	// digest that does not match them.
+	obj := subject.SegmentObject("d", 2, 0)
+	if _, err := store.Segments.PutBytes(ctx, obj, []byte("definitely not a snapshot")); err != nil {
+		t.Fatal(err)
+	}
+	bad.Shards[0].Object = obj
+	bad.Shards[1].Digest = "sha256=" + strings.Repeat("0", 64)
+	if err := store.PutManifest(ctx, bad, rev); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond) // let the searcher try and refuse it
+	for _, st := range n.Searcher.Stats() {
+		if st.Generation != 1 {
+			t.Fatalf("searcher swapped to a corrupt generation: %+v", st)
+		}
+	}
+	waitTotal(t, c, "d", "noodles", 30)
+
+	// A new searcher must not serve the corrupt snapshot either.
+	s2 := startRoles(t, n.NATSURL(), nil, &searcher.Config{}, nil)
+	for _, st := range s2.Searcher.Stats() {
+		if st.Generation != 0 || st.Seq == 0 {
+			t.Fatalf("new searcher: %+v, want generation 0 (full replay)", st)
+		}
+	}
+}
+
+// Snapshots published while queries run swap generations without failing
+// a single query.
+func TestGenerationSwapUnderLoad(t *testing.T) {
+	n := startNode(t)
+	c := n.Client()
+	ctx := context.Background()
+	if _, err := c.CreateIndex(ctx, "s", 2, nil); err != nil {
+		t.Fatal(err)
+	}
+	mustBulk(t, c, "s", ndjson(300, "a"))
+	waitTotal(t, c, "s", "noodles", 100)
+
+	var queries, failures atomic.Int64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				queries.Add(1)
+				if got := total(c, "s", "noodles"); got != 100 {
+					failures.Add(1)
+				}
+			}
+		})
+	}
+	for range 3 {
+		if _, err := c.Snapshot(ctx, "s", 0); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		swapped := true
+		for _, st := range n.Searcher.Stats() {
+			swapped = swapped && st.Generation == 4
+		}
+		if swapped {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("searcher did not reach generation 4: %+v", n.Searcher.Stats())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	close(stop)
+	wg.Wait()
+	if f := failures.Load(); f > 0 {
+		t.Fatalf("%d of %d queries failed during generation swaps", f, queries.Load())
+	}
+	t.Logf("%d queries during 3 swaps, none failed", queries.Load())
+}
+
+func TestBadInput(t *testing.T) {
+	n := startNode(t)
+	c := n.Client()
+	ctx := context.Background()
+	if _, err := c.CreateIndex(ctx, "b", 2, nil); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name string
+		err  error
+		code api.Code
+	}{
+		{"unknown index search", func() error { _, err := c.Search(ctx, "nope", &api.SearchRequest{Q: "x"}); return err }(), api.CodeNotFound},
+		{"unknown index put", func() error { _, err := c.Put(ctx, "nope", []byte(`{"id":"a"}`)); return err }(), api.CodeNotFound},
+		{"bad index name", func() error { _, err := c.CreateIndex(ctx, "Bad.Name", 1, nil); return err }(), api.CodeBadRequest},
+		{"zero shards", func() error { _, err := c.CreateIndex(ctx, "z", 0, nil); return err }(), api.CodeBadRequest},
+		{"bad mapping", func() error { _, err := c.CreateIndex(ctx, "m", 1, json.RawMessage(`{"default_analyzer":"nope"}`)); return err }(), api.CodeBadRequest},
+		{"duplicate index", func() error { _, err := c.CreateIndex(ctx, "b", 1, nil); return err }(), api.CodeConflict},
+		{"id not a string", func() error { _, err := c.Put(ctx, "b", []byte(`{"id":5}`)); return err }(), api.CodeBadRequest},
+		{"malformed doc", func() error { _, err := c.Put(ctx, "b", []byte(`{"id":"a",`)); return err }(), api.CodeBadRequest},
+		{"bad query", func() error {
+			_, err := c.Search(ctx, "b", &api.SearchRequest{Query: json.RawMessage(`{"bogus":1}`)})
+			return err
+		}(), api.CodeBadRequest},
+		{"negative size", func() error { _, err := c.Search(ctx, "b", &api.SearchRequest{Size: -1}); return err }(), api.CodeBadRequest},
+		{"rm unknown index", c.DeleteIndex(ctx, "nope"), api.CodeNotFound},
+	}
+	for _, tc := range cases {
+		if tc.err == nil {
+			t.Errorf("%s: accepted", tc.name)
+			continue
+		}
+		if got := api.CodeOf(tc.err); got != tc.code {
+			t.Errorf("%s: code %s (%v), want %s", tc.name, got, tc.err, tc.code)
+		}
+	}
+	// Nothing above changed the index.
+	if _, err := c.Index(ctx, "m"); api.CodeOf(err) != api.CodeNotFound {
+		t.Errorf("index with a bad mapping exists: %v", err)
+	}
+	waitTotal(t, c, "b", "*", 0)
+}
