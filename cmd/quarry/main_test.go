@@ -1,0 +1,209 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/quarrysearch/quarry/api"
+	"github.com/quarrysearch/quarry/broker"
+	"github.com/quarrysearch/quarry/client"
+	"github.com/quarrysearch/quarry/indexer"
+	"github.com/quarrysearch/quarry/internal/natstest"
+	"github.com/quarrysearch/quarry/internal/node"
+	"github.com/quarrysearch/quarry/searcher"
+)
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// quarryBin builds the quarry binary once per test run.
+func quarryBin(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "quarry-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "quarry")
+		out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binPath
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binPath != "" {
+		os.RemoveAll(filepath.Dir(binPath))
+	}
+	os.Exit(code)
+}
+
+// cli runs the quarry binary and returns its stdout, stderr and exit code.
+func cli(t *testing.T, stdin string, args ...string) (string, string, int) {
+	t.Helper()
+	cmd := exec.Command(quarryBin(t), args...)
+	cmd.Stdin = strings.NewReader(stdin)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return out.String(), errOut.String(), code
+}
+
+// cluster runs NATS (listening on loopback), an indexer, a broker and,
+// withSearcher, a searcher in this process, for CLI commands and searcher
+// processes to use.
+func cluster(t *testing.T, withSearcher bool) (url string, c *client.Client) {
+	t.Helper()
+	s := natstest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cfg := node.Config{DataDir: t.TempDir(), NATSURL: s.ClientURL(),
+		Indexer: &indexer.Config{SnapshotInterval: -1}, Broker: &broker.Config{}}
+	if withSearcher {
+		cfg.Searcher = &searcher.Config{}
+	}
+	n, err := node.Start(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(n.Close)
+	if err := n.WaitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return s.ClientURL(), n.Client()
+}
+
+func waitTotal(t *testing.T, c *client.Client, index, q string, want uint64) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	var last string
+	for time.Now().Before(deadline) {
+		r, err := c.Search(context.Background(), index, &api.SearchRequest{Q: q})
+		if err == nil && r.Shards.Failed == 0 && r.Total == want {
+			return
+		}
+		last = fmt.Sprint(r, err)
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("search %q: want total %d, last answer %s", q, want, last)
+}
+
+// A searcher process killed with SIGKILL and started again on the same
+// data directory comes back to exactly the acknowledged state.
+func TestSearcherKill9(t *testing.T) {
+	url, c := cluster(t, false)
+	ctx := context.Background()
+	if _, err := c.CreateIndex(ctx, "k", 2, nil); err != nil {
+		t.Fatal(err)
+	}
+	var docs bytes.Buffer
+	for i := range 300 {
+		fmt.Fprintf(&docs, `{"id":"d%d","text":"%s"}`+"\n", i, []string{"noodles", "soup", "rice"}[i%3])
+	}
+	if _, err := c.Bulk(ctx, "k", &docs, client.BulkOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	data := t.TempDir()
+	start := func() *exec.Cmd {
+		cmd := exec.Command(quarryBin(t), "searcher", "--nats", url, "--data", data, "--log-level", "warn")
+		cmd.Stderr = os.Stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		return cmd
+	}
+	proc := start()
+	waitTotal(t, c, "k", "noodles", 100)
+	for i := range 20 {
+		if _, err := c.Put(ctx, "k", fmt.Appendf(nil, `{"id":"n%d","text":"noodles"}`, i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitTotal(t, c, "k", "noodles", 120)
+
+	if err := proc.Process.Kill(); err != nil { // SIGKILL
+		t.Fatal(err)
+	}
+	proc.Wait()
+	for i := range 20 {
+		if _, err := c.Delete(ctx, "k", fmt.Sprintf("n%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 15 {
+		if _, err := c.Put(ctx, "k", fmt.Appendf(nil, `{"id":"s%d","text":"soup noodles"}`, i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start()
+	waitTotal(t, c, "k", "noodles", 115)
+	waitTotal(t, c, "k", "soup", 115)
+}
+
+func TestCLI(t *testing.T) {
+	url, _ := cluster(t, true)
+	nf := []string{"--nats", url}
+
+	if out, _, code := cli(t, "", "--help"); code != 0 || !strings.Contains(out, "serve") {
+		t.Fatalf("--help: %d %q", code, out)
+	}
+	for _, cmd := range []string{"serve", "searcher", "indexer", "broker", "ingest", "search", "put", "delete"} {
+		if _, errOut, code := cli(t, "", cmd, "--help"); code != 0 || !strings.Contains(errOut, "Usage: quarry "+cmd) {
+			t.Errorf("%s --help: %d %q", cmd, code, errOut)
+		}
+	}
+	if _, errOut, code := cli(t, "", "frobnicate"); code != 2 || !strings.Contains(errOut, "unknown command") {
+		t.Fatalf("unknown command: %d %q", code, errOut)
+	}
+	if out, errOut, code := cli(t, "", append([]string{"index", "create", "c", "--shards", "2"}, nf...)...); code != 0 {
+		t.Fatalf("index create: %d %s %s", code, out, errOut)
+	}
+	ndjson := "{\"id\":\"1\",\"name\":\"Dan Dan Noodles\",\"text\":\"spicy noodles\"}\n{\"id\":\"2\",\"name\":\"Miso Soup\",\"text\":\"soup\"}\n{bad\n{\"id\":3}\n"
+	out, errOut, code := cli(t, ndjson, append([]string{"ingest", "c", "-"}, nf...)...)
+	if code != 1 || !strings.Contains(out, "4 lines: 2 stored, 2 refused") || !strings.Contains(out, "line 3:") ||
+		!strings.Contains(out, `line 4: "id" must be a string`) || !strings.Contains(out, "published generation 1") {
+		t.Fatalf("ingest: %d\n%s\n%s", code, out, errOut)
+	}
+	out, errOut, code = cli(t, "", append([]string{"search", "c", "spicy noodles"}, nf...)...)
+	if code != 0 || !strings.Contains(out, "Dan Dan Noodles") {
+		t.Fatalf("search: %d\n%s\n%s", code, out, errOut)
+	}
+	out, _, code = cli(t, "", append([]string{"index", "ls"}, nf...)...)
+	if code != 0 || !strings.Contains(out, "c ") {
+		t.Fatalf("index ls: %d\n%s", code, out)
+	}
+	if _, errOut, code := cli(t, "", append([]string{"search", "nope", "x"}, nf...)...); code != 2 || !strings.Contains(errOut, `index "nope" does not exist`) {
+		t.Fatalf("unknown index: %d %q", code, errOut)
+	}
+	if _, errOut, code := cli(t, "", "search", "c", "x", "--nats", "nats://127.0.0.1:1"); code != 1 || !strings.Contains(errOut, "is `quarry serve` running?") {
+		t.Fatalf("no server: %d %q", code, errOut)
+	}
+	if out, errOut, code := cli(t, "", append([]string{"index", "rm", "c"}, nf...)...); code != 0 {
+		t.Fatalf("index rm: %d %s %s", code, out, errOut)
+	}
+}
