@@ -187,7 +187,10 @@ func TestBadInput(t *testing.T) {
 		{"unknown index put", func() error { _, err := c.Put(ctx, "nope", []byte(`{"id":"a"}`)); return err }(), api.CodeNotFound},
 		{"bad index name", func() error { _, err := c.CreateIndex(ctx, "Bad.Name", 1, nil); return err }(), api.CodeBadRequest},
 		{"zero shards", func() error { _, err := c.CreateIndex(ctx, "z", 0, nil); return err }(), api.CodeBadRequest},
-		{"bad mapping", func() error { _, err := c.CreateIndex(ctx, "m", 1, json.RawMessage(`{"default_analyzer":"nope"}`)); return err }(), api.CodeBadRequest},
+		{"bad mapping", func() error {
+			_, err := c.CreateIndex(ctx, "m", 1, json.RawMessage(`{"default_analyzer":"nope"}`))
+			return err
+		}(), api.CodeBadRequest},
 		{"duplicate index", func() error { _, err := c.CreateIndex(ctx, "b", 1, nil); return err }(), api.CodeConflict},
 		{"id not a string", func() error { _, err := c.Put(ctx, "b", []byte(`{"id":5}`)); return err }(), api.CodeBadRequest},
 		{"malformed doc", func() error { _, err := c.Put(ctx, "b", []byte(`{"id":"a",`)); return err }(), api.CodeBadRequest},

@@ -1,0 +1,75 @@
+package archtest
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+const mod = "github.com/quarrysearch/quarry"
+
+// forbidden lists, per package prefix, module packages it must not import.
+var forbidden = []struct {
+	from string
+	not  []string
+}{
+	// Wire types import nothing else of Quarry but subject names.
+	{"api", []string{"internal/", "client", "broker", "searcher", "indexer", "cmd/"}},
+	// Shared internals stay below the services.
+	{"internal/subject", []string{"internal/", "client", "broker", "searcher", "indexer"}},
+	{"internal/wire", []string{"internal/meta", "internal/shard", "client", "broker", "searcher", "indexer"}},
+	{"internal/meta", []string{"internal/shard", "client", "broker", "searcher", "indexer"}},
+	{"internal/shard", []string{"client", "broker", "searcher", "indexer"}},
+	{"internal/snapshot", []string{"internal/", "client", "broker", "searcher", "indexer"}},
+	{"internal/catalog", []string{"internal/", "client", "broker", "searcher", "indexer"}},
+	// Services do not import each other or the client.
+	{"broker", []string{"searcher", "indexer", "client", "internal/node", "cmd/"}},
+	{"searcher", []string{"broker", "indexer", "client", "internal/node", "cmd/"}},
+	{"indexer", []string{"broker", "searcher", "client", "internal/node", "cmd/"}},
+	{"client", []string{"broker", "searcher", "indexer", "internal/node", "cmd/"}},
+	{"internal/httpapi", []string{"broker", "searcher", "indexer", "internal/node"}},
+}
+
+func TestImportsFlowDown(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, mod+"/...").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	checked := 0
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		fields := strings.Fields(line)
+		pkg := strings.TrimPrefix(strings.TrimPrefix(fields[0], mod), "/")
+		for _, rule := range forbidden {
+			if pkg != rule.from && !strings.HasPrefix(pkg, rule.from+"/") {
+				continue
+			}
+			checked++
+			for _, imp := range fields[1:] {
+				rel, ok := strings.CutPrefix(imp, mod+"/")
+				if !ok {
+					continue
+				}
+				if rel == rule.from || strings.HasPrefix(rel, rule.from+"/") {
+					continue // within its own tree
+				}
+				for _, bad := range rule.not {
+					if matches(rel, bad) {
+						t.Errorf("%s imports %s: imports must flow down (see DESIGN.md, Layers)", pkg, rel)
+					}
+				}
+			}
+		}
+	}
+	if checked < 8 {
+		t.Fatalf("only %d packages checked: the rules no longer match the tree", checked)
+	}
+}
+
+// matches reports whether package rel is bad: "x/" means anything under x,
+// "x" means x and its subpackages.
+func matches(rel, bad string) bool {
+	if strings.HasSuffix(bad, "/") {
+		return strings.HasPrefix(rel, bad)
+	}
+	return rel == bad || strings.HasPrefix(rel, bad+"/")
+}
