@@ -17,7 +17,7 @@ import (
 // BulkOptions tunes Bulk. Zero values are documented defaults.
 type BulkOptions struct {
 	// Window is how many publishes may await their acknowledgement at once
-	// (default 4096).
+	// (default 2048, at most 8192).
 	Window int
 	// MaxErrors is how many line errors are kept in the result (default
 	// 100); all of them are counted.
@@ -72,8 +72,9 @@ type pendingAck struct {
 // lost connection, unreadable input); refused lines are in the result.
 func (c *Client) Bulk(ctx context.Context, index string, r io.Reader, opts BulkOptions) (*BulkResult, error) {
 	if opts.Window <= 0 {
-		opts.Window = 4096
+		opts.Window = 2048
 	}
+	opts.Window = min(opts.Window, maxAsyncPending)
 	if opts.MaxErrors <= 0 {
 		opts.MaxErrors = 100
 	}
@@ -132,6 +133,17 @@ func (c *Client) Bulk(ctx context.Context, index string, r io.Reader, opts BulkO
 				}
 				_, _, id, _ := subject.ParseDoc(msg.Subject)
 				fut, perr := c.js.PublishMsgAsync(msg)
+				if errors.Is(perr, jetstream.ErrTooManyStalledMsgs) {
+					// The connection is backed up: wait for every pending
+					// ack, then try once more.
+					for _, p := range pending {
+						if serr := settle(p); serr != nil {
+							return res, serr
+						}
+					}
+					pending = pending[:0]
+					fut, perr = c.js.PublishMsgAsync(msg)
+				}
 				if perr != nil {
 					return res, fmt.Errorf("line %d: publish: %w", lineNo, perr)
 				}

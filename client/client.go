@@ -30,6 +30,10 @@ type Options struct {
 	RequestTimeout time.Duration
 }
 
+// maxAsyncPending bounds unacknowledged async publishes per client; Bulk's
+// window stays below it.
+const maxAsyncPending = 8192
+
 // Client talks to a Quarry deployment over a NATS connection.
 type Client struct {
 	nc    *nats.Conn
@@ -50,7 +54,7 @@ func New(ctx context.Context, nc *nats.Conn, opts Options) (*Client, error) {
 	if opts.RequestTimeout <= 0 {
 		opts.RequestTimeout = 30 * time.Second
 	}
-	js, err := jetstream.New(nc)
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(maxAsyncPending))
 	if err != nil {
 		return nil, fmt.Errorf("jetstream: %w", err)
 	}
