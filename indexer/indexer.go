@@ -83,6 +83,7 @@ type Indexer struct {
 
 	mu      sync.Mutex
 	indexes map[string]*indexState
+	failed  map[string]error // indexes that could not be loaded, and why
 	ready   chan struct{}
 }
 
@@ -98,7 +99,7 @@ func New(nc *nats.Conn, store *meta.Store, cfg Config) (*Indexer, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Indexer{nc: nc, store: store, cfg: cfg, indexes: map[string]*indexState{}, ready: make(chan struct{})}, nil
+	return &Indexer{nc: nc, store: store, cfg: cfg, indexes: map[string]*indexState{}, failed: map[string]error{}, ready: make(chan struct{})}, nil
 }
 
 // Ready is closed once every index that existed at start-up is loaded.
@@ -155,6 +156,9 @@ func (ix *Indexer) onIndexChange(ctx context.Context, e jetstream.KeyValueEntry)
 	ix.mu.Lock()
 	old := ix.indexes[name]
 	ix.mu.Unlock()
+	ix.mu.Lock()
+	delete(ix.failed, name)
+	ix.mu.Unlock()
 	if e.Operation() != jetstream.KeyValuePut {
 		if old != nil {
 			ix.drop(name, old, true)
@@ -178,6 +182,9 @@ func (ix *Indexer) onIndexChange(ctx context.Context, e jetstream.KeyValueEntry)
 	}
 	if err != nil {
 		ix.cfg.Logger.Error("cannot load index", "index", name, "err", err)
+		ix.mu.Lock()
+		ix.failed[name] = err
+		ix.mu.Unlock()
 		return
 	}
 	ix.mu.Lock()
@@ -390,10 +397,13 @@ func (ix *Indexer) waitApplied(ctx context.Context, st *indexState, minSeq uint6
 func (ix *Indexer) SnapshotIndex(ctx context.Context, name string, minSeq uint64) (meta.Manifest, error) {
 	for {
 		ix.mu.Lock()
-		st := ix.indexes[name]
+		st, failed := ix.indexes[name], ix.failed[name]
 		ix.mu.Unlock()
 		if st != nil {
 			return ix.Snapshot(ctx, st, minSeq, true)
+		}
+		if failed != nil {
+			return meta.Manifest{}, fmt.Errorf("indexer could not load index %q: %w", name, failed)
 		}
 		if _, err := ix.store.Index(ctx, name); err != nil {
 			return meta.Manifest{}, err

@@ -28,9 +28,10 @@ import (
 // Config configures a searcher. The zero value of every field but DataDir
 // is a documented default.
 type Config struct {
-	// DataDir holds downloaded snapshots. Required. A searcher starts from
-	// the published snapshot each time, so the directory's old content is
-	// removed at start.
+	// DataDir holds downloaded snapshots, under DataDir/shards. Required.
+	// A searcher starts from the published snapshot each time, so what
+	// DataDir/shards held is removed at start (nothing else in DataDir is
+	// touched).
 	DataDir string
 	// Index limits the searcher to one index; empty serves every index.
 	Index string
@@ -132,10 +133,10 @@ func (s *Searcher) Ready() <-chan struct{} { return s.ready }
 // Run serves until ctx is done, then unsubscribes, finishes in-flight
 // requests and closes every replica.
 func (s *Searcher) Run(ctx context.Context) error {
-	if err := os.RemoveAll(s.cfg.DataDir); err != nil {
-		return fmt.Errorf("searcher: clean %s: %w", s.cfg.DataDir, err)
+	if err := os.RemoveAll(s.shardsDir()); err != nil {
+		return fmt.Errorf("searcher: clean %s: %w", s.shardsDir(), err)
 	}
-	if err := os.MkdirAll(s.cfg.DataDir, 0o755); err != nil {
+	if err := os.MkdirAll(s.shardsDir(), 0o755); err != nil {
 		return fmt.Errorf("searcher: %w", err)
 	}
 	workCtx, stopWork := context.WithCancel(context.Background())
@@ -187,6 +188,8 @@ func (s *Searcher) Run(ctx context.Context) error {
 	}
 }
 
+func (s *Searcher) shardsDir() string { return filepath.Join(s.cfg.DataDir, "shards") }
+
 func (s *Searcher) markReady(ctx context.Context, initial []*indexState) {
 	for _, st := range initial {
 		select {
@@ -225,7 +228,7 @@ func (s *Searcher) onIndexChange(ctx context.Context, e jetstream.KeyValueEntry)
 	}
 	ictx, cancel := context.WithCancel(ctx)
 	st := &indexState{def: def, cancel: cancel, done: make(chan struct{}), shards: map[int]*slot{},
-		dir: filepath.Join(s.cfg.DataDir, name+"-"+strconv.FormatInt(def.Created.UnixMilli(), 10))}
+		dir: filepath.Join(s.shardsDir(), name+"-"+strconv.FormatInt(def.Created.UnixMilli(), 10))}
 	s.mu.Lock()
 	s.indexes[name] = st
 	s.mu.Unlock()

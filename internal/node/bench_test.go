@@ -84,7 +84,7 @@ func BenchmarkIngest(b *testing.B) {
 		}
 	})
 	b.Run("quarry-serve", func(b *testing.B) {
-		for b.Loop() {
+		for range b.N {
 			b.StopTimer()
 			n := startRoles(b, "", &indexer.Config{SnapshotInterval: -1}, &searcher.Config{}, &broker.Config{})
 			c := n.Client()
@@ -101,6 +101,7 @@ func BenchmarkIngest(b *testing.B) {
 			b.ReportMetric(float64(catalog.DefaultSize)/time.Since(start).Seconds(), "docs/s")
 			b.StopTimer()
 			n.Close()
+			b.StartTimer()
 		}
 	})
 }

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -215,4 +216,57 @@ func TestBadInput(t *testing.T) {
 		t.Errorf("index with a bad mapping exists: %v", err)
 	}
 	waitTotal(t, c, "b", "*", 0)
+}
+
+// An index deleted and created again starts empty, with its new shard
+// count, on every role.
+func TestRecreateIndex(t *testing.T) {
+	n := startNode(t)
+	c := n.Client()
+	ctx := context.Background()
+	if _, err := c.CreateIndex(ctx, "x", 2, nil); err != nil {
+		t.Fatal(err)
+	}
+	mustBulk(t, c, "x", ndjson(30, "a"))
+	waitTotal(t, c, "x", "noodles", 10)
+	if err := c.DeleteIndex(ctx, "x"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CreateIndex(ctx, "x", 3, nil); err != nil {
+		t.Fatal(err)
+	}
+	waitTotal(t, c, "x", "noodles", 0)
+	if _, err := c.Put(ctx, "x", []byte(`{"id":"new","text":"noodles"}`)); err != nil {
+		t.Fatal(err)
+	}
+	waitTotal(t, c, "x", "noodles", 1)
+	r, err := c.Search(ctx, "x", &api.SearchRequest{Q: "noodles"})
+	if err != nil || r.Shards.Total != 3 {
+		t.Fatalf("after re-creation: %+v %v", r, err)
+	}
+	st, err := c.Status(ctx, "x")
+	if err != nil || st.Generation != 0 {
+		t.Fatalf("re-created index has an old manifest: %+v %v", st, err)
+	}
+}
+
+// Documents over the size limit are refused, by line, and the rest of a
+// bulk goes in.
+func TestDocumentSizeLimit(t *testing.T) {
+	n := startNode(t)
+	c := n.Client()
+	ctx := context.Background()
+	if _, err := c.CreateIndex(ctx, "big", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	huge := `{"id":"huge","text":"` + strings.Repeat("x", api.DefaultMaxDocBytes) + `"}`
+	if _, err := c.Put(ctx, "big", []byte(huge)); api.CodeOf(err) != api.CodeBadRequest || !strings.Contains(err.Error(), "over the limit") {
+		t.Fatalf("huge put: %v", err)
+	}
+	body := bytes.NewBufferString(`{"id":"a","text":"noodles"}` + "\n" + huge + "\n" + `{"id":"b","text":"noodles"}` + "\n")
+	res := mustBulk(t, c, "big", body)
+	if res.Stored != 2 || res.Failed != 1 || res.Errors[0].Line != 2 || !strings.Contains(res.Errors[0].Err, "over the limit") {
+		t.Fatalf("bulk: %+v", res)
+	}
+	waitTotal(t, c, "big", "noodles", 2)
 }

@@ -34,7 +34,13 @@ func (r *Replica) Search(ctx context.Context, req *wire.ShardRequest) (*wire.Sha
 		}
 		return nil, fmt.Errorf("search shard %d: %w", r.cfg.Shard, err)
 	}
-	return ToResponse(res, seq, r.generation, time.Since(start)), nil
+	out := ToResponse(res, seq, r.generation, time.Since(start))
+	if len(req.Sort) == 0 {
+		for i := range out.Hits {
+			out.Hits[i].Sort = nil // bleve reports ["_score"]: noise on the wire
+		}
+	}
+	return out, nil
 }
 
 // BuildRequest turns a shard request into a bleve search request.
