@@ -177,7 +177,7 @@ func (b *Broker) askShard(ctx context.Context, msg *nats.Msg) shardResult {
 		return shardResult{err: api.Errorf(api.Code(code), "%s", reply.Data)}
 	}
 	var resp wire.ShardResponse
-	if err := wire.Decode(reply, &resp); err != nil {
+	if err := wire.DecodeShardResponse(reply, &resp); err != nil {
 		return shardResult{err: api.Errorf(api.CodeInternal, "%v", err)}
 	}
 	return shardResult{resp: &resp}

@@ -75,7 +75,7 @@ func (s *Searcher) handle(msg *nats.Msg) {
 			return
 		}
 		out := nats.NewMsg("")
-		if err := wire.Encode(out, resp, s.compressThreshold()); err != nil {
+		if err := wire.EncodeShardResponse(out, resp, s.compressThreshold()); err != nil {
 			respondError(msg, err)
 			return
 		}

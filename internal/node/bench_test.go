@@ -184,7 +184,7 @@ func BenchmarkShardSearch(b *testing.B) {
 				b.Fatal(err)
 			}
 			var out wire.ShardResponse
-			if err := wire.Decode(reply, &out); err != nil || len(out.Hits) == 0 {
+			if err := wire.DecodeShardResponse(reply, &out); err != nil || len(out.Hits) == 0 {
 				b.Fatal(err, reply.Header)
 			}
 		})

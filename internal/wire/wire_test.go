@@ -78,34 +78,3 @@ func FuzzDecode(f *testing.F) {
 		_ = Decode(msg, &resp)
 	})
 }
-
-// BenchmarkShardResponse measures encode+decode of shard responses of
-// different sizes, with and without compression; it is how
-// CompressThreshold was chosen.
-func BenchmarkShardResponse(b *testing.B) {
-	for _, n := range []int{1, 10, 100} {
-		for _, z := range []bool{false, true} {
-			b.Run(fmt.Sprintf("hits=%d/zstd=%v", n, z), func(b *testing.B) {
-				in := sampleResponse(n)
-				threshold := 0
-				if z {
-					threshold = 1
-				}
-				b.ReportAllocs()
-				var size int
-				for b.Loop() {
-					msg := nats.NewMsg("x")
-					if err := Encode(msg, in, threshold); err != nil {
-						b.Fatal(err)
-					}
-					size = len(msg.Data)
-					var out ShardResponse
-					if err := Decode(msg, &out); err != nil {
-						b.Fatal(err)
-					}
-				}
-				b.ReportMetric(float64(size), "bytes/msg")
-			})
-		}
-	}
-}

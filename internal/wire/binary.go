@@ -1,0 +1,348 @@
+package wire
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/quarrysearch/quarry/api"
+	"github.com/quarrysearch/quarry/internal/subject"
+)
+
+// Shard responses travel in a compact binary form rather than JSON:
+// BenchmarkShardResponse measured JSON at ~4 µs and 24 allocations per hit
+// with stored fields, as much as the search itself at a rerank depth of
+// 100. The layout, all integers as varints unless noted:
+//
+//	"QS" version(1)
+//	total, max_score (float64 LE), took_ns (signed), seq, generation
+//	hit count, then per hit:
+//	  id, score (float64 LE), sort count + strings, field count + (name, value)
+//	facets: length + JSON (rare and small; bleve's own encoding)
+//
+// A string is its length then its bytes. A value is a tag byte then:
+// 's' string, 'n' float64 LE, 't'/'f' bool, 'z' null, 'a' count + values,
+// 'j' a string holding JSON (anything else, e.g. objects).
+const (
+	binMagic0, binMagic1 = 'Q', 'S'
+	binVersion           = 1
+	maxValueDepth        = 8
+)
+
+// ErrMalformed reports a binary shard response that cannot be decoded.
+var ErrMalformed = errors.New("malformed shard response")
+
+// AppendShardResponse appends r's binary encoding to b.
+func AppendShardResponse(b []byte, r *ShardResponse) ([]byte, error) {
+	b = append(b, binMagic0, binMagic1, binVersion)
+	b = binary.AppendUvarint(b, r.Total)
+	b = binary.LittleEndian.AppendUint64(b, math.Float64bits(r.MaxScore))
+	b = binary.AppendVarint(b, r.TookNS)
+	b = binary.AppendUvarint(b, r.Seq)
+	b = binary.AppendUvarint(b, r.Generation)
+	b = binary.AppendUvarint(b, uint64(len(r.Hits)))
+	var err error
+	for i := range r.Hits {
+		h := &r.Hits[i]
+		b = appendString(b, h.ID)
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(h.Score))
+		b = binary.AppendUvarint(b, uint64(len(h.Sort)))
+		for _, s := range h.Sort {
+			b = appendString(b, s)
+		}
+		b = binary.AppendUvarint(b, uint64(len(h.Fields)))
+		for k, v := range h.Fields {
+			b = appendString(b, k)
+			if b, err = appendValue(b, v, 0); err != nil {
+				return nil, fmt.Errorf("hit %q field %q: %w", h.ID, k, err)
+			}
+		}
+	}
+	if len(r.Facets) == 0 {
+		return binary.AppendUvarint(b, 0), nil
+	}
+	fj, err := json.Marshal(r.Facets)
+	if err != nil {
+		return nil, fmt.Errorf("encode facets: %w", err)
+	}
+	b = binary.AppendUvarint(b, uint64(len(fj)))
+	return append(b, fj...), nil
+}
+
+func appendString(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+func appendValue(b []byte, v any, depth int) ([]byte, error) {
+	if depth > maxValueDepth {
+		return nil, errors.New("value nested too deep")
+	}
+	switch x := v.(type) {
+	case string:
+		return appendString(append(b, 's'), x), nil
+	case float64:
+		return binary.LittleEndian.AppendUint64(append(b, 'n'), math.Float64bits(x)), nil
+	case bool:
+		if x {
+			return append(b, 't'), nil
+		}
+		return append(b, 'f'), nil
+	case nil:
+		return append(b, 'z'), nil
+	case []any:
+		b = binary.AppendUvarint(append(b, 'a'), uint64(len(x)))
+		var err error
+		for _, e := range x {
+			if b, err = appendValue(b, e, depth+1); err != nil {
+				return nil, err
+			}
+		}
+		return b, nil
+	case []float64:
+		b = binary.AppendUvarint(append(b, 'a'), uint64(len(x)))
+		for _, f := range x {
+			b = binary.LittleEndian.AppendUint64(append(b, 'n'), math.Float64bits(f))
+		}
+		return b, nil
+	}
+	j, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return appendString(append(b, 'j'), string(j)), nil
+}
+
+// decoder reads the binary form; every length is checked against what is
+// left, so hostile input costs at most its own size.
+type decoder struct {
+	b    []byte
+	keys map[string]string // interned field names: they repeat on every hit
+}
+
+func (d *decoder) uvarint() (uint64, error) {
+	v, n := binary.Uvarint(d.b)
+	if n <= 0 {
+		return 0, ErrMalformed
+	}
+	d.b = d.b[n:]
+	return v, nil
+}
+
+// count reads a count of items each at least minSize bytes long.
+func (d *decoder) count(minSize int) (int, error) {
+	v, err := d.uvarint()
+	if err != nil || v > uint64(len(d.b)/minSize) {
+		return 0, ErrMalformed
+	}
+	return int(v), nil
+}
+
+func (d *decoder) float() (float64, error) {
+	if len(d.b) < 8 {
+		return 0, ErrMalformed
+	}
+	v := math.Float64frombits(binary.LittleEndian.Uint64(d.b))
+	d.b = d.b[8:]
+	return v, nil
+}
+
+func (d *decoder) bytes() ([]byte, error) {
+	n, err := d.uvarint()
+	if err != nil || n > uint64(len(d.b)) {
+		return nil, ErrMalformed
+	}
+	s := d.b[:n]
+	d.b = d.b[n:]
+	return s, nil
+}
+
+func (d *decoder) str() (string, error) {
+	b, err := d.bytes()
+	return string(b), err
+}
+
+func (d *decoder) key() (string, error) {
+	b, err := d.bytes()
+	if err != nil {
+		return "", err
+	}
+	if k, ok := d.keys[string(b)]; ok {
+		return k, nil
+	}
+	k := string(b)
+	if len(d.keys) < 256 {
+		d.keys[k] = k
+	}
+	return k, nil
+}
+
+func (d *decoder) value(depth int) (any, error) {
+	if len(d.b) == 0 || depth > maxValueDepth {
+		return nil, ErrMalformed
+	}
+	tag := d.b[0]
+	d.b = d.b[1:]
+	switch tag {
+	case 's':
+		return d.str()
+	case 'n':
+		return d.float()
+	case 't':
+		return true, nil
+	case 'f':
+		return false, nil
+	case 'z':
+		return nil, nil
+	case 'a':
+		n, err := d.count(1)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]any, n)
+		for i := range out {
+			if out[i], err = d.value(depth + 1); err != nil {
+				return nil, err
+			}
+		}
+		return out, nil
+	case 'j':
+		b, err := d.bytes()
+		if err != nil {
+			return nil, err
+		}
+		var v any
+		if err := json.Unmarshal(b, &v); err != nil {
+			return nil, ErrMalformed
+		}
+		return v, nil
+	}
+	return nil, ErrMalformed
+}
+
+// UnmarshalShardResponse decodes the binary form into r.
+func UnmarshalShardResponse(data []byte, r *ShardResponse) error {
+	if len(data) < 3 || data[0] != binMagic0 || data[1] != binMagic1 {
+		return fmt.Errorf("%w: not a binary shard response", ErrMalformed)
+	}
+	if data[2] != binVersion {
+		return fmt.Errorf("%w: version %d, this build reads %d", ErrMalformed, data[2], binVersion)
+	}
+	d := decoder{b: data[3:], keys: map[string]string{}}
+	err := d.decode(r)
+	if err == nil && len(d.b) != 0 {
+		err = ErrMalformed
+	}
+	if err != nil {
+		return fmt.Errorf("decode shard response: %w", err)
+	}
+	return nil
+}
+
+func (d *decoder) decode(r *ShardResponse) (err error) {
+	if r.Total, err = d.uvarint(); err != nil {
+		return err
+	}
+	if r.MaxScore, err = d.float(); err != nil {
+		return err
+	}
+	took, n := binary.Varint(d.b)
+	if n <= 0 {
+		return ErrMalformed
+	}
+	r.TookNS, d.b = took, d.b[n:]
+	if r.Seq, err = d.uvarint(); err != nil {
+		return err
+	}
+	if r.Generation, err = d.uvarint(); err != nil {
+		return err
+	}
+	nhits, err := d.count(11) // id length, score, two counts
+	if err != nil {
+		return err
+	}
+	r.Hits = make([]api.Hit, nhits)
+	for i := range r.Hits {
+		h := &r.Hits[i]
+		if h.ID, err = d.str(); err != nil {
+			return err
+		}
+		if h.Score, err = d.float(); err != nil {
+			return err
+		}
+		ns, err := d.count(1)
+		if err != nil {
+			return err
+		}
+		if ns > 0 {
+			h.Sort = make([]string, ns)
+			for j := range h.Sort {
+				if h.Sort[j], err = d.str(); err != nil {
+					return err
+				}
+			}
+		}
+		nf, err := d.count(2)
+		if err != nil {
+			return err
+		}
+		if nf > 0 {
+			h.Fields = make(map[string]any, nf)
+			for range nf {
+				k, err := d.key()
+				if err != nil {
+					return err
+				}
+				if h.Fields[k], err = d.value(0); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	fj, err := d.bytes()
+	if err != nil {
+		return err
+	}
+	if len(fj) > 0 {
+		if err := json.Unmarshal(fj, &r.Facets); err != nil {
+			return ErrMalformed
+		}
+	}
+	return nil
+}
+
+// EncodeShardResponse puts r's binary form in msg, zstd compressed above
+// threshold bytes (0: never).
+func EncodeShardResponse(msg *nats.Msg, r *ShardResponse, threshold int) error {
+	b, err := AppendShardResponse(make([]byte, 0, 64+len(r.Hits)*128), r)
+	if err != nil {
+		return err
+	}
+	if threshold > 0 && len(b) > threshold {
+		enc, _ := codecs()
+		b = enc.EncodeAll(b, make([]byte, 0, len(b)/3))
+		if msg.Header == nil {
+			msg.Header = nats.Header{}
+		}
+		msg.Header.Set(subject.HeaderEncoding, "zstd")
+	}
+	msg.Data = b
+	return nil
+}
+
+// DecodeShardResponse decodes a message made by EncodeShardResponse.
+func DecodeShardResponse(msg *nats.Msg, r *ShardResponse) error {
+	b := msg.Data
+	if msg.Header.Get(subject.HeaderEncoding) == "zstd" {
+		_, dec := codecs()
+		var err error
+		if b, err = dec.DecodeAll(b, nil); err != nil {
+			return fmt.Errorf("decompress shard response: %w", err)
+		}
+	}
+	return UnmarshalShardResponse(b, r)
+}

@@ -1,0 +1,141 @@
+package wire
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/blevesearch/bleve/v2/search"
+	"github.com/nats-io/nats.go"
+)
+
+func TestBinaryRoundTrip(t *testing.T) {
+	r := sampleResponse(20)
+	r.Hits[0].Sort = []string{"a", "b"}
+	r.Hits[1].Fields["tags"] = []any{"spicy", "vegan"}
+	r.Hits[1].Fields["loc"] = []any{-73.9, 40.7}
+	r.Hits[1].Fields["open"] = true
+	r.Hits[1].Fields["nothing"] = nil
+	r.Hits[1].Fields["obj"] = map[string]any{"lat": 1.5}
+	r.Hits[2].Fields = nil
+	r.Facets = search.FacetResults{"c": &search.FacetResult{Field: "cuisine", Total: 3}}
+	for _, threshold := range []int{0, 1} {
+		msg := nats.NewMsg("x")
+		if err := EncodeShardResponse(msg, r, threshold); err != nil {
+			t.Fatal(err)
+		}
+		var out ShardResponse
+		if err := DecodeShardResponse(msg, &out); err != nil {
+			t.Fatal(err)
+		}
+		// JSON is the reference: both forms must carry the same data.
+		want, _ := json.Marshal(r)
+		got, _ := json.Marshal(&out)
+		if string(want) != string(got) {
+			t.Fatalf("threshold %d: round trip differs\nwant %s\ngot  %s", threshold, want, got)
+		}
+	}
+}
+
+func TestBinaryRefusesMalformed(t *testing.T) {
+	good, err := AppendShardResponse(nil, sampleResponse(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := map[string][]byte{
+		"empty":         nil,
+		"json":          []byte(`{"hits":[]}`),
+		"other version": append([]byte{'Q', 'S', 9}, good[3:]...),
+		"truncated":     good[:len(good)/2],
+		"trailing":      append(append([]byte(nil), good...), 0),
+		"huge count":    {'Q', 'S', 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0x0f},
+	}
+	for name, b := range cases {
+		var out ShardResponse
+		if err := UnmarshalShardResponse(b, &out); !errors.Is(err, ErrMalformed) {
+			t.Errorf("%s: got %v", name, err)
+		}
+	}
+	for i := range good { // every truncation fails cleanly
+		var out ShardResponse
+		if err := UnmarshalShardResponse(good[:i], &out); err == nil {
+			t.Fatalf("truncated to %d bytes: accepted", i)
+		}
+	}
+}
+
+func FuzzUnmarshalShardResponse(f *testing.F) {
+	for _, n := range []int{0, 1, 5} {
+		b, _ := AppendShardResponse(nil, sampleResponse(n))
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var r ShardResponse
+		if err := UnmarshalShardResponse(b, &r); err != nil {
+			return
+		}
+		// Whatever decodes must encode and decode to the same thing.
+		again, err := AppendShardResponse(nil, &r)
+		if err != nil {
+			return // e.g. a NaN in a 'j' value cannot be re-encoded as JSON
+		}
+		var r2 ShardResponse
+		if err := UnmarshalShardResponse(again, &r2); err != nil {
+			t.Fatalf("re-encoded response does not decode: %v", err)
+		}
+		if len(r.Hits) != len(r2.Hits) || r.Total != r2.Total {
+			t.Fatal("re-encoded response differs")
+		}
+	})
+}
+
+// BenchmarkShardResponseCodec compares JSON and the binary form, encode plus
+// decode, side by side: this is why shard responses are binary.
+func BenchmarkShardResponseCodec(b *testing.B) {
+	for _, n := range []int{10, 100, 1000} {
+		in := sampleResponse(n)
+		b.Run(fmt.Sprintf("hits=%d/json", n), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				msg := nats.NewMsg("x")
+				if err := Encode(msg, in, 0); err != nil {
+					b.Fatal(err)
+				}
+				var out ShardResponse
+				if err := Decode(msg, &out); err != nil {
+					b.Fatal(err)
+				}
+				b.ReportMetric(float64(len(msg.Data)), "bytes/msg")
+			}
+		})
+		b.Run(fmt.Sprintf("hits=%d/binary", n), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				msg := nats.NewMsg("x")
+				if err := EncodeShardResponse(msg, in, 0); err != nil {
+					b.Fatal(err)
+				}
+				var out ShardResponse
+				if err := DecodeShardResponse(msg, &out); err != nil {
+					b.Fatal(err)
+				}
+				b.ReportMetric(float64(len(msg.Data)), "bytes/msg")
+			}
+		})
+		b.Run(fmt.Sprintf("hits=%d/binary+zstd", n), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				msg := nats.NewMsg("x")
+				if err := EncodeShardResponse(msg, in, 1); err != nil {
+					b.Fatal(err)
+				}
+				var out ShardResponse
+				if err := DecodeShardResponse(msg, &out); err != nil {
+					b.Fatal(err)
+				}
+				b.ReportMetric(float64(len(msg.Data)), "bytes/msg")
+			}
+		})
+	}
+}
