@@ -363,7 +363,11 @@ func (s *Searcher) onManifest(ctx context.Context, e jetstream.KeyValueEntry) {
 				}
 			}()
 			r, err := s.openReplica(ictx, st, i, m, false)
+			stopped := ictx.Err() != nil
 			cancel()
+			if err != nil && stopped {
+				return // the index or the searcher is going away
+			}
 			if err != nil {
 				s.cfg.Logger.Error("new generation refused; still serving the old one", "index", m.Index, "shard", i,
 					"generation", m.Generation, "serving", sl.cur.Load().Generation(), "err", err)

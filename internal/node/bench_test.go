@@ -212,7 +212,7 @@ func BenchmarkFreshness(b *testing.B) {
 	}
 	mustBulk(b, c, "f", ndjson(1000, "a"))
 	waitTotal(b, c, "f", "noodles", 334)
-	var lat []time.Duration
+	var lat, acks []time.Duration
 	i := 0
 	for b.Loop() {
 		start := time.Now()
@@ -220,6 +220,7 @@ func BenchmarkFreshness(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
+		acks = append(acks, time.Since(start))
 		for n.Searcher.Stats()[0].Seq < seq {
 			time.Sleep(50 * time.Microsecond)
 		}
@@ -227,6 +228,9 @@ func BenchmarkFreshness(b *testing.B) {
 		i++
 	}
 	reportPercentiles(b, lat)
+	slices.Sort(acks)
+	b.ReportMetric(float64(acks[len(acks)/2].Microseconds()), "ack-p50-µs")
+	b.ReportMetric(float64(acks[len(acks)*99/100].Microseconds()), "ack-p99-µs")
 }
 
 func reportPercentiles(b *testing.B, lat []time.Duration) {
