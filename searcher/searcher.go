@@ -104,9 +104,13 @@ type Searcher struct {
 type indexState struct {
 	def    api.IndexDefinition
 	dir    string
+	ctx    context.Context // cancelled when the index is dropped
 	cancel context.CancelFunc
-	done   chan struct{}
+	done   chan struct{} // closed when the initial load ends
 	shards map[int]*slot
+	// swapMu serializes generation swaps with drop, so a replica swapped in
+	// while the index goes away is never leaked.
+	swapMu sync.Mutex
 }
 
 // slot is one served shard: the replica answering, swapped atomically.
@@ -182,7 +186,7 @@ func (s *Searcher) Run(ctx context.Context) error {
 				return errors.New("searcher: manifest watch ended")
 			}
 			if e != nil && e.Operation() == jetstream.KeyValuePut {
-				s.onManifest(ctx, e)
+				s.onManifest(e)
 			}
 		}
 	}
@@ -227,7 +231,7 @@ func (s *Searcher) onIndexChange(ctx context.Context, e jetstream.KeyValueEntry)
 		s.drop(name, old)
 	}
 	ictx, cancel := context.WithCancel(ctx)
-	st := &indexState{def: def, cancel: cancel, done: make(chan struct{}), shards: map[int]*slot{},
+	st := &indexState{def: def, ctx: ictx, cancel: cancel, done: make(chan struct{}), shards: map[int]*slot{},
 		dir: filepath.Join(s.shardsDir(), name+"-"+strconv.FormatInt(def.Created.UnixMilli(), 10))}
 	s.mu.Lock()
 	s.indexes[name] = st
@@ -327,7 +331,7 @@ func (s *Searcher) openReplica(ctx context.Context, st *indexState, i int, m met
 // onManifest swaps in a new generation for every served shard of the index.
 // A generation that cannot be loaded is refused and the serving replica
 // stays.
-func (s *Searcher) onManifest(ctx context.Context, e jetstream.KeyValueEntry) {
+func (s *Searcher) onManifest(e jetstream.KeyValueEntry) {
 	m, err := meta.DecodeManifest(e.Value())
 	if err != nil {
 		s.cfg.Logger.Error("bad manifest", "index", e.Key(), "err", err)
@@ -355,17 +359,8 @@ func (s *Searcher) onManifest(ctx context.Context, e jetstream.KeyValueEntry) {
 			if !hasSnap {
 				continue
 			}
-			ictx, cancel := context.WithCancel(ctx)
-			go func() { // stop the swap if the index goes away meanwhile
-				select {
-				case <-st.done:
-				case <-ictx.Done():
-				}
-			}()
-			r, err := s.openReplica(ictx, st, i, m, false)
-			stopped := ictx.Err() != nil
-			cancel()
-			if err != nil && stopped {
+			r, err := s.openReplica(st.ctx, st, i, m, false)
+			if err != nil && st.ctx.Err() != nil {
 				return // the index or the searcher is going away
 			}
 			if err != nil {
@@ -373,7 +368,15 @@ func (s *Searcher) onManifest(ctx context.Context, e jetstream.KeyValueEntry) {
 					"generation", m.Generation, "serving", sl.cur.Load().Generation(), "err", err)
 				continue
 			}
+			st.swapMu.Lock()
+			if st.ctx.Err() != nil || sl.cur.Load().Generation() >= m.Generation {
+				// Going away, or a newer generation won the race.
+				st.swapMu.Unlock()
+				r.Destroy()
+				continue
+			}
 			old := sl.cur.Swap(r)
+			st.swapMu.Unlock()
 			old.Destroy() // waits for searches in flight on it
 			s.cfg.Logger.Info("generation swapped", "index", m.Index, "shard", i, "generation", m.Generation, "seq", r.Seq())
 		}
@@ -393,9 +396,11 @@ func (s *Searcher) drop(name string, st *indexState) {
 		sl.sub.Unsubscribe()
 	}
 	<-st.done
+	st.swapMu.Lock() // no swap can start after this: st.ctx is done
 	for _, sl := range shards {
 		sl.cur.Load().Destroy()
 	}
+	st.swapMu.Unlock()
 	os.RemoveAll(st.dir)
 	s.cfg.Logger.Info("index dropped", "index", name)
 }
