@@ -1,0 +1,13 @@
+// Package httpapi serves Quarry's JSON API over HTTP. Every handler is a
+// thin shim over the Go client, so HTTP and NATS callers get the same
+// answers and the same errors.
+//
+//	GET    /v1/indexes                      list indexes
+//	POST   /v1/indexes/{index}              create: {"shards":N,"mapping":{...}}
+//	GET    /v1/indexes/{index}              definition and snapshot status
+//	DELETE /v1/indexes/{index}              delete
+//	POST   /v1/indexes/{index}/search       SearchRequest → SearchResponse
+//	POST   /v1/indexes/{index}/documents    NDJSON upserts (?snapshot=true to publish a generation)
+//	DELETE /v1/indexes/{index}/documents/{id}
+//	GET    /healthz                         alive
+package httpapi
