@@ -154,13 +154,61 @@ type Stage struct {
 	Detail string  `json:"detail,omitempty"`
 }
 
-// IndexDefinition describes an index: its shard count and bleve mapping.
+// IndexDefinition describes an index: its shard count, bleve mapping and
+// how a user's text becomes a query.
 type IndexDefinition struct {
 	Name   string `json:"name"`
 	Shards int    `json:"shards"`
 	// Mapping is a bleve index mapping in JSON; empty means Quarry's default.
 	Mapping json.RawMessage `json:"mapping,omitempty"`
-	Created time.Time       `json:"created"`
+	// Query says how `q` becomes a retrieval query. It can be changed on a
+	// live index; brokers pick the change up without a restart.
+	Query   QuerySettings `json:"query"`
+	Created time.Time     `json:"created"`
+}
+
+// QuerySettings turn a request's raw text into a query.
+type QuerySettings struct {
+	// Fields are matched, each with its boost (default: "_all", boost 1).
+	Fields []FieldBoost `json:"fields,omitempty"`
+	// Operator is "or" (any word, the default) or "and" (every word).
+	Operator string `json:"operator,omitempty"`
+	// Fuzziness is the edit distance allowed per word, 0 to 2. Fuzzy
+	// expansion is per shard, so fuzzy scores are not exact across shards.
+	Fuzziness int `json:"fuzziness,omitempty"`
+	// PhraseBoost, when > 0, adds the whole text as a phrase on every
+	// field, with the field's boost times PhraseBoost.
+	PhraseBoost float64 `json:"phrase_boost,omitempty"`
+}
+
+// FieldBoost is a field and its weight.
+type FieldBoost struct {
+	Field string  `json:"field"`
+	Boost float64 `json:"boost,omitempty"`
+}
+
+// Validate checks the settings, naming what is wrong.
+func (s *QuerySettings) Validate() error {
+	for i, f := range s.Fields {
+		if f.Field == "" {
+			return BadRequest("query.fields[%d]: field is required", i)
+		}
+		if f.Boost < 0 {
+			return BadRequest("query.fields[%d]: boost must be >= 0, got %g", i, f.Boost)
+		}
+	}
+	switch s.Operator {
+	case "", "or", "and":
+	default:
+		return BadRequest(`query.operator must be "or" or "and", got %q`, s.Operator)
+	}
+	if s.Fuzziness < 0 || s.Fuzziness > 2 {
+		return BadRequest("query.fuzziness must be 0, 1 or 2, got %d", s.Fuzziness)
+	}
+	if s.PhraseBoost < 0 {
+		return BadRequest("query.phrase_boost must be >= 0, got %g", s.PhraseBoost)
+	}
+	return nil
 }
 
 // Code classifies an Error so callers can branch on it.
@@ -172,6 +220,7 @@ const (
 	CodeNotFound    Code = "not_found"
 	CodeConflict    Code = "conflict"
 	CodeUnavailable Code = "unavailable"
+	CodeOverloaded  Code = "overloaded"
 	CodeTimeout     Code = "timeout"
 	CodeInternal    Code = "internal"
 )
@@ -197,6 +246,7 @@ var (
 	ErrNotFound    = &Error{Code: CodeNotFound, Message: "not found"}
 	ErrConflict    = &Error{Code: CodeConflict, Message: "conflict"}
 	ErrUnavailable = &Error{Code: CodeUnavailable, Message: "unavailable"}
+	ErrOverloaded  = &Error{Code: CodeOverloaded, Message: "overloaded"}
 	ErrTimeout     = &Error{Code: CodeTimeout, Message: "timeout"}
 )
 
@@ -233,6 +283,8 @@ func HTTPStatus(c Code) int {
 		return 404
 	case CodeConflict:
 		return 409
+	case CodeOverloaded:
+		return 429
 	case CodeUnavailable:
 		return 503
 	case CodeTimeout:

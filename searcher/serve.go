@@ -66,16 +66,23 @@ func (s *Searcher) handle(msg *nats.Msg) {
 			respondError(msg, api.Errorf(api.CodeUnavailable, "shard %d of %q is not served here", sh, idx))
 			return
 		}
-		resp, err := sl.cur.Load().Search(ctx, &req)
+		out := nats.NewMsg("")
+		var err error
+		if req.Phase == wire.PhaseStats {
+			var st *wire.GlobalStats
+			if st, err = sl.cur.Load().Stats(ctx, &req); err == nil {
+				err = wire.Encode(out, st, s.compressThreshold())
+			}
+		} else {
+			var resp *wire.ShardResponse
+			if resp, err = sl.cur.Load().Search(ctx, &req); err == nil {
+				err = wire.EncodeShardResponse(out, resp, s.compressThreshold())
+			}
+		}
 		if shard.IsClosed(err) && attempt < 3 {
 			continue // swapped out under us: retry on the new replica
 		}
 		if err != nil {
-			respondError(msg, err)
-			return
-		}
-		out := nats.NewMsg("")
-		if err := wire.EncodeShardResponse(out, resp, s.compressThreshold()); err != nil {
 			respondError(msg, err)
 			return
 		}

@@ -98,7 +98,7 @@ func OpenLocal(cfg Config) (*Replica, error) {
 				return nil, err
 			}
 		}
-		idx, err = bleve.NewUsing(cfg.Dir, cfg.Mapping, scorch.Name, scorch.Name, scorchConfig())
+		idx, err = bleve.NewUsing(cfg.Dir, cfg.Mapping, IndexType, scorch.Name, scorchConfig())
 		if err != nil {
 			return nil, fmt.Errorf("create index %s/%d: %w", cfg.Index, cfg.Shard, err)
 		}

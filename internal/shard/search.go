@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"github.com/blevesearch/bleve/v2"
+	"github.com/blevesearch/bleve/v2/search"
 	"github.com/blevesearch/bleve/v2/search/query"
+	index "github.com/blevesearch/bleve_index_api"
 
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/internal/wire"
@@ -24,6 +26,9 @@ func (r *Replica) Search(ctx context.Context, req *wire.ShardRequest) (*wire.Sha
 	idx, err := r.acquire()
 	if err != nil {
 		return nil, err
+	}
+	if req.Stats != nil {
+		ctx = withStats(ctx, req.Stats)
 	}
 	res, err := idx.SearchInContext(ctx, sreq)
 	seq := r.Seq()
@@ -61,6 +66,10 @@ func BuildRequest(req *wire.ShardRequest) (*bleve.SearchRequest, error) {
 	sreq.Fields = req.Fields
 	if len(req.Sort) > 0 {
 		sreq.SortBy(req.Sort)
+	} else {
+		// Ties broken by id, as the broker merges: every shard then cuts
+		// its top K exactly where one index holding all documents would.
+		sreq.SortBy(defaultSort)
 	}
 	for name, f := range req.Facets {
 		size := f.Size
@@ -71,6 +80,8 @@ func BuildRequest(req *wire.ShardRequest) (*bleve.SearchRequest, error) {
 	}
 	return sreq, nil
 }
+
+var defaultSort = []string{"-_score", "_id"}
 
 // ToResponse converts a bleve result into a shard response.
 func ToResponse(res *bleve.SearchResult, seq, generation uint64, took time.Duration) *wire.ShardResponse {
@@ -96,3 +107,64 @@ func ToResponse(res *bleve.SearchResult, seq, generation uint64, took time.Durat
 // IsClosed reports whether err says the replica was closed (a searcher
 // retries on the replica that replaced it).
 func IsClosed(err error) bool { return errors.Is(err, ErrClosed) }
+
+// withStats puts index-wide statistics in a search context: bleve's BM25
+// field statistics under its own key, document frequencies under ours.
+func withStats(ctx context.Context, gs *GlobalStats) context.Context {
+	fc := make(map[string]int, len(gs.FieldCardinality))
+	for f, n := range gs.FieldCardinality {
+		fc[f] = int(n)
+	}
+	ctx = context.WithValue(ctx, search.BM25StatsKey, &search.BM25Stats{DocCount: float64(gs.DocCount), FieldCardinality: fc})
+	return WithGlobalStats(ctx, gs)
+}
+
+// Stats runs the statistics phase of a request: which terms of which fields
+// the query reads on this shard, their document frequencies, the document
+// count and those fields' total lengths.
+func (r *Replica) Stats(ctx context.Context, req *wire.ShardRequest) (*GlobalStats, error) {
+	sreq, err := BuildRequest(req)
+	if err != nil {
+		return nil, err
+	}
+	idx, err := r.acquire()
+	if err != nil {
+		return nil, err
+	}
+	defer r.mu.RUnlock()
+	adv, err := idx.Advanced()
+	if err != nil {
+		return nil, err
+	}
+	reader, err := adv.Reader()
+	if err != nil {
+		return nil, err
+	}
+	defer reader.Close()
+	rec := &recorder{}
+	ctx = context.WithValue(ctx, recorderKey, rec)
+	ctx = context.WithValue(ctx, search.GetScoringModelCallbackKey,
+		search.GetScoringModelCallbackFn(func() string { return index.BM25Scoring }))
+	s, err := sreq.Query.Searcher(ctx, reader, idx.Mapping(), search.SearcherOptions{})
+	if err != nil {
+		return nil, api.BadRequest("query: %v", err)
+	}
+	s.Close()
+	out := &rec.stats
+	if out.DocCount, err = reader.DocCount(); err != nil {
+		return nil, err
+	}
+	out.FieldCardinality = make(map[string]uint64, len(out.DocFreq))
+	bm, ok := reader.(index.BM25Reader)
+	if !ok {
+		return nil, fmt.Errorf("shard %d: index reader has no field statistics", r.cfg.Shard)
+	}
+	for field := range out.DocFreq {
+		n, err := bm.FieldCardinality(field)
+		if err != nil {
+			return nil, fmt.Errorf("field %q statistics: %w", field, err)
+		}
+		out.FieldCardinality[field] = uint64(n)
+	}
+	return out, nil
+}

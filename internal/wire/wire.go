@@ -22,6 +22,46 @@ type ShardRequest struct {
 	Sort   []string                    `json:"sort,omitempty"`
 	Fields []string                    `json:"fields,omitempty"`
 	Facets map[string]api.FacetRequest `json:"facets,omitempty"`
+	// Phase "stats" asks only for the statistics of the query's terms
+	// (a StatsResponse); "" runs the search.
+	Phase string `json:"phase,omitempty"`
+	// Stats, when set, are the index-wide statistics to score with.
+	Stats *GlobalStats `json:"stats,omitempty"`
+}
+
+// PhaseStats is ShardRequest.Phase for the statistics pre-search.
+const PhaseStats = "stats"
+
+// GlobalStats are the BM25 statistics of a whole index, summed over its
+// shards, for the terms of one query.
+type GlobalStats struct {
+	DocCount         uint64                       `json:"doc_count"`
+	FieldCardinality map[string]uint64            `json:"field_cardinality"`
+	DocFreq          map[string]map[string]uint64 `json:"doc_freq"` // field → term → documents
+}
+
+// Add sums other into s.
+func (s *GlobalStats) Add(other *GlobalStats) {
+	s.DocCount += other.DocCount
+	if s.FieldCardinality == nil {
+		s.FieldCardinality = map[string]uint64{}
+	}
+	for f, n := range other.FieldCardinality {
+		s.FieldCardinality[f] += n
+	}
+	if s.DocFreq == nil {
+		s.DocFreq = map[string]map[string]uint64{}
+	}
+	for f, terms := range other.DocFreq {
+		m := s.DocFreq[f]
+		if m == nil {
+			m = make(map[string]uint64, len(terms))
+			s.DocFreq[f] = m
+		}
+		for t, n := range terms {
+			m[t] += n
+		}
+	}
 }
 
 // ShardResponse is one shard's answer.

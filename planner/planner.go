@@ -1,0 +1,268 @@
+package planner
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/blevesearch/bleve/v2/search/query"
+
+	"github.com/quarrysearch/quarry/api"
+)
+
+// Config holds the planner's defaults. Zero values are documented defaults.
+type Config struct {
+	// DefaultTimeout is a request's deadline when it gives no timeout_ms
+	// (default 2s).
+	DefaultTimeout time.Duration
+	// MaxTimeout caps timeout_ms (default 60s).
+	MaxTimeout time.Duration
+	// MergeReserve is kept back from the shards' deadline for merging,
+	// ranking and encoding (default 10% of the timeout, at most 20ms).
+	MergeReserve time.Duration
+	// Hedge is the default hedging policy.
+	Hedge Hedge
+}
+
+// Hedge says when a slow shard is asked again, on another replica.
+type Hedge struct {
+	// Enabled turns hedging on.
+	Enabled bool `json:"enabled"`
+	// Quantile of the shard's recent latencies after which it is hedged
+	// (default 0.95).
+	Quantile float64 `json:"quantile"`
+	// MinDelay is the earliest a hedge is sent (default 1ms).
+	MinDelay time.Duration `json:"min_delay_ns"`
+	// MaxFraction caps hedges as a share of shard requests (default 0.05).
+	MaxFraction float64 `json:"max_fraction"`
+}
+
+// Validate checks the configuration and fills in defaults.
+func (c *Config) Validate() error {
+	if c.DefaultTimeout <= 0 {
+		c.DefaultTimeout = 2 * time.Second
+	}
+	if c.MaxTimeout <= 0 {
+		c.MaxTimeout = 60 * time.Second
+	}
+	if c.DefaultTimeout > c.MaxTimeout {
+		return fmt.Errorf("planner: default timeout %s is over the max timeout %s", c.DefaultTimeout, c.MaxTimeout)
+	}
+	if c.MergeReserve < 0 {
+		return fmt.Errorf("planner: merge reserve must be >= 0")
+	}
+	h := &c.Hedge
+	if h.Quantile == 0 {
+		h.Quantile = 0.95
+	}
+	if h.MinDelay == 0 {
+		h.MinDelay = time.Millisecond
+	}
+	if h.MaxFraction == 0 {
+		h.MaxFraction = 0.05
+	}
+	if h.Quantile <= 0 || h.Quantile >= 1 || h.MaxFraction < 0 || h.MaxFraction > 1 {
+		return fmt.Errorf("planner: hedge quantile must be in (0,1) and max fraction in [0,1]")
+	}
+	return nil
+}
+
+// Hints are what earlier pipeline steps (rewriter plugins) ask of the plan.
+type Hints struct {
+	// Query replaces the query built from the request.
+	Query json.RawMessage `json:"query,omitempty"`
+	// RerankDepth asks each shard for this many hits, for a ranker to
+	// re-order, instead of from+size.
+	RerankDepth int `json:"rerank_depth,omitempty"`
+}
+
+// Plan is how a request will run.
+type Plan struct {
+	Index string `json:"index"`
+	// Query is the retrieval query, a bleve query in JSON.
+	Query json.RawMessage `json:"query"`
+	// Shards are the shards to ask.
+	Shards []int `json:"shards"`
+	// K is how many hits each shard returns.
+	K      int                         `json:"k"`
+	From   int                         `json:"from"`
+	Size   int                         `json:"size"`
+	Sort   []string                    `json:"sort,omitempty"`
+	Fields []string                    `json:"fields,omitempty"`
+	Facets map[string]api.FacetRequest `json:"facets,omitempty"`
+	// Timeout is the whole request's budget; ShardTimeout the shards'
+	// share of it (the rest is kept for merge, rank and encode).
+	Timeout      time.Duration `json:"timeout_ns"`
+	ShardTimeout time.Duration `json:"shard_timeout_ns"`
+	Hedge        Hedge         `json:"hedge"`
+	AllowPartial bool          `json:"allow_partial"`
+	// ExactScoring asks the shards for the query's term statistics first,
+	// so scores are those of one index (not needed when sorting by fields
+	// only).
+	ExactScoring bool `json:"exact_scoring"`
+}
+
+// Planner makes plans.
+type Planner struct {
+	cfg Config
+}
+
+// New makes a planner.
+func New(cfg Config) (*Planner, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &Planner{cfg: cfg}, nil
+}
+
+// Plan plans req against the index def, with hints from earlier pipeline
+// steps (may be nil). Errors are api.ErrBadRequest errors naming the field.
+func (p *Planner) Plan(req *api.SearchRequest, def api.IndexDefinition, hints *Hints) (*Plan, error) {
+	if err := req.Validate(); err != nil {
+		return nil, err
+	}
+	var q query.Query
+	var err error
+	if hints != nil && len(hints.Query) > 0 {
+		if q, err = parse("hints.query", hints.Query); err != nil {
+			return nil, err
+		}
+		q, err = withFilter(q, req.Filter)
+	} else {
+		q, err = BuildQuery(req, def.Query)
+	}
+	if err != nil {
+		return nil, err
+	}
+	qJSON, err := json.Marshal(q)
+	if err != nil {
+		return nil, fmt.Errorf("encode query: %w", err)
+	}
+	size := req.EffectiveSize()
+	k := req.From + size
+	if hints != nil && hints.RerankDepth > 0 {
+		if hints.RerankDepth > api.MaxWindow {
+			return nil, api.BadRequest("rerank depth must be <= %d, got %d", api.MaxWindow, hints.RerankDepth)
+		}
+		k = max(k, hints.RerankDepth)
+	}
+	timeout := p.cfg.DefaultTimeout
+	if req.TimeoutMS > 0 {
+		timeout = min(time.Duration(req.TimeoutMS)*time.Millisecond, p.cfg.MaxTimeout)
+	}
+	reserve := p.cfg.MergeReserve
+	if reserve == 0 {
+		reserve = min(timeout/10, 20*time.Millisecond)
+	}
+	reserve = min(reserve, timeout/2)
+	shards := make([]int, def.Shards)
+	for i := range shards {
+		shards[i] = i
+	}
+	return &Plan{
+		Index: def.Name, Query: qJSON, Shards: shards, K: k, From: req.From, Size: size,
+		Sort: req.Sort, Fields: req.Fields, Facets: req.Facets,
+		Timeout: timeout, ShardTimeout: timeout - reserve, Hedge: p.cfg.Hedge,
+		AllowPartial: req.PartialAllowed(), ExactScoring: scoresMatter(req.Sort),
+	}, nil
+}
+
+// scoresMatter reports whether hits are ordered (or tie-broken) by score:
+// with no sort, or a sort that names _score.
+func scoresMatter(sort []string) bool {
+	if len(sort) == 0 {
+		return true
+	}
+	for _, s := range sort {
+		if s == "_score" || s == "-_score" {
+			return true
+		}
+	}
+	return false
+}
+
+// BuildQuery builds the retrieval query of a request: Query if given, else
+// Q through the index's query settings, else match-all; with Filter as a
+// non-scoring filter.
+func BuildQuery(req *api.SearchRequest, settings api.QuerySettings) (query.Query, error) {
+	if err := settings.Validate(); err != nil {
+		return nil, err
+	}
+	var q query.Query
+	var err error
+	switch {
+	case len(req.Query) > 0:
+		if q, err = parse("query", req.Query); err != nil {
+			return nil, err
+		}
+	case req.Q != "":
+		q = textQuery(req.Q, settings)
+	default:
+		q = query.NewMatchAllQuery()
+	}
+	return withFilter(q, req.Filter)
+}
+
+// textQuery matches text on every configured field (a disjunction when
+// there is more than one clause).
+func textQuery(text string, s api.QuerySettings) query.Query {
+	fields := s.Fields
+	if len(fields) == 0 {
+		fields = []api.FieldBoost{{Field: "_all", Boost: 1}}
+	}
+	var clauses []query.Query
+	for _, f := range fields {
+		boost := f.Boost
+		if boost == 0 {
+			boost = 1
+		}
+		m := query.NewMatchQuery(text)
+		m.SetField(f.Field)
+		m.SetBoost(boost)
+		m.SetFuzziness(s.Fuzziness)
+		if s.Operator == "and" {
+			m.SetOperator(query.MatchQueryOperatorAnd)
+		}
+		clauses = append(clauses, m)
+		if s.PhraseBoost > 0 {
+			ph := query.NewMatchPhraseQuery(text)
+			ph.SetField(f.Field)
+			ph.SetBoost(boost * s.PhraseBoost)
+			clauses = append(clauses, ph)
+		}
+	}
+	if len(clauses) == 1 {
+		return clauses[0]
+	}
+	return query.NewDisjunctionQuery(clauses)
+}
+
+func withFilter(q query.Query, filter json.RawMessage) (query.Query, error) {
+	if len(filter) == 0 {
+		return q, nil
+	}
+	f, err := parse("filter", filter)
+	if err != nil {
+		return nil, err
+	}
+	bq := query.NewBooleanQuery([]query.Query{q}, nil, nil)
+	bq.AddFilter(f)
+	return bq, validate("filter", bq)
+}
+
+func parse(name string, raw json.RawMessage) (query.Query, error) {
+	q, err := query.ParseQuery(raw)
+	if err != nil {
+		return nil, api.BadRequest("%s: %v", name, err)
+	}
+	return q, validate(name, q)
+}
+
+func validate(name string, q query.Query) error {
+	if v, ok := q.(query.ValidatableQuery); ok {
+		if err := v.Validate(); err != nil {
+			return api.BadRequest("%s: %v", name, err)
+		}
+	}
+	return nil
+}
