@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -19,6 +20,7 @@ import (
 	"github.com/quarrysearch/quarry/internal/meta"
 	"github.com/quarrysearch/quarry/internal/subject"
 	"github.com/quarrysearch/quarry/internal/wire"
+	"github.com/quarrysearch/quarry/planner"
 )
 
 // Version is the broker's micro service version.
@@ -30,9 +32,21 @@ type Config struct {
 	DefaultTimeout time.Duration
 	// MaxTimeout caps timeout_ms (default 60s).
 	MaxTimeout time.Duration
-	// MaxInFlight caps concurrent requests; more are refused as overloaded
-	// (default 1024).
+	// MaxInFlight caps concurrent requests; more are refused at once as
+	// overloaded (HTTP 429, micro error code 429) (default 1024).
 	MaxInFlight int
+	// NoHedge turns hedging off.
+	NoHedge bool
+	// HedgeMaxFraction caps hedges as a share of shard requests (default
+	// 0.05).
+	HedgeMaxFraction float64
+	// StatsCacheSize is how many queries' global term statistics are kept
+	// (default 4096; negative: no cache, a statistics round trip on every
+	// request).
+	StatsCacheSize int
+	// NoExactScoring skips the statistics phase: each shard scores with
+	// its own statistics (faster, scores differ across shards).
+	NoExactScoring bool
 	// CompressThreshold is the request size above which shard requests are
 	// zstd compressed (default wire.CompressThreshold).
 	CompressThreshold int
@@ -55,6 +69,9 @@ func (c *Config) Validate() error {
 	if c.MaxInFlight <= 0 {
 		c.MaxInFlight = 1024
 	}
+	if c.StatsCacheSize == 0 {
+		c.StatsCacheSize = 4096
+	}
 	if c.CompressThreshold == 0 {
 		c.CompressThreshold = wire.CompressThreshold
 	}
@@ -73,7 +90,11 @@ type Broker struct {
 	nc       *nats.Conn
 	store    *meta.Store
 	cfg      Config
+	planner  *planner.Planner
 	inflight chan struct{}
+	stats    *statsCache
+	shards   shardStates
+	hedge    hedgeBudget
 
 	mu    sync.RWMutex
 	defs  map[string]api.IndexDefinition
@@ -86,8 +107,13 @@ func New(nc *nats.Conn, store *meta.Store, cfg Config) (*Broker, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Broker{nc: nc, store: store, cfg: cfg, inflight: make(chan struct{}, cfg.MaxInFlight),
-		defs: map[string]api.IndexDefinition{}, ready: make(chan struct{})}, nil
+	p, err := planner.New(planner.Config{DefaultTimeout: cfg.DefaultTimeout, MaxTimeout: cfg.MaxTimeout,
+		Hedge: planner.Hedge{Enabled: !cfg.NoHedge, MaxFraction: cfg.HedgeMaxFraction}})
+	if err != nil {
+		return nil, err
+	}
+	return &Broker{nc: nc, store: store, cfg: cfg, planner: p, inflight: make(chan struct{}, cfg.MaxInFlight),
+		stats: newStatsCache(cfg.StatsCacheSize), defs: map[string]api.IndexDefinition{}, ready: make(chan struct{})}, nil
 }
 
 // Ready is closed once the broker knows every index definition.
@@ -141,30 +167,62 @@ func (b *Broker) Run(ctx context.Context) error {
 	}
 }
 
+// MaxRequestBytes caps a search request's JSON.
+const MaxRequestBytes = 1 << 20
+
 func (b *Broker) handle(req micro.Request) {
 	select {
 	case b.inflight <- struct{}{}:
 	default:
-		respondError(req, api.Errorf(api.CodeUnavailable, "broker overloaded: %d requests in flight", b.cfg.MaxInFlight))
+		respondError(req, api.Errorf(api.CodeOverloaded, "broker overloaded: %d requests in flight, try again", b.cfg.MaxInFlight))
 		return
 	}
 	go func() {
 		defer func() { <-b.inflight }()
 		index := strings.TrimPrefix(req.Subject(), subject.SearchPrefix+".")
-		var sreq api.SearchRequest
-		if err := json.Unmarshal(req.Data(), &sreq); err != nil {
-			respondError(req, api.BadRequest("malformed search request: %v", err))
-			return
-		}
-		resp, err := b.Search(context.Background(), index, &sreq)
+		body, err := b.SearchJSON(context.Background(), index, req.Data())
 		if err != nil {
 			respondError(req, err)
 			return
 		}
-		if err := req.RespondJSON(resp); err != nil {
+		if err := req.Respond(body, micro.WithHeaders(micro.Headers{"Content-Type": []string{"application/json"}})); err != nil {
 			b.cfg.Logger.Warn("reply failed", "index", index, "err", err)
 		}
 	}()
+}
+
+// SearchJSON decodes a JSON request, searches and encodes the response: the
+// one code path behind the NATS and HTTP doors.
+func (b *Broker) SearchJSON(ctx context.Context, index string, data []byte) ([]byte, error) {
+	start := time.Now()
+	if len(data) > MaxRequestBytes {
+		return nil, api.BadRequest("request is %d bytes, over the limit of %d", len(data), MaxRequestBytes)
+	}
+	var sreq api.SearchRequest
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&sreq); err != nil {
+		return nil, api.BadRequest("malformed search request: %v", err)
+	}
+	decoded := time.Since(start)
+	resp, err := b.Search(ctx, index, &sreq)
+	if err != nil {
+		return nil, err
+	}
+	encStart := time.Now()
+	out, err := json.Marshal(resp)
+	if err != nil {
+		return nil, fmt.Errorf("encode response: %w", err)
+	}
+	if resp.Profile != nil {
+		// The timings of decode and encode belong in the profile too; the
+		// encode is timed once and the response encoded again with it.
+		resp.Profile.Stages = append([]api.Stage{{Name: "decode", TookMS: ms(decoded)}}, resp.Profile.Stages...)
+		resp.Profile.Stages = append(resp.Profile.Stages, api.Stage{Name: "encode", TookMS: ms(time.Since(encStart))})
+		resp.TookMS = ms(time.Since(start))
+		out, err = json.Marshal(resp)
+	}
+	return out, err
 }
 
 // respondError replies with a micro service error: the HTTP-like status as

@@ -3,140 +3,192 @@ package broker
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/blevesearch/bleve/v2/search"
-	"github.com/blevesearch/bleve/v2/search/query"
 	"github.com/nats-io/nats.go"
 
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/internal/subject"
 	"github.com/quarrysearch/quarry/internal/wire"
+	"github.com/quarrysearch/quarry/planner"
 )
 
-// Search runs one request against an index: build the query, fan out to
-// every shard, merge.
+// Search runs one request against an index: plan, gather the query's term
+// statistics (cached per generation), fan out to every shard, merge.
 func (b *Broker) Search(ctx context.Context, index string, req *api.SearchRequest) (*api.SearchResponse, error) {
 	start := time.Now()
-	if err := req.Validate(); err != nil {
-		return nil, err
-	}
 	def, ok := b.Index(index)
 	if !ok {
+		if err := subject.ValidIndexName(index); err != nil {
+			return nil, api.BadRequest("%v", err)
+		}
 		return nil, api.NotFound("index %q does not exist", index)
 	}
-	timeout := b.cfg.DefaultTimeout
-	if req.TimeoutMS > 0 {
-		timeout = min(time.Duration(req.TimeoutMS)*time.Millisecond, b.cfg.MaxTimeout)
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-
-	q, err := BuildQuery(req)
+	plan, err := b.planner.Plan(req, def, nil)
 	if err != nil {
 		return nil, err
 	}
-	qJSON, err := json.Marshal(q)
-	if err != nil {
-		return nil, fmt.Errorf("encode query: %w", err)
-	}
-	sreq := &wire.ShardRequest{Query: qJSON, K: req.From + req.EffectiveSize(), Sort: req.Sort, Fields: req.Fields, Facets: req.Facets}
-	planned := time.Now()
+	return b.Execute(ctx, plan, req.Profile, start)
+}
 
-	results := b.fanOut(ctx, index, def.Shards, sreq)
+// Execute runs a plan. start is when the request arrived (for took_ms).
+func (b *Broker) Execute(ctx context.Context, plan *planner.Plan, profile bool, start time.Time) (*api.SearchResponse, error) {
+	ctx, cancel := context.WithTimeout(ctx, plan.Timeout)
+	defer cancel()
+	shardCtx, cancelShards := context.WithTimeout(ctx, plan.ShardTimeout)
+	defer cancelShards()
+	planned := time.Now()
+	var prof []api.Stage
+	if profile {
+		prof = append(prof, api.Stage{Name: "plan", TookMS: ms(planned.Sub(start)), Detail: planDetail(plan)})
+	}
+
+	sreq := &wire.ShardRequest{Query: plan.Query, K: plan.K, Sort: plan.Sort, Fields: plan.Fields, Facets: plan.Facets}
+	if plan.ExactScoring && !b.cfg.NoExactScoring {
+		st, hit, err := b.globalStats(shardCtx, plan)
+		if err != nil {
+			return nil, err
+		}
+		sreq.Stats = st
+		if profile {
+			detail := "cache miss: one round trip to every shard"
+			if hit {
+				detail = "cache hit"
+			}
+			prof = append(prof, api.Stage{Name: "stats", TookMS: ms(time.Since(planned)), Detail: detail})
+		}
+	}
+
+	fanStart := time.Now()
+	results := b.fanOut(shardCtx, plan, sreq, plan.Hedge)
 	fanned := time.Now()
 
-	resp := &api.SearchResponse{Shards: api.ShardsInfo{Total: def.Shards}}
-	var ok2 []*wire.ShardResponse
+	resp := &api.SearchResponse{Shards: api.ShardsInfo{Total: len(plan.Shards)}}
+	var good []*wire.ShardResponse
 	for i, r := range results {
 		if r.err != nil {
 			resp.Shards.Failed++
-			resp.Shards.Failures = append(resp.Shards.Failures, api.ShardFailure{Shard: i, Reason: r.err.Error()})
+			resp.Shards.Failures = append(resp.Shards.Failures, api.ShardFailure{Shard: plan.Shards[i], Reason: r.err.Error()})
+			continue
+		}
+		var sr wire.ShardResponse
+		if err := wire.DecodeShardResponse(r.reply, &sr); err != nil {
+			resp.Shards.Failed++
+			resp.Shards.Failures = append(resp.Shards.Failures, api.ShardFailure{Shard: plan.Shards[i], Reason: err.Error()})
+			results[i].err = err
 			continue
 		}
 		resp.Shards.Successful++
-		ok2 = append(ok2, r.resp)
+		results[i].resp = &sr
+		good = append(good, &sr)
+		b.stats.noteGeneration(plan.Index, sr.Generation)
 	}
-	if resp.Shards.Failed > 0 && (!req.PartialAllowed() || resp.Shards.Successful == 0) {
-		f := resp.Shards.Failures[0]
-		code := api.CodeUnavailable
-		if errors.Is(results[f.Shard].err, api.ErrBadRequest) {
-			code = api.CodeBadRequest
-		} else if errors.Is(results[f.Shard].err, api.ErrTimeout) {
-			code = api.CodeTimeout
-		}
-		return nil, api.Errorf(code, "%d of %d shards failed; shard %d: %s", resp.Shards.Failed, def.Shards, f.Shard, f.Reason)
+	if resp.Shards.Failed > 0 && (!plan.AllowPartial || resp.Shards.Successful == 0) {
+		return nil, shardsFailed(resp.Shards, results)
 	}
-	merge(resp, ok2, req)
+	merge(resp, good, plan)
 	done := time.Now()
 	resp.TookMS = ms(done.Sub(start))
-	if req.Profile {
-		resp.Profile = &api.Profile{Stages: []api.Stage{
-			{Name: "plan", TookMS: ms(planned.Sub(start)), Detail: string(qJSON)},
-			{Name: "fan-out", TookMS: ms(fanned.Sub(planned)), Detail: fmt.Sprintf("%d shards, k=%d", def.Shards, sreq.K)},
-			{Name: "merge", TookMS: ms(done.Sub(fanned))},
-		}}
+	if profile {
+		prof = append(prof, api.Stage{Name: "fan-out", TookMS: ms(fanned.Sub(fanStart)),
+			Detail: fmt.Sprintf("%d shards, k=%d, shard deadline %s", len(plan.Shards), plan.K, plan.ShardTimeout)})
 		for i, r := range results {
-			if r.resp != nil {
-				resp.Profile.Stages = append(resp.Profile.Stages, api.Stage{
-					Name: "shard " + strconv.Itoa(i), TookMS: ms(r.took),
-					Detail: fmt.Sprintf("search %.3fms, generation %d, seq %d", ms(time.Duration(r.resp.TookNS)), r.resp.Generation, r.resp.Seq)})
+			st := api.Stage{Name: "shard " + strconv.Itoa(plan.Shards[i]), TookMS: ms(r.took)}
+			switch {
+			case r.resp != nil:
+				search, queue := time.Duration(r.resp.TookNS), time.Duration(r.resp.QueueNS)
+				st.Detail = fmt.Sprintf("search %.3fms, queue %.3fms, transport %.3fms, replica %s, generation %d, seq %d",
+					ms(search), ms(queue), ms(r.took-search-queue), r.resp.Replica, r.resp.Generation, r.resp.Seq)
+			case r.err != nil:
+				st.Detail = "failed: " + r.err.Error()
 			}
+			if r.hedged {
+				st.Detail += fmt.Sprintf(" (hedged, hedge won: %v)", r.hedgeWon)
+			}
+			prof = append(prof, st)
 		}
+		prof = append(prof, api.Stage{Name: "merge", TookMS: ms(done.Sub(fanned))})
+		resp.Profile = &api.Profile{Stages: prof}
 	}
 	return resp, nil
 }
 
+func planDetail(p *planner.Plan) string {
+	return fmt.Sprintf("query %s; k=%d; timeout %s (shards %s); hedge %v; allow_partial %v; exact_scoring %v",
+		p.Query, p.K, p.Timeout, p.ShardTimeout, p.Hedge.Enabled, p.AllowPartial, p.ExactScoring)
+}
+
+// shardsFailed turns shard failures into the request's error: a bad
+// request if a shard said so, else timeout or unavailable.
+func shardsFailed(info api.ShardsInfo, results []shardResult) error {
+	f := info.Failures[0]
+	code := api.CodeUnavailable
+	for _, r := range results {
+		switch {
+		case errors.Is(r.err, api.ErrBadRequest):
+			code = api.CodeBadRequest
+		case errors.Is(r.err, api.ErrTimeout) && code != api.CodeBadRequest:
+			code = api.CodeTimeout
+		}
+	}
+	return api.Errorf(code, "%d of %d shards failed; shard %d: %s", info.Failed, info.Total, f.Shard, f.Reason)
+}
+
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
-// BuildQuery turns a request into the bleve query sent to shards: Query if
-// given, else a match of Q on the default field, else match-all; with
-// Filter as a non-scoring filter.
-func BuildQuery(req *api.SearchRequest) (query.Query, error) {
-	var q query.Query
-	switch {
-	case len(req.Query) > 0:
-		var err error
-		if q, err = query.ParseQuery(req.Query); err != nil {
-			return nil, api.BadRequest("query: %v", err)
-		}
-	case req.Q != "":
-		q = query.NewMatchQuery(req.Q)
-	default:
-		q = query.NewMatchAllQuery()
+// globalStats returns the plan's term statistics summed over every shard,
+// from the cache or from a statistics round trip.
+func (b *Broker) globalStats(ctx context.Context, plan *planner.Plan) (*wire.GlobalStats, bool, error) {
+	if st := b.stats.get(plan.Index, plan.Query); st != nil {
+		return st, true, nil
 	}
-	if len(req.Filter) > 0 {
-		f, err := query.ParseQuery(req.Filter)
-		if err != nil {
-			return nil, api.BadRequest("filter: %v", err)
+	req := &wire.ShardRequest{Query: plan.Query, Phase: wire.PhaseStats}
+	results := b.fanOut(ctx, plan, req, planner.Hedge{})
+	total := &wire.GlobalStats{}
+	complete := true
+	for i, r := range results {
+		if r.err != nil {
+			if errors.Is(r.err, api.ErrBadRequest) {
+				return nil, false, r.err
+			}
+			complete = false // the search phase reports this shard
+			continue
 		}
-		bq := query.NewBooleanQuery([]query.Query{q}, nil, nil)
-		bq.AddFilter(f)
-		q = bq
-	}
-	if v, ok := q.(query.ValidatableQuery); ok {
-		if err := v.Validate(); err != nil {
-			return nil, api.BadRequest("query: %v", err)
+		var st wire.GlobalStats
+		if err := wire.Decode(r.reply, &st); err != nil {
+			complete = false
+			results[i].err = err
+			continue
 		}
+		total.Add(&st)
 	}
-	return q, nil
+	if complete {
+		b.stats.noteGeneration(plan.Index, total.Generation)
+		b.stats.put(plan.Index, plan.Query, total)
+	}
+	return total, false, nil
 }
 
 type shardResult struct {
-	resp *wire.ShardResponse
-	err  error
-	took time.Duration
+	reply    *nats.Msg
+	resp     *wire.ShardResponse
+	err      error
+	took     time.Duration
+	hedged   bool
+	hedgeWon bool
 }
 
-// fanOut asks every shard in parallel, each with the request's deadline.
-func (b *Broker) fanOut(ctx context.Context, index string, shards int, sreq *wire.ShardRequest) []shardResult {
-	results := make([]shardResult, shards)
+// fanOut asks every shard of the plan in parallel under ctx's deadline.
+func (b *Broker) fanOut(ctx context.Context, plan *planner.Plan, sreq *wire.ShardRequest, hedge planner.Hedge) []shardResult {
+	results := make([]shardResult, len(plan.Shards))
 	proto := nats.NewMsg("")
 	if err := wire.Encode(proto, sreq, b.cfg.CompressThreshold); err != nil {
 		for i := range results {
@@ -145,53 +197,144 @@ func (b *Broker) fanOut(ctx context.Context, index string, shards int, sreq *wir
 		return results
 	}
 	deadline, _ := ctx.Deadline()
-	dl := strconv.FormatInt(deadline.UnixNano(), 10)
+	hdr := nats.Header{subject.HeaderDeadline: []string{strconv.FormatInt(deadline.UnixNano(), 10)}}
+	if enc := proto.Header.Get(subject.HeaderEncoding); enc != "" {
+		hdr.Set(subject.HeaderEncoding, enc)
+	}
 	var wg sync.WaitGroup
-	for i := range shards {
+	for i, sh := range plan.Shards {
 		wg.Go(func() {
-			start := time.Now()
-			msg := &nats.Msg{Subject: subject.Shard(index, i), Data: proto.Data, Header: nats.Header{}}
-			if enc := proto.Header.Get(subject.HeaderEncoding); enc != "" {
-				msg.Header.Set(subject.HeaderEncoding, enc)
-			}
-			msg.Header.Set(subject.HeaderDeadline, dl)
-			results[i] = b.askShard(ctx, msg)
-			results[i].took = time.Since(start)
+			results[i] = b.askShard(ctx, plan.Index, sh, proto.Data, hdr, hedge)
 		})
 	}
 	wg.Wait()
 	return results
 }
 
-func (b *Broker) askShard(ctx context.Context, msg *nats.Msg) shardResult {
-	reply, err := b.nc.RequestMsgWithContext(ctx, msg)
+type attempt struct {
+	reply   *nats.Msg
+	err     error
+	replica string // "" when sent to the queue group
+	hedge   bool
+}
+
+// askShard sends one shard request and, if the shard is slower than its
+// recent hedge quantile, a second one to a different replica; the first
+// good answer wins.
+func (b *Broker) askShard(ctx context.Context, index string, sh int, data []byte, hdr nats.Header, hedge planner.Hedge) shardResult {
+	start := time.Now()
+	st := b.shards.get(index, sh)
+	b.hedge.requests.Add(1)
+	out := make(chan attempt, 4)
+	send := func(replica string, isHedge bool) {
+		subj := subject.Shard(index, sh)
+		if replica != "" {
+			subj = subject.Replica(replica, index, sh)
+		}
+		go func() {
+			reply, err := b.nc.RequestMsgWithContext(ctx, &nats.Msg{Subject: subj, Data: data, Header: hdr})
+			out <- attempt{reply: reply, err: err, replica: replica, hedge: isHedge}
+		}()
+	}
+	// With two or more known replicas the broker picks the primary itself,
+	// so a hedge can go to another; one request in 16 still goes through
+	// the queue group to discover replicas.
+	primary := ""
+	if hedge.Enabled && rand.IntN(16) != 0 {
+		if r, ok := st.pick(""); ok && st.liveReplicas() >= 2 {
+			primary = r
+		}
+	}
+	send(primary, false)
+	pending := 1
+	var timer <-chan time.Time
+	if hedge.Enabled {
+		if q, ok := st.quantile(hedge.Quantile); ok {
+			t := time.NewTimer(max(q, hedge.MinDelay))
+			defer t.Stop()
+			timer = t.C
+		}
+	}
+	res := shardResult{}
+	var lastErr error
+	for pending > 0 {
+		select {
+		case a := <-out:
+			pending--
+			err := replyError(a.reply, a.err)
+			if err == nil {
+				var replica string
+				res.reply, res.took = a.reply, time.Since(start)
+				res.hedgeWon = a.hedge
+				if a.hedge {
+					b.hedge.won.Add(1)
+				}
+				if a.replica != "" {
+					replica = a.replica
+				}
+				st.observe(res.took, replica)
+				return res
+			}
+			if a.replica != "" && errors.Is(a.err, nats.ErrNoResponders) {
+				// That replica is gone: forget it, ask the queue group.
+				st.forget(a.replica)
+				send("", a.hedge)
+				pending++
+				continue
+			}
+			lastErr = err
+		case <-timer:
+			timer = nil
+			if b.hedge.allow(hedge.MaxFraction) {
+				target, _ := st.pick(primary)
+				send(target, true)
+				pending++
+				res.hedged = true
+			}
+		}
+	}
+	res.err, res.took = lastErr, time.Since(start)
+	return res
+}
+
+// replyError classifies a failed request or an error reply.
+func replyError(reply *nats.Msg, err error) error {
 	switch {
 	case errors.Is(err, nats.ErrNoResponders):
-		return shardResult{err: api.Errorf(api.CodeUnavailable, "no searcher serves this shard")}
+		return api.Errorf(api.CodeUnavailable, "no searcher serves this shard")
 	case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout):
-		return shardResult{err: api.Errorf(api.CodeTimeout, "no answer before the deadline")}
+		return api.Errorf(api.CodeTimeout, "no answer before the deadline")
+	case errors.Is(err, context.Canceled):
+		return api.Errorf(api.CodeTimeout, "request cancelled")
 	case err != nil:
-		return shardResult{err: api.Errorf(api.CodeUnavailable, "%v", err)}
+		return api.Errorf(api.CodeUnavailable, "%v", err)
 	}
 	if code := reply.Header.Get(subject.HeaderError); code != "" {
-		return shardResult{err: api.Errorf(api.Code(code), "%s", reply.Data)}
+		return api.Errorf(api.Code(code), "%s", reply.Data)
 	}
-	var resp wire.ShardResponse
-	if err := wire.DecodeShardResponse(reply, &resp); err != nil {
-		return shardResult{err: api.Errorf(api.CodeInternal, "%v", err)}
-	}
-	return shardResult{resp: &resp}
+	return nil
 }
 
 // merge combines shard responses: hits k-way by score (ties by id, so
 // results are deterministic) or by sort values, then the from/size window;
 // totals summed; facets merged.
-func merge(out *api.SearchResponse, shards []*wire.ShardResponse, req *api.SearchRequest) {
+func merge(out *api.SearchResponse, shards []*wire.ShardResponse, plan *planner.Plan) {
 	var all []api.Hit
 	var facets search.FacetResults
+	var decodedSorts map[string][]string
 	for _, s := range shards {
 		out.Total += s.Total
 		all = append(all, s.Hits...)
+		if len(s.DecodedSort) > 0 {
+			if decodedSorts == nil {
+				decodedSorts = map[string][]string{}
+			}
+			for i, h := range s.Hits {
+				if i < len(s.DecodedSort) {
+					decodedSorts[h.ID] = s.DecodedSort[i]
+				}
+			}
+		}
 		if s.Facets != nil {
 			if facets == nil {
 				facets = search.FacetResults{}
@@ -199,11 +342,16 @@ func merge(out *api.SearchResponse, shards []*wire.ShardResponse, req *api.Searc
 			facets.Merge(s.Facets)
 		}
 	}
-	desc := sortDescending(req.Sort)
+	desc := sortDescending(plan.Sort)
 	slices.SortFunc(all, func(a, b api.Hit) int {
-		if len(req.Sort) > 0 {
+		if len(plan.Sort) > 0 {
 			for i := range min(len(a.Sort), len(b.Sort), len(desc)) {
-				c := cmp.Compare(a.Sort[i], b.Sort[i])
+				var c int
+				if sortKey(plan.Sort[i]) == "_score" {
+					c = cmp.Compare(a.Score, b.Score)
+				} else {
+					c = cmp.Compare(a.Sort[i], b.Sort[i])
+				}
 				if desc[i] {
 					c = -c
 				}
@@ -216,19 +364,21 @@ func merge(out *api.SearchResponse, shards []*wire.ShardResponse, req *api.Searc
 		}
 		return cmp.Compare(a.ID, b.ID)
 	})
-	from, size := req.From, req.EffectiveSize()
-	if from > len(all) {
-		from = len(all)
-	}
-	end := min(from+size, len(all))
+	from := min(plan.From, len(all))
+	end := min(from+plan.Size, len(all))
 	out.Hits = all[from:end]
 	if out.Hits == nil {
 		out.Hits = []api.Hit{}
 	}
+	for i := range out.Hits {
+		// Shards send bleve's raw sort keys (which compare correctly);
+		// callers get the readable ones.
+		out.Hits[i].Sort = decodedSorts[out.Hits[i].ID]
+	}
 	if facets != nil {
 		out.Facets = map[string]api.FacetResult{}
 		for name, f := range facets {
-			size := req.Facets[name].Size
+			size := plan.Facets[name].Size
 			if size == 0 {
 				size = 10
 			}
@@ -244,19 +394,15 @@ func merge(out *api.SearchResponse, shards []*wire.ShardResponse, req *api.Searc
 	}
 }
 
-// sortDescending reports, per sort key, whether it orders descending. Score
-// sorts descending by default, as bleve does.
+// sortDescending reports, per sort key, whether it orders descending: a
+// "-" prefix, as in bleve ("+" or nothing: ascending).
 func sortDescending(keys []string) []bool {
 	out := make([]bool, len(keys))
 	for i, k := range keys {
-		switch {
-		case k == "_score":
-			out[i] = true
-		case k == "-_score":
-			out[i] = false
-		default:
-			out[i] = len(k) > 0 && k[0] == '-'
-		}
+		out[i] = strings.HasPrefix(k, "-")
 	}
 	return out
 }
+
+// sortKey is a sort entry without its direction prefix.
+func sortKey(k string) string { return strings.TrimLeft(k, "+-") }

@@ -1,12 +1,11 @@
 package broker
 
 import (
-	"encoding/json"
-	"errors"
 	"testing"
 
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/internal/wire"
+	"github.com/quarrysearch/quarry/planner"
 )
 
 func hits(pairs ...any) []api.Hit {
@@ -44,7 +43,7 @@ func TestMerge(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			var resp api.SearchResponse
-			merge(&resp, shards, &c.req)
+			merge(&resp, shards, &planner.Plan{From: c.req.From, Size: c.req.EffectiveSize()})
 			if resp.Total != 42 {
 				t.Fatalf("total %d", resp.Total)
 			}
@@ -67,49 +66,8 @@ func TestMergeSorted(t *testing.T) {
 		{Hits: []api.Hit{{ID: "b", Sort: []string{"a"}}, {ID: "d", Sort: []string{"c"}}}},
 	}
 	var resp api.SearchResponse
-	merge(&resp, shards, &api.SearchRequest{Sort: []string{"-name"}})
+	merge(&resp, shards, &planner.Plan{Size: 10, Sort: []string{"-name"}})
 	if got := ids(resp.Hits); len(got) != 4 || got[0] != "c" || got[3] != "b" {
 		t.Fatalf("descending sort: %v", got)
 	}
-}
-
-func TestBuildQuery(t *testing.T) {
-	cases := []struct {
-		name string
-		req  api.SearchRequest
-		bad  bool
-	}{
-		{"text", api.SearchRequest{Q: "spicy noodles"}, false},
-		{"match all", api.SearchRequest{}, false},
-		{"bleve query", api.SearchRequest{Query: json.RawMessage(`{"term":"noodle","field":"name"}`)}, false},
-		{"with filter", api.SearchRequest{Q: "x", Filter: json.RawMessage(`{"term":"thai","field":"cuisine"}`)}, false},
-		{"unknown query", api.SearchRequest{Query: json.RawMessage(`{"bogus":1}`)}, true},
-		{"bad filter", api.SearchRequest{Q: "x", Filter: json.RawMessage(`[1]`)}, true},
-	}
-	for _, c := range cases {
-		_, err := BuildQuery(&c.req)
-		if c.bad != (err != nil) || (err != nil && !errors.Is(err, api.ErrBadRequest)) {
-			t.Errorf("%s: %v", c.name, err)
-		}
-	}
-}
-
-func FuzzBuildQuery(f *testing.F) {
-	f.Add([]byte(`{"q":"spicy"}`))
-	f.Add([]byte(`{"query":{"conjuncts":[{"match":"a"}]},"filter":{"term":"b"}}`))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		var req api.SearchRequest
-		if json.Unmarshal(data, &req) != nil {
-			return
-		}
-		if req.Validate() != nil {
-			return
-		}
-		q, err := BuildQuery(&req)
-		if err == nil {
-			if _, err := json.Marshal(q); err != nil {
-				t.Fatalf("built query does not encode: %v", err)
-			}
-		}
-	})
 }

@@ -277,6 +277,10 @@ func codeFromStatus(s int) api.Code {
 		return api.CodeBadRequest
 	case 404:
 		return api.CodeNotFound
+	case 409:
+		return api.CodeConflict
+	case 429:
+		return api.CodeOverloaded
 	case 503:
 		return api.CodeUnavailable
 	case 504:

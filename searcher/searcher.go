@@ -93,7 +93,10 @@ type Searcher struct {
 	nc    *nats.Conn
 	store *meta.Store
 	cfg   Config
-	work  chan *nats.Msg
+	work  chan job
+	// id names this searcher process in replies and in its replica
+	// subjects.
+	id string
 
 	mu      sync.Mutex
 	indexes map[string]*indexState
@@ -115,10 +118,11 @@ type indexState struct {
 
 // slot is one served shard: the replica answering, swapped atomically.
 type slot struct {
-	index string
-	shard int
-	cur   atomic.Pointer[shard.Replica]
-	sub   *nats.Subscription
+	index  string
+	shard  int
+	cur    atomic.Pointer[shard.Replica]
+	sub    *nats.Subscription // the shard's queue group
+	direct *nats.Subscription // this replica only (hedges)
 }
 
 // New makes a searcher. Call Run to start it.
@@ -127,7 +131,7 @@ func New(nc *nats.Conn, store *meta.Store, cfg Config) (*Searcher, error) {
 		return nil, err
 	}
 	return &Searcher{nc: nc, store: store, cfg: cfg, indexes: map[string]*indexState{},
-		work: make(chan *nats.Msg, cfg.QueueLen), ready: make(chan struct{})}, nil
+		work: make(chan job, cfg.QueueLen), ready: make(chan struct{}), id: nuid.Next()}, nil
 }
 
 // Ready is closed once every shard of the indexes that existed at start-up
@@ -270,7 +274,13 @@ func (s *Searcher) load(ctx context.Context, st *indexState) error {
 		sl := &slot{index: st.def.Name, shard: i}
 		sl.cur.Store(r)
 		sl.sub, err = s.nc.QueueSubscribe(subject.Shard(st.def.Name, i), subject.ShardQueue(st.def.Name, i), s.enqueue)
+		if err == nil {
+			sl.direct, err = s.nc.Subscribe(subject.Replica(s.id, st.def.Name, i), s.enqueue)
+		}
 		if err != nil {
+			if sl.sub != nil {
+				sl.sub.Unsubscribe()
+			}
 			r.Close()
 			return fmt.Errorf("subscribe shard %d: %w", i, err)
 		}
@@ -394,6 +404,7 @@ func (s *Searcher) drop(name string, st *indexState) {
 	st.cancel()
 	for _, sl := range shards {
 		sl.sub.Unsubscribe()
+		sl.direct.Unsubscribe()
 	}
 	<-st.done
 	st.swapMu.Lock() // no swap can start after this: st.ctx is done
@@ -422,6 +433,9 @@ type Stats struct {
 	Generation uint64
 	Seq        uint64
 }
+
+// ID names this searcher process (its replica id).
+func (s *Searcher) ID() string { return s.id }
 
 // Stats lists the shards this searcher serves.
 func (s *Searcher) Stats() []Stats {

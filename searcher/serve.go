@@ -13,28 +13,34 @@ import (
 	"github.com/quarrysearch/quarry/internal/wire"
 )
 
+// job is a request waiting for a worker.
+type job struct {
+	msg *nats.Msg
+	at  time.Time
+}
+
 // enqueue hands a request to the workers, refusing it at once when the
 // queue is full rather than letting it time out.
 func (s *Searcher) enqueue(msg *nats.Msg) {
 	select {
-	case s.work <- msg:
+	case s.work <- job{msg: msg, at: time.Now()}:
 	default:
-		respondError(msg, api.Errorf(api.CodeUnavailable, "searcher overloaded: %d requests queued", s.cfg.QueueLen))
+		respondError(msg, api.Errorf(api.CodeOverloaded, "searcher overloaded: %d requests queued", s.cfg.QueueLen))
 	}
 }
 
 func (s *Searcher) worker(ctx context.Context) {
 	for {
 		select {
-		case msg := <-s.work:
-			s.handle(msg)
+		case j := <-s.work:
+			s.handle(j.msg, time.Since(j.at))
 		case <-ctx.Done():
 			return
 		}
 	}
 }
 
-func (s *Searcher) handle(msg *nats.Msg) {
+func (s *Searcher) handle(msg *nats.Msg, queued time.Duration) {
 	ctx := context.Background()
 	if d := msg.Header.Get(subject.HeaderDeadline); d != "" {
 		ns, err := strconv.ParseInt(d, 10, 64)
@@ -51,6 +57,9 @@ func (s *Searcher) handle(msg *nats.Msg) {
 		defer cancel()
 	}
 	idx, sh, ok := subject.ParseShard(msg.Subject)
+	if !ok {
+		_, idx, sh, ok = subject.ParseReplica(msg.Subject)
+	}
 	if !ok {
 		respondError(msg, api.BadRequest("bad shard subject %q", msg.Subject))
 		return
@@ -76,6 +85,7 @@ func (s *Searcher) handle(msg *nats.Msg) {
 		} else {
 			var resp *wire.ShardResponse
 			if resp, err = sl.cur.Load().Search(ctx, &req); err == nil {
+				resp.Replica, resp.QueueNS = s.id, queued.Nanoseconds()
 				err = wire.EncodeShardResponse(out, resp, s.compressThreshold())
 			}
 		}

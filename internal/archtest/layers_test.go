@@ -28,6 +28,26 @@ var forbidden = []struct {
 	{"indexer", []string{"broker", "searcher", "client", "internal/node", "cmd/"}},
 	{"client", []string{"broker", "searcher", "indexer", "internal/node", "cmd/"}},
 	{"internal/httpapi", []string{"broker", "searcher", "indexer", "internal/node"}},
+	// The planner is pure: wire types only.
+	{"planner", []string{"internal/", "client", "broker", "searcher", "indexer", "cmd/"}},
+}
+
+// pureForbidden are outside imports the planner must not have: no NATS, no
+// index I/O (bleve's query types are fine), no WebAssembly runtime.
+var pureForbidden = []string{"github.com/nats-io/", "github.com/tetratelabs/wazero", "github.com/blevesearch/bleve/v2/index"}
+
+func TestPlannerIsPure(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", mod+"/planner").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	for _, dep := range strings.Fields(string(out)) {
+		for _, bad := range pureForbidden {
+			if strings.HasPrefix(dep, bad) || dep == "github.com/blevesearch/bleve/v2" {
+				t.Errorf("planner depends on %s: it must stay pure (DESIGN.md)", dep)
+			}
+		}
+	}
 }
 
 func TestImportsFlowDown(t *testing.T) {

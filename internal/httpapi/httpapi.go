@@ -109,11 +109,6 @@ func (h *handler) search(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, err)
 		return
 	}
-	var probe api.SearchRequest
-	if err := json.Unmarshal(body, &probe); err != nil {
-		h.fail(w, api.BadRequest("malformed search request: %v", err))
-		return
-	}
 	resp, err := h.c.SearchRaw(r.Context(), r.PathValue("index"), body)
 	if err != nil {
 		h.fail(w, err)

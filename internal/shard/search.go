@@ -42,7 +42,12 @@ func (r *Replica) Search(ctx context.Context, req *wire.ShardRequest) (*wire.Sha
 	out := ToResponse(res, seq, r.generation, time.Since(start))
 	if len(req.Sort) == 0 {
 		for i := range out.Hits {
-			out.Hits[i].Sort = nil // bleve reports ["_score"]: noise on the wire
+			out.Hits[i].Sort = nil // the default tie-break sort: not the caller's
+		}
+	} else {
+		out.DecodedSort = make([][]string, len(res.Hits))
+		for i, h := range res.Hits {
+			out.DecodedSort[i] = h.DecodedSort
 		}
 	}
 	return out, nil
@@ -151,6 +156,7 @@ func (r *Replica) Stats(ctx context.Context, req *wire.ShardRequest) (*GlobalSta
 	}
 	s.Close()
 	out := &rec.stats
+	out.Generation = r.generation
 	if out.DocCount, err = reader.DocCount(); err != nil {
 		return nil, err
 	}

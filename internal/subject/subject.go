@@ -146,6 +146,30 @@ func ParseShard(subj string) (index string, shard int, ok bool) {
 	return rest[:i], n, true
 }
 
+// ReplicaPrefix is the subject prefix of requests addressed to one
+// searcher process rather than to a shard's queue group.
+const ReplicaPrefix = "quarry.v1.replica"
+
+// Replica is the subject one searcher process (replica id) answers for one
+// shard; brokers use it to send a hedge to a different replica.
+func Replica(replica, index string, shard int) string {
+	return ReplicaPrefix + "." + replica + "." + index + "." + strconv.Itoa(shard)
+}
+
+// ParseReplica splits a replica subject.
+func ParseReplica(subj string) (replica, index string, shard int, ok bool) {
+	rest, ok := strings.CutPrefix(subj, ReplicaPrefix+".")
+	parts := strings.Split(rest, ".")
+	if !ok || len(parts) != 3 || parts[0] == "" || parts[1] == "" {
+		return "", "", 0, false
+	}
+	n, err := strconv.Atoi(parts[2])
+	if err != nil || n < 0 {
+		return "", "", 0, false
+	}
+	return parts[0], parts[1], n, true
+}
+
 // ShardQueue is the queue group replicas of one shard share.
 func ShardQueue(index string, shard int) string {
 	return "shard." + index + "." + strconv.Itoa(shard)

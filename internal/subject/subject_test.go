@@ -66,3 +66,15 @@ func TestParseShard(t *testing.T) {
 		}
 	}
 }
+
+func TestReplicaSubject(t *testing.T) {
+	r, idx, sh, ok := ParseReplica(Replica("abc", "menu", 3))
+	if !ok || r != "abc" || idx != "menu" || sh != 3 {
+		t.Fatalf("got %q %q %d %v", r, idx, sh, ok)
+	}
+	for _, s := range []string{"quarry.v1.replica.a.b", "quarry.v1.replica..menu.1", "quarry.v1.replica.a.menu.x"} {
+		if _, _, _, ok := ParseReplica(s); ok {
+			t.Errorf("%q parsed", s)
+		}
+	}
+}

@@ -19,9 +19,11 @@ import (
 // 100. The layout, all integers as varints unless noted:
 //
 //	"QS" version(1)
-//	total, max_score (float64 LE), took_ns (signed), seq, generation
+//	total, max_score (float64 LE), took_ns (signed), seq, generation,
+//	replica, queue_ns (signed)
 //	hit count, then per hit:
-//	  id, score (float64 LE), sort count + strings, field count + (name, value)
+//	  id, score (float64 LE), sort count + strings, decoded sort count +
+//	  strings, field count + (name, value)
 //	facets: length + JSON (rare and small; bleve's own encoding)
 //
 // A string is its length then its bytes. A value is a tag byte then:
@@ -44,6 +46,8 @@ func AppendShardResponse(b []byte, r *ShardResponse) ([]byte, error) {
 	b = binary.AppendVarint(b, r.TookNS)
 	b = binary.AppendUvarint(b, r.Seq)
 	b = binary.AppendUvarint(b, r.Generation)
+	b = appendString(b, r.Replica)
+	b = binary.AppendVarint(b, r.QueueNS)
 	b = binary.AppendUvarint(b, uint64(len(r.Hits)))
 	var err error
 	for i := range r.Hits {
@@ -52,6 +56,14 @@ func AppendShardResponse(b []byte, r *ShardResponse) ([]byte, error) {
 		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(h.Score))
 		b = binary.AppendUvarint(b, uint64(len(h.Sort)))
 		for _, s := range h.Sort {
+			b = appendString(b, s)
+		}
+		var dec []string
+		if i < len(r.DecodedSort) {
+			dec = r.DecodedSort[i]
+		}
+		b = binary.AppendUvarint(b, uint64(len(dec)))
+		for _, s := range dec {
 			b = appendString(b, s)
 		}
 		b = binary.AppendUvarint(b, uint64(len(h.Fields)))
@@ -261,7 +273,15 @@ func (d *decoder) decode(r *ShardResponse) (err error) {
 	if r.Generation, err = d.uvarint(); err != nil {
 		return err
 	}
-	nhits, err := d.count(11) // id length, score, two counts
+	if r.Replica, err = d.str(); err != nil {
+		return err
+	}
+	q, n := binary.Varint(d.b)
+	if n <= 0 {
+		return ErrMalformed
+	}
+	r.QueueNS, d.b = q, d.b[n:]
+	nhits, err := d.count(12) // id length, score, three counts
 	if err != nil {
 		return err
 	}
@@ -282,6 +302,21 @@ func (d *decoder) decode(r *ShardResponse) (err error) {
 			h.Sort = make([]string, ns)
 			for j := range h.Sort {
 				if h.Sort[j], err = d.str(); err != nil {
+					return err
+				}
+			}
+		}
+		nd, err := d.count(1)
+		if err != nil {
+			return err
+		}
+		if nd > 0 {
+			if r.DecodedSort == nil {
+				r.DecodedSort = make([][]string, nhits)
+			}
+			r.DecodedSort[i] = make([]string, nd)
+			for j := range r.DecodedSort[i] {
+				if r.DecodedSort[i][j], err = d.str(); err != nil {
 					return err
 				}
 			}

@@ -49,7 +49,7 @@ func TestBinaryRefusesMalformed(t *testing.T) {
 		"other version": append([]byte{'Q', 'S', 9}, good[3:]...),
 		"truncated":     good[:len(good)/2],
 		"trailing":      append(append([]byte(nil), good...), 0),
-		"huge count":    {'Q', 'S', 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0x0f},
+		"huge count":    {'Q', 'S', 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0x0f},
 	}
 	for name, b := range cases {
 		var out ShardResponse

@@ -38,11 +38,14 @@ type GlobalStats struct {
 	DocCount         uint64                       `json:"doc_count"`
 	FieldCardinality map[string]uint64            `json:"field_cardinality"`
 	DocFreq          map[string]map[string]uint64 `json:"doc_freq"` // field → term → documents
+	// Generation is the newest snapshot generation the statistics came from.
+	Generation uint64 `json:"generation,omitempty"`
 }
 
 // Add sums other into s.
 func (s *GlobalStats) Add(other *GlobalStats) {
 	s.DocCount += other.DocCount
+	s.Generation = max(s.Generation, other.Generation)
 	if s.FieldCardinality == nil {
 		s.FieldCardinality = map[string]uint64{}
 	}
@@ -75,6 +78,15 @@ type ShardResponse struct {
 	Seq uint64 `json:"seq"`
 	// Generation is the snapshot generation the replica was opened from.
 	Generation uint64 `json:"generation"`
+	// Replica identifies the searcher process that answered; the broker
+	// routes hedges to another one (see subject.Replica).
+	Replica string `json:"replica,omitempty"`
+	// QueueNS is how long the request waited for a worker.
+	QueueNS int64 `json:"queue_ns,omitempty"`
+	// DecodedSort holds, per hit, its sort values in readable form (Hits'
+	// Sort are bleve's raw keys, which compare correctly); empty when the
+	// request had no sort.
+	DecodedSort [][]string `json:"decoded_sort,omitempty"`
 }
 
 // CompressThreshold is the default payload size above which messages are

@@ -12,7 +12,7 @@ import (
 )
 
 func sampleResponse(n int) *ShardResponse {
-	r := &ShardResponse{Total: 12345, MaxScore: 3.2, TookNS: 40000, Seq: 99, Generation: 3}
+	r := &ShardResponse{Total: 12345, MaxScore: 3.2, TookNS: 40000, Seq: 99, Generation: 3, Replica: "r1", QueueNS: 1200}
 	for i := range n {
 		r.Hits = append(r.Hits, api.Hit{
 			ID:    fmt.Sprintf("r%04d-i%02d", i/20, i%20),
