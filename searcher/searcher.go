@@ -432,6 +432,7 @@ type Stats struct {
 	Shard      int
 	Generation uint64
 	Seq        uint64
+	Docs       uint64
 }
 
 // ID names this searcher process (its replica id).
@@ -445,7 +446,8 @@ func (s *Searcher) Stats() []Stats {
 	for name, st := range s.indexes {
 		for i, sl := range st.shards {
 			r := sl.cur.Load()
-			out = append(out, Stats{Index: name, Shard: i, Generation: r.Generation(), Seq: r.Seq()})
+			docs, _ := r.DocCount()
+			out = append(out, Stats{Index: name, Shard: i, Generation: r.Generation(), Seq: r.Seq(), Docs: docs})
 		}
 	}
 	slices.SortFunc(out, func(a, b Stats) int {

@@ -30,6 +30,7 @@ func (r *Replica) Search(ctx context.Context, req *wire.ShardRequest) (*wire.Sha
 	if req.Stats != nil {
 		ctx = withStats(ctx, req.Stats)
 	}
+
 	res, err := idx.SearchInContext(ctx, sreq)
 	seq := r.Seq()
 	r.mu.RUnlock()
