@@ -73,6 +73,18 @@ func (c *Client) CreateIndex(ctx context.Context, name string, shards int, mappi
 	return c.store.CreateIndex(ctx, api.IndexDefinition{Name: name, Shards: shards, Mapping: mapping})
 }
 
+// SetQuerySettings changes how an index turns a request's text into a
+// query. Brokers pick the change up without a restart.
+func (c *Client) SetQuerySettings(ctx context.Context, name string, qs api.QuerySettings) (api.IndexDefinition, error) {
+	return c.store.SetQuerySettings(ctx, name, qs)
+}
+
+// CreateIndexDef creates an index from a full definition (name, shards,
+// mapping and query settings).
+func (c *Client) CreateIndexDef(ctx context.Context, def api.IndexDefinition) (api.IndexDefinition, error) {
+	return c.store.CreateIndex(ctx, def)
+}
+
 // Index returns an index's definition (api.ErrNotFound if there is none).
 func (c *Client) Index(ctx context.Context, name string) (api.IndexDefinition, error) {
 	return c.store.Index(ctx, name)

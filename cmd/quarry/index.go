@@ -1,18 +1,24 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"text/tabwriter"
 	"time"
+
+	"github.com/quarrysearch/quarry/api"
 )
 
 func runIndex(ctx context.Context, args []string) error {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
-		fmt.Fprint(os.Stderr, "Usage: quarry index create|ls|show|rm ...\n\n"+
-			"  create NAME --shards N [--mapping FILE]   create an index (bleve mapping JSON; default mapping otherwise)\n"+
+		fmt.Fprint(os.Stderr, "Usage: quarry index create|ls|show|query|rm ...\n\n"+
+			"  create NAME --shards N [--mapping FILE] [--query FILE]\n"+
+			"                                            create an index (bleve mapping JSON; query settings JSON)\n"+
+			"  query NAME [FILE|-]                       show, or replace, how the index turns text into a query\n"+
 			"  ls                                        list indexes\n"+
 			"  show NAME                                 an index's definition and current snapshot\n"+
 			"  rm NAME                                   delete an index, its documents and snapshots\n")
@@ -30,6 +36,7 @@ func runIndex(ctx context.Context, args []string) error {
 		nf.register(fs)
 		shards := fs.Int("shards", 1, "number of shards (1-256)")
 		mappingFile := fs.String("mapping", "", "bleve index mapping JSON file (default: dynamic mapping, BM25)")
+		queryFile := fs.String("query", "", `query settings JSON file, e.g. {"fields":[{"field":"name","boost":3}],"operator":"or"}`)
 		pos, err := parse(fs, args, 1, 1)
 		if err != nil {
 			return err
@@ -40,12 +47,18 @@ func runIndex(ctx context.Context, args []string) error {
 				return fmt.Errorf("--mapping: %w", err)
 			}
 		}
+		var qs api.QuerySettings
+		if *queryFile != "" {
+			if qs, err = readQuerySettings(*queryFile); err != nil {
+				return fmt.Errorf("--query: %w", err)
+			}
+		}
 		nc, c, err := nf.connect(ctx)
 		if err != nil {
 			return err
 		}
 		defer nc.Close()
-		def, err := c.CreateIndex(ctx, pos[0], *shards, mapping)
+		def, err := c.CreateIndexDef(ctx, api.IndexDefinition{Name: pos[0], Shards: *shards, Mapping: mapping, Query: qs})
 		if err != nil {
 			return err
 		}
@@ -86,6 +99,36 @@ func runIndex(ctx context.Context, args []string) error {
 			return printJSON(rows)
 		}
 		return tw.Flush()
+	case "query":
+		fs := newFlags("index query", "NAME [FILE|-]", "Prints an index's query settings, or replaces them from FILE (JSON):\n"+
+			`  {"fields":[{"field":"name","boost":3},{"field":"_all"}],"operator":"or","fuzziness":0,"phrase_boost":2}`+"\n"+
+			"Brokers use new settings at once, without a restart.")
+		nf.register(fs)
+		pos, err := parse(fs, args, 1, 2)
+		if err != nil {
+			return err
+		}
+		nc, c, err := nf.connect(ctx)
+		if err != nil {
+			return err
+		}
+		defer nc.Close()
+		if len(pos) == 1 {
+			def, err := c.Index(ctx, pos[0])
+			if err != nil {
+				return err
+			}
+			return printJSON(def.Query)
+		}
+		qs, err := readQuerySettings(pos[1])
+		if err != nil {
+			return err
+		}
+		def, err := c.SetQuerySettings(ctx, pos[0], qs)
+		if err != nil {
+			return err
+		}
+		return printJSON(def.Query)
 	case "show":
 		fs := newFlags("index show", "NAME", "Prints an index's definition (with its mapping) and snapshot as JSON.")
 		nf.register(fs)
@@ -121,7 +164,7 @@ func runIndex(ctx context.Context, args []string) error {
 		fmt.Printf("deleted index %s\n", pos[0])
 		return nil
 	}
-	fmt.Fprintf(os.Stderr, "quarry index: unknown subcommand %q (want create, ls, show or rm)\n", sub)
+	fmt.Fprintf(os.Stderr, "quarry index: unknown subcommand %q (want create, ls, show, query or rm)\n", sub)
 	return errUsage
 }
 
@@ -141,4 +184,26 @@ func humanBytes(n int64) string {
 		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
 	}
 	return fmt.Sprintf("%d B", n)
+}
+
+// readQuerySettings reads query settings JSON from a file or stdin ("-"),
+// refusing unknown fields.
+func readQuerySettings(path string) (api.QuerySettings, error) {
+	var qs api.QuerySettings
+	var b []byte
+	var err error
+	if path == "-" {
+		b, err = io.ReadAll(os.Stdin)
+	} else {
+		b, err = os.ReadFile(path)
+	}
+	if err != nil {
+		return qs, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&qs); err != nil {
+		return qs, api.BadRequest("query settings %s: %v", path, err)
+	}
+	return qs, qs.Validate()
 }

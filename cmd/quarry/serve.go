@@ -111,6 +111,14 @@ func runServe(ctx context.Context, args []string) error {
 	}
 }
 
+// demoQuery is how the demo index turns text into a query: dish names
+// weigh most, a phrase match on top (so "pad thai" is Pad Thai, not Pad See
+// Ew), and every field through _all a little.
+var demoQuery = api.QuerySettings{
+	Fields: []api.FieldBoost{{Field: "name", Boost: 3}, {Field: "description", Boost: 1}, {Field: "_all", Boost: 0.5}},
+	Operator: "or", PhraseBoost: 2,
+}
+
 // loadDemo creates the `menu` index from the sample catalogue unless it
 // exists already.
 func loadDemo(ctx context.Context, c *client.Client, log *slog.Logger) error {
@@ -121,7 +129,8 @@ func loadDemo(ctx context.Context, c *client.Client, log *slog.Logger) error {
 	} else if !errors.Is(err, api.ErrNotFound) {
 		return err
 	}
-	if _, err := c.CreateIndex(ctx, name, 4, catalog.Mapping()); err != nil {
+	def := api.IndexDefinition{Name: name, Shards: 4, Mapping: catalog.Mapping(), Query: demoQuery}
+	if _, err := c.CreateIndexDef(ctx, def); err != nil {
 		return err
 	}
 	var buf bytes.Buffer

@@ -25,6 +25,7 @@ func Handler(c *client.Client, maxBulkBytes int64, log *slog.Logger) http.Handle
 	mux.HandleFunc("POST /v1/indexes/{index}", h.create)
 	mux.HandleFunc("GET /v1/indexes/{index}", h.get)
 	mux.HandleFunc("DELETE /v1/indexes/{index}", h.remove)
+	mux.HandleFunc("PUT /v1/indexes/{index}/query", h.setQuery)
 	mux.HandleFunc("POST /v1/indexes/{index}/search", h.search)
 	mux.HandleFunc("POST /v1/indexes/{index}/documents", h.ingest)
 	mux.HandleFunc("DELETE /v1/indexes/{index}/documents/{id}", h.deleteDoc)
@@ -69,8 +70,9 @@ func (h *handler) list(w http.ResponseWriter, r *http.Request) {
 
 func (h *handler) create(w http.ResponseWriter, r *http.Request) {
 	var body struct {
-		Shards  int             `json:"shards"`
-		Mapping json.RawMessage `json:"mapping"`
+		Shards  int               `json:"shards"`
+		Mapping json.RawMessage   `json:"mapping"`
+		Query   api.QuerySettings `json:"query"`
 	}
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxSearchBody))
 	dec.DisallowUnknownFields()
@@ -78,12 +80,28 @@ func (h *handler) create(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, api.BadRequest("malformed index definition: %v", err))
 		return
 	}
-	def, err := h.c.CreateIndex(r.Context(), r.PathValue("index"), body.Shards, body.Mapping)
+	def, err := h.c.CreateIndexDef(r.Context(), api.IndexDefinition{Name: r.PathValue("index"), Shards: body.Shards, Mapping: body.Mapping, Query: body.Query})
 	if err != nil {
 		h.fail(w, err)
 		return
 	}
 	writeJSON(w, 201, def)
+}
+
+func (h *handler) setQuery(w http.ResponseWriter, r *http.Request) {
+	var qs api.QuerySettings
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxSearchBody))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&qs); err != nil {
+		h.fail(w, api.BadRequest("malformed query settings: %v", err))
+		return
+	}
+	def, err := h.c.SetQuerySettings(r.Context(), r.PathValue("index"), qs)
+	if err != nil {
+		h.fail(w, err)
+		return
+	}
+	writeJSON(w, 200, def)
 }
 
 func (h *handler) get(w http.ResponseWriter, r *http.Request) {

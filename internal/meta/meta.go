@@ -90,6 +90,9 @@ func (s *Store) CreateIndex(ctx context.Context, def api.IndexDefinition) (api.I
 	if def.Shards < 1 || def.Shards > api.MaxShards {
 		return def, api.BadRequest("shards must be between 1 and %d, got %d", api.MaxShards, def.Shards)
 	}
+	if err := def.Query.Validate(); err != nil {
+		return def, err
+	}
 	m, err := indexmap.Canonical(def.Mapping)
 	if err != nil {
 		return def, err
@@ -132,6 +135,38 @@ func DecodeIndex(b []byte) (api.IndexDefinition, error) {
 		return def, fmt.Errorf("decode index definition: %w", err)
 	}
 	return def, nil
+}
+
+// SetQuerySettings replaces an index's query settings (compare-and-set on
+// the definition's revision, so a concurrent change is not lost).
+func (s *Store) SetQuerySettings(ctx context.Context, name string, qs api.QuerySettings) (api.IndexDefinition, error) {
+	if err := qs.Validate(); err != nil {
+		return api.IndexDefinition{}, err
+	}
+	for range 5 {
+		e, err := s.Indexes.Get(ctx, name)
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			return api.IndexDefinition{}, api.NotFound("index %q does not exist", name)
+		}
+		if err != nil {
+			return api.IndexDefinition{}, fmt.Errorf("read index %q: %w", name, err)
+		}
+		def, err := DecodeIndex(e.Value())
+		if err != nil {
+			return def, err
+		}
+		def.Query = qs
+		b, err := json.Marshal(def)
+		if err != nil {
+			return def, err
+		}
+		if _, err := s.Indexes.Update(ctx, name, b, e.Revision()); err == nil {
+			return def, nil
+		} else if !isWrongSeq(err) {
+			return def, fmt.Errorf("update index %q: %w", name, err)
+		}
+	}
+	return api.IndexDefinition{}, api.Errorf(api.CodeConflict, "index %q is being changed concurrently; try again", name)
 }
 
 // ListIndexes returns every index definition, sorted by name.
