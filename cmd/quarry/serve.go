@@ -115,7 +115,7 @@ func runServe(ctx context.Context, args []string) error {
 // weigh most, a phrase match on top (so "pad thai" is Pad Thai, not Pad See
 // Ew), and every field through _all a little.
 var demoQuery = api.QuerySettings{
-	Fields: []api.FieldBoost{{Field: "name", Boost: 3}, {Field: "description", Boost: 1}, {Field: "_all", Boost: 0.5}},
+	Fields:   []api.FieldBoost{{Field: "name", Boost: 3}, {Field: "description", Boost: 1}, {Field: "_all", Boost: 0.5}},
 	Operator: "or", PhraseBoost: 2,
 }
 
