@@ -6,6 +6,10 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/quarrysearch/quarry/internal/subject"
 )
 
 // replicaTTL is how long a replica seen in a reply stays a hedge target.
@@ -16,8 +20,10 @@ const replicaTTL = 30 * time.Second
 const latencyWindow = 128
 
 // shardState is what a broker learns about one shard from its answers: its
-// recent latencies (for the hedge delay) and the replicas serving it (so a
-// hedge goes to a different one).
+// recent latencies (for the hedge delay) and, per replica serving it, when
+// it was last seen, how fast it answers (EWMA) and how many requests it has
+// outstanding, so requests go to the better of two replicas and a hedge to
+// the best other one.
 type shardState struct {
 	mu       sync.Mutex
 	lat      [latencyWindow]time.Duration
@@ -25,8 +31,60 @@ type shardState struct {
 	next     int
 	sorted   []time.Duration // lat sorted, rebuilt every 16 samples
 	dirty    int
-	replicas map[string]time.Time
+	replicas map[string]*replicaInfo
+	// discovering is set while a replica discovery runs; lastDiscovery is
+	// when the last one started.
+	discovering   atomic.Bool
+	lastDiscovery atomic.Int64
 }
+
+// discoveryEvery is how often a shard's replicas are rediscovered.
+const discoveryEvery = 5 * time.Second
+
+// discoveryWait is how long a discovery collects answers.
+const discoveryWait = 50 * time.Millisecond
+
+// discover asks every searcher serving the shard for its replica id, in the
+// background, at most every discoveryEvery.
+func (s *shardState) discover(nc *nats.Conn, index string, shard int) {
+	if time.Since(time.Unix(0, s.lastDiscovery.Load())) < discoveryEvery || !s.discovering.CompareAndSwap(false, true) {
+		return
+	}
+	s.lastDiscovery.Store(time.Now().UnixNano())
+	go func() {
+		defer s.discovering.Store(false)
+		inbox := nc.NewRespInbox()
+		sub, err := nc.SubscribeSync(inbox)
+		if err != nil {
+			return
+		}
+		defer sub.Unsubscribe()
+		if err := nc.PublishRequest(subject.Replicas(index, shard), inbox, nil); err != nil {
+			return
+		}
+		deadline := time.Now().Add(discoveryWait)
+		for {
+			m, err := sub.NextMsg(time.Until(deadline))
+			if err != nil {
+				return
+			}
+			if len(m.Data) > 0 && len(m.Data) <= 64 {
+				s.mu.Lock()
+				s.replicaLocked(string(m.Data)).seen = time.Now()
+				s.mu.Unlock()
+			}
+		}
+	}()
+}
+
+type replicaInfo struct {
+	seen        time.Time
+	ewma        float64 // answer time, ns
+	outstanding int
+}
+
+// ewmaAlpha weighs a new latency sample.
+const ewmaAlpha = 0.2
 
 func (s *shardState) observe(d time.Duration, replica string) {
 	s.mu.Lock()
@@ -36,11 +94,37 @@ func (s *shardState) observe(d time.Duration, replica string) {
 	s.n = min(s.n+1, latencyWindow)
 	s.dirty++
 	if replica != "" {
-		if s.replicas == nil {
-			s.replicas = map[string]time.Time{}
-		}
-		s.replicas[replica] = time.Now()
+		s.replicaLocked(replica).update(d)
 	}
+}
+
+// observeReplica records a replica's answer time without counting it in the
+// shard's latency window (a losing or late answer).
+func (s *shardState) observeReplica(replica string, d time.Duration) {
+	s.mu.Lock()
+	s.replicaLocked(replica).update(d)
+	s.mu.Unlock()
+}
+
+func (r *replicaInfo) update(d time.Duration) {
+	r.seen = time.Now()
+	if r.ewma == 0 {
+		r.ewma = float64(d)
+	} else {
+		r.ewma += ewmaAlpha * (float64(d) - r.ewma)
+	}
+}
+
+func (s *shardState) replicaLocked(id string) *replicaInfo {
+	if s.replicas == nil {
+		s.replicas = map[string]*replicaInfo{}
+	}
+	r := s.replicas[id]
+	if r == nil {
+		r = &replicaInfo{seen: time.Now()}
+		s.replicas[id] = r
+	}
+	return r
 }
 
 // quantile returns the q-quantile of recent latencies, or false with fewer
@@ -59,14 +143,13 @@ func (s *shardState) quantile(q float64) (time.Duration, bool) {
 	return s.sorted[int(q*float64(len(s.sorted)-1))], true
 }
 
-// pick returns a live replica other than not, at random.
-func (s *shardState) pick(not string) (string, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+// live returns the replicas seen within replicaTTL, except not, dropping
+// the expired ones. Callers hold s.mu.
+func (s *shardState) liveLocked(not string) []string {
 	now := time.Now()
 	var live []string
-	for id, seen := range s.replicas {
-		if now.Sub(seen) > replicaTTL {
+	for id, r := range s.replicas {
+		if now.Sub(r.seen) > replicaTTL && r.outstanding == 0 {
 			delete(s.replicas, id)
 			continue
 		}
@@ -74,23 +157,64 @@ func (s *shardState) pick(not string) (string, bool) {
 			live = append(live, id)
 		}
 	}
-	if len(live) == 0 {
-		return "", false
-	}
-	return live[rand.IntN(len(live))], true
+	return live
 }
 
-// liveReplicas counts replicas seen recently.
-func (s *shardState) liveReplicas() int {
+// cost orders replicas: fewer outstanding requests first, then faster.
+func (r *replicaInfo) cost() float64 {
+	return float64(r.outstanding)*1e12 + r.ewma
+}
+
+// choosePrimary picks the better of two random live replicas ("power of
+// two choices"), or false with fewer than two.
+func (s *shardState) choosePrimary() (string, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	n := 0
-	for _, seen := range s.replicas {
-		if time.Since(seen) <= replicaTTL {
-			n++
+	live := s.liveLocked("")
+	if len(live) < 2 {
+		return "", false
+	}
+	i := rand.IntN(len(live))
+	j := (i + 1 + rand.IntN(len(live)-1)) % len(live) // a different one
+	a, b := live[i], live[j]
+	if s.replicas[b].cost() < s.replicas[a].cost() {
+		a = b
+	}
+	return a, true
+}
+
+// chooseHedge picks the best live replica other than not.
+func (s *shardState) chooseHedge(not string) (string, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	best := ""
+	for _, id := range s.liveLocked(not) {
+		if best == "" || s.replicas[id].cost() < s.replicas[best].cost() {
+			best = id
 		}
 	}
-	return n
+	return best, best != ""
+}
+
+// begin and end count a request outstanding on a replica.
+func (s *shardState) begin(replica string) {
+	if replica == "" {
+		return
+	}
+	s.mu.Lock()
+	s.replicaLocked(replica).outstanding++
+	s.mu.Unlock()
+}
+
+func (s *shardState) end(replica string) {
+	if replica == "" {
+		return
+	}
+	s.mu.Lock()
+	if r := s.replicas[replica]; r != nil && r.outstanding > 0 {
+		r.outstanding--
+	}
+	s.mu.Unlock()
 }
 
 func (s *shardState) forget(replica string) {
@@ -125,15 +249,18 @@ func (ss *shardStates) get(index string, shard int) *shardState {
 	return s
 }
 
-// hedgeBudget caps hedges to a share of shard requests.
+// hedgeBudget caps hedges to a share of shard requests, plus a burst of
+// hedgeBurst so the first slow answers after start can be hedged too.
 type hedgeBudget struct {
 	requests, hedges, won atomic.Int64
 }
 
+const hedgeBurst = 2
+
 func (h *hedgeBudget) allow(maxFraction float64) bool {
 	for {
 		n := h.hedges.Load()
-		if float64(n+1) > maxFraction*float64(h.requests.Load()) {
+		if float64(n+1) > maxFraction*float64(h.requests.Load())+hedgeBurst {
 			return false
 		}
 		if h.hedges.CompareAndSwap(n, n+1) {

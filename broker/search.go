@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
@@ -226,34 +225,48 @@ func (b *Broker) askShard(ctx context.Context, index string, sh int, data []byte
 	st := b.shards.get(index, sh)
 	b.hedge.requests.Add(1)
 	out := make(chan attempt, 4)
+	// A request that loses to a hedge is not cancelled: it runs to its
+	// deadline, so its replica's real latency and outstanding count are
+	// known and the next requests avoid a stuck replica.
+	deadline, _ := ctx.Deadline()
+	reqCtx, cancelReq := context.WithDeadline(context.WithoutCancel(ctx), deadline)
+	var inflight sync.WaitGroup
+	defer func() { go func() { inflight.Wait(); cancelReq() }() }()
 	send := func(replica string, isHedge bool) {
 		subj := subject.Shard(index, sh)
 		if replica != "" {
 			subj = subject.Replica(replica, index, sh)
 		}
-		go func() {
-			reply, err := b.nc.RequestMsgWithContext(ctx, &nats.Msg{Subject: subj, Data: data, Header: hdr})
+		st.begin(replica)
+		sent := time.Now()
+		inflight.Go(func() {
+			reply, err := b.nc.RequestMsgWithContext(reqCtx, &nats.Msg{Subject: subj, Data: data, Header: hdr})
+			st.end(replica)
+			if replica != "" && (err == nil || errors.Is(err, context.DeadlineExceeded)) {
+				st.observeReplica(replica, time.Since(sent))
+			}
 			out <- attempt{reply: reply, err: err, replica: replica, hedge: isHedge}
-		}()
+		})
 	}
-	// With two or more known replicas the broker picks the primary itself,
-	// so a hedge can go to another; one request in 16 still goes through
-	// the queue group to discover replicas.
+	// With two or more known replicas the broker picks the primary itself
+	// (the better of two), so a hedge can go to another; otherwise the
+	// shard's queue group does. Replicas are discovered in the background.
 	primary := ""
-	if hedge.Enabled && rand.IntN(16) != 0 {
-		if r, ok := st.pick(""); ok && st.liveReplicas() >= 2 {
-			primary = r
-		}
+	if hedge.Enabled {
+		st.discover(b.nc, index, sh)
+		primary, _ = st.choosePrimary()
 	}
 	send(primary, false)
 	pending := 1
 	var timer <-chan time.Time
 	if hedge.Enabled {
+		delay := hedge.InitialDelay
 		if q, ok := st.quantile(hedge.Quantile); ok {
-			t := time.NewTimer(max(q, hedge.MinDelay))
-			defer t.Stop()
-			timer = t.C
+			delay = max(q, hedge.MinDelay)
 		}
+		t := time.NewTimer(delay)
+		defer t.Stop()
+		timer = t.C
 	}
 	res := shardResult{}
 	var lastErr error
@@ -263,14 +276,15 @@ func (b *Broker) askShard(ctx context.Context, index string, sh int, data []byte
 			pending--
 			err := replyError(a.reply, a.err)
 			if err == nil {
-				var replica string
 				res.reply, res.took = a.reply, time.Since(start)
 				res.hedgeWon = a.hedge
 				if a.hedge {
 					b.hedge.won.Add(1)
 				}
-				if a.replica != "" {
-					replica = a.replica
+				replica := a.replica
+				if replica == "" {
+					// A queue-group answer names its replica in the reply.
+					replica = replicaOf(a.reply)
 				}
 				st.observe(res.took, replica)
 				return res
@@ -286,7 +300,7 @@ func (b *Broker) askShard(ctx context.Context, index string, sh int, data []byte
 		case <-timer:
 			timer = nil
 			if b.hedge.allow(hedge.MaxFraction) {
-				target, _ := st.pick(primary)
+				target, _ := st.chooseHedge(primary)
 				send(target, true)
 				pending++
 				res.hedged = true
@@ -295,6 +309,15 @@ func (b *Broker) askShard(ctx context.Context, index string, sh int, data []byte
 	}
 	res.err, res.took = lastErr, time.Since(start)
 	return res
+}
+
+// replicaOf reads the replica id of a binary shard response without
+// decoding it all: it follows the fixed header fields.
+func replicaOf(msg *nats.Msg) string {
+	if msg == nil || msg.Header.Get(subject.HeaderEncoding) != "" {
+		return ""
+	}
+	return wire.PeekReplica(msg.Data)
 }
 
 // replyError classifies a failed request or an error reply.

@@ -33,6 +33,9 @@ type Hedge struct {
 	Quantile float64 `json:"quantile"`
 	// MinDelay is the earliest a hedge is sent (default 1ms).
 	MinDelay time.Duration `json:"min_delay_ns"`
+	// InitialDelay is the hedge delay while a shard has too few recent
+	// answers for a quantile (default 100ms).
+	InitialDelay time.Duration `json:"initial_delay_ns"`
 	// MaxFraction caps hedges as a share of shard requests (default 0.05).
 	MaxFraction float64 `json:"max_fraction"`
 }
@@ -60,6 +63,9 @@ func (c *Config) Validate() error {
 	}
 	if h.MaxFraction == 0 {
 		h.MaxFraction = 0.05
+	}
+	if h.InitialDelay == 0 {
+		h.InitialDelay = 100 * time.Millisecond
 	}
 	if h.Quantile <= 0 || h.Quantile >= 1 || h.MaxFraction < 0 || h.MaxFraction > 1 {
 		return fmt.Errorf("planner: hedge quantile must be in (0,1) and max fraction in [0,1]")

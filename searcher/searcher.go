@@ -51,7 +51,12 @@ type Config struct {
 	// CompressThreshold is the response size above which replies are zstd
 	// compressed (default wire.CompressThreshold).
 	CompressThreshold int
-	Logger            *slog.Logger
+	// FaultDelay and FaultEvery inject slowness, for fault tests and
+	// demonstrations of hedging: every FaultEvery-th shard request (1: all)
+	// waits FaultDelay before it is searched. Zero: off.
+	FaultDelay time.Duration
+	FaultEvery int
+	Logger     *slog.Logger
 }
 
 // Validate checks the configuration and fills in defaults.
@@ -78,6 +83,12 @@ func (c *Config) Validate() error {
 	if c.QueueLen <= 0 {
 		c.QueueLen = 1024
 	}
+	if c.FaultDelay < 0 || c.FaultEvery < 0 {
+		return errors.New("searcher: fault delay and fault every must be >= 0")
+	}
+	if c.FaultDelay > 0 && c.FaultEvery == 0 {
+		c.FaultEvery = 1
+	}
 	if c.CatchUpTimeout <= 0 {
 		c.CatchUpTimeout = 10 * time.Minute
 	}
@@ -98,10 +109,11 @@ type Searcher struct {
 	// subjects.
 	id string
 
-	mu      sync.Mutex
-	indexes map[string]*indexState
-	ready   chan struct{}
-	wg      sync.WaitGroup
+	mu       sync.Mutex
+	indexes  map[string]*indexState
+	ready    chan struct{}
+	wg       sync.WaitGroup
+	requests atomic.Int64 // shard requests taken by workers (fault injection counts these)
 }
 
 type indexState struct {
@@ -118,11 +130,20 @@ type indexState struct {
 
 // slot is one served shard: the replica answering, swapped atomically.
 type slot struct {
-	index  string
-	shard  int
-	cur    atomic.Pointer[shard.Replica]
-	sub    *nats.Subscription // the shard's queue group
-	direct *nats.Subscription // this replica only (hedges)
+	index    string
+	shard    int
+	cur      atomic.Pointer[shard.Replica]
+	sub      *nats.Subscription // the shard's queue group
+	direct   *nats.Subscription // this replica only (routing, hedges)
+	announce *nats.Subscription // answers replica discovery
+}
+
+func (sl *slot) unsubscribe() {
+	for _, sub := range []*nats.Subscription{sl.sub, sl.direct, sl.announce} {
+		if sub != nil {
+			sub.Unsubscribe()
+		}
+	}
 }
 
 // New makes a searcher. Call Run to start it.
@@ -277,10 +298,12 @@ func (s *Searcher) load(ctx context.Context, st *indexState) error {
 		if err == nil {
 			sl.direct, err = s.nc.Subscribe(subject.Replica(s.id, st.def.Name, i), s.enqueue)
 		}
+		if err == nil {
+			id := []byte(s.id)
+			sl.announce, err = s.nc.Subscribe(subject.Replicas(st.def.Name, i), func(m *nats.Msg) { m.Respond(id) })
+		}
 		if err != nil {
-			if sl.sub != nil {
-				sl.sub.Unsubscribe()
-			}
+			sl.unsubscribe()
 			r.Close()
 			return fmt.Errorf("subscribe shard %d: %w", i, err)
 		}
@@ -403,8 +426,7 @@ func (s *Searcher) drop(name string, st *indexState) {
 	s.mu.Unlock()
 	st.cancel()
 	for _, sl := range shards {
-		sl.sub.Unsubscribe()
-		sl.direct.Unsubscribe()
+		sl.unsubscribe()
 	}
 	<-st.done
 	st.swapMu.Lock() // no swap can start after this: st.ctx is done

@@ -69,6 +69,13 @@ func (s *Searcher) handle(msg *nats.Msg, queued time.Duration) {
 		respondError(msg, api.BadRequest("%v", err))
 		return
 	}
+	if n := s.requests.Add(1); s.cfg.FaultDelay > 0 && req.Phase != wire.PhaseStats && n%int64(s.cfg.FaultEvery) == 0 {
+		select { // injected fault: a slow replica
+		case <-time.After(s.cfg.FaultDelay):
+		case <-ctx.Done():
+			return
+		}
+	}
 	for attempt := 0; ; attempt++ {
 		sl := s.slot(idx, sh)
 		if sl == nil {

@@ -28,6 +28,10 @@ type roleFlags struct {
 	maxBatch         int
 	defaultTimeout   time.Duration
 	maxInFlight      int
+	faultDelay       time.Duration
+	faultEvery       int
+	noHedge          bool
+	statsCache       int
 }
 
 func (f *roleFlags) registerIndexer(fs *flag.FlagSet) {
@@ -37,11 +41,15 @@ func (f *roleFlags) registerIndexer(fs *flag.FlagSet) {
 
 func (f *roleFlags) registerSearcher(fs *flag.FlagSet) {
 	fs.IntVar(&f.workers, "workers", 0, "shard requests run at once (default 2×GOMAXPROCS)")
+	fs.DurationVar(&f.faultDelay, "fault-delay", 0, "fault injection, for tests: delay shard requests by this much")
+	fs.IntVar(&f.faultEvery, "fault-every", 1, "fault injection: delay every Nth shard request (with --fault-delay)")
 }
 
 func (f *roleFlags) registerBroker(fs *flag.FlagSet) {
 	fs.DurationVar(&f.defaultTimeout, "search-timeout", 2*time.Second, "deadline of a search that gives no timeout_ms")
-	fs.IntVar(&f.maxInFlight, "max-in-flight", 1024, "searches served at once before new ones are refused")
+	fs.IntVar(&f.maxInFlight, "max-in-flight", 1024, "searches served at once; more are refused at once with 429 (overloaded)")
+	fs.BoolVar(&f.noHedge, "no-hedge", false, "never ask a second replica when a shard is slow")
+	fs.IntVar(&f.statsCache, "stats-cache", 4096, "queries whose global term statistics are cached per index generation (negative: none)")
 }
 
 func (f *roleFlags) indexer() *indexer.Config {
@@ -53,11 +61,11 @@ func (f *roleFlags) indexer() *indexer.Config {
 }
 
 func (f *roleFlags) searcher() *searcher.Config {
-	return &searcher.Config{Workers: f.workers, MaxBatch: f.maxBatch}
+	return &searcher.Config{Workers: f.workers, MaxBatch: f.maxBatch, FaultDelay: f.faultDelay, FaultEvery: f.faultEvery}
 }
 
 func (f *roleFlags) broker() *broker.Config {
-	return &broker.Config{DefaultTimeout: f.defaultTimeout, MaxInFlight: f.maxInFlight}
+	return &broker.Config{DefaultTimeout: f.defaultTimeout, MaxInFlight: f.maxInFlight, NoHedge: f.noHedge, StatsCacheSize: f.statsCache}
 }
 
 func runServe(ctx context.Context, args []string) error {

@@ -156,6 +156,13 @@ func Replica(replica, index string, shard int) string {
 	return ReplicaPrefix + "." + replica + "." + index + "." + strconv.Itoa(shard)
 }
 
+// Replicas is the subject every searcher serving a shard answers with its
+// replica id (no queue group): how brokers discover the replicas to route
+// to.
+func Replicas(index string, shard int) string {
+	return "quarry.v1.replicas." + index + "." + strconv.Itoa(shard)
+}
+
 // ParseReplica splits a replica subject.
 func ParseReplica(subj string) (replica, index string, shard int, ok bool) {
 	rest, ok := strings.CutPrefix(subj, ReplicaPrefix+".")

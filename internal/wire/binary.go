@@ -381,3 +381,31 @@ func DecodeShardResponse(msg *nats.Msg, r *ShardResponse) error {
 	}
 	return UnmarshalShardResponse(b, r)
 }
+
+// PeekReplica returns the replica id of a binary shard response, or "" if
+// data is not one.
+func PeekReplica(data []byte) string {
+	if len(data) < 3 || data[0] != binMagic0 || data[1] != binMagic1 || data[2] != binVersion {
+		return ""
+	}
+	d := decoder{b: data[3:]}
+	if _, err := d.uvarint(); err != nil { // total
+		return ""
+	}
+	if _, err := d.float(); err != nil { // max score
+		return ""
+	}
+	if _, n := binary.Varint(d.b); n <= 0 { // took
+		return ""
+	} else {
+		d.b = d.b[n:]
+	}
+	if _, err := d.uvarint(); err != nil { // seq
+		return ""
+	}
+	if _, err := d.uvarint(); err != nil { // generation
+		return ""
+	}
+	r, _ := d.str()
+	return r
+}

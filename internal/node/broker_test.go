@@ -1,0 +1,212 @@
+package node
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/micro"
+
+	"github.com/quarrysearch/quarry/api"
+	"github.com/quarrysearch/quarry/broker"
+	"github.com/quarrysearch/quarry/indexer"
+	"github.com/quarrysearch/quarry/searcher"
+)
+
+// The NATS API (Go client), the HTTP API and the broker called in-process
+// give the same answer.
+func TestThreeDoorsAnswerTheSame(t *testing.T) {
+	n := startNode(t)
+	c := n.Client()
+	ctx := context.Background()
+	if _, err := c.CreateIndex(ctx, "doors", 3, nil); err != nil {
+		t.Fatal(err)
+	}
+	mustBulk(t, c, "doors", ndjson(90, "d"))
+	waitTotal(t, c, "doors", "noodles", 30)
+	req := api.SearchRequest{Q: "spicy noodles", Size: 7, From: 2, Fields: []string{"name"}}
+
+	viaNATS, err := c.Search(ctx, "doors", &req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := json.Marshal(req)
+	resp, err := http.Post("http://"+n.HTTPAddr+"/v1/indexes/doors/search", "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	var viaHTTP api.SearchResponse
+	if err := json.Unmarshal(raw, &viaHTTP); err != nil {
+		t.Fatalf("%s: %v", raw, err)
+	}
+	viaGo, err := n.Broker.Search(ctx, "doors", &req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, r := range map[string]*api.SearchResponse{"http": &viaHTTP, "go": viaGo} {
+		if r.Total != viaNATS.Total || len(r.Hits) != len(viaNATS.Hits) || len(r.Hits) != 7 {
+			t.Fatalf("%s: total %d hits %d, NATS: %d %d", name, r.Total, len(r.Hits), viaNATS.Total, len(viaNATS.Hits))
+		}
+		for i := range r.Hits {
+			if r.Hits[i].ID != viaNATS.Hits[i].ID || r.Hits[i].Score != viaNATS.Hits[i].Score || r.Hits[i].Fields["name"] != viaNATS.Hits[i].Fields["name"] {
+				t.Fatalf("%s hit %d: %+v, NATS %+v", name, i, r.Hits[i], viaNATS.Hits[i])
+			}
+		}
+	}
+	// And errors: the same code through each door.
+	_, err = c.Search(ctx, "nope", &req)
+	resp, _ = http.Post("http://"+n.HTTPAddr+"/v1/indexes/nope/search", "application/json", bytes.NewReader(body))
+	resp.Body.Close()
+	_, goErr := n.Broker.Search(ctx, "nope", &req)
+	if api.CodeOf(err) != api.CodeNotFound || resp.StatusCode != 404 || api.CodeOf(goErr) != api.CodeNotFound {
+		t.Fatalf("unknown index: %v / %d / %v", err, resp.StatusCode, goErr)
+	}
+}
+
+// The broker is a micro service: `nats micro ls/info/stats quarry` work.
+func TestMicroDiscovery(t *testing.T) {
+	n := startNode(t)
+	msg, err := n.Conn().Request("$SRV.INFO.quarry", nil, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var info micro.Info
+	if err := json.Unmarshal(msg.Data, &info); err != nil {
+		t.Fatal(err)
+	}
+	if info.Name != "quarry" || len(info.Endpoints) != 1 || info.Endpoints[0].Subject != "quarry.v1.search.*" {
+		t.Fatalf("info: %+v", info)
+	}
+	if _, err := n.Conn().Request("$SRV.STATS.quarry", nil, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A shard whose searcher goes away mid-test: partial results that name the
+// shard and the reason; with allow_partial false, an error.
+func TestPartialResults(t *testing.T) {
+	core := startRoles(t, "", &indexer.Config{SnapshotInterval: -1}, nil, &broker.Config{})
+	c := core.Client()
+	ctx := context.Background()
+	if _, err := c.CreateIndex(ctx, "p", 4, nil); err != nil {
+		t.Fatal(err)
+	}
+	mustBulk(t, c, "p", ndjson(400, "p"))
+	startRoles(t, core.NATSURL(), nil, &searcher.Config{Index: "p", Shards: []int{0, 1}}, nil)
+	away := startRoles(t, core.NATSURL(), nil, &searcher.Config{Index: "p", Shards: []int{2, 3}}, nil)
+	waitTotal(t, c, "p", "", 400)
+
+	away.Close()
+	r, err := c.Search(ctx, "p", &api.SearchRequest{Q: "noodles"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Shards.Total != 4 || r.Shards.Successful != 2 || r.Shards.Failed != 2 || r.Total == 0 {
+		t.Fatalf("shards: %+v, total %d", r.Shards, r.Total)
+	}
+	for _, f := range r.Shards.Failures {
+		if (f.Shard != 2 && f.Shard != 3) || !strings.Contains(f.Reason, "no searcher serves this shard") {
+			t.Fatalf("failure %+v", f)
+		}
+	}
+	no := false
+	_, err = c.Search(ctx, "p", &api.SearchRequest{Q: "noodles", AllowPartial: &no})
+	if api.CodeOf(err) != api.CodeUnavailable || !strings.Contains(err.Error(), "2 of 4 shards failed") {
+		t.Fatalf("allow_partial=false: %v", err)
+	}
+}
+
+// Past --max-in-flight, requests are refused at once with 429.
+func TestOverloadRejectedFast(t *testing.T) {
+	n := startRoles(t, "", &indexer.Config{SnapshotInterval: -1},
+		&searcher.Config{FaultDelay: 300 * time.Millisecond}, &broker.Config{MaxInFlight: 2})
+	c := n.Client()
+	ctx := context.Background()
+	if _, err := c.CreateIndex(ctx, "o", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Put(ctx, "o", []byte(`{"id":"1","text":"x"}`)); err != nil {
+		t.Fatal(err)
+	}
+	waitTotal(t, c, "o", "x", 1)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var ok, rejected int
+	var slowestReject time.Duration
+	for range 12 {
+		wg.Go(func() {
+			start := time.Now()
+			_, err := c.Search(ctx, "o", &api.SearchRequest{Q: "x", TimeoutMS: 5000})
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				ok++
+			case errors.Is(err, api.ErrOverloaded):
+				rejected++
+				slowestReject = max(slowestReject, time.Since(start))
+				if !strings.Contains(err.Error(), "overloaded") {
+					t.Errorf("overload error says %q", err)
+				}
+			default:
+				t.Errorf("unexpected error: %v", err)
+			}
+		})
+	}
+	wg.Wait()
+	if ok == 0 || rejected == 0 {
+		t.Fatalf("%d answered, %d rejected: want both", ok, rejected)
+	}
+	// Rejections do not wait for the slow searches ahead of them.
+	if slowestReject >= 300*time.Millisecond {
+		t.Fatalf("a rejection took %s: it waited instead of failing fast", slowestReject)
+	}
+}
+
+// One replica of a shard is slow now and then: the broker hedges to the
+// other replica and the slow answers stop mattering.
+func TestHedgingRescuesSlowReplica(t *testing.T) {
+	core := startRoles(t, "", &indexer.Config{SnapshotInterval: -1}, nil, &broker.Config{HedgeMaxFraction: 0.3})
+	c := core.Client()
+	ctx := context.Background()
+	if _, err := c.CreateIndex(ctx, "h", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	mustBulk(t, c, "h", ndjson(100, "h"))
+	startRoles(t, core.NATSURL(), nil, &searcher.Config{}, nil)
+	startRoles(t, core.NATSURL(), nil, &searcher.Config{FaultDelay: 5 * time.Second, FaultEvery: 25}, nil)
+	waitTotal(t, c, "h", "", 100)
+
+	var slowest time.Duration
+	for range 300 {
+		start := time.Now()
+		r, err := c.Search(ctx, "h", &api.SearchRequest{Q: "noodles", TimeoutMS: 10000, Profile: true})
+		if err != nil || r.Total != 34 {
+			t.Fatalf("search: %v %+v", err, r)
+		}
+		if d := time.Since(start); d > slowest {
+			slowest = d
+			if d > time.Second {
+				b, _ := json.Marshal(r.Profile)
+				t.Logf("slow: %s", b)
+			}
+		}
+	}
+	reqs, hedges, won := core.Broker.HedgeStats()
+	t.Logf("%d shard requests, %d hedges, %d won; slowest search %s", reqs, hedges, won, slowest)
+	if won == 0 {
+		t.Fatal("no hedge answered first")
+	}
+	if slowest >= 2*time.Second {
+		t.Fatalf("a search waited %s for the slow replica: hedging did not rescue it", slowest)
+	}
+}
