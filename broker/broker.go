@@ -191,21 +191,38 @@ func (b *Broker) handle(req micro.Request) {
 	}()
 }
 
+// DecodeRequest decodes and validates a JSON search request: at most
+// MaxRequestBytes, one JSON object, no unknown fields, fields of the right
+// types and in range. Errors are api.ErrBadRequest errors naming the field.
+func DecodeRequest(data []byte) (*api.SearchRequest, error) {
+	if len(data) > MaxRequestBytes {
+		return nil, api.BadRequest("request is %d bytes, over the limit of %d", len(data), MaxRequestBytes)
+	}
+	var req api.SearchRequest
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		return nil, api.BadRequest("malformed search request: %v", err)
+	}
+	if dec.More() {
+		return nil, api.BadRequest("malformed search request: data after the JSON object")
+	}
+	if err := req.Validate(); err != nil {
+		return nil, err
+	}
+	return &req, nil
+}
+
 // SearchJSON decodes a JSON request, searches and encodes the response: the
 // one code path behind the NATS and HTTP doors.
 func (b *Broker) SearchJSON(ctx context.Context, index string, data []byte) ([]byte, error) {
 	start := time.Now()
-	if len(data) > MaxRequestBytes {
-		return nil, api.BadRequest("request is %d bytes, over the limit of %d", len(data), MaxRequestBytes)
-	}
-	var sreq api.SearchRequest
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&sreq); err != nil {
-		return nil, api.BadRequest("malformed search request: %v", err)
+	sreq, err := DecodeRequest(data)
+	if err != nil {
+		return nil, err
 	}
 	decoded := time.Since(start)
-	resp, err := b.Search(ctx, index, &sreq)
+	resp, err := b.Search(ctx, index, sreq)
 	if err != nil {
 		return nil, err
 	}

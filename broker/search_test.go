@@ -1,6 +1,8 @@
 package broker
 
 import (
+	"errors"
+	"strings"
 	"testing"
 
 	"github.com/quarrysearch/quarry/api"
@@ -70,4 +72,48 @@ func TestMergeSorted(t *testing.T) {
 	if got := ids(resp.Hits); len(got) != 4 || got[0] != "c" || got[3] != "b" {
 		t.Fatalf("descending sort: %v", got)
 	}
+}
+
+func TestDecodeRequest(t *testing.T) {
+	cases := []struct{ body, want string }{
+		{`{"q":"x","size":5}`, ""},
+		{`{"q":`, "malformed search request"},
+		{`{"q":"x"} {"q":"y"}`, "data after the JSON object"},
+		{`{"size":"ten"}`, "size"},
+		{`{"from":-1}`, "from must be >= 0"},
+		{`{"size":20000}`, "from+size must be <= 10000"},
+		{`{"qq":"typo"}`, `unknown field "qq"`},
+		{`{"facets":{"f":{"size":3}}}`, `facet "f": field is required`},
+		{`[1]`, "malformed search request"},
+		{`{"q":"` + strings.Repeat("x", MaxRequestBytes) + `"}`, "over the limit"},
+	}
+	for _, c := range cases {
+		_, err := DecodeRequest([]byte(c.body))
+		if c.want == "" {
+			if err != nil {
+				t.Errorf("%.40s: %v", c.body, err)
+			}
+			continue
+		}
+		if !errors.Is(err, api.ErrBadRequest) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%.40s: got %v, want a bad request naming %q", c.body, err, c.want)
+		}
+	}
+}
+
+func FuzzDecodeRequest(f *testing.F) {
+	f.Add([]byte(`{"q":"spicy","size":3,"from":1,"fields":["*"],"facets":{"c":{"field":"cuisine"}}}`))
+	f.Add([]byte(`{"query":{"match":"x"},"allow_partial":false,"timeout_ms":5}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		req, err := DecodeRequest(data)
+		if err != nil {
+			if !errors.Is(err, api.ErrBadRequest) {
+				t.Fatalf("error of the wrong kind: %v", err)
+			}
+			return
+		}
+		if req.Size < 0 || req.From < 0 || req.From+req.EffectiveSize() > api.MaxWindow {
+			t.Fatalf("accepted out-of-range request %+v", req)
+		}
+	})
 }
