@@ -392,13 +392,11 @@ func (s *Searcher) onManifest(e jetstream.KeyValueEntry) {
 			if !hasSnap {
 				continue
 			}
-			r, err := s.openReplica(st.ctx, st, i, m, false)
-			if err != nil && st.ctx.Err() != nil {
-				return // the index or the searcher is going away
-			}
+			r, err := s.openGeneration(st, sl, i, m)
 			if err != nil {
-				s.cfg.Logger.Error("new generation refused; still serving the old one", "index", m.Index, "shard", i,
-					"generation", m.Generation, "serving", sl.cur.Load().Generation(), "err", err)
+				if st.ctx.Err() != nil {
+					return // the index or the searcher is going away
+				}
 				continue
 			}
 			st.swapMu.Lock()
@@ -414,6 +412,37 @@ func (s *Searcher) onManifest(e jetstream.KeyValueEntry) {
 			s.cfg.Logger.Info("generation swapped", "index", m.Index, "shard", i, "generation", m.Generation, "seq", r.Seq())
 		}
 	})
+}
+
+// swapAttempts and swapBackoff bound the retries of a generation that
+// could not be loaded (a download cut short, a timeout under load); a
+// snapshot that fails its digest fails them all and is refused.
+const (
+	swapAttempts = 5
+	swapBackoff  = time.Second
+)
+
+// openGeneration opens shard i of generation m, retrying with backoff
+// while no newer generation is being served.
+func (s *Searcher) openGeneration(st *indexState, sl *slot, i int, m meta.Manifest) (*shard.Replica, error) {
+	backoff := swapBackoff
+	for attempt := 1; ; attempt++ {
+		r, err := s.openReplica(st.ctx, st, i, m, false)
+		if err == nil || st.ctx.Err() != nil {
+			return r, err
+		}
+		s.cfg.Logger.Error("new generation refused; still serving the old one", "index", m.Index, "shard", i,
+			"generation", m.Generation, "serving", sl.cur.Load().Generation(), "attempt", attempt, "err", err)
+		if attempt == swapAttempts || sl.cur.Load().Generation() >= m.Generation {
+			return nil, err
+		}
+		select {
+		case <-time.After(backoff):
+			backoff *= 2
+		case <-st.ctx.Done():
+			return nil, st.ctx.Err()
+		}
+	}
 }
 
 func (s *Searcher) drop(name string, st *indexState) {
