@@ -174,7 +174,7 @@ func (b *Broker) handle(req micro.Request) {
 	select {
 	case b.inflight <- struct{}{}:
 	default:
-		respondError(req, api.Errorf(api.CodeOverloaded, "broker overloaded: %d requests in flight, try again", b.cfg.MaxInFlight))
+		b.respondError(req.Reply(), api.Errorf(api.CodeOverloaded, "broker overloaded: %d requests in flight, try again", b.cfg.MaxInFlight))
 		return
 	}
 	go func() {
@@ -182,10 +182,11 @@ func (b *Broker) handle(req micro.Request) {
 		index := strings.TrimPrefix(req.Subject(), subject.SearchPrefix+".")
 		body, err := b.SearchJSON(context.Background(), index, req.Data())
 		if err != nil {
-			respondError(req, err)
+			b.respondError(req.Reply(), err)
 			return
 		}
-		if err := req.Respond(body, micro.WithHeaders(micro.Headers{"Content-Type": []string{"application/json"}})); err != nil {
+		msg := &nats.Msg{Subject: req.Reply(), Data: body, Header: nats.Header{"Content-Type": []string{"application/json"}}}
+		if err := b.nc.PublishMsg(msg); err != nil {
 			b.cfg.Logger.Warn("reply failed", "index", index, "err", err)
 		}
 	}()
@@ -244,10 +245,19 @@ func (b *Broker) SearchJSON(ctx context.Context, index string, data []byte) ([]b
 
 // respondError replies with a micro service error: the HTTP-like status as
 // the code, the message as the description, and the api.Error as the body.
-func respondError(req micro.Request, err error) {
+//
+// Replies are published on the request's reply subject directly rather than
+// through micro.Request: requests are answered on their own goroutines, and
+// micro reads its request's state once the handler returns (a data race).
+func (b *Broker) respondError(reply string, err error) {
 	e := &api.Error{Code: api.CodeOf(err), Message: err.Error()}
 	body, _ := json.Marshal(e)
-	req.Error(strconv.Itoa(api.HTTPStatus(e.Code)), e.Message, body)
+	msg := &nats.Msg{Subject: reply, Data: body, Header: nats.Header{}}
+	msg.Header.Set(micro.ErrorHeader, e.Message)
+	msg.Header.Set(micro.ErrorCodeHeader, strconv.Itoa(api.HTTPStatus(e.Code)))
+	if perr := b.nc.PublishMsg(msg); perr != nil {
+		b.cfg.Logger.Warn("error reply failed", "err", perr)
+	}
 }
 
 // Index returns a known index definition.
