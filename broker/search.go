@@ -52,7 +52,11 @@ func (b *Broker) Execute(ctx context.Context, plan *planner.Plan, profile bool, 
 
 	sreq := &wire.ShardRequest{Query: plan.Query, K: plan.K, Sort: plan.Sort, Fields: plan.Fields, Facets: plan.Facets}
 	if plan.ExactScoring && !b.cfg.NoExactScoring {
-		st, hit, err := b.globalStats(shardCtx, plan)
+		// The statistics phase gets a quarter of the shards' time: a shard
+		// that does not answer it must not starve the search itself.
+		statsCtx, cancelStats := context.WithTimeout(shardCtx, plan.ShardTimeout/4)
+		st, hit, err := b.globalStats(statsCtx, plan)
+		cancelStats()
 		if err != nil {
 			return nil, err
 		}

@@ -12,11 +12,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
 
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/broker"
 	"github.com/quarrysearch/quarry/indexer"
+	"github.com/quarrysearch/quarry/internal/subject"
 	"github.com/quarrysearch/quarry/searcher"
 )
 
@@ -106,6 +108,14 @@ func TestPartialResults(t *testing.T) {
 	waitTotal(t, c, "p", "", 400)
 
 	away.Close()
+	// The server drops a closed client's interest a moment later.
+	for range 200 {
+		_, err := core.Conn().Request(subject.Shard("p", 2), []byte("{}"), time.Second)
+		if errors.Is(err, nats.ErrNoResponders) {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 	r, err := c.Search(ctx, "p", &api.SearchRequest{Q: "noodles"})
 	if err != nil {
 		t.Fatal(err)
