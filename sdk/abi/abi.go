@@ -1,0 +1,237 @@
+// Package abi is the contract between Quarry (the host) and a plugin (the
+// guest): the names of exports and imports, the ABI version, status codes
+// and the binary encoding of requests and responses. The host and the Go
+// SDK both use it, so the contract is written once; docs/plugin-abi.md
+// describes the same thing for authors in other languages.
+//
+// Standard library only.
+package abi
+
+import (
+	"encoding/binary"
+	"errors"
+	"math"
+)
+
+// Version is the ABI version. It is part of the names below, so a host and
+// a guest that disagree fail when the plugin is loaded, not mid-query.
+const Version = 1
+
+// Guest exports.
+const (
+	// ExportVersion must be exported (a function of no arguments and no
+	// results) by every plugin: it marks the ABI version the plugin speaks.
+	ExportVersion = "quarry_abi_v1"
+	// ExportAlloc is alloc(size i32) -> ptr i32: the guest returns a buffer
+	// of size bytes in its memory for the host to write a request into.
+	ExportAlloc = "quarry_alloc"
+	// ExportRewrite is rewrite(ptr i32, len i32) -> i64 and ExportRank is
+	// rank(ptr i32, len i32) -> i64: the request is at [ptr, ptr+len); the
+	// result packs the response's pointer (high 32 bits) and length (low 32
+	// bits). The response is valid until the next call into the guest.
+	ExportRewrite = "quarry_rewrite"
+	ExportRank    = "quarry_rank"
+	// ExportInitialize is the WASI reactor initializer, called once per
+	// instance before anything else if the guest exports it.
+	ExportInitialize = "_initialize"
+)
+
+// Host imports, all in module ImportModule.
+const (
+	ImportModule = "quarry_abi_v1"
+	// ImportLog is log(level i32, ptr i32, len i32): a UTF-8 message.
+	ImportLog = "log"
+	// ImportConfig is config(ptr i32, cap i32) -> len i32: the host copies
+	// the plugin's configuration (JSON) to [ptr, ptr+cap) if it fits, and
+	// returns its length either way.
+	ImportConfig = "config"
+)
+
+// Log levels.
+const (
+	LevelDebug = 0
+	LevelInfo  = 1
+	LevelWarn  = 2
+	LevelError = 3
+)
+
+// Status is the first byte of every response.
+const (
+	StatusOK = 0
+	// StatusError: the rest of the response is a UTF-8 error message.
+	StatusError = 1
+)
+
+// Rewrite response flags: which fields the rewriter set.
+const (
+	FlagQ           = 1 << 0
+	FlagQuery       = 1 << 1
+	FlagFilter      = 1 << 2
+	FlagRerankDepth = 1 << 3
+)
+
+// Value kinds in a rank request.
+const (
+	KindMissing = 0
+	KindNumber  = 1
+	KindString  = 2
+	KindBool    = 3
+	KindList    = 4
+)
+
+// ErrMalformed reports bytes that are not a valid message.
+var ErrMalformed = errors.New("malformed plugin message")
+
+// RewriteRequest is the rewrite hook's input.
+//
+//	q, query, filter, context: u32 length + bytes (query, filter and
+//	context are JSON; empty when absent)
+//	size, from: u32
+type RewriteRequest struct {
+	Q       string
+	Query   []byte
+	Filter  []byte
+	Context []byte
+	Size    uint32
+	From    uint32
+}
+
+// RewriteResponse is the rewrite hook's output after the status byte:
+//
+//	flags u8, then for each flag set, in order: q, query, filter (u32
+//	length + bytes), rerank depth (u32)
+type RewriteResponse struct {
+	Flags       uint8
+	Q           string
+	Query       []byte
+	Filter      []byte
+	RerankDepth uint32
+}
+
+// Value is one stored field of a candidate.
+type Value struct {
+	Kind uint8
+	Num  float64
+	Str  string
+	Bool bool
+	List []Value
+}
+
+// Candidate is one hit given to a ranker.
+type Candidate struct {
+	ID     string
+	Score  float64
+	Values []Value // one per RankRequest.Fields
+}
+
+// RankRequest is the rank hook's input:
+//
+//	q, context: u32 length + bytes
+//	field count u32, then each field name (u32 length + bytes)
+//	candidate count u32, then each: id (u32 length + bytes), score (f64),
+//	one value per field: kind u8, then number f64 | string (u32 + bytes) |
+//	bool u8 | list (u32 count + values) | nothing
+type RankRequest struct {
+	Q          string
+	Context    []byte
+	Fields     []string
+	Candidates []Candidate
+}
+
+// Ranked is one entry of a rank response.
+type Ranked struct {
+	Index uint32 // into RankRequest.Candidates
+	Score float64
+}
+
+// RankResponse after the status byte: count u32, then each entry: index u32,
+// score f64. The entries are the final order; candidates left out are
+// dropped.
+type RankResponse struct {
+	Ranked []Ranked
+}
+
+// Little-endian encoding helpers.
+
+func appendU32(b []byte, v uint32) []byte { return binary.LittleEndian.AppendUint32(b, v) }
+
+func appendBytes(b []byte, s []byte) []byte {
+	b = appendU32(b, uint32(len(s)))
+	return append(b, s...)
+}
+
+func appendString(b []byte, s string) []byte {
+	b = appendU32(b, uint32(len(s)))
+	return append(b, s...)
+}
+
+func appendF64(b []byte, f float64) []byte {
+	return binary.LittleEndian.AppendUint64(b, math.Float64bits(f))
+}
+
+// reader decodes with bounds checks: malformed input is an error, never a
+// panic, and costs at most its own size.
+type reader struct {
+	b   []byte
+	err error
+}
+
+func (r *reader) u8() uint8 {
+	if r.err != nil || len(r.b) < 1 {
+		r.err = ErrMalformed
+		return 0
+	}
+	v := r.b[0]
+	r.b = r.b[1:]
+	return v
+}
+
+func (r *reader) u32() uint32 {
+	if r.err != nil || len(r.b) < 4 {
+		r.err = ErrMalformed
+		return 0
+	}
+	v := binary.LittleEndian.Uint32(r.b)
+	r.b = r.b[4:]
+	return v
+}
+
+func (r *reader) f64() float64 {
+	if r.err != nil || len(r.b) < 8 {
+		r.err = ErrMalformed
+		return 0
+	}
+	v := math.Float64frombits(binary.LittleEndian.Uint64(r.b))
+	r.b = r.b[8:]
+	return v
+}
+
+func (r *reader) bytes() []byte {
+	n := r.u32()
+	if r.err != nil || uint64(n) > uint64(len(r.b)) {
+		r.err = ErrMalformed
+		return nil
+	}
+	v := r.b[:n:n]
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *reader) str() string { return string(r.bytes()) }
+
+// count reads a count of items each at least min bytes long.
+func (r *reader) count(min int) int {
+	n := r.u32()
+	if r.err != nil || uint64(n)*uint64(min) > uint64(len(r.b)) {
+		r.err = ErrMalformed
+		return 0
+	}
+	return int(n)
+}
+
+func (r *reader) done() error {
+	if r.err == nil && len(r.b) != 0 {
+		return ErrMalformed
+	}
+	return r.err
+}

@@ -1,0 +1,233 @@
+package abi
+
+// AppendRewriteRequest appends the encoding of req to b.
+func AppendRewriteRequest(b []byte, req *RewriteRequest) []byte {
+	b = appendString(b, req.Q)
+	b = appendBytes(b, req.Query)
+	b = appendBytes(b, req.Filter)
+	b = appendBytes(b, req.Context)
+	b = appendU32(b, req.Size)
+	return appendU32(b, req.From)
+}
+
+// DecodeRewriteRequest decodes a rewrite request. Byte fields alias data.
+func DecodeRewriteRequest(data []byte, req *RewriteRequest) error {
+	r := reader{b: data}
+	req.Q = r.str()
+	req.Query = r.bytes()
+	req.Filter = r.bytes()
+	req.Context = r.bytes()
+	req.Size = r.u32()
+	req.From = r.u32()
+	return r.done()
+}
+
+// AppendRewriteResponse appends a StatusOK response for resp to b.
+func AppendRewriteResponse(b []byte, resp *RewriteResponse) []byte {
+	b = append(b, StatusOK, resp.Flags)
+	if resp.Flags&FlagQ != 0 {
+		b = appendString(b, resp.Q)
+	}
+	if resp.Flags&FlagQuery != 0 {
+		b = appendBytes(b, resp.Query)
+	}
+	if resp.Flags&FlagFilter != 0 {
+		b = appendBytes(b, resp.Filter)
+	}
+	if resp.Flags&FlagRerankDepth != 0 {
+		b = appendU32(b, resp.RerankDepth)
+	}
+	return b
+}
+
+// AppendError appends a StatusError response with msg to b.
+func AppendError(b []byte, msg string) []byte {
+	return append(append(b, StatusError), msg...)
+}
+
+// GuestError is an error a plugin reported (StatusError).
+type GuestError struct{ Message string }
+
+func (e *GuestError) Error() string { return "plugin error: " + e.Message }
+
+// status splits a response into its status and body; a StatusError becomes
+// a *GuestError.
+func status(data []byte) ([]byte, error) {
+	if len(data) == 0 {
+		return nil, ErrMalformed
+	}
+	switch data[0] {
+	case StatusOK:
+		return data[1:], nil
+	case StatusError:
+		return nil, &GuestError{Message: string(data[1:])}
+	}
+	return nil, ErrMalformed
+}
+
+// DecodeRewriteResponse decodes a rewrite response (with its status byte).
+func DecodeRewriteResponse(data []byte, resp *RewriteResponse) error {
+	body, err := status(data)
+	if err != nil {
+		return err
+	}
+	r := reader{b: body}
+	resp.Flags = r.u8()
+	if resp.Flags&^(FlagQ|FlagQuery|FlagFilter|FlagRerankDepth) != 0 {
+		return ErrMalformed
+	}
+	if resp.Flags&FlagQ != 0 {
+		resp.Q = r.str()
+	}
+	if resp.Flags&FlagQuery != 0 {
+		resp.Query = r.bytes()
+	}
+	if resp.Flags&FlagFilter != 0 {
+		resp.Filter = r.bytes()
+	}
+	if resp.Flags&FlagRerankDepth != 0 {
+		resp.RerankDepth = r.u32()
+	}
+	return r.done()
+}
+
+// AppendRankRequest appends the encoding of req to b.
+func AppendRankRequest(b []byte, req *RankRequest) []byte {
+	b = appendString(b, req.Q)
+	b = appendBytes(b, req.Context)
+	b = appendU32(b, uint32(len(req.Fields)))
+	for _, f := range req.Fields {
+		b = appendString(b, f)
+	}
+	b = appendU32(b, uint32(len(req.Candidates)))
+	for i := range req.Candidates {
+		c := &req.Candidates[i]
+		b = appendString(b, c.ID)
+		b = appendF64(b, c.Score)
+		for j := range req.Fields {
+			var v *Value
+			if j < len(c.Values) {
+				v = &c.Values[j]
+			}
+			b = appendValue(b, v)
+		}
+	}
+	return b
+}
+
+func appendValue(b []byte, v *Value) []byte {
+	if v == nil {
+		return append(b, KindMissing)
+	}
+	b = append(b, v.Kind)
+	switch v.Kind {
+	case KindNumber:
+		b = appendF64(b, v.Num)
+	case KindString:
+		b = appendString(b, v.Str)
+	case KindBool:
+		if v.Bool {
+			b = append(b, 1)
+		} else {
+			b = append(b, 0)
+		}
+	case KindList:
+		b = appendU32(b, uint32(len(v.List)))
+		for i := range v.List {
+			b = appendValue(b, &v.List[i])
+		}
+	}
+	return b
+}
+
+// DecodeRankRequest decodes a rank request.
+func DecodeRankRequest(data []byte, req *RankRequest) error {
+	r := reader{b: data}
+	req.Q = r.str()
+	req.Context = r.bytes()
+	nf := r.count(4)
+	req.Fields = make([]string, nf)
+	for i := range req.Fields {
+		req.Fields[i] = r.str()
+	}
+	nc := r.count(12 + nf)
+	req.Candidates = make([]Candidate, nc)
+	for i := range req.Candidates {
+		c := &req.Candidates[i]
+		c.ID = r.str()
+		c.Score = r.f64()
+		if nf > 0 {
+			c.Values = make([]Value, nf)
+			for j := range c.Values {
+				r.value(&c.Values[j], 0)
+			}
+		}
+		if r.err != nil {
+			return r.err
+		}
+	}
+	return r.done()
+}
+
+const maxValueDepth = 4
+
+func (r *reader) value(v *Value, depth int) {
+	v.Kind = r.u8()
+	switch v.Kind {
+	case KindMissing:
+	case KindNumber:
+		v.Num = r.f64()
+	case KindString:
+		v.Str = r.str()
+	case KindBool:
+		v.Bool = r.u8() != 0
+	case KindList:
+		if depth >= maxValueDepth {
+			r.err = ErrMalformed
+			return
+		}
+		n := r.count(1)
+		v.List = make([]Value, n)
+		for i := range v.List {
+			r.value(&v.List[i], depth+1)
+		}
+	default:
+		r.err = ErrMalformed
+	}
+}
+
+// AppendRankResponse appends a StatusOK response for resp to b.
+func AppendRankResponse(b []byte, resp *RankResponse) []byte {
+	b = append(b, StatusOK)
+	b = appendU32(b, uint32(len(resp.Ranked)))
+	for _, e := range resp.Ranked {
+		b = appendU32(b, e.Index)
+		b = appendF64(b, e.Score)
+	}
+	return b
+}
+
+// DecodeRankResponse decodes a rank response (with its status byte) for a
+// request of n candidates: every index must be < n and appear once.
+func DecodeRankResponse(data []byte, n int, resp *RankResponse) error {
+	body, err := status(data)
+	if err != nil {
+		return err
+	}
+	r := reader{b: body}
+	count := r.count(12)
+	if count > n {
+		return ErrMalformed
+	}
+	resp.Ranked = resp.Ranked[:0]
+	seen := make([]bool, n)
+	for range count {
+		i, s := r.u32(), r.f64()
+		if r.err != nil || int(i) >= n || seen[i] || s != s { // NaN refused
+			return ErrMalformed
+		}
+		seen[i] = true
+		resp.Ranked = append(resp.Ranked, Ranked{Index: i, Score: s})
+	}
+	return r.done()
+}
