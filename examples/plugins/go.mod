@@ -1,0 +1,7 @@
+module github.com/quarrysearch/quarry/examples/plugins
+
+go 1.26.0
+
+require github.com/quarrysearch/quarry/sdk v0.0.0
+
+replace github.com/quarrysearch/quarry/sdk => ../../sdk

@@ -1,0 +1,380 @@
+package plugins
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/sys"
+
+	"github.com/quarrysearch/quarry/sdk/abi"
+)
+
+// Kind is a plugin's hook.
+type Kind string
+
+// Plugin kinds.
+const (
+	Rewriter Kind = "rewriter"
+	Ranker   Kind = "ranker"
+)
+
+func (k Kind) export() string {
+	if k == Ranker {
+		return abi.ExportRank
+	}
+	return abi.ExportRewrite
+}
+
+// Spec is a plugin version and how to run it.
+type Spec struct {
+	// Name and Version identify the plugin in logs, errors and metrics.
+	Name, Version string
+	Kind          Kind
+	// Config is the plugin's own configuration (JSON), returned by the
+	// config host function.
+	Config []byte
+	// Budget bounds one call (default 50ms).
+	Budget time.Duration
+	// MaxOutput caps a response's size (default 1 MiB).
+	MaxOutput int
+	// Instances is the pool of warm instances (default 2×GOMAXPROCS, min 2).
+	Instances int
+	// InitBudget bounds one instance's start (default 5s).
+	InitBudget time.Duration
+}
+
+// Plugin is a loaded plugin version with its pool of warm instances.
+type Plugin struct {
+	spec     Spec
+	rt       *Runtime
+	compiled wazero.CompiledModule
+	pool     chan *instance
+	log      *slog.Logger
+	stdout   *lineLogger
+	seed     uint64
+
+	Metrics Metrics
+}
+
+type instance struct {
+	mod   api.Module
+	alloc api.Function
+	hook  api.Function
+}
+
+// Load compiles, checks and warms a plugin. Errors wrap ErrNotWasm,
+// ErrABIVersion, ErrMissingExport, ErrForbiddenImport or ErrInit and name
+// what is wrong.
+func (r *Runtime) Load(ctx context.Context, spec Spec, wasm []byte) (*Plugin, error) {
+	if spec.Kind != Rewriter && spec.Kind != Ranker {
+		return nil, fmt.Errorf("plugin %s: kind must be %q or %q, got %q", spec.Name, Rewriter, Ranker, spec.Kind)
+	}
+	if spec.Budget <= 0 {
+		spec.Budget = 50 * time.Millisecond
+	}
+	if spec.MaxOutput <= 0 {
+		spec.MaxOutput = 1 << 20
+	}
+	if spec.Instances <= 0 {
+		spec.Instances = 4
+	}
+	if spec.InitBudget <= 0 {
+		spec.InitBudget = 5 * time.Second
+	}
+	cm, err := r.rt.CompileModule(ctx, wasm)
+	if err != nil {
+		return nil, fmt.Errorf("plugin %s: %w: %v", spec.Name, ErrNotWasm, err)
+	}
+	if err := check(cm, spec.Kind); err != nil {
+		cm.Close(ctx)
+		return nil, fmt.Errorf("plugin %s: %w", spec.Name, err)
+	}
+	log := r.cfg.Logger.With("plugin", spec.Name, "version", spec.Version)
+	p := &Plugin{spec: spec, rt: r, compiled: cm, pool: make(chan *instance, spec.Instances), log: log,
+		stdout: &lineLogger{log: log}, seed: seedOf(spec.Name + "@" + spec.Version)}
+	for range spec.Instances {
+		in, err := p.newInstance(ctx)
+		if err != nil {
+			p.Close(ctx)
+			return nil, fmt.Errorf("plugin %s: %w", spec.Name, err)
+		}
+		p.pool <- in
+	}
+	return p, nil
+}
+
+func seedOf(s string) uint64 {
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(s); i++ {
+		h ^= uint64(s[i])
+		h *= 1099511628211
+	}
+	return h
+}
+
+// Spec returns the plugin's spec.
+func (p *Plugin) Spec() Spec { return p.spec }
+
+// newInstance instantiates the module and runs its initializer, with a
+// virtual clock, seeded randomness and no file system or environment.
+func (p *Plugin) newInstance(ctx context.Context) (*instance, error) {
+	ctx, cancel := context.WithTimeout(context.WithValue(ctx, callCtxKey{}, p), p.spec.InitBudget)
+	defer cancel()
+	mc := wazero.NewModuleConfig().WithName("").WithStartFunctions().
+		WithStdout(p.stdout).WithStderr(p.stdout).
+		WithRandSource(rand.NewChaCha8(seed32(p.seed)))
+	mod, err := p.rt.rt.InstantiateModule(ctx, p.compiled, mc)
+	if err != nil {
+		return nil, fmt.Errorf("%w: instantiate: %v", ErrInit, err)
+	}
+	if init := mod.ExportedFunction(abi.ExportInitialize); init != nil {
+		if _, err := init.Call(ctx); err != nil {
+			mod.Close(context.Background())
+			return nil, fmt.Errorf("%w: %s: %v", ErrInit, abi.ExportInitialize, describe(ctx, err))
+		}
+	}
+	return &instance{mod: mod, alloc: mod.ExportedFunction(abi.ExportAlloc), hook: mod.ExportedFunction(p.spec.Kind.export())}, nil
+}
+
+func seed32(s uint64) [32]byte {
+	var b [32]byte
+	for i := range 4 {
+		for j := range 8 {
+			b[i*8+j] = byte(s >> (8 * j))
+		}
+		s = s*6364136223846793005 + 1442695040888963407
+	}
+	return b
+}
+
+// Close releases every instance. Calls in flight finish first (their
+// instances are closed when returned).
+func (p *Plugin) Close(ctx context.Context) {
+	for {
+		select {
+		case in := <-p.pool:
+			if in != nil {
+				in.mod.Close(ctx)
+			}
+		default:
+			p.compiled.Close(ctx)
+			return
+		}
+	}
+}
+
+// ErrorKind classifies a failed call.
+type ErrorKind string
+
+// Kinds of call failure.
+const (
+	KindTimeout   ErrorKind = "timeout"
+	KindTrap      ErrorKind = "trap"
+	KindMemory    ErrorKind = "memory"
+	KindOutput    ErrorKind = "output_too_large"
+	KindMalformed ErrorKind = "malformed_output"
+	KindPlugin    ErrorKind = "plugin_error"
+	KindBusy      ErrorKind = "busy"
+)
+
+// CallError is a failed plugin call.
+type CallError struct {
+	Plugin string
+	Kind   ErrorKind
+	Err    error
+}
+
+func (e *CallError) Error() string { return fmt.Sprintf("plugin %s: %s: %v", e.Plugin, e.Kind, e.Err) }
+func (e *CallError) Unwrap() error { return e.Err }
+
+func describe(ctx context.Context, err error) error {
+	var exit *sys.ExitError
+	if errors.As(err, &exit) && ctx.Err() != nil {
+		return fmt.Errorf("budget exceeded: %w", ctx.Err())
+	}
+	return err
+}
+
+// call runs one hook on a pooled instance: copy the request in, call, and
+// decode the response straight from the guest's memory. Any failure but a
+// plugin-reported error discards the instance.
+func (p *Plugin) call(ctx context.Context, req []byte, decode func([]byte) error) (err error) {
+	start := time.Now()
+	defer func() { p.Metrics.observe(time.Since(start), err) }()
+	ctx, cancel := context.WithTimeout(context.WithValue(ctx, callCtxKey{}, p), p.spec.Budget)
+	defer cancel()
+	var in *instance
+	select {
+	case in = <-p.pool:
+	case <-ctx.Done():
+		return &CallError{Plugin: p.spec.Name, Kind: KindBusy, Err: fmt.Errorf("no free instance within the budget of %s", p.spec.Budget)}
+	}
+	if in == nil { // a discarded instance's slot: make a new one
+		if in, err = p.newInstance(context.Background()); err != nil {
+			p.pool <- nil
+			return &CallError{Plugin: p.spec.Name, Kind: KindTrap, Err: err}
+		}
+	}
+	discard := true
+	defer func() {
+		if discard {
+			in.mod.Close(context.Background())
+			in = nil
+		}
+		p.pool <- in
+	}()
+	res, err := in.alloc.Call(ctx, uint64(len(req)))
+	if err != nil {
+		return p.failure(ctx, err)
+	}
+	ptr := uint32(res[0])
+	mem := in.mod.Memory()
+	if !mem.Write(ptr, req) {
+		return &CallError{Plugin: p.spec.Name, Kind: KindMalformed, Err: fmt.Errorf("alloc returned %d, outside memory", ptr)}
+	}
+	res, err = in.hook.Call(ctx, uint64(ptr), uint64(len(req)))
+	if err != nil {
+		return p.failure(ctx, err)
+	}
+	optr, olen := uint32(res[0]>>32), uint32(res[0])
+	if int(olen) > p.spec.MaxOutput {
+		return &CallError{Plugin: p.spec.Name, Kind: KindOutput, Err: fmt.Errorf("%d bytes, over the cap of %d", olen, p.spec.MaxOutput)}
+	}
+	view, ok := mem.Read(optr, olen)
+	if !ok {
+		return &CallError{Plugin: p.spec.Name, Kind: KindMalformed, Err: fmt.Errorf("response at %d+%d is outside memory", optr, olen)}
+	}
+	if err := decode(view); err != nil {
+		var ge *abi.GuestError
+		if errors.As(err, &ge) {
+			discard = false // the plugin said no; the instance is fine
+			return &CallError{Plugin: p.spec.Name, Kind: KindPlugin, Err: errors.New(ge.Message)}
+		}
+		return &CallError{Plugin: p.spec.Name, Kind: KindMalformed, Err: err}
+	}
+	discard = false
+	return nil
+}
+
+// failure classifies an error from a call into the guest.
+func (p *Plugin) failure(ctx context.Context, err error) error {
+	kind := KindTrap
+	switch {
+	case ctx.Err() != nil:
+		kind = KindTimeout
+		err = fmt.Errorf("budget of %s exceeded", p.spec.Budget)
+	case isMemoryError(err):
+		kind = KindMemory
+	}
+	return &CallError{Plugin: p.spec.Name, Kind: kind, Err: err}
+}
+
+func isMemoryError(err error) bool {
+	s := err.Error()
+	return containsAny(s, "out of memory", "memory.grow", "out of bounds memory")
+}
+
+func containsAny(s string, subs ...string) bool {
+	for _, sub := range subs {
+		if len(sub) > 0 && len(s) >= len(sub) {
+			for i := 0; i+len(sub) <= len(s); i++ {
+				if s[i:i+len(sub)] == sub {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// Rewrite runs the plugin's rewrite hook.
+func (p *Plugin) Rewrite(ctx context.Context, req *abi.RewriteRequest) (*abi.RewriteResponse, error) {
+	var resp abi.RewriteResponse
+	err := p.call(ctx, abi.AppendRewriteRequest(nil, req), func(out []byte) error {
+		if err := abi.DecodeRewriteResponse(out, &resp); err != nil {
+			return err
+		}
+		// The byte fields alias guest memory: copy them out.
+		resp.Query = bytes.Clone(resp.Query)
+		resp.Filter = bytes.Clone(resp.Filter)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &resp, nil
+}
+
+// Rank runs the plugin's rank hook.
+func (p *Plugin) Rank(ctx context.Context, req *abi.RankRequest) (*abi.RankResponse, error) {
+	var resp abi.RankResponse
+	err := p.call(ctx, abi.AppendRankRequest(nil, req), func(out []byte) error {
+		return abi.DecodeRankResponse(out, len(req.Candidates), &resp)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &resp, nil
+}
+
+// Metrics are a plugin version's call counters and latency histogram.
+type Metrics struct {
+	Calls   atomic.Int64
+	mu      sync.Mutex
+	byKind  map[ErrorKind]*atomic.Int64
+	buckets [len(latencyBounds) + 1]atomic.Int64
+}
+
+// latencyBounds are the histogram's upper bounds.
+var latencyBounds = [...]time.Duration{
+	time.Microsecond, 2 * time.Microsecond, 5 * time.Microsecond, 10 * time.Microsecond, 20 * time.Microsecond,
+	50 * time.Microsecond, 100 * time.Microsecond, 200 * time.Microsecond, 500 * time.Microsecond,
+	time.Millisecond, 2 * time.Millisecond, 5 * time.Millisecond, 10 * time.Millisecond, 50 * time.Millisecond,
+}
+
+func (m *Metrics) errors(k ErrorKind) *atomic.Int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.byKind == nil {
+		m.byKind = map[ErrorKind]*atomic.Int64{}
+	}
+	c := m.byKind[k]
+	if c == nil {
+		c = &atomic.Int64{}
+		m.byKind[k] = c
+	}
+	return c
+}
+
+func (m *Metrics) observe(d time.Duration, err error) {
+	m.Calls.Add(1)
+	var ce *CallError
+	if errors.As(err, &ce) {
+		m.errors(ce.Kind).Add(1)
+	}
+	i := 0
+	for i < len(latencyBounds) && d > latencyBounds[i] {
+		i++
+	}
+	m.buckets[i].Add(1)
+}
+
+// Errors returns the error counts by kind.
+func (m *Metrics) Errors() map[ErrorKind]int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make(map[ErrorKind]int64, len(m.byKind))
+	for k, c := range m.byKind {
+		out[k] = c.Load()
+	}
+	return out
+}

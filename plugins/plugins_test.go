@@ -1,0 +1,138 @@
+package plugins
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/quarrysearch/quarry/internal/wasmtest"
+	"github.com/quarrysearch/quarry/sdk/abi"
+)
+
+func testRuntime(t testing.TB) *Runtime {
+	t.Helper()
+	rt, err := NewRuntime(context.Background(), Config{MemoryLimitPages: 256,
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rt.Close(context.Background()) })
+	return rt
+}
+
+// watPlugin wraps a rewrite body in a module that is otherwise a valid
+// plugin: memory, the version marker and alloc (request at 1024).
+func watPlugin(extra, rewriteBody string) string {
+	imports := ""
+	if strings.HasPrefix(extra, "(import") {
+		imports, extra = extra, ""
+	}
+	return `(module
+  ` + imports + `
+  (memory 2)
+  (func (export "quarry_abi_v1"))
+  (func (export "quarry_alloc") (param i32) (result i32) (i32.const 1024))
+  ` + extra + `
+  (func (export "quarry_rewrite") (param $p i32) (param $n i32) (result i64)
+    ` + rewriteBody + `))`
+}
+
+// okBody answers "status 0, no change" from offset 4096.
+const okBody = `(i32.store8 (i32.const 4096) (i32.const 0))
+    (i32.store8 (i32.const 4097) (i32.const 0))
+    (i64.or (i64.shl (i64.const 4096) (i64.const 32)) (i64.const 2))`
+
+func TestGoodWATPlugin(t *testing.T) {
+	rt := testRuntime(t)
+	p, err := rt.Load(context.Background(), Spec{Name: "ok", Kind: Rewriter}, wasmtest.WAT(t, watPlugin("", okBody)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := p.Rewrite(context.Background(), &abi.RewriteRequest{Q: "x"})
+	if err != nil || resp.Flags != 0 {
+		t.Fatalf("%+v %v", resp, err)
+	}
+}
+
+// Hostile plugins: each gets a clear error, at load or per call, and the
+// host goes on serving the good plugin.
+func TestHostilePlugins(t *testing.T) {
+	rt := testRuntime(t)
+	ctx := context.Background()
+	good, err := rt.Load(ctx, Spec{Name: "good", Kind: Rewriter}, wasmtest.WAT(t, watPlugin("", okBody)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	loadCases := []struct {
+		name string
+		wasm []byte
+		want error
+		msg  string
+	}{
+		{"not wasm", []byte("MZ\x90\x00 definitely not wasm"), ErrNotWasm, "not a WebAssembly module"},
+		{"truncated", wasmtest.WAT(t, watPlugin("", okBody))[:20], ErrNotWasm, ""},
+		{"missing export", wasmtest.WAT(t, `(module (memory 1) (func (export "quarry_abi_v1")) (func (export "quarry_alloc") (param i32) (result i32) (i32.const 0)))`),
+			ErrMissingExport, "must export quarry_rewrite"},
+		{"no version marker", wasmtest.WAT(t, `(module (memory 1) (func (export "quarry_alloc") (param i32) (result i32) (i32.const 0)))`),
+			ErrABIVersion, "does not export quarry_abi_v1"},
+		{"wrong ABI version", wasmtest.WAT(t, strings.Replace(watPlugin("", okBody), `"quarry_abi_v1"`, `"quarry_abi_v2"`, 1)),
+			ErrABIVersion, "plugin speaks quarry_abi_v2"},
+		{"file system import", wasmtest.WAT(t, watPlugin(`(import "wasi_snapshot_preview1" "path_open" (func (param i32 i32 i32 i32 i32 i64 i64 i32 i32) (result i32)))`, okBody)),
+			ErrForbiddenImport, "wasi_snapshot_preview1.path_open"},
+		{"unknown host import", wasmtest.WAT(t, watPlugin(`(import "env" "socket" (func))`, okBody)),
+			ErrForbiddenImport, "env.socket"},
+		{"trap in _initialize", wasmtest.WAT(t, watPlugin(`(func (export "_initialize") unreachable)`, okBody)),
+			ErrInit, "_initialize"},
+		{"Go panic in init", wasmtest.GoPlugin(t, "testdata/panicinit"), ErrInit, "_initialize"},
+	}
+	for _, c := range loadCases {
+		t.Run("load/"+c.name, func(t *testing.T) {
+			_, err := rt.Load(ctx, Spec{Name: c.name, Kind: Rewriter}, c.wasm)
+			if !errors.Is(err, c.want) || !strings.Contains(err.Error(), c.msg) {
+				t.Fatalf("got %v, want %v containing %q", err, c.want, c.msg)
+			}
+		})
+	}
+
+	callCases := []struct {
+		name string
+		wasm []byte
+		kind ErrorKind
+	}{
+		{"infinite loop", wasmtest.WAT(t, watPlugin("", `(loop $l (br $l)) (i64.const 0)`)), KindTimeout},
+		{"trap", wasmtest.WAT(t, watPlugin("", `unreachable`)), KindTrap},
+		{"memory bomb (wasm)", wasmtest.WAT(t, watPlugin("", `(drop (memory.grow (i32.const 60000))) unreachable`)), KindTrap},
+		{"memory bomb (Go)", wasmtest.GoPlugin(t, "testdata/memorybomb"), KindTrap},
+		{"output over the cap", wasmtest.WAT(t, watPlugin("", `(i64.or (i64.shl (i64.const 0) (i64.const 32)) (i64.const 100000000))`)), KindOutput},
+		{"output outside memory", wasmtest.WAT(t, watPlugin("", `(i64.or (i64.shl (i64.const 200000) (i64.const 32)) (i64.const 10))`)), KindMalformed},
+		{"malformed output", wasmtest.WAT(t, watPlugin("", `(i32.store8 (i32.const 4096) (i32.const 9)) (i64.or (i64.shl (i64.const 4096) (i64.const 32)) (i64.const 1))`)), KindMalformed},
+		{"plugin error", wasmtest.WAT(t, watPlugin("", `(i32.store8 (i32.const 4096) (i32.const 1)) (i32.store8 (i32.const 4097) (i32.const 98)) (i64.or (i64.shl (i64.const 4096) (i64.const 32)) (i64.const 2))`)), KindPlugin},
+	}
+	for _, c := range callCases {
+		t.Run("call/"+c.name, func(t *testing.T) {
+			p, err := rt.Load(ctx, Spec{Name: c.name, Kind: Rewriter, Budget: 200 * time.Millisecond, Instances: 1, MaxOutput: 1 << 20}, c.wasm)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Close(ctx)
+			for range 2 { // twice: the discarded instance is replaced
+				_, err := p.Rewrite(ctx, &abi.RewriteRequest{Q: "x"})
+				var ce *CallError
+				if !errors.As(err, &ce) || ce.Kind != c.kind || ce.Plugin != c.name {
+					t.Fatalf("got %v, want a %s error", err, c.kind)
+				}
+			}
+			if n := p.Metrics.Errors()[c.kind]; n != 2 {
+				t.Fatalf("metrics count %d %s errors, want 2", n, c.kind)
+			}
+			// The host and the other plugins are unharmed.
+			if _, err := good.Rewrite(ctx, &abi.RewriteRequest{Q: "y"}); err != nil {
+				t.Fatalf("good plugin after %s: %v", c.name, err)
+			}
+		})
+	}
+}

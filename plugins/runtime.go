@@ -1,0 +1,207 @@
+package plugins
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+
+	"github.com/quarrysearch/quarry/sdk/abi"
+)
+
+// Config configures a runtime. Zero values are documented defaults.
+type Config struct {
+	// CacheDir keeps compiled plugins across restarts; empty: in memory.
+	CacheDir string
+	// MemoryLimitPages caps each instance's memory, in 64 KiB pages
+	// (default 1024: 64 MiB).
+	MemoryLimitPages uint32
+	Logger           *slog.Logger
+}
+
+// Runtime compiles and runs plugins. One per team (issue 5) isolates teams'
+// memory limits and compilation caches.
+type Runtime struct {
+	cfg   Config
+	rt    wazero.Runtime
+	cache wazero.CompilationCache
+}
+
+// allowedWASI is every WASI function a Go wasip1 reactor imports. With no
+// file system, environment or arguments configured they reach nothing; a
+// plugin importing anything else (path_open, sock_accept…) is refused.
+var allowedWASI = map[string]bool{
+	"sched_yield": true, "proc_exit": true, "args_get": true, "args_sizes_get": true,
+	"clock_time_get": true, "clock_res_get": true, "environ_get": true, "environ_sizes_get": true,
+	"fd_write": true, "fd_read": true, "random_get": true, "poll_oneoff": true, "fd_close": true,
+	"fd_fdstat_get": true, "fd_fdstat_set_flags": true, "fd_prestat_get": true, "fd_prestat_dir_name": true,
+	"fd_seek": true,
+}
+
+// NewRuntime starts a runtime with the WASI subset and Quarry's host
+// functions.
+func NewRuntime(ctx context.Context, cfg Config) (*Runtime, error) {
+	if cfg.MemoryLimitPages == 0 {
+		cfg.MemoryLimitPages = 1024
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	rc := wazero.NewRuntimeConfig().WithCloseOnContextDone(true).WithMemoryLimitPages(cfg.MemoryLimitPages)
+	r := &Runtime{cfg: cfg}
+	if cfg.CacheDir != "" {
+		cache, err := wazero.NewCompilationCacheWithDir(cfg.CacheDir)
+		if err != nil {
+			return nil, fmt.Errorf("plugin compilation cache %s: %w", cfg.CacheDir, err)
+		}
+		r.cache = cache
+		rc = rc.WithCompilationCache(cache)
+	}
+	r.rt = wazero.NewRuntimeWithConfig(ctx, rc)
+	if _, err := wasi_snapshot_preview1.Instantiate(ctx, r.rt); err != nil {
+		r.rt.Close(ctx)
+		return nil, fmt.Errorf("wasi: %w", err)
+	}
+	_, err := r.rt.NewHostModuleBuilder(abi.ImportModule).
+		NewFunctionBuilder().WithFunc(hostLog).Export(abi.ImportLog).
+		NewFunctionBuilder().WithFunc(hostConfig).Export(abi.ImportConfig).
+		Instantiate(ctx)
+	if err != nil {
+		r.rt.Close(ctx)
+		return nil, fmt.Errorf("host module: %w", err)
+	}
+	return r, nil
+}
+
+// Close releases the runtime and every plugin loaded in it.
+func (r *Runtime) Close(ctx context.Context) error {
+	err := r.rt.Close(ctx)
+	if r.cache != nil {
+		r.cache.Close(ctx)
+	}
+	return err
+}
+
+// callCtxKey carries the plugin being called into host functions.
+type callCtxKey struct{}
+
+func pluginOf(ctx context.Context) *Plugin {
+	p, _ := ctx.Value(callCtxKey{}).(*Plugin)
+	return p
+}
+
+// maxLogMessage caps one log message from a guest.
+const maxLogMessage = 4096
+
+func hostLog(ctx context.Context, m api.Module, level, ptr, n uint32) {
+	p := pluginOf(ctx)
+	if p == nil {
+		return
+	}
+	n = min(n, maxLogMessage)
+	b, ok := m.Memory().Read(ptr, n)
+	if !ok {
+		return
+	}
+	lvl := slog.LevelInfo
+	switch level {
+	case abi.LevelDebug:
+		lvl = slog.LevelDebug
+	case abi.LevelWarn:
+		lvl = slog.LevelWarn
+	case abi.LevelError:
+		lvl = slog.LevelError
+	}
+	p.log.Log(ctx, lvl, string(b))
+}
+
+func hostConfig(ctx context.Context, m api.Module, ptr, capacity uint32) uint32 {
+	p := pluginOf(ctx)
+	if p == nil {
+		return 0
+	}
+	cfg := p.spec.Config
+	if uint32(len(cfg)) <= capacity {
+		m.Memory().Write(ptr, cfg)
+	}
+	return uint32(len(cfg))
+}
+
+// check refuses a module that is not a Quarry plugin of the right kind and
+// ABI version, or that imports anything the host does not provide.
+func check(cm wazero.CompiledModule, kind Kind) error {
+	exports := cm.ExportedFunctions()
+	if _, ok := exports[abi.ExportVersion]; !ok {
+		for name := range exports {
+			if strings.HasPrefix(name, "quarry_abi_v") {
+				return fmt.Errorf("%w: plugin speaks %s, this host speaks %s", ErrABIVersion, name, abi.ExportVersion)
+			}
+		}
+		return fmt.Errorf("%w: it does not export %s (not a Quarry plugin, or built without the SDK)", ErrABIVersion, abi.ExportVersion)
+	}
+	for _, name := range []string{abi.ExportAlloc, kind.export()} {
+		if _, ok := exports[name]; !ok {
+			return fmt.Errorf("%w: a %s must export %s", ErrMissingExport, kind, name)
+		}
+	}
+	for _, f := range cm.ImportedFunctions() {
+		mod, name, _ := f.Import()
+		switch {
+		case mod == wasi_snapshot_preview1.ModuleName && allowedWASI[name]:
+		case mod == abi.ImportModule && (name == abi.ImportLog || name == abi.ImportConfig):
+		case strings.HasPrefix(mod, "quarry_abi_v") && mod != abi.ImportModule:
+			return fmt.Errorf("%w: plugin imports %s.%s, this host speaks %s", ErrABIVersion, mod, name, abi.ImportModule)
+		default:
+			return fmt.Errorf("%w: %s.%s (plugins get no file system, network or environment)", ErrForbiddenImport, mod, name)
+		}
+	}
+	if len(cm.ImportedMemories()) > 0 {
+		return fmt.Errorf("%w: an imported memory", ErrForbiddenImport)
+	}
+	return nil
+}
+
+// Errors of loading, for callers to branch on.
+var (
+	ErrNotWasm         = errors.New("not a WebAssembly module")
+	ErrABIVersion      = errors.New("wrong plugin ABI version")
+	ErrMissingExport   = errors.New("missing plugin export")
+	ErrForbiddenImport = errors.New("import not provided to plugins")
+	ErrInit            = errors.New("plugin initialization failed")
+)
+
+// lineLogger turns a guest's stdout/stderr into log lines tagged with the
+// plugin, capped per line.
+type lineLogger struct {
+	mu  sync.Mutex
+	log *slog.Logger
+	buf bytes.Buffer
+}
+
+func (l *lineLogger) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.buf.Write(p)
+	for {
+		line, err := l.buf.ReadString('\n')
+		if err != nil {
+			if l.buf.Len() == 0 && len(line) > 0 && len(line) < maxLogMessage {
+				l.buf.WriteString(line) // keep the partial line
+			} else if len(line) > 0 {
+				l.log.Info(line)
+			}
+			return len(p), nil
+		}
+		l.log.Info(strings.TrimRight(line, "\n"))
+	}
+}
+
+var _ io.Writer = (*lineLogger)(nil)
