@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -106,7 +107,9 @@ func TestHostilePlugins(t *testing.T) {
 		{"infinite loop", wasmtest.WAT(t, watPlugin("", `(loop $l (br $l)) (i64.const 0)`)), KindTimeout},
 		{"trap", wasmtest.WAT(t, watPlugin("", `unreachable`)), KindTrap},
 		{"memory bomb (wasm)", wasmtest.WAT(t, watPlugin("", `(drop (memory.grow (i32.const 60000))) unreachable`)), KindTrap},
-		{"memory bomb (Go)", wasmtest.GoPlugin(t, "testdata/memorybomb"), KindTrap},
+		// Out of memory, or out of time first on a slow (-race) machine:
+		// either way the instance is discarded.
+		{"memory bomb (Go)", wasmtest.GoPlugin(t, "testdata/memorybomb"), KindTrap + "|" + KindTimeout},
 		{"output over the cap", wasmtest.WAT(t, watPlugin("", `(i64.or (i64.shl (i64.const 0) (i64.const 32)) (i64.const 100000000))`)), KindOutput},
 		{"output outside memory", wasmtest.WAT(t, watPlugin("", `(i64.or (i64.shl (i64.const 200000) (i64.const 32)) (i64.const 10))`)), KindMalformed},
 		{"malformed output", wasmtest.WAT(t, watPlugin("", `(i32.store8 (i32.const 4096) (i32.const 9)) (i64.or (i64.shl (i64.const 4096) (i64.const 32)) (i64.const 1))`)), KindMalformed},
@@ -122,11 +125,15 @@ func TestHostilePlugins(t *testing.T) {
 			for range 2 { // twice: the discarded instance is replaced
 				_, err := p.Rewrite(ctx, &abi.RewriteRequest{Q: "x"})
 				var ce *CallError
-				if !errors.As(err, &ce) || ce.Kind != c.kind || ce.Plugin != c.name {
+				if !errors.As(err, &ce) || !slices.Contains(strings.Split(string(c.kind), "|"), string(ce.Kind)) || ce.Plugin != c.name {
 					t.Fatalf("got %v, want a %s error", err, c.kind)
 				}
 			}
-			if n := p.Metrics.Errors()[c.kind]; n != 2 {
+			var n int64
+			for _, k := range strings.Split(string(c.kind), "|") {
+				n += p.Metrics.Errors()[ErrorKind(k)]
+			}
+			if n != 2 {
 				t.Fatalf("metrics count %d %s errors, want 2", n, c.kind)
 			}
 			// The host and the other plugins are unharmed.
