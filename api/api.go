@@ -101,8 +101,19 @@ type SearchResponse struct {
 	Facets map[string]FacetResult `json:"facets,omitempty"`
 	Shards ShardsInfo             `json:"shards"`
 	TookMS float64                `json:"took_ms"`
+	// Pipeline reports plugin steps that failed and were skipped
+	// (fail-open); empty when every step ran.
+	Pipeline []StepReport `json:"pipeline,omitempty"`
 	// Profile is present when the request asked for it.
 	Profile *Profile `json:"profile,omitempty"`
+}
+
+// StepReport says what happened to one plugin step of the pipeline.
+type StepReport struct {
+	Plugin string `json:"plugin"`
+	Kind   string `json:"kind"`   // rewriter or ranker
+	Status string `json:"status"` // "skipped"
+	Error  string `json:"error,omitempty"`
 }
 
 // Hit is one matching document.

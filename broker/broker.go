@@ -96,9 +96,10 @@ type Broker struct {
 	shards   shardStates
 	hedge    hedgeBudget
 
-	mu    sync.RWMutex
-	defs  map[string]api.IndexDefinition
-	ready chan struct{}
+	mu        sync.RWMutex
+	defs      map[string]api.IndexDefinition
+	pipelines map[string]*Pipeline
+	ready     chan struct{}
 }
 
 // New makes a broker. Call Run to serve the NATS API; Search works once

@@ -20,8 +20,9 @@ import (
 	"github.com/quarrysearch/quarry/planner"
 )
 
-// Search runs one request against an index: plan, gather the query's term
-// statistics (cached per generation), fan out to every shard, merge.
+// Search runs one request against an index: the index's rewriters, the
+// plan, the query's term statistics (cached per generation), the fan-out to
+// every shard, the merge, the rankers, the page.
 func (b *Broker) Search(ctx context.Context, index string, req *api.SearchRequest) (*api.SearchResponse, error) {
 	start := time.Now()
 	def, ok := b.Index(index)
@@ -31,23 +32,67 @@ func (b *Broker) Search(ctx context.Context, index string, req *api.SearchReques
 		}
 		return nil, api.NotFound("index %q does not exist", index)
 	}
-	plan, err := b.planner.Plan(req, def, nil)
+	if err := req.Validate(); err != nil {
+		return nil, err
+	}
+	opts := execOptions{profile: req.Profile, start: start, pipeline: b.pipeline(index), userFields: req.Fields}
+	r := *req // rewriters change a copy
+	var hints *planner.Hints
+	if opts.pipeline != nil && len(opts.pipeline.Rewriters) > 0 {
+		var prof *[]api.Stage
+		if req.Profile {
+			prof = &opts.prelude
+		}
+		var err error
+		if hints, err = b.rewrite(ctx, opts.pipeline, &r, prof, &opts.reports); err != nil {
+			return nil, err
+		}
+	}
+	opts.q, opts.context = r.Q, r.Context
+	plan, err := b.planner.Plan(&r, def, hints)
 	if err != nil {
 		return nil, err
 	}
-	return b.Execute(ctx, plan, req.Profile, start)
+	return b.execute(ctx, plan, opts)
 }
 
-// Execute runs a plan. start is when the request arrived (for took_ms).
+// Execute runs a plan as it is, without plugins. start is when the request
+// arrived (for took_ms).
 func (b *Broker) Execute(ctx context.Context, plan *planner.Plan, profile bool, start time.Time) (*api.SearchResponse, error) {
+	return b.execute(ctx, plan, execOptions{profile: profile, start: start, userFields: plan.Fields})
+}
+
+type execOptions struct {
+	profile    bool
+	start      time.Time
+	pipeline   *Pipeline
+	q          string
+	context    []byte
+	userFields []string
+	prelude    []api.Stage // rewriter stages
+	reports    []api.StepReport
+}
+
+func (b *Broker) execute(ctx context.Context, plan *planner.Plan, o execOptions) (*api.SearchResponse, error) {
 	ctx, cancel := context.WithTimeout(ctx, plan.Timeout)
 	defer cancel()
 	shardCtx, cancelShards := context.WithTimeout(ctx, plan.ShardTimeout)
 	defer cancelShards()
 	planned := time.Now()
 	var prof []api.Stage
-	if profile {
-		prof = append(prof, api.Stage{Name: "plan", TookMS: ms(planned.Sub(start)), Detail: planDetail(plan)})
+	if o.profile {
+		prof = append(prof, api.Stage{Name: "plan", TookMS: ms(planned.Sub(o.start)), Detail: planDetail(plan)})
+	}
+	var extraFields []string
+	if o.pipeline != nil && len(o.pipeline.Rankers) > 0 {
+		// Rankers need their candidates and fields from every shard.
+		p := *plan
+		extraFields = rankerFields(o.pipeline, plan.Fields)
+		p.Fields = append(slices.Clip(plan.Fields), extraFields...)
+		for _, s := range o.pipeline.Rankers {
+			p.K = max(p.K, min(s.RerankDepth, api.MaxWindow))
+		}
+		plan = &p
 	}
 
 	sreq := &wire.ShardRequest{Query: plan.Query, K: plan.K, Sort: plan.Sort, Fields: plan.Fields, Facets: plan.Facets}
@@ -61,7 +106,7 @@ func (b *Broker) Execute(ctx context.Context, plan *planner.Plan, profile bool, 
 			return nil, err
 		}
 		sreq.Stats = st
-		if profile {
+		if o.profile {
 			detail := "cache miss: one round trip to every shard"
 			if hit {
 				detail = "cache hit"
@@ -97,10 +142,32 @@ func (b *Broker) Execute(ctx context.Context, plan *planner.Plan, profile bool, 
 	if resp.Shards.Failed > 0 && (!plan.AllowPartial || resp.Shards.Successful == 0) {
 		return nil, shardsFailed(resp.Shards, results)
 	}
-	merge(resp, good, plan)
+	var rankStages []api.Stage
+	var rerank func([]api.Hit) ([]api.Hit, error)
+	if o.pipeline != nil && len(o.pipeline.Rankers) > 0 {
+		var stages *[]api.Stage
+		if o.profile {
+			stages = &rankStages
+		}
+		rerank = func(all []api.Hit) ([]api.Hit, error) {
+			return b.rank(ctx, o.pipeline, o.q, o.context, all, plan, stages, &o.reports)
+		}
+	}
+	if err := merge(resp, good, plan, rerank); err != nil {
+		return nil, err
+	}
+	if len(extraFields) > 0 {
+		for i := range resp.Hits {
+			for _, f := range extraFields {
+				delete(resp.Hits[i].Fields, f)
+			}
+		}
+	}
+	resp.Pipeline = o.reports
 	done := time.Now()
-	resp.TookMS = ms(done.Sub(start))
-	if profile {
+	resp.TookMS = ms(done.Sub(o.start))
+	if o.profile {
+		prof = append(o.prelude, prof...)
 		prof = append(prof, api.Stage{Name: "fan-out", TookMS: ms(fanned.Sub(fanStart)),
 			Detail: fmt.Sprintf("%d shards, k=%d, shard deadline %s", len(plan.Shards), plan.K, plan.ShardTimeout)})
 		for i, r := range results {
@@ -119,6 +186,7 @@ func (b *Broker) Execute(ctx context.Context, plan *planner.Plan, profile bool, 
 			prof = append(prof, st)
 		}
 		prof = append(prof, api.Stage{Name: "merge", TookMS: ms(done.Sub(fanned))})
+		prof = append(prof, rankStages...)
 		resp.Profile = &api.Profile{Stages: prof}
 	}
 	return resp, nil
@@ -345,7 +413,7 @@ func replyError(reply *nats.Msg, err error) error {
 // merge combines shard responses: hits k-way by score (ties by id, so
 // results are deterministic) or by sort values, then the from/size window;
 // totals summed; facets merged.
-func merge(out *api.SearchResponse, shards []*wire.ShardResponse, plan *planner.Plan) {
+func merge(out *api.SearchResponse, shards []*wire.ShardResponse, plan *planner.Plan, rerank func([]api.Hit) ([]api.Hit, error)) error {
 	var all []api.Hit
 	var facets search.FacetResults
 	var decodedSorts map[string][]string
@@ -391,6 +459,12 @@ func merge(out *api.SearchResponse, shards []*wire.ShardResponse, plan *planner.
 		}
 		return cmp.Compare(a.ID, b.ID)
 	})
+	if rerank != nil {
+		var err error
+		if all, err = rerank(all); err != nil {
+			return err
+		}
+	}
 	from := min(plan.From, len(all))
 	end := min(from+plan.Size, len(all))
 	out.Hits = all[from:end]
@@ -419,6 +493,7 @@ func merge(out *api.SearchResponse, shards []*wire.ShardResponse, plan *planner.
 			out.Facets[name] = fr
 		}
 	}
+	return nil
 }
 
 // sortDescending reports, per sort key, whether it orders descending: a

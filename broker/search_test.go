@@ -45,7 +45,7 @@ func TestMerge(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			var resp api.SearchResponse
-			merge(&resp, shards, &planner.Plan{From: c.req.From, Size: c.req.EffectiveSize()})
+			merge(&resp, shards, &planner.Plan{From: c.req.From, Size: c.req.EffectiveSize()}, nil)
 			if resp.Total != 42 {
 				t.Fatalf("total %d", resp.Total)
 			}
@@ -68,7 +68,7 @@ func TestMergeSorted(t *testing.T) {
 		{Hits: []api.Hit{{ID: "b", Sort: []string{"a"}}, {ID: "d", Sort: []string{"c"}}}},
 	}
 	var resp api.SearchResponse
-	merge(&resp, shards, &planner.Plan{Size: 10, Sort: []string{"-name"}})
+	merge(&resp, shards, &planner.Plan{Size: 10, Sort: []string{"-name"}}, nil)
 	if got := ids(resp.Hits); len(got) != 4 || got[0] != "c" || got[3] != "b" {
 		t.Fatalf("descending sort: %v", got)
 	}

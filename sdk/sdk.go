@@ -102,6 +102,24 @@ func (c *Candidate) Strings(field string) []string {
 	return out
 }
 
+// Numbers returns every numeric value of a field (a geopoint is [lon, lat]).
+func (c *Candidate) Numbers(field string) []float64 {
+	v := c.value(field)
+	if v == nil {
+		return nil
+	}
+	if v.Kind == abi.KindNumber {
+		return []float64{v.Num}
+	}
+	var out []float64
+	for _, e := range v.List {
+		if e.Kind == abi.KindNumber {
+			out = append(out, e.Num)
+		}
+	}
+	return out
+}
+
 // Bool returns a boolean field.
 func (c *Candidate) Bool(field string) (bool, bool) {
 	v := c.value(field)

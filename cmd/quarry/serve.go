@@ -74,7 +74,9 @@ func runServe(ctx context.Context, args []string) error {
 	natsHost := fs.String("nats-host", "127.0.0.1", "address the embedded NATS server listens on")
 	natsPort := fs.Int("nats-port", 4222, "port the embedded NATS server listens on (-1: any free port)")
 	httpAddr := fs.String("http", "127.0.0.1:7700", "HTTP API listen address (empty: none)")
-	demo := fs.Bool("demo", false, "create and load the demo `menu` index if it does not exist")
+	demo := fs.Bool("demo", false, "create and load the demo `menu` index if it does not exist, with the demo plugin pipeline")
+	var pipelines pipelineFlag
+	fs.Var(&pipelines, "pipeline", "INDEX=FILE: run the index through the plugin pipeline in FILE (repeatable)")
 	var rf roleFlags
 	rf.registerIndexer(fs)
 	rf.registerSearcher(fs)
@@ -91,10 +93,20 @@ func runServe(ctx context.Context, args []string) error {
 	if err := os.MkdirAll(*data, 0o755); err != nil {
 		return err
 	}
-	startCtx, cancel := context.WithTimeout(ctx, time.Minute)
+	if *demo {
+		if _, ok := pipelines["menu"]; !ok {
+			if _, err := os.Stat(demoPipeline); err == nil {
+				pipelines.Set("menu=" + demoPipeline)
+				log.Info("demo pipeline: building the example plugins (the first time takes a while)", "file", demoPipeline)
+			} else {
+				log.Warn("demo pipeline not found (run from the repository's root to get it); serving without plugins", "file", demoPipeline)
+			}
+		}
+	}
+	startCtx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
 	n, err := node.Start(startCtx, node.Config{
-		DataDir: *data, NATSHost: *natsHost, NATSPort: *natsPort, HTTPAddr: *httpAddr,
+		DataDir: *data, NATSHost: *natsHost, NATSPort: *natsPort, HTTPAddr: *httpAddr, Pipelines: pipelines,
 		Indexer: rf.indexer(), Searcher: rf.searcher(), Broker: rf.broker(), Logger: log,
 	})
 	if err != nil {
@@ -117,6 +129,27 @@ func runServe(ctx context.Context, args []string) error {
 	case err := <-n.Errors():
 		return err
 	}
+}
+
+// demoPipeline is the demo index's plugin pipeline, relative to the
+// repository's root.
+const demoPipeline = "examples/pipelines/menu.json"
+
+// pipelineFlag collects --pipeline INDEX=FILE flags.
+type pipelineFlag map[string]string
+
+func (p *pipelineFlag) String() string { return fmt.Sprint(map[string]string(*p)) }
+
+func (p *pipelineFlag) Set(v string) error {
+	index, file, ok := strings.Cut(v, "=")
+	if !ok || index == "" || file == "" {
+		return fmt.Errorf("want INDEX=FILE, got %q", v)
+	}
+	if *p == nil {
+		*p = pipelineFlag{}
+	}
+	(*p)[index] = file
+	return nil
 }
 
 // demoQuery is how the demo index turns text into a query: dish names
@@ -171,6 +204,10 @@ func runRole(ctx context.Context, role string, args []string) error {
 	shards := fs.String("shards", "", "searcher: serve only these shards, e.g. 0,1 (needs --index)")
 	httpAddr := fs.String("http", "", "broker: HTTP API listen address (default: none)")
 	replicas := fs.Int("replicas", 1, "JetStream replicas of Quarry's streams and buckets, when this role creates them")
+	var pipelines pipelineFlag
+	if role == "broker" {
+		fs.Var(&pipelines, "pipeline", "INDEX=FILE: run the index through the plugin pipeline in FILE (repeatable)")
+	}
 	var rf roleFlags
 	switch role {
 	case "indexer":
@@ -208,6 +245,7 @@ func runRole(ctx context.Context, role string, args []string) error {
 	case "broker":
 		cfg.Broker = rf.broker()
 		cfg.HTTPAddr = *httpAddr
+		cfg.Pipelines = pipelines
 	}
 	if *shards != "" && role != "searcher" {
 		return fmt.Errorf("--shards is a searcher flag")

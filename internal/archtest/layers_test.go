@@ -28,6 +28,8 @@ var forbidden = []struct {
 	{"indexer", []string{"broker", "searcher", "client", "internal/node", "cmd/"}},
 	{"client", []string{"broker", "searcher", "indexer", "internal/node", "cmd/"}},
 	{"internal/httpapi", []string{"broker", "searcher", "indexer", "internal/node"}},
+	// The plugin host knows wazero and the ABI, not NATS or the services.
+	{"plugins", []string{"internal/", "client", "broker", "searcher", "indexer", "cmd/", "planner"}},
 	// The planner is pure: wire types only.
 	{"planner", []string{"internal/", "client", "broker", "searcher", "indexer", "cmd/"}},
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/quarrysearch/quarry/broker"
 	"github.com/quarrysearch/quarry/client"
 	"github.com/quarrysearch/quarry/indexer"
+	"github.com/quarrysearch/quarry/plugins"
 	"github.com/quarrysearch/quarry/searcher"
 )
 
@@ -79,4 +80,14 @@ func waitTotal(t testing.TB, c *client.Client, index, q string, want int) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	t.Fatalf("search %q on %s: total %d, want %d", q, index, got, want)
+}
+
+func mustRuntime(t *testing.T) *plugins.Runtime {
+	t.Helper()
+	rt, err := plugins.NewRuntime(context.Background(), plugins.Config{Logger: testLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rt.Close(context.Background()) })
+	return rt
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/quarrysearch/quarry/internal/embednats"
 	"github.com/quarrysearch/quarry/internal/httpapi"
 	"github.com/quarrysearch/quarry/internal/meta"
+	"github.com/quarrysearch/quarry/plugins"
 	"github.com/quarrysearch/quarry/searcher"
 )
 
@@ -44,6 +45,13 @@ type Config struct {
 	// Replicas is the JetStream replication factor of Quarry's resources.
 	Replicas int
 
+	// Pipelines maps an index to its pipeline file, loaded into the broker
+	// (see broker.LoadPipelineFile).
+	Pipelines map[string]string
+	// PluginCacheDir keeps compiled and built plugins (default
+	// DataDir/plugins).
+	PluginCacheDir string
+
 	Indexer  *indexer.Config  // nil: no indexer
 	Searcher *searcher.Config // nil: no searcher
 	Broker   *broker.Config   // nil: no broker
@@ -64,6 +72,8 @@ type Node struct {
 	Indexer  *indexer.Indexer
 	Searcher *searcher.Searcher
 	Broker   *broker.Broker
+
+	plugins *plugins.Runtime
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -142,6 +152,24 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 		c.Logger = cfg.Logger
 		if n.Broker, err = broker.New(n.nc, n.store, c); err != nil {
 			return nil, err
+		}
+		if len(cfg.Pipelines) > 0 {
+			dir := cfg.PluginCacheDir
+			if dir == "" {
+				dir = filepath.Join(cfg.DataDir, "plugins")
+			}
+			n.plugins, err = plugins.NewRuntime(ctx, plugins.Config{CacheDir: filepath.Join(dir, "compiled"), Logger: cfg.Logger})
+			if err != nil {
+				return nil, err
+			}
+			for index, file := range cfg.Pipelines {
+				pl, err := broker.LoadPipelineFile(ctx, n.plugins, file, filepath.Join(dir, "built"))
+				if err != nil {
+					return nil, err
+				}
+				n.Broker.SetPipeline(index, pl)
+				cfg.Logger.Info("pipeline loaded", "index", index, "file", file, "rewriters", len(pl.Rewriters), "rankers", len(pl.Rankers))
+			}
 		}
 		n.run("broker", func() error { return n.Broker.Run(runCtx) })
 	}
@@ -232,5 +260,8 @@ func (n *Node) Close() {
 	}
 	if n.ns != nil {
 		n.ns.Shutdown()
+	}
+	if n.plugins != nil {
+		n.plugins.Close(context.Background())
 	}
 }

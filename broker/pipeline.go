@@ -1,0 +1,218 @@
+package broker
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/quarrysearch/quarry/api"
+	"github.com/quarrysearch/quarry/planner"
+	"github.com/quarrysearch/quarry/plugins"
+	"github.com/quarrysearch/quarry/sdk/abi"
+)
+
+// Policy is what a failed plugin step does to the query.
+type Policy string
+
+// Failure policies.
+const (
+	// FailOpen skips the step and says so in the response (the default).
+	FailOpen Policy = "fail-open"
+	// FailClosed fails the query with an error naming the plugin.
+	FailClosed Policy = "fail-closed"
+)
+
+// Step is one plugin of a pipeline.
+type Step struct {
+	Plugin *plugins.Plugin
+	Policy Policy
+	// Fields are the stored fields a ranker reads (added to the shard
+	// requests, removed from hits the caller did not ask them for).
+	Fields []string
+	// RerankDepth is how many merged candidates a ranker sees (default:
+	// from+size).
+	RerankDepth int
+}
+
+// Pipeline is an index's plugins: rewriters before the plan, rankers after
+// the merge, each in order.
+type Pipeline struct {
+	Rewriters []Step
+	Rankers   []Step
+}
+
+// SetPipeline installs an index's pipeline (nil: none). Requests already
+// running finish with the pipeline they started with.
+func (b *Broker) SetPipeline(index string, p *Pipeline) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.pipelines == nil {
+		b.pipelines = map[string]*Pipeline{}
+	}
+	if p == nil {
+		delete(b.pipelines, index)
+		return
+	}
+	b.pipelines[index] = p
+}
+
+func (b *Broker) pipeline(index string) *Pipeline {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	return b.pipelines[index]
+}
+
+// stepFailed applies a step's policy to its error: nil to go on (and a
+// report), or the query's error.
+func stepFailed(s Step, err error, reports *[]api.StepReport) error {
+	spec := s.Plugin.Spec()
+	if s.Policy == FailClosed {
+		return api.Errorf(api.CodeUnavailable, "%s %s failed (fail-closed): %v", spec.Kind, spec.Name, err)
+	}
+	*reports = append(*reports, api.StepReport{Plugin: spec.Name, Kind: string(spec.Kind), Status: "skipped", Error: err.Error()})
+	return nil
+}
+
+// rewrite runs the rewriters on req (changing it) and returns the plan
+// hints they ask for.
+func (b *Broker) rewrite(ctx context.Context, pl *Pipeline, req *api.SearchRequest, prof *[]api.Stage, reports *[]api.StepReport) (*planner.Hints, error) {
+	hints := &planner.Hints{}
+	for _, s := range pl.Rewriters {
+		start := time.Now()
+		in := abi.RewriteRequest{Q: req.Q, Query: req.Query, Filter: req.Filter, Context: req.Context,
+			Size: uint32(req.EffectiveSize()), From: uint32(req.From)}
+		out, err := s.Plugin.Rewrite(ctx, &in)
+		if err != nil {
+			if err := stepFailed(s, err, reports); err != nil {
+				return nil, err
+			}
+			if prof != nil {
+				*prof = append(*prof, api.Stage{Name: "rewrite " + s.Plugin.Spec().Name, TookMS: ms(time.Since(start)), Detail: "skipped: " + err.Error()})
+			}
+			continue
+		}
+		before := req.Q
+		if out.Flags&abi.FlagQ != 0 {
+			req.Q = out.Q
+		}
+		if out.Flags&abi.FlagQuery != 0 {
+			if len(out.Query) > 0 && !json.Valid(out.Query) {
+				if err := stepFailed(s, fmt.Errorf("rewritten query is not JSON"), reports); err != nil {
+					return nil, err
+				}
+				continue
+			}
+			req.Query = out.Query
+		}
+		if out.Flags&abi.FlagFilter != 0 {
+			req.Filter = out.Filter
+		}
+		if out.Flags&abi.FlagRerankDepth != 0 {
+			hints.RerankDepth = max(hints.RerankDepth, min(int(out.RerankDepth), api.MaxWindow))
+		}
+		if prof != nil {
+			*prof = append(*prof, api.Stage{Name: "rewrite " + s.Plugin.Spec().Name, TookMS: ms(time.Since(start)),
+				Detail: fmt.Sprintf("q %q → %q; query changed %v; filter changed %v; rerank depth %d",
+					before, req.Q, out.Flags&abi.FlagQuery != 0, out.Flags&abi.FlagFilter != 0, out.RerankDepth)})
+		}
+	}
+	return hints, nil
+}
+
+// rankInput turns merged hits into a rank request over fields.
+func rankInput(q string, context []byte, hits []api.Hit, fields []string) *abi.RankRequest {
+	req := &abi.RankRequest{Q: q, Context: context, Fields: fields, Candidates: make([]abi.Candidate, len(hits))}
+	for i, h := range hits {
+		c := &req.Candidates[i]
+		c.ID, c.Score = h.ID, h.Score
+		c.Values = make([]abi.Value, len(fields))
+		for j, f := range fields {
+			c.Values[j] = toValue(h.Fields[f], 0)
+		}
+	}
+	return req
+}
+
+func toValue(v any, depth int) abi.Value {
+	switch x := v.(type) {
+	case float64:
+		return abi.Value{Kind: abi.KindNumber, Num: x}
+	case string:
+		return abi.Value{Kind: abi.KindString, Str: x}
+	case bool:
+		return abi.Value{Kind: abi.KindBool, Bool: x}
+	case []float64:
+		l := make([]abi.Value, len(x))
+		for i, f := range x {
+			l[i] = abi.Value{Kind: abi.KindNumber, Num: f}
+		}
+		return abi.Value{Kind: abi.KindList, List: l}
+	case []any:
+		if depth >= 3 {
+			return abi.Value{}
+		}
+		l := make([]abi.Value, len(x))
+		for i, e := range x {
+			l[i] = toValue(e, depth+1)
+		}
+		return abi.Value{Kind: abi.KindList, List: l}
+	}
+	return abi.Value{}
+}
+
+// rank runs the rankers over the best candidates (the rest keep their
+// place after them) and returns the new order.
+func (b *Broker) rank(ctx context.Context, pl *Pipeline, q string, rctx []byte, all []api.Hit, plan *planner.Plan, prof *[]api.Stage, reports *[]api.StepReport) ([]api.Hit, error) {
+	for _, s := range pl.Rankers {
+		start := time.Now()
+		depth := s.RerankDepth
+		if depth <= 0 {
+			depth = plan.From + plan.Size
+		}
+		depth = min(depth, len(all))
+		head, tail := all[:depth], all[depth:]
+		fields := s.Fields
+		out, err := s.Plugin.Rank(ctx, rankInput(q, rctx, head, fields))
+		if err != nil {
+			if err := stepFailed(s, err, reports); err != nil {
+				return nil, err
+			}
+			if prof != nil {
+				*prof = append(*prof, api.Stage{Name: "rank " + s.Plugin.Spec().Name, TookMS: ms(time.Since(start)), Detail: "skipped: " + err.Error()})
+			}
+			continue
+		}
+		ranked := make([]api.Hit, 0, len(all))
+		for _, r := range out.Ranked {
+			h := head[r.Index]
+			h.Score = r.Score
+			ranked = append(ranked, h)
+		}
+		dropped := len(head) - len(out.Ranked)
+		all = append(ranked, tail...)
+		if prof != nil {
+			*prof = append(*prof, api.Stage{Name: "rank " + s.Plugin.Spec().Name, TookMS: ms(time.Since(start)),
+				Detail: fmt.Sprintf("%d candidates, %d dropped", depth, dropped)})
+		}
+	}
+	return all, nil
+}
+
+// rankerFields are the stored fields the rankers read that the caller did
+// not ask for.
+func rankerFields(pl *Pipeline, asked []string) []string {
+	if slices.Contains(asked, "*") {
+		return nil
+	}
+	var extra []string
+	for _, s := range pl.Rankers {
+		for _, f := range s.Fields {
+			if !slices.Contains(asked, f) && !slices.Contains(extra, f) {
+				extra = append(extra, f)
+			}
+		}
+	}
+	return extra
+}

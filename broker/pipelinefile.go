@@ -1,0 +1,137 @@
+package broker
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"time"
+
+	"github.com/quarrysearch/quarry/plugins"
+)
+
+// PipelineFile is an index's pipeline as a file (JSON; YAML in its JSON
+// form works too), until uploads exist:
+//
+//	{"rewriters": [{"plugin": "spelling", "wasm": "spelling.wasm",
+//	                "config": {"vocabulary": ["noodles"]}, "budget_ms": 20, "policy": "fail-open"}],
+//	 "rankers":   [{"plugin": "georank", "go": "../plugins/georank",
+//	                "fields": ["rating", "location"], "rerank_depth": 50}]}
+//
+// A step names its module as "wasm" (a .wasm file) or "go" (a Go plugin
+// package, built with the Go toolchain when the pipeline loads: for
+// development and the demo). Paths are relative to the file.
+type PipelineFile struct {
+	Rewriters []StepFile `json:"rewriters"`
+	Rankers   []StepFile `json:"rankers"`
+}
+
+// StepFile is one step of a PipelineFile.
+type StepFile struct {
+	Plugin      string          `json:"plugin"`
+	Wasm        string          `json:"wasm,omitempty"`
+	Go          string          `json:"go,omitempty"`
+	Config      json.RawMessage `json:"config,omitempty"`
+	BudgetMS    int             `json:"budget_ms,omitempty"`
+	Policy      Policy          `json:"policy,omitempty"`
+	Fields      []string        `json:"fields,omitempty"`
+	RerankDepth int             `json:"rerank_depth,omitempty"`
+	Instances   int             `json:"instances,omitempty"`
+}
+
+// LoadPipelineFile reads a pipeline file and loads its plugins into rt.
+// buildDir caches Go plugins built from source.
+func LoadPipelineFile(ctx context.Context, rt *plugins.Runtime, path, buildDir string) (*Pipeline, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("pipeline: %w", err)
+	}
+	var f PipelineFile
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&f); err != nil {
+		return nil, fmt.Errorf("pipeline %s: %w", path, err)
+	}
+	base := filepath.Dir(path)
+	p := &Pipeline{}
+	load := func(kind plugins.Kind, s StepFile, i int) (Step, error) {
+		where := fmt.Sprintf("pipeline %s: %s %d (%s)", path, kind, i, s.Plugin)
+		if s.Plugin == "" {
+			return Step{}, fmt.Errorf("%s: \"plugin\" (a name) is required", where)
+		}
+		switch s.Policy {
+		case "":
+			s.Policy = FailOpen
+		case FailOpen, FailClosed:
+		default:
+			return Step{}, fmt.Errorf("%s: policy must be %q or %q, got %q", where, FailOpen, FailClosed, s.Policy)
+		}
+		if s.BudgetMS < 0 || s.RerankDepth < 0 || s.Instances < 0 {
+			return Step{}, fmt.Errorf("%s: budget_ms, rerank_depth and instances must be >= 0", where)
+		}
+		if len(s.Config) > 0 && !json.Valid(s.Config) {
+			return Step{}, fmt.Errorf("%s: config is not valid JSON", where)
+		}
+		var wasm []byte
+		var err error
+		switch {
+		case s.Wasm != "" && s.Go == "":
+			wasm, err = os.ReadFile(filepath.Join(base, s.Wasm))
+		case s.Go != "" && s.Wasm == "":
+			wasm, err = BuildGoPlugin(ctx, filepath.Join(base, s.Go), buildDir)
+		default:
+			err = fmt.Errorf("give exactly one of \"wasm\" and \"go\"")
+		}
+		if err != nil {
+			return Step{}, fmt.Errorf("%s: %w", where, err)
+		}
+		sum := sha256.Sum256(wasm)
+		plugin, err := rt.Load(ctx, plugins.Spec{Name: s.Plugin, Version: hex.EncodeToString(sum[:6]), Kind: kind,
+			Config: s.Config, Budget: time.Duration(s.BudgetMS) * time.Millisecond, Instances: s.Instances}, wasm)
+		if err != nil {
+			return Step{}, fmt.Errorf("%s: %w", where, err)
+		}
+		return Step{Plugin: plugin, Policy: s.Policy, Fields: s.Fields, RerankDepth: s.RerankDepth}, nil
+	}
+	for i, s := range f.Rewriters {
+		st, err := load(plugins.Rewriter, s, i)
+		if err != nil {
+			return nil, err
+		}
+		p.Rewriters = append(p.Rewriters, st)
+	}
+	for i, s := range f.Rankers {
+		st, err := load(plugins.Ranker, s, i)
+		if err != nil {
+			return nil, err
+		}
+		p.Rankers = append(p.Rankers, st)
+	}
+	return p, nil
+}
+
+// BuildGoPlugin builds the Go plugin package in dir to WebAssembly with the
+// Go toolchain (GOOS=wasip1 GOARCH=wasm -buildmode=c-shared) into buildDir.
+func BuildGoPlugin(ctx context.Context, dir, buildDir string) ([]byte, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(buildDir, 0o755); err != nil {
+		return nil, err
+	}
+	h := sha256.Sum256([]byte(abs))
+	out := filepath.Join(buildDir, filepath.Base(abs)+"-"+hex.EncodeToString(h[:4])+".wasm")
+	cmd := exec.CommandContext(ctx, "go", "build", "-buildmode=c-shared", "-o", out, ".")
+	cmd.Dir = abs
+	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0")
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("build Go plugin %s: %v\n%s", dir, err, msg)
+	}
+	return os.ReadFile(out)
+}

@@ -1,0 +1,77 @@
+// Command ltr is a learning-to-rank Quarry ranker: a linear model whose
+// weights come from its configuration, over features from the candidates'
+// stored fields and their retrieval score:
+//
+//	score' = bias + w_score·score + Σ w_f · feature_f
+//
+// Configuration:
+//
+//	{"bias": 0, "weights": {"_score": 1.0, "rating": 0.3, "rating_count": 0.001, "price": -0.02}}
+//
+// Build: GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o ltr.wasm .
+package main
+
+import (
+	"encoding/json"
+	"sort"
+
+	"github.com/quarrysearch/quarry/sdk"
+)
+
+type model struct {
+	Bias    float64            `json:"bias"`
+	Weights map[string]float64 `json:"weights"`
+}
+
+type weight struct {
+	feature string
+	w       float64
+}
+
+var (
+	loaded  bool
+	bias    float64
+	weights []weight // sorted by feature: the sum's order, and so its result, never varies
+)
+
+func load() error {
+	if loaded {
+		return nil
+	}
+	mm := model{Weights: map[string]float64{"_score": 1}}
+	if b := sdk.Config(); len(b) > 0 {
+		if err := json.Unmarshal(b, &mm); err != nil {
+			return err
+		}
+	}
+	bias = mm.Bias
+	for f, w := range mm.Weights {
+		weights = append(weights, weight{f, w})
+	}
+	sort.Slice(weights, func(i, j int) bool { return weights[i].feature < weights[j].feature })
+	loaded = true
+	return nil
+}
+
+// Rank scores every candidate with the linear model.
+func Rank(r *sdk.RankRequest) error {
+	if err := load(); err != nil {
+		return err
+	}
+	for _, c := range r.Candidates {
+		s := bias
+		for _, w := range weights {
+			if w.feature == "_score" {
+				s += w.w * c.Score
+			} else if v, ok := c.Number(w.feature); ok {
+				s += w.w * v
+			}
+		}
+		c.Score = s
+	}
+	return nil
+}
+
+func init() { sdk.Ranker(Rank) }
+
+func main() {}

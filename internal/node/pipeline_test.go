@@ -1,0 +1,141 @@
+package node
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/quarrysearch/quarry/api"
+	"github.com/quarrysearch/quarry/broker"
+	"github.com/quarrysearch/quarry/client"
+	"github.com/quarrysearch/quarry/indexer"
+	"github.com/quarrysearch/quarry/internal/catalog"
+	"github.com/quarrysearch/quarry/internal/wasmtest"
+	"github.com/quarrysearch/quarry/searcher"
+)
+
+// writePipeline writes wasm modules and a pipeline file naming them.
+func writePipeline(t *testing.T, modules map[string][]byte, file broker.PipelineFile) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, b := range modules {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, _ := json.Marshal(file)
+	path := filepath.Join(dir, "pipeline.json")
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func startWithPipeline(t *testing.T, pipeline string) *Node {
+	t.Helper()
+	ctx := context.Background()
+	n, err := Start(ctx, Config{DataDir: t.TempDir(), NATSPort: -1, Pipelines: map[string]string{"menu": pipeline},
+		Indexer: &indexer.Config{SnapshotInterval: -1}, Searcher: &searcher.Config{}, Broker: &broker.Config{}, Logger: testLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(n.Close)
+	if err := n.WaitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c := n.Client()
+	if _, err := c.CreateIndex(ctx, "menu", 2, catalog.Mapping()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Bulk(ctx, "menu", bytes.NewReader(catalogNDJSON(t, 600)), client.BulkOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitDocs(t, n, 600)
+	return n
+}
+
+// A plugin written from the ABI alone (WAT) and Go plugins from the SDK
+// change search results through the broker.
+func TestPipelineChangesResults(t *testing.T) {
+	suffix := wasmtest.WATFile(t, "../../examples/plugins/wat/suffix.wat")
+	spelling := wasmtest.GoPlugin(t, "../../examples/plugins/spelling")
+	ltr := wasmtest.GoPlugin(t, "../../examples/plugins/ltr")
+	path := writePipeline(t, map[string][]byte{"suffix.wasm": suffix, "spelling.wasm": spelling, "ltr.wasm": ltr}, broker.PipelineFile{
+		Rewriters: []broker.StepFile{
+			{Plugin: "spelling", Wasm: "spelling.wasm", BudgetMS: 2000, Config: json.RawMessage(`{"vocabulary":["noodles","burger"]}`)},
+			{Plugin: "suffix", Wasm: "suffix.wasm"},
+		},
+		// Generous budgets: -race slows the host down a lot.
+		Rankers: []broker.StepFile{{Plugin: "ltr", Wasm: "ltr.wasm", Fields: []string{"price"}, RerankDepth: 100, BudgetMS: 2000,
+			Config: json.RawMessage(`{"weights":{"price":-1}}`)}},
+	})
+	n := startWithPipeline(t, path)
+	c := n.Client()
+	ctx := context.Background()
+
+	r, err := c.Search(ctx, "menu", &api.SearchRequest{Q: "noodels", Size: 10, Fields: []string{"name"}, Profile: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Total == 0 || len(r.Pipeline) != 0 {
+		t.Fatalf("misspelt query found nothing or a step failed: total %d, pipeline %+v", r.Total, r.Pipeline)
+	}
+	var rewrites []string
+	for _, st := range r.Profile.Stages {
+		if strings.HasPrefix(st.Name, "rewrite ") {
+			rewrites = append(rewrites, st.Detail)
+		}
+	}
+	if len(rewrites) != 2 || !strings.Contains(rewrites[0], `"noodels" → "noodles"`) || !strings.Contains(rewrites[1], `"noodles" → "noodles spicy"`) {
+		t.Fatalf("rewrites: %q", rewrites)
+	}
+	// The ranker ordered by price, cheapest first; price was not asked for,
+	// so it is not returned.
+	var prices []float64
+	for _, h := range r.Hits {
+		if _, ok := h.Fields["price"]; ok {
+			t.Fatalf("ranker-only field returned: %+v", h.Fields)
+		}
+		prices = append(prices, -h.Score)
+	}
+	for i := 1; i < len(prices); i++ {
+		if prices[i] < prices[i-1] {
+			t.Fatalf("not ordered by price by the ranker: %v", prices)
+		}
+	}
+}
+
+// A failing step: fail-open skips it and says so; fail-closed fails the
+// query naming the plugin; the broker stays up either way.
+func TestPipelineFailurePolicies(t *testing.T) {
+	trap := wasmtest.WAT(t, `(module (memory 1)
+  (func (export "quarry_abi_v1"))
+  (func (export "quarry_alloc") (param i32) (result i32) (i32.const 1024))
+  (func (export "quarry_rewrite") (param i32 i32) (result i64) unreachable)
+  (func (export "quarry_rank") (param i32 i32) (result i64) unreachable))`)
+	path := writePipeline(t, map[string][]byte{"trap.wasm": trap}, broker.PipelineFile{
+		Rewriters: []broker.StepFile{{Plugin: "open-trap", Wasm: "trap.wasm", Policy: broker.FailOpen}},
+		Rankers:   []broker.StepFile{{Plugin: "closed-trap", Wasm: "trap.wasm", Policy: broker.FailClosed}},
+	})
+	n := startWithPipeline(t, path)
+	_, err := n.Client().Search(context.Background(), "menu", &api.SearchRequest{Q: "pizza"})
+	if api.CodeOf(err) != api.CodeUnavailable || !strings.Contains(err.Error(), "ranker closed-trap failed (fail-closed)") || !strings.Contains(err.Error(), "trap") {
+		t.Fatalf("fail-closed ranker: %v", err)
+	}
+	// Without the fail-closed ranker, the fail-open rewriter is skipped.
+	n.Broker.SetPipeline("menu", nil)
+	pl, err := broker.LoadPipelineFile(context.Background(), mustRuntime(t), writePipeline(t, map[string][]byte{"trap.wasm": trap}, broker.PipelineFile{
+		Rewriters: []broker.StepFile{{Plugin: "open-trap", Wasm: "trap.wasm"}}}), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.Broker.SetPipeline("menu", pl)
+	r, err := n.Client().Search(context.Background(), "menu", &api.SearchRequest{Q: "pizza"})
+	if err != nil || r.Total == 0 || len(r.Pipeline) != 1 || r.Pipeline[0].Plugin != "open-trap" || r.Pipeline[0].Status != "skipped" {
+		t.Fatalf("fail-open rewriter: %v %+v", err, r)
+	}
+}
