@@ -1,0 +1,258 @@
+package plugins
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/quarrysearch/quarry/internal/wasmtest"
+	"github.com/quarrysearch/quarry/sdk"
+	"github.com/quarrysearch/quarry/sdk/abi"
+)
+
+// Native twins of examples/plugins/synonyms and examples/plugins/ltr: the
+// same logic, compiled natively and called through the same encoding
+// (sdk.HandleRewrite/HandleRank), for the WASM-against-native ratio.
+
+var nativeSynonyms = map[string][]string{"pop": {"soda"}, "chips": {"fries"}}
+
+func nativeRewrite(r *sdk.RewriteRequest) error {
+	words := strings.Fields(r.Q)
+	out := words
+	for _, w := range words {
+		out = append(out, nativeSynonyms[strings.ToLower(w)]...)
+	}
+	if len(out) > len(words) {
+		r.Q = strings.Join(out, " ")
+	}
+	return nil
+}
+
+type nativeWeight struct {
+	f string
+	w float64
+}
+
+var nativeWeights = func() []nativeWeight {
+	ws := []nativeWeight{{"_score", 1}, {"rating", 0.3}, {"rating_count", 0.001}, {"price", -0.02}}
+	sort.Slice(ws, func(i, j int) bool { return ws[i].f < ws[j].f })
+	return ws
+}()
+
+func nativeRank(r *sdk.RankRequest) error {
+	for _, c := range r.Candidates {
+		s := 0.0
+		for _, w := range nativeWeights {
+			if w.f == "_score" {
+				s += w.w * c.Score
+			} else if v, ok := c.Number(w.f); ok {
+				s += w.w * v
+			}
+		}
+		c.Score = s
+	}
+	return nil
+}
+
+const (
+	synonymsConfig = `{"synonyms":{"pop":["soda"],"chips":["fries"]}}`
+	ltrConfig      = `{"weights":{"_score":1,"rating":0.3,"rating_count":0.001,"price":-0.02}}`
+)
+
+func rankRequest(n int) *abi.RankRequest {
+	req := &abi.RankRequest{Q: "spicy noodles", Fields: []string{"rating", "rating_count", "price"}}
+	for i := range n {
+		req.Candidates = append(req.Candidates, abi.Candidate{ID: fmt.Sprintf("r%04d-i%02d", i/20, i%20), Score: 1 / float64(i+1),
+			Values: []abi.Value{{Kind: abi.KindNumber, Num: 3 + float64(i%20)/10}, {Kind: abi.KindNumber, Num: float64(i % 300)}, {Kind: abi.KindNumber, Num: 5 + float64(i%40)}}})
+	}
+	return req
+}
+
+func percentiles(b *testing.B, lat []time.Duration) {
+	slices.Sort(lat)
+	p := func(q float64) float64 { return float64(lat[int(q*float64(len(lat)-1))].Nanoseconds()) / 1000 }
+	b.ReportMetric(p(0.5), "p50-µs")
+	b.ReportMetric(p(0.99), "p99-µs")
+}
+
+func loadExample(b *testing.B, rt *Runtime, dir, config string, kind Kind) *Plugin {
+	b.Helper()
+	p, err := rt.Load(context.Background(), Spec{Name: dir, Kind: kind, Config: []byte(config), Instances: 1, Budget: time.Second},
+		wasmtest.GoPlugin(b, "../examples/plugins/"+dir))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return p
+}
+
+// BenchmarkRewrite: a warm rewriter call with a small request, WASM (the
+// synonyms example) against the same logic natively.
+func BenchmarkRewrite(b *testing.B) {
+	req := &abi.RewriteRequest{Q: "pop and chips", Context: []byte(`{"user":"u1"}`), Size: 10}
+	b.Run("wasm", func(b *testing.B) {
+		p := loadExample(b, testRuntime(b), "synonyms", synonymsConfig, Rewriter)
+		ctx := context.Background()
+		if _, err := p.Rewrite(ctx, req); err != nil { // warm: config parsed
+			b.Fatal(err)
+		}
+		lat := make([]time.Duration, 0, 1<<16)
+		b.ReportAllocs()
+		for b.Loop() {
+			start := time.Now()
+			resp, err := p.Rewrite(ctx, req)
+			if err != nil || resp.Q != "pop and chips soda fries" {
+				b.Fatal(resp, err)
+			}
+			if len(lat) < cap(lat) {
+				lat = append(lat, time.Since(start))
+			}
+		}
+		percentiles(b, lat)
+	})
+	b.Run("native", func(b *testing.B) {
+		sdk.Rewriter(nativeRewrite)
+		lat := make([]time.Duration, 0, 1<<16)
+		b.ReportAllocs()
+		var out []byte
+		for b.Loop() {
+			start := time.Now()
+			out = sdk.HandleRewrite(abi.AppendRewriteRequest(nil, req), out[:0])
+			var resp abi.RewriteResponse
+			if err := abi.DecodeRewriteResponse(out, &resp); err != nil || resp.Q != "pop and chips soda fries" {
+				b.Fatal(resp, err)
+			}
+			if len(lat) < cap(lat) {
+				lat = append(lat, time.Since(start))
+			}
+		}
+		percentiles(b, lat)
+	})
+}
+
+// BenchmarkRank1000: a ranker over 1,000 candidates with three fields, WASM
+// (the ltr example) against the same model natively.
+func BenchmarkRank1000(b *testing.B) {
+	req := rankRequest(1000)
+	b.Run("wasm", func(b *testing.B) {
+		p := loadExample(b, testRuntime(b), "ltr", ltrConfig, Ranker)
+		ctx := context.Background()
+		if _, err := p.Rank(ctx, req); err != nil {
+			b.Fatal(err)
+		}
+		lat := make([]time.Duration, 0, 1<<16)
+		b.ReportAllocs()
+		for b.Loop() {
+			start := time.Now()
+			resp, err := p.Rank(ctx, req)
+			if err != nil || len(resp.Ranked) != 1000 {
+				b.Fatal(err)
+			}
+			if len(lat) < cap(lat) {
+				lat = append(lat, time.Since(start))
+			}
+		}
+		percentiles(b, lat)
+	})
+	b.Run("native", func(b *testing.B) {
+		sdk.Ranker(nativeRank)
+		lat := make([]time.Duration, 0, 1<<16)
+		b.ReportAllocs()
+		var out []byte
+		for b.Loop() {
+			start := time.Now()
+			out = sdk.HandleRank(abi.AppendRankRequest(nil, req), out[:0])
+			var resp abi.RankResponse
+			if err := abi.DecodeRankResponse(out, 1000, &resp); err != nil || len(resp.Ranked) != 1000 {
+				b.Fatal(err)
+			}
+			if len(lat) < cap(lat) {
+				lat = append(lat, time.Since(start))
+			}
+		}
+		percentiles(b, lat)
+	})
+}
+
+// BenchmarkCold: compiling a Go plugin (3.4 MB) with an empty and with a
+// warm on-disk compilation cache, and starting one instance (_initialize).
+func BenchmarkCold(b *testing.B) {
+	wasm := wasmtest.GoPlugin(b, "../examples/plugins/synonyms")
+	ctx := context.Background()
+	b.Run("compile-uncached", func(b *testing.B) {
+		for b.Loop() {
+			rt, err := NewRuntime(ctx, Config{CacheDir: b.TempDir()})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := rt.rt.CompileModule(ctx, wasm); err != nil {
+				b.Fatal(err)
+			}
+			rt.Close(ctx)
+		}
+	})
+	b.Run("compile-cached", func(b *testing.B) {
+		dir := b.TempDir()
+		warm, _ := NewRuntime(ctx, Config{CacheDir: dir})
+		if _, err := warm.rt.CompileModule(ctx, wasm); err != nil {
+			b.Fatal(err)
+		}
+		warm.Close(ctx)
+		for b.Loop() {
+			rt, err := NewRuntime(ctx, Config{CacheDir: dir})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := rt.rt.CompileModule(ctx, wasm); err != nil {
+				b.Fatal(err)
+			}
+			rt.Close(ctx)
+		}
+	})
+	b.Run("instance-start", func(b *testing.B) {
+		rt := testRuntime(b)
+		p, err := rt.Load(ctx, Spec{Name: "s", Kind: Rewriter, Config: []byte(synonymsConfig), Instances: 1}, wasm)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for b.Loop() {
+			in, err := p.newInstance(ctx)
+			if err != nil {
+				b.Fatal(err)
+			}
+			in.mod.Close(ctx)
+		}
+	})
+}
+
+
+// BenchmarkCallOverhead: a rewriter and a ranker (10 candidates) that do
+// nothing: the cost of the call itself (copy in, guest decode and encode,
+// copy out, host decode).
+func BenchmarkCallOverhead(b *testing.B) {
+	rt := testRuntime(b)
+	wasm := wasmtest.GoPlugin(b, "testdata/noop")
+	ctx := context.Background()
+	b.Run("rewrite", func(b *testing.B) {
+		p, err := rt.Load(ctx, Spec{Name: "noop", Kind: Rewriter, Instances: 1}, wasm)
+		if err != nil {
+			b.Fatal(err)
+		}
+		req := &abi.RewriteRequest{Q: "pop and chips", Size: 10}
+		lat := make([]time.Duration, 0, 1<<16)
+		b.ReportAllocs()
+		for b.Loop() {
+			start := time.Now()
+			if _, err := p.Rewrite(ctx, req); err != nil {
+				b.Fatal(err)
+			}
+			if len(lat) < cap(lat) {
+				lat = append(lat, time.Since(start))
+			}
+		}
+		percentiles(b, lat)
+	})
+}
