@@ -69,6 +69,11 @@ type instance struct {
 	mod   api.Module
 	alloc api.Function
 	hook  api.Function
+	// buf and bufLen: the last buffer quarry_alloc returned and its size,
+	// reused for every request that fits (one call into the guest, not
+	// two).
+	buf, bufLen uint32
+	req         []byte // the encoded request, reused
 }
 
 // Load compiles, checks and warms a plugin. Errors wrap ErrNotWasm,
@@ -207,7 +212,7 @@ func describe(ctx context.Context, err error) error {
 // call runs one hook on a pooled instance: copy the request in, call, and
 // decode the response straight from the guest's memory. Any failure but a
 // plugin-reported error discards the instance.
-func (p *Plugin) call(ctx context.Context, req []byte, decode func([]byte) error) (err error) {
+func (p *Plugin) call(ctx context.Context, encode func([]byte) []byte, decode func([]byte) error) (err error) {
 	start := time.Now()
 	defer func() { p.Metrics.observe(time.Since(start), err) }()
 	ctx, cancel := context.WithTimeout(context.WithValue(ctx, callCtxKey{}, p), p.spec.Budget)
@@ -232,16 +237,21 @@ func (p *Plugin) call(ctx context.Context, req []byte, decode func([]byte) error
 		}
 		p.pool <- in
 	}()
-	res, err := in.alloc.Call(ctx, uint64(len(req)))
-	if err != nil {
-		return p.failure(ctx, err)
+	in.req = encode(in.req[:0])
+	req := in.req
+	if uint32(len(req)) > in.bufLen || in.bufLen == 0 {
+		res, err := in.alloc.Call(ctx, uint64(max(len(req), 4096)))
+		if err != nil {
+			return p.failure(ctx, err)
+		}
+		in.buf, in.bufLen = uint32(res[0]), uint32(max(len(req), 4096))
 	}
-	ptr := uint32(res[0])
+	ptr := in.buf
 	mem := in.mod.Memory()
 	if !mem.Write(ptr, req) {
 		return &CallError{Plugin: p.spec.Name, Kind: KindMalformed, Err: fmt.Errorf("alloc returned %d, outside memory", ptr)}
 	}
-	res, err = in.hook.Call(ctx, uint64(ptr), uint64(len(req)))
+	res, err := in.hook.Call(ctx, uint64(ptr), uint64(len(req)))
 	if err != nil {
 		return p.failure(ctx, err)
 	}
@@ -299,7 +309,7 @@ func containsAny(s string, subs ...string) bool {
 // Rewrite runs the plugin's rewrite hook.
 func (p *Plugin) Rewrite(ctx context.Context, req *abi.RewriteRequest) (*abi.RewriteResponse, error) {
 	var resp abi.RewriteResponse
-	err := p.call(ctx, abi.AppendRewriteRequest(nil, req), func(out []byte) error {
+	err := p.call(ctx, func(b []byte) []byte { return abi.AppendRewriteRequest(b, req) }, func(out []byte) error {
 		if err := abi.DecodeRewriteResponse(out, &resp); err != nil {
 			return err
 		}
@@ -317,7 +327,7 @@ func (p *Plugin) Rewrite(ctx context.Context, req *abi.RewriteRequest) (*abi.Rew
 // Rank runs the plugin's rank hook.
 func (p *Plugin) Rank(ctx context.Context, req *abi.RankRequest) (*abi.RankResponse, error) {
 	var resp abi.RankResponse
-	err := p.call(ctx, abi.AppendRankRequest(nil, req), func(out []byte) error {
+	err := p.call(ctx, func(b []byte) []byte { return abi.AppendRankRequest(b, req) }, func(out []byte) error {
 		return abi.DecodeRankResponse(out, len(req.Candidates), &resp)
 	})
 	if err != nil {

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"slices"
+	"strings"
+	"unsafe"
 
 	"github.com/quarrysearch/quarry/sdk/abi"
 )
@@ -42,7 +44,8 @@ type RankRequest struct {
 	fields map[string]int
 }
 
-// Candidate is one hit with its stored fields.
+// Candidate is one hit with its stored fields. Its strings (the ID, and
+// field values) are valid during the call only: clone one to keep it.
 type Candidate struct {
 	ID    string
 	Score float64
@@ -175,32 +178,125 @@ func HandleRewrite(in, out []byte) []byte {
 	return abi.AppendRewriteResponse(out, &resp)
 }
 
+// rankState is reused from call to call: a ranker's call allocates nothing
+// once the buffers have grown, which matters in WebAssembly, where Go's
+// allocator and collector are slow. Strings alias the request and are
+// valid during the call only.
+type rankState struct {
+	req    RankRequest
+	fields []string
+	cands  []Candidate
+	ptrs   []*Candidate
+	vals   []abi.Value
+	lists  []abi.Value
+	seen   []bool
+	ranked []abi.Ranked
+}
+
+var rs rankState
+
+func unsafeString(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(&b[0], len(b))
+}
+
+func (s *rankState) value(r *abi.Reader, v *abi.Value, depth int) {
+	v.Kind = r.U8()
+	switch v.Kind {
+	case abi.KindMissing:
+	case abi.KindNumber:
+		v.Num = r.F64()
+	case abi.KindString:
+		v.Str = unsafeString(r.Bytes())
+	case abi.KindBool:
+		v.Bool = r.U8() != 0
+	case abi.KindList:
+		n := r.Count(1)
+		if depth >= 4 || r.Err() != nil {
+			v.Kind = 0xff // malformed; reported by the caller
+			return
+		}
+		if len(s.lists)+n > cap(s.lists) {
+			// A new backing array for the lists from here on: earlier
+			// lists keep theirs.
+			s.lists = make([]abi.Value, 0, max(2*cap(s.lists), n, 64))
+		}
+		start := len(s.lists)
+		s.lists = s.lists[:start+n]
+		v.List = s.lists[start : start+n : start+n]
+		for i := range v.List {
+			s.value(r, &v.List[i], depth+1)
+		}
+	default:
+		v.Kind = 0xff
+	}
+}
+
 // HandleRank runs the registered ranker on an encoded request and appends
 // the encoded response to out.
 func HandleRank(in, out []byte) []byte {
-	var req abi.RankRequest
-	if err := abi.DecodeRankRequest(in, &req); err != nil {
-		return abi.AppendError(out, "decode rank request: "+err.Error())
-	}
 	if ranker == nil {
 		return abi.AppendError(out, "this plugin has no ranker (call sdk.Ranker in init)")
 	}
-	r := RankRequest{Q: req.Q, Context: req.Context, fields: make(map[string]int, len(req.Fields))}
-	for i, f := range req.Fields {
-		r.fields[f] = i
+	s := &rs
+	r := abi.NewReader(in)
+	req := &s.req
+	*req = RankRequest{fields: req.fields}
+	req.Q = unsafeString(r.Bytes())
+	req.Context = r.Bytes()
+	nf := r.Count(4)
+	changed := nf != len(s.fields)
+	s.fields = s.fields[:0]
+	for i := range nf {
+		f := unsafeString(r.Bytes())
+		if !changed && req.fields[f] != i {
+			changed = true
+		}
+		s.fields = append(s.fields, f)
 	}
-	cands := make([]Candidate, len(req.Candidates))
-	r.Candidates = make([]*Candidate, len(cands))
-	for i := range cands {
-		c := &req.Candidates[i]
-		cands[i] = Candidate{ID: c.ID, Score: c.Score, index: uint32(i), values: c.Values, req: &r}
-		r.Candidates[i] = &cands[i]
+	if changed || req.fields == nil {
+		req.fields = make(map[string]int, nf)
+		for i, f := range s.fields {
+			req.fields[strings.Clone(f)] = i
+		}
 	}
-	if err := call(func() error { return ranker(&r) }); err != nil {
+	nc := r.Count(12 + nf)
+	if r.Err() != nil {
+		return abi.AppendError(out, "decode rank request: "+r.Err().Error())
+	}
+	if cap(s.cands) < nc {
+		s.cands = make([]Candidate, nc)
+		s.ptrs = make([]*Candidate, nc)
+		s.seen = make([]bool, nc)
+	}
+	if cap(s.vals) < nc*nf {
+		s.vals = make([]abi.Value, nc*nf)
+	}
+	s.cands, s.ptrs, s.seen, s.vals = s.cands[:nc], s.ptrs[:nc], s.seen[:nc], s.vals[:nc*nf]
+	s.lists = s.lists[:0]
+	for i := range s.cands {
+		c := &s.cands[i]
+		*c = Candidate{ID: unsafeString(r.Bytes()), Score: r.F64(), index: uint32(i), values: s.vals[i*nf : (i+1)*nf : (i+1)*nf], req: req}
+		for j := range c.values {
+			s.value(r, &c.values[j], 0)
+			if c.values[j].Kind == 0xff {
+				return abi.AppendError(out, "decode rank request: "+abi.ErrMalformed.Error())
+			}
+		}
+		s.ptrs[i] = c
+		s.seen[i] = false
+	}
+	if err := r.Done(); err != nil {
+		return abi.AppendError(out, "decode rank request: "+err.Error())
+	}
+	req.Candidates = s.ptrs
+	if err := call(func() error { return ranker(req) }); err != nil {
 		return abi.AppendError(out, err.Error())
 	}
-	if !r.KeepOrder {
-		slices.SortStableFunc(r.Candidates, func(a, b *Candidate) int {
+	if !req.KeepOrder {
+		slices.SortStableFunc(req.Candidates, func(a, b *Candidate) int {
 			switch {
 			case a.Score > b.Score:
 				return -1
@@ -210,16 +306,15 @@ func HandleRank(in, out []byte) []byte {
 			return 0
 		})
 	}
-	resp := abi.RankResponse{Ranked: make([]abi.Ranked, 0, len(r.Candidates))}
-	seen := make([]bool, len(cands))
-	for _, c := range r.Candidates {
-		if c == nil || c.req != &r || seen[c.index] {
+	s.ranked = s.ranked[:0]
+	for _, c := range req.Candidates {
+		if c == nil || c.req != req || int(c.index) >= nc || s.seen[c.index] {
 			return abi.AppendError(out, "ranker returned a candidate twice, or one it was not given")
 		}
-		seen[c.index] = true
-		resp.Ranked = append(resp.Ranked, abi.Ranked{Index: c.index, Score: c.Score})
+		s.seen[c.index] = true
+		s.ranked = append(s.ranked, abi.Ranked{Index: c.index, Score: c.Score})
 	}
-	return abi.AppendRankResponse(out, &resp)
+	return abi.AppendRankResponse(out, &abi.RankResponse{Ranked: s.ranked})
 }
 
 // call runs a hook, turning a panic into an error.
