@@ -91,3 +91,7 @@ func Config() []byte {
 		buf = make([]byte, n)
 	}
 }
+
+// SetNativeConfig sets what Config returns, as in native builds (so tests
+// that use sdktest also build for wasip1).
+func SetNativeConfig(b []byte) { config = b }

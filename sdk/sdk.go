@@ -2,8 +2,9 @@ package sdk
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
-	"slices"
+	"math"
 	"strings"
 	"unsafe"
 
@@ -37,8 +38,8 @@ type RankRequest struct {
 	// Candidates are the merged hits, best first.
 	Candidates []*Candidate
 	// KeepOrder: when false (the default), candidates are sorted by Score
-	// (highest first, stable) after the ranker returns; when true, the
-	// order of Candidates is the result.
+	// (highest first, stable; the host does it) after the ranker returns;
+	// when true, the order of Candidates is the result.
 	KeepOrder bool
 
 	fields map[string]int
@@ -55,12 +56,65 @@ type Candidate struct {
 	req    *RankRequest
 }
 
+// Field is a handle on a stored field of a rank request: look it up once
+// with RankRequest.Field, then read it from every candidate with NumberOf
+// and friends. (The name-taking accessors look the name up each time,
+// which is slow in WebAssembly for a thousand candidates.)
+type Field int
+
+// NoField is the handle of a field the request does not carry.
+const NoField Field = -1
+
+// Field returns the handle of a stored field, or NoField.
+func (r *RankRequest) Field(name string) Field {
+	if i, ok := r.fields[name]; ok {
+		return Field(i)
+	}
+	return NoField
+}
+
 func (c *Candidate) value(field string) *abi.Value {
 	i, ok := c.req.fields[field]
 	if !ok || i >= len(c.values) {
 		return nil
 	}
 	return &c.values[i]
+}
+
+// NumberOf returns a numeric field by handle (the first, for a list).
+func (c *Candidate) NumberOf(f Field) (float64, bool) {
+	if f < 0 || int(f) >= len(c.values) {
+		return 0, false
+	}
+	v := &c.values[f]
+	if v.Kind == abi.KindNumber {
+		return v.Num, true
+	}
+	if v.Kind == abi.KindList && len(v.List) > 0 && v.List[0].Kind == abi.KindNumber {
+		return v.List[0].Num, true
+	}
+	return 0, false
+}
+
+// NumbersOf returns every numeric value of a field by handle.
+func (c *Candidate) NumbersOf(f Field) []float64 {
+	if f < 0 || int(f) >= len(c.values) {
+		return nil
+	}
+	return numbers(&c.values[f])
+}
+
+func numbers(v *abi.Value) []float64 {
+	if v.Kind == abi.KindNumber {
+		return []float64{v.Num}
+	}
+	var out []float64
+	for _, e := range v.List {
+		if e.Kind == abi.KindNumber {
+			out = append(out, e.Num)
+		}
+	}
+	return out
 }
 
 // Number returns a numeric field (the first, for a list).
@@ -111,16 +165,7 @@ func (c *Candidate) Numbers(field string) []float64 {
 	if v == nil {
 		return nil
 	}
-	if v.Kind == abi.KindNumber {
-		return []float64{v.Num}
-	}
-	var out []float64
-	for _, e := range v.List {
-		if e.Kind == abi.KindNumber {
-			out = append(out, e.Num)
-		}
-	}
-	return out
+	return numbers(v)
 }
 
 // Bool returns a boolean field.
@@ -195,6 +240,13 @@ type rankState struct {
 
 var rs rankState
 
+func unsafeBytes(s string) []byte {
+	if s == "" {
+		return nil
+	}
+	return unsafe.Slice(unsafe.StringData(s), len(s))
+}
+
 func unsafeString(b []byte) string {
 	if len(b) == 0 {
 		return ""
@@ -202,20 +254,70 @@ func unsafeString(b []byte) string {
 	return unsafe.String(&b[0], len(b))
 }
 
-func (s *rankState) value(r *abi.Reader, v *abi.Value, depth int) {
-	v.Kind = r.U8()
+// decoder reads the rank request in one pass with plain slice indexing:
+// in Go's WebAssembly every function call is costly, so the hot loop calls
+// nothing it cannot inline.
+type decoder struct {
+	b   []byte
+	pos int
+	bad bool
+}
+
+func (d *decoder) u32() uint32 {
+	if d.pos+4 > len(d.b) {
+		d.bad = true
+		return 0
+	}
+	v := binary.LittleEndian.Uint32(d.b[d.pos:])
+	d.pos += 4
+	return v
+}
+
+func (d *decoder) f64() float64 {
+	if d.pos+8 > len(d.b) {
+		d.bad = true
+		return 0
+	}
+	v := math.Float64frombits(binary.LittleEndian.Uint64(d.b[d.pos:]))
+	d.pos += 8
+	return v
+}
+
+func (d *decoder) str() string {
+	n := int(d.u32())
+	if d.bad || n > len(d.b)-d.pos {
+		d.bad = true
+		return ""
+	}
+	v := unsafeString(d.b[d.pos : d.pos+n])
+	d.pos += n
+	return v
+}
+
+func (s *rankState) value(d *decoder, v *abi.Value, depth int) {
+	if d.pos >= len(d.b) {
+		d.bad = true
+		return
+	}
+	v.Kind = d.b[d.pos]
+	d.pos++
 	switch v.Kind {
 	case abi.KindMissing:
 	case abi.KindNumber:
-		v.Num = r.F64()
+		v.Num = d.f64()
 	case abi.KindString:
-		v.Str = unsafeString(r.Bytes())
+		v.Str = d.str()
 	case abi.KindBool:
-		v.Bool = r.U8() != 0
+		if d.pos >= len(d.b) {
+			d.bad = true
+			return
+		}
+		v.Bool = d.b[d.pos] != 0
+		d.pos++
 	case abi.KindList:
-		n := r.Count(1)
-		if depth >= 4 || r.Err() != nil {
-			v.Kind = 0xff // malformed; reported by the caller
+		n := int(d.u32())
+		if depth >= 4 || d.bad || n > len(d.b)-d.pos {
+			d.bad = true
 			return
 		}
 		if len(s.lists)+n > cap(s.lists) {
@@ -227,10 +329,10 @@ func (s *rankState) value(r *abi.Reader, v *abi.Value, depth int) {
 		s.lists = s.lists[:start+n]
 		v.List = s.lists[start : start+n : start+n]
 		for i := range v.List {
-			s.value(r, &v.List[i], depth+1)
+			s.value(d, &v.List[i], depth+1)
 		}
 	default:
-		v.Kind = 0xff
+		d.bad = true
 	}
 }
 
@@ -241,16 +343,19 @@ func HandleRank(in, out []byte) []byte {
 		return abi.AppendError(out, "this plugin has no ranker (call sdk.Ranker in init)")
 	}
 	s := &rs
-	r := abi.NewReader(in)
+	d := &decoder{b: in}
 	req := &s.req
 	*req = RankRequest{fields: req.fields}
-	req.Q = unsafeString(r.Bytes())
-	req.Context = r.Bytes()
-	nf := r.Count(4)
-	changed := nf != len(s.fields)
+	req.Q = d.str()
+	req.Context = unsafeBytes(d.str())
+	nf := int(d.u32())
+	if nf > len(in)/4 {
+		d.bad = true
+	}
+	changed := d.bad || nf != len(s.fields)
 	s.fields = s.fields[:0]
-	for i := range nf {
-		f := unsafeString(r.Bytes())
+	for i := 0; i < nf && !d.bad; i++ {
+		f := d.str()
 		if !changed && req.fields[f] != i {
 			changed = true
 		}
@@ -262,9 +367,9 @@ func HandleRank(in, out []byte) []byte {
 			req.fields[strings.Clone(f)] = i
 		}
 	}
-	nc := r.Count(12 + nf)
-	if r.Err() != nil {
-		return abi.AppendError(out, "decode rank request: "+r.Err().Error())
+	nc := int(d.u32())
+	if d.bad || nc > (len(in)-d.pos)/(12+nf) {
+		return abi.AppendError(out, "decode rank request: "+abi.ErrMalformed.Error())
 	}
 	if cap(s.cands) < nc {
 		s.cands = make([]Candidate, nc)
@@ -278,33 +383,38 @@ func HandleRank(in, out []byte) []byte {
 	s.lists = s.lists[:0]
 	for i := range s.cands {
 		c := &s.cands[i]
-		*c = Candidate{ID: unsafeString(r.Bytes()), Score: r.F64(), index: uint32(i), values: s.vals[i*nf : (i+1)*nf : (i+1)*nf], req: req}
+		c.ID = d.str()
+		c.Score = d.f64()
+		c.index = uint32(i)
+		c.values = s.vals[i*nf : (i+1)*nf : (i+1)*nf]
+		c.req = req
 		for j := range c.values {
-			s.value(r, &c.values[j], 0)
-			if c.values[j].Kind == 0xff {
-				return abi.AppendError(out, "decode rank request: "+abi.ErrMalformed.Error())
+			v := &c.values[j]
+			// Numbers, the common case, inline; the rest in value.
+			if d.pos < len(d.b) && d.b[d.pos] == abi.KindNumber && d.pos+9 <= len(d.b) {
+				*v = abi.Value{Kind: abi.KindNumber, Num: math.Float64frombits(binary.LittleEndian.Uint64(d.b[d.pos+1:]))}
+				d.pos += 9
+				continue
 			}
+			*v = abi.Value{}
+			s.value(d, v, 0)
+		}
+		if d.bad {
+			return abi.AppendError(out, "decode rank request: "+abi.ErrMalformed.Error())
 		}
 		s.ptrs[i] = c
 		s.seen[i] = false
 	}
-	if err := r.Done(); err != nil {
-		return abi.AppendError(out, "decode rank request: "+err.Error())
+	if d.pos != len(in) {
+		return abi.AppendError(out, "decode rank request: "+abi.ErrMalformed.Error())
 	}
 	req.Candidates = s.ptrs
 	if err := call(func() error { return ranker(req) }); err != nil {
 		return abi.AppendError(out, err.Error())
 	}
+	var flags uint8
 	if !req.KeepOrder {
-		slices.SortStableFunc(req.Candidates, func(a, b *Candidate) int {
-			switch {
-			case a.Score > b.Score:
-				return -1
-			case a.Score < b.Score:
-				return 1
-			}
-			return 0
-		})
+		flags = abi.RankSortByScore // the host sorts: far faster than here
 	}
 	s.ranked = s.ranked[:0]
 	for _, c := range req.Candidates {
@@ -314,7 +424,7 @@ func HandleRank(in, out []byte) []byte {
 		s.seen[c.index] = true
 		s.ranked = append(s.ranked, abi.Ranked{Index: c.index, Score: c.Score})
 	}
-	return abi.AppendRankResponse(out, &abi.RankResponse{Ranked: s.ranked})
+	return abi.AppendRankResponse(out, &abi.RankResponse{Flags: flags, Ranked: s.ranked})
 }
 
 // call runs a hook, turning a panic into an error.

@@ -144,12 +144,17 @@ type Ranked struct {
 	Score float64
 }
 
-// RankResponse after the status byte: count u32, then each entry: index u32,
-// score f64. The entries are the final order; candidates left out are
-// dropped.
+// RankResponse after the status byte: flags u8, count u32, then each
+// entry: index u32, score f64. The entries are the final order (with
+// RankSortByScore: the host sorts them by score, highest first, ties in
+// the given order); candidates left out are dropped.
 type RankResponse struct {
+	Flags  uint8
 	Ranked []Ranked
 }
+
+// RankSortByScore asks the host to sort a rank response by score.
+const RankSortByScore = 1 << 0
 
 // Little-endian encoding helpers.
 

@@ -58,7 +58,7 @@ func TestRankResponseRefused(t *testing.T) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
-	for _, b := range [][]byte{nil, {7}, {StatusOK}, {StatusOK, 1, 0, 0}} {
+	for _, b := range [][]byte{nil, {7}, {StatusOK}, {StatusOK, 0, 1, 0, 0}, {StatusOK, 9, 0, 0, 0, 0}} {
 		var out RankResponse
 		if err := DecodeRankResponse(b, 2, &out); err == nil {
 			t.Errorf("%v accepted", b)

@@ -1,5 +1,7 @@
 package abi
 
+import "slices"
+
 // AppendRewriteRequest appends the encoding of req to b.
 func AppendRewriteRequest(b []byte, req *RewriteRequest) []byte {
 	b = appendString(b, req.Q)
@@ -198,7 +200,7 @@ func (r *reader) value(v *Value, depth int) {
 
 // AppendRankResponse appends a StatusOK response for resp to b.
 func AppendRankResponse(b []byte, resp *RankResponse) []byte {
-	b = append(b, StatusOK)
+	b = append(b, StatusOK, resp.Flags)
 	b = appendU32(b, uint32(len(resp.Ranked)))
 	for _, e := range resp.Ranked {
 		b = appendU32(b, e.Index)
@@ -215,6 +217,10 @@ func DecodeRankResponse(data []byte, n int, resp *RankResponse) error {
 		return err
 	}
 	r := reader{b: body}
+	resp.Flags = r.u8()
+	if resp.Flags&^RankSortByScore != 0 {
+		return ErrMalformed
+	}
 	count := r.count(12)
 	if count > n {
 		return ErrMalformed
@@ -229,5 +235,19 @@ func DecodeRankResponse(data []byte, n int, resp *RankResponse) error {
 		seen[i] = true
 		resp.Ranked = append(resp.Ranked, Ranked{Index: i, Score: s})
 	}
-	return r.done()
+	if err := r.done(); err != nil {
+		return err
+	}
+	if resp.Flags&RankSortByScore != 0 {
+		slices.SortStableFunc(resp.Ranked, func(a, b Ranked) int {
+			switch {
+			case a.Score > b.Score:
+				return -1
+			case a.Score < b.Score:
+				return 1
+			}
+			return 0
+		})
+	}
+	return nil
 }

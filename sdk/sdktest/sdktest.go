@@ -1,5 +1,3 @@
-//go:build !wasip1
-
 // Package sdktest runs a plugin's hooks natively, in ordinary Go tests,
 // through the same encoding the host uses: register the hooks (import the
 // plugin's package, or call sdk.Rewriter/sdk.Ranker), then call Rewrite or

@@ -72,20 +72,21 @@ func Rank(r *sdk.RankRequest) error {
 			return err
 		}
 	}
+	rating, openHour, closeHour, location := r.Field("rating"), r.Field("open_hour"), r.Field("close_hour"), r.Field("location")
 	for _, c := range r.Candidates {
 		boost := 1.0
-		if rating, ok := c.Number("rating"); ok {
+		if rating, ok := c.NumberOf(rating); ok {
 			boost += cfg.RatingWeight * (rating - 3)
 		}
 		if w.Hour != nil {
-			from, ok1 := c.Number("open_hour")
-			to, ok2 := c.Number("close_hour")
+			from, ok1 := c.NumberOf(openHour)
+			to, ok2 := c.NumberOf(closeHour)
 			if ok1 && ok2 && open(*w.Hour, int(from), int(to)) {
 				boost += cfg.OpenBoost
 			}
 		}
 		if w.Lat != nil && w.Lon != nil {
-			if loc := c.Numbers("location"); len(loc) == 2 { // a geopoint: [lon, lat]
+			if loc := c.NumbersOf(location); len(loc) == 2 { // a geopoint: [lon, lat]
 				boost += cfg.DistanceKM / (cfg.DistanceKM + km(*w.Lat, *w.Lon, loc[1], loc[0]))
 			}
 		}

@@ -58,12 +58,16 @@ func Rank(r *sdk.RankRequest) error {
 	if err := load(); err != nil {
 		return err
 	}
+	fields := make([]sdk.Field, len(weights))
+	for i, w := range weights {
+		fields[i] = r.Field(w.feature)
+	}
 	for _, c := range r.Candidates {
 		s := bias
-		for _, w := range weights {
+		for i, w := range weights {
 			if w.feature == "_score" {
 				s += w.w * c.Score
-			} else if v, ok := c.Number(w.feature); ok {
+			} else if v, ok := c.NumberOf(fields[i]); ok {
 				s += w.w * v
 			}
 		}
