@@ -282,3 +282,26 @@ func BenchmarkRankOverhead(b *testing.B) {
 	}
 	percentiles(b, lat)
 }
+
+// BenchmarkCallOverheadWAT: the same no-op rewrite in a hand-written
+// module with no language runtime: the host's and wazero's share of a call.
+func BenchmarkCallOverheadWAT(b *testing.B) {
+	rt := testRuntime(b)
+	p, err := rt.Load(context.Background(), Spec{Name: "noop-wat", Kind: Rewriter, Instances: 1}, wasmtest.WAT(b, watPlugin("", okBody)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	req := &abi.RewriteRequest{Q: "pop and chips", Size: 10}
+	lat := make([]time.Duration, 0, 1<<16)
+	b.ReportAllocs()
+	for b.Loop() {
+		start := time.Now()
+		if _, err := p.Rewrite(context.Background(), req); err != nil {
+			b.Fatal(err)
+		}
+		if len(lat) < cap(lat) {
+			lat = append(lat, time.Since(start))
+		}
+	}
+	percentiles(b, lat)
+}

@@ -82,12 +82,14 @@ func waitTotal(t testing.TB, c *client.Client, index, q string, want int) {
 	t.Fatalf("search %q on %s: total %d, want %d", q, index, got, want)
 }
 
-func mustRuntime(t *testing.T) *plugins.Runtime {
-	t.Helper()
+func mustRuntime(t *testing.T) *plugins.Runtime { return mustRuntimeB(t) }
+
+func mustRuntimeB(tb testing.TB) *plugins.Runtime {
+	tb.Helper()
 	rt, err := plugins.NewRuntime(context.Background(), plugins.Config{Logger: testLogger()})
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	t.Cleanup(func() { rt.Close(context.Background()) })
+	tb.Cleanup(func() { rt.Close(context.Background()) })
 	return rt
 }

@@ -20,6 +20,10 @@ import (
 
 // writePipeline writes wasm modules and a pipeline file naming them.
 func writePipeline(t *testing.T, modules map[string][]byte, file broker.PipelineFile) string {
+	return writePipelineB(t, modules, file)
+}
+
+func writePipelineB(t testing.TB, modules map[string][]byte, file broker.PipelineFile) string {
 	t.Helper()
 	dir := t.TempDir()
 	for name, b := range modules {
