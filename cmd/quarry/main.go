@@ -42,6 +42,7 @@ func init() {
 		"put":      {"upsert one JSON document", runPut},
 		"delete":   {"delete one document by id", runDelete},
 		"search":   {"search an index", runSearch},
+		"plugin":   {"run a built plugin on sample requests (plugin run)", runPlugin},
 		"version":  {"print the version", func(context.Context, []string) error { fmt.Println("quarry", version); return nil }},
 	}
 }

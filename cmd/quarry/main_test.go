@@ -18,6 +18,7 @@ import (
 	"github.com/quarrysearch/quarry/indexer"
 	"github.com/quarrysearch/quarry/internal/natstest"
 	"github.com/quarrysearch/quarry/internal/node"
+	"github.com/quarrysearch/quarry/internal/wasmtest"
 	"github.com/quarrysearch/quarry/searcher"
 )
 
@@ -202,6 +203,18 @@ func TestCLI(t *testing.T) {
 	}
 	if _, errOut, code := cli(t, "", "search", "c", "x", "--nats", "nats://127.0.0.1:1"); code != 1 || !strings.Contains(errOut, "is `quarry serve` running?") {
 		t.Fatalf("no server: %d %q", code, errOut)
+	}
+	// The plugin harness runs a built plugin on sample requests.
+	wasm := filepath.Join(t.TempDir(), "suffix.wasm")
+	if err := os.WriteFile(wasm, wasmtest.WATFile(t, "../../examples/plugins/wat/suffix.wat"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code = cli(t, "{\"q\":\"noodles\"}\n", "plugin", "run", wasm, "--kind", "rewriter")
+	if code != 0 || strings.TrimSpace(out) != `{"q":"noodles spicy"}` {
+		t.Fatalf("plugin run: %d %q %q", code, out, errOut)
+	}
+	if _, errOut, code := cli(t, "", "plugin", "run", wasm, "--kind", "ranker"); code == 0 || !strings.Contains(errOut, "must export quarry_rank") {
+		t.Fatalf("plugin run as a ranker: %d %q", code, errOut)
 	}
 	if out, errOut, code := cli(t, "", append([]string{"index", "rm", "c"}, nf...)...); code != 0 {
 		t.Fatalf("index rm: %d %s %s", code, out, errOut)

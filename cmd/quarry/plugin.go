@@ -1,0 +1,183 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/quarrysearch/quarry/plugins"
+	"github.com/quarrysearch/quarry/sdk/abi"
+)
+
+func runPlugin(ctx context.Context, args []string) error {
+	if len(args) == 0 || args[0] != "run" {
+		fmt.Fprint(os.Stderr, "Usage: quarry plugin run FILE.wasm --kind rewriter|ranker [--config FILE] [REQUESTS.ndjson|-]\n\n"+
+			"Runs a built plugin on sample requests, one JSON object a line, with the broker's host and limits:\n"+
+			`  rewriter: {"q": "pop", "query": {...}, "filter": {...}, "context": {...}, "size": 10, "from": 0}`+"\n"+
+			`  ranker:   {"q": "...", "context": {...}, "candidates": [{"id": "a", "score": 1.2, "fields": {"rating": 4.5}}]}`+"\n"+
+			"and prints each response as a JSON line (or the error).\n")
+		if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
+			return nil
+		}
+		return errUsage
+	}
+	fs := newFlags("plugin run", "FILE.wasm [REQUESTS.ndjson|-]", "Runs a built plugin on sample requests (one JSON object a line) and prints its responses.")
+	kind := fs.String("kind", "rewriter", "the plugin's hook: rewriter or ranker")
+	configFile := fs.String("config", "", "the plugin's configuration (JSON file)")
+	budget := fs.Duration("budget", 50*time.Millisecond, "time budget per call")
+	pos, err := parse(fs, args[1:], 1, 2)
+	if err != nil {
+		return err
+	}
+	wasm, err := os.ReadFile(pos[0])
+	if err != nil {
+		return err
+	}
+	var config []byte
+	if *configFile != "" {
+		if config, err = os.ReadFile(*configFile); err != nil {
+			return err
+		}
+	}
+	in := io.Reader(os.Stdin)
+	if len(pos) == 2 && pos[1] != "-" {
+		f, err := os.Open(pos[1])
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		in = f
+	}
+	rt, err := plugins.NewRuntime(ctx, plugins.Config{})
+	if err != nil {
+		return err
+	}
+	defer rt.Close(ctx)
+	p, err := rt.Load(ctx, plugins.Spec{Name: pos[0], Kind: plugins.Kind(*kind), Config: config, Budget: *budget, Instances: 1}, wasm)
+	if err != nil {
+		return err
+	}
+	sc := bufio.NewScanner(in)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	enc := json.NewEncoder(os.Stdout)
+	line, failed := 0, 0
+	for sc.Scan() {
+		line++
+		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
+			continue
+		}
+		out, err := runOne(ctx, p, plugins.Kind(*kind), sc.Bytes())
+		if err != nil {
+			failed++
+			enc.Encode(map[string]any{"line": line, "error": err.Error()})
+			continue
+		}
+		enc.Encode(out)
+	}
+	if err := sc.Err(); err != nil {
+		return err
+	}
+	if failed > 0 {
+		return fmt.Errorf("%d of %d requests failed", failed, line)
+	}
+	return nil
+}
+
+func runOne(ctx context.Context, p *plugins.Plugin, kind plugins.Kind, line []byte) (any, error) {
+	if kind == plugins.Ranker {
+		var req struct {
+			Q          string          `json:"q"`
+			Context    json.RawMessage `json:"context"`
+			Candidates []struct {
+				ID     string         `json:"id"`
+				Score  float64        `json:"score"`
+				Fields map[string]any `json:"fields"`
+			} `json:"candidates"`
+		}
+		if err := json.Unmarshal(line, &req); err != nil {
+			return nil, fmt.Errorf("bad rank request: %w", err)
+		}
+		r := &abi.RankRequest{Q: req.Q, Context: req.Context}
+		index := map[string]int{}
+		for _, c := range req.Candidates {
+			for f := range c.Fields {
+				if _, ok := index[f]; !ok {
+					index[f] = len(r.Fields)
+					r.Fields = append(r.Fields, f)
+				}
+			}
+		}
+		for _, c := range req.Candidates {
+			ac := abi.Candidate{ID: c.ID, Score: c.Score, Values: make([]abi.Value, len(r.Fields))}
+			for f, v := range c.Fields {
+				ac.Values[index[f]] = jsonValue(v)
+			}
+			r.Candidates = append(r.Candidates, ac)
+		}
+		resp, err := p.Rank(ctx, r)
+		if err != nil {
+			return nil, err
+		}
+		type ranked struct {
+			ID    string  `json:"id"`
+			Score float64 `json:"score"`
+		}
+		out := []ranked{}
+		for _, e := range resp.Ranked {
+			out = append(out, ranked{r.Candidates[e.Index].ID, e.Score})
+		}
+		return map[string]any{"ranked": out}, nil
+	}
+	var req struct {
+		Q       string          `json:"q"`
+		Query   json.RawMessage `json:"query"`
+		Filter  json.RawMessage `json:"filter"`
+		Context json.RawMessage `json:"context"`
+		Size    uint32          `json:"size"`
+		From    uint32          `json:"from"`
+	}
+	if err := json.Unmarshal(line, &req); err != nil {
+		return nil, fmt.Errorf("bad rewrite request: %w", err)
+	}
+	resp, err := p.Rewrite(ctx, &abi.RewriteRequest{Q: req.Q, Query: req.Query, Filter: req.Filter, Context: req.Context, Size: req.Size, From: req.From})
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]any{}
+	if resp.Flags&abi.FlagQ != 0 {
+		out["q"] = resp.Q
+	}
+	if resp.Flags&abi.FlagQuery != 0 {
+		out["query"] = json.RawMessage(resp.Query)
+	}
+	if resp.Flags&abi.FlagFilter != 0 {
+		out["filter"] = json.RawMessage(resp.Filter)
+	}
+	if resp.Flags&abi.FlagRerankDepth != 0 {
+		out["rerank_depth"] = resp.RerankDepth
+	}
+	return out, nil
+}
+
+func jsonValue(v any) abi.Value {
+	switch x := v.(type) {
+	case float64:
+		return abi.Value{Kind: abi.KindNumber, Num: x}
+	case string:
+		return abi.Value{Kind: abi.KindString, Str: x}
+	case bool:
+		return abi.Value{Kind: abi.KindBool, Bool: x}
+	case []any:
+		l := make([]abi.Value, len(x))
+		for i, e := range x {
+			l[i] = jsonValue(e)
+		}
+		return abi.Value{Kind: abi.KindList, List: l}
+	}
+	return abi.Value{}
+}
