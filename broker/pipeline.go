@@ -129,37 +129,10 @@ func rankInput(q string, context []byte, hits []api.Hit, fields []string) *abi.R
 		c.ID, c.Score = h.ID, h.Score
 		c.Values = make([]abi.Value, len(fields))
 		for j, f := range fields {
-			c.Values[j] = toValue(h.Fields[f], 0)
+			c.Values[j] = plugins.ValueOf(h.Fields[f])
 		}
 	}
 	return req
-}
-
-func toValue(v any, depth int) abi.Value {
-	switch x := v.(type) {
-	case float64:
-		return abi.Value{Kind: abi.KindNumber, Num: x}
-	case string:
-		return abi.Value{Kind: abi.KindString, Str: x}
-	case bool:
-		return abi.Value{Kind: abi.KindBool, Bool: x}
-	case []float64:
-		l := make([]abi.Value, len(x))
-		for i, f := range x {
-			l[i] = abi.Value{Kind: abi.KindNumber, Num: f}
-		}
-		return abi.Value{Kind: abi.KindList, List: l}
-	case []any:
-		if depth >= 3 {
-			return abi.Value{}
-		}
-		l := make([]abi.Value, len(x))
-		for i, e := range x {
-			l[i] = toValue(e, depth+1)
-		}
-		return abi.Value{Kind: abi.KindList, List: l}
-	}
-	return abi.Value{}
 }
 
 // rank runs the rankers over the best candidates (the rest keep their

@@ -388,3 +388,35 @@ func (m *Metrics) Errors() map[ErrorKind]int64 {
 	}
 	return out
 }
+
+// ValueOf converts a stored field as bleve returns it (float64, string,
+// bool, []float64 for a geopoint, []any) to an ABI value; anything else is
+// missing.
+func ValueOf(v any) abi.Value { return valueOf(v, 0) }
+
+func valueOf(v any, depth int) abi.Value {
+	switch x := v.(type) {
+	case float64:
+		return abi.Value{Kind: abi.KindNumber, Num: x}
+	case string:
+		return abi.Value{Kind: abi.KindString, Str: x}
+	case bool:
+		return abi.Value{Kind: abi.KindBool, Bool: x}
+	case []float64:
+		l := make([]abi.Value, len(x))
+		for i, f := range x {
+			l[i] = abi.Value{Kind: abi.KindNumber, Num: f}
+		}
+		return abi.Value{Kind: abi.KindList, List: l}
+	case []any:
+		if depth >= 3 {
+			return abi.Value{}
+		}
+		l := make([]abi.Value, len(x))
+		for i, e := range x {
+			l[i] = valueOf(e, depth+1)
+		}
+		return abi.Value{Kind: abi.KindList, List: l}
+	}
+	return abi.Value{}
+}

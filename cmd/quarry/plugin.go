@@ -115,7 +115,7 @@ func runOne(ctx context.Context, p *plugins.Plugin, kind plugins.Kind, line []by
 		for _, c := range req.Candidates {
 			ac := abi.Candidate{ID: c.ID, Score: c.Score, Values: make([]abi.Value, len(r.Fields))}
 			for f, v := range c.Fields {
-				ac.Values[index[f]] = jsonValue(v)
+				ac.Values[index[f]] = plugins.ValueOf(v)
 			}
 			r.Candidates = append(r.Candidates, ac)
 		}
@@ -162,22 +162,4 @@ func runOne(ctx context.Context, p *plugins.Plugin, kind plugins.Kind, line []by
 		out["rerank_depth"] = resp.RerankDepth
 	}
 	return out, nil
-}
-
-func jsonValue(v any) abi.Value {
-	switch x := v.(type) {
-	case float64:
-		return abi.Value{Kind: abi.KindNumber, Num: x}
-	case string:
-		return abi.Value{Kind: abi.KindString, Str: x}
-	case bool:
-		return abi.Value{Kind: abi.KindBool, Bool: x}
-	case []any:
-		l := make([]abi.Value, len(x))
-		for i, e := range x {
-			l[i] = jsonValue(e)
-		}
-		return abi.Value{Kind: abi.KindList, List: l}
-	}
-	return abi.Value{}
 }

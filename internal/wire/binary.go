@@ -10,7 +10,6 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/quarrysearch/quarry/api"
-	"github.com/quarrysearch/quarry/internal/subject"
 )
 
 // Shard responses travel in a compact binary form rather than JSON:
@@ -357,27 +356,15 @@ func EncodeShardResponse(msg *nats.Msg, r *ShardResponse, threshold int) error {
 	if err != nil {
 		return err
 	}
-	if threshold > 0 && len(b) > threshold {
-		enc, _ := codecs()
-		b = enc.EncodeAll(b, make([]byte, 0, len(b)/3))
-		if msg.Header == nil {
-			msg.Header = nats.Header{}
-		}
-		msg.Header.Set(subject.HeaderEncoding, "zstd")
-	}
-	msg.Data = b
+	setData(msg, b, threshold)
 	return nil
 }
 
 // DecodeShardResponse decodes a message made by EncodeShardResponse.
 func DecodeShardResponse(msg *nats.Msg, r *ShardResponse) error {
-	b := msg.Data
-	if msg.Header.Get(subject.HeaderEncoding) == "zstd" {
-		_, dec := codecs()
-		var err error
-		if b, err = dec.DecodeAll(b, nil); err != nil {
-			return fmt.Errorf("decompress shard response: %w", err)
-		}
+	b, err := data(msg)
+	if err != nil {
+		return fmt.Errorf("shard response: %w", err)
 	}
 	return UnmarshalShardResponse(b, r)
 }

@@ -125,6 +125,13 @@ func Encode(msg *nats.Msg, v any, threshold int) error {
 	if err != nil {
 		return fmt.Errorf("encode %T: %w", v, err)
 	}
+	setData(msg, b, threshold)
+	return nil
+}
+
+// setData puts b in msg, zstd compressed and flagged in a header when it
+// is over threshold bytes (0: never).
+func setData(msg *nats.Msg, b []byte, threshold int) {
 	if threshold > 0 && len(b) > threshold {
 		enc, _ := codecs()
 		b = enc.EncodeAll(b, make([]byte, 0, len(b)/3))
@@ -134,18 +141,26 @@ func Encode(msg *nats.Msg, v any, threshold int) error {
 		msg.Header.Set(subject.HeaderEncoding, "zstd")
 	}
 	msg.Data = b
-	return nil
+}
+
+// data returns msg's payload, decompressed if its header says so.
+func data(msg *nats.Msg) ([]byte, error) {
+	if msg.Header.Get(subject.HeaderEncoding) != "zstd" {
+		return msg.Data, nil
+	}
+	_, dec := codecs()
+	b, err := dec.DecodeAll(msg.Data, nil)
+	if err != nil {
+		return nil, fmt.Errorf("decompress: %w", err)
+	}
+	return b, nil
 }
 
 // Decode unmarshals a message made by Encode into v.
 func Decode(msg *nats.Msg, v any) error {
-	b := msg.Data
-	if msg.Header.Get(subject.HeaderEncoding) == "zstd" {
-		_, dec := codecs()
-		var err error
-		if b, err = dec.DecodeAll(b, nil); err != nil {
-			return fmt.Errorf("decompress %T: %w", v, err)
-		}
+	b, err := data(msg)
+	if err != nil {
+		return fmt.Errorf("%T: %w", v, err)
 	}
 	if err := json.Unmarshal(b, v); err != nil {
 		return fmt.Errorf("decode %T: %w", v, err)
