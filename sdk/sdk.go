@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"unsafe"
 
@@ -43,6 +44,7 @@ type RankRequest struct {
 	KeepOrder bool
 
 	fields map[string]int
+	cols   []column
 }
 
 // Candidate is one hit with its stored fields. Its strings (the ID, and
@@ -51,9 +53,16 @@ type Candidate struct {
 	ID    string
 	Score float64
 
-	index  uint32
-	values []abi.Value
-	req    *RankRequest
+	index uint32
+	req   *RankRequest
+}
+
+// column is one field of a rank request: dense numbers read in place from
+// the request, or decoded values.
+type column struct {
+	numbers []byte // 8 bytes a candidate, when numeric
+	values  []abi.Value
+	numeric bool
 }
 
 // Field is a handle on a stored field of a rank request: look it up once
@@ -73,20 +82,40 @@ func (r *RankRequest) Field(name string) Field {
 	return NoField
 }
 
-func (c *Candidate) value(field string) *abi.Value {
-	i, ok := c.req.fields[field]
-	if !ok || i >= len(c.values) {
-		return nil
+// val returns a candidate's value of field f (a copy; KindMissing if none).
+func (c *Candidate) val(f Field) abi.Value {
+	if f < 0 || int(f) >= len(c.req.cols) {
+		return abi.Value{}
 	}
-	return &c.values[i]
+	col := &c.req.cols[f]
+	if col.numeric {
+		n := math.Float64frombits(binary.LittleEndian.Uint64(col.numbers[c.index*8:]))
+		if n != n {
+			return abi.Value{}
+		}
+		return abi.Value{Kind: abi.KindNumber, Num: n}
+	}
+	return col.values[c.index]
+}
+
+func (c *Candidate) value(field string) abi.Value {
+	if i, ok := c.req.fields[field]; ok {
+		return c.val(Field(i))
+	}
+	return abi.Value{}
 }
 
 // NumberOf returns a numeric field by handle (the first, for a list).
 func (c *Candidate) NumberOf(f Field) (float64, bool) {
-	if f < 0 || int(f) >= len(c.values) {
-		return 0, false
+	if f >= 0 && int(f) < len(c.req.cols) && c.req.cols[f].numeric {
+		n := math.Float64frombits(binary.LittleEndian.Uint64(c.req.cols[f].numbers[c.index*8:]))
+		return n, n == n
 	}
-	v := &c.values[f]
+	v := c.val(f)
+	return first(&v)
+}
+
+func first(v *abi.Value) (float64, bool) {
 	if v.Kind == abi.KindNumber {
 		return v.Num, true
 	}
@@ -98,10 +127,8 @@ func (c *Candidate) NumberOf(f Field) (float64, bool) {
 
 // NumbersOf returns every numeric value of a field by handle.
 func (c *Candidate) NumbersOf(f Field) []float64 {
-	if f < 0 || int(f) >= len(c.values) {
-		return nil
-	}
-	return numbers(&c.values[f])
+	v := c.val(f)
+	return numbers(&v)
 }
 
 func numbers(v *abi.Value) []float64 {
@@ -120,22 +147,16 @@ func numbers(v *abi.Value) []float64 {
 // Number returns a numeric field (the first, for a list).
 func (c *Candidate) Number(field string) (float64, bool) {
 	v := c.value(field)
-	for v != nil && v.Kind == abi.KindList && len(v.List) > 0 {
-		v = &v.List[0]
-	}
-	if v == nil || v.Kind != abi.KindNumber {
-		return 0, false
-	}
-	return v.Num, true
+	return first(&v)
 }
 
 // String returns a text field (the first, for a list).
 func (c *Candidate) String(field string) (string, bool) {
 	v := c.value(field)
-	for v != nil && v.Kind == abi.KindList && len(v.List) > 0 {
-		v = &v.List[0]
+	if v.Kind == abi.KindList && len(v.List) > 0 {
+		v = v.List[0]
 	}
-	if v == nil || v.Kind != abi.KindString {
+	if v.Kind != abi.KindString {
 		return "", false
 	}
 	return v.Str, true
@@ -144,9 +165,6 @@ func (c *Candidate) String(field string) (string, bool) {
 // Strings returns every text value of a field.
 func (c *Candidate) Strings(field string) []string {
 	v := c.value(field)
-	if v == nil {
-		return nil
-	}
 	if v.Kind == abi.KindString {
 		return []string{v.Str}
 	}
@@ -162,16 +180,13 @@ func (c *Candidate) Strings(field string) []string {
 // Numbers returns every numeric value of a field (a geopoint is [lon, lat]).
 func (c *Candidate) Numbers(field string) []float64 {
 	v := c.value(field)
-	if v == nil {
-		return nil
-	}
-	return numbers(v)
+	return numbers(&v)
 }
 
 // Bool returns a boolean field.
 func (c *Candidate) Bool(field string) (bool, bool) {
 	v := c.value(field)
-	if v == nil || v.Kind != abi.KindBool {
+	if v.Kind != abi.KindBool {
 		return false, false
 	}
 	return v.Bool, true
@@ -232,10 +247,9 @@ type rankState struct {
 	fields []string
 	cands  []Candidate
 	ptrs   []*Candidate
-	vals   []abi.Value
+	vals   []abi.Value // backing of the value columns
 	lists  []abi.Value
 	seen   []bool
-	ranked []abi.Ranked
 }
 
 var rs rankState
@@ -345,7 +359,7 @@ func HandleRank(in, out []byte) []byte {
 	s := &rs
 	d := &decoder{b: in}
 	req := &s.req
-	*req = RankRequest{fields: req.fields}
+	*req = RankRequest{fields: req.fields, cols: req.cols}
 	req.Q = d.str()
 	req.Context = unsafeBytes(d.str())
 	nf := int(d.u32())
@@ -376,36 +390,63 @@ func HandleRank(in, out []byte) []byte {
 		s.ptrs = make([]*Candidate, nc)
 		s.seen = make([]bool, nc)
 	}
-	if cap(s.vals) < nc*nf {
-		s.vals = make([]abi.Value, nc*nf)
-	}
-	s.cands, s.ptrs, s.seen, s.vals = s.cands[:nc], s.ptrs[:nc], s.seen[:nc], s.vals[:nc*nf]
-	s.lists = s.lists[:0]
+	s.cands, s.ptrs, s.seen = s.cands[:nc], s.ptrs[:nc], s.seen[:nc]
 	for i := range s.cands {
 		c := &s.cands[i]
 		c.ID = d.str()
-		c.Score = d.f64()
 		c.index = uint32(i)
-		c.values = s.vals[i*nf : (i+1)*nf : (i+1)*nf]
 		c.req = req
-		for j := range c.values {
-			v := &c.values[j]
-			// Numbers, the common case, inline; the rest in value.
-			if d.pos < len(d.b) && d.b[d.pos] == abi.KindNumber && d.pos+9 <= len(d.b) {
-				*v = abi.Value{Kind: abi.KindNumber, Num: math.Float64frombits(binary.LittleEndian.Uint64(d.b[d.pos+1:]))}
-				d.pos += 9
-				continue
-			}
-			*v = abi.Value{}
-			s.value(d, v, 0)
-		}
-		if d.bad {
-			return abi.AppendError(out, "decode rank request: "+abi.ErrMalformed.Error())
-		}
 		s.ptrs[i] = c
 		s.seen[i] = false
 	}
-	if d.pos != len(in) {
+	if d.bad || nc*8 > len(in)-d.pos {
+		return abi.AppendError(out, "decode rank request: "+abi.ErrMalformed.Error())
+	}
+	scores := in[d.pos : d.pos+nc*8]
+	d.pos += nc * 8
+	for i := range s.cands {
+		s.cands[i].Score = math.Float64frombits(binary.LittleEndian.Uint64(scores[i*8:]))
+	}
+	if cap(req.cols) < nf {
+		req.cols = make([]column, nf)
+	}
+	req.cols = req.cols[:nf]
+	s.vals, s.lists = s.vals[:0], s.lists[:0]
+	for j := range req.cols {
+		col := &req.cols[j]
+		if d.pos >= len(in) {
+			d.bad = true
+			break
+		}
+		kind := in[d.pos]
+		d.pos++
+		switch kind {
+		case abi.ColumnNumbers:
+			if nc*8 > len(in)-d.pos {
+				d.bad = true
+				break
+			}
+			*col = column{numeric: true, numbers: in[d.pos : d.pos+nc*8]}
+			d.pos += nc * 8
+		case abi.ColumnValues:
+			if len(s.vals)+nc > cap(s.vals) {
+				s.vals = make([]abi.Value, 0, max(2*cap(s.vals), nc*nf))
+			}
+			start := len(s.vals)
+			s.vals = s.vals[:start+nc]
+			*col = column{values: s.vals[start : start+nc : start+nc]}
+			for i := range col.values {
+				col.values[i] = abi.Value{}
+				s.value(d, &col.values[i], 0)
+			}
+		default:
+			d.bad = true
+		}
+		if d.bad {
+			break
+		}
+	}
+	if d.bad || d.pos != len(in) {
 		return abi.AppendError(out, "decode rank request: "+abi.ErrMalformed.Error())
 	}
 	req.Candidates = s.ptrs
@@ -416,15 +457,23 @@ func HandleRank(in, out []byte) []byte {
 	if !req.KeepOrder {
 		flags = abi.RankSortByScore // the host sorts: far faster than here
 	}
-	s.ranked = s.ranked[:0]
-	for _, c := range req.Candidates {
+	// The response, written in place: status, flags, count, then 12 bytes
+	// an entry.
+	n := len(req.Candidates)
+	start := len(out)
+	out = slices.Grow(out, 6+12*n)[:start+6+12*n]
+	out[start], out[start+1] = abi.StatusOK, flags
+	binary.LittleEndian.PutUint32(out[start+2:], uint32(n))
+	w := out[start+6:]
+	for k, c := range req.Candidates {
 		if c == nil || c.req != req || int(c.index) >= nc || s.seen[c.index] {
-			return abi.AppendError(out, "ranker returned a candidate twice, or one it was not given")
+			return abi.AppendError(out[:start], "ranker returned a candidate twice, or one it was not given")
 		}
 		s.seen[c.index] = true
-		s.ranked = append(s.ranked, abi.Ranked{Index: c.index, Score: c.Score})
+		binary.LittleEndian.PutUint32(w[k*12:], c.index)
+		binary.LittleEndian.PutUint64(w[k*12+4:], math.Float64bits(c.Score))
 	}
-	return abi.AppendRankResponse(out, &abi.RankResponse{Flags: flags, Ranked: s.ranked})
+	return out
 }
 
 // call runs a hook, turning a panic into an error.

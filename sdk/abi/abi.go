@@ -79,6 +79,14 @@ const (
 	KindList    = 4
 )
 
+// Column encodings of a rank request's fields.
+const (
+	// ColumnValues: one value (kind byte first) per candidate.
+	ColumnValues = 0
+	// ColumnNumbers: one f64 per candidate, NaN where missing.
+	ColumnNumbers = 1
+)
+
 // ErrMalformed reports bytes that are not a valid message.
 var ErrMalformed = errors.New("malformed plugin message")
 
@@ -128,9 +136,10 @@ type Candidate struct {
 //
 //	q, context: u32 length + bytes
 //	field count u32, then each field name (u32 length + bytes)
-//	candidate count u32, then each: id (u32 length + bytes), score (f64),
-//	one value per field: kind u8, then number f64 | string (u32 + bytes) |
-//	bool u8 | list (u32 count + values) | nothing
+//	candidate count n u32, then n ids (u32 length + bytes), then n scores
+//	(f64), then one column per field: ColumnNumbers and n f64 (NaN:
+//	missing), or ColumnValues and n values, each a kind u8, then number f64
+//	| string (u32 + bytes) | bool u8 | list (u32 count + values) | nothing
 type RankRequest struct {
 	Q          string
 	Context    []byte

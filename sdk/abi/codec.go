@@ -1,6 +1,9 @@
 package abi
 
-import "slices"
+import (
+	"math"
+	"slices"
+)
 
 // AppendRewriteRequest appends the encoding of req to b.
 func AppendRewriteRequest(b []byte, req *RewriteRequest) []byte {
@@ -93,7 +96,9 @@ func DecodeRewriteResponse(data []byte, resp *RewriteResponse) error {
 	return r.done()
 }
 
-// AppendRankRequest appends the encoding of req to b.
+// AppendRankRequest appends the encoding of req to b. Fields are sent as
+// columns; a field whose values are all numbers (or missing) is a dense
+// column of f64 a guest reads in place.
 func AppendRankRequest(b []byte, req *RankRequest) []byte {
 	b = appendString(b, req.Q)
 	b = appendBytes(b, req.Context)
@@ -103,15 +108,39 @@ func AppendRankRequest(b []byte, req *RankRequest) []byte {
 	}
 	b = appendU32(b, uint32(len(req.Candidates)))
 	for i := range req.Candidates {
-		c := &req.Candidates[i]
-		b = appendString(b, c.ID)
-		b = appendF64(b, c.Score)
-		for j := range req.Fields {
-			var v *Value
+		b = appendString(b, req.Candidates[i].ID)
+	}
+	for i := range req.Candidates {
+		b = appendF64(b, req.Candidates[i].Score)
+	}
+	for j := range req.Fields {
+		value := func(c *Candidate) *Value {
 			if j < len(c.Values) {
-				v = &c.Values[j]
+				return &c.Values[j]
 			}
-			b = appendValue(b, v)
+			return nil
+		}
+		numeric := true
+		for i := range req.Candidates {
+			if v := value(&req.Candidates[i]); v != nil && v.Kind != KindNumber && v.Kind != KindMissing {
+				numeric = false
+				break
+			}
+		}
+		if numeric {
+			b = append(b, ColumnNumbers)
+			for i := range req.Candidates {
+				n := math.NaN()
+				if v := value(&req.Candidates[i]); v != nil && v.Kind == KindNumber {
+					n = v.Num
+				}
+				b = appendF64(b, n)
+			}
+			continue
+		}
+		b = append(b, ColumnValues)
+		for i := range req.Candidates {
+			b = appendValue(b, value(&req.Candidates[i]))
 		}
 	}
 	return b
@@ -142,7 +171,7 @@ func appendValue(b []byte, v *Value) []byte {
 	return b
 }
 
-// DecodeRankRequest decodes a rank request.
+// DecodeRankRequest decodes a rank request into rows.
 func DecodeRankRequest(data []byte, req *RankRequest) error {
 	r := reader{b: data}
 	req.Q = r.str()
@@ -155,14 +184,28 @@ func DecodeRankRequest(data []byte, req *RankRequest) error {
 	nc := r.count(12 + nf)
 	req.Candidates = make([]Candidate, nc)
 	for i := range req.Candidates {
-		c := &req.Candidates[i]
-		c.ID = r.str()
-		c.Score = r.f64()
+		req.Candidates[i].ID = r.str()
+	}
+	for i := range req.Candidates {
+		req.Candidates[i].Score = r.f64()
 		if nf > 0 {
-			c.Values = make([]Value, nf)
-			for j := range c.Values {
-				r.value(&c.Values[j], 0)
+			req.Candidates[i].Values = make([]Value, nf)
+		}
+	}
+	for j := range nf {
+		switch r.u8() {
+		case ColumnNumbers:
+			for i := range req.Candidates {
+				if n := r.f64(); n == n {
+					req.Candidates[i].Values[j] = Value{Kind: KindNumber, Num: n}
+				}
 			}
+		case ColumnValues:
+			for i := range req.Candidates {
+				r.value(&req.Candidates[i].Values[j], 0)
+			}
+		default:
+			r.err = ErrMalformed
 		}
 		if r.err != nil {
 			return r.err
