@@ -38,7 +38,7 @@ type nativeWeight struct {
 }
 
 var nativeWeights = func() []nativeWeight {
-	ws := []nativeWeight{{"_score", 1}, {"rating", 0.3}, {"rating_count", 0.001}, {"price", -0.02}}
+	ws := []nativeWeight{{"rating", 0.3}, {"rating_count", 0.001}, {"price", -0.02}}
 	sort.Slice(ws, func(i, j int) bool { return ws[i].f < ws[j].f })
 	return ws
 }()
@@ -49,11 +49,9 @@ func nativeRank(r *sdk.RankRequest) error {
 		fields[i] = r.Field(w.f)
 	}
 	for _, c := range r.Candidates {
-		s := 0.0
+		s := c.Score // _score weight 1, bias 0
 		for i, w := range nativeWeights {
-			if w.f == "_score" {
-				s += w.w * c.Score
-			} else if v, ok := c.NumberOf(fields[i]); ok {
+			if v, ok := c.NumberOf(fields[i]); ok {
 				s += w.w * v
 			}
 		}

@@ -29,9 +29,10 @@ type weight struct {
 }
 
 var (
-	loaded  bool
-	bias    float64
-	weights []weight // sorted by feature: the sum's order, and so its result, never varies
+	loaded      bool
+	bias        float64
+	scoreWeight float64
+	weights     []weight // stored-field features, sorted: the sum's order, and so its result, never varies
 )
 
 func load() error {
@@ -46,6 +47,10 @@ func load() error {
 	}
 	bias = mm.Bias
 	for f, w := range mm.Weights {
+		if f == "_score" {
+			scoreWeight = w
+			continue
+		}
 		weights = append(weights, weight{f, w})
 	}
 	sort.Slice(weights, func(i, j int) bool { return weights[i].feature < weights[j].feature })
@@ -63,11 +68,9 @@ func Rank(r *sdk.RankRequest) error {
 		fields[i] = r.Field(w.feature)
 	}
 	for _, c := range r.Candidates {
-		s := bias
+		s := bias + scoreWeight*c.Score
 		for i, w := range weights {
-			if w.feature == "_score" {
-				s += w.w * c.Score
-			} else if v, ok := c.NumberOf(fields[i]); ok {
+			if v, ok := c.NumberOf(fields[i]); ok {
 				s += w.w * v
 			}
 		}
