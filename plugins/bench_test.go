@@ -303,3 +303,34 @@ func BenchmarkCallOverheadWAT(b *testing.B) {
 	}
 	percentiles(b, lat)
 }
+
+// BenchmarkRank1000WAT: a linear ranker over 1,000 candidates written by
+// hand in WAT: the ABI's and the host's share of a ranker call (encode,
+// copy, call, decode, sort), with no language runtime in the guest.
+func BenchmarkRank1000WAT(b *testing.B) {
+	rt := testRuntime(b)
+	p, err := rt.Load(context.Background(), Spec{Name: "ltr-wat", Kind: Ranker, Instances: 1}, wasmtest.WATFile(b, "testdata/ltr.wat"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	req := rankRequest(1000)
+	resp, err := p.Rank(context.Background(), req)
+	if err != nil || len(resp.Ranked) != 1000 {
+		b.Fatal(err)
+	}
+	if top := resp.Ranked[0]; top.Score != req.Candidates[top.Index].Score+0.3*req.Candidates[top.Index].Values[0].Num {
+		b.Fatalf("wrong score %+v", top)
+	}
+	lat := make([]time.Duration, 0, 1<<16)
+	b.ReportAllocs()
+	for b.Loop() {
+		start := time.Now()
+		if _, err := p.Rank(context.Background(), req); err != nil {
+			b.Fatal(err)
+		}
+		if len(lat) < cap(lat) {
+			lat = append(lat, time.Since(start))
+		}
+	}
+	percentiles(b, lat)
+}

@@ -268,7 +268,7 @@ func DecodeRankResponse(data []byte, n int, resp *RankResponse) error {
 	if count > n {
 		return ErrMalformed
 	}
-	resp.Ranked = resp.Ranked[:0]
+	resp.Ranked = slices.Grow(resp.Ranked[:0], count)
 	seen := make([]bool, n)
 	for range count {
 		i, s := r.u32(), r.f64()
@@ -282,14 +282,19 @@ func DecodeRankResponse(data []byte, n int, resp *RankResponse) error {
 		return err
 	}
 	if resp.Flags&RankSortByScore != 0 {
-		slices.SortStableFunc(resp.Ranked, func(a, b Ranked) int {
+		// Stable by construction: ties keep the order given, by position.
+		pos := make([]uint32, n)
+		for i, e := range resp.Ranked {
+			pos[e.Index] = uint32(i)
+		}
+		slices.SortFunc(resp.Ranked, func(a, b Ranked) int {
 			switch {
 			case a.Score > b.Score:
 				return -1
 			case a.Score < b.Score:
 				return 1
 			}
-			return 0
+			return int(pos[a.Index]) - int(pos[b.Index])
 		})
 	}
 	return nil
