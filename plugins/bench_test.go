@@ -14,9 +14,10 @@ import (
 	"github.com/quarrysearch/quarry/sdk/abi"
 )
 
-// Native twins of examples/plugins/synonyms and examples/plugins/ltr: the
-// same logic, compiled natively and called through the same encoding
-// (sdk.HandleRewrite/HandleRank), for the WASM-against-native ratio.
+// Native twins of examples/plugins/synonyms and examples/plugins/ltr (a
+// batch ranker): the same logic, compiled natively and called through the
+// same encoding (sdk.HandleRewrite/HandleRank), for the WASM-against-native
+// ratio.
 
 var nativeSynonyms = map[string][]string{"pop": {"soda"}, "chips": {"fries"}}
 
@@ -43,19 +44,13 @@ var nativeWeights = func() []nativeWeight {
 	return ws
 }()
 
-func nativeRank(r *sdk.RankRequest) error {
-	fields := make([]sdk.Field, len(nativeWeights))
-	for i, w := range nativeWeights {
-		fields[i] = r.Field(w.f)
-	}
-	for _, c := range r.Candidates {
-		s := c.Score // _score weight 1, bias 0
-		for i, w := range nativeWeights {
-			if v, ok := c.NumberOf(fields[i]); ok {
-				s += w.w * v
+func nativeBatchRank(b *sdk.Batch) error {
+	for _, w := range nativeWeights {
+		for i, v := range b.Numbers(w.f) {
+			if v == v {
+				b.Scores[i] += w.w * v
 			}
 		}
-		c.Score = s
 	}
 	return nil
 }
@@ -160,7 +155,7 @@ func BenchmarkRank1000(b *testing.B) {
 		percentiles(b, lat)
 	})
 	b.Run("native", func(b *testing.B) {
-		sdk.Ranker(nativeRank)
+		sdk.BatchRanker(nativeBatchRank)
 		lat := make([]time.Duration, 0, 1<<16)
 		b.ReportAllocs()
 		var out []byte

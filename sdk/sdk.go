@@ -250,6 +250,10 @@ type rankState struct {
 	vals   []abi.Value // backing of the value columns
 	lists  []abi.Value
 	seen   []bool
+
+	b       Batch
+	scores  []float64
+	dropped []bool
 }
 
 var rs rankState
@@ -353,8 +357,8 @@ func (s *rankState) value(d *decoder, v *abi.Value, depth int) {
 // HandleRank runs the registered ranker on an encoded request and appends
 // the encoded response to out.
 func HandleRank(in, out []byte) []byte {
-	if ranker == nil {
-		return abi.AppendError(out, "this plugin has no ranker (call sdk.Ranker in init)")
+	if ranker == nil && batchRanker == nil {
+		return abi.AppendError(out, "this plugin has no ranker (call sdk.Ranker or sdk.BatchRanker in init)")
 	}
 	s := &rs
 	d := &decoder{b: in}
@@ -391,21 +395,35 @@ func HandleRank(in, out []byte) []byte {
 		s.seen = make([]bool, nc)
 	}
 	s.cands, s.ptrs, s.seen = s.cands[:nc], s.ptrs[:nc], s.seen[:nc]
-	for i := range s.cands {
-		c := &s.cands[i]
-		c.ID = d.str()
-		c.index = uint32(i)
-		c.req = req
-		s.ptrs[i] = c
-		s.seen[i] = false
+	idsAt := d.pos
+	if batchRanker != nil {
+		for range nc { // skip the ids: a batch reads them on demand
+			n := int(d.u32())
+			if d.bad || n > len(in)-d.pos {
+				d.bad = true
+				break
+			}
+			d.pos += n
+		}
+	} else {
+		for i := range s.cands {
+			c := &s.cands[i]
+			c.ID = d.str()
+			c.index = uint32(i)
+			c.req = req
+			s.ptrs[i] = c
+			s.seen[i] = false
+		}
 	}
 	if d.bad || nc*8 > len(in)-d.pos {
 		return abi.AppendError(out, "decode rank request: "+abi.ErrMalformed.Error())
 	}
 	scores := in[d.pos : d.pos+nc*8]
 	d.pos += nc * 8
-	for i := range s.cands {
-		s.cands[i].Score = math.Float64frombits(binary.LittleEndian.Uint64(scores[i*8:]))
+	if batchRanker == nil {
+		for i := range s.cands {
+			s.cands[i].Score = math.Float64frombits(binary.LittleEndian.Uint64(scores[i*8:]))
+		}
 	}
 	if cap(req.cols) < nf {
 		req.cols = make([]column, nf)
@@ -422,7 +440,8 @@ func HandleRank(in, out []byte) []byte {
 		d.pos++
 		switch kind {
 		case abi.ColumnNumbers:
-			if nc*8 > len(in)-d.pos {
+			d.pos += (8 - d.pos%8) % 8 // aligned to 8 from the request's start
+			if d.pos > len(in) || nc*8 > len(in)-d.pos {
 				d.bad = true
 				break
 			}
@@ -449,6 +468,9 @@ func HandleRank(in, out []byte) []byte {
 	if d.bad || d.pos != len(in) {
 		return abi.AppendError(out, "decode rank request: "+abi.ErrMalformed.Error())
 	}
+	if batchRanker != nil {
+		return s.batch(in, out, idsAt, scores, nc)
+	}
 	req.Candidates = s.ptrs
 	if err := call(func() error { return ranker(req) }); err != nil {
 		return abi.AppendError(out, err.Error())
@@ -474,6 +496,104 @@ func HandleRank(in, out []byte) []byte {
 		binary.LittleEndian.PutUint64(w[k*12+4:], math.Float64bits(c.Score))
 	}
 	return out
+}
+
+// Batch is a rank request as columns, for rankers that score every
+// candidate with arithmetic over numeric fields: no per-candidate objects,
+// numeric fields read in place as arrays. Register one with BatchRanker.
+type Batch struct {
+	// Q is the (rewritten) text of the search; Context the request's
+	// context object, JSON. Valid during the call.
+	Q       string
+	Context []byte
+	// Scores holds each candidate's retrieval score, best first; the
+	// ranker overwrites them with its own. Candidates are sorted by these
+	// scores afterwards (by the host).
+	Scores []float64
+
+	req   *RankRequest
+	in    []byte
+	idsAt int
+	ids   []string // filled on the first ID call
+	drop  []bool
+}
+
+// Len is the number of candidates.
+func (b *Batch) Len() int { return len(b.Scores) }
+
+// Numbers returns a numeric field as an array indexed like Scores (NaN
+// where a candidate has no value), read in place from the request: valid
+// during the call, not to be written. Nil if the field is absent or not
+// numeric (read those with Values).
+func (b *Batch) Numbers(field string) []float64 {
+	f := b.req.Field(field)
+	if f == NoField || !b.req.cols[f].numeric || len(b.Scores) == 0 {
+		return nil
+	}
+	col := b.req.cols[f].numbers
+	return unsafe.Slice((*float64)(unsafe.Pointer(unsafe.SliceData(col))), len(col)/8)
+}
+
+// Value returns candidate i's value of a field of any kind.
+func (b *Batch) Value(field string, i int) abi.Value {
+	f := b.req.Field(field)
+	if f == NoField || i < 0 || i >= len(b.Scores) {
+		return abi.Value{}
+	}
+	c := Candidate{index: uint32(i), req: b.req}
+	return c.val(f)
+}
+
+// ID returns candidate i's document id (valid during the call).
+func (b *Batch) ID(i int) string {
+	if b.ids == nil {
+		d := &decoder{b: b.in, pos: b.idsAt}
+		b.ids = make([]string, len(b.Scores))
+		for j := range b.ids {
+			b.ids[j] = d.str()
+		}
+	}
+	return b.ids[i]
+}
+
+// Drop removes candidate i from the results.
+func (b *Batch) Drop(i int) { b.drop[i] = true }
+
+var batchRanker func(*Batch) error
+
+// BatchRanker registers the plugin's rank hook in its batch form (instead
+// of Ranker). Call it from init.
+func BatchRanker(fn func(*Batch) error) { batchRanker = fn }
+
+// batch runs the batch ranker and writes its response in place.
+func (s *rankState) batch(in, out []byte, idsAt int, scores []byte, n int) []byte {
+	if cap(s.scores) < n {
+		s.scores = make([]float64, n)
+		s.dropped = make([]bool, n)
+	}
+	b := &s.b
+	*b = Batch{Q: s.req.Q, Context: s.req.Context, Scores: s.scores[:n], req: &s.req, in: in, idsAt: idsAt, drop: s.dropped[:n]}
+	for i := range b.Scores {
+		b.Scores[i] = math.Float64frombits(binary.LittleEndian.Uint64(scores[i*8:]))
+		b.drop[i] = false
+	}
+	if err := call(func() error { return batchRanker(b) }); err != nil {
+		return abi.AppendError(out, err.Error())
+	}
+	start := len(out)
+	out = slices.Grow(out, 6+12*n)[:start+6+12*n]
+	out[start], out[start+1] = abi.StatusOK, abi.RankSortByScore
+	w, k := out[start+6:], 0
+	for i, sc := range b.Scores {
+		if b.drop[i] {
+			continue
+		}
+		binary.LittleEndian.PutUint32(w[k*12:], uint32(i))
+		binary.LittleEndian.PutUint64(w[k*12+4:], math.Float64bits(sc))
+		k++
+	}
+	binary.LittleEndian.PutUint32(out[start+2:], uint32(k))
+	return out[:start+6+12*k]
 }
 
 // call runs a hook, turning a panic into an error.

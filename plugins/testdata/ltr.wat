@@ -32,8 +32,11 @@
       (local.set $i (i32.add (local.get $i) (i32.const 1)))
       (br $ids)))
     (local.set $scores (local.get $p))
-    ;; the first column: kind byte, then n f64
-    (local.set $col (i32.add (i32.add (local.get $scores) (i32.mul (local.get $n) (i32.const 8))) (i32.const 1)))
+    ;; the first column: kind byte, padding to 8 (the request starts at an
+    ;; aligned 1024), then n f64
+    (local.set $col (i32.and
+      (i32.add (i32.add (local.get $scores) (i32.mul (local.get $n) (i32.const 8))) (i32.const 8))
+      (i32.const -8)))
     ;; response at 131072: status 0, flags 1, count, entries
     (i32.store8 (i32.const 131072) (i32.const 0))
     (i32.store8 (i32.const 131073) (i32.const 1))

@@ -96,10 +96,15 @@ func DecodeRewriteResponse(data []byte, resp *RewriteResponse) error {
 	return r.done()
 }
 
+// pad8 is how many zero bytes bring offset n to a multiple of 8.
+func pad8(n int) int { return (8 - n%8) % 8 }
+
 // AppendRankRequest appends the encoding of req to b. Fields are sent as
 // columns; a field whose values are all numbers (or missing) is a dense
-// column of f64 a guest reads in place.
+// column of f64, aligned to 8 bytes from the request's start, that a guest
+// can read in place as an array.
 func AppendRankRequest(b []byte, req *RankRequest) []byte {
+	start := len(b)
 	b = appendString(b, req.Q)
 	b = appendBytes(b, req.Context)
 	b = appendU32(b, uint32(len(req.Fields)))
@@ -129,6 +134,7 @@ func AppendRankRequest(b []byte, req *RankRequest) []byte {
 		}
 		if numeric {
 			b = append(b, ColumnNumbers)
+			b = append(b, make([]byte, pad8(len(b)-start))...)
 			for i := range req.Candidates {
 				n := math.NaN()
 				if v := value(&req.Candidates[i]); v != nil && v.Kind == KindNumber {
@@ -195,6 +201,10 @@ func DecodeRankRequest(data []byte, req *RankRequest) error {
 	for j := range nf {
 		switch r.u8() {
 		case ColumnNumbers:
+			off := len(data) - len(r.b)
+			for range pad8(off) {
+				r.u8()
+			}
 			for i := range req.Candidates {
 				if n := r.f64(); n == n {
 					req.Candidates[i].Values[j] = Value{Kind: KindNumber, Num: n}

@@ -58,27 +58,26 @@ func load() error {
 	return nil
 }
 
-// Rank scores every candidate with the linear model.
-func Rank(r *sdk.RankRequest) error {
+// Rank scores every candidate with the linear model, a feature column at a
+// time (the batch form of a ranker: no per-candidate objects, the numeric
+// fields read in place).
+func Rank(b *sdk.Batch) error {
 	if err := load(); err != nil {
 		return err
 	}
-	fields := make([]sdk.Field, len(weights))
-	for i, w := range weights {
-		fields[i] = r.Field(w.feature)
+	for i, s := range b.Scores {
+		b.Scores[i] = bias + scoreWeight*s
 	}
-	for _, c := range r.Candidates {
-		s := bias + scoreWeight*c.Score
-		for i, w := range weights {
-			if v, ok := c.NumberOf(fields[i]); ok {
-				s += w.w * v
+	for _, w := range weights {
+		for i, v := range b.Numbers(w.feature) {
+			if v == v { // NaN: the candidate has no value
+				b.Scores[i] += w.w * v
 			}
 		}
-		c.Score = s
 	}
 	return nil
 }
 
-func init() { sdk.Ranker(Rank) }
+func init() { sdk.BatchRanker(Rank) }
 
 func main() {}
