@@ -98,3 +98,17 @@ func FuzzDecodeRankRequest(f *testing.F) {
 		_ = DecodeRankRequest(b, &r)
 	})
 }
+
+func TestSortByScoreKeepsTieOrder(t *testing.T) {
+	in := &RankResponse{Flags: RankSortByScore, Ranked: []Ranked{{3, 1}, {1, 2}, {0, 1}, {2, 2}, {4, 0.5}}}
+	var out RankResponse
+	if err := DecodeRankResponse(AppendRankResponse(nil, in), 5, &out); err != nil {
+		t.Fatal(err)
+	}
+	want := []uint32{1, 2, 3, 0, 4}
+	for i, e := range out.Ranked {
+		if e.Index != want[i] {
+			t.Fatalf("order %+v, want indexes %v", out.Ranked, want)
+		}
+	}
+}

@@ -292,20 +292,33 @@ func DecodeRankResponse(data []byte, n int, resp *RankResponse) error {
 		return err
 	}
 	if resp.Flags&RankSortByScore != 0 {
-		// Stable by construction: ties keep the order given, by position.
-		pos := make([]uint32, n)
-		for i, e := range resp.Ranked {
-			pos[e.Index] = uint32(i)
-		}
-		slices.SortFunc(resp.Ranked, func(a, b Ranked) int {
-			switch {
-			case a.Score > b.Score:
-				return -1
-			case a.Score < b.Score:
-				return 1
-			}
-			return int(pos[a.Index]) - int(pos[b.Index])
-		})
+		sortByScore(resp.Ranked)
 	}
 	return nil
+}
+
+// sortByScore sorts entries by score, highest first, ties in their given
+// order: pdqsort on keys that carry their position (no stable merge sort,
+// no lookups in the comparison).
+func sortByScore(r []Ranked) {
+	type key struct {
+		score      float64
+		pos, index uint32
+	}
+	keys := make([]key, len(r))
+	for i, e := range r {
+		keys[i] = key{e.Score, uint32(i), e.Index}
+	}
+	slices.SortFunc(keys, func(a, b key) int {
+		switch {
+		case a.score > b.score:
+			return -1
+		case a.score < b.score:
+			return 1
+		}
+		return int(a.pos) - int(b.pos)
+	})
+	for i, k := range keys {
+		r[i] = Ranked{Index: k.index, Score: k.score}
+	}
 }
