@@ -395,16 +395,13 @@ func HandleRank(in, out []byte) []byte {
 		s.seen = make([]bool, nc)
 	}
 	s.cands, s.ptrs, s.seen = s.cands[:nc], s.ptrs[:nc], s.seen[:nc]
+	idsLen := int(d.u32())
 	idsAt := d.pos
+	if d.bad || idsLen > len(in)-d.pos {
+		return abi.AppendError(out, "decode rank request: "+abi.ErrMalformed.Error())
+	}
 	if batchRanker != nil {
-		for range nc { // skip the ids: a batch reads them on demand
-			n := int(d.u32())
-			if d.bad || n > len(in)-d.pos {
-				d.bad = true
-				break
-			}
-			d.pos += n
-		}
+		d.pos += idsLen // a batch reads the ids on demand
 	} else {
 		for i := range s.cands {
 			c := &s.cands[i]
@@ -413,6 +410,9 @@ func HandleRank(in, out []byte) []byte {
 			c.req = req
 			s.ptrs[i] = c
 			s.seen[i] = false
+		}
+		if d.pos-idsAt != idsLen {
+			d.bad = true
 		}
 	}
 	if d.bad || nc*8 > len(in)-d.pos {

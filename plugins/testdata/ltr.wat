@@ -22,15 +22,9 @@
       (local.set $p (i32.add (local.get $p) (i32.add (i32.const 4) (i32.load (local.get $p)))))
       (local.set $i (i32.add (local.get $i) (i32.const 1)))
       (br $names)))
-    ;; skip the ids
+    ;; the count, then skip the ids in one step by their total size
     (local.set $n (i32.load (local.get $p)))
-    (local.set $p (i32.add (local.get $p) (i32.const 4)))
-    (local.set $i (i32.const 0))
-    (block $done (loop $ids
-      (br_if $done (i32.ge_u (local.get $i) (local.get $n)))
-      (local.set $p (i32.add (local.get $p) (i32.add (i32.const 4) (i32.load (local.get $p)))))
-      (local.set $i (i32.add (local.get $i) (i32.const 1)))
-      (br $ids)))
+    (local.set $p (i32.add (local.get $p) (i32.add (i32.const 8) (i32.load (i32.add (local.get $p) (i32.const 4))))))
     (local.set $scores (local.get $p))
     ;; the first column: kind byte, padding to 8 (the request starts at an
     ;; aligned 1024), then n f64

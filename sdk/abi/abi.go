@@ -136,7 +136,8 @@ type Candidate struct {
 //
 //	q, context: u32 length + bytes
 //	field count u32, then each field name (u32 length + bytes)
-//	candidate count n u32, then n ids (u32 length + bytes), then n scores
+//	candidate count n u32, the ids' total size u32, then n ids (u32
+//	length + bytes), then n scores
 //	(f64), then one column per field: ColumnNumbers, zero bytes up to an
 //	offset (from the request's start) that is a multiple of 8, and n f64
 //	(NaN: missing); or ColumnValues and n values, each a kind u8, then number f64

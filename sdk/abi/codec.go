@@ -112,6 +112,11 @@ func AppendRankRequest(b []byte, req *RankRequest) []byte {
 		b = appendString(b, f)
 	}
 	b = appendU32(b, uint32(len(req.Candidates)))
+	idsLen := 0
+	for i := range req.Candidates {
+		idsLen += 4 + len(req.Candidates[i].ID)
+	}
+	b = appendU32(b, uint32(idsLen)) // lets a guest skip the ids in one step
 	for i := range req.Candidates {
 		b = appendString(b, req.Candidates[i].ID)
 	}
@@ -188,9 +193,14 @@ func DecodeRankRequest(data []byte, req *RankRequest) error {
 		req.Fields[i] = r.str()
 	}
 	nc := r.count(12 + nf)
+	idsLen := r.u32()
+	before := len(r.b)
 	req.Candidates = make([]Candidate, nc)
 	for i := range req.Candidates {
 		req.Candidates[i].ID = r.str()
+	}
+	if r.err == nil && uint32(before-len(r.b)) != idsLen {
+		return ErrMalformed
 	}
 	for i := range req.Candidates {
 		req.Candidates[i].Score = r.f64()
