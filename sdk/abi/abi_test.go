@@ -1,8 +1,11 @@
 package abi
 
 import (
+	"cmp"
 	"errors"
+	"math/rand/v2"
 	"reflect"
+	"slices"
 	"testing"
 )
 
@@ -109,6 +112,29 @@ func TestSortByScoreKeepsTieOrder(t *testing.T) {
 	for i, e := range out.Ranked {
 		if e.Index != want[i] {
 			t.Fatalf("order %+v, want indexes %v", out.Ranked, want)
+		}
+	}
+}
+
+// The radix sort agrees with a stable comparison sort, ties, negative
+// scores and zeros included.
+func TestSortByScoreMatchesStableSort(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for round := range 50 {
+		n := 1 + rng.IntN(300)
+		in := make([]Ranked, n)
+		for i := range in {
+			in[i] = Ranked{Index: uint32(i), Score: float64(rng.IntN(20)-10) / 4}
+			if round%3 == 0 {
+				in[i].Score = rng.NormFloat64() * 1e6
+			}
+		}
+		want := slices.Clone(in)
+		slices.SortStableFunc(want, func(a, b Ranked) int { return cmp.Compare(b.Score, a.Score) })
+		got := slices.Clone(in)
+		sortByScore(got)
+		if !slices.Equal(got, want) {
+			t.Fatalf("round %d: radix sort differs from a stable sort", round)
 		}
 	}
 }
