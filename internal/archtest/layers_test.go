@@ -30,6 +30,8 @@ var forbidden = []struct {
 	{"internal/httpapi", []string{"broker", "searcher", "indexer", "internal/node"}},
 	// The plugin host knows wazero and the ABI, not NATS or the services.
 	{"plugins", []string{"internal/", "client", "broker", "searcher", "indexer", "cmd/", "planner"}},
+	// The registry (admin service) does not reach into other services.
+	{"registry", []string{"broker", "searcher", "indexer", "client", "internal/node", "cmd/"}},
 	// The planner is pure: wire types only.
 	{"planner", []string{"internal/", "client", "broker", "searcher", "indexer", "cmd/"}},
 }

@@ -32,6 +32,13 @@ type Store struct {
 	Manifests jetstream.KeyValue
 	Segments  jetstream.ObjectStore
 	Docs      jetstream.Stream
+	// Plugins holds plugin binaries, named by digest ("sha256:<hex>").
+	Plugins jetstream.ObjectStore
+	// Pipelines holds each index's pipeline, with history.
+	Pipelines jetstream.KeyValue
+	// PluginVersions records every pushed version and its validation,
+	// keyed <index>.<plugin>.<hex digest>.
+	PluginVersions jetstream.KeyValue
 }
 
 // Open creates or binds to every resource.
@@ -64,6 +71,27 @@ func Open(ctx context.Context, js jetstream.JetStream, opts Options) (*Store, er
 	})
 	if err != nil {
 		return nil, fmt.Errorf("open object store %s: %w", subject.SegmentsBucket, err)
+	}
+	s.Plugins, err = js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
+		Bucket: subject.PluginsBucket, Description: "Quarry plugin binaries, by sha256",
+		Storage: jetstream.FileStorage, Replicas: opts.Replicas,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("open object store %s: %w", subject.PluginsBucket, err)
+	}
+	s.Pipelines, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket: subject.PipelinesBucket, Description: "Quarry index pipelines",
+		History: 64, Storage: jetstream.FileStorage, Replicas: opts.Replicas,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("open bucket %s: %w", subject.PipelinesBucket, err)
+	}
+	s.PluginVersions, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket: subject.PluginVersionsBucket, Description: "Quarry pushed plugin versions",
+		Storage: jetstream.FileStorage, Replicas: opts.Replicas,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("open bucket %s: %w", subject.PluginVersionsBucket, err)
 	}
 	s.Docs, err = js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
 		Name:              subject.DocsStream,

@@ -13,6 +13,7 @@ import (
 	"github.com/quarrysearch/quarry/broker"
 	"github.com/quarrysearch/quarry/client"
 	"github.com/quarrysearch/quarry/indexer"
+	"github.com/quarrysearch/quarry/internal/meta"
 	"github.com/quarrysearch/quarry/plugins"
 	"github.com/quarrysearch/quarry/searcher"
 )
@@ -93,3 +94,5 @@ func mustRuntimeB(tb testing.TB) *plugins.Runtime {
 	tb.Cleanup(func() { rt.Close(context.Background()) })
 	return rt
 }
+
+func mustDigest(b []byte) string { return meta.PluginDigest(b) }

@@ -21,6 +21,7 @@ import (
 	"github.com/quarrysearch/quarry/internal/httpapi"
 	"github.com/quarrysearch/quarry/internal/meta"
 	"github.com/quarrysearch/quarry/plugins"
+	"github.com/quarrysearch/quarry/registry"
 	"github.com/quarrysearch/quarry/searcher"
 )
 
@@ -153,15 +154,23 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 		if n.Broker, err = broker.New(n.nc, n.store, c); err != nil {
 			return nil, err
 		}
+		dir := cfg.PluginCacheDir
+		if dir == "" {
+			dir = filepath.Join(cfg.DataDir, "plugins")
+		}
+		n.plugins, err = plugins.NewRuntime(ctx, plugins.Config{CacheDir: filepath.Join(dir, "compiled"), Logger: cfg.Logger})
+		if err != nil {
+			return nil, err
+		}
+		// Pipelines from the registry (quarry-pipelines), swapped in live.
+		n.run("pipelines", func() error { return n.Broker.WatchPipelines(runCtx, n.plugins) })
+		// The admin API (plugins and pipelines) runs beside the broker.
+		admin, err := registry.New(ctx, n.nc, n.store, registry.Config{Logger: cfg.Logger})
+		if err != nil {
+			return nil, err
+		}
+		n.run("admin", func() error { return admin.Run(runCtx) })
 		if len(cfg.Pipelines) > 0 {
-			dir := cfg.PluginCacheDir
-			if dir == "" {
-				dir = filepath.Join(cfg.DataDir, "plugins")
-			}
-			n.plugins, err = plugins.NewRuntime(ctx, plugins.Config{CacheDir: filepath.Join(dir, "compiled"), Logger: cfg.Logger})
-			if err != nil {
-				return nil, err
-			}
 			for index, file := range cfg.Pipelines {
 				pl, err := broker.LoadPipelineFile(ctx, n.plugins, file, filepath.Join(dir, "built"))
 				if err != nil {

@@ -23,6 +23,12 @@ const (
 	ManifestsBucket = "quarry-manifests"
 	// SegmentsBucket is the object store holding shard snapshots.
 	SegmentsBucket = "quarry-segments"
+	// PluginsBucket is the object store of plugin binaries, by digest.
+	PluginsBucket = "quarry-plugins"
+	// PipelinesBucket is the KV bucket of index pipelines (with history).
+	PipelinesBucket = "quarry-pipelines"
+	// PluginVersionsBucket records pushed plugin versions.
+	PluginVersionsBucket = "quarry-plugin-versions"
 )
 
 // Request/reply services.
@@ -35,6 +41,12 @@ const (
 	ShardPrefix = "quarry.v1.shard"
 	// IndexerPrefix is the subject prefix of the indexer's control API.
 	IndexerPrefix = "quarry.v1.indexer"
+	// AdminPrefix is the subject prefix of the admin API:
+	// quarry.v1.admin.<index>.<operation>, so NATS permissions can give a
+	// team its own indexes.
+	AdminPrefix = "quarry.v1.admin"
+	// AdminService is the admin API's micro service name.
+	AdminService = "quarry-admin"
 )
 
 // Headers carried on Quarry messages.
@@ -191,6 +203,9 @@ func Search(index string) string {
 func Snapshot(index string) string {
 	return IndexerPrefix + "." + index + ".snapshot"
 }
+
+// Admin is the admin subject of an operation on an index.
+func Admin(index, op string) string { return AdminPrefix + "." + index + "." + op }
 
 // SegmentObject names the object holding one shard's snapshot of a generation.
 func SegmentObject(index string, generation uint64, shard int) string {

@@ -1,0 +1,163 @@
+package broker
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/quarrysearch/quarry/api"
+	"github.com/quarrysearch/quarry/internal/meta"
+	"github.com/quarrysearch/quarry/plugins"
+)
+
+// retireAfter is how long a plugin no pipeline uses stays loaded, so
+// queries that started with it finish on it.
+const retireAfter = 30 * time.Second
+
+// loader builds pipelines from stored specs, reusing the plugins already
+// loaded (same binary and settings) across pipeline versions.
+type loader struct {
+	rt    *plugins.Runtime
+	store *meta.Store
+
+	mu     sync.Mutex
+	loaded map[string]*plugins.Plugin
+	inUse  map[string]map[string]bool // index → keys its pipeline uses
+}
+
+func stepKey(kind plugins.Kind, s api.StepSpec) string {
+	h := sha256.Sum256(s.Config)
+	return fmt.Sprintf("%s|%s|%s|%s|%d|%d", kind, s.Plugin, s.Digest, hex.EncodeToString(h[:8]), s.BudgetMS, s.Instances)
+}
+
+// build loads every step of spec (compiling and warming new plugins before
+// the pipeline exists, so the swap itself is one pointer store).
+func (l *loader) build(ctx context.Context, spec *api.PipelineSpec) (*Pipeline, []string, error) {
+	p := &Pipeline{}
+	var keys []string
+	load := func(kind plugins.Kind, s api.StepSpec) (Step, error) {
+		key := stepKey(kind, s)
+		keys = append(keys, key)
+		l.mu.Lock()
+		plugin := l.loaded[key]
+		l.mu.Unlock()
+		if plugin == nil {
+			wasm, err := l.store.PluginBinary(ctx, s.Digest)
+			if err != nil {
+				return Step{}, err
+			}
+			plugin, err = l.rt.Load(ctx, plugins.Spec{Name: s.Plugin, Version: s.Digest[len("sha256:"):][:12], Kind: kind,
+				Config: s.Config, Budget: time.Duration(s.BudgetMS) * time.Millisecond, Instances: s.Instances}, wasm)
+			if err != nil {
+				return Step{}, err
+			}
+			l.mu.Lock()
+			l.loaded[key] = plugin
+			l.mu.Unlock()
+		}
+		policy := Policy(s.Policy)
+		if policy == "" {
+			policy = FailOpen
+		}
+		return Step{Plugin: plugin, Policy: policy, Fields: s.Fields, RerankDepth: s.RerankDepth}, nil
+	}
+	for _, s := range spec.Rewriters {
+		st, err := load(plugins.Rewriter, s)
+		if err != nil {
+			return nil, nil, fmt.Errorf("rewriter %s: %w", s.Plugin, err)
+		}
+		p.Rewriters = append(p.Rewriters, st)
+	}
+	for _, s := range spec.Rankers {
+		st, err := load(plugins.Ranker, s)
+		if err != nil {
+			return nil, nil, fmt.Errorf("ranker %s: %w", s.Plugin, err)
+		}
+		p.Rankers = append(p.Rankers, st)
+	}
+	return p, keys, nil
+}
+
+// retire closes, after a grace period, plugins no pipeline uses any more.
+func (l *loader) retire(index string, keys []string) {
+	l.mu.Lock()
+	used := map[string]bool{}
+	for _, k := range keys {
+		used[k] = true
+	}
+	if keys == nil {
+		delete(l.inUse, index)
+	} else {
+		l.inUse[index] = used
+	}
+	l.mu.Unlock()
+	time.AfterFunc(retireAfter, func() {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		for k, p := range l.loaded {
+			stillUsed := false
+			for _, set := range l.inUse {
+				stillUsed = stillUsed || set[k]
+			}
+			if !stillUsed {
+				delete(l.loaded, k)
+				p.Close(context.Background())
+			}
+		}
+	})
+}
+
+// WatchPipelines keeps the broker's pipelines equal to the quarry-pipelines
+// bucket until ctx is done: a new version is loaded and warmed, then
+// swapped in; one that cannot be loaded is logged and the live pipeline
+// stays. A broker that starts, or comes back after NATS was away, gets the
+// current pipelines from the watch's initial values.
+func (b *Broker) WatchPipelines(ctx context.Context, rt *plugins.Runtime) error {
+	l := &loader{rt: rt, store: b.store, loaded: map[string]*plugins.Plugin{}, inUse: map[string]map[string]bool{}}
+	w, err := b.store.Pipelines.WatchAll(ctx)
+	if err != nil {
+		return fmt.Errorf("broker: watch pipelines: %w", err)
+	}
+	defer w.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case e, ok := <-w.Updates():
+			if !ok {
+				return errors.New("broker: pipeline watch ended")
+			}
+			if e == nil {
+				continue
+			}
+			index := e.Key()
+			if e.Operation() != jetstream.KeyValuePut {
+				b.SetPipeline(index, nil)
+				l.retire(index, nil)
+				continue
+			}
+			spec, err := meta.DecodePipeline(e)
+			if err == nil {
+				var pl *Pipeline
+				var keys []string
+				if pl, keys, err = l.build(ctx, spec); err == nil {
+					if len(pl.Rewriters)+len(pl.Rankers) == 0 {
+						pl = nil
+					}
+					b.SetPipeline(index, pl)
+					l.retire(index, keys)
+					b.cfg.Logger.Info("pipeline swapped in", "index", index, "revision", spec.Revision,
+						"rewriters", len(spec.Rewriters), "rankers", len(spec.Rankers))
+					continue
+				}
+			}
+			b.cfg.Logger.Error("pipeline refused; the live one stays", "index", index, "revision", e.Revision(), "err", err)
+		}
+	}
+}

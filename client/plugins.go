@@ -1,0 +1,121 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/micro"
+
+	"github.com/quarrysearch/quarry/api"
+	"github.com/quarrysearch/quarry/internal/subject"
+)
+
+// PushOptions are a plugin version's settings.
+type PushOptions struct {
+	// Kind is "rewriter" or "ranker".
+	Kind string
+	// Step holds the config, budget, policy, fields and rerank depth the
+	// version runs with once activated.
+	Step api.StepSpec
+	// Activate puts the version live once it is validated.
+	Activate bool
+}
+
+// PushPlugin uploads a plugin binary (content-addressed, chunked through
+// the object store), has the admin service validate it, and with
+// opts.Activate puts it live. A refused version returns an api.ErrBadRequest
+// error naming the check that failed, and the live pipeline is untouched.
+func (c *Client) PushPlugin(ctx context.Context, index, name string, wasm []byte, opts PushOptions) (*api.PluginVersion, error) {
+	if _, err := c.definition(ctx, index); err != nil {
+		return nil, err
+	}
+	digest, err := c.store.PutPlugin(ctx, wasm)
+	if err != nil {
+		return nil, err
+	}
+	var v api.PluginVersion
+	if err := c.admin(ctx, index, "plugin.register", map[string]any{"name": name, "kind": opts.Kind, "digest": digest, "step": opts.Step}, &v); err != nil {
+		return nil, err
+	}
+	if opts.Activate {
+		if _, err := c.ActivatePlugin(ctx, index, name, digest); err != nil {
+			return &v, err
+		}
+	}
+	return &v, nil
+}
+
+// ActivatePlugin puts a validated version of a plugin live on an index.
+func (c *Client) ActivatePlugin(ctx context.Context, index, name, digest string) (*api.PipelineSpec, error) {
+	var spec api.PipelineSpec
+	err := c.admin(ctx, index, "plugin.activate", map[string]any{"name": name, "digest": digest}, &spec)
+	return &spec, err
+}
+
+// RemovePlugin takes a plugin out of an index's pipeline.
+func (c *Client) RemovePlugin(ctx context.Context, index, name string) (*api.PipelineSpec, error) {
+	var spec api.PipelineSpec
+	err := c.admin(ctx, index, "plugin.rm", map[string]any{"name": name}, &spec)
+	return &spec, err
+}
+
+// RollbackPipeline restores an index's previous pipeline.
+func (c *Client) RollbackPipeline(ctx context.Context, index string) (*api.PipelineSpec, error) {
+	var spec api.PipelineSpec
+	err := c.admin(ctx, index, "plugin.rollback", nil, &spec)
+	return &spec, err
+}
+
+// Pipeline returns an index's live pipeline.
+func (c *Client) Pipeline(ctx context.Context, index string) (*api.PipelineSpec, error) {
+	var spec api.PipelineSpec
+	err := c.admin(ctx, index, "pipeline.show", nil, &spec)
+	return &spec, err
+}
+
+// PluginList is an index's pushed versions and its live pipeline.
+type PluginList struct {
+	Versions []api.PluginVersion `json:"versions"`
+	Pipeline *api.PipelineSpec   `json:"pipeline"`
+}
+
+// Plugins lists an index's pushed plugin versions and its pipeline.
+func (c *Client) Plugins(ctx context.Context, index string) (*PluginList, error) {
+	var l PluginList
+	err := c.admin(ctx, index, "plugin.ls", nil, &l)
+	return &l, err
+}
+
+// admin sends one admin request and decodes the answer or the error.
+func (c *Client) admin(ctx context.Context, index, op string, body any, out any) error {
+	if err := subject.ValidIndexName(index); err != nil {
+		return api.BadRequest("%v", err)
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, 2*time.Minute)
+		defer cancel()
+	}
+	b, _ := json.Marshal(body)
+	reply, err := c.nc.RequestWithContext(ctx, subject.Admin(index, op), b)
+	if errors.Is(err, nats.ErrNoResponders) {
+		return api.Errorf(api.CodeUnavailable, "no admin service is running (it runs beside the broker)")
+	}
+	if err != nil {
+		return fmt.Errorf("admin %s: %w", op, err)
+	}
+	if reply.Header.Get(micro.ErrorHeader) != "" {
+		var e api.Error
+		if json.Unmarshal(reply.Data, &e) == nil && e.Code != "" {
+			return &e
+		}
+		code, _ := strconv.Atoi(reply.Header.Get(micro.ErrorCodeHeader))
+		return api.Errorf(codeFromStatus(code), "%s", reply.Header.Get(micro.ErrorHeader))
+	}
+	return json.Unmarshal(reply.Data, out)
+}

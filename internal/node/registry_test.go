@@ -1,0 +1,159 @@
+package node
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/quarrysearch/quarry/api"
+	"github.com/quarrysearch/quarry/broker"
+	"github.com/quarrysearch/quarry/client"
+	"github.com/quarrysearch/quarry/indexer"
+	"github.com/quarrysearch/quarry/internal/catalog"
+	"github.com/quarrysearch/quarry/internal/wasmtest"
+	"github.com/quarrysearch/quarry/searcher"
+)
+
+// rewrites returns the plugin stages' details of a profiled search.
+func rewrites(r *api.SearchResponse) string {
+	var out []string
+	for _, st := range r.Profile.Stages {
+		if strings.HasPrefix(st.Name, "rewrite ") || strings.HasPrefix(st.Name, "rank ") {
+			out = append(out, st.Name)
+		}
+	}
+	return strings.Join(out, ",")
+}
+
+// A team pushes, activates and rolls back plugins through the admin API
+// while queries run: every change goes live without a restart, no query
+// fails, bad input is refused and leaves the pipeline as it was.
+func TestRegistryPushActivateRollback(t *testing.T) {
+	n := startRoles(t, "", &indexer.Config{SnapshotInterval: -1}, &searcher.Config{}, &broker.Config{})
+	c := n.Client()
+	ctx := context.Background()
+	if _, err := c.CreateIndex(ctx, "reg", 2, catalog.Mapping()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Bulk(ctx, "reg", bytes.NewReader(catalogNDJSON(t, 400)), client.BulkOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitDocs(t, n, 400)
+
+	var queries, failed atomic.Int64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			queries.Add(1)
+			if _, err := c.Search(ctx, "reg", &api.SearchRequest{Q: "pizza"}); err != nil {
+				failed.Add(1)
+				t.Errorf("query during changes: %v", err)
+			}
+		}
+	})
+	waitStages := func(want string) *api.SearchResponse {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			r, err := c.Search(ctx, "reg", &api.SearchRequest{Q: "pizza", Profile: true, Fields: []string{"price"}})
+			if err == nil && rewrites(r) == want {
+				return r
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("pipeline stages never became %q (last %v, %v)", want, r, err)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+
+	suffix := wasmtest.WATFile(t, "../../examples/plugins/wat/suffix.wat")
+	v, err := c.PushPlugin(ctx, "reg", "suffix", suffix, client.PushOptions{Kind: "rewriter", Activate: true})
+	if err != nil || !v.Valid {
+		t.Fatalf("push suffix: %+v %v", v, err)
+	}
+	waitStages("rewrite suffix")
+
+	ltr := wasmtest.GoPlugin(t, "../../examples/plugins/ltr")
+	step := api.StepSpec{Config: json.RawMessage(`{"weights":{"price":-1}}`), Fields: []string{"price"}, RerankDepth: 50, BudgetMS: 2000}
+	if _, err := c.PushPlugin(ctx, "reg", "ltr", ltr, client.PushOptions{Kind: "ranker", Step: step, Activate: true}); err != nil {
+		t.Fatal(err)
+	}
+	r := waitStages("rewrite suffix,rank ltr")
+	for i := 1; i < len(r.Hits); i++ {
+		if r.Hits[i].Fields["price"].(float64) < r.Hits[i-1].Fields["price"].(float64) {
+			t.Fatalf("the ranker did not order by price: %+v", r.Hits)
+		}
+	}
+
+	before, err := c.Pipeline(ctx, "reg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := []struct {
+		name string
+		err  error
+		code api.Code
+		msg  string
+	}{
+		{"not wasm", func() error {
+			_, err := c.PushPlugin(ctx, "reg", "junk", []byte("not wasm at all"), client.PushOptions{Kind: "rewriter"})
+			return err
+		}(), api.CodeBadRequest, "not a WebAssembly module"},
+		{"config not JSON", func() error {
+			_, err := c.PushPlugin(ctx, "reg", "suffix", suffix, client.PushOptions{Kind: "rewriter", Step: api.StepSpec{Config: json.RawMessage(`{`)}})
+			return err
+		}(), api.CodeBadRequest, ""},
+		{"wrong kind", func() error {
+			_, err := c.PushPlugin(ctx, "reg", "suffix", suffix, client.PushOptions{Kind: "ranker"})
+			return err
+		}(), api.CodeBadRequest, "must export quarry_rank"},
+		{"unknown digest", func() error {
+			_, err := c.ActivatePlugin(ctx, "reg", "suffix", "sha256:"+strings.Repeat("0", 64))
+			return err
+		}(), api.CodeNotFound, "has no version"},
+		{"refused version", func() error {
+			_, err := c.ActivatePlugin(ctx, "reg", "junk", mustDigest([]byte("not wasm at all")))
+			return err
+		}(), api.CodeBadRequest, "failed validation"},
+		{"unknown index", func() error {
+			_, err := c.PushPlugin(ctx, "nope", "suffix", suffix, client.PushOptions{Kind: "rewriter"})
+			return err
+		}(), api.CodeNotFound, "does not exist"},
+		{"unknown plugin", func() error { _, err := c.RemovePlugin(ctx, "reg", "ghost"); return err }(), api.CodeNotFound, "not in the pipeline"},
+	}
+	for _, b := range bad {
+		if b.err == nil || api.CodeOf(b.err) != b.code || !strings.Contains(b.err.Error(), b.msg) {
+			t.Errorf("%s: got %v, want %s containing %q", b.name, b.err, b.code, b.msg)
+		}
+	}
+	after, err := c.Pipeline(ctx, "reg")
+	if err != nil || after.Revision != before.Revision {
+		t.Fatalf("bad input changed the pipeline: revision %d → %d (%v)", before.Revision, after.Revision, err)
+	}
+
+	if _, err := c.RollbackPipeline(ctx, "reg"); err != nil {
+		t.Fatal(err)
+	}
+	waitStages("rewrite suffix")
+	if _, err := c.RemovePlugin(ctx, "reg", "suffix"); err != nil {
+		t.Fatal(err)
+	}
+	waitStages("")
+	close(stop)
+	wg.Wait()
+	if failed.Load() > 0 {
+		t.Fatalf("%d of %d queries failed while the pipeline changed", failed.Load(), queries.Load())
+	}
+	t.Logf("%d queries while the pipeline changed 5 times, none failed", queries.Load())
+}

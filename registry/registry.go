@@ -1,0 +1,345 @@
+package registry
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nats.go/micro"
+
+	"github.com/quarrysearch/quarry/api"
+	"github.com/quarrysearch/quarry/internal/meta"
+	"github.com/quarrysearch/quarry/internal/subject"
+	"github.com/quarrysearch/quarry/plugins"
+	"github.com/quarrysearch/quarry/sdk/abi"
+)
+
+// Config configures the admin service.
+type Config struct {
+	// Plugins are the limits plugins are validated under.
+	Plugins plugins.Config
+	Logger  *slog.Logger
+}
+
+// Service serves the admin API.
+type Service struct {
+	nc    *nats.Conn
+	store *meta.Store
+	cfg   Config
+	rt    *plugins.Runtime
+}
+
+// New makes the admin service.
+func New(ctx context.Context, nc *nats.Conn, store *meta.Store, cfg Config) (*Service, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	cfg.Plugins.Logger = cfg.Logger
+	rt, err := plugins.NewRuntime(ctx, cfg.Plugins)
+	if err != nil {
+		return nil, err
+	}
+	return &Service{nc: nc, store: store, cfg: cfg, rt: rt}, nil
+}
+
+// Request is the body of an admin request; each operation reads its part.
+type Request struct {
+	Name   string            `json:"name,omitempty"`
+	Kind   string            `json:"kind,omitempty"`
+	Digest string            `json:"digest,omitempty"`
+	Step   api.StepSpec      `json:"step"`
+	Spec   *api.PipelineSpec `json:"spec,omitempty"`
+}
+
+// Operations of the admin API.
+var operations = []string{"plugin.register", "plugin.ls", "plugin.activate", "plugin.rm", "plugin.rollback", "pipeline.show"}
+
+// Run serves the admin API until ctx is done.
+func (s *Service) Run(ctx context.Context) error {
+	defer s.rt.Close(context.Background())
+	svc, err := micro.AddService(s.nc, micro.Config{Name: subject.AdminService, Version: "0.1.0",
+		Description: "Quarry admin API: plugins and pipelines, per index"})
+	if err != nil {
+		return fmt.Errorf("admin: %w", err)
+	}
+	defer svc.Stop()
+	for _, op := range operations {
+		err := svc.AddEndpoint(strings.ReplaceAll(op, ".", "-"), micro.HandlerFunc(func(req micro.Request) { s.handle(ctx, op, req) }),
+			micro.WithEndpointSubject(subject.AdminPrefix+".*."+op))
+		if err != nil {
+			return fmt.Errorf("admin endpoint %s: %w", op, err)
+		}
+	}
+	<-ctx.Done()
+	return nil
+}
+
+func (s *Service) handle(ctx context.Context, op string, req micro.Request) {
+	index := strings.TrimSuffix(strings.TrimPrefix(req.Subject(), subject.AdminPrefix+"."), "."+op)
+	var r Request
+	if len(req.Data()) > 0 {
+		if err := json.Unmarshal(req.Data(), &r); err != nil {
+			respondError(req, api.BadRequest("malformed admin request: %v", err))
+			return
+		}
+	}
+	cctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	out, err := s.Do(cctx, index, op, &r)
+	if err != nil {
+		respondError(req, err)
+		return
+	}
+	req.RespondJSON(out)
+}
+
+func respondError(req micro.Request, err error) {
+	e := &api.Error{Code: api.CodeOf(err), Message: err.Error()}
+	body, _ := json.Marshal(e)
+	req.Error(fmt.Sprint(api.HTTPStatus(e.Code)), e.Message, body)
+}
+
+// Do runs one admin operation on an index.
+func (s *Service) Do(ctx context.Context, index, op string, r *Request) (any, error) {
+	if _, err := s.store.Index(ctx, index); err != nil {
+		return nil, err
+	}
+	switch op {
+	case "plugin.register":
+		return s.register(ctx, index, r)
+	case "plugin.ls":
+		return s.list(ctx, index)
+	case "plugin.activate":
+		return s.activate(ctx, index, r.Name, r.Digest)
+	case "plugin.rm":
+		return s.remove(ctx, index, r.Name)
+	case "plugin.rollback":
+		return s.rollback(ctx, index)
+	case "pipeline.show":
+		spec, err := s.store.Pipeline(ctx, index)
+		return spec, err
+	}
+	return nil, api.BadRequest("unknown admin operation %q", op)
+}
+
+func versionKey(index, name, digest string) string {
+	return index + "." + name + "." + strings.TrimPrefix(digest, "sha256:")
+}
+
+func validName(name string) error {
+	if err := subject.ValidIndexName(name); err != nil {
+		return api.BadRequest("plugin name %q: use 1-64 of a-z, 0-9, '-' and '_'", name)
+	}
+	return nil
+}
+
+// register validates an uploaded binary and records the version.
+func (s *Service) register(ctx context.Context, index string, r *Request) (*api.PluginVersion, error) {
+	if err := validName(r.Name); err != nil {
+		return nil, err
+	}
+	kind := plugins.Kind(r.Kind)
+	if kind != plugins.Rewriter && kind != plugins.Ranker {
+		return nil, api.BadRequest("kind must be %q or %q, got %q", plugins.Rewriter, plugins.Ranker, r.Kind)
+	}
+	if len(r.Step.Config) > 0 && !json.Valid(r.Step.Config) {
+		return nil, api.BadRequest("config is not valid JSON")
+	}
+	switch r.Step.Policy {
+	case "", "fail-open", "fail-closed":
+	default:
+		return nil, api.BadRequest(`policy must be "fail-open" or "fail-closed", got %q`, r.Step.Policy)
+	}
+	wasm, err := s.store.PluginBinary(ctx, r.Digest)
+	if err != nil {
+		return nil, err
+	}
+	v := &api.PluginVersion{Index: index, Name: r.Name, Kind: r.Kind, Digest: r.Digest, Size: int64(len(wasm)), Pushed: time.Now().UTC()}
+	v.Step = r.Step
+	v.Step.Plugin, v.Step.Digest = r.Name, r.Digest
+	if err := s.validate(ctx, v, wasm); err != nil {
+		v.Error = err.Error()
+	} else {
+		v.Valid = true
+	}
+	b, _ := json.Marshal(v)
+	if _, err := s.store.PluginVersions.Put(ctx, versionKey(index, r.Name, r.Digest), b); err != nil {
+		return nil, fmt.Errorf("record version: %w", err)
+	}
+	if !v.Valid {
+		return v, api.BadRequest("plugin %s %s refused: %s", r.Name, short(r.Digest), v.Error)
+	}
+	return v, nil
+}
+
+func short(d string) string {
+	d = strings.TrimPrefix(d, "sha256:")
+	if len(d) > 12 {
+		d = d[:12]
+	}
+	return d
+}
+
+// validate compiles the plugin, checks its ABI and imports, and runs it on
+// sample requests within its budget.
+func (s *Service) validate(ctx context.Context, v *api.PluginVersion, wasm []byte) error {
+	budget := time.Duration(v.Step.BudgetMS) * time.Millisecond
+	p, err := s.rt.Load(ctx, plugins.Spec{Name: v.Name, Version: short(v.Digest), Kind: plugins.Kind(v.Kind),
+		Config: v.Step.Config, Budget: budget, Instances: 1}, wasm)
+	if err != nil {
+		return fmt.Errorf("load: %w", err)
+	}
+	defer p.Close(ctx)
+	if plugins.Kind(v.Kind) == plugins.Rewriter {
+		for _, q := range []string{"sample query", "", "spicy noodles near me"} {
+			if _, err := p.Rewrite(ctx, &abi.RewriteRequest{Q: q, Context: []byte(`{}`), Size: 10}); err != nil {
+				return fmt.Errorf("sample request %q: %w", q, err)
+			}
+		}
+		return nil
+	}
+	req := &abi.RankRequest{Q: "sample query", Context: []byte(`{}`), Fields: v.Step.Fields}
+	for i := range 20 {
+		c := abi.Candidate{ID: fmt.Sprintf("sample-%d", i), Score: 1 / float64(i+1), Values: make([]abi.Value, len(v.Step.Fields))}
+		req.Candidates = append(req.Candidates, c)
+	}
+	if _, err := p.Rank(ctx, req); err != nil {
+		return fmt.Errorf("sample candidates: %w", err)
+	}
+	return nil
+}
+
+// Versions lists an index's pushed versions, newest first.
+func (s *Service) list(ctx context.Context, index string) (map[string]any, error) {
+	var versions []api.PluginVersion
+	lister, err := s.store.PluginVersions.ListKeys(ctx)
+	if err != nil && !errors.Is(err, jetstream.ErrNoKeysFound) {
+		return nil, err
+	}
+	if lister != nil {
+		for k := range lister.Keys() {
+			if !strings.HasPrefix(k, index+".") {
+				continue
+			}
+			e, err := s.store.PluginVersions.Get(ctx, k)
+			if err != nil {
+				continue
+			}
+			var v api.PluginVersion
+			if json.Unmarshal(e.Value(), &v) == nil {
+				versions = append(versions, v)
+			}
+		}
+	}
+	slices.SortFunc(versions, func(a, b api.PluginVersion) int { return b.Pushed.Compare(a.Pushed) })
+	spec, err := s.store.Pipeline(ctx, index)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"versions": versions, "pipeline": spec}, nil
+}
+
+// update changes an index's pipeline with compare-and-set.
+func (s *Service) update(ctx context.Context, index string, change func(*api.PipelineSpec) error) (*api.PipelineSpec, error) {
+	for range 5 {
+		spec, err := s.store.Pipeline(ctx, index)
+		if err != nil {
+			return nil, err
+		}
+		rev := spec.Revision
+		if err := change(spec); err != nil {
+			return nil, err
+		}
+		spec.Index, spec.Updated, spec.Revision = index, time.Now().UTC(), 0
+		b, _ := json.Marshal(spec)
+		if rev == 0 {
+			_, err = s.store.Pipelines.Create(ctx, index, b)
+		} else {
+			_, err = s.store.Pipelines.Update(ctx, index, b, rev)
+		}
+		if err == nil {
+			return s.store.Pipeline(ctx, index)
+		}
+		var apiErr *jetstream.APIError
+		if !errors.Is(err, jetstream.ErrKeyExists) && !(errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence) {
+			return nil, err
+		}
+	}
+	return nil, api.Errorf(api.CodeConflict, "pipeline of %q is being changed concurrently; try again", index)
+}
+
+// activate puts a validated version live: its step replaces the plugin's
+// step, or is appended to its kind's steps.
+func (s *Service) activate(ctx context.Context, index, name, digest string) (*api.PipelineSpec, error) {
+	if err := validName(name); err != nil {
+		return nil, err
+	}
+	e, err := s.store.PluginVersions.Get(ctx, versionKey(index, name, digest))
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return nil, api.NotFound("plugin %s has no version %s on index %q (push it first)", name, digest, index)
+	}
+	if err != nil {
+		return nil, err
+	}
+	var v api.PluginVersion
+	if err := json.Unmarshal(e.Value(), &v); err != nil {
+		return nil, err
+	}
+	if !v.Valid {
+		return nil, api.BadRequest("version %s of %s failed validation and cannot go live: %s", short(digest), name, v.Error)
+	}
+	return s.update(ctx, index, func(spec *api.PipelineSpec) error {
+		steps := &spec.Rewriters
+		if v.Kind == string(plugins.Ranker) {
+			steps = &spec.Rankers
+		}
+		for i := range *steps {
+			if (*steps)[i].Plugin == name {
+				(*steps)[i] = v.Step
+				return nil
+			}
+		}
+		*steps = append(*steps, v.Step)
+		return nil
+	})
+}
+
+// remove takes a plugin out of the pipeline.
+func (s *Service) remove(ctx context.Context, index, name string) (*api.PipelineSpec, error) {
+	return s.update(ctx, index, func(spec *api.PipelineSpec) error {
+		before := len(spec.Rewriters) + len(spec.Rankers)
+		spec.Rewriters = slices.DeleteFunc(spec.Rewriters, func(st api.StepSpec) bool { return st.Plugin == name })
+		spec.Rankers = slices.DeleteFunc(spec.Rankers, func(st api.StepSpec) bool { return st.Plugin == name })
+		if len(spec.Rewriters)+len(spec.Rankers) == before {
+			return api.NotFound("plugin %s is not in the pipeline of %q", name, index)
+		}
+		return nil
+	})
+}
+
+// rollback restores the pipeline before the current one.
+func (s *Service) rollback(ctx context.Context, index string) (*api.PipelineSpec, error) {
+	hist, err := s.store.Pipelines.History(ctx, index)
+	if errors.Is(err, jetstream.ErrKeyNotFound) || (err == nil && len(hist) < 2) {
+		return nil, api.BadRequest("index %q has no earlier pipeline to roll back to", index)
+	}
+	if err != nil {
+		return nil, err
+	}
+	prev := hist[len(hist)-2]
+	var spec api.PipelineSpec
+	if err := json.Unmarshal(prev.Value(), &spec); err != nil {
+		return nil, err
+	}
+	return s.update(ctx, index, func(cur *api.PipelineSpec) error {
+		cur.Rewriters, cur.Rankers = spec.Rewriters, spec.Rankers
+		return nil
+	})
+}
