@@ -78,6 +78,14 @@ func (c *Client) Pipeline(ctx context.Context, index string) (*api.PipelineSpec,
 	return &spec, err
 }
 
+// SetPipeline replaces an index's whole pipeline. Every step must name a
+// validated version pushed to the index.
+func (c *Client) SetPipeline(ctx context.Context, index string, spec *api.PipelineSpec) (*api.PipelineSpec, error) {
+	var out api.PipelineSpec
+	err := c.admin(ctx, index, "pipeline.set", map[string]any{"spec": spec}, &out)
+	return &out, err
+}
+
 // PluginList is an index's pushed versions and its live pipeline.
 type PluginList struct {
 	Versions []api.PluginVersion `json:"versions"`

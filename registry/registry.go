@@ -59,7 +59,7 @@ type Request struct {
 }
 
 // Operations of the admin API.
-var operations = []string{"plugin.register", "plugin.ls", "plugin.activate", "plugin.rm", "plugin.rollback", "pipeline.show"}
+var operations = []string{"plugin.register", "plugin.ls", "plugin.activate", "plugin.rm", "plugin.rollback", "pipeline.show", "pipeline.set"}
 
 // Run serves the admin API until ctx is done.
 func (s *Service) Run(ctx context.Context) error {
@@ -125,6 +125,8 @@ func (s *Service) Do(ctx context.Context, index, op string, r *Request) (any, er
 	case "pipeline.show":
 		spec, err := s.store.Pipeline(ctx, index)
 		return spec, err
+	case "pipeline.set":
+		return s.setPipeline(ctx, index, r.Spec)
 	}
 	return nil, api.BadRequest("unknown admin operation %q", op)
 }
@@ -336,6 +338,46 @@ func (s *Service) rollback(ctx context.Context, index string) (*api.PipelineSpec
 	prev := hist[len(hist)-2]
 	var spec api.PipelineSpec
 	if err := json.Unmarshal(prev.Value(), &spec); err != nil {
+		return nil, err
+	}
+	return s.update(ctx, index, func(cur *api.PipelineSpec) error {
+		cur.Rewriters, cur.Rankers = spec.Rewriters, spec.Rankers
+		return nil
+	})
+}
+
+// setPipeline replaces the whole pipeline; every step must name a version
+// that was pushed to this index and passed validation, with its kind.
+func (s *Service) setPipeline(ctx context.Context, index string, spec *api.PipelineSpec) (*api.PipelineSpec, error) {
+	if spec == nil {
+		return nil, api.BadRequest("pipeline.set needs a spec")
+	}
+	check := func(kind plugins.Kind, steps []api.StepSpec) error {
+		for i, st := range steps {
+			e, err := s.store.PluginVersions.Get(ctx, versionKey(index, st.Plugin, st.Digest))
+			if err != nil {
+				return api.NotFound("%s %d: plugin %s has no version %s on index %q", kind, i, st.Plugin, st.Digest, index)
+			}
+			var v api.PluginVersion
+			if err := json.Unmarshal(e.Value(), &v); err != nil {
+				return err
+			}
+			if !v.Valid {
+				return api.BadRequest("%s %d: version %s of %s failed validation: %s", kind, i, short(st.Digest), st.Plugin, v.Error)
+			}
+			if v.Kind != string(kind) {
+				return api.BadRequest("%s %d: %s is a %s", kind, i, st.Plugin, v.Kind)
+			}
+			if len(st.Config) > 0 && !json.Valid(st.Config) {
+				return api.BadRequest("%s %d: config is not valid JSON", kind, i)
+			}
+		}
+		return nil
+	}
+	if err := check(plugins.Rewriter, spec.Rewriters); err != nil {
+		return nil, err
+	}
+	if err := check(plugins.Ranker, spec.Rankers); err != nil {
 		return nil, err
 	}
 	return s.update(ctx, index, func(cur *api.PipelineSpec) error {

@@ -42,7 +42,8 @@ func init() {
 		"put":      {"upsert one JSON document", runPut},
 		"delete":   {"delete one document by id", runDelete},
 		"search":   {"search an index", runSearch},
-		"plugin":   {"run a built plugin on sample requests (plugin run)", runPlugin},
+		"plugin":   {"push, list, activate, roll back and remove plugins; run one locally", runPlugin},
+		"pipeline": {"show or set an index's plugin pipeline", runPipeline},
 		"version":  {"print the version", func(context.Context, []string) error { fmt.Println("quarry", version); return nil }},
 	}
 }

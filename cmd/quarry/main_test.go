@@ -216,6 +216,23 @@ func TestCLI(t *testing.T) {
 	if _, errOut, code := cli(t, "", "plugin", "run", wasm, "--kind", "ranker"); code == 0 || !strings.Contains(errOut, "must export quarry_rank") {
 		t.Fatalf("plugin run as a ranker: %d %q", code, errOut)
 	}
+	// A team's plugin lifecycle from the CLI.
+	out, errOut, code = cli(t, "", append([]string{"plugin", "push", "c", "suffix", wasm, "--kind", "rewriter", "--activate"}, nf...)...)
+	if code != 0 || !strings.Contains(out, "pushed suffix sha256:") || !strings.Contains(out, "activated") {
+		t.Fatalf("plugin push: %d %q %q", code, out, errOut)
+	}
+	out, _, code = cli(t, "", append([]string{"plugin", "ls", "c"}, nf...)...)
+	if code != 0 || !strings.Contains(out, "suffix") || !strings.Contains(out, "rewriter suffix") {
+		t.Fatalf("plugin ls: %d %q", code, out)
+	}
+	junk := filepath.Join(t.TempDir(), "junk.wasm")
+	os.WriteFile(junk, []byte("not wasm"), 0o644)
+	if _, errOut, code := cli(t, "", append([]string{"plugin", "push", "c", "junk", junk, "--kind", "rewriter"}, nf...)...); code != 2 || !strings.Contains(errOut, "not a WebAssembly module") {
+		t.Fatalf("push junk: %d %q", code, errOut)
+	}
+	if out, errOut, code := cli(t, "", append([]string{"plugin", "rm", "c", "suffix"}, nf...)...); code != 0 || !strings.Contains(out, "(no plugins)") {
+		t.Fatalf("plugin rm: %d %q %q", code, out, errOut)
+	}
 	if out, errOut, code := cli(t, "", append([]string{"index", "rm", "c"}, nf...)...); code != 0 {
 		t.Fatalf("index rm: %d %s %s", code, out, errOut)
 	}

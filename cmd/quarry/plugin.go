@@ -14,16 +14,35 @@ import (
 	"github.com/quarrysearch/quarry/sdk/abi"
 )
 
+const pluginUsage = `Usage: quarry plugin COMMAND ...
+
+  push INDEX NAME FILE.wasm --kind rewriter|ranker [--config FILE] [--activate] [step flags]
+                                  upload a version, validate it (and put it live)
+  ls INDEX [--json]               pushed versions and the live pipeline
+  show INDEX NAME [--json]        one plugin's versions and its live step
+  activate INDEX NAME DIGEST      put a validated version live
+  rollback INDEX                  restore the previous pipeline
+  rm INDEX NAME                   take a plugin out of the pipeline
+  run FILE.wasm --kind ... [REQUESTS.ndjson|-]
+                                  run a built plugin on sample requests (one JSON object a line):
+      rewriter: {"q": "pop", "query": {...}, "filter": {...}, "context": {...}, "size": 10}
+      ranker:   {"q": "...", "context": {...}, "candidates": [{"id": "a", "score": 1.2, "fields": {"rating": 4.5}}]}
+`
+
 func runPlugin(ctx context.Context, args []string) error {
-	if len(args) == 0 || args[0] != "run" {
-		fmt.Fprint(os.Stderr, "Usage: quarry plugin run FILE.wasm --kind rewriter|ranker [--config FILE] [REQUESTS.ndjson|-]\n\n"+
-			"Runs a built plugin on sample requests, one JSON object a line, with the broker's host and limits:\n"+
-			`  rewriter: {"q": "pop", "query": {...}, "filter": {...}, "context": {...}, "size": 10, "from": 0}`+"\n"+
-			`  ranker:   {"q": "...", "context": {...}, "candidates": [{"id": "a", "score": 1.2, "fields": {"rating": 4.5}}]}`+"\n"+
-			"and prints each response as a JSON line (or the error).\n")
-		if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
-			return nil
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
+		fmt.Fprint(os.Stderr, pluginUsage)
+		if len(args) == 0 {
+			return errUsage
 		}
+		return nil
+	}
+	switch args[0] {
+	case "push", "ls", "show", "activate", "rollback", "rm":
+		return pluginAdmin(ctx, args[0], args[1:])
+	case "run":
+	default:
+		fmt.Fprintf(os.Stderr, "quarry plugin: unknown subcommand %q\n\n%s", args[0], pluginUsage)
 		return errUsage
 	}
 	fs := newFlags("plugin run", "FILE.wasm [REQUESTS.ndjson|-]", "Runs a built plugin on sample requests (one JSON object a line) and prints its responses.")

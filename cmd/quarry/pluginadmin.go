@@ -1,0 +1,218 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/quarrysearch/quarry/api"
+	"github.com/quarrysearch/quarry/client"
+)
+
+// pluginAdmin runs quarry plugin push|ls|show|activate|rollback|rm.
+func pluginAdmin(ctx context.Context, op string, args []string) error {
+	about := map[string][2]string{
+		"push":     {"INDEX NAME FILE.wasm", "Uploads a plugin version (content-addressed), validates it (compile, ABI, imports,\nsample requests within its budget) and, with --activate, puts it live."},
+		"ls":       {"INDEX", "Lists an index's pushed plugin versions and its live pipeline."},
+		"show":     {"INDEX NAME", "Shows one plugin's versions and its live step."},
+		"activate": {"INDEX NAME DIGEST", "Puts a validated version of a plugin live (brokers swap it in without a restart)."},
+		"rollback": {"INDEX", "Restores the index's previous pipeline."},
+		"rm":       {"INDEX NAME", "Takes a plugin out of the index's pipeline."},
+	}[op]
+	fs := newFlags("plugin "+op, about[0], about[1])
+	var nf natsFlags
+	nf.register(fs)
+	jsonOut := fs.Bool("json", false, "print JSON")
+	var kind, configFile, policy, fields string
+	var budget, depth, instances int
+	var activate bool
+	if op == "push" {
+		fs.StringVar(&kind, "kind", "", "rewriter or ranker (required)")
+		fs.StringVar(&configFile, "config", "", "the plugin's configuration (JSON file)")
+		fs.StringVar(&policy, "policy", "fail-open", "fail-open or fail-closed")
+		fs.IntVar(&budget, "budget-ms", 50, "time budget per call")
+		fs.StringVar(&fields, "fields", "", "rankers: stored fields the ranker reads, comma-separated")
+		fs.IntVar(&depth, "rerank-depth", 0, "rankers: candidates the ranker sees (default from+size)")
+		fs.IntVar(&instances, "instances", 0, "warm instances per broker (default 4)")
+		fs.BoolVar(&activate, "activate", false, "put the version live once validated")
+	}
+	n := map[string]int{"push": 3, "ls": 1, "show": 2, "activate": 3, "rollback": 1, "rm": 2}[op]
+	pos, err := parse(fs, args, n, n)
+	if err != nil {
+		return err
+	}
+	nc, c, err := nf.connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	index := pos[0]
+	switch op {
+	case "push":
+		wasm, err := os.ReadFile(pos[2])
+		if err != nil {
+			return err
+		}
+		step := api.StepSpec{Policy: policy, BudgetMS: budget, RerankDepth: depth, Instances: instances}
+		if fields != "" {
+			step.Fields = strings.Split(fields, ",")
+		}
+		if configFile != "" {
+			if step.Config, err = os.ReadFile(configFile); err != nil {
+				return err
+			}
+		}
+		v, err := c.PushPlugin(ctx, index, pos[1], wasm, client.PushOptions{Kind: kind, Step: step, Activate: activate})
+		if err != nil {
+			return err
+		}
+		if *jsonOut {
+			return printJSON(v)
+		}
+		fmt.Printf("pushed %s %s (%s, %s): valid\n", v.Name, v.Digest, v.Kind, humanBytes(v.Size))
+		if activate {
+			fmt.Println("activated")
+		}
+		return nil
+	case "activate", "rollback", "rm":
+		var spec *api.PipelineSpec
+		switch op {
+		case "activate":
+			spec, err = c.ActivatePlugin(ctx, index, pos[1], pos[2])
+		case "rollback":
+			spec, err = c.RollbackPipeline(ctx, index)
+		case "rm":
+			spec, err = c.RemovePlugin(ctx, index, pos[1])
+		}
+		if err != nil {
+			return err
+		}
+		if *jsonOut {
+			return printJSON(spec)
+		}
+		printPipeline(spec)
+		return nil
+	}
+	l, err := c.Plugins(ctx, index)
+	if err != nil {
+		return err
+	}
+	if op == "show" {
+		var vs []api.PluginVersion
+		for _, v := range l.Versions {
+			if v.Name == pos[1] {
+				vs = append(vs, v)
+			}
+		}
+		if len(vs) == 0 {
+			return api.NotFound("plugin %s was never pushed to index %q", pos[1], index)
+		}
+		l.Versions = vs
+	}
+	if *jsonOut {
+		return printJSON(l)
+	}
+	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "PLUGIN\tKIND\tDIGEST\tSIZE\tPUSHED\tVALID")
+	for _, v := range l.Versions {
+		valid := "yes"
+		if !v.Valid {
+			valid = "no: " + v.Error
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", v.Name, v.Kind, v.Digest[:19], humanBytes(v.Size), v.Pushed.Local().Format(time.DateTime), valid)
+	}
+	tw.Flush()
+	fmt.Println()
+	printPipeline(l.Pipeline)
+	return nil
+}
+
+func printPipeline(spec *api.PipelineSpec) {
+	fmt.Printf("pipeline of %s (revision %d):\n", spec.Index, spec.Revision)
+	if len(spec.Rewriters)+len(spec.Rankers) == 0 {
+		fmt.Println("  (no plugins)")
+	}
+	for _, s := range spec.Rewriters {
+		fmt.Printf("  rewriter %-12s %s  %s\n", s.Plugin, s.Digest[:19], stepDetail(s))
+	}
+	for _, s := range spec.Rankers {
+		fmt.Printf("  ranker   %-12s %s  %s\n", s.Plugin, s.Digest[:19], stepDetail(s))
+	}
+}
+
+func stepDetail(s api.StepSpec) string {
+	var parts []string
+	if s.Policy != "" {
+		parts = append(parts, s.Policy)
+	}
+	if s.BudgetMS > 0 {
+		parts = append(parts, fmt.Sprintf("budget %dms", s.BudgetMS))
+	}
+	if len(s.Fields) > 0 {
+		parts = append(parts, "fields "+strings.Join(s.Fields, ","))
+	}
+	if s.RerankDepth > 0 {
+		parts = append(parts, fmt.Sprintf("depth %d", s.RerankDepth))
+	}
+	if len(s.Config) > 0 {
+		parts = append(parts, "config "+string(s.Config))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func runPipeline(ctx context.Context, args []string) error {
+	if len(args) == 0 || (args[0] != "show" && args[0] != "set") {
+		fmt.Fprint(os.Stderr, "Usage: quarry pipeline show INDEX [--json]\n       quarry pipeline set INDEX FILE.json\n\n"+
+			"Shows an index's live plugin pipeline, or replaces it with FILE (api.PipelineSpec JSON:\n"+
+			`{"rewriters": [{"plugin": "...", "digest": "sha256:...", "config": {...}, "budget_ms": 20}], "rankers": [...]}`+").\n"+
+			"Every step must name a validated version pushed to the index.\n")
+		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
+			return nil
+		}
+		return errUsage
+	}
+	op := args[0]
+	fs := newFlags("pipeline "+op, "INDEX [FILE]", "Shows or replaces an index's plugin pipeline.")
+	var nf natsFlags
+	nf.register(fs)
+	jsonOut := fs.Bool("json", false, "print JSON")
+	n := 1
+	if op == "set" {
+		n = 2
+	}
+	pos, err := parse(fs, args[1:], n, n)
+	if err != nil {
+		return err
+	}
+	nc, c, err := nf.connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	var spec *api.PipelineSpec
+	if op == "show" {
+		spec, err = c.Pipeline(ctx, pos[0])
+	} else {
+		var in api.PipelineSpec
+		b, rerr := os.ReadFile(pos[1])
+		if rerr != nil {
+			return rerr
+		}
+		if err := json.Unmarshal(b, &in); err != nil {
+			return api.BadRequest("pipeline file %s: %v", pos[1], err)
+		}
+		spec, err = c.SetPipeline(ctx, pos[0], &in)
+	}
+	if err != nil {
+		return err
+	}
+	if *jsonOut {
+		return printJSON(spec)
+	}
+	printPipeline(spec)
+	return nil
+}
