@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/client"
@@ -29,6 +30,13 @@ func Handler(c *client.Client, maxBulkBytes int64, log *slog.Logger) http.Handle
 	mux.HandleFunc("POST /v1/indexes/{index}/search", h.search)
 	mux.HandleFunc("POST /v1/indexes/{index}/documents", h.ingest)
 	mux.HandleFunc("DELETE /v1/indexes/{index}/documents/{id}", h.deleteDoc)
+	mux.HandleFunc("GET /v1/indexes/{index}/plugins", h.listPlugins)
+	mux.HandleFunc("POST /v1/indexes/{index}/plugins/{name}", h.pushPlugin)
+	mux.HandleFunc("POST /v1/indexes/{index}/plugins/{name}/activate", h.activatePlugin)
+	mux.HandleFunc("DELETE /v1/indexes/{index}/plugins/{name}", h.removePlugin)
+	mux.HandleFunc("GET /v1/indexes/{index}/pipeline", h.getPipeline)
+	mux.HandleFunc("PUT /v1/indexes/{index}/pipeline", h.setPipeline)
+	mux.HandleFunc("POST /v1/indexes/{index}/pipeline/rollback", h.rollbackPipeline)
 	return mux
 }
 
@@ -162,4 +170,79 @@ func (h *handler) deleteDoc(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, 200, map[string]uint64{"seq": seq})
+}
+
+// MaxPluginBody caps an uploaded plugin.
+const MaxPluginBody = 64 << 20
+
+func (h *handler) reply(w http.ResponseWriter, v any, err error) {
+	if err != nil {
+		h.fail(w, err)
+		return
+	}
+	writeJSON(w, 200, v)
+}
+
+func (h *handler) listPlugins(w http.ResponseWriter, r *http.Request) {
+	l, err := h.c.Plugins(r.Context(), r.PathValue("index"))
+	h.reply(w, l, err)
+}
+
+func (h *handler) pushPlugin(w http.ResponseWriter, r *http.Request) {
+	wasm, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxPluginBody))
+	if err != nil {
+		h.fail(w, err)
+		return
+	}
+	q := r.URL.Query()
+	step := api.StepSpec{Policy: q.Get("policy")}
+	for name, dst := range map[string]*int{"budget_ms": &step.BudgetMS, "rerank_depth": &step.RerankDepth, "instances": &step.Instances} {
+		if v := q.Get(name); v != "" {
+			if *dst, err = strconv.Atoi(v); err != nil {
+				h.fail(w, api.BadRequest("%s must be a number, got %q", name, v))
+				return
+			}
+		}
+	}
+	if f := q.Get("fields"); f != "" {
+		step.Fields = strings.Split(f, ",")
+	}
+	if c := q.Get("config"); c != "" {
+		step.Config = json.RawMessage(c)
+	}
+	activate, _ := strconv.ParseBool(q.Get("activate"))
+	v, err := h.c.PushPlugin(r.Context(), r.PathValue("index"), r.PathValue("name"), wasm, client.PushOptions{Kind: q.Get("kind"), Step: step, Activate: activate})
+	h.reply(w, v, err)
+}
+
+func (h *handler) activatePlugin(w http.ResponseWriter, r *http.Request) {
+	spec, err := h.c.ActivatePlugin(r.Context(), r.PathValue("index"), r.PathValue("name"), r.URL.Query().Get("digest"))
+	h.reply(w, spec, err)
+}
+
+func (h *handler) removePlugin(w http.ResponseWriter, r *http.Request) {
+	spec, err := h.c.RemovePlugin(r.Context(), r.PathValue("index"), r.PathValue("name"))
+	h.reply(w, spec, err)
+}
+
+func (h *handler) getPipeline(w http.ResponseWriter, r *http.Request) {
+	spec, err := h.c.Pipeline(r.Context(), r.PathValue("index"))
+	h.reply(w, spec, err)
+}
+
+func (h *handler) setPipeline(w http.ResponseWriter, r *http.Request) {
+	var spec api.PipelineSpec
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxSearchBody))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&spec); err != nil {
+		h.fail(w, api.BadRequest("malformed pipeline: %v", err))
+		return
+	}
+	out, err := h.c.SetPipeline(r.Context(), r.PathValue("index"), &spec)
+	h.reply(w, out, err)
+}
+
+func (h *handler) rollbackPipeline(w http.ResponseWriter, r *http.Request) {
+	spec, err := h.c.RollbackPipeline(r.Context(), r.PathValue("index"))
+	h.reply(w, spec, err)
 }

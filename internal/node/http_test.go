@@ -1,11 +1,16 @@
 package node
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/quarrysearch/quarry/internal/wasmtest"
 )
 
 func TestHTTPAPI(t *testing.T) {
@@ -96,5 +101,53 @@ not json
 	}
 	if code, _ := do("GET", "/v1/indexes/h", ""); code != 404 {
 		t.Fatalf("deleted index still there: %d", code)
+	}
+}
+
+func TestHTTPPluginAdmin(t *testing.T) {
+	n := startNode(t)
+	base := "http://" + n.HTTPAddr
+	if _, err := n.Client().CreateIndex(context.Background(), "hp", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	do := func(method, path string, body []byte) (int, map[string]any) {
+		t.Helper()
+		req, _ := http.NewRequest(method, base+path, bytes.NewReader(body))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var out map[string]any
+		json.NewDecoder(resp.Body).Decode(&out)
+		return resp.StatusCode, out
+	}
+	wasm := wasmtest.WATFile(t, "../../examples/plugins/wat/suffix.wat")
+	code, out := do("POST", "/v1/indexes/hp/plugins/suffix?kind=rewriter&activate=true&budget_ms=20", wasm)
+	if code != 200 || out["valid"] != true {
+		t.Fatalf("push: %d %v", code, out)
+	}
+	digest := out["digest"].(string)
+	code, out = do("GET", "/v1/indexes/hp/pipeline", nil)
+	if code != 200 || len(out["rewriters"].([]any)) != 1 {
+		t.Fatalf("pipeline: %d %v", code, out)
+	}
+	if code, out := do("POST", "/v1/indexes/hp/plugins/junk?kind=rewriter", []byte("junk")); code != 400 || !strings.Contains(fmt.Sprint(out), "not a WebAssembly module") {
+		t.Fatalf("push junk: %d %v", code, out)
+	}
+	if code, _ := do("POST", "/v1/indexes/hp/plugins/suffix/activate?digest=sha256:"+strings.Repeat("1", 64), nil); code != 404 {
+		t.Fatalf("activate unknown digest: %d", code)
+	}
+	if code, out := do("DELETE", "/v1/indexes/hp/plugins/suffix", nil); code != 200 || out["rewriters"] != nil {
+		t.Fatalf("remove: %d %v", code, out)
+	}
+	if code, out := do("POST", "/v1/indexes/hp/pipeline/rollback", nil); code != 200 || len(out["rewriters"].([]any)) != 1 {
+		t.Fatalf("rollback: %d %v", code, out)
+	}
+	if code, out := do("POST", "/v1/indexes/hp/plugins/suffix/activate?digest="+digest, nil); code != 200 {
+		t.Fatalf("activate: %d %v", code, out)
+	}
+	if code, _ := do("GET", "/v1/indexes/nope/plugins", nil); code != 404 {
+		t.Fatalf("unknown index: %d", code)
 	}
 }
