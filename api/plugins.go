@@ -28,6 +28,21 @@ type StepSpec struct {
 	Fields      []string        `json:"fields,omitempty"`
 	RerankDepth int             `json:"rerank_depth,omitempty"`
 	Instances   int             `json:"instances,omitempty"`
+	// Canary sends a share of queries to a candidate version of this
+	// plugin.
+	Canary *CanarySpec `json:"canary,omitempty"`
+}
+
+// CanarySpec is a candidate version taking a share of an index's queries.
+type CanarySpec struct {
+	// Step is the candidate's step (its digest and settings).
+	Step StepSpec `json:"step"`
+	// Percent of queries (1-100) go to the candidate.
+	Percent int `json:"percent"`
+	// StickyKey names a field of the request's context (e.g. "user"):
+	// queries with the same value always get the same version. Without
+	// it, or when a query lacks the field, the choice is random.
+	StickyKey string `json:"sticky_key,omitempty"`
 }
 
 // PluginVersion is a pushed plugin binary and what validation said of it.

@@ -67,15 +67,27 @@ func (l *loader) build(ctx context.Context, spec *api.PipelineSpec) (*Pipeline, 
 		}
 		return Step{Plugin: plugin, Policy: policy, Fields: s.Fields, RerankDepth: s.RerankDepth}, nil
 	}
+	withCanary := func(kind plugins.Kind, s api.StepSpec) (Step, error) {
+		st, err := load(kind, s)
+		if err != nil || s.Canary == nil {
+			return st, err
+		}
+		c, err := load(kind, s.Canary.Step)
+		if err != nil {
+			return Step{}, fmt.Errorf("canary: %w", err)
+		}
+		st.Canary, st.CanaryPercent, st.StickyKey = &c, s.Canary.Percent, s.Canary.StickyKey
+		return st, nil
+	}
 	for _, s := range spec.Rewriters {
-		st, err := load(plugins.Rewriter, s)
+		st, err := withCanary(plugins.Rewriter, s)
 		if err != nil {
 			return nil, nil, fmt.Errorf("rewriter %s: %w", s.Plugin, err)
 		}
 		p.Rewriters = append(p.Rewriters, st)
 	}
 	for _, s := range spec.Rankers {
-		st, err := load(plugins.Ranker, s)
+		st, err := withCanary(plugins.Ranker, s)
 		if err != nil {
 			return nil, nil, fmt.Errorf("ranker %s: %w", s.Plugin, err)
 		}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
+	"math/rand/v2"
 	"slices"
 	"time"
 
@@ -34,6 +36,34 @@ type Step struct {
 	// RerankDepth is how many merged candidates a ranker sees (default:
 	// from+size).
 	RerankDepth int
+	// Canary, when set, takes CanaryPercent of the queries, chosen by
+	// the request context's StickyKey field (random without one).
+	Canary        *Step
+	CanaryPercent int
+	StickyKey     string
+}
+
+// choose picks the live step or its canary for one request.
+func (s *Step) choose(rctx []byte) (*Step, bool) {
+	if s.Canary == nil || s.CanaryPercent <= 0 {
+		return s, false
+	}
+	bucket := rand.IntN(100)
+	if s.StickyKey != "" && len(rctx) > 0 {
+		var m map[string]json.RawMessage
+		if json.Unmarshal(rctx, &m) == nil {
+			if v, ok := m[s.StickyKey]; ok {
+				h := fnv.New32a()
+				h.Write([]byte(s.Plugin.Spec().Name))
+				h.Write(v)
+				bucket = int(h.Sum32() % 100)
+			}
+		}
+	}
+	if bucket < s.CanaryPercent {
+		return s.Canary, true
+	}
+	return s, false
 }
 
 // Pipeline is an index's plugins: rewriters before the plan, rankers after
@@ -79,13 +109,14 @@ func stepFailed(s Step, err error, reports *[]api.StepReport) error {
 // hints they ask for.
 func (b *Broker) rewrite(ctx context.Context, pl *Pipeline, req *api.SearchRequest, prof *[]api.Stage, reports *[]api.StepReport) (*planner.Hints, error) {
 	hints := &planner.Hints{}
-	for _, s := range pl.Rewriters {
+	for i := range pl.Rewriters {
+		s, canary := pl.Rewriters[i].choose(req.Context)
 		start := time.Now()
 		in := abi.RewriteRequest{Q: req.Q, Query: req.Query, Filter: req.Filter, Context: req.Context,
 			Size: uint32(req.EffectiveSize()), From: uint32(req.From)}
 		out, err := s.Plugin.Rewrite(ctx, &in)
 		if err != nil {
-			if err := stepFailed(s, err, reports); err != nil {
+			if err := stepFailed(*s, err, reports); err != nil {
 				return nil, err
 			}
 			if prof != nil {
@@ -99,7 +130,7 @@ func (b *Broker) rewrite(ctx context.Context, pl *Pipeline, req *api.SearchReque
 		}
 		if out.Flags&abi.FlagQuery != 0 {
 			if len(out.Query) > 0 && !json.Valid(out.Query) {
-				if err := stepFailed(s, fmt.Errorf("rewritten query is not JSON"), reports); err != nil {
+				if err := stepFailed(*s, fmt.Errorf("rewritten query is not JSON"), reports); err != nil {
 					return nil, err
 				}
 				continue
@@ -114,11 +145,20 @@ func (b *Broker) rewrite(ctx context.Context, pl *Pipeline, req *api.SearchReque
 		}
 		if prof != nil {
 			*prof = append(*prof, api.Stage{Name: "rewrite " + s.Plugin.Spec().Name, TookMS: ms(time.Since(start)),
-				Detail: fmt.Sprintf("q %q → %q; query changed %v; filter changed %v; rerank depth %d",
-					before, req.Q, out.Flags&abi.FlagQuery != 0, out.Flags&abi.FlagFilter != 0, out.RerankDepth)})
+				Detail: fmt.Sprintf("%sq %q → %q; query changed %v; filter changed %v; rerank depth %d",
+					versionNote(s, canary), before, req.Q, out.Flags&abi.FlagQuery != 0, out.Flags&abi.FlagFilter != 0, out.RerankDepth)})
 		}
 	}
 	return hints, nil
+}
+
+// versionNote says which version of a step ran, in a profile.
+func versionNote(s *Step, canary bool) string {
+	v := s.Plugin.Spec().Version
+	if canary {
+		return "canary " + v + ": "
+	}
+	return "version " + v + ": "
 }
 
 // rankInput turns merged hits into a rank request over fields.
@@ -138,7 +178,8 @@ func rankInput(q string, context []byte, hits []api.Hit, fields []string) *abi.R
 // rank runs the rankers over the best candidates (the rest keep their
 // place after them) and returns the new order.
 func (b *Broker) rank(ctx context.Context, pl *Pipeline, q string, rctx []byte, all []api.Hit, plan *planner.Plan, prof *[]api.Stage, reports *[]api.StepReport) ([]api.Hit, error) {
-	for _, s := range pl.Rankers {
+	for i := range pl.Rankers {
+		s, canary := pl.Rankers[i].choose(rctx)
 		start := time.Now()
 		depth := s.RerankDepth
 		if depth <= 0 {
@@ -149,7 +190,7 @@ func (b *Broker) rank(ctx context.Context, pl *Pipeline, q string, rctx []byte, 
 		fields := s.Fields
 		out, err := s.Plugin.Rank(ctx, rankInput(q, rctx, head, fields))
 		if err != nil {
-			if err := stepFailed(s, err, reports); err != nil {
+			if err := stepFailed(*s, err, reports); err != nil {
 				return nil, err
 			}
 			if prof != nil {
@@ -167,7 +208,7 @@ func (b *Broker) rank(ctx context.Context, pl *Pipeline, q string, rctx []byte, 
 		all = append(ranked, tail...)
 		if prof != nil {
 			*prof = append(*prof, api.Stage{Name: "rank " + s.Plugin.Spec().Name, TookMS: ms(time.Since(start)),
-				Detail: fmt.Sprintf("%d candidates, %d dropped", depth, dropped)})
+				Detail: fmt.Sprintf("%s%d candidates, %d dropped", versionNote(s, canary), depth, dropped)})
 		}
 	}
 	return all, nil

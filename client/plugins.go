@@ -57,6 +57,22 @@ func (c *Client) ActivatePlugin(ctx context.Context, index, name, digest string)
 	return &spec, err
 }
 
+// CanaryPlugin sends percent of an index's queries to a candidate version
+// of a live plugin, sticky by the context field stickyKey (e.g. "user";
+// empty: random). Percent 0 ends the canary.
+func (c *Client) CanaryPlugin(ctx context.Context, index, name, digest string, percent int, stickyKey string) (*api.PipelineSpec, error) {
+	var spec api.PipelineSpec
+	err := c.admin(ctx, index, "plugin.canary", map[string]any{"name": name, "digest": digest, "percent": percent, "sticky_key": stickyKey}, &spec)
+	return &spec, err
+}
+
+// PromotePlugin makes a plugin's canary its live version.
+func (c *Client) PromotePlugin(ctx context.Context, index, name string) (*api.PipelineSpec, error) {
+	var spec api.PipelineSpec
+	err := c.admin(ctx, index, "plugin.promote", map[string]any{"name": name}, &spec)
+	return &spec, err
+}
+
 // RemovePlugin takes a plugin out of an index's pipeline.
 func (c *Client) RemovePlugin(ctx context.Context, index, name string) (*api.PipelineSpec, error) {
 	var spec api.PipelineSpec

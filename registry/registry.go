@@ -51,15 +51,17 @@ func New(ctx context.Context, nc *nats.Conn, store *meta.Store, cfg Config) (*Se
 
 // Request is the body of an admin request; each operation reads its part.
 type Request struct {
-	Name   string            `json:"name,omitempty"`
-	Kind   string            `json:"kind,omitempty"`
-	Digest string            `json:"digest,omitempty"`
-	Step   api.StepSpec      `json:"step"`
-	Spec   *api.PipelineSpec `json:"spec,omitempty"`
+	Name      string            `json:"name,omitempty"`
+	Percent   int               `json:"percent,omitempty"`
+	StickyKey string            `json:"sticky_key,omitempty"`
+	Kind      string            `json:"kind,omitempty"`
+	Digest    string            `json:"digest,omitempty"`
+	Step      api.StepSpec      `json:"step"`
+	Spec      *api.PipelineSpec `json:"spec,omitempty"`
 }
 
 // Operations of the admin API.
-var operations = []string{"plugin.register", "plugin.ls", "plugin.activate", "plugin.rm", "plugin.rollback", "pipeline.show", "pipeline.set"}
+var operations = []string{"plugin.register", "plugin.ls", "plugin.activate", "plugin.rm", "plugin.rollback", "plugin.canary", "plugin.promote", "pipeline.show", "pipeline.set"}
 
 // Run serves the admin API until ctx is done.
 func (s *Service) Run(ctx context.Context) error {
@@ -122,6 +124,10 @@ func (s *Service) Do(ctx context.Context, index, op string, r *Request) (any, er
 		return s.remove(ctx, index, r.Name)
 	case "plugin.rollback":
 		return s.rollback(ctx, index)
+	case "plugin.canary":
+		return s.canary(ctx, index, r)
+	case "plugin.promote":
+		return s.promote(ctx, index, r.Name)
 	case "pipeline.show":
 		spec, err := s.store.Pipeline(ctx, index)
 		return spec, err
@@ -382,6 +388,88 @@ func (s *Service) setPipeline(ctx context.Context, index string, spec *api.Pipel
 	}
 	return s.update(ctx, index, func(cur *api.PipelineSpec) error {
 		cur.Rewriters, cur.Rankers = spec.Rewriters, spec.Rankers
+		return nil
+	})
+}
+
+// version returns a pushed version that passed validation.
+func (s *Service) version(ctx context.Context, index, name, digest string) (*api.PluginVersion, error) {
+	e, err := s.store.PluginVersions.Get(ctx, versionKey(index, name, digest))
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return nil, api.NotFound("plugin %s has no version %s on index %q (push it first)", name, digest, index)
+	}
+	if err != nil {
+		return nil, err
+	}
+	var v api.PluginVersion
+	if err := json.Unmarshal(e.Value(), &v); err != nil {
+		return nil, err
+	}
+	if !v.Valid {
+		return nil, api.BadRequest("version %s of %s failed validation and cannot go live: %s", short(digest), name, v.Error)
+	}
+	return &v, nil
+}
+
+// step finds a plugin's live step in a pipeline.
+func step(spec *api.PipelineSpec, name string) *api.StepSpec {
+	for _, steps := range [][]api.StepSpec{spec.Rewriters, spec.Rankers} {
+		for i := range steps {
+			if steps[i].Plugin == name {
+				return &steps[i]
+			}
+		}
+	}
+	return nil
+}
+
+// canary sends a share of queries to a candidate version (percent 0 ends
+// the canary).
+func (s *Service) canary(ctx context.Context, index string, r *Request) (*api.PipelineSpec, error) {
+	if r.Percent < 0 || r.Percent > 100 {
+		return nil, api.BadRequest("percent must be between 0 and 100, got %d", r.Percent)
+	}
+	var cand *api.PluginVersion
+	if r.Percent > 0 {
+		var err error
+		if cand, err = s.version(ctx, index, r.Name, r.Digest); err != nil {
+			return nil, err
+		}
+	}
+	return s.update(ctx, index, func(spec *api.PipelineSpec) error {
+		st := step(spec, r.Name)
+		if st == nil {
+			return api.NotFound("plugin %s is not in the pipeline of %q: activate a version first", r.Name, index)
+		}
+		if r.Percent == 0 {
+			st.Canary = nil
+			return nil
+		}
+		if kindOf(spec, r.Name) != cand.Kind {
+			return api.BadRequest("the candidate is a %s, the live %s a %s", cand.Kind, r.Name, kindOf(spec, r.Name))
+		}
+		st.Canary = &api.CanarySpec{Step: cand.Step, Percent: r.Percent, StickyKey: r.StickyKey}
+		return nil
+	})
+}
+
+func kindOf(spec *api.PipelineSpec, name string) string {
+	for _, st := range spec.Rankers {
+		if st.Plugin == name {
+			return string(plugins.Ranker)
+		}
+	}
+	return string(plugins.Rewriter)
+}
+
+// promote makes a plugin's canary its live version.
+func (s *Service) promote(ctx context.Context, index, name string) (*api.PipelineSpec, error) {
+	return s.update(ctx, index, func(spec *api.PipelineSpec) error {
+		st := step(spec, name)
+		if st == nil || st.Canary == nil {
+			return api.BadRequest("plugin %s has no canary on index %q", name, index)
+		}
+		*st = st.Canary.Step
 		return nil
 	})
 }

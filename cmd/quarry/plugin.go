@@ -23,6 +23,9 @@ const pluginUsage = `Usage: quarry plugin COMMAND ...
   activate INDEX NAME DIGEST      put a validated version live
   rollback INDEX                  restore the previous pipeline
   rm INDEX NAME                   take a plugin out of the pipeline
+  canary INDEX NAME DIGEST --percent N [--sticky KEY]
+                                  send N% of the queries to a candidate version
+  promote INDEX NAME              make the canary the live version
   run FILE.wasm --kind ... [REQUESTS.ndjson|-]
                                   run a built plugin on sample requests (one JSON object a line):
       rewriter: {"q": "pop", "query": {...}, "filter": {...}, "context": {...}, "size": 10}
@@ -38,7 +41,7 @@ func runPlugin(ctx context.Context, args []string) error {
 		return nil
 	}
 	switch args[0] {
-	case "push", "ls", "show", "activate", "rollback", "rm":
+	case "push", "ls", "show", "activate", "rollback", "rm", "canary", "promote":
 		return pluginAdmin(ctx, args[0], args[1:])
 	case "run":
 	default:

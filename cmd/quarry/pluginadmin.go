@@ -22,6 +22,8 @@ func pluginAdmin(ctx context.Context, op string, args []string) error {
 		"activate": {"INDEX NAME DIGEST", "Puts a validated version of a plugin live (brokers swap it in without a restart)."},
 		"rollback": {"INDEX", "Restores the index's previous pipeline."},
 		"rm":       {"INDEX NAME", "Takes a plugin out of the index's pipeline."},
+		"canary":   {"INDEX NAME DIGEST", "Sends --percent of the queries to a candidate version of a live plugin\n(sticky by a context field with --sticky; --percent 0 ends the canary)."},
+		"promote":  {"INDEX NAME", "Makes a plugin's canary its live version."},
 	}[op]
 	fs := newFlags("plugin "+op, about[0], about[1])
 	var nf natsFlags
@@ -30,6 +32,12 @@ func pluginAdmin(ctx context.Context, op string, args []string) error {
 	var kind, configFile, policy, fields string
 	var budget, depth, instances int
 	var activate bool
+	var percent int
+	var sticky string
+	if op == "canary" {
+		fs.IntVar(&percent, "percent", 10, "share of queries for the candidate, 0-100 (0 ends the canary)")
+		fs.StringVar(&sticky, "sticky", "", "context field that keeps a user on one version (e.g. user)")
+	}
 	if op == "push" {
 		fs.StringVar(&kind, "kind", "", "rewriter or ranker (required)")
 		fs.StringVar(&configFile, "config", "", "the plugin's configuration (JSON file)")
@@ -40,7 +48,7 @@ func pluginAdmin(ctx context.Context, op string, args []string) error {
 		fs.IntVar(&instances, "instances", 0, "warm instances per broker (default 4)")
 		fs.BoolVar(&activate, "activate", false, "put the version live once validated")
 	}
-	n := map[string]int{"push": 3, "ls": 1, "show": 2, "activate": 3, "rollback": 1, "rm": 2}[op]
+	n := map[string]int{"push": 3, "ls": 1, "show": 2, "activate": 3, "rollback": 1, "rm": 2, "canary": 3, "promote": 2}[op]
 	pos, err := parse(fs, args, n, n)
 	if err != nil {
 		return err
@@ -78,9 +86,13 @@ func pluginAdmin(ctx context.Context, op string, args []string) error {
 			fmt.Println("activated")
 		}
 		return nil
-	case "activate", "rollback", "rm":
+	case "activate", "rollback", "rm", "canary", "promote":
 		var spec *api.PipelineSpec
 		switch op {
+		case "canary":
+			spec, err = c.CanaryPlugin(ctx, index, pos[1], pos[2], percent, sticky)
+		case "promote":
+			spec, err = c.PromotePlugin(ctx, index, pos[1])
 		case "activate":
 			spec, err = c.ActivatePlugin(ctx, index, pos[1], pos[2])
 		case "rollback":
@@ -138,9 +150,21 @@ func printPipeline(spec *api.PipelineSpec) {
 	}
 	for _, s := range spec.Rewriters {
 		fmt.Printf("  rewriter %-12s %s  %s\n", s.Plugin, s.Digest[:19], stepDetail(s))
+		printCanary(s)
 	}
 	for _, s := range spec.Rankers {
 		fmt.Printf("  ranker   %-12s %s  %s\n", s.Plugin, s.Digest[:19], stepDetail(s))
+		printCanary(s)
+	}
+}
+
+func printCanary(s api.StepSpec) {
+	if c := s.Canary; c != nil {
+		sticky := "random"
+		if c.StickyKey != "" {
+			sticky = "sticky by " + c.StickyKey
+		}
+		fmt.Printf("    canary %d%% (%s) → %s  %s\n", c.Percent, sticky, c.Step.Digest[:19], stepDetail(c.Step))
 	}
 }
 

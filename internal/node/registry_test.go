@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -156,4 +157,87 @@ func TestRegistryPushActivateRollback(t *testing.T) {
 		t.Fatalf("%d of %d queries failed while the pipeline changed", failed.Load(), queries.Load())
 	}
 	t.Logf("%d queries while the pipeline changed 5 times, none failed", queries.Load())
+}
+
+// identityWAT is a rewriter that changes nothing: a second version to
+// canary against the suffix rewriter.
+const identityWAT = `(module (memory 1)
+  (func (export "quarry_abi_v1"))
+  (func (export "quarry_alloc") (param i32) (result i32) (i32.const 1024))
+  (func (export "quarry_rewrite") (param i32 i32) (result i64)
+    (i32.store16 (i32.const 40960) (i32.const 0))
+    (i64.or (i64.shl (i64.const 40960) (i64.const 32)) (i64.const 2))))`
+
+// A canary takes its share of queries, sticky by user; promote makes it
+// live.
+func TestRegistryCanary(t *testing.T) {
+	n := startRoles(t, "", &indexer.Config{SnapshotInterval: -1}, &searcher.Config{}, &broker.Config{})
+	c := n.Client()
+	ctx := context.Background()
+	if _, err := c.CreateIndex(ctx, "can", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	mustBulk(t, c, "can", ndjson(30, "c"))
+	waitTotal(t, c, "can", "noodles", 10)
+	live, err := c.PushPlugin(ctx, "can", "suffix", wasmtest.WATFile(t, "../../examples/plugins/wat/suffix.wat"), client.PushOptions{Kind: "rewriter", Activate: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cand, err := c.PushPlugin(ctx, "can", "suffix", wasmtest.WAT(t, identityWAT), client.PushOptions{Kind: "rewriter"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// version returns which version served a user's query.
+	version := func(user string) string {
+		r, err := c.Search(ctx, "can", &api.SearchRequest{Q: "noodles", Profile: true, Context: json.RawMessage(`{"user":"` + user + `"}`)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, st := range r.Profile.Stages {
+			if st.Name == "rewrite suffix" {
+				return strings.SplitN(st.Detail, ":", 2)[0]
+			}
+		}
+		return "none"
+	}
+	if _, err := c.CanaryPlugin(ctx, "can", "suffix", cand.Digest, 50, "user"); err != nil {
+		t.Fatal(err)
+	}
+	candNote := "canary " + cand.Digest[len("sha256:"):][:12]
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		canaries := 0
+		sticky := true
+		for u := range 40 {
+			user := "u" + strconv.Itoa(u)
+			v := version(user)
+			if v == candNote {
+				canaries++
+			}
+			sticky = sticky && version(user) == v
+		}
+		if canaries > 5 && canaries < 35 {
+			if !sticky {
+				t.Fatal("a user's queries went to both versions")
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("canary took %d of 40 users", canaries)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if _, err := c.CanaryPlugin(ctx, "can", "suffix", "sha256:"+strings.Repeat("2", 64), 10, ""); api.CodeOf(err) != api.CodeNotFound {
+		t.Fatalf("canary of an unknown digest: %v", err)
+	}
+	spec, err := c.PromotePlugin(ctx, "can", "suffix")
+	if err != nil || spec.Rewriters[0].Digest != cand.Digest || spec.Rewriters[0].Canary != nil {
+		t.Fatalf("promote: %+v %v", spec, err)
+	}
+	for time.Now().Before(deadline) && version("anyone") != "version "+cand.Digest[len("sha256:"):][:12] {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if v := version("anyone"); v != "version "+cand.Digest[len("sha256:"):][:12] {
+		t.Fatalf("after promote: %s (live was %s)", v, live.Digest)
+	}
 }
