@@ -31,6 +31,36 @@ type StepSpec struct {
 	// Canary sends a share of queries to a candidate version of this
 	// plugin.
 	Canary *CanarySpec `json:"canary,omitempty"`
+	// Shadow runs a candidate version of this ranker on mirrored queries;
+	// its results are never returned, only compared.
+	Shadow *ShadowSpec `json:"shadow,omitempty"`
+}
+
+// ShadowSpec is a candidate ranker run on a share of queries for
+// comparison.
+type ShadowSpec struct {
+	Step StepSpec `json:"step"`
+	// Percent of queries (1-100) mirrored to the candidate.
+	Percent int `json:"percent"`
+}
+
+// ShadowStats compares a shadow ranker with the live one over the queries
+// mirrored to it, summed over every broker.
+type ShadowStats struct {
+	Index   string `json:"index"`
+	Plugin  string `json:"plugin"`
+	Queries int64  `json:"queries"`
+	// OverlapAt10 is the mean share of the live top 10 the shadow also
+	// ranks in its top 10.
+	OverlapAt10 float64 `json:"overlap_at_10"`
+	// RankCorrelation is the mean Spearman correlation of the two orders
+	// over the candidates both ranked.
+	RankCorrelation float64 `json:"rank_correlation"`
+	// LiveMS and ShadowMS are mean call times; Errors count failed calls.
+	LiveMS       float64 `json:"live_ms"`
+	ShadowMS     float64 `json:"shadow_ms"`
+	LiveErrors   int64   `json:"live_errors"`
+	ShadowErrors int64   `json:"shadow_errors"`
 }
 
 // CanarySpec is a candidate version taking a share of an index's queries.
@@ -59,4 +89,17 @@ type PluginVersion struct {
 	// failed.
 	Valid bool   `json:"valid"`
 	Error string `json:"error,omitempty"`
+}
+
+// ShadowTally is one broker's running sums for a shadow ranker, as
+// published to the quarry-shadow bucket.
+type ShadowTally struct {
+	Queries      int64   `json:"queries"`
+	OverlapSum   float64 `json:"overlap_sum"`
+	RhoSum       float64 `json:"rho_sum"`
+	LiveNS       int64   `json:"live_ns"`
+	ShadowNS     int64   `json:"shadow_ns"`
+	Calls        int64   `json:"calls"`
+	LiveErrors   int64   `json:"live_errors"`
+	ShadowErrors int64   `json:"shadow_errors"`
 }

@@ -23,6 +23,9 @@ import (
 	"github.com/quarrysearch/quarry/planner"
 )
 
+// shadowPublishEvery is how often a broker publishes its shadow tallies.
+var shadowPublishEvery = 2 * time.Second
+
 // Version is the broker's micro service version.
 const Version = "0.1.0"
 
@@ -93,6 +96,7 @@ type Broker struct {
 	planner  *planner.Planner
 	inflight chan struct{}
 	stats    *statsCache
+	shadows  *shadows
 	shards   shardStates
 	hedge    hedgeBudget
 
@@ -114,7 +118,7 @@ func New(nc *nats.Conn, store *meta.Store, cfg Config) (*Broker, error) {
 		return nil, err
 	}
 	return &Broker{nc: nc, store: store, cfg: cfg, planner: p, inflight: make(chan struct{}, cfg.MaxInFlight),
-		stats: newStatsCache(cfg.StatsCacheSize), defs: map[string]api.IndexDefinition{}, ready: make(chan struct{})}, nil
+		stats: newStatsCache(cfg.StatsCacheSize), shadows: newShadows(), defs: map[string]api.IndexDefinition{}, ready: make(chan struct{})}, nil
 }
 
 // Ready is closed once the broker knows every index definition.
@@ -143,6 +147,7 @@ func (b *Broker) Run(ctx context.Context) error {
 		return fmt.Errorf("broker: add endpoint: %w", err)
 	}
 	readyOnce := sync.OnceFunc(func() { close(b.ready) })
+	go b.publishShadows(ctx, shadowPublishEvery)
 	for {
 		select {
 		case <-ctx.Done():

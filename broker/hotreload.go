@@ -79,6 +79,18 @@ func (l *loader) build(ctx context.Context, spec *api.PipelineSpec) (*Pipeline, 
 		st.Canary, st.CanaryPercent, st.StickyKey = &c, s.Canary.Percent, s.Canary.StickyKey
 		return st, nil
 	}
+	withShadow := func(kind plugins.Kind, s api.StepSpec) (Step, error) {
+		st, err := withCanary(kind, s)
+		if err != nil || s.Shadow == nil {
+			return st, err
+		}
+		sh, err := load(kind, s.Shadow.Step)
+		if err != nil {
+			return Step{}, fmt.Errorf("shadow: %w", err)
+		}
+		st.Shadow, st.ShadowPercent = &sh, s.Shadow.Percent
+		return st, nil
+	}
 	for _, s := range spec.Rewriters {
 		st, err := withCanary(plugins.Rewriter, s)
 		if err != nil {
@@ -87,7 +99,7 @@ func (l *loader) build(ctx context.Context, spec *api.PipelineSpec) (*Pipeline, 
 		p.Rewriters = append(p.Rewriters, st)
 	}
 	for _, s := range spec.Rankers {
-		st, err := withCanary(plugins.Ranker, s)
+		st, err := withShadow(plugins.Ranker, s)
 		if err != nil {
 			return nil, nil, fmt.Errorf("ranker %s: %w", s.Plugin, err)
 		}

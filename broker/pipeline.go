@@ -41,6 +41,10 @@ type Step struct {
 	Canary        *Step
 	CanaryPercent int
 	StickyKey     string
+	// Shadow, when set, runs on ShadowPercent of the queries after the
+	// live step; its results are only compared (rankers).
+	Shadow        *Step
+	ShadowPercent int
 }
 
 // choose picks the live step or its canary for one request.
@@ -188,7 +192,11 @@ func (b *Broker) rank(ctx context.Context, pl *Pipeline, q string, rctx []byte, 
 		depth = min(depth, len(all))
 		head, tail := all[:depth], all[depth:]
 		fields := s.Fields
-		out, err := s.Plugin.Rank(ctx, rankInput(q, rctx, head, fields))
+		in := rankInput(q, rctx, head, fields)
+		out, err := s.Plugin.Rank(ctx, in)
+		if !canary {
+			b.mirror(plan.Index, s, in, out, err, time.Since(start))
+		}
 		if err != nil {
 			if err := stepFailed(*s, err, reports); err != nil {
 				return nil, err

@@ -73,6 +73,22 @@ func (c *Client) PromotePlugin(ctx context.Context, index, name string) (*api.Pi
 	return &spec, err
 }
 
+// ShadowPlugin runs a candidate version of a live ranker on percent of
+// the queries, only to compare it (0 ends the shadow).
+func (c *Client) ShadowPlugin(ctx context.Context, index, name, digest string, percent int) (*api.PipelineSpec, error) {
+	var spec api.PipelineSpec
+	err := c.admin(ctx, index, "plugin.shadow", map[string]any{"name": name, "digest": digest, "percent": percent}, &spec)
+	return &spec, err
+}
+
+// ShadowStats compares a ranker's shadow with its live version, over every
+// broker.
+func (c *Client) ShadowStats(ctx context.Context, index, name string) (*api.ShadowStats, error) {
+	var st api.ShadowStats
+	err := c.admin(ctx, index, "shadow.stats", map[string]any{"name": name}, &st)
+	return &st, err
+}
+
 // RemovePlugin takes a plugin out of an index's pipeline.
 func (c *Client) RemovePlugin(ctx context.Context, index, name string) (*api.PipelineSpec, error) {
 	var spec api.PipelineSpec

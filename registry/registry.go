@@ -61,7 +61,7 @@ type Request struct {
 }
 
 // Operations of the admin API.
-var operations = []string{"plugin.register", "plugin.ls", "plugin.activate", "plugin.rm", "plugin.rollback", "plugin.canary", "plugin.promote", "pipeline.show", "pipeline.set"}
+var operations = []string{"plugin.register", "plugin.ls", "plugin.activate", "plugin.rm", "plugin.rollback", "plugin.canary", "plugin.promote", "plugin.shadow", "shadow.stats", "pipeline.show", "pipeline.set"}
 
 // Run serves the admin API until ctx is done.
 func (s *Service) Run(ctx context.Context) error {
@@ -128,6 +128,10 @@ func (s *Service) Do(ctx context.Context, index, op string, r *Request) (any, er
 		return s.canary(ctx, index, r)
 	case "plugin.promote":
 		return s.promote(ctx, index, r.Name)
+	case "plugin.shadow":
+		return s.shadow(ctx, index, r)
+	case "shadow.stats":
+		return s.shadowStats(ctx, index, r.Name)
 	case "pipeline.show":
 		spec, err := s.store.Pipeline(ctx, index)
 		return spec, err
@@ -472,4 +476,78 @@ func (s *Service) promote(ctx context.Context, index, name string) (*api.Pipelin
 		*st = st.Canary.Step
 		return nil
 	})
+}
+
+// shadow runs a candidate version of a live ranker on percent of the
+// queries, for comparison only (percent 0 ends it).
+func (s *Service) shadow(ctx context.Context, index string, r *Request) (*api.PipelineSpec, error) {
+	if r.Percent < 0 || r.Percent > 100 {
+		return nil, api.BadRequest("percent must be between 0 and 100, got %d", r.Percent)
+	}
+	var cand *api.PluginVersion
+	if r.Percent > 0 {
+		var err error
+		if cand, err = s.version(ctx, index, r.Name, r.Digest); err != nil {
+			return nil, err
+		}
+		if cand.Kind != string(plugins.Ranker) {
+			return nil, api.BadRequest("shadows are for rankers; %s is a %s", r.Name, cand.Kind)
+		}
+	}
+	return s.update(ctx, index, func(spec *api.PipelineSpec) error {
+		st := step(spec, r.Name)
+		if st == nil || kindOf(spec, r.Name) != string(plugins.Ranker) {
+			return api.NotFound("ranker %s is not in the pipeline of %q: activate a version first", r.Name, index)
+		}
+		if r.Percent == 0 {
+			st.Shadow = nil
+			return nil
+		}
+		st.Shadow = &api.ShadowSpec{Step: cand.Step, Percent: r.Percent}
+		return nil
+	})
+}
+
+// shadowStats sums every broker's tallies for a ranker's shadow.
+func (s *Service) shadowStats(ctx context.Context, index, name string) (*api.ShadowStats, error) {
+	stats := &api.ShadowStats{Index: index, Plugin: name}
+	lister, err := s.store.Shadow.ListKeys(ctx)
+	if errors.Is(err, jetstream.ErrNoKeysFound) {
+		return stats, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var sum api.ShadowTally
+	for k := range lister.Keys() {
+		if !strings.HasPrefix(k, index+"."+name+".") {
+			continue
+		}
+		e, err := s.store.Shadow.Get(ctx, k)
+		if err != nil {
+			continue
+		}
+		var t api.ShadowTally
+		if json.Unmarshal(e.Value(), &t) != nil {
+			continue
+		}
+		sum.Queries += t.Queries
+		sum.OverlapSum += t.OverlapSum
+		sum.RhoSum += t.RhoSum
+		sum.LiveNS += t.LiveNS
+		sum.ShadowNS += t.ShadowNS
+		sum.Calls += t.Calls
+		sum.LiveErrors += t.LiveErrors
+		sum.ShadowErrors += t.ShadowErrors
+	}
+	stats.Queries, stats.LiveErrors, stats.ShadowErrors = sum.Queries, sum.LiveErrors, sum.ShadowErrors
+	if sum.Queries > 0 {
+		stats.OverlapAt10 = sum.OverlapSum / float64(sum.Queries)
+		stats.RankCorrelation = sum.RhoSum / float64(sum.Queries)
+	}
+	if sum.Calls > 0 {
+		stats.LiveMS = float64(sum.LiveNS) / 1e6 / float64(sum.Calls)
+		stats.ShadowMS = float64(sum.ShadowNS) / 1e6 / float64(sum.Calls)
+	}
+	return stats, nil
 }

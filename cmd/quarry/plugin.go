@@ -26,6 +26,9 @@ const pluginUsage = `Usage: quarry plugin COMMAND ...
   canary INDEX NAME DIGEST --percent N [--sticky KEY]
                                   send N% of the queries to a candidate version
   promote INDEX NAME              make the canary the live version
+  shadow INDEX NAME DIGEST --percent N
+                                  run a candidate ranker on mirrored queries, for comparison
+  shadow-stats INDEX NAME         overlap@10, rank correlation, latency and errors of the shadow
   run FILE.wasm --kind ... [REQUESTS.ndjson|-]
                                   run a built plugin on sample requests (one JSON object a line):
       rewriter: {"q": "pop", "query": {...}, "filter": {...}, "context": {...}, "size": 10}
@@ -41,7 +44,7 @@ func runPlugin(ctx context.Context, args []string) error {
 		return nil
 	}
 	switch args[0] {
-	case "push", "ls", "show", "activate", "rollback", "rm", "canary", "promote":
+	case "push", "ls", "show", "activate", "rollback", "rm", "canary", "promote", "shadow", "shadow-stats":
 		return pluginAdmin(ctx, args[0], args[1:])
 	case "run":
 	default:

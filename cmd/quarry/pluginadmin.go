@@ -16,14 +16,16 @@ import (
 // pluginAdmin runs quarry plugin push|ls|show|activate|rollback|rm.
 func pluginAdmin(ctx context.Context, op string, args []string) error {
 	about := map[string][2]string{
-		"push":     {"INDEX NAME FILE.wasm", "Uploads a plugin version (content-addressed), validates it (compile, ABI, imports,\nsample requests within its budget) and, with --activate, puts it live."},
-		"ls":       {"INDEX", "Lists an index's pushed plugin versions and its live pipeline."},
-		"show":     {"INDEX NAME", "Shows one plugin's versions and its live step."},
-		"activate": {"INDEX NAME DIGEST", "Puts a validated version of a plugin live (brokers swap it in without a restart)."},
-		"rollback": {"INDEX", "Restores the index's previous pipeline."},
-		"rm":       {"INDEX NAME", "Takes a plugin out of the index's pipeline."},
-		"canary":   {"INDEX NAME DIGEST", "Sends --percent of the queries to a candidate version of a live plugin\n(sticky by a context field with --sticky; --percent 0 ends the canary)."},
-		"promote":  {"INDEX NAME", "Makes a plugin's canary its live version."},
+		"push":         {"INDEX NAME FILE.wasm", "Uploads a plugin version (content-addressed), validates it (compile, ABI, imports,\nsample requests within its budget) and, with --activate, puts it live."},
+		"ls":           {"INDEX", "Lists an index's pushed plugin versions and its live pipeline."},
+		"show":         {"INDEX NAME", "Shows one plugin's versions and its live step."},
+		"activate":     {"INDEX NAME DIGEST", "Puts a validated version of a plugin live (brokers swap it in without a restart)."},
+		"rollback":     {"INDEX", "Restores the index's previous pipeline."},
+		"rm":           {"INDEX NAME", "Takes a plugin out of the index's pipeline."},
+		"canary":       {"INDEX NAME DIGEST", "Sends --percent of the queries to a candidate version of a live plugin\n(sticky by a context field with --sticky; --percent 0 ends the canary)."},
+		"promote":      {"INDEX NAME", "Makes a plugin's canary its live version."},
+		"shadow":       {"INDEX NAME DIGEST", "Runs a candidate version of a live ranker on --percent of the queries, only to\ncompare it with the live one (--percent 0 ends the shadow); see shadow-stats."},
+		"shadow-stats": {"INDEX NAME", "Compares a ranker's shadow with the live version: overlap@10, rank correlation,\nlatency and errors, over every broker."},
 	}[op]
 	fs := newFlags("plugin "+op, about[0], about[1])
 	var nf natsFlags
@@ -34,6 +36,9 @@ func pluginAdmin(ctx context.Context, op string, args []string) error {
 	var activate bool
 	var percent int
 	var sticky string
+	if op == "shadow" {
+		fs.IntVar(&percent, "percent", 100, "share of queries mirrored to the candidate, 0-100 (0 ends the shadow)")
+	}
 	if op == "canary" {
 		fs.IntVar(&percent, "percent", 10, "share of queries for the candidate, 0-100 (0 ends the canary)")
 		fs.StringVar(&sticky, "sticky", "", "context field that keeps a user on one version (e.g. user)")
@@ -48,7 +53,7 @@ func pluginAdmin(ctx context.Context, op string, args []string) error {
 		fs.IntVar(&instances, "instances", 0, "warm instances per broker (default 4)")
 		fs.BoolVar(&activate, "activate", false, "put the version live once validated")
 	}
-	n := map[string]int{"push": 3, "ls": 1, "show": 2, "activate": 3, "rollback": 1, "rm": 2, "canary": 3, "promote": 2}[op]
+	n := map[string]int{"push": 3, "ls": 1, "show": 2, "activate": 3, "rollback": 1, "rm": 2, "canary": 3, "promote": 2, "shadow": 3, "shadow-stats": 2}[op]
 	pos, err := parse(fs, args, n, n)
 	if err != nil {
 		return err
@@ -86,9 +91,22 @@ func pluginAdmin(ctx context.Context, op string, args []string) error {
 			fmt.Println("activated")
 		}
 		return nil
-	case "activate", "rollback", "rm", "canary", "promote":
+	case "shadow-stats":
+		st, err := c.ShadowStats(ctx, index, pos[1])
+		if err != nil {
+			return err
+		}
+		if *jsonOut {
+			return printJSON(st)
+		}
+		fmt.Printf("shadow of %s on %s: %d queries compared\n  overlap@10 %.3f, rank correlation %.3f\n  live %.3f ms, shadow %.3f ms; errors live %d, shadow %d\n",
+			st.Plugin, st.Index, st.Queries, st.OverlapAt10, st.RankCorrelation, st.LiveMS, st.ShadowMS, st.LiveErrors, st.ShadowErrors)
+		return nil
+	case "activate", "rollback", "rm", "canary", "promote", "shadow":
 		var spec *api.PipelineSpec
 		switch op {
+		case "shadow":
+			spec, err = c.ShadowPlugin(ctx, index, pos[1], pos[2], percent)
 		case "canary":
 			spec, err = c.CanaryPlugin(ctx, index, pos[1], pos[2], percent, sticky)
 		case "promote":
@@ -155,6 +173,9 @@ func printPipeline(spec *api.PipelineSpec) {
 	for _, s := range spec.Rankers {
 		fmt.Printf("  ranker   %-12s %s  %s\n", s.Plugin, s.Digest[:19], stepDetail(s))
 		printCanary(s)
+		if sh := s.Shadow; sh != nil {
+			fmt.Printf("    shadow %d%% → %s  %s\n", sh.Percent, sh.Step.Digest[:19], stepDetail(sh.Step))
+		}
 	}
 }
 

@@ -39,6 +39,8 @@ type Store struct {
 	// PluginVersions records every pushed version and its validation,
 	// keyed <index>.<plugin>.<hex digest>.
 	PluginVersions jetstream.KeyValue
+	// Shadow holds brokers' shadow-ranking tallies.
+	Shadow jetstream.KeyValue
 }
 
 // Open creates or binds to every resource.
@@ -92,6 +94,13 @@ func Open(ctx context.Context, js jetstream.JetStream, opts Options) (*Store, er
 	})
 	if err != nil {
 		return nil, fmt.Errorf("open bucket %s: %w", subject.PluginVersionsBucket, err)
+	}
+	s.Shadow, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket: subject.ShadowBucket, Description: "Quarry shadow-ranking tallies, per broker",
+		Storage: jetstream.FileStorage, Replicas: opts.Replicas, TTL: 24 * time.Hour,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("open bucket %s: %w", subject.ShadowBucket, err)
 	}
 	s.Docs, err = js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
 		Name:              subject.DocsStream,

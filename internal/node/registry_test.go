@@ -241,3 +241,60 @@ func TestRegistryCanary(t *testing.T) {
 		t.Fatalf("after promote: %s (live was %s)", v, live.Digest)
 	}
 }
+
+// A shadow ranker sees mirrored queries, never changes results, and its
+// comparison with the live ranker is readable from the admin API.
+func TestRegistryShadow(t *testing.T) {
+	n := startRoles(t, "", &indexer.Config{SnapshotInterval: -1}, &searcher.Config{}, &broker.Config{})
+	c := n.Client()
+	ctx := context.Background()
+	if _, err := c.CreateIndex(ctx, "sh", 1, catalog.Mapping()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Bulk(ctx, "sh", bytes.NewReader(catalogNDJSON(t, 300)), client.BulkOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitDocs(t, n, 300)
+	ltr := wasmtest.GoPlugin(t, "../../examples/plugins/ltr")
+	cheap := api.StepSpec{Config: json.RawMessage(`{"weights":{"price":-1}}`), Fields: []string{"price"}, RerankDepth: 30, BudgetMS: 2000}
+	live, err := c.PushPlugin(ctx, "sh", "ltr", ltr, client.PushOptions{Kind: "ranker", Step: cheap, Activate: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The same binary, re-pushed with the opposite model, as the shadow.
+	dear := cheap
+	dear.Config = json.RawMessage(`{"weights":{"price":1}}`)
+	if _, err := c.PushPlugin(ctx, "sh", "ltr", ltr, client.PushOptions{Kind: "ranker", Step: dear}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.ShadowPlugin(ctx, "sh", "ltr", live.Digest, 100); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	var st *api.ShadowStats
+	for {
+		r, err := c.Search(ctx, "sh", &api.SearchRequest{Q: "pizza", Fields: []string{"price"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 1; i < len(r.Hits); i++ {
+			if r.Hits[i].Fields["price"].(float64) < r.Hits[i-1].Fields["price"].(float64) {
+				t.Fatal("the shadow changed the results")
+			}
+		}
+		if st, err = c.ShadowStats(ctx, "sh", "ltr"); err == nil && st.Queries >= 10 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("shadow stats never filled: %+v %v", st, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if st.RankCorrelation >= 0 || st.OverlapAt10 >= 0.5 || st.ShadowErrors != 0 || st.LiveMS <= 0 || st.ShadowMS <= 0 {
+		t.Fatalf("an opposite model should disagree: %+v", st)
+	}
+	t.Logf("shadow: %+v", *st)
+	if _, err := c.ShadowPlugin(ctx, "sh", "suffix", live.Digest, 10); api.CodeOf(err) != api.CodeNotFound {
+		t.Fatalf("shadow of a plugin not in the pipeline: %v", err)
+	}
+}

@@ -29,6 +29,9 @@ const (
 	PipelinesBucket = "quarry-pipelines"
 	// PluginVersionsBucket records pushed plugin versions.
 	PluginVersionsBucket = "quarry-plugin-versions"
+	// ShadowBucket holds each broker's shadow-ranking tallies, keyed
+	// <index>.<plugin>.<broker>.
+	ShadowBucket = "quarry-shadow"
 )
 
 // Request/reply services.
