@@ -154,6 +154,9 @@ func (b *Broker) Run(ctx context.Context) error {
 			return nil
 		case e, ok := <-w.Updates():
 			if !ok {
+				if ctx.Err() != nil {
+					return nil // shutting down
+				}
 				return errors.New("broker: index watch ended")
 			}
 			if e == nil {

@@ -155,6 +155,9 @@ func (b *Broker) WatchPipelines(ctx context.Context, rt *plugins.Runtime) error 
 			return nil
 		case e, ok := <-w.Updates():
 			if !ok {
+				if ctx.Err() != nil {
+					return nil // shutting down
+				}
 				return errors.New("broker: pipeline watch ended")
 			}
 			if e == nil {

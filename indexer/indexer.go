@@ -135,6 +135,9 @@ func (ix *Indexer) Run(ctx context.Context) error {
 			return nil
 		case e, ok := <-w.Updates():
 			if !ok {
+				if ctx.Err() != nil {
+					return nil // shutting down
+				}
 				return errors.New("indexer: index watch ended")
 			}
 			if e == nil { // initial values delivered

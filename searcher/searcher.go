@@ -196,6 +196,9 @@ func (s *Searcher) Run(ctx context.Context) error {
 			return nil
 		case e, ok := <-w.Updates():
 			if !ok {
+				if ctx.Err() != nil {
+					return nil // shutting down
+				}
 				return errors.New("searcher: index watch ended")
 			}
 			if e == nil {
@@ -208,6 +211,9 @@ func (s *Searcher) Run(ctx context.Context) error {
 			}
 		case e, ok := <-mw.Updates():
 			if !ok {
+				if ctx.Err() != nil {
+					return nil // shutting down
+				}
 				return errors.New("searcher: manifest watch ended")
 			}
 			if e != nil && e.Operation() == jetstream.KeyValuePut {

@@ -273,9 +273,16 @@ func TestRegistryShadow(t *testing.T) {
 	deadline := time.Now().Add(60 * time.Second)
 	var st *api.ShadowStats
 	for {
-		r, err := c.Search(ctx, "sh", &api.SearchRequest{Q: "pizza", Fields: []string{"price"}})
+		r, err := c.Search(ctx, "sh", &api.SearchRequest{Q: "pizza", Fields: []string{"price"}, Profile: true})
 		if err != nil {
 			t.Fatal(err)
+		}
+		if rewrites(r) != "rank ltr" {
+			if time.Now().After(deadline) {
+				t.Fatal("the pipeline with the ranker never went live")
+			}
+			time.Sleep(20 * time.Millisecond) // the broker has not swapped the pipeline in yet
+			continue
 		}
 		for i := 1; i < len(r.Hits); i++ {
 			if r.Hits[i].Fields["price"].(float64) < r.Hits[i-1].Fields["price"].(float64) {
