@@ -50,6 +50,16 @@ type SearchRequest struct {
 	AllowPartial *bool `json:"allow_partial,omitempty"`
 	// Profile asks for the plan and a timing per stage in the response.
 	Profile bool `json:"profile,omitempty"`
+	// Variant runs a pushed, validated version of one of the index's live
+	// plugins in place of the live version, for this request only: what
+	// `quarry plugin test` replays recorded queries with.
+	Variant *Variant `json:"variant,omitempty"`
+}
+
+// Variant names a plugin version to use for one request.
+type Variant struct {
+	Plugin string `json:"plugin"`
+	Digest string `json:"digest"`
 }
 
 // FacetRequest asks for the top Size terms of Field.

@@ -103,6 +103,7 @@ type Broker struct {
 	mu        sync.RWMutex
 	defs      map[string]api.IndexDefinition
 	pipelines map[string]*Pipeline
+	loader    *loader // set by WatchPipelines: loads variants too
 	ready     chan struct{}
 }
 

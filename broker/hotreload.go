@@ -4,8 +4,11 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -144,6 +147,9 @@ func (l *loader) retire(index string, keys []string) {
 // current pipelines from the watch's initial values.
 func (b *Broker) WatchPipelines(ctx context.Context, rt *plugins.Runtime) error {
 	l := &loader{rt: rt, store: b.store, loaded: map[string]*plugins.Plugin{}, inUse: map[string]map[string]bool{}}
+	b.mu.Lock()
+	b.loader = l
+	b.mu.Unlock()
 	w, err := b.store.Pipelines.WatchAll(ctx)
 	if err != nil {
 		return fmt.Errorf("broker: watch pipelines: %w", err)
@@ -187,4 +193,63 @@ func (b *Broker) WatchPipelines(ctx context.Context, rt *plugins.Runtime) error 
 			b.cfg.Logger.Error("pipeline refused; the live one stays", "index", index, "revision", e.Revision(), "err", err)
 		}
 	}
+}
+
+// variant returns pl with one plugin's live step replaced by a pushed,
+// validated version of it (for replays), or an error naming what is wrong.
+func (b *Broker) variant(ctx context.Context, index string, pl *Pipeline, v *api.Variant) (*Pipeline, error) {
+	b.mu.RLock()
+	l := b.loader
+	b.mu.RUnlock()
+	if l == nil {
+		return nil, api.Errorf(api.CodeUnavailable, "this broker does not load plugins from the registry")
+	}
+	if pl == nil {
+		return nil, api.BadRequest("variant: index %q has no pipeline", index)
+	}
+	e, err := b.store.PluginVersions.Get(ctx, index+"."+v.Plugin+"."+strings.TrimPrefix(v.Digest, "sha256:"))
+	if err != nil {
+		return nil, api.NotFound("variant: plugin %s has no version %s on index %q", v.Plugin, v.Digest, index)
+	}
+	var ver api.PluginVersion
+	if err := json.Unmarshal(e.Value(), &ver); err != nil {
+		return nil, err
+	}
+	if !ver.Valid {
+		return nil, api.BadRequest("variant: version %s of %s failed validation: %s", v.Digest, v.Plugin, ver.Error)
+	}
+	kind := plugins.Kind(ver.Kind)
+	out := &Pipeline{Rewriters: slices.Clone(pl.Rewriters), Rankers: slices.Clone(pl.Rankers)}
+	steps := out.Rewriters
+	if kind == plugins.Ranker {
+		steps = out.Rankers
+	}
+	for i := range steps {
+		if steps[i].Plugin.Spec().Name != v.Plugin {
+			continue
+		}
+		l.mu.Lock()
+		key := stepKey(kind, ver.Step)
+		plugin := l.loaded[key]
+		l.mu.Unlock()
+		if plugin == nil {
+			wasm, err := b.store.PluginBinary(ctx, ver.Digest)
+			if err != nil {
+				return nil, err
+			}
+			if plugin, err = l.rt.Load(ctx, plugins.Spec{Name: v.Plugin, Version: strings.TrimPrefix(ver.Digest, "sha256:")[:12], Kind: kind,
+				Config: ver.Step.Config, Budget: time.Duration(ver.Step.BudgetMS) * time.Millisecond, Instances: 1}, wasm); err != nil {
+				return nil, err
+			}
+			l.mu.Lock()
+			l.loaded[key] = plugin
+			l.mu.Unlock()
+		}
+		st := steps[i]
+		st.Plugin, st.Canary, st.Shadow = plugin, nil, nil
+		st.Fields, st.RerankDepth = ver.Step.Fields, ver.Step.RerankDepth
+		steps[i] = st
+		return out, nil
+	}
+	return nil, api.BadRequest("variant: plugin %s is not live on index %q", v.Plugin, index)
 }

@@ -36,6 +36,13 @@ func (b *Broker) Search(ctx context.Context, index string, req *api.SearchReques
 		return nil, err
 	}
 	opts := execOptions{profile: req.Profile, start: start, pipeline: b.pipeline(index), userFields: req.Fields}
+	if req.Variant != nil {
+		pl, err := b.variant(ctx, index, opts.pipeline, req.Variant)
+		if err != nil {
+			return nil, err
+		}
+		opts.pipeline = pl
+	}
 	r := *req // rewriters change a copy
 	var hints *planner.Hints
 	if opts.pipeline != nil && len(opts.pipeline.Rewriters) > 0 {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -16,6 +17,7 @@ import (
 	"github.com/quarrysearch/quarry/broker"
 	"github.com/quarrysearch/quarry/client"
 	"github.com/quarrysearch/quarry/indexer"
+	"github.com/quarrysearch/quarry/internal/catalog"
 	"github.com/quarrysearch/quarry/internal/natstest"
 	"github.com/quarrysearch/quarry/internal/node"
 	"github.com/quarrysearch/quarry/internal/wasmtest"
@@ -235,5 +237,49 @@ func TestCLI(t *testing.T) {
 	}
 	if out, errOut, code := cli(t, "", append([]string{"index", "rm", "c"}, nf...)...); code != 0 {
 		t.Fatalf("index rm: %d %s %s", code, out, errOut)
+	}
+}
+
+// quarry plugin test replays recorded queries on the live ranker and a
+// candidate, shows a real diff, and gives the same answer every time.
+func TestPluginReplay(t *testing.T) {
+	url, c := cluster(t, true)
+	ctx := context.Background()
+	if _, err := c.CreateIndex(ctx, "rp", 1, catalog.Mapping()); err != nil {
+		t.Fatal(err)
+	}
+	var docs bytes.Buffer
+	catalog.WriteNDJSON(&docs, catalog.Generate(catalog.DefaultSeed, 300))
+	if _, err := c.Bulk(ctx, "rp", &docs, client.BulkOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ltr := wasmtest.GoPlugin(t, "../../examples/plugins/ltr")
+	step := api.StepSpec{Config: json.RawMessage(`{"weights":{"price":-1}}`), Fields: []string{"price"}, RerankDepth: 30, BudgetMS: 2000}
+	if _, err := c.PushPlugin(ctx, "rp", "ltr", ltr, client.PushOptions{Kind: "ranker", Step: step, Activate: true}); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	wasm, cfg, queries := filepath.Join(dir, "ltr.wasm"), filepath.Join(dir, "cfg.json"), filepath.Join(dir, "q.ndjson")
+	os.WriteFile(wasm, ltr, 0o644)
+	os.WriteFile(cfg, []byte(`{"weights":{"_score":1}}`), 0o644)
+	os.WriteFile(queries, []byte("pizza\nnoodles\n{\"q\":\"vegan burger\",\"size\":5}\n"), 0o644)
+	var outs []string
+	deadline := time.Now().Add(30 * time.Second)
+	for len(outs) < 2 {
+		out, errOut, code := cli(t, "", "plugin", "test", "rp", "ltr", wasm, "--config", cfg, "--queries", queries, "--nats", url)
+		if code != 0 && time.Now().Before(deadline) {
+			time.Sleep(100 * time.Millisecond) // the broker may not have the pipeline yet
+			continue
+		}
+		if code != 0 || !strings.Contains(out, "3 queries") || !strings.Contains(out, "changed") {
+			t.Fatalf("plugin test: %d\n%s\n%s", code, out, errOut)
+		}
+		if strings.Contains(out, "0 changed") {
+			t.Fatalf("a different model changed nothing:\n%s", out)
+		}
+		outs = append(outs, out)
+	}
+	if outs[0] != outs[1] {
+		t.Fatalf("two replays differ:\n%s\n---\n%s", outs[0], outs[1])
 	}
 }

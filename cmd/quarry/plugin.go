@@ -29,6 +29,8 @@ const pluginUsage = `Usage: quarry plugin COMMAND ...
   shadow INDEX NAME DIGEST --percent N
                                   run a candidate ranker on mirrored queries, for comparison
   shadow-stats INDEX NAME         overlap@10, rank correlation, latency and errors of the shadow
+  test INDEX NAME FILE.wasm --queries FILE.ndjson
+                                  replay recorded queries on the live version and on FILE.wasm; print the diff
   run FILE.wasm --kind ... [REQUESTS.ndjson|-]
                                   run a built plugin on sample requests (one JSON object a line):
       rewriter: {"q": "pop", "query": {...}, "filter": {...}, "context": {...}, "size": 10}
@@ -46,6 +48,8 @@ func runPlugin(ctx context.Context, args []string) error {
 	switch args[0] {
 	case "push", "ls", "show", "activate", "rollback", "rm", "canary", "promote", "shadow", "shadow-stats":
 		return pluginAdmin(ctx, args[0], args[1:])
+	case "test":
+		return runPluginTest(ctx, args[1:])
 	case "run":
 	default:
 		fmt.Fprintf(os.Stderr, "quarry plugin: unknown subcommand %q\n\n%s", args[0], pluginUsage)

@@ -1,0 +1,209 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/quarrysearch/quarry/api"
+	"github.com/quarrysearch/quarry/client"
+)
+
+// replayResult is one recorded query run on the live and the candidate
+// version.
+type replayResult struct {
+	Line        int      `json:"line"`
+	Q           string   `json:"q,omitempty"`
+	OverlapAt10 float64  `json:"overlap_at_10"`
+	Same        bool     `json:"same"`
+	Live        []string `json:"live"`
+	Candidate   []string `json:"candidate"`
+	Error       string   `json:"error,omitempty"`
+}
+
+// runPluginTest pushes a candidate version (validated, not activated) and
+// replays recorded queries on the live pipeline and on the same pipeline
+// with the candidate in place of the live version, printing the diff.
+// Plugins are deterministic, so a replay gives the same answer every time.
+func runPluginTest(ctx context.Context, args []string) error {
+	fs := newFlags("plugin test", "INDEX NAME FILE.wasm --queries FILE.ndjson",
+		"Replays recorded queries (one search request JSON a line, or plain text) on the live\n"+
+			"pipeline and with FILE.wasm in place of the live NAME, and prints the difference per\n"+
+			"query and in sum. The candidate is pushed and validated but not activated.")
+	var nf natsFlags
+	nf.register(fs)
+	queries := fs.String("queries", "", "recorded queries, NDJSON (- for stdin)")
+	kind := fs.String("kind", "", "rewriter or ranker (default: the live plugin's)")
+	configFile := fs.String("config", "", "the candidate's configuration (default: none)")
+	jsonOut := fs.Bool("json", false, "print JSON lines")
+	pos, err := parse(fs, args, 3, 3)
+	if err != nil {
+		return err
+	}
+	if *queries == "" {
+		return api.BadRequest("--queries is required")
+	}
+	wasm, err := os.ReadFile(pos[2])
+	if err != nil {
+		return err
+	}
+	nc, c, err := nf.connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	index, name := pos[0], pos[1]
+	live, err := c.Pipeline(ctx, index)
+	if err != nil {
+		return err
+	}
+	var liveStep *api.StepSpec
+	for _, steps := range [][]api.StepSpec{live.Rewriters, live.Rankers} {
+		for i := range steps {
+			if steps[i].Plugin == name {
+				liveStep = &steps[i]
+				if *kind == "" {
+					*kind = "rewriter"
+					if contains(live.Rankers, name) {
+						*kind = "ranker"
+					}
+				}
+			}
+		}
+	}
+	if liveStep == nil {
+		return api.NotFound("plugin %s is not live on index %q: nothing to compare with", name, index)
+	}
+	step := *liveStep
+	step.Digest, step.Canary, step.Shadow, step.Config = "", nil, nil, nil
+	if *configFile != "" {
+		if step.Config, err = os.ReadFile(*configFile); err != nil {
+			return err
+		}
+	}
+	v, err := c.PushPlugin(ctx, index, name, wasm, client.PushOptions{Kind: *kind, Step: step})
+	if err != nil {
+		return err
+	}
+	in := io.Reader(os.Stdin)
+	if *queries != "-" {
+		f, err := os.Open(*queries)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		in = f
+	}
+	sc := bufio.NewScanner(in)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	enc := json.NewEncoder(os.Stdout)
+	var n, same, failed int
+	var overlap float64
+	line := 0
+	for sc.Scan() {
+		line++
+		raw := bytes.TrimSpace(sc.Bytes())
+		if len(raw) == 0 {
+			continue
+		}
+		var req api.SearchRequest
+		if raw[0] == '{' {
+			if err := json.Unmarshal(raw, &req); err != nil {
+				return api.BadRequest("line %d: %v", line, err)
+			}
+		} else {
+			req.Q = string(raw)
+		}
+		req.Profile, req.Variant = false, nil
+		res := replayResult{Line: line, Q: req.Q}
+		a, err := c.Search(ctx, index, &req)
+		if err == nil {
+			req.Variant = &api.Variant{Plugin: name, Digest: v.Digest}
+			var b *api.SearchResponse
+			if b, err = c.Search(ctx, index, &req); err == nil {
+				res.Live, res.Candidate = ids(a), ids(b)
+				res.OverlapAt10 = overlap10(res.Live, res.Candidate)
+				res.Same = strings.Join(res.Live, ",") == strings.Join(res.Candidate, ",")
+			}
+		}
+		if err != nil {
+			res.Error = err.Error()
+			failed++
+		} else {
+			n++
+			overlap += res.OverlapAt10
+			if res.Same {
+				same++
+			}
+		}
+		if *jsonOut {
+			enc.Encode(res)
+			continue
+		}
+		switch {
+		case res.Error != "":
+			fmt.Printf("%4d  %-30.30q  error: %s\n", line, res.Q, res.Error)
+		case res.Same:
+			fmt.Printf("%4d  %-30.30q  same\n", line, res.Q)
+		default:
+			fmt.Printf("%4d  %-30.30q  overlap@10 %.2f  live %v → candidate %v\n", line, res.Q, res.OverlapAt10, head(res.Live, 3), head(res.Candidate, 3))
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return err
+	}
+	mean := 0.0
+	if n > 0 {
+		mean = overlap / float64(n)
+	}
+	if *jsonOut {
+		return enc.Encode(map[string]any{"queries": n, "same": same, "changed": n - same, "failed": failed, "mean_overlap_at_10": mean, "candidate": v.Digest})
+	}
+	fmt.Printf("\n%d queries: %d the same, %d changed, %d failed; mean overlap@10 %.3f (candidate %s)\n", n, same, n-same, failed, mean, v.Digest)
+	return nil
+}
+
+func contains(steps []api.StepSpec, name string) bool {
+	for _, s := range steps {
+		if s.Plugin == name {
+			return true
+		}
+	}
+	return false
+}
+
+func ids(r *api.SearchResponse) []string {
+	out := []string{}
+	for _, h := range r.Hits {
+		out = append(out, h.ID)
+	}
+	return out
+}
+
+func overlap10(a, b []string) float64 {
+	n := min(10, len(a))
+	if n == 0 {
+		if len(b) == 0 {
+			return 1
+		}
+		return 0
+	}
+	top := map[string]bool{}
+	for _, id := range b[:min(10, len(b))] {
+		top[id] = true
+	}
+	hit := 0
+	for _, id := range a[:n] {
+		if top[id] {
+			hit++
+		}
+	}
+	return float64(hit) / float64(n)
+}
+
+func head(s []string, n int) []string { return s[:min(n, len(s))] }
