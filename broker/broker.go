@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"strconv"
 	"strings"
 	"sync"
@@ -50,6 +51,10 @@ type Config struct {
 	// NoExactScoring skips the statistics phase: each shard scores with
 	// its own statistics (faster, scores differ across shards).
 	NoExactScoring bool
+	// RecordPercent records that share (0-100) of search requests to the
+	// QUARRY_QUERIES stream, for `quarry plugin test` replays (default 0:
+	// off).
+	RecordPercent int
 	// CompressThreshold is the request size above which shard requests are
 	// zstd compressed (default wire.CompressThreshold).
 	CompressThreshold int
@@ -71,6 +76,9 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxInFlight <= 0 {
 		c.MaxInFlight = 1024
+	}
+	if c.RecordPercent < 0 || c.RecordPercent > 100 {
+		return fmt.Errorf("broker: record percent must be 0-100, got %d", c.RecordPercent)
 	}
 	if c.StatsCacheSize == 0 {
 		c.StatsCacheSize = 4096
@@ -233,6 +241,10 @@ func (b *Broker) SearchJSON(ctx context.Context, index string, data []byte) ([]b
 		return nil, err
 	}
 	decoded := time.Since(start)
+	if b.cfg.RecordPercent > 0 && rand.IntN(100) < b.cfg.RecordPercent {
+		// Recorded as received, after validation: fire and forget.
+		b.nc.Publish(subject.QueriesPrefix+"."+index, data)
+	}
 	resp, err := b.Search(ctx, index, sreq)
 	if err != nil {
 		return nil, err

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nats.go/micro"
 
 	"github.com/quarrysearch/quarry/api"
@@ -158,4 +159,41 @@ func (c *Client) admin(ctx context.Context, index, op string, body any, out any)
 		return api.Errorf(codeFromStatus(code), "%s", reply.Header.Get(micro.ErrorHeader))
 	}
 	return json.Unmarshal(reply.Data, out)
+}
+
+// RecordedQueries returns up to limit search requests brokers recorded for
+// an index (see broker.Config.RecordPercent), oldest first, as JSON.
+func (c *Client) RecordedQueries(ctx context.Context, index string, limit int) ([]json.RawMessage, error) {
+	if err := subject.ValidIndexName(index); err != nil {
+		return nil, api.BadRequest("%v", err)
+	}
+	cons, err := c.js.OrderedConsumer(ctx, subject.QueriesStream, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{subject.QueriesPrefix + "." + index}})
+	if err != nil {
+		return nil, fmt.Errorf("read recorded queries: %w", err)
+	}
+	info, err := cons.Info(ctx)
+	if err != nil {
+		return nil, err
+	}
+	want := int(info.NumPending)
+	if limit > 0 {
+		want = min(want, limit)
+	}
+	var out []json.RawMessage
+	for len(out) < want {
+		batch, err := cons.Fetch(min(want-len(out), 1000), jetstream.FetchMaxWait(5*time.Second))
+		if err != nil {
+			return out, err
+		}
+		got := 0
+		for m := range batch.Messages() {
+			out = append(out, json.RawMessage(m.Data()))
+			got++
+		}
+		if got == 0 {
+			break
+		}
+	}
+	return out, nil
 }

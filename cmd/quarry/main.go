@@ -44,6 +44,7 @@ func init() {
 		"search":   {"search an index", runSearch},
 		"plugin":   {"push, list, activate, roll back and remove plugins; run one locally", runPlugin},
 		"pipeline": {"show or set an index's plugin pipeline", runPipeline},
+		"queries":  {"export recorded search requests (for plugin test replays)", runQueries},
 		"version":  {"print the version", func(context.Context, []string) error { fmt.Println("quarry", version); return nil }},
 	}
 }

@@ -207,3 +207,33 @@ func overlap10(a, b []string) float64 {
 }
 
 func head(s []string, n int) []string { return s[:min(n, len(s))] }
+
+func runQueries(ctx context.Context, args []string) error {
+	if len(args) == 0 || args[0] != "export" {
+		fmt.Fprint(os.Stderr, "Usage: quarry queries export INDEX [--limit N] > queries.ndjson\n\n"+
+			"Prints the search requests brokers recorded for an index (brokers record with\n"+
+			"--record-queries PERCENT), one JSON object a line: input for quarry plugin test.\n")
+		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
+			return nil
+		}
+		return errUsage
+	}
+	fs := newFlags("queries export", "INDEX", "Prints recorded search requests as NDJSON.")
+	var nf natsFlags
+	nf.register(fs)
+	limit := fs.Int("limit", 0, "at most this many (default: all)")
+	pos, err := parse(fs, args[1:], 1, 1)
+	if err != nil {
+		return err
+	}
+	nc, c, err := nf.connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	qs, err := c.RecordedQueries(ctx, pos[0], *limit)
+	for _, q := range qs {
+		os.Stdout.Write(append(bytes.TrimSpace(q), '\n'))
+	}
+	return err
+}

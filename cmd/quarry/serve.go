@@ -32,6 +32,7 @@ type roleFlags struct {
 	faultEvery       int
 	noHedge          bool
 	statsCache       int
+	recordPercent    int
 }
 
 func (f *roleFlags) registerIndexer(fs *flag.FlagSet) {
@@ -50,6 +51,7 @@ func (f *roleFlags) registerBroker(fs *flag.FlagSet) {
 	fs.IntVar(&f.maxInFlight, "max-in-flight", 1024, "searches served at once; more are refused at once with 429 (overloaded)")
 	fs.BoolVar(&f.noHedge, "no-hedge", false, "never ask a second replica when a shard is slow")
 	fs.IntVar(&f.statsCache, "stats-cache", 4096, "queries whose global term statistics are cached per index generation (negative: none)")
+	fs.IntVar(&f.recordPercent, "record-queries", 0, "record this percentage of search requests for replays (quarry queries export)")
 }
 
 func (f *roleFlags) indexer() *indexer.Config {
@@ -65,7 +67,7 @@ func (f *roleFlags) searcher() *searcher.Config {
 }
 
 func (f *roleFlags) broker() *broker.Config {
-	return &broker.Config{DefaultTimeout: f.defaultTimeout, MaxInFlight: f.maxInFlight, NoHedge: f.noHedge, StatsCacheSize: f.statsCache}
+	return &broker.Config{DefaultTimeout: f.defaultTimeout, MaxInFlight: f.maxInFlight, NoHedge: f.noHedge, StatsCacheSize: f.statsCache, RecordPercent: f.recordPercent}
 }
 
 func runServe(ctx context.Context, args []string) error {

@@ -41,6 +41,9 @@ type Store struct {
 	PluginVersions jetstream.KeyValue
 	// Shadow holds brokers' shadow-ranking tallies.
 	Shadow jetstream.KeyValue
+	// Queries holds recorded search requests (a sample, when brokers are
+	// asked to record).
+	Queries jetstream.Stream
 }
 
 // Open creates or binds to every resource.
@@ -101,6 +104,14 @@ func Open(ctx context.Context, js jetstream.JetStream, opts Options) (*Store, er
 	})
 	if err != nil {
 		return nil, fmt.Errorf("open bucket %s: %w", subject.ShadowBucket, err)
+	}
+	s.Queries, err = js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name: subject.QueriesStream, Description: "Quarry recorded search requests, for replays",
+		Subjects: []string{subject.QueriesPrefix + ".>"}, Storage: jetstream.FileStorage, Replicas: opts.Replicas,
+		MaxAge: 7 * 24 * time.Hour, MaxBytes: 1 << 30, Discard: jetstream.DiscardOld,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("open stream %s: %w", subject.QueriesStream, err)
 	}
 	s.Docs, err = js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
 		Name:              subject.DocsStream,

@@ -220,3 +220,41 @@ func TestHedgingRescuesSlowReplica(t *testing.T) {
 		t.Fatalf("a search waited %s for the slow replica: hedging did not rescue it", slowest)
 	}
 }
+
+// Brokers record a sample of search requests for replays, when asked.
+func TestRecordQueries(t *testing.T) {
+	n := startRoles(t, "", &indexer.Config{SnapshotInterval: -1}, &searcher.Config{}, &broker.Config{RecordPercent: 100})
+	c := n.Client()
+	ctx := context.Background()
+	if _, err := c.CreateIndex(ctx, "rec", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	mustBulk(t, c, "rec", ndjson(30, "r"))
+	waitTotal(t, c, "rec", "noodles", 10) // these searches are recorded too
+	for _, q := range []string{"alpha", "beta", "gamma"} {
+		if _, err := c.Search(ctx, "rec", &api.SearchRequest{Q: q}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got []string
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		qs, err := c.RecordedQueries(ctx, "rec", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = got[:0]
+		for _, q := range qs {
+			var r api.SearchRequest
+			if err := json.Unmarshal(q, &r); err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, r.Q)
+		}
+		if len(got) >= 4 && strings.Join(got[len(got)-3:], ",") == "alpha,beta,gamma" {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("recorded %v", got)
+}

@@ -29,6 +29,11 @@ const (
 	PipelinesBucket = "quarry-pipelines"
 	// PluginVersionsBucket records pushed plugin versions.
 	PluginVersionsBucket = "quarry-plugin-versions"
+	// QueriesStream records a sample of live search requests, subject
+	// quarry.v1.queries.<index>, for replays.
+	QueriesStream = "QUARRY_QUERIES"
+	// QueriesPrefix is QueriesStream's subject prefix.
+	QueriesPrefix = "quarry.v1.queries"
 	// ShadowBucket holds each broker's shadow-ranking tallies, keyed
 	// <index>.<plugin>.<broker>.
 	ShadowBucket = "quarry-shadow"
