@@ -103,3 +103,15 @@ type ShadowTally struct {
 	LiveErrors   int64   `json:"live_errors"`
 	ShadowErrors int64   `json:"shadow_errors"`
 }
+
+// PluginEvent is something the platform did to a plugin on its own, such
+// as taking a failing version out.
+type PluginEvent struct {
+	Index   string    `json:"index"`
+	Plugin  string    `json:"plugin"`
+	Version string    `json:"version"`
+	Time    time.Time `json:"time"`
+	Event   string    `json:"event"`
+	Reason  string    `json:"reason"`
+	Broker  string    `json:"broker"`
+}

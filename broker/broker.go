@@ -51,6 +51,14 @@ type Config struct {
 	// NoExactScoring skips the statistics phase: each shard scores with
 	// its own statistics (faster, scores differ across shards).
 	NoExactScoring bool
+	// FallbackErrorRate, FallbackWindow and FallbackMinCalls: a fail-open
+	// plugin step from the registry whose failures over its last
+	// FallbackWindow calls (at least FallbackMinCalls) exceed
+	// FallbackErrorRate is taken out until its pipeline changes, and the
+	// event recorded (defaults 0.5, 100, 20).
+	FallbackErrorRate float64
+	FallbackWindow    int
+	FallbackMinCalls  int
 	// RecordPercent records that share (0-100) of search requests to the
 	// QUARRY_QUERIES stream, for `quarry plugin test` replays (default 0:
 	// off).
@@ -79,6 +87,18 @@ func (c *Config) Validate() error {
 	}
 	if c.RecordPercent < 0 || c.RecordPercent > 100 {
 		return fmt.Errorf("broker: record percent must be 0-100, got %d", c.RecordPercent)
+	}
+	if c.FallbackErrorRate == 0 {
+		c.FallbackErrorRate = 0.5
+	}
+	if c.FallbackWindow <= 0 {
+		c.FallbackWindow = 100
+	}
+	if c.FallbackMinCalls <= 0 {
+		c.FallbackMinCalls = 20
+	}
+	if c.FallbackErrorRate < 0 || c.FallbackErrorRate > 1 || c.FallbackMinCalls > c.FallbackWindow {
+		return fmt.Errorf("broker: fallback error rate must be in [0,1] and min calls <= window")
 	}
 	if c.StatsCacheSize == 0 {
 		c.StatsCacheSize = 4096

@@ -29,6 +29,8 @@ type loader struct {
 	rt    *plugins.Runtime
 	store *meta.Store
 
+	window int // fallback window, in calls
+
 	mu     sync.Mutex
 	loaded map[string]*plugins.Plugin
 	inUse  map[string]map[string]bool // index → keys its pipeline uses
@@ -68,7 +70,7 @@ func (l *loader) build(ctx context.Context, spec *api.PipelineSpec) (*Pipeline, 
 		if policy == "" {
 			policy = FailOpen
 		}
-		return Step{Plugin: plugin, Policy: policy, Fields: s.Fields, RerankDepth: s.RerankDepth}, nil
+		return Step{Plugin: plugin, Policy: policy, Fields: s.Fields, RerankDepth: s.RerankDepth, health: newHealth(l.window)}, nil
 	}
 	withCanary := func(kind plugins.Kind, s api.StepSpec) (Step, error) {
 		st, err := load(kind, s)
@@ -146,7 +148,7 @@ func (l *loader) retire(index string, keys []string) {
 // stays. A broker that starts, or comes back after NATS was away, gets the
 // current pipelines from the watch's initial values.
 func (b *Broker) WatchPipelines(ctx context.Context, rt *plugins.Runtime) error {
-	l := &loader{rt: rt, store: b.store, loaded: map[string]*plugins.Plugin{}, inUse: map[string]map[string]bool{}}
+	l := &loader{rt: rt, store: b.store, window: b.cfg.FallbackWindow, loaded: map[string]*plugins.Plugin{}, inUse: map[string]map[string]bool{}}
 	b.mu.Lock()
 	b.loader = l
 	b.mu.Unlock()

@@ -45,6 +45,8 @@ type Step struct {
 	// live step; its results are only compared (rankers).
 	Shadow        *Step
 	ShadowPercent int
+
+	health *health // set for registry pipelines: automatic fallback
 }
 
 // choose picks the live step or its canary for one request.
@@ -111,14 +113,19 @@ func stepFailed(s Step, err error, reports *[]api.StepReport) error {
 
 // rewrite runs the rewriters on req (changing it) and returns the plan
 // hints they ask for.
-func (b *Broker) rewrite(ctx context.Context, pl *Pipeline, req *api.SearchRequest, prof *[]api.Stage, reports *[]api.StepReport) (*planner.Hints, error) {
+func (b *Broker) rewrite(ctx context.Context, index string, pl *Pipeline, req *api.SearchRequest, prof *[]api.Stage, reports *[]api.StepReport) (*planner.Hints, error) {
 	hints := &planner.Hints{}
 	for i := range pl.Rewriters {
 		s, canary := pl.Rewriters[i].choose(req.Context)
 		start := time.Now()
+		if s.disabled() {
+			*reports = append(*reports, api.StepReport{Plugin: s.Plugin.Spec().Name, Kind: "rewriter", Status: "skipped", Error: "taken out by the automatic fallback"})
+			continue
+		}
 		in := abi.RewriteRequest{Q: req.Q, Query: req.Query, Filter: req.Filter, Context: req.Context,
 			Size: uint32(req.EffectiveSize()), From: uint32(req.From)}
 		out, err := s.Plugin.Rewrite(ctx, &in)
+		b.observe(index, s, err)
 		if err != nil {
 			if err := stepFailed(*s, err, reports); err != nil {
 				return nil, err
@@ -185,6 +192,10 @@ func (b *Broker) rank(ctx context.Context, pl *Pipeline, q string, rctx []byte, 
 	for i := range pl.Rankers {
 		s, canary := pl.Rankers[i].choose(rctx)
 		start := time.Now()
+		if s.disabled() {
+			*reports = append(*reports, api.StepReport{Plugin: s.Plugin.Spec().Name, Kind: "ranker", Status: "skipped", Error: "taken out by the automatic fallback"})
+			continue
+		}
 		depth := s.RerankDepth
 		if depth <= 0 {
 			depth = plan.From + plan.Size
@@ -194,6 +205,7 @@ func (b *Broker) rank(ctx context.Context, pl *Pipeline, q string, rctx []byte, 
 		fields := s.Fields
 		in := rankInput(q, rctx, head, fields)
 		out, err := s.Plugin.Rank(ctx, in)
+		b.observe(plan.Index, s, err)
 		if !canary {
 			b.mirror(plan.Index, s, in, out, err, time.Since(start))
 		}

@@ -51,7 +51,7 @@ func (b *Broker) Search(ctx context.Context, index string, req *api.SearchReques
 			prof = &opts.prelude
 		}
 		var err error
-		if hints, err = b.rewrite(ctx, opts.pipeline, &r, prof, &opts.reports); err != nil {
+		if hints, err = b.rewrite(ctx, index, opts.pipeline, &r, prof, &opts.reports); err != nil {
 			return nil, err
 		}
 	}

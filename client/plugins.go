@@ -90,6 +90,14 @@ func (c *Client) ShadowStats(ctx context.Context, index, name string) (*api.Shad
 	return &st, err
 }
 
+// PluginEvents lists what the platform did to an index's plugins on its
+// own (automatic fallbacks), oldest first.
+func (c *Client) PluginEvents(ctx context.Context, index string) ([]api.PluginEvent, error) {
+	var evs []api.PluginEvent
+	err := c.admin(ctx, index, "plugin.events", nil, &evs)
+	return evs, err
+}
+
 // RemovePlugin takes a plugin out of an index's pipeline.
 func (c *Client) RemovePlugin(ctx context.Context, index, name string) (*api.PipelineSpec, error) {
 	var spec api.PipelineSpec

@@ -61,7 +61,7 @@ type Request struct {
 }
 
 // Operations of the admin API.
-var operations = []string{"plugin.register", "plugin.ls", "plugin.activate", "plugin.rm", "plugin.rollback", "plugin.canary", "plugin.promote", "plugin.shadow", "shadow.stats", "pipeline.show", "pipeline.set"}
+var operations = []string{"plugin.register", "plugin.ls", "plugin.activate", "plugin.rm", "plugin.rollback", "plugin.canary", "plugin.promote", "plugin.shadow", "shadow.stats", "plugin.events", "pipeline.show", "pipeline.set"}
 
 // Run serves the admin API until ctx is done.
 func (s *Service) Run(ctx context.Context) error {
@@ -132,6 +132,8 @@ func (s *Service) Do(ctx context.Context, index, op string, r *Request) (any, er
 		return s.shadow(ctx, index, r)
 	case "shadow.stats":
 		return s.shadowStats(ctx, index, r.Name)
+	case "plugin.events":
+		return s.events(ctx, index)
 	case "pipeline.show":
 		spec, err := s.store.Pipeline(ctx, index)
 		return spec, err
@@ -550,4 +552,32 @@ func (s *Service) shadowStats(ctx context.Context, index, name string) (*api.Sha
 		stats.ShadowMS = float64(sum.ShadowNS) / 1e6 / float64(sum.Calls)
 	}
 	return stats, nil
+}
+
+// events lists the index's plugin events (automatic fallbacks), oldest
+// first.
+func (s *Service) events(ctx context.Context, index string) ([]api.PluginEvent, error) {
+	out := []api.PluginEvent{}
+	lister, err := s.store.Events.ListKeys(ctx)
+	if errors.Is(err, jetstream.ErrNoKeysFound) {
+		return out, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	for k := range lister.Keys() {
+		if !strings.HasPrefix(k, index+".") {
+			continue
+		}
+		e, err := s.store.Events.Get(ctx, k)
+		if err != nil {
+			continue
+		}
+		var ev api.PluginEvent
+		if json.Unmarshal(e.Value(), &ev) == nil {
+			out = append(out, ev)
+		}
+	}
+	slices.SortFunc(out, func(a, b api.PluginEvent) int { return a.Time.Compare(b.Time) })
+	return out, nil
 }

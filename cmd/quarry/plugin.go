@@ -29,6 +29,7 @@ const pluginUsage = `Usage: quarry plugin COMMAND ...
   shadow INDEX NAME DIGEST --percent N
                                   run a candidate ranker on mirrored queries, for comparison
   shadow-stats INDEX NAME         overlap@10, rank correlation, latency and errors of the shadow
+  events INDEX                    what the platform did on its own (automatic fallbacks)
   test INDEX NAME FILE.wasm --queries FILE.ndjson
                                   replay recorded queries on the live version and on FILE.wasm; print the diff
   run FILE.wasm --kind ... [REQUESTS.ndjson|-]
@@ -46,7 +47,7 @@ func runPlugin(ctx context.Context, args []string) error {
 		return nil
 	}
 	switch args[0] {
-	case "push", "ls", "show", "activate", "rollback", "rm", "canary", "promote", "shadow", "shadow-stats":
+	case "push", "ls", "show", "activate", "rollback", "rm", "canary", "promote", "shadow", "shadow-stats", "events":
 		return pluginAdmin(ctx, args[0], args[1:])
 	case "test":
 		return runPluginTest(ctx, args[1:])

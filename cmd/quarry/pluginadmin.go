@@ -25,6 +25,7 @@ func pluginAdmin(ctx context.Context, op string, args []string) error {
 		"canary":       {"INDEX NAME DIGEST", "Sends --percent of the queries to a candidate version of a live plugin\n(sticky by a context field with --sticky; --percent 0 ends the canary)."},
 		"promote":      {"INDEX NAME", "Makes a plugin's canary its live version."},
 		"shadow":       {"INDEX NAME DIGEST", "Runs a candidate version of a live ranker on --percent of the queries, only to\ncompare it with the live one (--percent 0 ends the shadow); see shadow-stats."},
+		"events":       {"INDEX", "Lists what the platform did to the index's plugins on its own (automatic fallbacks)."},
 		"shadow-stats": {"INDEX NAME", "Compares a ranker's shadow with the live version: overlap@10, rank correlation,\nlatency and errors, over every broker."},
 	}[op]
 	fs := newFlags("plugin "+op, about[0], about[1])
@@ -53,7 +54,7 @@ func pluginAdmin(ctx context.Context, op string, args []string) error {
 		fs.IntVar(&instances, "instances", 0, "warm instances per broker (default 4)")
 		fs.BoolVar(&activate, "activate", false, "put the version live once validated")
 	}
-	n := map[string]int{"push": 3, "ls": 1, "show": 2, "activate": 3, "rollback": 1, "rm": 2, "canary": 3, "promote": 2, "shadow": 3, "shadow-stats": 2}[op]
+	n := map[string]int{"push": 3, "ls": 1, "show": 2, "activate": 3, "rollback": 1, "rm": 2, "canary": 3, "promote": 2, "shadow": 3, "shadow-stats": 2, "events": 1}[op]
 	pos, err := parse(fs, args, n, n)
 	if err != nil {
 		return err
@@ -89,6 +90,21 @@ func pluginAdmin(ctx context.Context, op string, args []string) error {
 		fmt.Printf("pushed %s %s (%s, %s): valid\n", v.Name, v.Digest, v.Kind, humanBytes(v.Size))
 		if activate {
 			fmt.Println("activated")
+		}
+		return nil
+	case "events":
+		evs, err := c.PluginEvents(ctx, index)
+		if err != nil {
+			return err
+		}
+		if *jsonOut {
+			return printJSON(evs)
+		}
+		for _, ev := range evs {
+			fmt.Printf("%s  %s %s %s: %s\n", ev.Time.Local().Format(time.DateTime), ev.Plugin, ev.Version, ev.Event, ev.Reason)
+		}
+		if len(evs) == 0 {
+			fmt.Println("no events")
 		}
 		return nil
 	case "shadow-stats":

@@ -41,6 +41,8 @@ type Store struct {
 	PluginVersions jetstream.KeyValue
 	// Shadow holds brokers' shadow-ranking tallies.
 	Shadow jetstream.KeyValue
+	// Events records plugin events (automatic fallbacks).
+	Events jetstream.KeyValue
 	// Queries holds recorded search requests (a sample, when brokers are
 	// asked to record).
 	Queries jetstream.Stream
@@ -104,6 +106,13 @@ func Open(ctx context.Context, js jetstream.JetStream, opts Options) (*Store, er
 	})
 	if err != nil {
 		return nil, fmt.Errorf("open bucket %s: %w", subject.ShadowBucket, err)
+	}
+	s.Events, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket: subject.EventsBucket, Description: "Quarry plugin events",
+		Storage: jetstream.FileStorage, Replicas: opts.Replicas, TTL: 7 * 24 * time.Hour,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("open bucket %s: %w", subject.EventsBucket, err)
 	}
 	s.Queries, err = js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
 		Name: subject.QueriesStream, Description: "Quarry recorded search requests, for replays",

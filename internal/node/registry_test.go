@@ -305,3 +305,52 @@ func TestRegistryShadow(t *testing.T) {
 		t.Fatalf("shadow of a plugin not in the pipeline: %v", err)
 	}
 }
+
+// A fail-open plugin that keeps failing is taken out automatically: later
+// queries skip it without calling it, and the event is visible.
+func TestAutomaticFallback(t *testing.T) {
+	n := startRoles(t, "", &indexer.Config{SnapshotInterval: -1}, &searcher.Config{},
+		&broker.Config{FallbackWindow: 20, FallbackMinCalls: 10})
+	c := n.Client()
+	ctx := context.Background()
+	if _, err := c.CreateIndex(ctx, "fb", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	mustBulk(t, c, "fb", ndjson(30, "f"))
+	waitTotal(t, c, "fb", "noodles", 10)
+	trap := wasmtest.WAT(t, `(module (memory 1)
+  (func (export "quarry_abi_v1"))
+  (func (export "quarry_alloc") (param i32) (result i32) (i32.const 1024))
+  (func (export "quarry_rewrite") (param $p i32) (param i32) (result i64)
+    ;; fine on validation's sample queries, a trap on any 7-byte q ("noodles")
+    (if (i32.eq (i32.load (local.get $p)) (i32.const 7)) (then unreachable))
+    (i32.store16 (i32.const 40960) (i32.const 0))
+    (i64.or (i64.shl (i64.const 40960) (i64.const 32)) (i64.const 2))))`)
+	if _, err := c.PushPlugin(ctx, "fb", "flaky", trap, client.PushOptions{Kind: "rewriter", Activate: true, Step: api.StepSpec{Instances: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		r, err := c.Search(ctx, "fb", &api.SearchRequest{Q: "noodles"})
+		if err != nil {
+			t.Fatalf("a fail-open plugin failed a query: %v", err)
+		}
+		if len(r.Pipeline) == 1 && r.Pipeline[0].Error == "taken out by the automatic fallback" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("never taken out: %+v", r.Pipeline)
+		}
+	}
+	var evs []api.PluginEvent
+	for time.Now().Before(deadline) {
+		var err error
+		if evs, err = c.PluginEvents(ctx, "fb"); err == nil && len(evs) == 1 {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if len(evs) != 1 || evs[0].Plugin != "flaky" || evs[0].Event != "taken out" || !strings.Contains(evs[0].Reason, "calls failed") {
+		t.Fatalf("events: %+v", evs)
+	}
+}

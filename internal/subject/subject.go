@@ -29,6 +29,9 @@ const (
 	PipelinesBucket = "quarry-pipelines"
 	// PluginVersionsBucket records pushed plugin versions.
 	PluginVersionsBucket = "quarry-plugin-versions"
+	// EventsBucket records plugin events (automatic fallbacks), keyed
+	// <index>.<plugin>.<unix nanoseconds>.
+	EventsBucket = "quarry-plugin-events"
 	// QueriesStream records a sample of live search requests, subject
 	// quarry.v1.queries.<index>, for replays.
 	QueriesStream = "QUARRY_QUERIES"
