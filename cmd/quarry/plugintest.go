@@ -162,9 +162,13 @@ func runPluginTest(ctx context.Context, args []string) error {
 		mean = overlap / float64(n)
 	}
 	if *jsonOut {
-		return enc.Encode(map[string]any{"queries": n, "same": same, "changed": n - same, "failed": failed, "mean_overlap_at_10": mean, "candidate": v.Digest})
+		enc.Encode(map[string]any{"queries": n, "same": same, "changed": n - same, "failed": failed, "mean_overlap_at_10": mean, "candidate": v.Digest})
+	} else {
+		fmt.Printf("\n%d queries: %d the same, %d changed, %d failed; mean overlap@10 %.3f (candidate %s)\n", n, same, n-same, failed, mean, v.Digest)
 	}
-	fmt.Printf("\n%d queries: %d the same, %d changed, %d failed; mean overlap@10 %.3f (candidate %s)\n", n, same, n-same, failed, mean, v.Digest)
+	if failed > 0 {
+		return fmt.Errorf("%d of %d queries failed", failed, n+failed)
+	}
 	return nil
 }
 
