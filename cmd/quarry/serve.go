@@ -33,6 +33,9 @@ type roleFlags struct {
 	noHedge          bool
 	statsCache       int
 	recordPercent    int
+	fallbackRate     float64
+	fallbackWindow   int
+	fallbackMin      int
 }
 
 func (f *roleFlags) registerIndexer(fs *flag.FlagSet) {
@@ -52,6 +55,9 @@ func (f *roleFlags) registerBroker(fs *flag.FlagSet) {
 	fs.BoolVar(&f.noHedge, "no-hedge", false, "never ask a second replica when a shard is slow")
 	fs.IntVar(&f.statsCache, "stats-cache", 4096, "queries whose global term statistics are cached per index generation (negative: none)")
 	fs.IntVar(&f.recordPercent, "record-queries", 0, "record this percentage of search requests for replays (quarry queries export)")
+	fs.Float64Var(&f.fallbackRate, "fallback-error-rate", 0.5, "take a fail-open plugin out when more than this share of its recent calls failed")
+	fs.IntVar(&f.fallbackWindow, "fallback-window", 100, "recent calls the fallback looks at")
+	fs.IntVar(&f.fallbackMin, "fallback-min-calls", 20, "calls before the fallback can act")
 }
 
 func (f *roleFlags) indexer() *indexer.Config {
@@ -67,7 +73,8 @@ func (f *roleFlags) searcher() *searcher.Config {
 }
 
 func (f *roleFlags) broker() *broker.Config {
-	return &broker.Config{DefaultTimeout: f.defaultTimeout, MaxInFlight: f.maxInFlight, NoHedge: f.noHedge, StatsCacheSize: f.statsCache, RecordPercent: f.recordPercent}
+	return &broker.Config{DefaultTimeout: f.defaultTimeout, MaxInFlight: f.maxInFlight, NoHedge: f.noHedge, StatsCacheSize: f.statsCache, RecordPercent: f.recordPercent,
+		FallbackErrorRate: f.fallbackRate, FallbackWindow: f.fallbackWindow, FallbackMinCalls: f.fallbackMin}
 }
 
 func runServe(ctx context.Context, args []string) error {
