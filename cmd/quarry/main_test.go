@@ -263,14 +263,22 @@ func TestPluginReplay(t *testing.T) {
 	os.WriteFile(wasm, ltr, 0o644)
 	os.WriteFile(cfg, []byte(`{"weights":{"_score":1}}`), 0o644)
 	os.WriteFile(queries, []byte("pizza\nnoodles\n{\"q\":\"vegan burger\",\"size\":5}\n"), 0o644)
-	var outs []string
-	deadline := time.Now().Add(30 * time.Second)
-	for len(outs) < 2 {
-		out, errOut, code := cli(t, "", "plugin", "test", "rp", "ltr", wasm, "--config", cfg, "--queries", queries, "--nats", url)
-		if code != 0 && time.Now().Before(deadline) {
-			time.Sleep(100 * time.Millisecond) // the broker may not have the pipeline yet
-			continue
+	// Wait for the broker to have the pipeline (compiling a Go plugin
+	// under -race takes a while).
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		r, err := c.Search(ctx, "rp", &api.SearchRequest{Q: "pizza", Profile: true})
+		if err == nil && strings.Contains(fmt.Sprint(r.Profile.Stages), "rank ltr") {
+			break
 		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the pipeline never went live: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	var outs []string
+	for range 2 {
+		out, errOut, code := cli(t, "", "plugin", "test", "rp", "ltr", wasm, "--config", cfg, "--queries", queries, "--nats", url)
 		if code != 0 || !strings.Contains(out, "3 queries") || !strings.Contains(out, "changed") {
 			t.Fatalf("plugin test: %d\n%s\n%s", code, out, errOut)
 		}
