@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -23,17 +22,25 @@ import (
 // queries that started with it finish on it.
 const retireAfter = 30 * time.Second
 
-// loader builds pipelines from stored specs, reusing the plugins already
-// loaded (same binary and settings) across pipeline versions.
+// loader builds pipelines from specs, reusing the plugins already loaded
+// (same binary and settings) across pipeline versions. Registry pipelines
+// and pipeline files both go through it; only where binaries come from
+// differs.
 type loader struct {
-	rt    *plugins.Runtime
-	store *meta.Store
-
-	window int // fallback window, in calls
+	rt *plugins.Runtime
+	// binary returns a plugin binary by digest.
+	binary func(ctx context.Context, digest string) ([]byte, error)
+	// window is the automatic fallback's window, in calls (0: no
+	// fallback).
+	window int
 
 	mu     sync.Mutex
 	loaded map[string]*plugins.Plugin
 	inUse  map[string]map[string]bool // index → keys its pipeline uses
+}
+
+func newLoader(rt *plugins.Runtime, binary func(context.Context, string) ([]byte, error), window int) *loader {
+	return &loader{rt: rt, binary: binary, window: window, loaded: map[string]*plugins.Plugin{}, inUse: map[string]map[string]bool{}}
 }
 
 func stepKey(kind plugins.Kind, s api.StepSpec) string {
@@ -41,70 +48,83 @@ func stepKey(kind plugins.Kind, s api.StepSpec) string {
 	return fmt.Sprintf("%s|%s|%s|%s|%d|%d", kind, s.Plugin, s.Digest, hex.EncodeToString(h[:8]), s.BudgetMS, s.Instances)
 }
 
-// build loads every step of spec (compiling and warming new plugins before
-// the pipeline exists, so the swap itself is one pointer store).
-func (l *loader) build(ctx context.Context, spec *api.PipelineSpec) (*Pipeline, []string, error) {
-	p := &Pipeline{}
-	var keys []string
-	load := func(kind plugins.Kind, s api.StepSpec) (Step, error) {
-		key := stepKey(kind, s)
-		keys = append(keys, key)
-		l.mu.Lock()
-		plugin := l.loaded[key]
-		l.mu.Unlock()
-		if plugin == nil {
-			wasm, err := l.store.PluginBinary(ctx, s.Digest)
-			if err != nil {
-				return Step{}, err
-			}
-			plugin, err = l.rt.Load(ctx, plugins.Spec{Name: s.Plugin, Version: s.Digest[len("sha256:"):][:12], Kind: kind,
-				Config: s.Config, Budget: time.Duration(s.BudgetMS) * time.Millisecond, Instances: s.Instances}, wasm)
-			if err != nil {
-				return Step{}, err
-			}
-			l.mu.Lock()
-			l.loaded[key] = plugin
-			l.mu.Unlock()
-		}
-		policy := Policy(s.Policy)
-		if policy == "" {
-			policy = FailOpen
-		}
-		return Step{Plugin: plugin, Policy: policy, Fields: s.Fields, RerankDepth: s.RerankDepth, health: newHealth(l.window)}, nil
+// plugin returns the loaded plugin of a step, compiling and warming it the
+// first time.
+func (l *loader) plugin(ctx context.Context, kind plugins.Kind, s api.StepSpec) (*plugins.Plugin, string, error) {
+	key := stepKey(kind, s)
+	l.mu.Lock()
+	p := l.loaded[key]
+	l.mu.Unlock()
+	if p != nil {
+		return p, key, nil
 	}
-	withCanary := func(kind plugins.Kind, s api.StepSpec) (Step, error) {
-		st, err := load(kind, s)
-		if err != nil || s.Canary == nil {
-			return st, err
-		}
-		c, err := load(kind, s.Canary.Step)
+	wasm, err := l.binary(ctx, s.Digest)
+	if err != nil {
+		return nil, "", err
+	}
+	p, err = l.rt.Load(ctx, plugins.Spec{Name: s.Plugin, Version: strings.TrimPrefix(s.Digest, "sha256:")[:12], Kind: kind,
+		Config: s.Config, Budget: time.Duration(s.BudgetMS) * time.Millisecond, Instances: s.Instances}, wasm)
+	if err != nil {
+		return nil, "", err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if prev := l.loaded[key]; prev != nil { // loaded meanwhile: keep one
+		p.Close(context.Background())
+		return prev, key, nil
+	}
+	l.loaded[key] = p
+	return p, key, nil
+}
+
+// step turns a stored step (with its canary and, for rankers, its shadow)
+// into a pipeline step, appending the plugins' keys to keys.
+func (l *loader) step(ctx context.Context, kind plugins.Kind, s api.StepSpec, keys *[]string) (Step, error) {
+	p, key, err := l.plugin(ctx, kind, s)
+	if err != nil {
+		return Step{}, err
+	}
+	*keys = append(*keys, key)
+	policy := Policy(s.Policy)
+	if policy == "" {
+		policy = FailOpen
+	}
+	st := Step{Plugin: p, Policy: policy, Fields: s.Fields, RerankDepth: s.RerankDepth}
+	if l.window > 0 {
+		st.health = newHealth(l.window)
+	}
+	if s.Canary != nil {
+		c, err := l.step(ctx, kind, s.Canary.Step, keys)
 		if err != nil {
 			return Step{}, fmt.Errorf("canary: %w", err)
 		}
 		st.Canary, st.CanaryPercent, st.StickyKey = &c, s.Canary.Percent, s.Canary.StickyKey
-		return st, nil
 	}
-	withShadow := func(kind plugins.Kind, s api.StepSpec) (Step, error) {
-		st, err := withCanary(kind, s)
-		if err != nil || s.Shadow == nil {
-			return st, err
-		}
-		sh, err := load(kind, s.Shadow.Step)
+	if s.Shadow != nil && kind == plugins.Ranker {
+		sh, err := l.step(ctx, kind, s.Shadow.Step, keys)
 		if err != nil {
 			return Step{}, fmt.Errorf("shadow: %w", err)
 		}
 		st.Shadow, st.ShadowPercent = &sh, s.Shadow.Percent
-		return st, nil
 	}
+	return st, nil
+}
+
+// build loads every step of spec (compiling and warming new plugins before
+// the pipeline exists, so the swap itself is one pointer store) and
+// returns the keys of the plugins it uses.
+func (l *loader) build(ctx context.Context, spec *api.PipelineSpec) (*Pipeline, []string, error) {
+	p := &Pipeline{}
+	var keys []string
 	for _, s := range spec.Rewriters {
-		st, err := withCanary(plugins.Rewriter, s)
+		st, err := l.step(ctx, plugins.Rewriter, s, &keys)
 		if err != nil {
 			return nil, nil, fmt.Errorf("rewriter %s: %w", s.Plugin, err)
 		}
 		p.Rewriters = append(p.Rewriters, st)
 	}
 	for _, s := range spec.Rankers {
-		st, err := withShadow(plugins.Ranker, s)
+		st, err := l.step(ctx, plugins.Ranker, s, &keys)
 		if err != nil {
 			return nil, nil, fmt.Errorf("ranker %s: %w", s.Plugin, err)
 		}
@@ -148,7 +168,7 @@ func (l *loader) retire(index string, keys []string) {
 // stays. A broker that starts, or comes back after NATS was away, gets the
 // current pipelines from the watch's initial values.
 func (b *Broker) WatchPipelines(ctx context.Context, rt *plugins.Runtime) error {
-	l := &loader{rt: rt, store: b.store, window: b.cfg.FallbackWindow, loaded: map[string]*plugins.Plugin{}, inUse: map[string]map[string]bool{}}
+	l := newLoader(rt, b.store.PluginBinary, b.cfg.FallbackWindow)
 	b.mu.Lock()
 	b.loader = l
 	b.mu.Unlock()
@@ -209,16 +229,9 @@ func (b *Broker) variant(ctx context.Context, index string, pl *Pipeline, v *api
 	if pl == nil {
 		return nil, api.BadRequest("variant: index %q has no pipeline", index)
 	}
-	e, err := b.store.PluginVersions.Get(ctx, index+"."+v.Plugin+"."+strings.TrimPrefix(v.Digest, "sha256:"))
+	ver, err := b.store.ValidPluginVersion(ctx, index, v.Plugin, v.Digest)
 	if err != nil {
-		return nil, api.NotFound("variant: plugin %s has no version %s on index %q", v.Plugin, v.Digest, index)
-	}
-	var ver api.PluginVersion
-	if err := json.Unmarshal(e.Value(), &ver); err != nil {
-		return nil, err
-	}
-	if !ver.Valid {
-		return nil, api.BadRequest("variant: version %s of %s failed validation: %s", v.Digest, v.Plugin, ver.Error)
+		return nil, api.Errorf(api.CodeOf(err), "variant: %v", err)
 	}
 	kind := plugins.Kind(ver.Kind)
 	out := &Pipeline{Rewriters: slices.Clone(pl.Rewriters), Rankers: slices.Clone(pl.Rankers)}
@@ -230,25 +243,13 @@ func (b *Broker) variant(ctx context.Context, index string, pl *Pipeline, v *api
 		if steps[i].Plugin.Spec().Name != v.Plugin {
 			continue
 		}
-		l.mu.Lock()
-		key := stepKey(kind, ver.Step)
-		plugin := l.loaded[key]
-		l.mu.Unlock()
-		if plugin == nil {
-			wasm, err := b.store.PluginBinary(ctx, ver.Digest)
-			if err != nil {
-				return nil, err
-			}
-			if plugin, err = l.rt.Load(ctx, plugins.Spec{Name: v.Plugin, Version: strings.TrimPrefix(ver.Digest, "sha256:")[:12], Kind: kind,
-				Config: ver.Step.Config, Budget: time.Duration(ver.Step.BudgetMS) * time.Millisecond, Instances: 1}, wasm); err != nil {
-				return nil, err
-			}
-			l.mu.Lock()
-			l.loaded[key] = plugin
-			l.mu.Unlock()
+		plugin, _, err := l.plugin(ctx, kind, ver.Step)
+		if err != nil {
+			return nil, err
 		}
 		st := steps[i]
 		st.Plugin, st.Canary, st.Shadow = plugin, nil, nil
+		st.health = nil // a variant's failures are not the live version's
 		st.Fields, st.RerankDepth = ver.Step.Fields, ver.Step.RerankDepth
 		steps[i] = st
 		return out, nil

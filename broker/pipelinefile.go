@@ -10,8 +10,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"time"
 
+	"github.com/quarrysearch/quarry/api"
+	"github.com/quarrysearch/quarry/internal/meta"
 	"github.com/quarrysearch/quarry/plugins"
 )
 
@@ -57,25 +58,26 @@ func LoadPipelineFile(ctx context.Context, rt *plugins.Runtime, path, buildDir s
 	if err := dec.Decode(&f); err != nil {
 		return nil, fmt.Errorf("pipeline %s: %w", path, err)
 	}
+	// The file becomes a spec naming binaries by digest, loaded like a
+	// registry pipeline (without the automatic fallback).
 	base := filepath.Dir(path)
-	p := &Pipeline{}
-	load := func(kind plugins.Kind, s StepFile, i int) (Step, error) {
+	binaries := map[string][]byte{}
+	spec := &api.PipelineSpec{}
+	step := func(kind plugins.Kind, s StepFile, i int) (api.StepSpec, error) {
 		where := fmt.Sprintf("pipeline %s: %s %d (%s)", path, kind, i, s.Plugin)
 		if s.Plugin == "" {
-			return Step{}, fmt.Errorf("%s: \"plugin\" (a name) is required", where)
+			return api.StepSpec{}, fmt.Errorf("%s: \"plugin\" (a name) is required", where)
 		}
 		switch s.Policy {
-		case "":
-			s.Policy = FailOpen
-		case FailOpen, FailClosed:
+		case "", FailOpen, FailClosed:
 		default:
-			return Step{}, fmt.Errorf("%s: policy must be %q or %q, got %q", where, FailOpen, FailClosed, s.Policy)
+			return api.StepSpec{}, fmt.Errorf("%s: policy must be %q or %q, got %q", where, FailOpen, FailClosed, s.Policy)
 		}
 		if s.BudgetMS < 0 || s.RerankDepth < 0 || s.Instances < 0 {
-			return Step{}, fmt.Errorf("%s: budget_ms, rerank_depth and instances must be >= 0", where)
+			return api.StepSpec{}, fmt.Errorf("%s: budget_ms, rerank_depth and instances must be >= 0", where)
 		}
 		if len(s.Config) > 0 && !json.Valid(s.Config) {
-			return Step{}, fmt.Errorf("%s: config is not valid JSON", where)
+			return api.StepSpec{}, fmt.Errorf("%s: config is not valid JSON", where)
 		}
 		var wasm []byte
 		var err error
@@ -88,29 +90,31 @@ func LoadPipelineFile(ctx context.Context, rt *plugins.Runtime, path, buildDir s
 			err = fmt.Errorf("give exactly one of \"wasm\" and \"go\"")
 		}
 		if err != nil {
-			return Step{}, fmt.Errorf("%s: %w", where, err)
+			return api.StepSpec{}, fmt.Errorf("%s: %w", where, err)
 		}
-		sum := sha256.Sum256(wasm)
-		plugin, err := rt.Load(ctx, plugins.Spec{Name: s.Plugin, Version: hex.EncodeToString(sum[:6]), Kind: kind,
-			Config: s.Config, Budget: time.Duration(s.BudgetMS) * time.Millisecond, Instances: s.Instances}, wasm)
-		if err != nil {
-			return Step{}, fmt.Errorf("%s: %w", where, err)
-		}
-		return Step{Plugin: plugin, Policy: s.Policy, Fields: s.Fields, RerankDepth: s.RerankDepth}, nil
+		digest := meta.PluginDigest(wasm)
+		binaries[digest] = wasm
+		return api.StepSpec{Plugin: s.Plugin, Digest: digest, Config: s.Config, BudgetMS: s.BudgetMS, Policy: string(s.Policy),
+			Fields: s.Fields, RerankDepth: s.RerankDepth, Instances: s.Instances}, nil
 	}
 	for i, s := range f.Rewriters {
-		st, err := load(plugins.Rewriter, s, i)
+		st, err := step(plugins.Rewriter, s, i)
 		if err != nil {
 			return nil, err
 		}
-		p.Rewriters = append(p.Rewriters, st)
+		spec.Rewriters = append(spec.Rewriters, st)
 	}
 	for i, s := range f.Rankers {
-		st, err := load(plugins.Ranker, s, i)
+		st, err := step(plugins.Ranker, s, i)
 		if err != nil {
 			return nil, err
 		}
-		p.Rankers = append(p.Rankers, st)
+		spec.Rankers = append(spec.Rankers, st)
+	}
+	l := newLoader(rt, func(_ context.Context, digest string) ([]byte, error) { return binaries[digest], nil }, 0)
+	p, _, err := l.build(ctx, spec)
+	if err != nil {
+		return nil, fmt.Errorf("pipeline %s: %w", path, err)
 	}
 	return p, nil
 }

@@ -143,10 +143,6 @@ func (s *Service) Do(ctx context.Context, index, op string, r *Request) (any, er
 	return nil, api.BadRequest("unknown admin operation %q", op)
 }
 
-func versionKey(index, name, digest string) string {
-	return index + "." + name + "." + strings.TrimPrefix(digest, "sha256:")
-}
-
 func validName(name string) error {
 	if err := subject.ValidIndexName(name); err != nil {
 		return api.BadRequest("plugin name %q: use 1-64 of a-z, 0-9, '-' and '_'", name)
@@ -183,9 +179,8 @@ func (s *Service) register(ctx context.Context, index string, r *Request) (*api.
 	} else {
 		v.Valid = true
 	}
-	b, _ := json.Marshal(v)
-	if _, err := s.store.PluginVersions.Put(ctx, versionKey(index, r.Name, r.Digest), b); err != nil {
-		return nil, fmt.Errorf("record version: %w", err)
+	if err := s.store.PutPluginVersion(ctx, v); err != nil {
+		return nil, err
 	}
 	if !v.Valid {
 		return v, api.BadRequest("plugin %s %s refused: %s", r.Name, short(r.Digest), v.Error)
@@ -295,19 +290,9 @@ func (s *Service) activate(ctx context.Context, index, name, digest string) (*ap
 	if err := validName(name); err != nil {
 		return nil, err
 	}
-	e, err := s.store.PluginVersions.Get(ctx, versionKey(index, name, digest))
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return nil, api.NotFound("plugin %s has no version %s on index %q (push it first)", name, digest, index)
-	}
+	v, err := s.store.ValidPluginVersion(ctx, index, name, digest)
 	if err != nil {
 		return nil, err
-	}
-	var v api.PluginVersion
-	if err := json.Unmarshal(e.Value(), &v); err != nil {
-		return nil, err
-	}
-	if !v.Valid {
-		return nil, api.BadRequest("version %s of %s failed validation and cannot go live: %s", short(digest), name, v.Error)
 	}
 	return s.update(ctx, index, func(spec *api.PipelineSpec) error {
 		steps := &spec.Rewriters
@@ -366,16 +351,9 @@ func (s *Service) setPipeline(ctx context.Context, index string, spec *api.Pipel
 	}
 	check := func(kind plugins.Kind, steps []api.StepSpec) error {
 		for i, st := range steps {
-			e, err := s.store.PluginVersions.Get(ctx, versionKey(index, st.Plugin, st.Digest))
+			v, err := s.store.ValidPluginVersion(ctx, index, st.Plugin, st.Digest)
 			if err != nil {
-				return api.NotFound("%s %d: plugin %s has no version %s on index %q", kind, i, st.Plugin, st.Digest, index)
-			}
-			var v api.PluginVersion
-			if err := json.Unmarshal(e.Value(), &v); err != nil {
-				return err
-			}
-			if !v.Valid {
-				return api.BadRequest("%s %d: version %s of %s failed validation: %s", kind, i, short(st.Digest), st.Plugin, v.Error)
+				return api.Errorf(api.CodeOf(err), "%s %d: %v", kind, i, err)
 			}
 			if v.Kind != string(kind) {
 				return api.BadRequest("%s %d: %s is a %s", kind, i, st.Plugin, v.Kind)
@@ -396,25 +374,6 @@ func (s *Service) setPipeline(ctx context.Context, index string, spec *api.Pipel
 		cur.Rewriters, cur.Rankers = spec.Rewriters, spec.Rankers
 		return nil
 	})
-}
-
-// version returns a pushed version that passed validation.
-func (s *Service) version(ctx context.Context, index, name, digest string) (*api.PluginVersion, error) {
-	e, err := s.store.PluginVersions.Get(ctx, versionKey(index, name, digest))
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return nil, api.NotFound("plugin %s has no version %s on index %q (push it first)", name, digest, index)
-	}
-	if err != nil {
-		return nil, err
-	}
-	var v api.PluginVersion
-	if err := json.Unmarshal(e.Value(), &v); err != nil {
-		return nil, err
-	}
-	if !v.Valid {
-		return nil, api.BadRequest("version %s of %s failed validation and cannot go live: %s", short(digest), name, v.Error)
-	}
-	return &v, nil
 }
 
 // step finds a plugin's live step in a pipeline.
@@ -438,7 +397,7 @@ func (s *Service) canary(ctx context.Context, index string, r *Request) (*api.Pi
 	var cand *api.PluginVersion
 	if r.Percent > 0 {
 		var err error
-		if cand, err = s.version(ctx, index, r.Name, r.Digest); err != nil {
+		if cand, err = s.store.ValidPluginVersion(ctx, index, r.Name, r.Digest); err != nil {
 			return nil, err
 		}
 	}
@@ -489,7 +448,7 @@ func (s *Service) shadow(ctx context.Context, index string, r *Request) (*api.Pi
 	var cand *api.PluginVersion
 	if r.Percent > 0 {
 		var err error
-		if cand, err = s.version(ctx, index, r.Name, r.Digest); err != nil {
+		if cand, err = s.store.ValidPluginVersion(ctx, index, r.Name, r.Digest); err != nil {
 			return nil, err
 		}
 		if cand.Kind != string(plugins.Ranker) {

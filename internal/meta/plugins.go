@@ -86,3 +86,41 @@ func DecodePipeline(e jetstream.KeyValueEntry) (*api.PipelineSpec, error) {
 	spec.Revision = e.Revision()
 	return &spec, nil
 }
+
+// pluginVersionKey is a version's key in the PluginVersions bucket.
+func pluginVersionKey(index, name, digest string) string {
+	return index + "." + name + "." + strings.TrimPrefix(digest, "sha256:")
+}
+
+// PutPluginVersion records a pushed version and its validation.
+func (s *Store) PutPluginVersion(ctx context.Context, v *api.PluginVersion) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	if _, err := s.PluginVersions.Put(ctx, pluginVersionKey(v.Index, v.Name, v.Digest), b); err != nil {
+		return fmt.Errorf("record version: %w", err)
+	}
+	return nil
+}
+
+// ValidPluginVersion returns a version pushed to index that passed
+// validation: api.ErrNotFound if it was never pushed, api.ErrBadRequest if
+// it failed validation.
+func (s *Store) ValidPluginVersion(ctx context.Context, index, name, digest string) (*api.PluginVersion, error) {
+	e, err := s.PluginVersions.Get(ctx, pluginVersionKey(index, name, digest))
+	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrInvalidKey) {
+		return nil, api.NotFound("plugin %s has no version %s on index %q (push it first)", name, digest, index)
+	}
+	if err != nil {
+		return nil, err
+	}
+	var v api.PluginVersion
+	if err := json.Unmarshal(e.Value(), &v); err != nil {
+		return nil, fmt.Errorf("decode version %s of %s: %w", digest, name, err)
+	}
+	if !v.Valid {
+		return nil, api.BadRequest("version %s of %s failed validation and cannot go live: %s", digest, name, v.Error)
+	}
+	return &v, nil
+}
