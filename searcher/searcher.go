@@ -130,8 +130,6 @@ type indexState struct {
 
 // slot is one served shard: the replica answering, swapped atomically.
 type slot struct {
-	index    string
-	shard    int
 	cur      atomic.Pointer[shard.Replica]
 	sub      *nats.Subscription // the shard's queue group
 	direct   *nats.Subscription // this replica only (routing, hedges)
@@ -298,7 +296,7 @@ func (s *Searcher) load(ctx context.Context, st *indexState) error {
 		if err != nil {
 			return err
 		}
-		sl := &slot{index: st.def.Name, shard: i}
+		sl := &slot{}
 		sl.cur.Store(r)
 		sl.sub, err = s.nc.QueueSubscribe(subject.Shard(st.def.Name, i), subject.ShardQueue(st.def.Name, i), s.enqueue)
 		if err == nil {

@@ -69,7 +69,7 @@ func (s *Searcher) handle(msg *nats.Msg, queued time.Duration) {
 		respondError(msg, api.BadRequest("%v", err))
 		return
 	}
-	if n := s.requests.Add(1); s.cfg.FaultDelay > 0 && req.Phase != wire.PhaseStats && n%int64(s.cfg.FaultEvery) == 0 {
+	if s.cfg.FaultDelay > 0 && req.Phase != wire.PhaseStats && s.requests.Add(1)%int64(s.cfg.FaultEvery) == 0 {
 		select { // injected fault: a slow replica
 		case <-time.After(s.cfg.FaultDelay):
 		case <-ctx.Done():

@@ -11,15 +11,14 @@ import (
 // progress draws a one-line progress bar (docs, docs/s, ETA when the input
 // size is known) on a terminal, or a line every few seconds otherwise.
 type progress struct {
-	w       io.Writer
-	total   int64
-	off     bool
-	tty     bool
-	start   time.Time
-	mu      sync.Mutex
-	last    time.Time
-	drawn   bool
-	lastMsg string
+	w     io.Writer
+	total int64
+	off   bool
+	tty   bool
+	start time.Time
+	mu    sync.Mutex
+	last  time.Time
+	drawn bool
 }
 
 func newProgress(w io.Writer, total int64, off bool) *progress {

@@ -374,11 +374,10 @@ func TestFieldRanges(t *testing.T) {
 
 func TestRestaurants(t *testing.T) {
 	type agg struct {
-		first            Item
-		n                int
-		drinks, mains    []float64
-		names            map[string]bool
-		hasMain, hasSide bool
+		first         Item
+		n             int
+		drinks, mains []float64
+		names         map[string]bool
 	}
 	items := defaultItems()
 	rs := map[string]*agg{}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 
 	"github.com/blevesearch/bleve/v2"
 	"github.com/nats-io/nats.go/jetstream"
@@ -65,9 +64,6 @@ func (r *Replica) Publish(ctx context.Context, tmpDir string, generation uint64)
 	}
 	return meta.ShardSnapshot{Shard: r.cfg.Shard, Object: name, Digest: digest, Size: size, Docs: docs, Seq: seq}, nil
 }
-
-// Dir is the replica's index directory.
-func (r *Replica) Dir() string { return filepath.Clean(r.cfg.Dir) }
 
 func jetstreamMeta(name string) jetstream.ObjectMeta {
 	return jetstream.ObjectMeta{Name: name, Description: "Quarry shard snapshot (tar, zstd)"}

@@ -251,24 +251,3 @@ func (r *reader) done() error {
 	}
 	return r.err
 }
-
-// Reader decodes the encoding with bounds checks, for guests that decode
-// in place (the Go SDK): a failed read sets Err and returns zero values.
-type Reader struct{ r reader }
-
-// NewReader reads b.
-func NewReader(b []byte) *Reader { return &Reader{r: reader{b: b}} }
-
-// U8, U32, F64 and Bytes read one item; Count reads a count of items at
-// least min bytes each.
-func (r *Reader) U8() uint8         { return r.r.u8() }
-func (r *Reader) U32() uint32       { return r.r.u32() }
-func (r *Reader) F64() float64      { return r.r.f64() }
-func (r *Reader) Bytes() []byte     { return r.r.bytes() }
-func (r *Reader) Count(min int) int { return r.r.count(min) }
-
-// Err is the first error, ErrMalformed.
-func (r *Reader) Err() error { return r.r.err }
-
-// Done is Err, or ErrMalformed if bytes are left.
-func (r *Reader) Done() error { return r.r.done() }
