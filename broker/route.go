@@ -25,6 +25,10 @@ const latencyWindow = 128
 // outstanding, so requests go to the better of two replicas and a hedge to
 // the best other one.
 type shardState struct {
+	index   string
+	shard   int
+	subject string // the shard's queue-group subject
+
 	mu       sync.Mutex
 	lat      [latencyWindow]time.Duration
 	n        int // samples recorded, up to latencyWindow
@@ -78,6 +82,7 @@ func (s *shardState) discover(nc *nats.Conn, index string, shard int) {
 }
 
 type replicaInfo struct {
+	subject     string // the replica's own subject for this shard
 	seen        time.Time
 	ewma        float64 // answer time, ns
 	outstanding int
@@ -121,7 +126,7 @@ func (s *shardState) replicaLocked(id string) *replicaInfo {
 	}
 	r := s.replicas[id]
 	if r == nil {
-		r = &replicaInfo{seen: time.Now()}
+		r = &replicaInfo{seen: time.Now(), subject: subject.Replica(id, s.index, s.shard)}
 		s.replicas[id] = r
 	}
 	return r
@@ -217,6 +222,17 @@ func (s *shardState) end(replica string) {
 	s.mu.Unlock()
 }
 
+// subjectOf is where a request for a replica ("": any, through the queue
+// group) goes; subjects are built once per shard and replica.
+func (s *shardState) subjectOf(replica string) string {
+	if replica == "" {
+		return s.subject
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.replicaLocked(replica).subject
+}
+
 func (s *shardState) forget(replica string) {
 	s.mu.Lock()
 	delete(s.replicas, replica)
@@ -243,7 +259,7 @@ func (ss *shardStates) get(index string, shard int) *shardState {
 	k := shardKey{index, shard}
 	s := ss.m[k]
 	if s == nil {
-		s = &shardState{}
+		s = &shardState{index: index, shard: shard, subject: subject.Shard(index, shard)}
 		ss.m[k] = s
 	}
 	return s

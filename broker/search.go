@@ -312,10 +312,7 @@ func (b *Broker) askShard(ctx context.Context, index string, sh int, data []byte
 	var inflight sync.WaitGroup
 	defer func() { go func() { inflight.Wait(); cancelReq() }() }()
 	send := func(replica string, isHedge bool) {
-		subj := subject.Shard(index, sh)
-		if replica != "" {
-			subj = subject.Replica(replica, index, sh)
-		}
+		subj := st.subjectOf(replica)
 		st.begin(replica)
 		sent := time.Now()
 		inflight.Go(func() {

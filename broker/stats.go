@@ -14,15 +14,14 @@ import (
 type statsCache struct {
 	mu      sync.Mutex
 	max     int
-	gen     map[string]uint64 // newest generation seen per index
-	entries map[string]*wire.GlobalStats
+	gen     map[string]uint64                       // newest generation seen per index
+	entries map[string]map[string]*wire.GlobalStats // index → query JSON → stats
+	n       int
 }
 
 func newStatsCache(max int) *statsCache {
-	return &statsCache{max: max, gen: map[string]uint64{}, entries: map[string]*wire.GlobalStats{}}
+	return &statsCache{max: max, gen: map[string]uint64{}, entries: map[string]map[string]*wire.GlobalStats{}}
 }
-
-func cacheKey(index string, query []byte) string { return index + "\x00" + string(query) }
 
 func (c *statsCache) get(index string, query []byte) *wire.GlobalStats {
 	if c.max <= 0 {
@@ -30,7 +29,7 @@ func (c *statsCache) get(index string, query []byte) *wire.GlobalStats {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	s := c.entries[cacheKey(index, query)]
+	s := c.entries[index][string(query)] // no allocation for the lookup
 	if s == nil || s.Generation < c.gen[index] {
 		return nil
 	}
@@ -43,10 +42,19 @@ func (c *statsCache) put(index string, query []byte, s *wire.GlobalStats) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if len(c.entries) >= c.max {
+	if c.n >= c.max {
 		clear(c.entries) // simple and bounded; a hot query is back after one miss
+		c.n = 0
 	}
-	c.entries[cacheKey(index, query)] = s
+	m := c.entries[index]
+	if m == nil {
+		m = map[string]*wire.GlobalStats{}
+		c.entries[index] = m
+	}
+	if _, ok := m[string(query)]; !ok {
+		c.n++
+	}
+	m[string(query)] = s
 }
 
 // noteGeneration records a generation seen in a shard's answer; cached

@@ -188,11 +188,7 @@ func IsClosed(err error) bool { return errors.Is(err, ErrClosed) }
 // withStats puts index-wide statistics in a search context: bleve's BM25
 // field statistics under its own key, document frequencies under ours.
 func withStats(ctx context.Context, gs *GlobalStats) context.Context {
-	fc := make(map[string]int, len(gs.FieldCardinality))
-	for f, n := range gs.FieldCardinality {
-		fc[f] = int(n)
-	}
-	ctx = context.WithValue(ctx, search.BM25StatsKey, &search.BM25Stats{DocCount: float64(gs.DocCount), FieldCardinality: fc})
+	ctx = context.WithValue(ctx, search.BM25StatsKey, &search.BM25Stats{DocCount: float64(gs.DocCount), FieldCardinality: gs.FieldCardinality})
 	return WithGlobalStats(ctx, gs)
 }
 
@@ -232,7 +228,7 @@ func (r *Replica) Stats(ctx context.Context, req *wire.ShardRequest) (*GlobalSta
 	if out.DocCount, err = reader.DocCount(); err != nil {
 		return nil, err
 	}
-	out.FieldCardinality = make(map[string]uint64, len(out.DocFreq))
+	out.FieldCardinality = make(map[string]int, len(out.DocFreq))
 	bm, ok := reader.(index.BM25Reader)
 	if !ok {
 		return nil, fmt.Errorf("shard %d: index reader has no field statistics", r.cfg.Shard)
@@ -242,7 +238,7 @@ func (r *Replica) Stats(ctx context.Context, req *wire.ShardRequest) (*GlobalSta
 		if err != nil {
 			return nil, fmt.Errorf("field %q statistics: %w", field, err)
 		}
-		out.FieldCardinality[field] = uint64(n)
+		out.FieldCardinality[field] = n
 	}
 	return out, nil
 }

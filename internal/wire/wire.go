@@ -35,8 +35,10 @@ const PhaseStats = "stats"
 // GlobalStats are the BM25 statistics of a whole index, summed over its
 // shards, for the terms of one query.
 type GlobalStats struct {
-	DocCount         uint64                       `json:"doc_count"`
-	FieldCardinality map[string]uint64            `json:"field_cardinality"`
+	DocCount uint64 `json:"doc_count"`
+	// FieldCardinality is an int map as bleve's search.BM25Stats takes it,
+	// so a shard hands it over without a copy.
+	FieldCardinality map[string]int               `json:"field_cardinality"`
 	DocFreq          map[string]map[string]uint64 `json:"doc_freq"` // field → term → documents
 	// Generation is the newest snapshot generation the statistics came from.
 	Generation uint64 `json:"generation,omitempty"`
@@ -47,7 +49,7 @@ func (s *GlobalStats) Add(other *GlobalStats) {
 	s.DocCount += other.DocCount
 	s.Generation = max(s.Generation, other.Generation)
 	if s.FieldCardinality == nil {
-		s.FieldCardinality = map[string]uint64{}
+		s.FieldCardinality = map[string]int{}
 	}
 	for f, n := range other.FieldCardinality {
 		s.FieldCardinality[f] += n
