@@ -225,27 +225,11 @@ func (s *Service) validate(ctx context.Context, v *api.PluginVersion, wasm []byt
 	return nil
 }
 
-// Versions lists an index's pushed versions, newest first.
+// list returns an index's pushed versions, newest first, and its pipeline.
 func (s *Service) list(ctx context.Context, index string) (map[string]any, error) {
-	var versions []api.PluginVersion
-	lister, err := s.store.PluginVersions.ListKeys(ctx)
-	if err != nil && !errors.Is(err, jetstream.ErrNoKeysFound) {
+	versions, err := meta.ListJSON[api.PluginVersion](ctx, s.store.PluginVersions, index)
+	if err != nil {
 		return nil, err
-	}
-	if lister != nil {
-		for k := range lister.Keys() {
-			if !strings.HasPrefix(k, index+".") {
-				continue
-			}
-			e, err := s.store.PluginVersions.Get(ctx, k)
-			if err != nil {
-				continue
-			}
-			var v api.PluginVersion
-			if json.Unmarshal(e.Value(), &v) == nil {
-				versions = append(versions, v)
-			}
-		}
 	}
 	slices.SortFunc(versions, func(a, b api.PluginVersion) int { return b.Pushed.Compare(a.Pushed) })
 	spec, err := s.store.Pipeline(ctx, index)
@@ -472,26 +456,12 @@ func (s *Service) shadow(ctx context.Context, index string, r *Request) (*api.Pi
 // shadowStats sums every broker's tallies for a ranker's shadow.
 func (s *Service) shadowStats(ctx context.Context, index, name string) (*api.ShadowStats, error) {
 	stats := &api.ShadowStats{Index: index, Plugin: name}
-	lister, err := s.store.Shadow.ListKeys(ctx)
-	if errors.Is(err, jetstream.ErrNoKeysFound) {
-		return stats, nil
-	}
+	tallies, err := meta.ListJSON[api.ShadowTally](ctx, s.store.Shadow, index+"."+name)
 	if err != nil {
 		return nil, err
 	}
 	var sum api.ShadowTally
-	for k := range lister.Keys() {
-		if !strings.HasPrefix(k, index+"."+name+".") {
-			continue
-		}
-		e, err := s.store.Shadow.Get(ctx, k)
-		if err != nil {
-			continue
-		}
-		var t api.ShadowTally
-		if json.Unmarshal(e.Value(), &t) != nil {
-			continue
-		}
+	for _, t := range tallies {
 		sum.Queries += t.Queries
 		sum.OverlapSum += t.OverlapSum
 		sum.RhoSum += t.RhoSum
@@ -516,26 +486,12 @@ func (s *Service) shadowStats(ctx context.Context, index, name string) (*api.Sha
 // events lists the index's plugin events (automatic fallbacks), oldest
 // first.
 func (s *Service) events(ctx context.Context, index string) ([]api.PluginEvent, error) {
-	out := []api.PluginEvent{}
-	lister, err := s.store.Events.ListKeys(ctx)
-	if errors.Is(err, jetstream.ErrNoKeysFound) {
-		return out, nil
-	}
+	out, err := meta.ListJSON[api.PluginEvent](ctx, s.store.Events, index)
 	if err != nil {
 		return nil, err
 	}
-	for k := range lister.Keys() {
-		if !strings.HasPrefix(k, index+".") {
-			continue
-		}
-		e, err := s.store.Events.Get(ctx, k)
-		if err != nil {
-			continue
-		}
-		var ev api.PluginEvent
-		if json.Unmarshal(e.Value(), &ev) == nil {
-			out = append(out, ev)
-		}
+	if out == nil {
+		out = []api.PluginEvent{} // JSON [] rather than null
 	}
 	slices.SortFunc(out, func(a, b api.PluginEvent) int { return a.Time.Compare(b.Time) })
 	return out, nil

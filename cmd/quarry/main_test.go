@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -224,7 +225,7 @@ func TestCLI(t *testing.T) {
 		t.Fatalf("plugin push: %d %q %q", code, out, errOut)
 	}
 	out, _, code = cli(t, "", append([]string{"plugin", "ls", "c"}, nf...)...)
-	if code != 0 || !strings.Contains(out, "suffix") || !strings.Contains(out, "rewriter suffix") {
+	if code != 0 || !regexp.MustCompile(`suffix +rewriter +sha256:[0-9a-f]{12} .* yes`).MatchString(out) || !strings.Contains(out, "rewriter suffix") {
 		t.Fatalf("plugin ls: %d %q", code, out)
 	}
 	junk := filepath.Join(t.TempDir(), "junk.wasm")

@@ -124,3 +124,30 @@ func (s *Store) ValidPluginVersion(ctx context.Context, index, name, digest stri
 	}
 	return &v, nil
 }
+
+// ListJSON decodes the latest value of every key in kv under prefix (the
+// key's leading dot-separated tokens, such as "menu" or "menu.ltr"); values
+// that do not decode are skipped. One watch reads keys and values together,
+// instead of a Get per key.
+func ListJSON[T any](ctx context.Context, kv jetstream.KeyValue, prefix string) ([]T, error) {
+	w, err := kv.Watch(ctx, prefix+".>", jetstream.IgnoreDeletes())
+	if err != nil {
+		return nil, fmt.Errorf("list %s.>: %w", prefix, err)
+	}
+	defer w.Stop()
+	var out []T
+	for {
+		select {
+		case e := <-w.Updates():
+			if e == nil { // every current value delivered, or the watch closed
+				return out, nil
+			}
+			var v T
+			if json.Unmarshal(e.Value(), &v) == nil {
+				out = append(out, v)
+			}
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
