@@ -57,63 +57,41 @@ func Open(ctx context.Context, js jetstream.JetStream, opts Options) (*Store, er
 		opts.ManifestHistory = 8
 	}
 	s := &Store{JS: js}
+	buckets := []struct {
+		kv  *jetstream.KeyValue
+		cfg jetstream.KeyValueConfig
+	}{
+		{&s.Indexes, jetstream.KeyValueConfig{Bucket: subject.IndexesBucket, Description: "Quarry index definitions", History: 4}},
+		{&s.Manifests, jetstream.KeyValueConfig{Bucket: subject.ManifestsBucket, Description: "Quarry snapshot manifests", History: uint8(min(opts.ManifestHistory, 64))}},
+		{&s.Pipelines, jetstream.KeyValueConfig{Bucket: subject.PipelinesBucket, Description: "Quarry index pipelines", History: 64}},
+		{&s.PluginVersions, jetstream.KeyValueConfig{Bucket: subject.PluginVersionsBucket, Description: "Quarry pushed plugin versions"}},
+		{&s.Shadow, jetstream.KeyValueConfig{Bucket: subject.ShadowBucket, Description: "Quarry shadow-ranking tallies, per broker", TTL: 24 * time.Hour}},
+		{&s.Events, jetstream.KeyValueConfig{Bucket: subject.EventsBucket, Description: "Quarry plugin events", TTL: 7 * 24 * time.Hour}},
+	}
+	for _, b := range buckets {
+		b.cfg.Storage, b.cfg.Replicas = jetstream.FileStorage, opts.Replicas
+		kv, err := js.CreateOrUpdateKeyValue(ctx, b.cfg)
+		if err != nil {
+			return nil, fmt.Errorf("open bucket %s: %w", b.cfg.Bucket, err)
+		}
+		*b.kv = kv
+	}
+	objects := []struct {
+		os  *jetstream.ObjectStore
+		cfg jetstream.ObjectStoreConfig
+	}{
+		{&s.Segments, jetstream.ObjectStoreConfig{Bucket: subject.SegmentsBucket, Description: "Quarry shard snapshots"}},
+		{&s.Plugins, jetstream.ObjectStoreConfig{Bucket: subject.PluginsBucket, Description: "Quarry plugin binaries, by sha256"}},
+	}
+	for _, o := range objects {
+		o.cfg.Storage, o.cfg.Replicas = jetstream.FileStorage, opts.Replicas
+		obj, err := js.CreateOrUpdateObjectStore(ctx, o.cfg)
+		if err != nil {
+			return nil, fmt.Errorf("open object store %s: %w", o.cfg.Bucket, err)
+		}
+		*o.os = obj
+	}
 	var err error
-	s.Indexes, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-		Bucket: subject.IndexesBucket, Description: "Quarry index definitions",
-		History: 4, Storage: jetstream.FileStorage, Replicas: opts.Replicas,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("open bucket %s: %w", subject.IndexesBucket, err)
-	}
-	s.Manifests, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-		Bucket: subject.ManifestsBucket, Description: "Quarry snapshot manifests",
-		History: uint8(min(opts.ManifestHistory, 64)), Storage: jetstream.FileStorage, Replicas: opts.Replicas,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("open bucket %s: %w", subject.ManifestsBucket, err)
-	}
-	s.Segments, err = js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
-		Bucket: subject.SegmentsBucket, Description: "Quarry shard snapshots",
-		Storage: jetstream.FileStorage, Replicas: opts.Replicas, Compression: false,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("open object store %s: %w", subject.SegmentsBucket, err)
-	}
-	s.Plugins, err = js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
-		Bucket: subject.PluginsBucket, Description: "Quarry plugin binaries, by sha256",
-		Storage: jetstream.FileStorage, Replicas: opts.Replicas,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("open object store %s: %w", subject.PluginsBucket, err)
-	}
-	s.Pipelines, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-		Bucket: subject.PipelinesBucket, Description: "Quarry index pipelines",
-		History: 64, Storage: jetstream.FileStorage, Replicas: opts.Replicas,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("open bucket %s: %w", subject.PipelinesBucket, err)
-	}
-	s.PluginVersions, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-		Bucket: subject.PluginVersionsBucket, Description: "Quarry pushed plugin versions",
-		Storage: jetstream.FileStorage, Replicas: opts.Replicas,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("open bucket %s: %w", subject.PluginVersionsBucket, err)
-	}
-	s.Shadow, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-		Bucket: subject.ShadowBucket, Description: "Quarry shadow-ranking tallies, per broker",
-		Storage: jetstream.FileStorage, Replicas: opts.Replicas, TTL: 24 * time.Hour,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("open bucket %s: %w", subject.ShadowBucket, err)
-	}
-	s.Events, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-		Bucket: subject.EventsBucket, Description: "Quarry plugin events",
-		Storage: jetstream.FileStorage, Replicas: opts.Replicas, TTL: 7 * 24 * time.Hour,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("open bucket %s: %w", subject.EventsBucket, err)
-	}
 	s.Queries, err = js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
 		Name: subject.QueriesStream, Description: "Quarry recorded search requests, for replays",
 		Subjects: []string{subject.QueriesPrefix + ".>"}, Storage: jetstream.FileStorage, Replicas: opts.Replicas,
