@@ -28,15 +28,6 @@ import (
 // benchQueries are typical menu searches.
 var benchQueries = []string{"spicy noodles", "pad thai", "vegan burger", "margherita pizza", "sushi", "gluten free pasta", "chicken", "chocolate dessert"}
 
-func catalogNDJSON(tb testing.TB, n int) []byte {
-	tb.Helper()
-	var buf bytes.Buffer
-	if err := catalog.WriteNDJSON(&buf, catalog.Generate(catalog.DefaultSeed, n)); err != nil {
-		tb.Fatal(err)
-	}
-	return buf.Bytes()
-}
-
 // bleveDirect builds one scorch index of the documents the way a program
 // using bleve alone would: batches of 512.
 func bleveDirect(tb testing.TB, dir string, docs []byte) bleve.Index {
@@ -106,39 +97,14 @@ func BenchmarkIngest(b *testing.B) {
 	})
 }
 
-// waitDocs waits until the node's searcher serves docs documents in all.
-func waitDocs(tb testing.TB, n *Node, docs uint64) {
-	tb.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
-	var sum uint64
-	for time.Now().Before(deadline) {
-		sum = 0
-		for _, st := range n.Searcher.Stats() {
-			sum += st.Docs
-		}
-		if sum == docs {
-			return
-		}
-		time.Sleep(time.Millisecond)
-	}
-	tb.Fatalf("searcher serves %d documents, want %d", sum, docs)
-}
-
 // BenchmarkShardSearch compares one shard's search over NATS (encode,
 // in-process request/reply, searcher worker, decode) with the same bleve
 // query on the same documents called directly. Each op is one query.
 func BenchmarkShardSearch(b *testing.B) {
 	docs := catalogNDJSON(b, catalog.DefaultSize)
 	n := startRoles(b, "", &indexer.Config{SnapshotInterval: -1}, &searcher.Config{}, &broker.Config{})
+	loadCatalog(b, n, "one", 1, docs)
 	c := n.Client()
-	if _, err := c.CreateIndex(context.Background(), "one", 1, catalog.Mapping()); err != nil {
-		b.Fatal(err)
-	}
-	res, err := c.Bulk(context.Background(), "one", bytes.NewReader(docs), client.BulkOptions{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	waitDocs(b, n, uint64(res.Stored))
 	direct := bleveDirect(b, b.TempDir()+"/idx", docs)
 	defer direct.Close()
 

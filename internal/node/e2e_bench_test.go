@@ -51,20 +51,11 @@ const e2eShards = 4
 var e2eFields = []string{"name", "price"}
 
 // e2eQuarry starts every role in one process and loads docs (catalogue
-// NDJSON, count documents) into index "menu" with the given shards.
-func e2eQuarry(b *testing.B, docs []byte, count, shards int) *Node {
+// NDJSON) into index "menu" with the given shards.
+func e2eQuarry(b *testing.B, docs []byte, shards int) *Node {
 	b.Helper()
 	n := startRoles(b, "", &indexer.Config{SnapshotInterval: -1}, &searcher.Config{}, &broker.Config{})
-	c := n.Client()
-	ctx := context.Background()
-	if _, err := c.CreateIndex(ctx, "menu", shards, catalog.Mapping()); err != nil {
-		b.Fatal(err)
-	}
-	res, err := c.Bulk(ctx, "menu", bytes.NewReader(docs), client.BulkOptions{})
-	if err != nil || res.Stored != count {
-		b.Fatal(res, err)
-	}
-	waitDocs(b, n, uint64(res.Stored))
+	res := loadCatalog(b, n, "menu", shards, docs)
 	if res.Snapshot != nil {
 		// The bulk load ended with a snapshot: let the searcher swap to
 		// it now rather than during the measurements.
@@ -361,7 +352,7 @@ func e2eCheckSame(b *testing.B, one, alias bleve.Index, c *client.Client) (alias
 // far the alias is from it (rank-diff-%, see e2eCheckSame).
 func BenchmarkEndToEnd(b *testing.B) {
 	docs := catalogNDJSON(b, catalog.DefaultSize)
-	n := e2eQuarry(b, docs, catalog.DefaultSize, e2eShards)
+	n := e2eQuarry(b, docs, e2eShards)
 	c := n.Client()
 
 	one := bleveDirect(b, b.TempDir()+"/one", docs)
@@ -491,7 +482,7 @@ func BenchmarkBrokerOverhead(b *testing.B) {
 }
 
 func brokerOverheadBench(b *testing.B, docs []byte, shards int) {
-	n := e2eQuarry(b, docs, catalog.DefaultSize, shards)
+	n := e2eQuarry(b, docs, shards)
 	c := n.Client()
 	ctx := context.Background()
 	const keep = 1 << 16

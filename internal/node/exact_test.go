@@ -1,7 +1,6 @@
 package node
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"math"
@@ -13,9 +12,7 @@ import (
 
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/broker"
-	"github.com/quarrysearch/quarry/client"
 	"github.com/quarrysearch/quarry/indexer"
-	"github.com/quarrysearch/quarry/internal/catalog"
 	"github.com/quarrysearch/quarry/internal/meta"
 	"github.com/quarrysearch/quarry/planner"
 	"github.com/quarrysearch/quarry/searcher"
@@ -43,16 +40,9 @@ var exactCases = []struct {
 func TestExactDistributedScoring(t *testing.T) {
 	docs := catalogNDJSON(t, 3000)
 	n := startRoles(t, "", &indexer.Config{SnapshotInterval: -1}, &searcher.Config{}, &broker.Config{})
+	loadCatalog(t, n, "menu", 4, docs)
 	c := n.Client()
 	ctx := context.Background()
-	if _, err := c.CreateIndex(ctx, "menu", 4, catalog.Mapping()); err != nil {
-		t.Fatal(err)
-	}
-	res, err := c.Bulk(ctx, "menu", bytes.NewReader(docs), client.BulkOptions{})
-	if err != nil || res.Stored != 3000 {
-		t.Fatal(res, err)
-	}
-	waitDocs(t, n, 3000)
 	single := bleveDirect(t, t.TempDir()+"/one", docs)
 	defer single.Close()
 

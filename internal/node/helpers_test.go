@@ -13,7 +13,7 @@ import (
 	"github.com/quarrysearch/quarry/broker"
 	"github.com/quarrysearch/quarry/client"
 	"github.com/quarrysearch/quarry/indexer"
-	"github.com/quarrysearch/quarry/internal/meta"
+	"github.com/quarrysearch/quarry/internal/catalog"
 	"github.com/quarrysearch/quarry/plugins"
 	"github.com/quarrysearch/quarry/searcher"
 )
@@ -83,9 +83,7 @@ func waitTotal(t testing.TB, c *client.Client, index, q string, want int) {
 	t.Fatalf("search %q on %s: total %d, want %d", q, index, got, want)
 }
 
-func mustRuntime(t *testing.T) *plugins.Runtime { return mustRuntimeB(t) }
-
-func mustRuntimeB(tb testing.TB) *plugins.Runtime {
+func mustRuntime(tb testing.TB) *plugins.Runtime {
 	tb.Helper()
 	rt, err := plugins.NewRuntime(context.Background(), plugins.Config{Logger: testLogger()})
 	if err != nil {
@@ -95,4 +93,49 @@ func mustRuntimeB(tb testing.TB) *plugins.Runtime {
 	return rt
 }
 
-func mustDigest(b []byte) string { return meta.PluginDigest(b) }
+// catalogNDJSON renders the first n documents of the demo catalogue.
+func catalogNDJSON(tb testing.TB, n int) []byte {
+	tb.Helper()
+	var buf bytes.Buffer
+	if err := catalog.WriteNDJSON(&buf, catalog.Generate(catalog.DefaultSeed, n)); err != nil {
+		tb.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// waitDocs waits until the node's searcher serves docs documents in all.
+func waitDocs(tb testing.TB, n *Node, docs uint64) {
+	tb.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	var sum uint64
+	for time.Now().Before(deadline) {
+		sum = 0
+		for _, st := range n.Searcher.Stats() {
+			sum += st.Docs
+		}
+		if sum == docs {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+	tb.Fatalf("searcher serves %d documents, want %d", sum, docs)
+}
+
+// loadCatalog creates index with the catalogue mapping and shards, bulk
+// loads docs (catalogue NDJSON, one document a line) and waits until the
+// node's searcher serves them all.
+func loadCatalog(tb testing.TB, n *Node, index string, shards int, docs []byte) *client.BulkResult {
+	tb.Helper()
+	c := n.Client()
+	ctx := context.Background()
+	if _, err := c.CreateIndex(ctx, index, shards, catalog.Mapping()); err != nil {
+		tb.Fatal(err)
+	}
+	want := bytes.Count(docs, []byte("\n"))
+	res, err := c.Bulk(ctx, index, bytes.NewReader(docs), client.BulkOptions{})
+	if err != nil || res.Stored != want {
+		tb.Fatalf("bulk load %s: %+v %v, want %d stored", index, res, err, want)
+	}
+	waitDocs(tb, n, uint64(want))
+	return res
+}

@@ -39,8 +39,8 @@ func BenchmarkPipelineShare(b *testing.B) {
 	}
 	path := writePipelineB(b, modules, demo)
 	docs := catalogNDJSON(b, catalog.DefaultSize)
-	n := e2eQuarry(b, docs, catalog.DefaultSize, e2eShards)
-	pl, err := broker.LoadPipelineFile(context.Background(), mustRuntimeB(b), path, b.TempDir())
+	n := e2eQuarry(b, docs, e2eShards)
+	pl, err := broker.LoadPipelineFile(context.Background(), mustRuntime(b), path, b.TempDir())
 	if err != nil {
 		b.Fatal(err)
 	}

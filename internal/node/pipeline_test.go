@@ -1,7 +1,6 @@
 package node
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"os"
@@ -11,9 +10,7 @@ import (
 
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/broker"
-	"github.com/quarrysearch/quarry/client"
 	"github.com/quarrysearch/quarry/indexer"
-	"github.com/quarrysearch/quarry/internal/catalog"
 	"github.com/quarrysearch/quarry/internal/wasmtest"
 	"github.com/quarrysearch/quarry/searcher"
 )
@@ -51,14 +48,7 @@ func startWithPipeline(t *testing.T, pipeline string) *Node {
 	if err := n.WaitReady(ctx); err != nil {
 		t.Fatal(err)
 	}
-	c := n.Client()
-	if _, err := c.CreateIndex(ctx, "menu", 2, catalog.Mapping()); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.Bulk(ctx, "menu", bytes.NewReader(catalogNDJSON(t, 600)), client.BulkOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	waitDocs(t, n, 600)
+	loadCatalog(t, n, "menu", 2, catalogNDJSON(t, 600))
 	return n
 }
 

@@ -1,7 +1,6 @@
 package node
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"strconv"
@@ -15,7 +14,7 @@ import (
 	"github.com/quarrysearch/quarry/broker"
 	"github.com/quarrysearch/quarry/client"
 	"github.com/quarrysearch/quarry/indexer"
-	"github.com/quarrysearch/quarry/internal/catalog"
+	"github.com/quarrysearch/quarry/internal/meta"
 	"github.com/quarrysearch/quarry/internal/wasmtest"
 	"github.com/quarrysearch/quarry/searcher"
 )
@@ -38,13 +37,7 @@ func TestRegistryPushActivateRollback(t *testing.T) {
 	n := startRoles(t, "", &indexer.Config{SnapshotInterval: -1}, &searcher.Config{}, &broker.Config{})
 	c := n.Client()
 	ctx := context.Background()
-	if _, err := c.CreateIndex(ctx, "reg", 2, catalog.Mapping()); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.Bulk(ctx, "reg", bytes.NewReader(catalogNDJSON(t, 400)), client.BulkOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	waitDocs(t, n, 400)
+	loadCatalog(t, n, "reg", 2, catalogNDJSON(t, 400))
 
 	var queries, failed atomic.Int64
 	stop := make(chan struct{})
@@ -125,7 +118,7 @@ func TestRegistryPushActivateRollback(t *testing.T) {
 			return err
 		}(), api.CodeNotFound, "has no version"},
 		{"refused version", func() error {
-			_, err := c.ActivatePlugin(ctx, "reg", "junk", mustDigest([]byte("not wasm at all")))
+			_, err := c.ActivatePlugin(ctx, "reg", "junk", meta.PluginDigest([]byte("not wasm at all")))
 			return err
 		}(), api.CodeBadRequest, "failed validation"},
 		{"unknown index", func() error {
@@ -249,13 +242,7 @@ func TestRegistryShadow(t *testing.T) {
 	n := startRoles(t, "", &indexer.Config{SnapshotInterval: -1}, &searcher.Config{}, &broker.Config{})
 	c := n.Client()
 	ctx := context.Background()
-	if _, err := c.CreateIndex(ctx, "sh", 1, catalog.Mapping()); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.Bulk(ctx, "sh", bytes.NewReader(catalogNDJSON(t, 300)), client.BulkOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	waitDocs(t, n, 300)
+	loadCatalog(t, n, "sh", 1, catalogNDJSON(t, 300))
 	ltr := wasmtest.GoPlugin(t, "../../examples/plugins/ltr")
 	cheap := api.StepSpec{Config: json.RawMessage(`{"weights":{"price":-1}}`), Fields: []string{"price"}, RerankDepth: 30, BudgetMS: 2000}
 	live, err := c.PushPlugin(ctx, "sh", "ltr", ltr, client.PushOptions{Kind: "ranker", Step: cheap, Activate: true})
