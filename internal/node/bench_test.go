@@ -168,35 +168,51 @@ func BenchmarkShardSearch(b *testing.B) {
 }
 
 // BenchmarkFreshness measures the time from an upsert's publish to its
-// being applied (and so searchable) on the searcher.
+// being applied (and so searchable) on the searcher: with every role in the
+// process, and with a searcher alone (no indexer or broker competing for
+// the two cores).
 func BenchmarkFreshness(b *testing.B) {
-	n := startRoles(b, "", &indexer.Config{SnapshotInterval: -1}, &searcher.Config{}, &broker.Config{})
-	c := n.Client()
-	ctx := context.Background()
-	if _, err := c.CreateIndex(ctx, "f", 1, nil); err != nil {
-		b.Fatal(err)
+	for _, tc := range []struct {
+		name string
+		idx  *indexer.Config
+		brk  *broker.Config
+	}{
+		{"all-roles", &indexer.Config{SnapshotInterval: -1}, &broker.Config{}},
+		{"searcher-alone", nil, nil},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			n := startRoles(b, "", tc.idx, &searcher.Config{}, tc.brk)
+			c := n.Client()
+			ctx := context.Background()
+			if _, err := c.CreateIndex(ctx, "f", 1, nil); err != nil {
+				b.Fatal(err)
+			}
+			// No snapshot asked for: the searcher-alone node has no indexer.
+			if _, err := c.Bulk(ctx, "f", ndjson(1000, "a"), client.BulkOptions{NoSnapshot: true}); err != nil {
+				b.Fatal(err)
+			}
+			waitDocs(b, n, 1000)
+			var lat, acks []time.Duration
+			i := 0
+			for b.Loop() {
+				start := time.Now()
+				seq, err := c.Put(ctx, "f", fmt.Appendf(nil, `{"id":"x%d","text":"fresh"}`, i))
+				if err != nil {
+					b.Fatal(err)
+				}
+				acks = append(acks, time.Since(start))
+				for n.Searcher.Stats()[0].Seq < seq {
+					time.Sleep(50 * time.Microsecond)
+				}
+				lat = append(lat, time.Since(start))
+				i++
+			}
+			reportPercentiles(b, lat)
+			slices.Sort(acks)
+			b.ReportMetric(float64(acks[len(acks)/2].Microseconds()), "ack-p50-µs")
+			b.ReportMetric(float64(acks[len(acks)*99/100].Microseconds()), "ack-p99-µs")
+		})
 	}
-	mustBulk(b, c, "f", ndjson(1000, "a"))
-	waitTotal(b, c, "f", "noodles", 334)
-	var lat, acks []time.Duration
-	i := 0
-	for b.Loop() {
-		start := time.Now()
-		seq, err := c.Put(ctx, "f", fmt.Appendf(nil, `{"id":"x%d","text":"fresh"}`, i))
-		if err != nil {
-			b.Fatal(err)
-		}
-		acks = append(acks, time.Since(start))
-		for n.Searcher.Stats()[0].Seq < seq {
-			time.Sleep(50 * time.Microsecond)
-		}
-		lat = append(lat, time.Since(start))
-		i++
-	}
-	reportPercentiles(b, lat)
-	slices.Sort(acks)
-	b.ReportMetric(float64(acks[len(acks)/2].Microseconds()), "ack-p50-µs")
-	b.ReportMetric(float64(acks[len(acks)*99/100].Microseconds()), "ack-p99-µs")
 }
 
 func reportPercentiles(b *testing.B, lat []time.Duration) {
