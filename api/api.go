@@ -180,12 +180,26 @@ type Stage struct {
 type IndexDefinition struct {
 	Name   string `json:"name"`
 	Shards int    `json:"shards"`
+	// Team owns the index. A team's plugins run in a plugin runtime of
+	// their own, with its own instance and memory limits; empty: the index
+	// is a team of its own. NATS permissions on the admin API decide who
+	// may act for a team (docs/teams.md).
+	Team string `json:"team,omitempty"`
 	// Mapping is a bleve index mapping in JSON; empty means Quarry's default.
 	Mapping json.RawMessage `json:"mapping,omitempty"`
 	// Query says how `q` becomes a retrieval query. It can be changed on a
 	// live index; brokers pick the change up without a restart.
 	Query   QuerySettings `json:"query"`
 	Created time.Time     `json:"created"`
+}
+
+// TeamOf returns the team an index's plugins run under: its Team, or
+// "index-<name>" for an index with none.
+func (d *IndexDefinition) TeamOf() string {
+	if d.Team != "" {
+		return d.Team
+	}
+	return "index-" + d.Name
 }
 
 // QuerySettings turn a request's raw text into a query.
@@ -237,9 +251,12 @@ type Code string
 
 // Error codes.
 const (
-	CodeBadRequest  Code = "bad_request"
-	CodeNotFound    Code = "not_found"
-	CodeConflict    Code = "conflict"
+	CodeBadRequest Code = "bad_request"
+	CodeNotFound   Code = "not_found"
+	CodeConflict   Code = "conflict"
+	// CodeForbidden: the caller's NATS credentials do not allow it (a
+	// team acting on another team's index).
+	CodeForbidden   Code = "forbidden"
 	CodeUnavailable Code = "unavailable"
 	CodeOverloaded  Code = "overloaded"
 	CodeTimeout     Code = "timeout"
@@ -266,6 +283,7 @@ var (
 	ErrBadRequest  = &Error{Code: CodeBadRequest, Message: "bad request"}
 	ErrNotFound    = &Error{Code: CodeNotFound, Message: "not found"}
 	ErrConflict    = &Error{Code: CodeConflict, Message: "conflict"}
+	ErrForbidden   = &Error{Code: CodeForbidden, Message: "forbidden"}
 	ErrUnavailable = &Error{Code: CodeUnavailable, Message: "unavailable"}
 	ErrOverloaded  = &Error{Code: CodeOverloaded, Message: "overloaded"}
 	ErrTimeout     = &Error{Code: CodeTimeout, Message: "timeout"}
@@ -302,6 +320,8 @@ func HTTPStatus(c Code) int {
 		return 400
 	case CodeNotFound:
 		return 404
+	case CodeForbidden:
+		return 403
 	case CodeConflict:
 		return 409
 	case CodeOverloaded:

@@ -36,17 +36,21 @@ const maxAsyncPending = 8192
 
 // Client talks to a Quarry deployment over a NATS connection.
 type Client struct {
-	nc    *nats.Conn
-	js    jetstream.JetStream
-	store *meta.Store
-	opts  Options
+	nc   *nats.Conn
+	js   jetstream.JetStream
+	opts Options
+
+	storeMu sync.Mutex
+	store   *meta.Store // opened on first use: see metaStore
 
 	mu   sync.Mutex
 	defs map[string]api.IndexDefinition
 }
 
-// New makes a client on an open NATS connection, creating Quarry's
-// JetStream resources if they do not exist yet.
+// New makes a client on an open NATS connection. Quarry's JetStream
+// resources are opened (and created if they do not exist yet) on first
+// use, so a client that only searches and manages plugins (see PushPlugin)
+// needs no JetStream permissions.
 func New(ctx context.Context, nc *nats.Conn, opts Options) (*Client, error) {
 	if opts.MaxDocBytes <= 0 {
 		opts.MaxDocBytes = api.DefaultMaxDocBytes
@@ -58,11 +62,23 @@ func New(ctx context.Context, nc *nats.Conn, opts Options) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("jetstream: %w", err)
 	}
-	store, err := meta.Open(ctx, js, meta.Options{Replicas: opts.Replicas})
+	return &Client{nc: nc, js: js, opts: opts, defs: map[string]api.IndexDefinition{}}, nil
+}
+
+// metaStore opens Quarry's JetStream resources on first use; a failed
+// open is retried by the next call.
+func (c *Client) metaStore(ctx context.Context) (*meta.Store, error) {
+	c.storeMu.Lock()
+	defer c.storeMu.Unlock()
+	if c.store != nil {
+		return c.store, nil
+	}
+	st, err := meta.Open(ctx, c.js, meta.Options{Replicas: c.opts.Replicas})
 	if err != nil {
 		return nil, err
 	}
-	return &Client{nc: nc, js: js, store: store, opts: opts, defs: map[string]api.IndexDefinition{}}, nil
+	c.store = st
+	return st, nil
 }
 
 // CreateIndex creates an index with shards shards and a bleve mapping in
@@ -70,29 +86,45 @@ func New(ctx context.Context, nc *nats.Conn, opts Options) (*Client, error) {
 // api.ErrConflict if the index exists and api.ErrBadRequest if the name,
 // shard count or mapping is invalid.
 func (c *Client) CreateIndex(ctx context.Context, name string, shards int, mapping json.RawMessage) (api.IndexDefinition, error) {
-	return c.store.CreateIndex(ctx, api.IndexDefinition{Name: name, Shards: shards, Mapping: mapping})
+	return c.CreateIndexDef(ctx, api.IndexDefinition{Name: name, Shards: shards, Mapping: mapping})
 }
 
 // SetQuerySettings changes how an index turns a request's text into a
 // query. Brokers pick the change up without a restart.
 func (c *Client) SetQuerySettings(ctx context.Context, name string, qs api.QuerySettings) (api.IndexDefinition, error) {
-	return c.store.SetQuerySettings(ctx, name, qs)
+	st, err := c.metaStore(ctx)
+	if err != nil {
+		return api.IndexDefinition{}, err
+	}
+	return st.SetQuerySettings(ctx, name, qs)
 }
 
 // CreateIndexDef creates an index from a full definition (name, shards,
 // mapping and query settings).
 func (c *Client) CreateIndexDef(ctx context.Context, def api.IndexDefinition) (api.IndexDefinition, error) {
-	return c.store.CreateIndex(ctx, def)
+	st, err := c.metaStore(ctx)
+	if err != nil {
+		return api.IndexDefinition{}, err
+	}
+	return st.CreateIndex(ctx, def)
 }
 
 // Index returns an index's definition (api.ErrNotFound if there is none).
 func (c *Client) Index(ctx context.Context, name string) (api.IndexDefinition, error) {
-	return c.store.Index(ctx, name)
+	st, err := c.metaStore(ctx)
+	if err != nil {
+		return api.IndexDefinition{}, err
+	}
+	return st.Index(ctx, name)
 }
 
 // Indexes lists every index.
 func (c *Client) Indexes(ctx context.Context) ([]api.IndexDefinition, error) {
-	return c.store.ListIndexes(ctx)
+	st, err := c.metaStore(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return st.ListIndexes(ctx)
 }
 
 // IndexStatus is an index's definition with its current snapshot.
@@ -105,20 +137,24 @@ type IndexStatus struct {
 
 // Status returns an index's definition and its current snapshot figures.
 func (c *Client) Status(ctx context.Context, name string) (IndexStatus, error) {
-	def, err := c.store.Index(ctx, name)
+	def, err := c.Index(ctx, name)
 	if err != nil {
 		return IndexStatus{}, err
 	}
-	m, _, err := c.store.Manifest(ctx, name)
+	st, err := c.metaStore(ctx)
 	if err != nil {
 		return IndexStatus{}, err
 	}
-	st := IndexStatus{IndexDefinition: def, Generation: m.Generation}
+	m, _, err := st.Manifest(ctx, name)
+	if err != nil {
+		return IndexStatus{}, err
+	}
+	out := IndexStatus{IndexDefinition: def, Generation: m.Generation}
 	for _, s := range m.Shards {
-		st.Docs += s.Docs
-		st.Bytes += s.Size
+		out.Docs += s.Docs
+		out.Bytes += s.Size
 	}
-	return st, nil
+	return out, nil
 }
 
 // DeleteIndex removes an index, its documents and its snapshots.
@@ -126,7 +162,11 @@ func (c *Client) DeleteIndex(ctx context.Context, name string) error {
 	c.mu.Lock()
 	delete(c.defs, name)
 	c.mu.Unlock()
-	return c.store.DeleteIndex(ctx, name)
+	st, err := c.metaStore(ctx)
+	if err != nil {
+		return err
+	}
+	return st.DeleteIndex(ctx, name)
 }
 
 // definition returns a cached index definition, reading it on a miss.
@@ -137,7 +177,7 @@ func (c *Client) definition(ctx context.Context, name string) (api.IndexDefiniti
 	if ok {
 		return def, nil
 	}
-	def, err := c.store.Index(ctx, name)
+	def, err := c.Index(ctx, name)
 	if err != nil {
 		return def, err
 	}
@@ -289,6 +329,8 @@ func codeFromStatus(s int) api.Code {
 		return api.CodeBadRequest
 	case 404:
 		return api.CodeNotFound
+	case 403:
+		return api.CodeForbidden
 	case 409:
 		return api.CodeConflict
 	case 429:

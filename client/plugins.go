@@ -6,13 +6,16 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nats.go/micro"
+	"github.com/nats-io/nuid"
 
 	"github.com/quarrysearch/quarry/api"
+	"github.com/quarrysearch/quarry/internal/meta"
 	"github.com/quarrysearch/quarry/internal/subject"
 )
 
@@ -27,20 +30,40 @@ type PushOptions struct {
 	Activate bool
 }
 
-// PushPlugin uploads a plugin binary (content-addressed, chunked through
-// the object store), has the admin service validate it, and with
-// opts.Activate puts it live. A refused version returns an api.ErrBadRequest
-// error naming the check that failed, and the live pipeline is untouched.
+// PushPlugin uploads a plugin binary through the admin API (in chunks, so
+// a binary of any allowed size fits NATS's payload limit), has the admin
+// service check its digest, store it content-addressed and validate it, and
+// with opts.Activate puts it live. It needs no JetStream access: NATS
+// permissions on quarry.v1.admin.<index>.> are enough. A refused version
+// returns an api.ErrBadRequest error naming the check that failed, and the
+// live pipeline is untouched.
 func (c *Client) PushPlugin(ctx context.Context, index, name string, wasm []byte, opts PushOptions) (*api.PluginVersion, error) {
-	if _, err := c.definition(ctx, index); err != nil {
-		return nil, err
+	if len(wasm) == 0 {
+		return nil, api.BadRequest("plugin binary is empty")
 	}
-	digest, err := c.store.PutPlugin(ctx, wasm)
-	if err != nil {
-		return nil, err
+	if len(wasm) > meta.MaxPluginBytes {
+		return nil, api.BadRequest("plugin binary is %d bytes, over the limit of %d", len(wasm), meta.MaxPluginBytes)
+	}
+	digest := meta.PluginDigest(wasm)
+	upload := nuid.Next()
+	chunk := uploadChunkBytes
+	if max := int(c.nc.MaxPayload()) - 4096; max > 0 && max < chunk {
+		chunk = max
+	}
+	for off := 0; off < len(wasm); off += chunk {
+		msg := nats.NewMsg(subject.Admin(index, "plugin.upload"))
+		msg.Header.Set(subject.HeaderUpload, upload)
+		msg.Header.Set(subject.HeaderUploadOffset, strconv.Itoa(off))
+		msg.Data = wasm[off:min(off+chunk, len(wasm))]
+		var r struct {
+			Received int64 `json:"received"`
+		}
+		if err := c.adminMsg(ctx, index, msg, &r); err != nil {
+			return nil, fmt.Errorf("upload %s at byte %d of %d: %w", name, off, len(wasm), err)
+		}
 	}
 	var v api.PluginVersion
-	if err := c.admin(ctx, index, "plugin.register", map[string]any{"name": name, "kind": opts.Kind, "digest": digest, "step": opts.Step}, &v); err != nil {
+	if err := c.admin(ctx, index, "plugin.register", map[string]any{"name": name, "kind": opts.Kind, "digest": digest, "upload": upload, "step": opts.Step}, &v); err != nil {
 		return nil, err
 	}
 	if opts.Activate {
@@ -50,6 +73,10 @@ func (c *Client) PushPlugin(ctx context.Context, index, name string, wasm []byte
 	}
 	return &v, nil
 }
+
+// uploadChunkBytes is the largest chunk of a plugin upload (smaller when
+// the server's payload limit is).
+const uploadChunkBytes = 512 << 10
 
 // ActivatePlugin puts a validated version of a plugin live on an index.
 func (c *Client) ActivatePlugin(ctx context.Context, index, name, digest string) (*api.PipelineSpec, error) {
@@ -145,18 +172,25 @@ func (c *Client) admin(ctx context.Context, index, op string, body any, out any)
 	if err := subject.ValidIndexName(index); err != nil {
 		return api.BadRequest("%v", err)
 	}
+	msg := nats.NewMsg(subject.Admin(index, op))
+	msg.Data, _ = json.Marshal(body)
+	return c.adminMsg(ctx, index, msg, out)
+}
+
+// adminMsg sends one admin message and decodes the answer or the error.
+func (c *Client) adminMsg(ctx context.Context, index string, msg *nats.Msg, out any) error {
+	if err := subject.ValidIndexName(index); err != nil {
+		return api.BadRequest("%v", err)
+	}
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, 2*time.Minute)
 		defer cancel()
 	}
-	b, _ := json.Marshal(body)
-	reply, err := c.nc.RequestWithContext(ctx, subject.Admin(index, op), b)
-	if errors.Is(err, nats.ErrNoResponders) {
-		return api.Errorf(api.CodeUnavailable, "no admin service is running (it runs beside the broker)")
-	}
+	op := strings.TrimPrefix(msg.Subject, subject.AdminPrefix+"."+index+".")
+	reply, err := c.request(ctx, msg)
 	if err != nil {
-		return fmt.Errorf("admin %s: %w", op, err)
+		return fmt.Errorf("admin %s on index %q: %w", op, index, err)
 	}
 	if reply.Header.Get(micro.ErrorHeader) != "" {
 		var e api.Error
@@ -169,11 +203,55 @@ func (c *Client) admin(ctx context.Context, index, op string, body any, out any)
 	return json.Unmarshal(reply.Data, out)
 }
 
+// request sends msg and waits for its reply like nats.Conn.RequestMsg, but
+// fails fast when the server refuses the request for the user's
+// permissions. A server drops a denied publish (or a reply to an inbox the
+// user may not subscribe to) and reports it asynchronously, so a plain
+// request would only time out.
+func (c *Client) request(ctx context.Context, msg *nats.Msg) (*nats.Msg, error) {
+	inbox := c.nc.NewInbox()
+	sub, err := c.nc.SubscribeSync(inbox)
+	if err != nil {
+		return nil, err
+	}
+	defer sub.Unsubscribe()
+	msg.Reply = inbox
+	if err := c.nc.PublishMsg(msg); err != nil {
+		return nil, err
+	}
+	for {
+		wctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+		m, err := sub.NextMsgWithContext(wctx)
+		cancel()
+		switch {
+		case err == nil && len(m.Data) == 0 && m.Header.Get("Status") == "503":
+			return nil, api.Errorf(api.CodeUnavailable, "no admin service is running (it runs beside the broker)")
+		case err == nil:
+			return m, nil
+		case ctx.Err() != nil:
+			return nil, ctx.Err()
+		case !errors.Is(err, context.DeadlineExceeded):
+			return nil, err
+		}
+		if last := c.nc.LastError(); last != nil && errors.Is(last, nats.ErrPermissionViolation) {
+			switch text := last.Error(); {
+			case strings.Contains(text, `"`+msg.Subject+`"`):
+				return nil, api.Errorf(api.CodeForbidden, "this NATS user may not publish to %s (the index belongs to another team?)", msg.Subject)
+			case strings.Contains(text, "Subscription") && strings.Contains(text, `"`+inbox+`"`):
+				return nil, api.Errorf(api.CodeForbidden, "this NATS user may not receive replies on %s: connect with the inbox prefix its permissions allow", inbox)
+			}
+		}
+	}
+}
+
 // RecordedQueries returns up to limit search requests brokers recorded for
 // an index (see broker.Config.RecordPercent), oldest first, as JSON.
 func (c *Client) RecordedQueries(ctx context.Context, index string, limit int) ([]json.RawMessage, error) {
 	if err := subject.ValidIndexName(index); err != nil {
 		return nil, api.BadRequest("%v", err)
+	}
+	if _, err := c.metaStore(ctx); err != nil {
+		return nil, err
 	}
 	cons, err := c.js.OrderedConsumer(ctx, subject.QueriesStream, jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{subject.QueriesPrefix + "." + index}})

@@ -61,6 +61,7 @@ type Plugin struct {
 	log      *slog.Logger
 	stdout   *lineLogger
 	seed     uint64
+	closed   atomic.Bool
 
 	Metrics Metrics
 }
@@ -95,11 +96,16 @@ func (r *Runtime) Load(ctx context.Context, spec Spec, wasm []byte) (*Plugin, er
 	if spec.InitBudget <= 0 {
 		spec.InitBudget = 5 * time.Second
 	}
+	if err := r.reserve(spec.Name, spec.Instances); err != nil {
+		return nil, err
+	}
 	cm, err := r.rt.CompileModule(ctx, wasm)
 	if err != nil {
+		r.release(spec.Instances)
 		return nil, fmt.Errorf("plugin %s: %w: %v", spec.Name, ErrNotWasm, err)
 	}
 	if err := check(cm, spec.Kind); err != nil {
+		r.release(spec.Instances)
 		cm.Close(ctx)
 		return nil, fmt.Errorf("plugin %s: %w", spec.Name, err)
 	}
@@ -161,9 +167,14 @@ func seed32(s uint64) [32]byte {
 	return b
 }
 
-// Close releases every instance. Calls in flight finish first (their
-// instances are closed when returned).
+// Close releases every instance and returns them to the runtime's
+// budget. Calls in flight finish first (their instances are closed when
+// returned). Closing twice is harmless.
 func (p *Plugin) Close(ctx context.Context) {
+	if !p.closed.CompareAndSwap(false, true) {
+		return
+	}
+	p.rt.release(p.spec.Instances)
 	for {
 		select {
 		case in := <-p.pool:

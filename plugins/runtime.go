@@ -24,15 +24,51 @@ type Config struct {
 	// MemoryLimitPages caps each instance's memory, in 64 KiB pages
 	// (default 1024: 64 MiB).
 	MemoryLimitPages uint32
-	Logger           *slog.Logger
+	// MaxInstances caps the warm instances of every plugin loaded in the
+	// runtime together (0: no cap). With MemoryLimitPages it bounds the
+	// runtime's memory: MaxInstances × MemoryLimitPages × 64 KiB.
+	MaxInstances int
+	Logger       *slog.Logger
 }
 
-// Runtime compiles and runs plugins. One per team (issue 5) isolates teams'
-// memory limits and compilation caches.
+// Runtime compiles and runs plugins. Brokers keep one per team (see
+// Teams), so one team's plugins cannot use another's instances, memory or
+// compilation cache.
 type Runtime struct {
 	cfg   Config
 	rt    wazero.Runtime
 	cache wazero.CompilationCache
+
+	mu        sync.Mutex
+	instances int // reserved by loaded plugins
+}
+
+// ErrLimit reports a plugin that does not fit its runtime's limits.
+var ErrLimit = errors.New("runtime limit reached")
+
+// reserve takes n instances from the runtime's budget.
+func (r *Runtime) reserve(name string, n int) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.cfg.MaxInstances > 0 && r.instances+n > r.cfg.MaxInstances {
+		return fmt.Errorf("plugin %s: %w: it asks for %d instances and %d of the %d allowed are in use", name, ErrLimit, n, r.instances, r.cfg.MaxInstances)
+	}
+	r.instances += n
+	return nil
+}
+
+func (r *Runtime) release(n int) {
+	r.mu.Lock()
+	r.instances -= n
+	r.mu.Unlock()
+}
+
+// Instances reports the warm instances reserved by the runtime's loaded
+// plugins.
+func (r *Runtime) Instances() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.instances
 }
 
 // allowedWASI is every WASI function a Go wasip1 reactor imports. With no

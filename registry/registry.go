@@ -51,17 +51,20 @@ func New(ctx context.Context, nc *nats.Conn, store *meta.Store, cfg Config) (*Se
 
 // Request is the body of an admin request; each operation reads its part.
 type Request struct {
-	Name      string            `json:"name,omitempty"`
-	Percent   int               `json:"percent,omitempty"`
-	StickyKey string            `json:"sticky_key,omitempty"`
-	Kind      string            `json:"kind,omitempty"`
-	Digest    string            `json:"digest,omitempty"`
-	Step      api.StepSpec      `json:"step"`
-	Spec      *api.PipelineSpec `json:"spec,omitempty"`
+	Name      string `json:"name,omitempty"`
+	Percent   int    `json:"percent,omitempty"`
+	StickyKey string `json:"sticky_key,omitempty"`
+	Kind      string `json:"kind,omitempty"`
+	Digest    string `json:"digest,omitempty"`
+	// Upload names the staged upload a register request turns into a
+	// version (see plugin.upload).
+	Upload string            `json:"upload,omitempty"`
+	Step   api.StepSpec      `json:"step"`
+	Spec   *api.PipelineSpec `json:"spec,omitempty"`
 }
 
 // Operations of the admin API.
-var operations = []string{"plugin.register", "plugin.ls", "plugin.activate", "plugin.rm", "plugin.rollback", "plugin.canary", "plugin.promote", "plugin.shadow", "shadow.stats", "plugin.events", "pipeline.show", "pipeline.set"}
+var operations = []string{"plugin.upload", "plugin.register", "plugin.ls", "plugin.activate", "plugin.rm", "plugin.rollback", "plugin.canary", "plugin.promote", "plugin.shadow", "shadow.stats", "plugin.events", "pipeline.show", "pipeline.set"}
 
 // Run serves the admin API until ctx is done.
 func (s *Service) Run(ctx context.Context) error {
@@ -85,6 +88,12 @@ func (s *Service) Run(ctx context.Context) error {
 
 func (s *Service) handle(ctx context.Context, op string, req micro.Request) {
 	index := strings.TrimSuffix(strings.TrimPrefix(req.Subject(), subject.AdminPrefix+"."), "."+op)
+	if op == "plugin.upload" { // raw bytes, not JSON
+		cctx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		s.handleUpload(cctx, index, req)
+		return
+	}
 	var r Request
 	if len(req.Data()) > 0 {
 		if err := json.Unmarshal(req.Data(), &r); err != nil {
@@ -167,7 +176,7 @@ func (s *Service) register(ctx context.Context, index string, r *Request) (*api.
 	default:
 		return nil, api.BadRequest(`policy must be "fail-open" or "fail-closed", got %q`, r.Step.Policy)
 	}
-	wasm, err := s.store.PluginBinary(ctx, r.Digest)
+	wasm, err := s.uploaded(ctx, index, r)
 	if err != nil {
 		return nil, err
 	}

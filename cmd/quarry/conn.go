@@ -19,6 +19,7 @@ import (
 type natsFlags struct {
 	url, user, password, token, creds, nkey string
 	tlsCA, tlsCert, tlsKey                  string
+	inboxPrefix                             string
 	timeout                                 time.Duration
 }
 
@@ -32,6 +33,7 @@ func (f *natsFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.tlsCA, "tls-ca", "", "CA certificate to verify the NATS server")
 	fs.StringVar(&f.tlsCert, "tls-cert", "", "client certificate for NATS TLS")
 	fs.StringVar(&f.tlsKey, "tls-key", "", "client key for NATS TLS")
+	fs.StringVar(&f.inboxPrefix, "inbox-prefix", os.Getenv("QUARRY_INBOX_PREFIX"), "subject prefix of reply inboxes, for NATS users allowed to subscribe only under it, e.g. _INBOX_teama (env QUARRY_INBOX_PREFIX)")
 	fs.DurationVar(&f.timeout, "timeout", 30*time.Second, "how long to wait for NATS and for answers")
 }
 
@@ -60,6 +62,9 @@ func (f *natsFlags) options() ([]nats.Option, error) {
 			return nil, fmt.Errorf("nkey %s: %w", f.nkey, err)
 		}
 		opts = append(opts, o)
+	}
+	if f.inboxPrefix != "" {
+		opts = append(opts, nats.CustomInboxPrefix(f.inboxPrefix))
 	}
 	if f.tlsCA != "" {
 		opts = append(opts, nats.RootCAs(f.tlsCA))

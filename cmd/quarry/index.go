@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -16,7 +17,7 @@ import (
 func runIndex(ctx context.Context, args []string) error {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
 		fmt.Fprint(os.Stderr, "Usage: quarry index create|ls|show|query|rm ...\n\n"+
-			"  create NAME --shards N [--mapping FILE] [--query FILE]\n"+
+			"  create NAME --shards N [--team TEAM] [--mapping FILE] [--query FILE]\n"+
 			"                                            create an index (bleve mapping JSON; query settings JSON)\n"+
 			"  query NAME [FILE|-]                       show, or replace, how the index turns text into a query\n"+
 			"  ls                                        list indexes\n"+
@@ -35,6 +36,7 @@ func runIndex(ctx context.Context, args []string) error {
 		fs := newFlags("index create", "NAME", "Creates an index. Its definition lives in the quarry-indexes KV bucket.")
 		nf.register(fs)
 		shards := fs.Int("shards", 1, "number of shards (1-256)")
+		team := fs.String("team", "", "team that owns the index: its plugins share that team's plugin runtime and limits (default: the index is a team of its own)")
 		mappingFile := fs.String("mapping", "", "bleve index mapping JSON file (default: dynamic mapping, BM25)")
 		queryFile := fs.String("query", "", `query settings JSON file, e.g. {"fields":[{"field":"name","boost":3}],"operator":"or"}`)
 		pos, err := parse(fs, args, 1, 1)
@@ -58,7 +60,7 @@ func runIndex(ctx context.Context, args []string) error {
 			return err
 		}
 		defer nc.Close()
-		def, err := c.CreateIndexDef(ctx, api.IndexDefinition{Name: pos[0], Shards: *shards, Mapping: mapping, Query: qs})
+		def, err := c.CreateIndexDef(ctx, api.IndexDefinition{Name: pos[0], Shards: *shards, Team: *team, Mapping: mapping, Query: qs})
 		if err != nil {
 			return err
 		}
@@ -83,7 +85,7 @@ func runIndex(ctx context.Context, args []string) error {
 		var rows []any
 		tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
 		if !jsonOut {
-			fmt.Fprintln(tw, "NAME\tSHARDS\tGENERATION\tDOCS\tSNAPSHOT\tCREATED")
+			fmt.Fprintln(tw, "NAME\tTEAM\tSHARDS\tGENERATION\tDOCS\tSNAPSHOT\tCREATED")
 		}
 		for _, d := range defs {
 			st, err := c.Status(ctx, d.Name)
@@ -92,7 +94,7 @@ func runIndex(ctx context.Context, args []string) error {
 			}
 			rows = append(rows, st)
 			if !jsonOut {
-				fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%s\n", d.Name, d.Shards, st.Generation, st.Docs, humanBytes(st.Bytes), d.Created.Local().Format(time.DateTime))
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%s\n", d.Name, cmp.Or(d.Team, "-"), d.Shards, st.Generation, st.Docs, humanBytes(st.Bytes), d.Created.Local().Format(time.DateTime))
 			}
 		}
 		if jsonOut {

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/broker"
 	"github.com/quarrysearch/quarry/client"
@@ -82,6 +84,9 @@ func runServe(ctx context.Context, args []string) error {
 	data := fs.String("data", "./quarry-data", "directory for JetStream and shard data")
 	natsHost := fs.String("nats-host", "127.0.0.1", "address the embedded NATS server listens on")
 	natsPort := fs.Int("nats-port", 4222, "port the embedded NATS server listens on (-1: any free port)")
+	natsConfig := fs.String("nats-config", "", "nats-server configuration file for the embedded server: users and permissions per team (docs/teams.md)")
+	natsUser := fs.String("nats-user", "", "NATS user Quarry's own roles connect as, when --nats-config requires one")
+	natsPassword := fs.String("nats-password", os.Getenv("QUARRY_NATS_PASSWORD"), "password of --nats-user (env QUARRY_NATS_PASSWORD)")
 	httpAddr := fs.String("http", "127.0.0.1:7700", "HTTP API listen address (empty: none)")
 	demo := fs.Bool("demo", false, "create and load the demo `menu` index if it does not exist, with the demo plugin pipeline")
 	var pipelines pipelineFlag
@@ -114,8 +119,12 @@ func runServe(ctx context.Context, args []string) error {
 	}
 	startCtx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
+	var natsOpts []nats.Option
+	if *natsUser != "" {
+		natsOpts = append(natsOpts, nats.UserInfo(*natsUser, *natsPassword))
+	}
 	n, err := node.Start(startCtx, node.Config{
-		DataDir: *data, NATSHost: *natsHost, NATSPort: *natsPort, HTTPAddr: *httpAddr, Pipelines: pipelines,
+		DataDir: *data, NATSHost: *natsHost, NATSPort: *natsPort, NATSConfigFile: *natsConfig, NATSOptions: natsOpts, HTTPAddr: *httpAddr, Pipelines: pipelines,
 		Indexer: rf.indexer(), Searcher: rf.searcher(), Broker: rf.broker(), Logger: log,
 	})
 	if err != nil {

@@ -23,6 +23,11 @@ type Config struct {
 	ServerName string
 	// ReadyTimeout bounds start-up (default 10s).
 	ReadyTimeout time.Duration
+	// ConfigFile is a nats-server configuration file (users, permissions,
+	// accounts, TLS…); see docs/teams.md. Quarry still turns JetStream on
+	// and sets the listen address, server name and StoreDir (unless the
+	// file sets a store_dir).
+	ConfigFile string
 }
 
 // Server is a running embedded nats-server.
@@ -44,18 +49,22 @@ func Start(cfg Config) (*Server, error) {
 	if cfg.ReadyTimeout == 0 {
 		cfg.ReadyTimeout = 10 * time.Second
 	}
-	opts := &server.Options{
-		ServerName: cfg.ServerName,
-		Host:       cfg.Host,
-		Port:       cfg.Port,
-		DontListen: cfg.NoListen,
-		JetStream:  true,
-		StoreDir:   cfg.StoreDir,
-		NoSigs:     true,
-		NoLog:      true,
-		// Shard snapshots travel through the object store in chunks; this
-		// keeps room for large search responses too.
-		MaxPayload: 8 << 20,
+	opts := &server.Options{}
+	if cfg.ConfigFile != "" {
+		var err error
+		if opts, err = server.ProcessConfigFile(cfg.ConfigFile); err != nil {
+			return nil, fmt.Errorf("embedded nats: config %s: %w", cfg.ConfigFile, err)
+		}
+	}
+	opts.ServerName, opts.Host, opts.Port, opts.DontListen = cfg.ServerName, cfg.Host, cfg.Port, cfg.NoListen
+	opts.JetStream, opts.NoSigs, opts.NoLog = true, true, true
+	if opts.StoreDir == "" {
+		opts.StoreDir = cfg.StoreDir
+	}
+	if opts.MaxPayload == 0 {
+		// Shard snapshots travel through the object store in chunks;
+		// this keeps room for large search responses too.
+		opts.MaxPayload = 8 << 20
 	}
 	ns, err := server.NewServer(opts)
 	if err != nil {

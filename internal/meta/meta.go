@@ -46,6 +46,9 @@ type Store struct {
 	// Queries holds recorded search requests (a sample, when brokers are
 	// asked to record).
 	Queries jetstream.Stream
+	// Uploads stages plugin binaries uploaded in chunks through the admin
+	// API until they are registered.
+	Uploads jetstream.Stream
 }
 
 // Open creates or binds to every resource.
@@ -91,27 +94,27 @@ func Open(ctx context.Context, js jetstream.JetStream, opts Options) (*Store, er
 		}
 		*o.os = obj
 	}
-	var err error
-	s.Queries, err = js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
-		Name: subject.QueriesStream, Description: "Quarry recorded search requests, for replays",
-		Subjects: []string{subject.QueriesPrefix + ".>"}, Storage: jetstream.FileStorage, Replicas: opts.Replicas,
-		MaxAge: 7 * 24 * time.Hour, MaxBytes: 1 << 30, Discard: jetstream.DiscardOld,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("open stream %s: %w", subject.QueriesStream, err)
+	streams := []struct {
+		st  *jetstream.Stream
+		cfg jetstream.StreamConfig
+	}{
+		{&s.Queries, jetstream.StreamConfig{Name: subject.QueriesStream, Description: "Quarry recorded search requests, for replays",
+			Subjects: []string{subject.QueriesPrefix + ".>"}, MaxAge: 7 * 24 * time.Hour, MaxBytes: 1 << 30, Discard: jetstream.DiscardOld}},
+		// Uploads refuse new chunks when full rather than drop the chunks
+		// of uploads in progress.
+		{&s.Uploads, jetstream.StreamConfig{Name: subject.UploadsStream, Description: "Quarry plugin uploads in progress",
+			Subjects: []string{subject.UploadsPrefix + ".>"}, MaxAge: time.Hour, MaxBytes: 1 << 30, Discard: jetstream.DiscardNew,
+			Duplicates: 10 * time.Minute}},
+		{&s.Docs, jetstream.StreamConfig{Name: subject.DocsStream, Description: "Quarry documents: one subject per document, latest kept",
+			Subjects: []string{subject.DocsPrefix + ".>"}, MaxMsgsPerSubject: 1, Duplicates: 2 * time.Minute, AllowDirect: true}},
 	}
-	s.Docs, err = js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
-		Name:              subject.DocsStream,
-		Description:       "Quarry documents: one subject per document, latest kept",
-		Subjects:          []string{subject.DocsPrefix + ".>"},
-		MaxMsgsPerSubject: 1,
-		Storage:           jetstream.FileStorage,
-		Replicas:          opts.Replicas,
-		Duplicates:        2 * time.Minute,
-		AllowDirect:       true,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("open stream %s: %w", subject.DocsStream, err)
+	for _, st := range streams {
+		st.cfg.Storage, st.cfg.Replicas = jetstream.FileStorage, opts.Replicas
+		stream, err := js.CreateOrUpdateStream(ctx, st.cfg)
+		if err != nil {
+			return nil, fmt.Errorf("open stream %s: %w", st.cfg.Name, err)
+		}
+		*st.st = stream
 	}
 	return s, nil
 }
@@ -124,6 +127,11 @@ func (s *Store) CreateIndex(ctx context.Context, def api.IndexDefinition) (api.I
 	}
 	if def.Shards < 1 || def.Shards > api.MaxShards {
 		return def, api.BadRequest("shards must be between 1 and %d, got %d", api.MaxShards, def.Shards)
+	}
+	if def.Team != "" {
+		if err := subject.ValidIndexName(def.Team); err != nil {
+			return def, api.BadRequest("team %q: use 1-64 of a-z, 0-9, '-' and '_'", def.Team)
+		}
 	}
 	if err := def.Query.Validate(); err != nil {
 		return def, err

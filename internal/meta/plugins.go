@@ -104,10 +104,9 @@ func (s *Store) PutPluginVersion(ctx context.Context, v *api.PluginVersion) erro
 	return nil
 }
 
-// ValidPluginVersion returns a version pushed to index that passed
-// validation: api.ErrNotFound if it was never pushed, api.ErrBadRequest if
-// it failed validation.
-func (s *Store) ValidPluginVersion(ctx context.Context, index, name, digest string) (*api.PluginVersion, error) {
+// PluginVersion returns a version pushed to index, valid or not:
+// api.ErrNotFound if it was never pushed.
+func (s *Store) PluginVersion(ctx context.Context, index, name, digest string) (*api.PluginVersion, error) {
 	e, err := s.PluginVersions.Get(ctx, pluginVersionKey(index, name, digest))
 	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrInvalidKey) {
 		return nil, api.NotFound("plugin %s has no version %s on index %q (push it first)", name, digest, index)
@@ -119,10 +118,21 @@ func (s *Store) ValidPluginVersion(ctx context.Context, index, name, digest stri
 	if err := json.Unmarshal(e.Value(), &v); err != nil {
 		return nil, fmt.Errorf("decode version %s of %s: %w", digest, name, err)
 	}
+	return &v, nil
+}
+
+// ValidPluginVersion returns a version pushed to index that passed
+// validation: api.ErrNotFound if it was never pushed, api.ErrBadRequest if
+// it failed validation.
+func (s *Store) ValidPluginVersion(ctx context.Context, index, name, digest string) (*api.PluginVersion, error) {
+	v, err := s.PluginVersion(ctx, index, name, digest)
+	if err != nil {
+		return nil, err
+	}
 	if !v.Valid {
 		return nil, api.BadRequest("version %s of %s failed validation and cannot go live: %s", digest, name, v.Error)
 	}
-	return &v, nil
+	return v, nil
 }
 
 // ListJSON decodes the latest value of every key in kv under prefix (the

@@ -33,8 +33,12 @@ type Config struct {
 	// NATSURL connects to an existing NATS deployment; empty starts an
 	// embedded server.
 	NATSURL string
-	// NATSOptions are extra connection options (auth, TLS) for NATSURL.
+	// NATSOptions are extra connection options (auth, TLS) for NATSURL,
+	// or for the in-process connection to the embedded server.
 	NATSOptions []nats.Option
+	// NATSConfigFile configures the embedded server (users, permissions;
+	// see docs/teams.md); empty: no authentication.
+	NATSConfigFile string
 	// NATSHost and NATSPort are where the embedded server listens
 	// (NATSPort -1: a free port; 0: 4222).
 	NATSHost string
@@ -99,11 +103,12 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 		}
 	}()
 	if cfg.NATSURL == "" {
-		n.ns, err = embednats.Start(embednats.Config{StoreDir: filepath.Join(cfg.DataDir, "nats"), Host: cfg.NATSHost, Port: cfg.NATSPort})
+		n.ns, err = embednats.Start(embednats.Config{StoreDir: filepath.Join(cfg.DataDir, "nats"), Host: cfg.NATSHost, Port: cfg.NATSPort,
+			ConfigFile: cfg.NATSConfigFile})
 		if err != nil {
 			return nil, err
 		}
-		n.nc, err = n.ns.Connect("quarry")
+		n.nc, err = n.ns.Connect("quarry", cfg.NATSOptions...)
 	} else {
 		opts := append([]nats.Option{nats.Name("quarry"), nats.MaxReconnects(-1)}, cfg.NATSOptions...)
 		n.nc, err = nats.Connect(cfg.NATSURL, opts...)

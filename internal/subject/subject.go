@@ -40,6 +40,11 @@ const (
 	// ShadowBucket holds each broker's shadow-ranking tallies, keyed
 	// <index>.<plugin>.<broker>.
 	ShadowBucket = "quarry-shadow"
+	// UploadsStream stages plugin binaries uploaded in chunks through the
+	// admin API, one subject per upload: quarry.v1.uploads.<index>.<id>.
+	UploadsStream = "QUARRY_UPLOADS"
+	// UploadsPrefix is UploadsStream's subject prefix.
+	UploadsPrefix = "quarry.v1.uploads"
 )
 
 // Request/reply services.
@@ -72,6 +77,10 @@ const (
 	HeaderEncoding = "Quarry-Encoding"
 	// HeaderError carries an error message on a failed reply.
 	HeaderError = "Quarry-Error"
+	// HeaderUpload names a chunked upload (letters and digits, 1-64).
+	HeaderUpload = "Quarry-Upload"
+	// HeaderUploadOffset is a chunk's byte offset in its upload.
+	HeaderUploadOffset = "Quarry-Upload-Offset"
 )
 
 // MaxIDBytes is the longest document id Quarry accepts.
@@ -217,6 +226,23 @@ func Snapshot(index string) string {
 
 // Admin is the admin subject of an operation on an index.
 func Admin(index, op string) string { return AdminPrefix + "." + index + "." + op }
+
+// Upload is the staging subject of one chunked upload to an index.
+func Upload(index, id string) string { return UploadsPrefix + "." + index + "." + id }
+
+// ValidUploadID checks an upload id: 1-64 ASCII letters and digits.
+func ValidUploadID(id string) error {
+	if id == "" || len(id) > 64 {
+		return fmt.Errorf("upload id must be 1-64 letters and digits, got %d bytes", len(id))
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9') {
+			return fmt.Errorf("upload id must be letters and digits, got %q", id)
+		}
+	}
+	return nil
+}
 
 // SegmentObject names the object holding one shard's snapshot of a generation.
 func SegmentObject(index string, generation uint64, shard int) string {

@@ -1,0 +1,102 @@
+package meta
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/quarrysearch/quarry/api"
+	"github.com/quarrysearch/quarry/internal/subject"
+)
+
+// errCodeStreamStoreFailed is JetStream's code for a store refusing a
+// message, e.g. a DiscardNew stream at its byte limit (JSStreamStoreFailedF).
+const errCodeStreamStoreFailed jetstream.ErrorCode = 10077
+
+// StageChunk stores one chunk of a plugin upload to index. A chunk sent
+// twice (a retry) is stored once. It refuses an upload that would grow
+// past MaxPluginBytes.
+func (s *Store) StageChunk(ctx context.Context, index, id string, offset int64, chunk []byte) error {
+	if err := subject.ValidUploadID(id); err != nil {
+		return api.BadRequest("%v", err)
+	}
+	if offset < 0 || offset+int64(len(chunk)) > MaxPluginBytes {
+		return api.BadRequest("upload chunk at offset %d (%d bytes) goes past the plugin size limit of %d bytes", offset, len(chunk), MaxPluginBytes)
+	}
+	msg := nats.NewMsg(subject.Upload(index, id))
+	msg.Header.Set(subject.HeaderUploadOffset, strconv.FormatInt(offset, 10))
+	msg.Header.Set(nats.MsgIdHdr, id+"."+strconv.FormatInt(offset, 10))
+	msg.Data = chunk
+	if _, err := s.JS.PublishMsg(ctx, msg); err != nil {
+		var apiErr *jetstream.APIError
+		if errors.As(err, &apiErr) && apiErr.ErrorCode == errCodeStreamStoreFailed {
+			return api.Errorf(api.CodeUnavailable, "plugin upload staging is full; try again later")
+		}
+		return fmt.Errorf("stage upload %s chunk at %d: %w", id, offset, err)
+	}
+	return nil
+}
+
+// AssembleUpload reads a staged upload back in order. It fails with
+// api.ErrNotFound if nothing was staged under id for index, and with
+// api.ErrBadRequest if bytes are missing (a chunk lost or expired).
+func (s *Store) AssembleUpload(ctx context.Context, index, id string) ([]byte, error) {
+	if err := subject.ValidUploadID(id); err != nil {
+		return nil, api.BadRequest("%v", err)
+	}
+	cons, err := s.JS.OrderedConsumer(ctx, subject.UploadsStream, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{subject.Upload(index, id)}})
+	if err != nil {
+		return nil, fmt.Errorf("read upload %s: %w", id, err)
+	}
+	info, err := cons.Info(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read upload %s: %w", id, err)
+	}
+	pending := int(info.NumPending)
+	if pending == 0 {
+		return nil, api.NotFound("no upload %s to index %q (it expires an hour after its last chunk): push the binary again", id, index)
+	}
+	var out []byte
+	for read := 0; read < pending; {
+		batch, err := cons.Fetch(min(pending-read, 256), jetstream.FetchMaxWait(5*time.Second))
+		if err != nil {
+			return nil, fmt.Errorf("read upload %s: %w", id, err)
+		}
+		got := 0
+		for m := range batch.Messages() {
+			got++
+			off, err := strconv.ParseInt(m.Headers().Get(subject.HeaderUploadOffset), 10, 64)
+			switch {
+			case err != nil:
+				return nil, fmt.Errorf("upload %s: chunk without an offset", id)
+			case off+int64(len(m.Data())) <= int64(len(out)):
+				continue // a retried chunk already read
+			case off != int64(len(out)):
+				return nil, api.BadRequest("upload %s is missing bytes %d to %d (a chunk was lost or expired): push the binary again", id, len(out), off)
+			}
+			out = append(out, m.Data()...)
+		}
+		if err := batch.Error(); err != nil {
+			return nil, fmt.Errorf("read upload %s: %w", id, err)
+		}
+		if got == 0 {
+			return nil, fmt.Errorf("read upload %s: stalled after %d of %d chunks", id, read, pending)
+		}
+		read += got
+	}
+	return out, nil
+}
+
+// DropUpload removes a staged upload.
+func (s *Store) DropUpload(ctx context.Context, index, id string) error {
+	if err := s.Uploads.Purge(ctx, jetstream.WithPurgeSubject(subject.Upload(index, id))); err != nil {
+		return fmt.Errorf("drop upload %s: %w", id, err)
+	}
+	return nil
+}

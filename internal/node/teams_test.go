@@ -1,0 +1,244 @@
+package node
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nats.go/micro"
+
+	"github.com/quarrysearch/quarry/api"
+	"github.com/quarrysearch/quarry/broker"
+	"github.com/quarrysearch/quarry/client"
+	"github.com/quarrysearch/quarry/indexer"
+	"github.com/quarrysearch/quarry/internal/meta"
+	"github.com/quarrysearch/quarry/internal/subject"
+	"github.com/quarrysearch/quarry/internal/wasmtest"
+	"github.com/quarrysearch/quarry/searcher"
+)
+
+// teamsConf is the nats-server configuration docs/teams.md shows.
+const teamsConf = "../../examples/nats/teams.conf"
+
+// teamClient connects as a team's NATS user, with the inbox prefix its
+// permissions allow (empty: the default _INBOX).
+func teamClient(t *testing.T, n *Node, user, inboxPrefix string) *client.Client {
+	t.Helper()
+	opts := []nats.Option{nats.UserInfo(user, user+"-secret"), nats.Name(user)}
+	if inboxPrefix != "" {
+		opts = append(opts, nats.CustomInboxPrefix(inboxPrefix))
+	}
+	nc, err := nats.Connect(n.NATSURL(), opts...)
+	if err != nil {
+		t.Fatalf("connect as %s: %v", user, err)
+	}
+	t.Cleanup(nc.Close)
+	c, err := client.New(context.Background(), nc, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// TestTeamIsolation runs `quarry serve`'s roles behind the nats-server
+// configuration of docs/teams.md and checks that team books cannot push
+// to, activate on, or read team food's plugins, while each team manages
+// and searches its own index with no JetStream access at all.
+func TestTeamIsolation(t *testing.T) {
+	t.Setenv("QUARRY_NATS_PASSWORD", "quarry-secret")
+	t.Setenv("FOOD_PASSWORD", "food-secret")
+	t.Setenv("BOOKS_PASSWORD", "books-secret")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	n, err := Start(ctx, Config{DataDir: t.TempDir(), NATSPort: -1, NATSConfigFile: teamsConf,
+		NATSOptions: []nats.Option{nats.UserInfo("quarry", "quarry-secret")},
+		Indexer:     &indexer.Config{}, Searcher: &searcher.Config{}, Broker: &broker.Config{}, Logger: testLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(n.Close)
+	if err := n.WaitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ops := n.Client()
+	for _, def := range []api.IndexDefinition{{Name: "menu", Shards: 1, Team: "food"}, {Name: "books", Shards: 1, Team: "books"}} {
+		if _, err := ops.CreateIndexDef(ctx, def); err != nil {
+			t.Fatal(err)
+		}
+		mustBulk(t, ops, def.Name, ndjson(30, def.Name))
+	}
+
+	food := teamClient(t, n, "food", "_INBOX_food")
+	books := teamClient(t, n, "books", "_INBOX_books")
+	suffix := wasmtest.WATFile(t, "../../examples/plugins/wat/suffix.wat")
+
+	// Each team manages its own index through the admin API alone.
+	v, err := food.PushPlugin(ctx, "menu", "suffix", suffix, client.PushOptions{Kind: "rewriter", Activate: true})
+	if err != nil {
+		t.Fatalf("food pushes to its own index: %v", err)
+	}
+	if _, err := books.PushPlugin(ctx, "books", "suffix", suffix, client.PushOptions{Kind: "rewriter"}); err != nil {
+		t.Fatalf("books pushes to its own index: %v", err)
+	}
+	if r, err := food.Search(ctx, "menu", &api.SearchRequest{Q: "spicy"}); err != nil || r.Total == 0 {
+		t.Fatalf("food searches its own index: %v", err)
+	}
+	before, err := ops.Pipeline(ctx, "menu")
+	if err != nil || len(before.Rewriters) != 1 {
+		t.Fatalf("menu pipeline: %+v %v", before, err)
+	}
+
+	// Team books against team food's index: every operation refused by
+	// NATS, quickly, with an error that says so.
+	denied := []struct {
+		name string
+		op   func(context.Context) error
+	}{
+		{"push", func(ctx context.Context) error {
+			_, err := books.PushPlugin(ctx, "menu", "evil", suffix, client.PushOptions{Kind: "rewriter", Activate: true})
+			return err
+		}},
+		{"activate", func(ctx context.Context) error {
+			_, err := books.ActivatePlugin(ctx, "menu", "suffix", v.Digest)
+			return err
+		}},
+		{"remove", func(ctx context.Context) error { _, err := books.RemovePlugin(ctx, "menu", "suffix"); return err }},
+		{"rollback", func(ctx context.Context) error { _, err := books.RollbackPipeline(ctx, "menu"); return err }},
+		{"list plugins", func(ctx context.Context) error { _, err := books.Plugins(ctx, "menu"); return err }},
+		{"show pipeline", func(ctx context.Context) error { _, err := books.Pipeline(ctx, "menu"); return err }},
+		{"events", func(ctx context.Context) error { _, err := books.PluginEvents(ctx, "menu"); return err }},
+	}
+	for _, d := range denied {
+		t.Run("books cannot "+d.name, func(t *testing.T) {
+			dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			defer cancel()
+			start := time.Now()
+			err := d.op(dctx)
+			if !errors.Is(err, api.ErrForbidden) || !strings.Contains(err.Error(), "quarry.v1.admin.menu.") {
+				t.Fatalf("got %v, want a forbidden error naming the admin subject", err)
+			}
+			if took := time.Since(start); took > 5*time.Second {
+				t.Errorf("refusal took %s: it must not wait for a timeout", took)
+			}
+		})
+	}
+
+	// Nor can it read the binaries or pipelines through JetStream.
+	t.Run("books cannot read the plugin store", func(t *testing.T) {
+		nc, err := nats.Connect(n.NATSURL(), nats.UserInfo("books", "books-secret"), nats.CustomInboxPrefix("_INBOX_books"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer nc.Close()
+		js, _ := jetstream.New(nc)
+		jctx, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
+		if obs, err := js.ObjectStore(jctx, subject.PluginsBucket); err == nil {
+			if _, err := obs.GetBytes(jctx, v.Digest); err == nil {
+				t.Fatal("team books read team food's plugin binary")
+			}
+		}
+		if kv, err := js.KeyValue(jctx, subject.PipelinesBucket); err == nil {
+			if _, err := kv.Get(jctx, "menu"); err == nil {
+				t.Fatal("team books read team food's pipeline")
+			}
+		}
+	})
+
+	// Replies go only to a team's own inbox prefix: a client on the
+	// default _INBOX is told why it hears nothing.
+	t.Run("default inbox refused", func(t *testing.T) {
+		plain := teamClient(t, n, "books", "")
+		dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		_, err := plain.Pipeline(dctx, "books")
+		if !errors.Is(err, api.ErrForbidden) || !strings.Contains(err.Error(), "inbox prefix") {
+			t.Fatalf("got %v, want a forbidden error about the inbox prefix", err)
+		}
+	})
+
+	after, err := ops.Pipeline(ctx, "menu")
+	if err != nil || after.Revision != before.Revision {
+		t.Fatalf("team books changed team food's pipeline: revision %d → %d (%v)", before.Revision, after.Revision, err)
+	}
+	if l, err := food.Plugins(ctx, "menu"); err != nil || len(l.Versions) != 1 {
+		t.Fatalf("menu has versions %+v (%v), want food's one", l, err)
+	}
+}
+
+// TestChunkedUpload: a binary larger than one chunk arrives whole; bytes
+// that do not hash to the announced digest (a truncated upload), an
+// unknown upload, a bad chunk header and a digest never uploaded to the
+// index are refused with a clear error and no version recorded.
+func TestChunkedUpload(t *testing.T) {
+	n := startRoles(t, "", &indexer.Config{}, nil, &broker.Config{})
+	c, ctx := n.Client(), context.Background()
+	if _, err := c.CreateIndex(ctx, "up", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	ltr := wasmtest.GoPlugin(t, "../../examples/plugins/ltr")
+	if len(ltr) < 3*512<<10 {
+		t.Fatalf("the ltr plugin is %d bytes: too small to need several chunks", len(ltr))
+	}
+	v, err := c.PushPlugin(ctx, "up", "ltr", ltr, client.PushOptions{Kind: "ranker", Step: api.StepSpec{BudgetMS: 2000}})
+	if err != nil || !v.Valid || v.Size != int64(len(ltr)) || v.Digest != meta.PluginDigest(ltr) {
+		t.Fatalf("push %d bytes: %+v %v", len(ltr), v, err)
+	}
+
+	suffix := wasmtest.WATFile(t, "../../examples/plugins/wat/suffix.wat")
+	upload := func(id string, offset int, chunk []byte) error {
+		msg := nats.NewMsg(subject.Admin("up", "plugin.upload"))
+		msg.Header.Set(subject.HeaderUpload, id)
+		msg.Header.Set(subject.HeaderUploadOffset, strconv.Itoa(offset))
+		msg.Data = chunk
+		reply, err := n.Conn().RequestMsg(msg, 10*time.Second)
+		if err != nil {
+			return err
+		}
+		if e := reply.Header.Get(micro.ErrorHeader); e != "" {
+			return errors.New(e)
+		}
+		return nil
+	}
+	register := func(id, digest string) error {
+		body, _ := json.Marshal(map[string]any{"name": "suffix", "kind": "rewriter", "digest": digest, "upload": id})
+		reply, err := n.Conn().Request(subject.Admin("up", "plugin.register"), body, 30*time.Second)
+		if err != nil {
+			return err
+		}
+		if e := reply.Header.Get(micro.ErrorHeader); e != "" {
+			return errors.New(e)
+		}
+		return nil
+	}
+	if err := upload("trunc1", 0, suffix[:len(suffix)/2]); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"truncated upload", register("trunc1", meta.PluginDigest(suffix)), "a truncated or corrupted upload"},
+		{"unknown upload", register("nosuch", meta.PluginDigest(suffix)), "no upload nosuch"},
+		{"bad upload id", upload("not/an.id", 0, suffix), "Quarry-Upload header"},
+		{"bad offset", upload("x1", -5, suffix), "Quarry-Upload-Offset header"},
+		{"over the size limit", upload("x2", meta.MaxPluginBytes, suffix), "size limit"},
+		{"digest never uploaded here", register("", meta.PluginDigest(ltr)), "upload the binary"},
+	}
+	for _, tc := range cases {
+		if tc.err == nil || !strings.Contains(tc.err.Error(), tc.want) {
+			t.Errorf("%s: got %v, want an error containing %q", tc.name, tc.err, tc.want)
+		}
+	}
+	l, err := c.Plugins(ctx, "up")
+	if err != nil || len(l.Versions) != 1 {
+		t.Fatalf("versions after refused uploads: %+v %v (want ltr's alone)", l, err)
+	}
+}
