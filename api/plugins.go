@@ -21,31 +21,45 @@ type StepSpec struct {
 	Plugin string `json:"plugin"`
 	// Digest names the plugin binary in the quarry-plugins object store:
 	// "sha256:<hex>".
-	Digest      string          `json:"digest"`
-	Config      json.RawMessage `json:"config,omitempty"`
-	BudgetMS    int             `json:"budget_ms,omitempty"`
-	Policy      string          `json:"policy,omitempty"`
-	Fields      []string        `json:"fields,omitempty"`
-	RerankDepth int             `json:"rerank_depth,omitempty"`
-	Instances   int             `json:"instances,omitempty"`
+	Digest string          `json:"digest"`
+	Config json.RawMessage `json:"config,omitempty"`
+	// BudgetMS is the hard limit of one call: a call that takes longer
+	// is stopped and fails (default 50).
+	BudgetMS int `json:"budget_ms,omitempty"`
+	// LatencyBudgetMS, when set, is the latency the step should keep
+	// under (at most BudgetMS): when more than the broker's share
+	// (--fallback-slow-rate, default 1%: "p99 over the budget") of the
+	// step's recent calls take longer, the automatic fallback acts as it
+	// does on errors (fail-open: the step is skipped; fail-closed: the
+	// plugin is rolled back to its last good version).
+	LatencyBudgetMS int      `json:"latency_budget_ms,omitempty"`
+	Policy          string   `json:"policy,omitempty"`
+	Fields          []string `json:"fields,omitempty"`
+	RerankDepth     int      `json:"rerank_depth,omitempty"`
+	Instances       int      `json:"instances,omitempty"`
 	// Canary sends a share of queries to a candidate version of this
 	// plugin.
 	Canary *CanarySpec `json:"canary,omitempty"`
-	// Shadow runs a candidate version of this ranker on mirrored queries;
-	// its results are never returned, only compared.
+	// Shadow runs a candidate version of this plugin on mirrored queries;
+	// its results are never returned, only compared: a ranker's shadow
+	// reorders the same candidates, a rewriter's shadow rewrites the
+	// request and the rest of the search (plan, fan-out, merge, the live
+	// rankers) runs again in the background for the final top 10.
 	Shadow *ShadowSpec `json:"shadow,omitempty"`
 }
 
-// ShadowSpec is a candidate ranker run on a share of queries for
-// comparison.
+// ShadowSpec is a candidate version (ranker or rewriter) run on a share of
+// queries for comparison.
 type ShadowSpec struct {
 	Step StepSpec `json:"step"`
 	// Percent of queries (1-100) mirrored to the candidate.
 	Percent int `json:"percent"`
 }
 
-// ShadowStats compares a shadow ranker with the live one over the queries
-// mirrored to it, summed over every broker.
+// ShadowStats compares a shadow with the live version over the queries
+// mirrored to it, summed over every broker. For a ranker, the orders of
+// the same candidates are compared; for a rewriter, the final top 10 of
+// the live response and of the search run with the candidate's request.
 type ShadowStats struct {
 	Index   string `json:"index"`
 	Plugin  string `json:"plugin"`
@@ -54,7 +68,8 @@ type ShadowStats struct {
 	// ranks in its top 10.
 	OverlapAt10 float64 `json:"overlap_at_10"`
 	// RankCorrelation is the mean Spearman correlation of the two orders
-	// over the candidates both ranked.
+	// over the candidates both ranked (rewriters: over the documents in
+	// both top 10s; 0 for a query with none in common).
 	RankCorrelation float64 `json:"rank_correlation"`
 	// LiveMS and ShadowMS are mean call times; Errors count failed calls.
 	LiveMS       float64 `json:"live_ms"`
@@ -91,8 +106,8 @@ type PluginVersion struct {
 	Error string `json:"error,omitempty"`
 }
 
-// ShadowTally is one broker's running sums for a shadow ranker, as
-// published to the quarry-shadow bucket.
+// ShadowTally is one broker's running sums for a shadow (ranker or
+// rewriter), as published to the quarry-shadow bucket.
 type ShadowTally struct {
 	Queries      int64   `json:"queries"`
 	OverlapSum   float64 `json:"overlap_sum"`
@@ -105,7 +120,8 @@ type ShadowTally struct {
 }
 
 // PluginEvent is something the platform did to a plugin on its own, such
-// as taking a failing version out.
+// as taking a failing version out or rolling it back to the last good
+// version.
 type PluginEvent struct {
 	Index   string    `json:"index"`
 	Plugin  string    `json:"plugin"`
@@ -115,3 +131,7 @@ type PluginEvent struct {
 	Reason  string    `json:"reason"`
 	Broker  string    `json:"broker"`
 }
+
+// MaxValidationSamples caps the sample requests a team sends with a plugin
+// version; the registry adds up to as many of the index's recorded queries.
+const MaxValidationSamples = 100

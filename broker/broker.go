@@ -55,10 +55,19 @@ type Config struct {
 	// plugin step from the registry whose failures over its last
 	// FallbackWindow calls (at least FallbackMinCalls) exceed
 	// FallbackErrorRate is taken out until its pipeline changes, and the
-	// event recorded (defaults 0.5, 100, 20).
+	// event recorded (defaults 0.5, 100, 20). A fail-closed step is
+	// rolled back to its plugin's last good version instead (a new
+	// pipeline revision).
 	FallbackErrorRate float64
 	FallbackWindow    int
 	FallbackMinCalls  int
+	// FallbackSlowRate: a step with a latency budget (latency_budget_ms)
+	// more of whose last FallbackWindow calls than this share took longer
+	// than the budget trips the fallback as failures do (default 0.01:
+	// its p99 is over the budget). It acts once the window holds enough
+	// calls for that quantile (1/FallbackSlowRate, at least
+	// FallbackMinCalls, at most FallbackWindow).
+	FallbackSlowRate float64
 	// RecordPercent records that share (0-100) of search requests to the
 	// QUARRY_QUERIES stream, for `quarry plugin test` replays (default 0:
 	// off).
@@ -97,8 +106,14 @@ func (c *Config) Validate() error {
 	if c.FallbackMinCalls <= 0 {
 		c.FallbackMinCalls = 20
 	}
+	if c.FallbackSlowRate == 0 {
+		c.FallbackSlowRate = 0.01
+	}
 	if c.FallbackErrorRate < 0 || c.FallbackErrorRate > 1 || c.FallbackMinCalls > c.FallbackWindow {
 		return fmt.Errorf("broker: fallback error rate must be in [0,1] and min calls <= window")
+	}
+	if c.FallbackSlowRate < 0 || c.FallbackSlowRate > 1 {
+		return fmt.Errorf("broker: fallback slow rate must be in [0,1], got %g", c.FallbackSlowRate)
 	}
 	if c.StatsCacheSize == 0 {
 		c.StatsCacheSize = 4096
@@ -127,6 +142,7 @@ type Broker struct {
 	shadows  *shadows
 	shards   shardStates
 	hedge    hedgeBudget
+	fallback fallbackLimits
 
 	mu        sync.RWMutex
 	defs      map[string]api.IndexDefinition
@@ -147,7 +163,8 @@ func New(nc *nats.Conn, store *meta.Store, cfg Config) (*Broker, error) {
 		return nil, err
 	}
 	return &Broker{nc: nc, store: store, cfg: cfg, planner: p, inflight: make(chan struct{}, cfg.MaxInFlight),
-		stats: newStatsCache(cfg.StatsCacheSize), shadows: newShadows(), defs: map[string]api.IndexDefinition{}, ready: make(chan struct{})}, nil
+		stats: newStatsCache(cfg.StatsCacheSize), shadows: newShadows(), fallback: newFallbackLimits(&cfg),
+		defs: map[string]api.IndexDefinition{}, ready: make(chan struct{})}, nil
 }
 
 // Ready is closed once the broker knows every index definition.

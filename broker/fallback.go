@@ -3,73 +3,293 @@ package broker
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"math"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/quarrysearch/quarry/api"
+	"github.com/quarrysearch/quarry/plugins"
 )
 
-// health watches one step's recent calls. When the share of failures over
-// the window passes the broker's threshold, a fail-open step is taken out
-// (skipped, and said so) until a new pipeline version replaces it; the
-// event is recorded in the quarry-plugin-events bucket.
+// rollbackTimeout bounds the work of one automatic rollback (reading the
+// pipeline and its history, writing the new revision and the event).
+const rollbackTimeout = 10 * time.Second
+
+// health watches one step's recent calls: how many failed, and how many
+// took longer than the step's latency budget. When either share passes
+// the broker's threshold the step trips the automatic fallback, once per
+// loaded pipeline version: a fail-open step is taken out (skipped, and
+// said so) until a new pipeline version replaces it; a fail-closed step's
+// plugin is rolled back to its last good version in a new pipeline
+// revision. The event is recorded in the quarry-plugin-events bucket.
 type health struct {
 	mu       sync.Mutex
-	window   []bool // true: the call failed
+	window   []uint8 // per call: callFailed | callSlow
 	next, n  int
 	failures int
-	disabled atomic.Bool
+	slow     int
+	tripped  bool
+	disabled atomic.Bool // a fail-open step taken out
 }
 
-func newHealth(window int) *health { return &health{window: make([]bool, window)} }
+// A call's outcome, in health's window.
+const (
+	callFailed uint8 = 1 << iota
+	callSlow
+)
+
+// tripCause is why a step tripped the fallback.
+type tripCause uint8
+
+const (
+	notTripped tripCause = iota
+	tripErrors
+	tripLatency
+)
+
+// fallbackLimits are the broker's fallback thresholds.
+type fallbackLimits struct {
+	errorRate, slowRate float64
+	// minCalls is how many calls the error rate needs; minSlowCalls how
+	// many the slow rate needs: also enough for the quantile it stands
+	// for to exist (100 calls for 1%, "p99"), at most the whole window.
+	minCalls, minSlowCalls int
+}
+
+func newFallbackLimits(c *Config) fallbackLimits {
+	need := c.FallbackWindow
+	if c.FallbackSlowRate > 0 {
+		need = min(need, int(math.Ceil(1/c.FallbackSlowRate-1e-9)))
+	}
+	return fallbackLimits{errorRate: c.FallbackErrorRate, slowRate: c.FallbackSlowRate,
+		minCalls: c.FallbackMinCalls, minSlowCalls: max(c.FallbackMinCalls, need)}
+}
+
+func newHealth(window int) *health { return &health{window: make([]uint8, window)} }
 
 // record adds a call's outcome and reports whether this call tripped the
-// fallback (once).
-func (h *health) record(failed bool, rate float64, minCalls int) (tripped bool, failures, calls int) {
+// fallback (once), why, and the count behind it over the calls in the
+// window. It does not allocate.
+func (h *health) record(failed, slow bool, lim *fallbackLimits) (cause tripCause, count, calls int) {
+	var out uint8
+	if failed {
+		out |= callFailed
+	}
+	if slow {
+		out |= callSlow
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.n == len(h.window) && h.window[h.next] {
-		h.failures--
+	if h.n == len(h.window) {
+		old := h.window[h.next]
+		h.failures -= int(old & callFailed)
+		h.slow -= int(old&callSlow) >> 1
 	}
-	h.window[h.next] = failed
-	if failed {
-		h.failures++
-	}
+	h.window[h.next] = out
+	h.failures += int(out & callFailed)
+	h.slow += int(out&callSlow) >> 1
 	h.next = (h.next + 1) % len(h.window)
 	h.n = min(h.n+1, len(h.window))
-	if h.n >= minCalls && float64(h.failures) > rate*float64(h.n) && !h.disabled.Load() {
-		h.disabled.Store(true)
-		return true, h.failures, h.n
+	switch {
+	case h.tripped:
+	case h.n >= lim.minCalls && float64(h.failures) > lim.errorRate*float64(h.n):
+		h.tripped = true
+		return tripErrors, h.failures, h.n
+	case h.n >= lim.minSlowCalls && float64(h.slow) > lim.slowRate*float64(h.n):
+		h.tripped = true
+		return tripLatency, h.slow, h.n
 	}
-	return false, h.failures, h.n
+	return notTripped, 0, h.n
 }
 
-// observe records a step's call and, if it trips the fallback, the event.
-func (b *Broker) observe(index string, s *Step, err error) {
-	if s.health == nil || s.Policy != FailOpen {
+// percent renders a rate as a percentage: 0.01 → "1%".
+func percent(rate float64) string {
+	return strconv.FormatFloat(100*rate, 'g', 3, 64) + "%"
+}
+
+// observe records a step's call (how long it took, and its error) and,
+// if it trips the fallback, acts on it: a fail-open step is taken out at
+// once; a fail-closed one is rolled back in the background.
+func (b *Broker) observe(index string, s *Step, took time.Duration, err error) {
+	if s.health == nil || s.quiet {
 		return
 	}
-	tripped, failures, calls := s.health.record(err != nil, b.cfg.FallbackErrorRate, b.cfg.FallbackMinCalls)
-	if !tripped {
+	slow := s.LatencyBudget > 0 && took > s.LatencyBudget
+	cause, count, calls := s.health.record(err != nil, slow, &b.fallback)
+	if cause == notTripped {
 		return
+	}
+	var reason string
+	if cause == tripErrors {
+		reason = fmt.Sprintf("%d of its last %d calls failed (threshold %s)", count, calls, percent(b.cfg.FallbackErrorRate))
+		if err != nil {
+			reason += fmt.Sprintf("; last error: %v", err)
+		}
+	} else {
+		reason = fmt.Sprintf("%d of its last %d calls took longer than its %s latency budget (threshold %s)",
+			count, calls, s.LatencyBudget, percent(b.cfg.FallbackSlowRate))
 	}
 	spec := s.Plugin.Spec()
-	ev := api.PluginEvent{Index: index, Plugin: spec.Name, Version: spec.Version, Time: time.Now().UTC(), Event: "taken out",
-		Reason: fmt.Sprintf("%d of its last %d calls failed (threshold %.0f%%); last error: %v", failures, calls, 100*b.cfg.FallbackErrorRate, err),
-		Broker: b.shadows.id}
-	b.cfg.Logger.Warn("plugin taken out of the pipeline", "index", index, "plugin", spec.Name, "version", spec.Version, "reason", ev.Reason)
+	if s.Policy == FailClosed {
+		b.cfg.Logger.Warn("fail-closed plugin tripped the fallback; rolling it back", "index", index, "plugin", spec.Name, "version", spec.Version, "reason", reason)
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), rollbackTimeout)
+			defer cancel()
+			b.rollBack(ctx, index, spec.Kind, spec.Name, spec.Version, reason)
+		}()
+		return
+	}
+	s.health.disabled.Store(true)
+	b.cfg.Logger.Warn("plugin taken out of the pipeline", "index", index, "plugin", spec.Name, "version", spec.Version, "reason", reason)
+	ev := api.PluginEvent{Index: index, Plugin: spec.Name, Version: spec.Version, Time: time.Now().UTC(), Event: "taken out", Reason: reason}
 	go func() {
-		raw, _ := json.Marshal(ev)
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		key := index + "." + spec.Name + "." + strconv.FormatInt(ev.Time.UnixNano(), 10)
-		if _, err := b.store.Events.Put(ctx, key, raw); err != nil {
-			b.cfg.Logger.Warn("record plugin event", "err", err)
-		}
+		b.recordEvent(ctx, ev)
 	}()
+}
+
+// recordEvent writes a plugin event to the events bucket.
+func (b *Broker) recordEvent(ctx context.Context, ev api.PluginEvent) {
+	ev.Broker = b.shadows.id
+	raw, err := json.Marshal(ev)
+	if err != nil {
+		b.cfg.Logger.Warn("record plugin event", "err", err)
+		return
+	}
+	key := ev.Index + "." + ev.Plugin + "." + strconv.FormatInt(ev.Time.UnixNano(), 10)
+	if _, err := b.store.Events.Put(ctx, key, raw); err != nil {
+		b.cfg.Logger.Warn("record plugin event", "index", ev.Index, "plugin", ev.Plugin, "err", err)
+	}
+}
+
+// rollBack takes a fail-closed plugin version that tripped the fallback out
+// of the index's pipeline: it writes a new pipeline revision with the
+// plugin's last good version (see lastGood), with compare-and-set on the
+// revision it read, so that brokers tripping at once make one change (a
+// broker that loses the race, or finds the version already gone, does
+// nothing). Every broker's pipeline watch then swaps the new revision in.
+// The outcome is recorded as a plugin event, including when there is no
+// earlier version to roll back to (the step then stays, failing closed).
+func (b *Broker) rollBack(ctx context.Context, index string, kind plugins.Kind, name, version, reason string) {
+	log := b.cfg.Logger.With("index", index, "plugin", name, "version", version)
+	cur, err := b.store.Pipeline(ctx, index)
+	if err != nil {
+		log.Error("automatic rollback: read the pipeline", "err", err)
+		return
+	}
+	hist, err := b.store.PipelineHistory(ctx, index)
+	if err != nil {
+		log.Error("automatic rollback: read the pipeline's history", "err", err)
+		return
+	}
+	ev := api.PluginEvent{Index: index, Plugin: name, Version: version, Time: time.Now().UTC()}
+	switch r := lastGood(cur, hist, kind, name, version); r.outcome {
+	case versionGone:
+		log.Info("automatic rollback: the pipeline no longer runs this version; nothing to do", "revision", cur.Revision)
+		return
+	case noEarlierVersion:
+		ev.Event = "not rolled back"
+		ev.Reason = reason + fmt.Sprintf("; no earlier version of %s in the pipeline's history to roll back to, so the step stays as it is and its queries keep failing closed", name)
+		log.Warn("automatic rollback: nothing to roll back to; the step keeps failing closed")
+	default:
+		rev, err := b.store.UpdatePipeline(ctx, index, cur, cur.Revision)
+		if errors.Is(err, api.ErrConflict) {
+			log.Info("automatic rollback: the pipeline changed meanwhile (another broker rolled it back, or a person changed it); nothing to do")
+			return
+		}
+		if err != nil {
+			log.Error("automatic rollback: write the pipeline", "err", err)
+			return
+		}
+		ev.Event = "rolled back"
+		if r.outcome == canaryEnded {
+			ev.Reason = reason + fmt.Sprintf("; its canary was ended, so every query goes to the live version %s again (pipeline revision %d)", r.to, rev)
+		} else {
+			ev.Reason = reason + fmt.Sprintf("; rolled back from %s to %s, its version at pipeline revision %d (now revision %d)", r.from, r.to, r.at, rev)
+		}
+		log.Warn("plugin rolled back automatically", "from", r.from, "to", r.to, "revision", rev)
+	}
+	b.recordEvent(ctx, ev)
+}
+
+// rollbackOutcome is what lastGood did to a pipeline.
+type rollbackOutcome uint8
+
+const (
+	// versionGone: the pipeline no longer runs the version (changed).
+	versionGone rollbackOutcome = iota
+	// noEarlierVersion: no earlier revision has another version.
+	noEarlierVersion
+	// restored: the live step is an earlier revision's step again.
+	restored
+	// canaryEnded: the version was the step's canary; the canary is gone.
+	canaryEnded
+)
+
+type rollback struct {
+	outcome  rollbackOutcome
+	from, to string // versions (short digests)
+	at       uint64 // the revision the restored step comes from
+}
+
+// lastGood changes cur so that plugin name (a kind step) no longer runs
+// version (a short digest). If the live step runs it, the step becomes
+// the plugin's step in the most recent earlier revision of hist (oldest
+// first) whose digest differs: its last good version, with its settings
+// then (the live step's canary and shadow stay). If the step's canary
+// runs it, the canary ends: the live version is the last good one.
+func lastGood(cur *api.PipelineSpec, hist []*api.PipelineSpec, kind plugins.Kind, name, version string) rollback {
+	live := findStep(cur, kind, name)
+	switch {
+	case live == nil:
+		return rollback{outcome: versionGone}
+	case shortDigest(live.Digest) == version:
+	case live.Canary != nil && shortDigest(live.Canary.Step.Digest) == version:
+		live.Canary = nil
+		return rollback{outcome: canaryEnded, from: version, to: shortDigest(live.Digest)}
+	default:
+		return rollback{outcome: versionGone}
+	}
+	for i := len(hist) - 1; i >= 0; i-- {
+		if hist[i].Revision >= cur.Revision {
+			continue
+		}
+		old := findStep(hist[i], kind, name)
+		if old == nil || old.Digest == live.Digest {
+			continue
+		}
+		good := *old
+		good.Canary, good.Shadow = live.Canary, live.Shadow
+		*live = good
+		return rollback{outcome: restored, from: version, to: shortDigest(good.Digest), at: hist[i].Revision}
+	}
+	return rollback{outcome: noEarlierVersion}
+}
+
+// findStep returns plugin name's step among spec's steps of kind.
+func findStep(spec *api.PipelineSpec, kind plugins.Kind, name string) *api.StepSpec {
+	steps := spec.Rewriters
+	if kind == plugins.Ranker {
+		steps = spec.Rankers
+	}
+	for i := range steps {
+		if steps[i].Plugin == name {
+			return &steps[i]
+		}
+	}
+	return nil
+}
+
+// shortDigest is a digest as a plugin version: its first 12 hex digits.
+func shortDigest(digest string) string {
+	d := strings.TrimPrefix(digest, "sha256:")
+	return d[:min(12, len(d))]
 }
 
 // disabled reports whether the fallback took a step out.

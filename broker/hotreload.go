@@ -77,8 +77,8 @@ func (l *loader) plugin(ctx context.Context, kind plugins.Kind, s api.StepSpec) 
 	return p, key, nil
 }
 
-// step turns a stored step (with its canary and, for rankers, its shadow)
-// into a pipeline step, appending the plugins' keys to keys.
+// step turns a stored step (with its canary and its shadow) into a
+// pipeline step, appending the plugins' keys to keys.
 func (l *loader) step(ctx context.Context, kind plugins.Kind, s api.StepSpec, keys *[]string) (Step, error) {
 	p, key, err := l.plugin(ctx, kind, s)
 	if err != nil {
@@ -89,7 +89,8 @@ func (l *loader) step(ctx context.Context, kind plugins.Kind, s api.StepSpec, ke
 	if policy == "" {
 		policy = FailOpen
 	}
-	st := Step{Plugin: p, Policy: policy, Fields: s.Fields, RerankDepth: s.RerankDepth}
+	st := Step{Plugin: p, Policy: policy, Fields: s.Fields, RerankDepth: s.RerankDepth,
+		LatencyBudget: time.Duration(s.LatencyBudgetMS) * time.Millisecond}
 	if l.window > 0 {
 		st.health = newHealth(l.window)
 	}
@@ -100,7 +101,7 @@ func (l *loader) step(ctx context.Context, kind plugins.Kind, s api.StepSpec, ke
 		}
 		st.Canary, st.CanaryPercent, st.StickyKey = &c, s.Canary.Percent, s.Canary.StickyKey
 	}
-	if s.Shadow != nil && kind == plugins.Ranker {
+	if s.Shadow != nil {
 		sh, err := l.step(ctx, kind, s.Shadow.Step, keys)
 		if err != nil {
 			return Step{}, fmt.Errorf("shadow: %w", err)

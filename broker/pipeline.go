@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
@@ -42,11 +43,20 @@ type Step struct {
 	CanaryPercent int
 	StickyKey     string
 	// Shadow, when set, runs on ShadowPercent of the queries after the
-	// live step; its results are only compared (rankers).
+	// live step, in the background; its results are only compared. A
+	// ranker's shadow reorders the live ranker's candidates; a rewriter's
+	// rewrites the request the live rewriter got, and the rest of the
+	// search runs again for it.
 	Shadow        *Step
 	ShadowPercent int
+	// LatencyBudget, when set, is the call time the automatic fallback
+	// holds the step to (see Config.FallbackSlowRate).
+	LatencyBudget time.Duration
 
 	health *health // set for registry pipelines: automatic fallback
+	// quiet marks the copy of a step a shadow search runs: its calls do
+	// not count toward the live step's health.
+	quiet bool
 }
 
 // choose picks the live step or its canary for one request.
@@ -111,24 +121,32 @@ func stepFailed(s Step, err error, reports *[]api.StepReport) error {
 	return nil
 }
 
-// rewrite runs the rewriters on req (changing it) and returns the plan
-// hints they ask for.
-func (b *Broker) rewrite(ctx context.Context, index string, pl *Pipeline, req *api.SearchRequest, prof *[]api.Stage, reports *[]api.StepReport) (*planner.Hints, error) {
-	hints := &planner.Hints{}
-	for i := range pl.Rewriters {
-		s, canary := pl.Rewriters[i].choose(req.Context)
+// rewrite runs the rewriters steps on req (changing it), adding the plan
+// hints they ask for to hints. With mirrors, a live rewriter call whose
+// shadow samples this query is added to it, for mirrorRewrites.
+func (b *Broker) rewrite(ctx context.Context, index string, steps []Step, req *api.SearchRequest, hints *planner.Hints, prof *[]api.Stage, reports *[]api.StepReport, mirrors *[]rewriteMirror) error {
+	for i := range steps {
+		s, canary := steps[i].choose(req.Context)
 		start := time.Now()
 		if s.disabled() {
 			*reports = append(*reports, api.StepReport{Plugin: s.Plugin.Spec().Name, Kind: "rewriter", Status: "skipped", Error: "taken out by the automatic fallback"})
 			continue
 		}
-		in := abi.RewriteRequest{Q: req.Q, Query: req.Query, Filter: req.Filter, Context: req.Context,
-			Size: uint32(req.EffectiveSize()), From: uint32(req.From)}
+		mirror := mirrors != nil && !canary && s.Shadow != nil && rand.IntN(100) < s.ShadowPercent
+		if mirror { // the request as this rewriter gets it
+			*mirrors = append(*mirrors, rewriteMirror{at: i, req: *req, hints: *hints})
+		}
+		in := rewriteInput(req)
 		out, err := s.Plugin.Rewrite(ctx, &in)
-		b.observe(index, s, err)
+		took := time.Since(start)
+		b.observe(index, s, took, err)
+		if mirror {
+			m := &(*mirrors)[len(*mirrors)-1]
+			m.took, m.err = took, err
+		}
 		if err != nil {
 			if err := stepFailed(*s, err, reports); err != nil {
-				return nil, err
+				return err
 			}
 			if prof != nil {
 				*prof = append(*prof, api.Stage{Name: "rewrite " + s.Plugin.Spec().Name, TookMS: ms(time.Since(start)), Detail: "skipped: " + err.Error()})
@@ -136,23 +154,11 @@ func (b *Broker) rewrite(ctx context.Context, index string, pl *Pipeline, req *a
 			continue
 		}
 		before := req.Q
-		if out.Flags&abi.FlagQ != 0 {
-			req.Q = out.Q
-		}
-		if out.Flags&abi.FlagQuery != 0 {
-			if len(out.Query) > 0 && !json.Valid(out.Query) {
-				if err := stepFailed(*s, fmt.Errorf("rewritten query is not JSON"), reports); err != nil {
-					return nil, err
-				}
-				continue
+		if err := applyRewrite(req, hints, out); err != nil {
+			if err := stepFailed(*s, err, reports); err != nil {
+				return err
 			}
-			req.Query = out.Query
-		}
-		if out.Flags&abi.FlagFilter != 0 {
-			req.Filter = out.Filter
-		}
-		if out.Flags&abi.FlagRerankDepth != 0 {
-			hints.RerankDepth = max(hints.RerankDepth, min(int(out.RerankDepth), api.MaxWindow))
+			continue
 		}
 		if prof != nil {
 			*prof = append(*prof, api.Stage{Name: "rewrite " + s.Plugin.Spec().Name, TookMS: ms(time.Since(start)),
@@ -160,7 +166,34 @@ func (b *Broker) rewrite(ctx context.Context, index string, pl *Pipeline, req *a
 					versionNote(s, canary), before, req.Q, out.Flags&abi.FlagQuery != 0, out.Flags&abi.FlagFilter != 0, out.RerankDepth)})
 		}
 	}
-	return hints, nil
+	return nil
+}
+
+// rewriteInput is a rewriter's request for req.
+func rewriteInput(req *api.SearchRequest) abi.RewriteRequest {
+	return abi.RewriteRequest{Q: req.Q, Query: req.Query, Filter: req.Filter, Context: req.Context,
+		Size: uint32(req.EffectiveSize()), From: uint32(req.From)}
+}
+
+// applyRewrite applies a rewriter's answer to req and hints, or changes
+// nothing and says why the answer is wrong.
+func applyRewrite(req *api.SearchRequest, hints *planner.Hints, out *abi.RewriteResponse) error {
+	if out.Flags&abi.FlagQuery != 0 && len(out.Query) > 0 && !json.Valid(out.Query) {
+		return errors.New("rewritten query is not JSON")
+	}
+	if out.Flags&abi.FlagQ != 0 {
+		req.Q = out.Q
+	}
+	if out.Flags&abi.FlagQuery != 0 {
+		req.Query = out.Query
+	}
+	if out.Flags&abi.FlagFilter != 0 {
+		req.Filter = out.Filter
+	}
+	if out.Flags&abi.FlagRerankDepth != 0 {
+		hints.RerankDepth = max(hints.RerankDepth, min(int(out.RerankDepth), api.MaxWindow))
+	}
+	return nil
 }
 
 // versionNote says which version of a step ran, in a profile.
@@ -204,8 +237,9 @@ func (b *Broker) rank(ctx context.Context, pl *Pipeline, q string, rctx []byte, 
 		head, tail := all[:depth], all[depth:]
 		fields := s.Fields
 		in := rankInput(q, rctx, head, fields)
+		called := time.Now()
 		out, err := s.Plugin.Rank(ctx, in)
-		b.observe(plan.Index, s, err)
+		b.observe(plan.Index, s, time.Since(called), err)
 		if !canary {
 			b.mirror(plan.Index, s, in, out, err, time.Since(start))
 		}

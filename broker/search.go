@@ -45,22 +45,32 @@ func (b *Broker) Search(ctx context.Context, index string, req *api.SearchReques
 	}
 	r := *req // rewriters change a copy
 	var hints *planner.Hints
+	var mirrors []rewriteMirror // rewriter calls whose shadows this query samples
 	if opts.pipeline != nil && len(opts.pipeline.Rewriters) > 0 {
 		var prof *[]api.Stage
 		if req.Profile {
 			prof = &opts.prelude
 		}
-		var err error
-		if hints, err = b.rewrite(ctx, index, opts.pipeline, &r, prof, &opts.reports); err != nil {
+		var mp *[]rewriteMirror
+		if req.Variant == nil { // replays are not mirrored
+			mp = &mirrors
+		}
+		hints = &planner.Hints{}
+		if err := b.rewrite(ctx, index, opts.pipeline.Rewriters, &r, hints, prof, &opts.reports, mp); err != nil {
+			b.mirrorRewrites(index, def, opts.pipeline, mirrors, nil)
 			return nil, err
 		}
 	}
 	opts.q, opts.context = r.Q, r.Context
 	plan, err := b.planner.Plan(&r, def, hints)
-	if err != nil {
-		return nil, err
+	var resp *api.SearchResponse
+	if err == nil {
+		resp, err = b.execute(ctx, plan, opts)
 	}
-	return b.execute(ctx, plan, opts)
+	if len(mirrors) > 0 {
+		b.mirrorRewrites(index, def, opts.pipeline, mirrors, resp)
+	}
+	return resp, err
 }
 
 // Execute runs a plan as it is, without plugins. start is when the request

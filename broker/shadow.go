@@ -1,21 +1,29 @@
 package broker
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/nats-io/nuid"
 
 	"github.com/quarrysearch/quarry/api"
+	"github.com/quarrysearch/quarry/planner"
 	"github.com/quarrysearch/quarry/sdk/abi"
 )
 
-// maxShadowCalls bounds shadow calls running at once: mirrored work is
-// dropped rather than queued when the broker is busy.
+// maxShadowCalls bounds shadow calls running at once, ranker calls and
+// rewriter shadow searches alike: mirrored work is dropped rather than
+// queued when the broker is busy.
 const maxShadowCalls = 4
+
+// shadowTimeout bounds one mirrored call, or one rewriter's shadow search
+// (which also keeps to the query's own timeout).
+const shadowTimeout = 5 * time.Second
 
 type shadowTally = api.ShadowTally
 
@@ -34,7 +42,8 @@ func newShadows() *shadows {
 }
 
 // mirror runs a ranker step's shadow on the same input, if it has one and
-// this query is sampled, after the live call; it never delays the query.
+// this query is sampled, after the live call, in the background; it never
+// delays the query.
 func (b *Broker) mirror(index string, s *Step, req *abi.RankRequest, live *abi.RankResponse, liveErr error, liveTook time.Duration) {
 	if s.Shadow == nil || rand.IntN(100) >= s.ShadowPercent {
 		return
@@ -46,36 +55,225 @@ func (b *Broker) mirror(index string, s *Step, req *abi.RankRequest, live *abi.R
 	}
 	go func() {
 		defer func() { <-b.shadows.sem }()
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), shadowTimeout)
 		defer cancel()
 		start := time.Now()
 		out, err := s.Shadow.Plugin.Rank(ctx, req)
-		took := time.Since(start)
-		key := index + "." + s.Plugin.Spec().Name
-		b.shadows.mu.Lock()
-		defer b.shadows.mu.Unlock()
-		t := b.shadows.tally[key]
-		if t == nil {
-			t = &shadowTally{}
-			b.shadows.tally[key] = t
+		r := shadowResult{liveTook: liveTook, shadowTook: time.Since(start), liveErr: liveErr != nil, shadowErr: err != nil}
+		if liveErr == nil && err == nil {
+			r.compared = true
+			r.overlap = overlapAt10(live.Ranked, out.Ranked)
+			r.rho = spearman(live.Ranked, out.Ranked, len(req.Candidates))
 		}
-		b.shadows.dirty = true
-		t.Calls++
-		t.LiveNS += liveTook.Nanoseconds()
-		t.ShadowNS += took.Nanoseconds()
-		if liveErr != nil {
-			t.LiveErrors++
-		}
-		if err != nil {
-			t.ShadowErrors++
-		}
-		if liveErr != nil || err != nil {
-			return
-		}
-		t.Queries++
-		t.OverlapSum += overlapAt10(live.Ranked, out.Ranked)
-		t.RhoSum += spearman(live.Ranked, out.Ranked, len(req.Candidates))
+		b.shadows.add(index+"."+s.Plugin.Spec().Name, r)
 	}()
+}
+
+// shadowResult is one mirrored query's comparison.
+type shadowResult struct {
+	liveTook, shadowTook time.Duration
+	liveErr, shadowErr   bool
+	// compared: both succeeded, and overlap and rho are set.
+	compared     bool
+	overlap, rho float64
+}
+
+// add sums one comparison into the tally of key (<index>.<plugin>).
+func (sh *shadows) add(key string, r shadowResult) {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	t := sh.tally[key]
+	if t == nil {
+		t = &shadowTally{}
+		sh.tally[key] = t
+	}
+	sh.dirty = true
+	t.Calls++
+	t.LiveNS += r.liveTook.Nanoseconds()
+	t.ShadowNS += r.shadowTook.Nanoseconds()
+	if r.liveErr {
+		t.LiveErrors++
+	}
+	if r.shadowErr {
+		t.ShadowErrors++
+	}
+	if r.compared {
+		t.Queries++
+		t.OverlapSum += r.overlap
+		t.RhoSum += r.rho
+	}
+}
+
+// rewriteMirror is a live rewriter call whose shadow a query samples.
+type rewriteMirror struct {
+	at    int               // the rewriter's place in the pipeline
+	req   api.SearchRequest // the request as the rewriter got it
+	hints planner.Hints     // the hints of the rewriters before it
+	took  time.Duration     // the live call
+	err   error
+}
+
+// mirrorRewrites runs, in the background, the shadows of the rewriters
+// whose calls a query sampled (see shadowRewrite), against live, the
+// query's response (nil if it failed: then only the calls are compared).
+// It never delays the query: a shadow that finds the broker busy with
+// maxShadowCalls others is dropped.
+func (b *Broker) mirrorRewrites(index string, def api.IndexDefinition, pl *Pipeline, mirrors []rewriteMirror, live *api.SearchResponse) {
+	if len(mirrors) == 0 {
+		return
+	}
+	var liveTop []string
+	if live != nil {
+		liveTop = topIDs(live.Hits)
+	}
+	for _, m := range mirrors {
+		select {
+		case b.shadows.sem <- struct{}{}:
+		default:
+			return // busy: skip these mirrors
+		}
+		go func() {
+			defer func() { <-b.shadows.sem }()
+			ctx, cancel := context.WithTimeout(context.Background(), shadowTimeout)
+			defer cancel()
+			b.shadowRewrite(ctx, index, def, pl, m, liveTop, live != nil)
+		}()
+	}
+}
+
+// shadowRewrite runs a rewriter's shadow on the request the live rewriter
+// got and, if both calls succeeded and the live query did (compare), the
+// rest of the search for the candidate's request: the later rewriters,
+// the plan, the fan-out, the merge and the live rankers, none of which
+// count toward the live steps' health or mirror anything. The final top
+// 10 is compared with the live one's, liveTop. A failed shadow search
+// counts as a shadow error; nothing of it reaches the live query.
+func (b *Broker) shadowRewrite(ctx context.Context, index string, def api.IndexDefinition, pl *Pipeline, m rewriteMirror, liveTop []string, compare bool) {
+	live := &pl.Rewriters[m.at]
+	req, hints := m.req, m.hints
+	in := rewriteInput(&req)
+	start := time.Now()
+	out, err := live.Shadow.Plugin.Rewrite(ctx, &in)
+	r := shadowResult{liveTook: m.took, shadowTook: time.Since(start), liveErr: m.err != nil}
+	if err == nil {
+		err = applyRewrite(&req, &hints, out)
+	}
+	if err == nil && m.err == nil && compare {
+		var top []string
+		if top, err = b.shadowSearch(ctx, index, def, quietSteps(pl.Rewriters[m.at+1:]), quietSteps(pl.Rankers), &req, &hints); err == nil {
+			r.compared = true
+			r.overlap, r.rho = overlapIDs(liveTop, top), spearmanIDs(liveTop, top)
+		}
+	}
+	if err != nil {
+		r.shadowErr = true
+		b.cfg.Logger.Debug("rewriter shadow failed", "index", index, "plugin", live.Plugin.Spec().Name, "err", err)
+	}
+	b.shadows.add(index+"."+live.Plugin.Spec().Name, r)
+}
+
+// shadowSearch runs the rest of a search for a shadow rewriter's request:
+// the rewriters after it, the plan, and the execution with the rankers,
+// and returns the ids of its top 10. Stored fields and facets are not
+// asked for: only the order is compared.
+func (b *Broker) shadowSearch(ctx context.Context, index string, def api.IndexDefinition, rewriters, rankers []Step, req *api.SearchRequest, hints *planner.Hints) ([]string, error) {
+	req.Fields, req.Facets, req.Profile = nil, nil, false
+	var reports []api.StepReport
+	if err := b.rewrite(ctx, index, rewriters, req, hints, nil, &reports, nil); err != nil {
+		return nil, err
+	}
+	plan, err := b.planner.Plan(req, def, hints)
+	if err != nil {
+		return nil, err
+	}
+	pl := &Pipeline{Rankers: rankers}
+	if len(rankers) == 0 {
+		pl = nil
+	}
+	resp, err := b.execute(ctx, plan, execOptions{start: time.Now(), pipeline: pl, q: req.Q, context: req.Context})
+	if err != nil {
+		return nil, err
+	}
+	return topIDs(resp.Hits), nil
+}
+
+// quietSteps copies steps for a shadow search: no shadows of their own,
+// and calls that do not count toward the live steps' health (a step the
+// fallback took out stays out).
+func quietSteps(steps []Step) []Step {
+	out := make([]Step, len(steps))
+	for i, s := range steps {
+		s.Shadow, s.quiet = nil, true
+		if s.Canary != nil {
+			c := *s.Canary
+			c.Shadow, c.quiet = nil, true
+			s.Canary = &c
+		}
+		out[i] = s
+	}
+	return out
+}
+
+// topIDs returns the ids of the first 10 hits.
+func topIDs(hits []api.Hit) []string {
+	ids := make([]string, min(10, len(hits)))
+	for i := range ids {
+		ids[i] = hits[i].ID
+	}
+	return ids
+}
+
+// overlapIDs is the share of a (a top 10) also in b: 1 if both are empty,
+// 0 if only a is.
+func overlapIDs(a, b []string) float64 {
+	if len(a) == 0 {
+		if len(b) == 0 {
+			return 1
+		}
+		return 0
+	}
+	hit := 0
+	for _, id := range a {
+		if slices.Contains(b, id) {
+			hit++
+		}
+	}
+	return float64(hit) / float64(len(a))
+}
+
+// spearmanIDs is the Spearman correlation of the orders a and b give the
+// documents in both: 1 with one in common, 0 with none.
+func spearmanIDs(a, b []string) float64 {
+	var ra, rb []float64 // ranks among the shared documents
+	for _, id := range a {
+		if j := slices.Index(b, id); j >= 0 {
+			ra = append(ra, float64(len(ra)))
+			rb = append(rb, float64(j))
+		}
+	}
+	n := len(ra)
+	switch n {
+	case 0:
+		return 0
+	case 1:
+		return 1
+	}
+	// rb holds positions in b; turn them into ranks 0..n-1.
+	order := make([]int, n)
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(x, y int) int { return cmp.Compare(rb[x], rb[y]) })
+	for rank, i := range order {
+		rb[i] = float64(rank)
+	}
+	var d2 float64
+	for i := range ra {
+		d := ra[i] - rb[i]
+		d2 += d * d
+	}
+	nf := float64(n)
+	return 1 - 6*d2/(nf*(nf*nf-1))
 }
 
 // overlapAt10 is the share of a's top 10 also in b's top 10.

@@ -164,6 +164,9 @@ func (s *Service) register(ctx context.Context, index string, r *Request) (*api.
 	if err := validName(r.Name); err != nil {
 		return nil, err
 	}
+	if err := checkBudgets(r.Step); err != nil {
+		return nil, err
+	}
 	kind := plugins.Kind(r.Kind)
 	if kind != plugins.Rewriter && kind != plugins.Ranker {
 		return nil, api.BadRequest("kind must be %q or %q, got %q", plugins.Rewriter, plugins.Ranker, r.Kind)
@@ -354,6 +357,9 @@ func (s *Service) setPipeline(ctx context.Context, index string, spec *api.Pipel
 			if len(st.Config) > 0 && !json.Valid(st.Config) {
 				return api.BadRequest("%s %d: config is not valid JSON", kind, i)
 			}
+			if err := checkBudgets(st); err != nil {
+				return api.BadRequest("%s %d: %v", kind, i, err)
+			}
 		}
 		return nil
 	}
@@ -367,6 +373,19 @@ func (s *Service) setPipeline(ctx context.Context, index string, spec *api.Pipel
 		cur.Rewriters, cur.Rankers = spec.Rewriters, spec.Rankers
 		return nil
 	})
+}
+
+// checkBudgets checks a step's time budgets: latency_budget_ms, the call
+// time the automatic fallback holds the step to, must be >= 0 and, when
+// budget_ms (the hard limit of one call) is set too, not above it.
+func checkBudgets(st api.StepSpec) error {
+	switch {
+	case st.LatencyBudgetMS < 0:
+		return api.BadRequest("latency_budget_ms must be >= 0, got %d", st.LatencyBudgetMS)
+	case st.BudgetMS > 0 && st.LatencyBudgetMS > st.BudgetMS:
+		return api.BadRequest("latency_budget_ms (%d) must not be above budget_ms (%d): a call over budget_ms is stopped", st.LatencyBudgetMS, st.BudgetMS)
+	}
+	return nil
 }
 
 // step finds a plugin's live step in a pipeline.
@@ -432,8 +451,11 @@ func (s *Service) promote(ctx context.Context, index, name string) (*api.Pipelin
 	})
 }
 
-// shadow runs a candidate version of a live ranker on percent of the
-// queries, for comparison only (percent 0 ends it).
+// shadow runs a candidate version of a live plugin (ranker or rewriter)
+// on percent of the queries, for comparison only (percent 0 ends it). A
+// rewriter's shadow makes brokers run the rest of a sampled query's search
+// again for the candidate's request: real extra load, bounded by the
+// brokers' shadow concurrency.
 func (s *Service) shadow(ctx context.Context, index string, r *Request) (*api.PipelineSpec, error) {
 	if r.Percent < 0 || r.Percent > 100 {
 		return nil, api.BadRequest("percent must be between 0 and 100, got %d", r.Percent)
@@ -444,25 +466,25 @@ func (s *Service) shadow(ctx context.Context, index string, r *Request) (*api.Pi
 		if cand, err = s.store.ValidPluginVersion(ctx, index, r.Name, r.Digest); err != nil {
 			return nil, err
 		}
-		if cand.Kind != string(plugins.Ranker) {
-			return nil, api.BadRequest("shadows are for rankers; %s is a %s", r.Name, cand.Kind)
-		}
 	}
 	return s.update(ctx, index, func(spec *api.PipelineSpec) error {
 		st := step(spec, r.Name)
-		if st == nil || kindOf(spec, r.Name) != string(plugins.Ranker) {
-			return api.NotFound("ranker %s is not in the pipeline of %q: activate a version first", r.Name, index)
+		if st == nil {
+			return api.NotFound("plugin %s is not in the pipeline of %q: activate a version first", r.Name, index)
 		}
 		if r.Percent == 0 {
 			st.Shadow = nil
 			return nil
+		}
+		if live := kindOf(spec, r.Name); cand.Kind != live {
+			return api.BadRequest("the candidate is a %s, the live %s a %s", cand.Kind, r.Name, live)
 		}
 		st.Shadow = &api.ShadowSpec{Step: cand.Step, Percent: r.Percent}
 		return nil
 	})
 }
 
-// shadowStats sums every broker's tallies for a ranker's shadow.
+// shadowStats sums every broker's tallies for a plugin's shadow.
 func (s *Service) shadowStats(ctx context.Context, index, name string) (*api.ShadowStats, error) {
 	stats := &api.ShadowStats{Index: index, Plugin: name}
 	tallies, err := meta.ListJSON[api.ShadowTally](ctx, s.store.Shadow, index+"."+name)

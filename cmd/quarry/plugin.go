@@ -27,9 +27,9 @@ const pluginUsage = `Usage: quarry plugin COMMAND ...
                                   send N% of the queries to a candidate version
   promote INDEX NAME              make the canary the live version
   shadow INDEX NAME DIGEST --percent N
-                                  run a candidate ranker on mirrored queries, for comparison
+                                  run a candidate version (ranker or rewriter) on mirrored queries, for comparison
   shadow-stats INDEX NAME         overlap@10, rank correlation, latency and errors of the shadow
-  events INDEX                    what the platform did on its own (automatic fallbacks)
+  events INDEX                    what the platform did on its own (automatic fallbacks and rollbacks)
   test INDEX NAME FILE.wasm --queries FILE.ndjson
                                   replay recorded queries on the live version and on FILE.wasm; print the diff
   run FILE.wasm --kind ... [REQUESTS.ndjson|-]

@@ -24,9 +24,9 @@ func pluginAdmin(ctx context.Context, op string, args []string) error {
 		"rm":           {"INDEX NAME", "Takes a plugin out of the index's pipeline."},
 		"canary":       {"INDEX NAME DIGEST", "Sends --percent of the queries to a candidate version of a live plugin\n(sticky by a context field with --sticky; --percent 0 ends the canary)."},
 		"promote":      {"INDEX NAME", "Makes a plugin's canary its live version."},
-		"shadow":       {"INDEX NAME DIGEST", "Runs a candidate version of a live ranker on --percent of the queries, only to\ncompare it with the live one (--percent 0 ends the shadow); see shadow-stats."},
-		"events":       {"INDEX", "Lists what the platform did to the index's plugins on its own (automatic fallbacks)."},
-		"shadow-stats": {"INDEX NAME", "Compares a ranker's shadow with the live version: overlap@10, rank correlation,\nlatency and errors, over every broker."},
+		"shadow":       {"INDEX NAME DIGEST", "Runs a candidate version of a live plugin on --percent of the queries, only to\ncompare it with the live one (--percent 0 ends the shadow); see shadow-stats.\nA ranker's shadow reorders the live ranker's candidates; a rewriter's shadow\nrewrites the request and the rest of the search runs again in the background\n(real extra load, bounded per broker) to compare the final top 10."},
+		"events":       {"INDEX", "Lists what the platform did to the index's plugins on its own (automatic fallbacks:\nfail-open steps taken out, fail-closed ones rolled back to their last good version)."},
+		"shadow-stats": {"INDEX NAME", "Compares a plugin's shadow with the live version: overlap@10, rank correlation,\nlatency and errors, over every broker."},
 	}[op]
 	fs := newFlags("plugin "+op, about[0], about[1])
 	var nf natsFlags

@@ -38,6 +38,7 @@ type roleFlags struct {
 	fallbackRate     float64
 	fallbackWindow   int
 	fallbackMin      int
+	fallbackSlow     float64
 }
 
 func (f *roleFlags) registerIndexer(fs *flag.FlagSet) {
@@ -60,6 +61,7 @@ func (f *roleFlags) registerBroker(fs *flag.FlagSet) {
 	fs.Float64Var(&f.fallbackRate, "fallback-error-rate", 0.5, "take a fail-open plugin out when more than this share of its recent calls failed")
 	fs.IntVar(&f.fallbackWindow, "fallback-window", 100, "recent calls the fallback looks at")
 	fs.IntVar(&f.fallbackMin, "fallback-min-calls", 20, "calls before the fallback can act")
+	fs.Float64Var(&f.fallbackSlow, "fallback-slow-rate", 0.01, "take a plugin with a latency budget out when more than this share of its recent calls took longer (0.01: its p99 is over the budget)")
 }
 
 func (f *roleFlags) indexer() *indexer.Config {
@@ -76,7 +78,7 @@ func (f *roleFlags) searcher() *searcher.Config {
 
 func (f *roleFlags) broker() *broker.Config {
 	return &broker.Config{DefaultTimeout: f.defaultTimeout, MaxInFlight: f.maxInFlight, NoHedge: f.noHedge, StatsCacheSize: f.statsCache, RecordPercent: f.recordPercent,
-		FallbackErrorRate: f.fallbackRate, FallbackWindow: f.fallbackWindow, FallbackMinCalls: f.fallbackMin}
+		FallbackErrorRate: f.fallbackRate, FallbackWindow: f.fallbackWindow, FallbackMinCalls: f.fallbackMin, FallbackSlowRate: f.fallbackSlow}
 }
 
 func runServe(ctx context.Context, args []string) error {

@@ -52,6 +52,17 @@ func ndjson(n int, prefix string) *bytes.Buffer {
 	return &buf
 }
 
+// noodleIndex creates index (one shard) with ndjson(30, prefix) and waits
+// until its 10 noodle documents are searchable.
+func noodleIndex(tb testing.TB, c *client.Client, index, prefix string) {
+	tb.Helper()
+	if _, err := c.CreateIndex(context.Background(), index, 1, nil); err != nil {
+		tb.Fatal(err)
+	}
+	mustBulk(tb, c, index, ndjson(30, prefix))
+	waitTotal(tb, c, index, "noodles", 10)
+}
+
 func mustBulk(t testing.TB, c *client.Client, index string, body *bytes.Buffer) *client.BulkResult {
 	t.Helper()
 	res, err := c.Bulk(context.Background(), index, body, client.BulkOptions{})

@@ -126,6 +126,14 @@ func TestRegistryPushActivateRollback(t *testing.T) {
 			return err
 		}(), api.CodeNotFound, "does not exist"},
 		{"unknown plugin", func() error { _, err := c.RemovePlugin(ctx, "reg", "ghost"); return err }(), api.CodeNotFound, "not in the pipeline"},
+		{"latency budget over the budget", func() error {
+			_, err := c.PushPlugin(ctx, "reg", "suffix", suffix, client.PushOptions{Kind: "rewriter", Step: api.StepSpec{BudgetMS: 5, LatencyBudgetMS: 10}})
+			return err
+		}(), api.CodeBadRequest, "latency_budget_ms (10) must not be above budget_ms (5)"},
+		{"negative latency budget", func() error {
+			_, err := c.PushPlugin(ctx, "reg", "suffix", suffix, client.PushOptions{Kind: "rewriter", Step: api.StepSpec{LatencyBudgetMS: -1}})
+			return err
+		}(), api.CodeBadRequest, "latency_budget_ms must be >= 0"},
 	}
 	for _, b := range bad {
 		if b.err == nil || api.CodeOf(b.err) != b.code || !strings.Contains(b.err.Error(), b.msg) {
@@ -168,11 +176,7 @@ func TestRegistryCanary(t *testing.T) {
 	n := startRoles(t, "", &indexer.Config{SnapshotInterval: -1}, &searcher.Config{}, &broker.Config{})
 	c := n.Client()
 	ctx := context.Background()
-	if _, err := c.CreateIndex(ctx, "can", 1, nil); err != nil {
-		t.Fatal(err)
-	}
-	mustBulk(t, c, "can", ndjson(30, "c"))
-	waitTotal(t, c, "can", "noodles", 10)
+	noodleIndex(t, c, "can", "c")
 	live, err := c.PushPlugin(ctx, "can", "suffix", wasmtest.WATFile(t, "../../examples/plugins/wat/suffix.wat"), client.PushOptions{Kind: "rewriter", Activate: true})
 	if err != nil {
 		t.Fatal(err)
@@ -237,7 +241,8 @@ func TestRegistryCanary(t *testing.T) {
 }
 
 // A shadow ranker sees mirrored queries, never changes results, and its
-// comparison with the live ranker is readable from the admin API.
+// comparison with the live ranker is readable from the admin API; so is a
+// shadow rewriter's, whose requests run the rest of the search again.
 func TestRegistryShadow(t *testing.T) {
 	n := startRoles(t, "", &indexer.Config{SnapshotInterval: -1}, &searcher.Config{}, &broker.Config{})
 	c := n.Client()
@@ -292,53 +297,252 @@ func TestRegistryShadow(t *testing.T) {
 	if _, err := c.ShadowPlugin(ctx, "sh", "suffix", live.Digest, 10); api.CodeOf(err) != api.CodeNotFound {
 		t.Fatalf("shadow of a plugin not in the pipeline: %v", err)
 	}
+
+	// Rewriters: on "sh" the shadow search also runs the live ltr ranker.
+	suffix, identity := wasmtest.WATFile(t, "../../examples/plugins/wat/suffix.wat"), wasmtest.WAT(t, identityWAT)
+	noodleIndex(t, c, "rws", "w")
+	rewriters := []struct {
+		name, index, q string
+		live, cand     []byte
+		fields         []string
+		lo, hi         float64 // overlap@10 wanted
+	}{
+		// "soup": 20 documents score alike; " spicy" puts the 10 spicy soups first.
+		{"a different candidate", "rws", "soup", identity, suffix, nil, 0.3, 0.7},
+		{"the live version itself", "sh", "pizza", suffix, suffix, []string{"price"}, 1, 1},
+	}
+	for _, tc := range rewriters {
+		t.Run("rewriter: "+tc.name, func(t *testing.T) {
+			lv, err := c.PushPlugin(ctx, tc.index, "rw", tc.live, client.PushOptions{Kind: "rewriter", Activate: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			cand, err := c.PushPlugin(ctx, tc.index, "rw", tc.cand, client.PushOptions{Kind: "rewriter"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := c.ShadowPlugin(ctx, tc.index, "rw", cand.Digest, 100); err != nil {
+				t.Fatal(err)
+			}
+			deadline := time.Now().Add(time.Minute)
+			var st *api.ShadowStats
+			for {
+				r, err := c.Search(ctx, tc.index, &api.SearchRequest{Q: tc.q, Fields: tc.fields, Profile: true})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, s := range r.Profile.Stages {
+					if s.Name == "rewrite rw" && !strings.HasPrefix(s.Detail, "version "+short(lv.Digest)) {
+						t.Fatalf("the shadow answered a query: %s", s.Detail)
+					}
+				}
+				if st, err = c.ShadowStats(ctx, tc.index, "rw"); err == nil && st.Queries >= 10 {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("shadow stats never filled: %+v %v", st, err)
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			if st.OverlapAt10 < tc.lo || st.OverlapAt10 > tc.hi || st.ShadowErrors != 0 || st.LiveErrors != 0 || st.LiveMS <= 0 || st.ShadowMS <= 0 ||
+				(tc.lo == 1 && st.RankCorrelation != 1) {
+				t.Fatalf("overlap@10 should be in [%v, %v] (rank correlation 1 if identical): %+v", tc.lo, tc.hi, st)
+			}
+			t.Logf("rewriter shadow: %+v", *st)
+		})
+	}
 }
 
-// A fail-open plugin that keeps failing is taken out automatically: later
-// queries skip it without calling it, and the event is visible.
-func TestAutomaticFallback(t *testing.T) {
-	n := startRoles(t, "", &indexer.Config{SnapshotInterval: -1}, &searcher.Config{},
-		&broker.Config{FallbackWindow: 20, FallbackMinCalls: 10})
-	c := n.Client()
-	ctx := context.Background()
-	if _, err := c.CreateIndex(ctx, "fb", 1, nil); err != nil {
-		t.Fatal(err)
-	}
-	mustBulk(t, c, "fb", ndjson(30, "f"))
-	waitTotal(t, c, "fb", "noodles", 10)
-	trap := wasmtest.WAT(t, `(module (memory 1)
+// trapWAT is a rewriter that passes validation's sample queries and traps
+// on any 7-byte q ("noodles").
+const trapWAT = `(module (memory 1)
   (func (export "quarry_abi_v1"))
   (func (export "quarry_alloc") (param i32) (result i32) (i32.const 1024))
   (func (export "quarry_rewrite") (param $p i32) (param i32) (result i64)
-    ;; fine on validation's sample queries, a trap on any 7-byte q ("noodles")
     (if (i32.eq (i32.load (local.get $p)) (i32.const 7)) (then unreachable))
     (i32.store16 (i32.const 40960) (i32.const 0))
-    (i64.or (i64.shl (i64.const 40960) (i64.const 32)) (i64.const 2))))`)
-	if _, err := c.PushPlugin(ctx, "fb", "flaky", trap, client.PushOptions{Kind: "rewriter", Activate: true, Step: api.StepSpec{Instances: 1}}); err != nil {
-		t.Fatal(err)
+    (i64.or (i64.shl (i64.const 40960) (i64.const 32)) (i64.const 2))))`
+
+// slowWAT is a rewriter that changes nothing and, on any 7-byte q
+// ("noodles"), first spins for several milliseconds (about 9 on a 2-core
+// test machine).
+const slowWAT = `(module (memory 1)
+  (func (export "quarry_abi_v1"))
+  (func (export "quarry_alloc") (param i32) (result i32) (i32.const 1024))
+  (func (export "quarry_rewrite") (param $p i32) (param i32) (result i64)
+    (local $i i32)
+    (if (i32.eq (i32.load (local.get $p)) (i32.const 7))
+      (then
+        (local.set $i (i32.const 300000))
+        (loop $spin
+          (local.set $i (i32.sub (local.get $i) (i32.const 1)))
+          (br_if $spin (local.get $i)))))
+    (i32.store16 (i32.const 40960) (i32.const 0))
+    (i64.or (i64.shl (i64.const 40960) (i64.const 32)) (i64.const 2))))`
+
+// pluginEvent returns the first of index's plugin events named name.
+func pluginEvent(c *client.Client, index, name string) (api.PluginEvent, bool) {
+	evs, _ := c.PluginEvents(context.Background(), index)
+	for _, ev := range evs {
+		if ev.Event == name {
+			return ev, true
+		}
 	}
+	return api.PluginEvent{}, false
+}
+
+// waitEvent waits until index has a plugin event named name and returns
+// it.
+func waitEvent(t *testing.T, c *client.Client, index, name string) api.PluginEvent {
+	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		r, err := c.Search(ctx, "fb", &api.SearchRequest{Q: "noodles"})
-		if err != nil {
-			t.Fatalf("a fail-open plugin failed a query: %v", err)
-		}
-		if len(r.Pipeline) == 1 && r.Pipeline[0].Error == "taken out by the automatic fallback" {
-			break
+		if ev, ok := pluginEvent(c, index, name); ok {
+			return ev
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("never taken out: %+v", r.Pipeline)
-		}
-	}
-	var evs []api.PluginEvent
-	for time.Now().Before(deadline) {
-		var err error
-		if evs, err = c.PluginEvents(ctx, "fb"); err == nil && len(evs) == 1 {
-			break
+			evs, err := c.PluginEvents(context.Background(), index)
+			t.Fatalf("no %q event on %s: %+v %v", name, index, evs, err)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if len(evs) != 1 || evs[0].Plugin != "flaky" || evs[0].Event != "taken out" || !strings.Contains(evs[0].Reason, "calls failed") {
-		t.Fatalf("events: %+v", evs)
+}
+
+// short is a digest as the broker names a version.
+func short(digest string) string { return strings.TrimPrefix(digest, "sha256:")[:12] }
+
+// The automatic fallback, on one stack: a fail-open plugin that keeps
+// failing, or whose calls keep going over its latency budget, is taken
+// out (later queries skip it); a fail-closed one is rolled back to its
+// last good version, or, with none, left failing closed; every time the
+// event is visible.
+func TestAutomaticFallback(t *testing.T) {
+	n := startRoles(t, "", &indexer.Config{SnapshotInterval: -1}, &searcher.Config{},
+		&broker.Config{FallbackWindow: 20, FallbackMinCalls: 10, FallbackSlowRate: 0.2})
+	c := n.Client()
+	ctx := context.Background()
+	trap, slow := wasmtest.WAT(t, trapWAT), wasmtest.WAT(t, slowWAT)
+
+	// Fail-open: queries never fail; once taken out, the step is skipped.
+	takenOut := []struct {
+		name, index string
+		wasm        []byte
+		step        api.StepSpec
+		reason      string
+	}{
+		{"errors", "fb", trap, api.StepSpec{Instances: 1}, "calls failed"},
+		{"latency budget", "slow", slow, api.StepSpec{Instances: 1, BudgetMS: 2000, LatencyBudgetMS: 2},
+			"calls took longer than its 2ms latency budget (threshold 20%)"},
 	}
+	for _, tc := range takenOut {
+		t.Run("fail-open "+tc.name, func(t *testing.T) {
+			noodleIndex(t, c, tc.index, "f")
+			if _, err := c.PushPlugin(ctx, tc.index, "flaky", tc.wasm, client.PushOptions{Kind: "rewriter", Activate: true, Step: tc.step}); err != nil {
+				t.Fatal(err)
+			}
+			deadline := time.Now().Add(30 * time.Second)
+			for {
+				r, err := c.Search(ctx, tc.index, &api.SearchRequest{Q: "noodles"})
+				if err != nil {
+					t.Fatalf("a fail-open plugin failed a query: %v", err)
+				}
+				if len(r.Pipeline) == 1 && r.Pipeline[0].Error == "taken out by the automatic fallback" {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("never taken out: %+v", r.Pipeline)
+				}
+			}
+			ev := waitEvent(t, c, tc.index, "taken out")
+			if ev.Plugin != "flaky" || !strings.Contains(ev.Reason, tc.reason) {
+				t.Fatalf("event: %+v, want a reason with %q", ev, tc.reason)
+			}
+			t.Logf("event: %s", ev.Reason)
+		})
+	}
+
+	// Fail-closed: queries fail while the failing version is live.
+	failClosed := api.StepSpec{Policy: "fail-closed", Instances: 1}
+	t.Run("fail-closed rolls back to the last good version", func(t *testing.T) {
+		noodleIndex(t, c, "fc", "c")
+		good, err := c.PushPlugin(ctx, "fc", "flaky", wasmtest.WAT(t, identityWAT), client.PushOptions{Kind: "rewriter", Activate: true, Step: failClosed})
+		if err != nil {
+			t.Fatal(err)
+		}
+		bad, err := c.PushPlugin(ctx, "fc", "flaky", trap, client.PushOptions{Kind: "rewriter", Activate: true, Step: failClosed})
+		if err != nil {
+			t.Fatal(err)
+		}
+		failed := 0
+		deadline := time.Now().Add(30 * time.Second)
+		for _, ok := pluginEvent(c, "fc", "rolled back"); !ok; _, ok = pluginEvent(c, "fc", "rolled back") {
+			if _, err := c.Search(ctx, "fc", &api.SearchRequest{Q: "noodles"}); err != nil {
+				failed++
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("never rolled back (%d queries failed)", failed)
+			}
+		}
+		ev := waitEvent(t, c, "fc", "rolled back")
+		if want := "rolled back from " + short(bad.Digest) + " to " + short(good.Digest); ev.Plugin != "flaky" || ev.Version != short(bad.Digest) ||
+			!strings.Contains(ev.Reason, "calls failed") || !strings.Contains(ev.Reason, want) {
+			t.Fatalf("event: %+v, want a reason with %q", ev, want)
+		}
+		spec, err := c.Pipeline(ctx, "fc")
+		if err != nil || len(spec.Rewriters) != 1 || spec.Rewriters[0].Digest != good.Digest || spec.Rewriters[0].Policy != "fail-closed" {
+			t.Fatalf("pipeline after the rollback: %+v %v", spec, err)
+		}
+		// Once the brokers swap the rollback in, queries run the good version.
+		for {
+			r, err := c.Search(ctx, "fc", &api.SearchRequest{Q: "noodles", Profile: true})
+			if err == nil {
+				for _, st := range r.Profile.Stages {
+					if st.Name == "rewrite flaky" && !strings.HasPrefix(st.Detail, "version "+short(good.Digest)) {
+						t.Fatalf("after the rollback: %+v", st)
+					}
+				}
+				if rewrites(r) != "rewrite flaky" {
+					t.Fatalf("after the rollback: %+v", r.Profile.Stages)
+				}
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("queries still fail after the rollback: %v", err)
+			}
+		}
+		for range 20 {
+			if _, err := c.Search(ctx, "fc", &api.SearchRequest{Q: "noodles"}); err != nil {
+				t.Fatalf("a query failed after the rollback: %v", err)
+			}
+		}
+		t.Logf("%d queries failed closed before the rollback; event: %s", failed, ev.Reason)
+	})
+
+	t.Run("fail-closed with nothing to roll back to", func(t *testing.T) {
+		noodleIndex(t, c, "fc0", "z")
+		if _, err := c.PushPlugin(ctx, "fc0", "flaky", trap, client.PushOptions{Kind: "rewriter", Activate: true, Step: failClosed}); err != nil {
+			t.Fatal(err)
+		}
+		before, err := c.Pipeline(ctx, "fc0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(30 * time.Second)
+		for _, ok := pluginEvent(c, "fc0", "not rolled back"); !ok; _, ok = pluginEvent(c, "fc0", "not rolled back") {
+			c.Search(ctx, "fc0", &api.SearchRequest{Q: "noodles"})
+			if time.Now().After(deadline) {
+				t.Fatal("no event")
+			}
+		}
+		ev := waitEvent(t, c, "fc0", "not rolled back")
+		if !strings.Contains(ev.Reason, "calls failed") || !strings.Contains(ev.Reason, "no earlier version") || !strings.Contains(ev.Reason, "keep failing closed") {
+			t.Fatalf("event: %+v", ev)
+		}
+		if _, err := c.Search(ctx, "fc0", &api.SearchRequest{Q: "noodles"}); api.CodeOf(err) != api.CodeUnavailable || !strings.Contains(err.Error(), "fail-closed") {
+			t.Fatalf("the step should still fail closed: %v", err)
+		}
+		if spec, err := c.Pipeline(ctx, "fc0"); err != nil || spec.Revision != before.Revision {
+			t.Fatalf("the pipeline changed: revision %d → %+v %v", before.Revision, spec, err)
+		}
+	})
 }

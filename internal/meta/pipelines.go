@@ -1,0 +1,58 @@
+package meta
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/quarrysearch/quarry/api"
+)
+
+// PipelineHistory returns the revisions of an index's pipeline the
+// pipelines bucket still keeps (its history is 64), oldest first, each with
+// its revision. Deletions, and revisions that do not decode, are skipped;
+// an index that never had a pipeline has none.
+func (s *Store) PipelineHistory(ctx context.Context, index string) ([]*api.PipelineSpec, error) {
+	hist, err := s.Pipelines.History(ctx, index)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read the pipeline history of %q: %w", index, err)
+	}
+	out := make([]*api.PipelineSpec, 0, len(hist))
+	for _, e := range hist {
+		if e.Operation() != jetstream.KeyValuePut {
+			continue
+		}
+		if spec, err := DecodePipeline(e); err == nil {
+			out = append(out, spec)
+		}
+	}
+	return out, nil
+}
+
+// UpdatePipeline stores spec as the index's pipeline if the stored one is
+// still at revision rev (compare-and-set), and returns the new revision.
+// If the pipeline changed meanwhile it fails with an api.ErrConflict error
+// and stores nothing. spec itself is not changed.
+func (s *Store) UpdatePipeline(ctx context.Context, index string, spec *api.PipelineSpec, rev uint64) (uint64, error) {
+	c := *spec
+	c.Index, c.Updated, c.Revision = index, time.Now().UTC(), 0
+	b, err := json.Marshal(&c)
+	if err != nil {
+		return 0, fmt.Errorf("encode the pipeline of %q: %w", index, err)
+	}
+	n, err := s.Pipelines.Update(ctx, index, b, rev)
+	if errors.Is(err, jetstream.ErrKeyExists) || isWrongSeq(err) {
+		return 0, api.Errorf(api.CodeConflict, "the pipeline of %q changed after revision %d", index, rev)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("update the pipeline of %q: %w", index, err)
+	}
+	return n, nil
+}
