@@ -14,6 +14,11 @@ type PipelineSpec struct {
 	Updated   time.Time  `json:"updated"`
 	// Revision is the KV revision the spec was read at.
 	Revision uint64 `json:"revision,omitempty"`
+	// RestoredFrom, on a pipeline a rollback wrote, is the revision whose
+	// steps it restored; the next rollback goes on from the one before
+	// it, so rollbacks walk back through history instead of undoing each
+	// other.
+	RestoredFrom uint64 `json:"restored_from,omitempty"`
 }
 
 // StepSpec is one plugin step of a pipeline.

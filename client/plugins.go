@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nats.go/micro"
 	"github.com/nats-io/nuid"
 
@@ -28,6 +27,10 @@ type PushOptions struct {
 	Step api.StepSpec
 	// Activate puts the version live once it is validated.
 	Activate bool
+	// Samples are requests the version must handle within its budget
+	// before it can go live, besides the index's own (at most
+	// api.MaxValidationSamples).
+	Samples []api.SearchRequest
 }
 
 // PushPlugin uploads a plugin binary through the admin API (in chunks, so
@@ -63,7 +66,7 @@ func (c *Client) PushPlugin(ctx context.Context, index, name string, wasm []byte
 		}
 	}
 	var v api.PluginVersion
-	if err := c.admin(ctx, index, "plugin.register", map[string]any{"name": name, "kind": opts.Kind, "digest": digest, "upload": upload, "step": opts.Step}, &v); err != nil {
+	if err := c.admin(ctx, index, "plugin.register", map[string]any{"name": name, "kind": opts.Kind, "digest": digest, "upload": upload, "step": opts.Step, "samples": opts.Samples}, &v); err != nil {
 		return nil, err
 	}
 	if opts.Activate {
@@ -250,36 +253,9 @@ func (c *Client) RecordedQueries(ctx context.Context, index string, limit int) (
 	if err := subject.ValidIndexName(index); err != nil {
 		return nil, api.BadRequest("%v", err)
 	}
-	if _, err := c.metaStore(ctx); err != nil {
-		return nil, err
-	}
-	cons, err := c.js.OrderedConsumer(ctx, subject.QueriesStream, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{subject.QueriesPrefix + "." + index}})
-	if err != nil {
-		return nil, fmt.Errorf("read recorded queries: %w", err)
-	}
-	info, err := cons.Info(ctx)
+	st, err := c.metaStore(ctx)
 	if err != nil {
 		return nil, err
 	}
-	want := int(info.NumPending)
-	if limit > 0 {
-		want = min(want, limit)
-	}
-	var out []json.RawMessage
-	for len(out) < want {
-		batch, err := cons.Fetch(min(want-len(out), 1000), jetstream.FetchMaxWait(5*time.Second))
-		if err != nil {
-			return out, err
-		}
-		got := 0
-		for m := range batch.Messages() {
-			out = append(out, json.RawMessage(m.Data()))
-			got++
-		}
-		if got == 0 {
-			break
-		}
-	}
-	return out, nil
+	return st.RecordedQueries(ctx, index, limit)
 }

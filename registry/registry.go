@@ -18,7 +18,6 @@ import (
 	"github.com/quarrysearch/quarry/internal/meta"
 	"github.com/quarrysearch/quarry/internal/subject"
 	"github.com/quarrysearch/quarry/plugins"
-	"github.com/quarrysearch/quarry/sdk/abi"
 )
 
 // Config configures the admin service.
@@ -58,9 +57,12 @@ type Request struct {
 	Digest    string `json:"digest,omitempty"`
 	// Upload names the staged upload a register request turns into a
 	// version (see plugin.upload).
-	Upload string            `json:"upload,omitempty"`
-	Step   api.StepSpec      `json:"step"`
-	Spec   *api.PipelineSpec `json:"spec,omitempty"`
+	Upload string `json:"upload,omitempty"`
+	// Samples are the team's requests a version must handle before it is
+	// valid (see validate).
+	Samples []api.SearchRequest `json:"samples,omitempty"`
+	Step    api.StepSpec        `json:"step"`
+	Spec    *api.PipelineSpec   `json:"spec,omitempty"`
 }
 
 // Operations of the admin API.
@@ -179,6 +181,9 @@ func (s *Service) register(ctx context.Context, index string, r *Request) (*api.
 	default:
 		return nil, api.BadRequest(`policy must be "fail-open" or "fail-closed", got %q`, r.Step.Policy)
 	}
+	if len(r.Samples) > api.MaxValidationSamples {
+		return nil, api.BadRequest("%d sample requests, over the limit of %d", len(r.Samples), api.MaxValidationSamples)
+	}
 	wasm, err := s.uploaded(ctx, index, r)
 	if err != nil {
 		return nil, err
@@ -186,7 +191,7 @@ func (s *Service) register(ctx context.Context, index string, r *Request) (*api.
 	v := &api.PluginVersion{Index: index, Name: r.Name, Kind: r.Kind, Digest: r.Digest, Size: int64(len(wasm)), Pushed: time.Now().UTC()}
 	v.Step = r.Step
 	v.Step.Plugin, v.Step.Digest = r.Name, r.Digest
-	if err := s.validate(ctx, v, wasm); err != nil {
+	if err := s.validate(ctx, v, wasm, r.Samples); err != nil {
 		v.Error = err.Error()
 	} else {
 		v.Valid = true
@@ -206,35 +211,6 @@ func short(d string) string {
 		d = d[:12]
 	}
 	return d
-}
-
-// validate compiles the plugin, checks its ABI and imports, and runs it on
-// sample requests within its budget.
-func (s *Service) validate(ctx context.Context, v *api.PluginVersion, wasm []byte) error {
-	budget := time.Duration(v.Step.BudgetMS) * time.Millisecond
-	p, err := s.rt.Load(ctx, plugins.Spec{Name: v.Name, Version: short(v.Digest), Kind: plugins.Kind(v.Kind),
-		Config: v.Step.Config, Budget: budget, Instances: 1}, wasm)
-	if err != nil {
-		return fmt.Errorf("load: %w", err)
-	}
-	defer p.Close(ctx)
-	if plugins.Kind(v.Kind) == plugins.Rewriter {
-		for _, q := range []string{"sample query", "", "spicy noodles near me"} {
-			if _, err := p.Rewrite(ctx, &abi.RewriteRequest{Q: q, Context: []byte(`{}`), Size: 10}); err != nil {
-				return fmt.Errorf("sample request %q: %w", q, err)
-			}
-		}
-		return nil
-	}
-	req := &abi.RankRequest{Q: "sample query", Context: []byte(`{}`), Fields: v.Step.Fields}
-	for i := range 20 {
-		c := abi.Candidate{ID: fmt.Sprintf("sample-%d", i), Score: 1 / float64(i+1), Values: make([]abi.Value, len(v.Step.Fields))}
-		req.Candidates = append(req.Candidates, c)
-	}
-	if _, err := p.Rank(ctx, req); err != nil {
-		return fmt.Errorf("sample candidates: %w", err)
-	}
-	return nil
 }
 
 // list returns an index's pushed versions, newest first, and its pipeline.
@@ -259,6 +235,7 @@ func (s *Service) update(ctx context.Context, index string, change func(*api.Pip
 			return nil, err
 		}
 		rev := spec.Revision
+		spec.RestoredFrom = 0 // set again only by a rollback
 		if err := change(spec); err != nil {
 			return nil, err
 		}
@@ -321,20 +298,31 @@ func (s *Service) remove(ctx context.Context, index, name string) (*api.Pipeline
 
 // rollback restores the pipeline before the current one.
 func (s *Service) rollback(ctx context.Context, index string) (*api.PipelineSpec, error) {
-	hist, err := s.store.Pipelines.History(ctx, index)
-	if errors.Is(err, jetstream.ErrKeyNotFound) || (err == nil && len(hist) < 2) {
-		return nil, api.BadRequest("index %q has no earlier pipeline to roll back to", index)
-	}
+	hist, err := s.store.PipelineHistory(ctx, index)
 	if err != nil {
 		return nil, err
 	}
-	prev := hist[len(hist)-2]
-	var spec api.PipelineSpec
-	if err := json.Unmarshal(prev.Value(), &spec); err != nil {
-		return nil, err
+	if len(hist) < 2 {
+		return nil, api.BadRequest("index %q has no earlier pipeline to roll back to", index)
 	}
-	return s.update(ctx, index, func(cur *api.PipelineSpec) error {
-		cur.Rewriters, cur.Rankers = spec.Rewriters, spec.Rankers
+	// The pipeline before the live one; after a rollback, the one before
+	// the pipeline it restored.
+	cur, at := hist[len(hist)-1], len(hist)-1
+	if cur.RestoredFrom != 0 {
+		at = slices.IndexFunc(hist, func(p *api.PipelineSpec) bool { return p.Revision == cur.RestoredFrom })
+		if at < 0 {
+			return nil, api.BadRequest("index %q: the pipelines before revision %d are no longer kept (history keeps 64)", index, cur.RestoredFrom)
+		}
+	}
+	if at == 0 {
+		return nil, api.BadRequest("index %q has no pipeline earlier than revision %d to roll back to", index, hist[at].Revision)
+	}
+	prev := hist[at-1]
+	return s.update(ctx, index, func(spec *api.PipelineSpec) error {
+		if spec.Revision != cur.Revision {
+			return api.Errorf(api.CodeConflict, "the pipeline of %q changed during the rollback; try again", index)
+		}
+		spec.Rewriters, spec.Rankers, spec.RestoredFrom = prev.Rewriters, prev.Rankers, prev.Revision
 		return nil
 	})
 }

@@ -32,7 +32,7 @@ func pluginAdmin(ctx context.Context, op string, args []string) error {
 	var nf natsFlags
 	nf.register(fs)
 	jsonOut := fs.Bool("json", false, "print JSON")
-	var kind, configFile, policy, fields string
+	var kind, configFile, policy, fields, samplesFile string
 	var budget, depth, instances int
 	var activate bool
 	var percent int
@@ -53,6 +53,7 @@ func pluginAdmin(ctx context.Context, op string, args []string) error {
 		fs.IntVar(&depth, "rerank-depth", 0, "rankers: candidates the ranker sees (default from+size)")
 		fs.IntVar(&instances, "instances", 0, "warm instances per broker (default 4)")
 		fs.BoolVar(&activate, "activate", false, "put the version live once validated")
+		fs.StringVar(&samplesFile, "samples", "", "requests the version must handle before it is valid, one a line (JSON search requests or plain text); the index's recorded queries are added")
 	}
 	n := map[string]int{"push": 3, "ls": 1, "show": 2, "activate": 3, "rollback": 1, "rm": 2, "canary": 3, "promote": 2, "shadow": 3, "shadow-stats": 2, "events": 1}[op]
 	pos, err := parse(fs, args, n, n)
@@ -80,7 +81,13 @@ func pluginAdmin(ctx context.Context, op string, args []string) error {
 				return err
 			}
 		}
-		v, err := c.PushPlugin(ctx, index, pos[1], wasm, client.PushOptions{Kind: kind, Step: step, Activate: activate})
+		opts := client.PushOptions{Kind: kind, Step: step, Activate: activate}
+		if samplesFile != "" {
+			if opts.Samples, err = readRequests(samplesFile); err != nil {
+				return fmt.Errorf("--samples: %w", err)
+			}
+		}
+		v, err := c.PushPlugin(ctx, index, pos[1], wasm, opts)
 		if err != nil {
 			return err
 		}

@@ -111,13 +111,9 @@ func runPluginTest(ctx context.Context, args []string) error {
 		if len(raw) == 0 {
 			continue
 		}
-		var req api.SearchRequest
-		if raw[0] == '{' {
-			if err := json.Unmarshal(raw, &req); err != nil {
-				return api.BadRequest("line %d: %v", line, err)
-			}
-		} else {
-			req.Q = string(raw)
+		req, err := parseRequestLine(raw, line)
+		if err != nil {
+			return err
 		}
 		req.Profile, req.Variant = false, nil
 		res := replayResult{Line: line, Q: req.Q}
@@ -170,6 +166,41 @@ func runPluginTest(ctx context.Context, args []string) error {
 		return fmt.Errorf("%d of %d queries failed", failed, n+failed)
 	}
 	return nil
+}
+
+// parseRequestLine reads one line of a queries file: a search request in
+// JSON, or plain text taken as its q.
+func parseRequestLine(raw []byte, line int) (api.SearchRequest, error) {
+	var req api.SearchRequest
+	if raw[0] != '{' {
+		req.Q = string(raw)
+		return req, nil
+	}
+	if err := json.Unmarshal(raw, &req); err != nil {
+		return req, api.BadRequest("line %d: %v", line, err)
+	}
+	return req, nil
+}
+
+// readRequests reads a queries file (see parseRequestLine), skipping
+// blank lines.
+func readRequests(path string) ([]api.SearchRequest, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var out []api.SearchRequest
+	for i, raw := range bytes.Split(b, []byte("\n")) {
+		if raw = bytes.TrimSpace(raw); len(raw) == 0 {
+			continue
+		}
+		req, err := parseRequestLine(raw, i+1)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		out = append(out, req)
+	}
+	return out, nil
 }
 
 func contains(steps []api.StepSpec, name string) bool {

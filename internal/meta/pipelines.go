@@ -42,7 +42,7 @@ func (s *Store) PipelineHistory(ctx context.Context, index string) ([]*api.Pipel
 // and stores nothing. spec itself is not changed.
 func (s *Store) UpdatePipeline(ctx context.Context, index string, spec *api.PipelineSpec, rev uint64) (uint64, error) {
 	c := *spec
-	c.Index, c.Updated, c.Revision = index, time.Now().UTC(), 0
+	c.Index, c.Updated, c.Revision, c.RestoredFrom = index, time.Now().UTC(), 0, 0
 	b, err := json.Marshal(&c)
 	if err != nil {
 		return 0, fmt.Errorf("encode the pipeline of %q: %w", index, err)

@@ -1,0 +1,226 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/quarrysearch/quarry/api"
+	"github.com/quarrysearch/quarry/client"
+	"github.com/quarrysearch/quarry/internal/catalog"
+	"github.com/quarrysearch/quarry/internal/wasmtest"
+)
+
+// burgerWAT is a rewriter that replaces the user's text with "burger": the
+// second version of the suffix rewriter, so that shadow, canary and
+// promote have a real difference to show. Its response is a constant:
+// status 0, flags FlagQ, length 6, "burger" (docs/plugin-abi.md).
+const burgerWAT = `(module (memory 1)
+  (data (i32.const 40960) "\00\01\06\00\00\00burger")
+  (func (export "quarry_abi_v1"))
+  (func (export "quarry_alloc") (param i32) (result i32) (i32.const 1024))
+  (func (export "quarry_rewrite") (param i32 i32) (result i64)
+    (i64.or (i64.shl (i64.const 40960) (i64.const 32)) (i64.const 12))))`
+
+// serveProcess starts `quarry serve` as a process on a free NATS port and
+// returns its URL once it answers.
+func serveProcess(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	var logs bytes.Buffer
+	cmd := exec.Command(quarryBin(t), "serve", "--data", t.TempDir(), "--nats-port", fmt.Sprint(port), "--http", "", "--log-level", "warn")
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Signal(os.Interrupt)
+		done := make(chan struct{})
+		go func() { cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			cmd.Process.Kill()
+			<-done
+		}
+		if t.Failed() {
+			t.Logf("quarry serve output:\n%s", logs.String())
+		}
+	})
+	url := fmt.Sprintf("nats://127.0.0.1:%d", port)
+	deadline := time.Now().Add(time.Minute)
+	for {
+		if _, _, code := cli(t, "", "index", "ls", "--nats", url, "--timeout", "2s"); code == 0 {
+			return url
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("quarry serve did not answer on %s within a minute", url)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// load searches index from workers until stop is closed, and counts.
+type load struct {
+	queries, failed, degraded atomic.Int64
+	mu                        sync.Mutex
+	errs                      []string
+	took                      []time.Duration
+}
+
+func (l *load) run(ctx context.Context, c *client.Client, index string, workers int) (wait func()) {
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for i := 0; ctx.Err() == nil; i++ {
+				rctx := json.RawMessage(fmt.Sprintf(`{"user":"u%d"}`, (w*7919+i)%500))
+				start := time.Now()
+				r, err := c.Search(context.Background(), index, &api.SearchRequest{Q: "spicy noodles", Context: rctx})
+				took := time.Since(start)
+				l.queries.Add(1)
+				l.mu.Lock()
+				l.took = append(l.took, took)
+				switch {
+				case err != nil:
+					l.failed.Add(1)
+					l.errs = append(l.errs, err.Error())
+				case r.Shards.Failed > 0:
+					l.failed.Add(1)
+					l.errs = append(l.errs, fmt.Sprintf("%d shards failed", r.Shards.Failed))
+				case slices.ContainsFunc(r.Pipeline, func(s api.StepReport) bool { return s.Error != "" }):
+					l.degraded.Add(1)
+					l.errs = append(l.errs, fmt.Sprintf("pipeline: %+v", r.Pipeline))
+				}
+				l.mu.Unlock()
+				time.Sleep(5 * time.Millisecond)
+			}
+		})
+	}
+	return wg.Wait
+}
+
+// TestPluginLifecycleUnderLoad is issue 5's "done when" against a real
+// `quarry serve` process: from the CLI a team pushes and validates a
+// plugin, shadows a second version, canaries it, promotes it and rolls
+// back, while queries run the whole time; none may fail.
+func TestPluginLifecycleUnderLoad(t *testing.T) {
+	url := serveProcess(t)
+	nf := []string{"--nats", url}
+	dir := t.TempDir()
+	docs := filepath.Join(dir, "docs.ndjson")
+	var buf bytes.Buffer
+	catalog.WriteNDJSON(&buf, catalog.Generate(catalog.DefaultSeed, 500))
+	os.WriteFile(docs, buf.Bytes(), 0o644)
+	v1, v2 := filepath.Join(dir, "suffix.wasm"), filepath.Join(dir, "burger.wasm")
+	os.WriteFile(v1, wasmtest.WATFile(t, "../../examples/plugins/wat/suffix.wat"), 0o644)
+	os.WriteFile(v2, wasmtest.WAT(t, burgerWAT), 0o644)
+
+	run := func(args ...string) string {
+		t.Helper()
+		out, errOut, code := cli(t, "", append(args, nf...)...)
+		if code != 0 {
+			t.Fatalf("quarry %s: exit %d\n%s%s", strings.Join(args, " "), code, out, errOut)
+		}
+		return out
+	}
+	run("index", "create", "lc", "--shards", "2")
+	run("ingest", "lc", docs, "--quiet")
+
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	c, err := client.New(context.Background(), nc, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	var l load
+	wait := l.run(ctx, c, "lc", 2)
+	defer func() { stop(); wait() }()
+
+	digest := regexp.MustCompile(`sha256:[0-9a-f]{64}`)
+	d1 := digest.FindString(run("plugin", "push", "lc", "suffix", v1, "--kind", "rewriter", "--activate"))
+	d2 := digest.FindString(run("plugin", "push", "lc", "suffix", v2, "--kind", "rewriter"))
+	if d1 == "" || d2 == "" || d1 == d2 {
+		t.Fatalf("digests %q and %q", d1, d2)
+	}
+	// Shadow: the candidate runs on mirrored queries; the stats show it.
+	run("plugin", "shadow", "lc", "suffix", d2, "--percent", "100")
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var st api.ShadowStats
+		out := run("plugin", "shadow-stats", "lc", "suffix", "--json")
+		if err := json.Unmarshal([]byte(out), &st); err != nil {
+			t.Fatalf("shadow-stats --json: %v\n%s", err, out)
+		}
+		if st.Queries >= 20 {
+			if st.OverlapAt10 > 0.5 || st.ShadowErrors > 0 {
+				t.Fatalf("the shadow searches for burgers, yet overlap@10 is %.3f (shadow errors %d)", st.OverlapAt10, st.ShadowErrors)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("shadow compared %d queries in 30s", st.Queries)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	run("plugin", "shadow", "lc", "suffix", d2, "--percent", "0")
+	// Canary, sticky by user, then promote.
+	run("plugin", "canary", "lc", "suffix", d2, "--percent", "30", "--sticky", "user")
+	time.Sleep(500 * time.Millisecond)
+	run("plugin", "promote", "lc", "suffix")
+	time.Sleep(500 * time.Millisecond)
+	if out := run("plugin", "show", "lc", "suffix"); !strings.Contains(out, d2[7:19]) {
+		t.Fatalf("after promote the live version is not %s:\n%s", d2[:19], out)
+	}
+	// Roll back to the pipeline before the promotion, then before the
+	// canary: v1 alone is live again.
+	run("plugin", "rollback", "lc")
+	run("plugin", "rollback", "lc")
+	time.Sleep(500 * time.Millisecond)
+	var spec api.PipelineSpec
+	if err := json.Unmarshal([]byte(run("pipeline", "show", "lc", "--json")), &spec); err != nil {
+		t.Fatal(err)
+	}
+	if len(spec.Rewriters) != 1 || spec.Rewriters[0].Digest != d1 || spec.Rewriters[0].Canary != nil {
+		t.Fatalf("after two rollbacks: %+v, want %s alone", spec.Rewriters, d1[:19])
+	}
+	if out := run("plugin", "events", "lc"); strings.Contains(out, "taken out") || strings.Contains(out, "rolled back") {
+		t.Fatalf("the platform acted on its own during a clean lifecycle:\n%s", out)
+	}
+	stop()
+	wait()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	slices.Sort(l.took)
+	q := l.queries.Load()
+	t.Logf("%d queries during the lifecycle: %d failed, %d degraded; p50 %s, p99 %s, max %s", q, l.failed.Load(), l.degraded.Load(),
+		l.took[len(l.took)/2], l.took[len(l.took)*99/100], l.took[len(l.took)-1])
+	if l.failed.Load() > 0 || l.degraded.Load() > 0 {
+		t.Fatalf("%d failed and %d degraded queries, e.g. %v", l.failed.Load(), l.degraded.Load(), l.errs[:min(3, len(l.errs))])
+	}
+	if q < 200 {
+		t.Fatalf("only %d queries ran: the load did not overlap the lifecycle", q)
+	}
+}

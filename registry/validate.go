@@ -1,0 +1,116 @@
+package registry
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/micro"
+
+	"github.com/quarrysearch/quarry/api"
+	"github.com/quarrysearch/quarry/internal/subject"
+	"github.com/quarrysearch/quarry/plugins"
+	"github.com/quarrysearch/quarry/sdk/abi"
+)
+
+// defaultSamples are run on every version, whatever else: an ordinary
+// query, an empty one and one with a location word.
+var defaultSamples = []api.SearchRequest{{Q: "sample query"}, {Q: ""}, {Q: "spicy noodles near me"}}
+
+// sampleCandidates is how many of the index's own documents a ranker is
+// validated on per sample request.
+const sampleCandidates = 20
+
+// validate compiles the plugin, checks its ABI and imports, and runs it
+// within its budget on sample requests: the team's own (samples), the
+// index's recorded queries (when brokers record them) and a few defaults.
+// A ranker ranks the index's own documents for each request (the live
+// search's top hits with the fields it reads), or made-up candidates when
+// the index cannot be searched. A refusal names the sample that failed.
+func (s *Service) validate(ctx context.Context, v *api.PluginVersion, wasm []byte, samples []api.SearchRequest) error {
+	budget := time.Duration(v.Step.BudgetMS) * time.Millisecond
+	p, err := s.rt.Load(ctx, plugins.Spec{Name: v.Name, Version: short(v.Digest), Kind: plugins.Kind(v.Kind),
+		Config: v.Step.Config, Budget: budget, Instances: 1}, wasm)
+	if err != nil {
+		return fmt.Errorf("load: %w", err)
+	}
+	defer p.Close(ctx)
+	type sample struct {
+		from string
+		req  api.SearchRequest
+	}
+	var all []sample
+	for i, r := range samples {
+		all = append(all, sample{fmt.Sprintf("your sample %d", i+1), r})
+	}
+	recorded, err := s.store.RecordedQueries(ctx, v.Index, api.MaxValidationSamples)
+	if err != nil {
+		s.cfg.Logger.Warn("validation without recorded queries", "index", v.Index, "err", err)
+	}
+	for i, raw := range recorded {
+		var r api.SearchRequest
+		if json.Unmarshal(raw, &r) == nil {
+			all = append(all, sample{fmt.Sprintf("recorded query %d", i+1), r})
+		}
+	}
+	for i, r := range defaultSamples {
+		all = append(all, sample{fmt.Sprintf("default sample %d", i+1), r})
+	}
+	for _, smp := range all {
+		rctx := []byte(smp.req.Context)
+		if len(rctx) == 0 {
+			rctx = []byte(`{}`)
+		}
+		if plugins.Kind(v.Kind) == plugins.Rewriter {
+			size := smp.req.Size
+			if size <= 0 {
+				size = 10
+			}
+			if _, err := p.Rewrite(ctx, &abi.RewriteRequest{Q: smp.req.Q, Context: rctx, Size: uint32(size)}); err != nil {
+				return fmt.Errorf("%s (q %q): %w", smp.from, clip(smp.req.Q), err)
+			}
+			continue
+		}
+		req := &abi.RankRequest{Q: smp.req.Q, Context: rctx, Fields: v.Step.Fields, Candidates: s.candidates(ctx, v.Index, smp.req, v.Step.Fields)}
+		if _, err := p.Rank(ctx, req); err != nil {
+			return fmt.Errorf("%s (q %q, %d candidates): %w", smp.from, clip(smp.req.Q), len(req.Candidates), err)
+		}
+	}
+	return nil
+}
+
+// candidates returns the index's top documents for a sample request, with
+// the fields a ranker reads, through the live search API; made-up ones
+// if the search fails or finds nothing.
+func (s *Service) candidates(ctx context.Context, index string, r api.SearchRequest, fields []string) []abi.Candidate {
+	body, _ := json.Marshal(api.SearchRequest{Q: r.Q, Context: r.Context, Size: sampleCandidates, Fields: fields})
+	var resp api.SearchResponse
+	sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if msg, err := s.nc.RequestWithContext(sctx, subject.Search(index), body); err == nil && msg.Header.Get(micro.ErrorHeader) == "" {
+		if json.Unmarshal(msg.Data, &resp) == nil && len(resp.Hits) > 0 {
+			out := make([]abi.Candidate, len(resp.Hits))
+			for i, h := range resp.Hits {
+				out[i] = abi.Candidate{ID: h.ID, Score: h.Score, Values: make([]abi.Value, len(fields))}
+				for j, f := range fields {
+					out[i].Values[j] = plugins.ValueOf(h.Fields[f])
+				}
+			}
+			return out
+		}
+	}
+	out := make([]abi.Candidate, sampleCandidates)
+	for i := range out {
+		out[i] = abi.Candidate{ID: fmt.Sprintf("sample-%d", i), Score: 1 / float64(i+1), Values: make([]abi.Value, len(fields))}
+	}
+	return out
+}
+
+// clip shortens a query for an error message.
+func clip(q string) string {
+	if len(q) <= 60 {
+		return q
+	}
+	return q[:57] + "..."
+}
