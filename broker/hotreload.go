@@ -27,7 +27,9 @@ const retireAfter = 30 * time.Second
 // and pipeline files both go through it; only where binaries come from
 // differs.
 type loader struct {
-	rt *plugins.Runtime
+	// runtime returns the plugin runtime of an index's team, and the
+	// team's name.
+	runtime func(ctx context.Context, index string) (*plugins.Runtime, string, error)
 	// binary returns a plugin binary by digest.
 	binary func(ctx context.Context, digest string) ([]byte, error)
 	// window is the automatic fallback's window, in calls (0: no
@@ -39,8 +41,8 @@ type loader struct {
 	inUse  map[string]map[string]bool // index → keys its pipeline uses
 }
 
-func newLoader(rt *plugins.Runtime, binary func(context.Context, string) ([]byte, error), window int) *loader {
-	return &loader{rt: rt, binary: binary, window: window, loaded: map[string]*plugins.Plugin{}, inUse: map[string]map[string]bool{}}
+func newLoader(runtime func(context.Context, string) (*plugins.Runtime, string, error), binary func(context.Context, string) ([]byte, error), window int) *loader {
+	return &loader{runtime: runtime, binary: binary, window: window, loaded: map[string]*plugins.Plugin{}, inUse: map[string]map[string]bool{}}
 }
 
 func stepKey(kind plugins.Kind, s api.StepSpec) string {
@@ -50,8 +52,12 @@ func stepKey(kind plugins.Kind, s api.StepSpec) string {
 
 // plugin returns the loaded plugin of a step, compiling and warming it the
 // first time.
-func (l *loader) plugin(ctx context.Context, kind plugins.Kind, s api.StepSpec) (*plugins.Plugin, string, error) {
-	key := stepKey(kind, s)
+func (l *loader) plugin(ctx context.Context, index string, kind plugins.Kind, s api.StepSpec) (*plugins.Plugin, string, error) {
+	rt, team, err := l.runtime(ctx, index)
+	if err != nil {
+		return nil, "", err
+	}
+	key := team + "|" + stepKey(kind, s) // a team's plugins live in its own runtime
 	l.mu.Lock()
 	p := l.loaded[key]
 	l.mu.Unlock()
@@ -62,7 +68,7 @@ func (l *loader) plugin(ctx context.Context, kind plugins.Kind, s api.StepSpec) 
 	if err != nil {
 		return nil, "", err
 	}
-	p, err = l.rt.Load(ctx, plugins.Spec{Name: s.Plugin, Version: strings.TrimPrefix(s.Digest, "sha256:")[:12], Kind: kind,
+	p, err = rt.Load(ctx, plugins.Spec{Name: s.Plugin, Version: strings.TrimPrefix(s.Digest, "sha256:")[:12], Kind: kind,
 		Config: s.Config, Budget: time.Duration(s.BudgetMS) * time.Millisecond, Instances: s.Instances}, wasm)
 	if err != nil {
 		return nil, "", err
@@ -79,8 +85,8 @@ func (l *loader) plugin(ctx context.Context, kind plugins.Kind, s api.StepSpec) 
 
 // step turns a stored step (with its canary and its shadow) into a
 // pipeline step, appending the plugins' keys to keys.
-func (l *loader) step(ctx context.Context, kind plugins.Kind, s api.StepSpec, keys *[]string) (Step, error) {
-	p, key, err := l.plugin(ctx, kind, s)
+func (l *loader) step(ctx context.Context, index string, kind plugins.Kind, s api.StepSpec, keys *[]string) (Step, error) {
+	p, key, err := l.plugin(ctx, index, kind, s)
 	if err != nil {
 		return Step{}, err
 	}
@@ -95,14 +101,14 @@ func (l *loader) step(ctx context.Context, kind plugins.Kind, s api.StepSpec, ke
 		st.health = newHealth(l.window)
 	}
 	if s.Canary != nil {
-		c, err := l.step(ctx, kind, s.Canary.Step, keys)
+		c, err := l.step(ctx, index, kind, s.Canary.Step, keys)
 		if err != nil {
 			return Step{}, fmt.Errorf("canary: %w", err)
 		}
 		st.Canary, st.CanaryPercent, st.StickyKey = &c, s.Canary.Percent, s.Canary.StickyKey
 	}
 	if s.Shadow != nil {
-		sh, err := l.step(ctx, kind, s.Shadow.Step, keys)
+		sh, err := l.step(ctx, index, kind, s.Shadow.Step, keys)
 		if err != nil {
 			return Step{}, fmt.Errorf("shadow: %w", err)
 		}
@@ -118,14 +124,14 @@ func (l *loader) build(ctx context.Context, spec *api.PipelineSpec) (*Pipeline, 
 	p := &Pipeline{}
 	var keys []string
 	for _, s := range spec.Rewriters {
-		st, err := l.step(ctx, plugins.Rewriter, s, &keys)
+		st, err := l.step(ctx, spec.Index, plugins.Rewriter, s, &keys)
 		if err != nil {
 			return nil, nil, fmt.Errorf("rewriter %s: %w", s.Plugin, err)
 		}
 		p.Rewriters = append(p.Rewriters, st)
 	}
 	for _, s := range spec.Rankers {
-		st, err := l.step(ctx, plugins.Ranker, s, &keys)
+		st, err := l.step(ctx, spec.Index, plugins.Ranker, s, &keys)
 		if err != nil {
 			return nil, nil, fmt.Errorf("ranker %s: %w", s.Plugin, err)
 		}
@@ -168,8 +174,20 @@ func (l *loader) retire(index string, keys []string) {
 // swapped in; one that cannot be loaded is logged and the live pipeline
 // stays. A broker that starts, or comes back after NATS was away, gets the
 // current pipelines from the watch's initial values.
-func (b *Broker) WatchPipelines(ctx context.Context, rt *plugins.Runtime) error {
-	l := newLoader(rt, b.store.PluginBinary, b.cfg.FallbackWindow)
+//
+// Each index's plugins run in the runtime of the index's team (see
+// api.IndexDefinition.Team), so teams share no instances or memory.
+func (b *Broker) WatchPipelines(ctx context.Context, teams *plugins.Teams) error {
+	l := newLoader(func(ctx context.Context, index string) (*plugins.Runtime, string, error) {
+		team := "index-" + index
+		if def, err := b.store.Index(ctx, index); err == nil {
+			team = def.TeamOf()
+		} else if !errors.Is(err, api.ErrNotFound) {
+			return nil, "", fmt.Errorf("team of index %q: %w", index, err)
+		}
+		rt, err := teams.Runtime(ctx, team)
+		return rt, team, err
+	}, b.store.PluginBinary, b.cfg.FallbackWindow)
 	b.mu.Lock()
 	b.loader = l
 	b.mu.Unlock()
@@ -214,6 +232,11 @@ func (b *Broker) WatchPipelines(ctx context.Context, rt *plugins.Runtime) error 
 				}
 			}
 			b.cfg.Logger.Error("pipeline refused; the live one stays", "index", index, "revision", e.Revision(), "err", err)
+			// The team sees why its change is not live: quarry plugin events.
+			ectx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			b.recordEvent(ectx, api.PluginEvent{Index: index, Plugin: "pipeline", Version: fmt.Sprintf("revision %d", e.Revision()),
+				Time: time.Now().UTC(), Event: "pipeline refused", Reason: err.Error() + "; the broker keeps serving the pipeline it had"})
+			cancel()
 		}
 	}
 }
@@ -244,7 +267,7 @@ func (b *Broker) variant(ctx context.Context, index string, pl *Pipeline, v *api
 		if steps[i].Plugin.Spec().Name != v.Plugin {
 			continue
 		}
-		plugin, _, err := l.plugin(ctx, kind, ver.Step)
+		plugin, _, err := l.plugin(ctx, index, kind, ver.Step)
 		if err != nil {
 			return nil, err
 		}

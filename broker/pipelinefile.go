@@ -111,7 +111,8 @@ func LoadPipelineFile(ctx context.Context, rt *plugins.Runtime, path, buildDir s
 		}
 		spec.Rankers = append(spec.Rankers, st)
 	}
-	l := newLoader(rt, func(_ context.Context, digest string) ([]byte, error) { return binaries[digest], nil }, 0)
+	l := newLoader(func(context.Context, string) (*plugins.Runtime, string, error) { return rt, "file", nil },
+		func(_ context.Context, digest string) ([]byte, error) { return binaries[digest], nil }, 0)
 	p, _, err := l.build(ctx, spec)
 	if err != nil {
 		return nil, fmt.Errorf("pipeline %s: %w", path, err)

@@ -33,7 +33,7 @@ func pluginAdmin(ctx context.Context, op string, args []string) error {
 	nf.register(fs)
 	jsonOut := fs.Bool("json", false, "print JSON")
 	var kind, configFile, policy, fields, samplesFile string
-	var budget, depth, instances int
+	var budget, latencyBudget, depth, instances int
 	var activate bool
 	var percent int
 	var sticky string
@@ -48,7 +48,8 @@ func pluginAdmin(ctx context.Context, op string, args []string) error {
 		fs.StringVar(&kind, "kind", "", "rewriter or ranker (required)")
 		fs.StringVar(&configFile, "config", "", "the plugin's configuration (JSON file)")
 		fs.StringVar(&policy, "policy", "fail-open", "fail-open or fail-closed")
-		fs.IntVar(&budget, "budget-ms", 50, "time budget per call")
+		fs.IntVar(&budget, "budget-ms", 50, "time budget per call: a longer call is stopped and fails")
+		fs.IntVar(&latencyBudget, "latency-budget-ms", 0, "latency the plugin should keep under (at most --budget-ms); when more than the broker's --fallback-slow-rate of its calls take longer, the automatic fallback acts (0: none)")
 		fs.StringVar(&fields, "fields", "", "rankers: stored fields the ranker reads, comma-separated")
 		fs.IntVar(&depth, "rerank-depth", 0, "rankers: candidates the ranker sees (default from+size)")
 		fs.IntVar(&instances, "instances", 0, "warm instances per broker (default 4)")
@@ -72,7 +73,7 @@ func pluginAdmin(ctx context.Context, op string, args []string) error {
 		if err != nil {
 			return err
 		}
-		step := api.StepSpec{Policy: policy, BudgetMS: budget, RerankDepth: depth, Instances: instances}
+		step := api.StepSpec{Policy: policy, BudgetMS: budget, LatencyBudgetMS: latencyBudget, RerankDepth: depth, Instances: instances}
 		if fields != "" {
 			step.Fields = strings.Split(fields, ",")
 		}
@@ -191,24 +192,25 @@ func printPipeline(spec *api.PipelineSpec) {
 	}
 	for _, s := range spec.Rewriters {
 		fmt.Printf("  rewriter %-12s %s  %s\n", s.Plugin, s.Digest[:19], stepDetail(s))
-		printCanary(s)
+		printCandidates(s)
 	}
 	for _, s := range spec.Rankers {
 		fmt.Printf("  ranker   %-12s %s  %s\n", s.Plugin, s.Digest[:19], stepDetail(s))
-		printCanary(s)
-		if sh := s.Shadow; sh != nil {
-			fmt.Printf("    shadow %d%% → %s  %s\n", sh.Percent, sh.Step.Digest[:19], stepDetail(sh.Step))
-		}
+		printCandidates(s)
 	}
 }
 
-func printCanary(s api.StepSpec) {
+// printCandidates prints a step's canary and shadow versions.
+func printCandidates(s api.StepSpec) {
 	if c := s.Canary; c != nil {
 		sticky := "random"
 		if c.StickyKey != "" {
 			sticky = "sticky by " + c.StickyKey
 		}
 		fmt.Printf("    canary %d%% (%s) → %s  %s\n", c.Percent, sticky, c.Step.Digest[:19], stepDetail(c.Step))
+	}
+	if sh := s.Shadow; sh != nil {
+		fmt.Printf("    shadow %d%% → %s  %s\n", sh.Percent, sh.Step.Digest[:19], stepDetail(sh.Step))
 	}
 }
 
@@ -219,6 +221,9 @@ func stepDetail(s api.StepSpec) string {
 	}
 	if s.BudgetMS > 0 {
 		parts = append(parts, fmt.Sprintf("budget %dms", s.BudgetMS))
+	}
+	if s.LatencyBudgetMS > 0 {
+		parts = append(parts, fmt.Sprintf("latency budget %dms", s.LatencyBudgetMS))
 	}
 	if len(s.Fields) > 0 {
 		parts = append(parts, "fields "+strings.Join(s.Fields, ","))

@@ -39,6 +39,8 @@ type roleFlags struct {
 	fallbackWindow   int
 	fallbackMin      int
 	fallbackSlow     float64
+	pluginPages      uint
+	teamInstances    int
 }
 
 func (f *roleFlags) registerIndexer(fs *flag.FlagSet) {
@@ -61,7 +63,21 @@ func (f *roleFlags) registerBroker(fs *flag.FlagSet) {
 	fs.Float64Var(&f.fallbackRate, "fallback-error-rate", 0.5, "take a fail-open plugin out when more than this share of its recent calls failed")
 	fs.IntVar(&f.fallbackWindow, "fallback-window", 100, "recent calls the fallback looks at")
 	fs.IntVar(&f.fallbackMin, "fallback-min-calls", 20, "calls before the fallback can act")
+	fs.UintVar(&f.pluginPages, "plugin-memory-pages", 1024, "most memory of one plugin instance, in 64 KiB pages (1024: 64 MiB)")
+	fs.IntVar(&f.teamInstances, "team-max-instances", 64, "most warm plugin instances one team's plugins may hold on this broker (0: no cap); with --plugin-memory-pages it bounds a team's plugin memory")
 	fs.Float64Var(&f.fallbackSlow, "fallback-slow-rate", 0.01, "take a plugin with a latency budget out when more than this share of its recent calls took longer (0.01: its p99 is over the budget)")
+}
+
+// pluginLimits sets the broker's plugin limits on a node's config.
+func (f *roleFlags) pluginLimits(cfg *node.Config) error {
+	if f.pluginPages < 1 || f.pluginPages > 65536 {
+		return fmt.Errorf("--plugin-memory-pages must be between 1 and 65536 (4 GiB), got %d", f.pluginPages)
+	}
+	if f.teamInstances < 0 {
+		return fmt.Errorf("--team-max-instances must be 0 (no cap) or more, got %d", f.teamInstances)
+	}
+	cfg.PluginMemoryPages, cfg.TeamMaxInstances = uint32(f.pluginPages), f.teamInstances
+	return nil
 }
 
 func (f *roleFlags) indexer() *indexer.Config {
@@ -125,10 +141,14 @@ func runServe(ctx context.Context, args []string) error {
 	if *natsUser != "" {
 		natsOpts = append(natsOpts, nats.UserInfo(*natsUser, *natsPassword))
 	}
-	n, err := node.Start(startCtx, node.Config{
+	cfg := node.Config{
 		DataDir: *data, NATSHost: *natsHost, NATSPort: *natsPort, NATSConfigFile: *natsConfig, NATSOptions: natsOpts, HTTPAddr: *httpAddr, Pipelines: pipelines,
 		Indexer: rf.indexer(), Searcher: rf.searcher(), Broker: rf.broker(), Logger: log,
-	})
+	}
+	if err := rf.pluginLimits(&cfg); err != nil {
+		return err
+	}
+	n, err := node.Start(startCtx, cfg)
 	if err != nil {
 		return err
 	}
@@ -264,6 +284,9 @@ func runRole(ctx context.Context, role string, args []string) error {
 		}
 	case "broker":
 		cfg.Broker = rf.broker()
+		if err := rf.pluginLimits(&cfg); err != nil {
+			return err
+		}
 		cfg.HTTPAddr = *httpAddr
 		cfg.Pipelines = pipelines
 	}

@@ -56,6 +56,13 @@ type Config struct {
 	// PluginCacheDir keeps compiled and built plugins (default
 	// DataDir/plugins).
 	PluginCacheDir string
+	// PluginMemoryPages caps each plugin instance's memory, in 64 KiB
+	// pages (default 1024: 64 MiB).
+	PluginMemoryPages uint32
+	// TeamMaxInstances caps the warm plugin instances of one team on a
+	// broker, over all its indexes and versions (0: no cap). With
+	// PluginMemoryPages it bounds a team's plugin memory.
+	TeamMaxInstances int
 
 	Indexer  *indexer.Config  // nil: no indexer
 	Searcher *searcher.Config // nil: no searcher
@@ -78,7 +85,7 @@ type Node struct {
 	Searcher *searcher.Searcher
 	Broker   *broker.Broker
 
-	plugins *plugins.Runtime
+	plugins *plugins.Teams
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -163,21 +170,25 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 		if dir == "" {
 			dir = filepath.Join(cfg.DataDir, "plugins")
 		}
-		n.plugins, err = plugins.NewRuntime(ctx, plugins.Config{CacheDir: filepath.Join(dir, "compiled"), Logger: cfg.Logger})
-		if err != nil {
-			return nil, err
-		}
+		limits := plugins.Config{MemoryLimitPages: cfg.PluginMemoryPages, MaxInstances: cfg.TeamMaxInstances, Logger: cfg.Logger}
+		cached := limits
+		cached.CacheDir = filepath.Join(dir, "compiled")
+		n.plugins = plugins.NewTeams(cached) // one runtime per team
 		// Pipelines from the registry (quarry-pipelines), swapped in live.
 		n.run("pipelines", func() error { return n.Broker.WatchPipelines(runCtx, n.plugins) })
 		// The admin API (plugins and pipelines) runs beside the broker.
-		admin, err := registry.New(ctx, n.nc, n.store, registry.Config{Logger: cfg.Logger})
+		admin, err := registry.New(ctx, n.nc, n.store, registry.Config{Plugins: limits, Logger: cfg.Logger})
 		if err != nil {
 			return nil, err
 		}
 		n.run("admin", func() error { return admin.Run(runCtx) })
 		if len(cfg.Pipelines) > 0 {
 			for index, file := range cfg.Pipelines {
-				pl, err := broker.LoadPipelineFile(ctx, n.plugins, file, filepath.Join(dir, "built"))
+				rt, err := n.plugins.Runtime(ctx, "pipeline-file-"+index)
+				if err != nil {
+					return nil, err
+				}
+				pl, err := broker.LoadPipelineFile(ctx, rt, file, filepath.Join(dir, "built"))
 				if err != nil {
 					return nil, err
 				}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -241,4 +242,67 @@ func TestChunkedUpload(t *testing.T) {
 	if err != nil || len(l.Versions) != 1 {
 		t.Fatalf("versions after refused uploads: %+v %v (want ltr's alone)", l, err)
 	}
+}
+
+// TestTeamRuntimeLimits: a team's plugins share one runtime with a cap on
+// warm instances. A pipeline that would take a team over its cap is
+// refused by the broker, which keeps serving the pipeline it had and
+// records why; another team's plugins are not affected.
+func TestTeamRuntimeLimits(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	n, err := Start(ctx, Config{DataDir: t.TempDir(), NATSPort: -1, TeamMaxInstances: 4,
+		Indexer: &indexer.Config{SnapshotInterval: -1}, Searcher: &searcher.Config{}, Broker: &broker.Config{}, Logger: testLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(n.Close)
+	if err := n.WaitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c := n.Client()
+	for _, def := range []api.IndexDefinition{{Name: "a1", Shards: 1, Team: "alpha"}, {Name: "a2", Shards: 1, Team: "alpha"}, {Name: "b1", Shards: 1, Team: "beta"}} {
+		if _, err := c.CreateIndexDef(ctx, def); err != nil {
+			t.Fatal(err)
+		}
+		mustBulk(t, c, def.Name, ndjson(9, def.Name))
+	}
+	suffix := wasmtest.WATFile(t, "../../examples/plugins/wat/suffix.wat")
+	push := func(index string, instances int) {
+		t.Helper()
+		if _, err := c.PushPlugin(ctx, index, "suffix", suffix, client.PushOptions{Kind: "rewriter", Activate: true, Step: api.StepSpec{Instances: instances}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// rewritten reports whether the index's queries go through the suffix
+	// rewriter, waiting up to a few seconds for want.
+	rewritten := func(index string, want bool) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			r, err := c.Search(ctx, index, &api.SearchRequest{Q: "mild", Profile: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := slices.ContainsFunc(r.Profile.Stages, func(s api.Stage) bool { return s.Name == "rewrite suffix" })
+			if got == want {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: rewritten %v, want %v (profile %+v)", index, got, want, r.Profile.Stages)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	push("a1", 3)
+	rewritten("a1", true)
+	push("a2", 2) // alpha would hold 5 of its 4 instances
+	ev := waitEvent(t, c, "a2", "pipeline refused")
+	if !strings.Contains(ev.Reason, "runtime limit") || !strings.Contains(ev.Reason, "3 of the 4 allowed") {
+		t.Fatalf("event reason %q does not say which limit", ev.Reason)
+	}
+	rewritten("a2", false)
+	push("b1", 4) // beta has its own 4
+	rewritten("b1", true)
+	rewritten("a1", true)
 }
