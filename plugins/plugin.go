@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -78,8 +79,10 @@ type instance struct {
 }
 
 // Load compiles, checks and warms a plugin. Errors wrap ErrNotWasm,
-// ErrABIVersion, ErrMissingExport, ErrForbiddenImport or ErrInit and name
-// what is wrong.
+// ErrMemoryLimit, ErrABIVersion, ErrMissingExport, ErrForbiddenImport,
+// ErrInit or ErrLimit and name what is wrong. A module that declares more
+// memory at most than the runtime allows is capped, not refused: growing
+// past the limit fails the call.
 func (r *Runtime) Load(ctx context.Context, spec Spec, wasm []byte) (*Plugin, error) {
 	if spec.Kind != Rewriter && spec.Kind != Ranker {
 		return nil, fmt.Errorf("plugin %s: kind must be %q or %q, got %q", spec.Name, Rewriter, Ranker, spec.Kind)
@@ -102,6 +105,9 @@ func (r *Runtime) Load(ctx context.Context, spec Spec, wasm []byte) (*Plugin, er
 	cm, err := r.rt.CompileModule(ctx, wasm)
 	if err != nil {
 		r.release(spec.Instances)
+		if strings.Contains(err.Error(), "over limit of") { // wazero's check of the declared minimum
+			return nil, fmt.Errorf("plugin %s: %w: %v (each instance may have %d pages of 64 KiB)", spec.Name, ErrMemoryLimit, err, r.cfg.MemoryLimitPages)
+		}
 		return nil, fmt.Errorf("plugin %s: %w: %v", spec.Name, ErrNotWasm, err)
 	}
 	if err := check(cm, spec.Kind); err != nil {

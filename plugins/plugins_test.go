@@ -89,6 +89,8 @@ func TestHostilePlugins(t *testing.T) {
 		{"trap in _initialize", wasmtest.WAT(t, watPlugin(`(func (export "_initialize") unreachable)`, okBody)),
 			ErrInit, "_initialize"},
 		{"Go panic in init", wasmtest.GoPlugin(t, "testdata/panicinit"), ErrInit, "_initialize"},
+		{"memory over the limit", wasmtest.WAT(t, strings.Replace(watPlugin("", okBody), "(memory 2)", "(memory 300)", 1)),
+			ErrMemoryLimit, "min 300 pages"},
 	}
 	for _, c := range loadCases {
 		t.Run("load/"+c.name, func(t *testing.T) {

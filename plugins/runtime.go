@@ -208,6 +208,7 @@ func check(cm wazero.CompiledModule, kind Kind) error {
 // Errors of loading, for callers to branch on.
 var (
 	ErrNotWasm         = errors.New("not a WebAssembly module")
+	ErrMemoryLimit     = errors.New("plugin memory over the limit")
 	ErrABIVersion      = errors.New("wrong plugin ABI version")
 	ErrMissingExport   = errors.New("missing plugin export")
 	ErrForbiddenImport = errors.New("import not provided to plugins")

@@ -34,6 +34,11 @@ func Handler(c *client.Client, maxBulkBytes int64, log *slog.Logger) http.Handle
 	mux.HandleFunc("POST /v1/indexes/{index}/plugins/{name}", h.pushPlugin)
 	mux.HandleFunc("POST /v1/indexes/{index}/plugins/{name}/activate", h.activatePlugin)
 	mux.HandleFunc("DELETE /v1/indexes/{index}/plugins/{name}", h.removePlugin)
+	mux.HandleFunc("POST /v1/indexes/{index}/plugins/{name}/canary", h.canaryPlugin)
+	mux.HandleFunc("POST /v1/indexes/{index}/plugins/{name}/promote", h.promotePlugin)
+	mux.HandleFunc("POST /v1/indexes/{index}/plugins/{name}/shadow", h.shadowPlugin)
+	mux.HandleFunc("GET /v1/indexes/{index}/plugins/{name}/shadow", h.shadowStats)
+	mux.HandleFunc("GET /v1/indexes/{index}/events", h.pluginEvents)
 	mux.HandleFunc("GET /v1/indexes/{index}/pipeline", h.getPipeline)
 	mux.HandleFunc("PUT /v1/indexes/{index}/pipeline", h.setPipeline)
 	mux.HandleFunc("POST /v1/indexes/{index}/pipeline/rollback", h.rollbackPipeline)
@@ -196,7 +201,7 @@ func (h *handler) pushPlugin(w http.ResponseWriter, r *http.Request) {
 	}
 	q := r.URL.Query()
 	step := api.StepSpec{Policy: q.Get("policy")}
-	for name, dst := range map[string]*int{"budget_ms": &step.BudgetMS, "rerank_depth": &step.RerankDepth, "instances": &step.Instances} {
+	for name, dst := range map[string]*int{"budget_ms": &step.BudgetMS, "latency_budget_ms": &step.LatencyBudgetMS, "rerank_depth": &step.RerankDepth, "instances": &step.Instances} {
 		if v := q.Get(name); v != "" {
 			if *dst, err = strconv.Atoi(v); err != nil {
 				h.fail(w, api.BadRequest("%s must be a number, got %q", name, v))
@@ -240,6 +245,59 @@ func (h *handler) setPipeline(w http.ResponseWriter, r *http.Request) {
 	}
 	out, err := h.c.SetPipeline(r.Context(), r.PathValue("index"), &spec)
 	h.reply(w, out, err)
+}
+
+// percent reads the percent query parameter (0-100; the admin API checks
+// the range).
+func percent(r *http.Request) (int, error) {
+	v := r.URL.Query().Get("percent")
+	if v == "" {
+		return 0, api.BadRequest("percent is required (0 ends it)")
+	}
+	p, err := strconv.Atoi(v)
+	if err != nil {
+		return 0, api.BadRequest("percent must be a number, got %q", v)
+	}
+	return p, nil
+}
+
+func (h *handler) canaryPlugin(w http.ResponseWriter, r *http.Request) {
+	p, err := percent(r)
+	if err != nil {
+		h.fail(w, err)
+		return
+	}
+	q := r.URL.Query()
+	spec, err := h.c.CanaryPlugin(r.Context(), r.PathValue("index"), r.PathValue("name"), q.Get("digest"), p, q.Get("sticky"))
+	h.reply(w, spec, err)
+}
+
+func (h *handler) promotePlugin(w http.ResponseWriter, r *http.Request) {
+	spec, err := h.c.PromotePlugin(r.Context(), r.PathValue("index"), r.PathValue("name"))
+	h.reply(w, spec, err)
+}
+
+func (h *handler) shadowPlugin(w http.ResponseWriter, r *http.Request) {
+	p, err := percent(r)
+	if err != nil {
+		h.fail(w, err)
+		return
+	}
+	spec, err := h.c.ShadowPlugin(r.Context(), r.PathValue("index"), r.PathValue("name"), r.URL.Query().Get("digest"), p)
+	h.reply(w, spec, err)
+}
+
+func (h *handler) shadowStats(w http.ResponseWriter, r *http.Request) {
+	st, err := h.c.ShadowStats(r.Context(), r.PathValue("index"), r.PathValue("name"))
+	h.reply(w, st, err)
+}
+
+func (h *handler) pluginEvents(w http.ResponseWriter, r *http.Request) {
+	evs, err := h.c.PluginEvents(r.Context(), r.PathValue("index"))
+	if evs == nil && err == nil {
+		evs = []api.PluginEvent{}
+	}
+	h.reply(w, evs, err)
 }
 
 func (h *handler) rollbackPipeline(w http.ResponseWriter, r *http.Request) {

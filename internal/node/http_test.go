@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/internal/wasmtest"
 )
 
@@ -150,4 +151,36 @@ func TestHTTPPluginAdmin(t *testing.T) {
 	if code, _ := do("GET", "/v1/indexes/nope/plugins", nil); code != 404 {
 		t.Fatalf("unknown index: %d", code)
 	}
+	// Canary, shadow and promote a second version.
+	code, out = do("POST", "/v1/indexes/hp/plugins/suffix?kind=rewriter&latency_budget_ms=10&budget_ms=20", wasmtest.WAT(t, identityWAT))
+	if code != 200 || out["valid"] != true {
+		t.Fatalf("push a candidate: %d %v", code, out)
+	}
+	cand := out["digest"].(string)
+	steps := func(out map[string]any) map[string]any { return out["rewriters"].([]any)[0].(map[string]any) }
+	if code, out := do("POST", "/v1/indexes/hp/plugins/suffix/canary?digest="+cand+"&percent=20&sticky=user", nil); code != 200 || steps(out)["canary"] == nil {
+		t.Fatalf("canary: %d %v", code, out)
+	}
+	if code, out := do("POST", "/v1/indexes/hp/plugins/suffix/canary?digest="+cand, nil); code != 400 || !strings.Contains(fmt.Sprint(out), "percent is required") {
+		t.Fatalf("canary without a percent: %d %v", code, out)
+	}
+	if code, out := do("POST", "/v1/indexes/hp/plugins/suffix/shadow?digest="+cand+"&percent=50", nil); code != 200 || steps(out)["shadow"] == nil {
+		t.Fatalf("shadow: %d %v", code, out)
+	}
+	if code, out := do("GET", "/v1/indexes/hp/plugins/suffix/shadow", nil); code != 200 || out["plugin"] != "suffix" {
+		t.Fatalf("shadow stats: %d %v", code, out)
+	}
+	if code, out := do("POST", "/v1/indexes/hp/plugins/suffix/promote", nil); code != 200 || steps(out)["digest"] != cand {
+		t.Fatalf("promote: %d %v", code, out)
+	}
+	req, _ := http.NewRequest("GET", base+"/v1/indexes/hp/events", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var evs []api.PluginEvent
+	if err := json.NewDecoder(resp.Body).Decode(&evs); resp.StatusCode != 200 || err != nil {
+		t.Fatalf("events: %d %v", resp.StatusCode, err)
+	}
+	resp.Body.Close()
 }
