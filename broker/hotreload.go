@@ -171,9 +171,11 @@ func (l *loader) retire(index string, keys []string) {
 
 // WatchPipelines keeps the broker's pipelines equal to the quarry-pipelines
 // bucket until ctx is done: a new version is loaded and warmed, then
-// swapped in; one that cannot be loaded is logged and the live pipeline
-// stays. A broker that starts, or comes back after NATS was away, gets the
-// current pipelines from the watch's initial values.
+// swapped in; one that cannot be loaded is logged, recorded as a plugin
+// event, and the live pipeline stays. A broker that starts gets the current
+// pipelines from the watch's initial values; when its NATS connection
+// comes back after an outage, or the watch ends, the watch is made again
+// (revisions already applied are not applied twice).
 //
 // Each index's plugins run in the runtime of the index's team (see
 // api.IndexDefinition.Team), so teams share no instances or memory.
@@ -191,29 +193,62 @@ func (b *Broker) WatchPipelines(ctx context.Context, teams *plugins.Teams) error
 	b.mu.Lock()
 	b.loader = l
 	b.mu.Unlock()
+	applied := map[string]uint64{} // index → revision live on this broker
+	for {
+		err := b.watchPipelines(ctx, l, applied)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if !errors.Is(err, errReconnected) {
+			b.cfg.Logger.Warn("pipeline watch ended; watching again", "err", err)
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(time.Second):
+			}
+		}
+	}
+}
+
+// errReconnected ends a pipeline watch when the broker's NATS connection
+// reconnected: a fresh watch catches up at once, where the old one would
+// wait for missed heartbeats.
+var errReconnected = errors.New("NATS reconnected")
+
+// reconnectCheck is how often a pipeline watch looks for a reconnection.
+const reconnectCheck = 500 * time.Millisecond
+
+// watchPipelines runs one watch of the pipelines bucket until ctx is done,
+// the watch ends, or the connection reconnects.
+func (b *Broker) watchPipelines(ctx context.Context, l *loader, applied map[string]uint64) error {
+	reconnects := b.nc.Stats().Reconnects
 	w, err := b.store.Pipelines.WatchAll(ctx)
 	if err != nil {
-		return fmt.Errorf("broker: watch pipelines: %w", err)
+		return fmt.Errorf("watch pipelines: %w", err)
 	}
 	defer w.Stop()
+	tick := time.NewTicker(reconnectCheck)
+	defer tick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
+		case <-tick.C:
+			if b.nc.Stats().Reconnects != reconnects {
+				return errReconnected
+			}
 		case e, ok := <-w.Updates():
 			if !ok {
-				if ctx.Err() != nil {
-					return nil // shutting down
-				}
-				return errors.New("broker: pipeline watch ended")
+				return errors.New("the watch closed")
 			}
-			if e == nil {
-				continue
+			if e == nil || e.Revision() <= applied[e.Key()] {
+				continue // end of the initial values, or already live
 			}
 			index := e.Key()
 			if e.Operation() != jetstream.KeyValuePut {
 				b.SetPipeline(index, nil)
 				l.retire(index, nil)
+				applied[index] = e.Revision()
 				continue
 			}
 			spec, err := meta.DecodePipeline(e)
@@ -226,12 +261,18 @@ func (b *Broker) WatchPipelines(ctx context.Context, teams *plugins.Teams) error
 					}
 					b.SetPipeline(index, pl)
 					l.retire(index, keys)
+					applied[index] = e.Revision()
 					b.cfg.Logger.Info("pipeline swapped in", "index", index, "revision", spec.Revision,
 						"rewriters", len(spec.Rewriters), "rankers", len(spec.Rankers))
 					continue
 				}
 			}
+			if ctx.Err() != nil {
+				return nil
+			}
 			b.cfg.Logger.Error("pipeline refused; the live one stays", "index", index, "revision", e.Revision(), "err", err)
+			// Not marked applied: a new watch (after a reconnection) tries
+			// again, in case the cause was the outage.
 			// The team sees why its change is not live: quarry plugin events.
 			ectx, cancel := context.WithTimeout(ctx, 5*time.Second)
 			b.recordEvent(ectx, api.PluginEvent{Index: index, Plugin: "pipeline", Version: fmt.Sprintf("revision %d", e.Revision()),

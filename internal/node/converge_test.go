@@ -1,0 +1,83 @@
+package node
+
+import (
+	"context"
+	"net"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/quarrysearch/quarry/api"
+	"github.com/quarrysearch/quarry/broker"
+	"github.com/quarrysearch/quarry/client"
+	"github.com/quarrysearch/quarry/indexer"
+	"github.com/quarrysearch/quarry/internal/embednats"
+	"github.com/quarrysearch/quarry/internal/wasmtest"
+	"github.com/quarrysearch/quarry/searcher"
+)
+
+// waitRewriter waits until b runs index's queries through the rewriter
+// version (a short digest).
+func waitRewriter(t *testing.T, b *broker.Broker, index, version string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	var last []api.Stage
+	for time.Now().Before(deadline) {
+		r, err := b.Search(context.Background(), index, &api.SearchRequest{Q: "noodles", Profile: true})
+		if err == nil {
+			last = r.Profile.Stages
+			if slices.ContainsFunc(last, func(s api.Stage) bool { return strings.Contains(s.Detail, "version "+version) }) {
+				return
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("the broker never ran version %s on %s; last profile %+v", version, index, last)
+}
+
+// TestBrokersConverge: a broker that starts after a pipeline was set, and a
+// broker whose NATS server restarted, both end up running the current
+// pipeline without anyone touching them.
+func TestBrokersConverge(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	dir := t.TempDir()
+	startNATS := func() *embednats.Server {
+		t.Helper()
+		ns, err := embednats.Start(embednats.Config{StoreDir: dir, Port: port})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ns
+	}
+	ns := startNATS()
+	defer func() { ns.Shutdown() }()
+	n := startRoles(t, ns.ClientURL(), &indexer.Config{SnapshotInterval: -1}, &searcher.Config{}, &broker.Config{})
+	c, ctx := n.Client(), context.Background()
+	noodleIndex(t, c, "conv", "c")
+	v1, err := c.PushPlugin(ctx, "conv", "suffix", wasmtest.WATFile(t, "../../examples/plugins/wat/suffix.wat"), client.PushOptions{Kind: "rewriter", Activate: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitRewriter(t, n.Broker, "conv", short(v1.Digest))
+
+	late := startRoles(t, ns.ClientURL(), nil, nil, &broker.Config{})
+	waitRewriter(t, late.Broker, "conv", short(v1.Digest))
+
+	ns.Shutdown()
+	ns = startNATS()
+	restarted := time.Now()
+	v2, err := c.PushPlugin(ctx, "conv", "suffix", wasmtest.WAT(t, identityWAT), client.PushOptions{Kind: "rewriter", Activate: true})
+	if err != nil {
+		t.Fatalf("push after the NATS restart: %v", err)
+	}
+	t.Logf("pushed %s after %s", short(v2.Digest), time.Since(restarted))
+	waitRewriter(t, n.Broker, "conv", short(v2.Digest))
+	waitRewriter(t, late.Broker, "conv", short(v2.Digest))
+	t.Logf("both brokers run it %s after the restart", time.Since(restarted))
+}
