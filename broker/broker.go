@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -36,6 +37,10 @@ type Config struct {
 	DefaultTimeout time.Duration
 	// MaxTimeout caps timeout_ms (default 60s).
 	MaxTimeout time.Duration
+	// DrainTimeout bounds a shutdown: the broker stops taking requests
+	// (its queue group subscription is drained first), then waits this
+	// long at most for the requests it took (default 10s).
+	DrainTimeout time.Duration
 	// MaxInFlight caps concurrent requests; more are refused at once as
 	// overloaded (HTTP 429, micro error code 429) (default 1024).
 	MaxInFlight int
@@ -94,6 +99,9 @@ func (c *Config) Validate() error {
 	if c.MaxInFlight <= 0 {
 		c.MaxInFlight = 1024
 	}
+	if c.DrainTimeout <= 0 {
+		c.DrainTimeout = 10 * time.Second
+	}
 	if c.RecordPercent < 0 || c.RecordPercent > 100 {
 		return fmt.Errorf("broker: record percent must be 0-100, got %d", c.RecordPercent)
 	}
@@ -149,6 +157,10 @@ type Broker struct {
 	pipelines map[string]*Pipeline
 	loader    *loader // set by WatchPipelines: loads variants too
 	ready     chan struct{}
+	draining  atomic.Bool
+
+	pipelinesReady     chan struct{}
+	pipelinesReadyOnce func()
 }
 
 // New makes a broker. Call Run to serve the NATS API; Search works once
@@ -162,10 +174,18 @@ func New(nc *nats.Conn, store *meta.Store, cfg Config) (*Broker, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Broker{nc: nc, store: store, cfg: cfg, planner: p, inflight: make(chan struct{}, cfg.MaxInFlight),
+	b := &Broker{nc: nc, store: store, cfg: cfg, planner: p, inflight: make(chan struct{}, cfg.MaxInFlight),
 		stats: newStatsCache(cfg.StatsCacheSize), shadows: newShadows(), fallback: newFallbackLimits(&cfg),
-		defs: map[string]api.IndexDefinition{}, ready: make(chan struct{})}, nil
+		defs: map[string]api.IndexDefinition{}, ready: make(chan struct{})}
+	b.pipelinesReady = make(chan struct{})
+	b.pipelinesReadyOnce = sync.OnceFunc(func() { close(b.pipelinesReady) })
+	return b, nil
 }
+
+// PipelinesReady is closed once WatchPipelines has loaded every pipeline
+// the registry held when it started (those it could not load are refused
+// and recorded).
+func (b *Broker) PipelinesReady() <-chan struct{} { return b.pipelinesReady }
 
 // Ready is closed once the broker knows every index definition.
 func (b *Broker) Ready() <-chan struct{} { return b.ready }
@@ -197,6 +217,7 @@ func (b *Broker) Run(ctx context.Context) error {
 	for {
 		select {
 		case <-ctx.Done():
+			b.drain(svc)
 			return nil
 		case e, ok := <-w.Updates():
 			if !ok {
@@ -221,6 +242,33 @@ func (b *Broker) Run(ctx context.Context) error {
 		}
 	}
 }
+
+// drain stops taking requests and waits, up to DrainTimeout, for those in
+// flight to be answered.
+func (b *Broker) drain(svc micro.Service) {
+	b.draining.Store(true)
+	if err := svc.Stop(); err != nil { // drains the queue group subscription
+		b.cfg.Logger.Warn("stop the search service", "err", err)
+	}
+	deadline := time.Now().Add(b.cfg.DrainTimeout)
+	idle := 0
+	for idle < 3 { // idle three times in a row: no drained message is on its way in
+		if len(b.inflight) == 0 {
+			idle++
+		} else {
+			idle = 0
+		}
+		if time.Now().After(deadline) {
+			b.cfg.Logger.Warn("drain timed out", "in_flight", len(b.inflight), "after", b.cfg.DrainTimeout)
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	b.cfg.Logger.Info("broker drained")
+}
+
+// Draining reports whether the broker is shutting down (no longer ready).
+func (b *Broker) Draining() bool { return b.draining.Load() }
 
 // MaxRequestBytes caps a search request's JSON.
 const MaxRequestBytes = 1 << 20

@@ -241,8 +241,12 @@ func (b *Broker) watchPipelines(ctx context.Context, l *loader, applied map[stri
 			if !ok {
 				return errors.New("the watch closed")
 			}
-			if e == nil || e.Revision() <= applied[e.Key()] {
-				continue // end of the initial values, or already live
+			if e == nil { // every current pipeline is live (or refused)
+				b.pipelinesReadyOnce()
+				continue
+			}
+			if e.Revision() <= applied[e.Key()] {
+				continue // already live
 			}
 			index := e.Key()
 			if e.Operation() != jetstream.KeyValuePut {

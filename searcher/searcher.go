@@ -40,6 +40,11 @@ type Config struct {
 	Shards []int
 	// Workers is how many shard requests run at once (default 2×GOMAXPROCS).
 	Workers int
+	// DrainTimeout bounds a shutdown: the searcher leaves its queue
+	// groups first (a drain: requests already delivered are still taken),
+	// then waits this long at most for queued and running requests before
+	// closing its replicas (default 10s).
+	DrainTimeout time.Duration
 	// QueueLen is how many requests may wait for a worker before new ones
 	// are refused as overloaded (default 1024).
 	QueueLen int
@@ -83,6 +88,9 @@ func (c *Config) Validate() error {
 	if c.QueueLen <= 0 {
 		c.QueueLen = 1024
 	}
+	if c.DrainTimeout <= 0 {
+		c.DrainTimeout = 10 * time.Second
+	}
 	if c.FaultDelay < 0 || c.FaultEvery < 0 {
 		return errors.New("searcher: fault delay and fault every must be >= 0")
 	}
@@ -114,6 +122,8 @@ type Searcher struct {
 	ready    chan struct{}
 	wg       sync.WaitGroup
 	requests atomic.Int64 // shard requests taken by workers (fault injection counts these)
+	busy     atomic.Int64 // shard requests being handled now
+	draining atomic.Bool
 }
 
 type indexState struct {
@@ -172,6 +182,7 @@ func (s *Searcher) Run(ctx context.Context) error {
 		workers.Go(func() { s.worker(workCtx) })
 	}
 	defer func() {
+		s.drain()
 		s.closeAll()
 		stopWork()
 		workers.Wait()
@@ -470,6 +481,44 @@ func (s *Searcher) drop(name string, st *indexState) {
 	os.RemoveAll(st.dir)
 	s.cfg.Logger.Info("index dropped", "index", name)
 }
+
+// drain stops taking shard requests (every subscription is drained, so
+// requests already delivered are still queued), then waits up to
+// DrainTimeout for the queue to empty and the workers to finish.
+func (s *Searcher) drain() {
+	s.draining.Store(true)
+	s.mu.Lock()
+	var subs []*nats.Subscription
+	for _, st := range s.indexes {
+		for _, sl := range st.shards {
+			for _, sub := range []*nats.Subscription{sl.sub, sl.direct, sl.announce} {
+				if sub != nil {
+					subs = append(subs, sub)
+				}
+			}
+		}
+	}
+	s.mu.Unlock()
+	for _, sub := range subs {
+		sub.Drain()
+	}
+	deadline := time.Now().Add(s.cfg.DrainTimeout)
+	for time.Now().Before(deadline) {
+		drained := true
+		for _, sub := range subs {
+			drained = drained && !sub.IsValid()
+		}
+		if drained && len(s.work) == 0 && s.busy.Load() == 0 {
+			s.cfg.Logger.Info("searcher drained")
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	s.cfg.Logger.Warn("drain timed out", "queued", len(s.work), "running", s.busy.Load(), "after", s.cfg.DrainTimeout)
+}
+
+// Draining reports whether the searcher is shutting down (no longer ready).
+func (s *Searcher) Draining() bool { return s.draining.Load() }
 
 func (s *Searcher) closeAll() {
 	s.mu.Lock()

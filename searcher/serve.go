@@ -33,7 +33,9 @@ func (s *Searcher) worker(ctx context.Context) {
 	for {
 		select {
 		case j := <-s.work:
+			s.busy.Add(1)
 			s.handle(j.msg, time.Since(j.at))
+			s.busy.Add(-1)
 		case <-ctx.Done():
 			return
 		}

@@ -41,6 +41,12 @@ type roleFlags struct {
 	fallbackSlow     float64
 	pluginPages      uint
 	teamInstances    int
+	drainTimeout     time.Duration
+}
+
+// registerDrain adds the shutdown flag every long-running command takes.
+func (f *roleFlags) registerDrain(fs *flag.FlagSet) {
+	fs.DurationVar(&f.drainTimeout, "drain-timeout", 10*time.Second, "on SIGTERM, how long brokers and searchers keep answering the requests they took after leaving their queue groups")
 }
 
 func (f *roleFlags) registerIndexer(fs *flag.FlagSet) {
@@ -89,12 +95,13 @@ func (f *roleFlags) indexer() *indexer.Config {
 }
 
 func (f *roleFlags) searcher() *searcher.Config {
-	return &searcher.Config{Workers: f.workers, MaxBatch: f.maxBatch, FaultDelay: f.faultDelay, FaultEvery: f.faultEvery}
+	return &searcher.Config{Workers: f.workers, MaxBatch: f.maxBatch, FaultDelay: f.faultDelay, FaultEvery: f.faultEvery, DrainTimeout: f.drainTimeout}
 }
 
 func (f *roleFlags) broker() *broker.Config {
 	return &broker.Config{DefaultTimeout: f.defaultTimeout, MaxInFlight: f.maxInFlight, NoHedge: f.noHedge, StatsCacheSize: f.statsCache, RecordPercent: f.recordPercent,
-		FallbackErrorRate: f.fallbackRate, FallbackWindow: f.fallbackWindow, FallbackMinCalls: f.fallbackMin, FallbackSlowRate: f.fallbackSlow}
+		FallbackErrorRate: f.fallbackRate, FallbackWindow: f.fallbackWindow, FallbackMinCalls: f.fallbackMin, FallbackSlowRate: f.fallbackSlow,
+		DrainTimeout: f.drainTimeout}
 }
 
 func runServe(ctx context.Context, args []string) error {
@@ -113,6 +120,7 @@ func runServe(ctx context.Context, args []string) error {
 	rf.registerIndexer(fs)
 	rf.registerSearcher(fs)
 	rf.registerBroker(fs)
+	rf.registerDrain(fs)
 	var rt runtimeFlags
 	rt.register(fs)
 	if _, err := parse(fs, args, 0, 0); err != nil {
@@ -254,9 +262,11 @@ func runRole(ctx context.Context, role string, args []string) error {
 		rf.registerIndexer(fs)
 	case "searcher":
 		rf.registerSearcher(fs)
+		rf.registerDrain(fs)
 		fs.IntVar(&rf.maxBatch, "max-batch", 512, "most documents applied to a shard in one bleve batch")
 	case "broker":
 		rf.registerBroker(fs)
+		rf.registerDrain(fs)
 	}
 	var rt runtimeFlags
 	rt.register(fs)

@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"path/filepath"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -87,9 +90,26 @@ type Node struct {
 
 	plugins *plugins.Teams
 
+	closing atomic.Bool
+	// Roles stop in tiers, front first, so that what is draining can
+	// still reach what is behind it: brokers (with the admin API and the
+	// pipeline watch), then searchers, then the indexer.
+	tiers [3]tier
+	errs  chan error
+}
+
+// Shutdown tiers.
+const (
+	tierBroker = iota
+	tierSearcher
+	tierIndexer
+)
+
+// tier is roles stopped together: their context and their goroutines.
+type tier struct {
+	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
-	errs   chan error
 }
 
 // Start starts every configured role. Stop it with Close.
@@ -136,8 +156,9 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 	if n.client, err = client.New(ctx, n.nc, client.Options{Replicas: cfg.Replicas}); err != nil {
 		return nil, err
 	}
-	runCtx, cancel := context.WithCancel(context.Background())
-	n.cancel = cancel
+	for i := range n.tiers {
+		n.tiers[i].ctx, n.tiers[i].cancel = context.WithCancel(context.Background())
+	}
 	if cfg.Indexer != nil {
 		c := *cfg.Indexer
 		if c.DataDir == "" {
@@ -147,7 +168,7 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 		if n.Indexer, err = indexer.New(n.nc, n.store, c); err != nil {
 			return nil, err
 		}
-		n.run("indexer", func() error { return n.Indexer.Run(runCtx) })
+		n.run(tierIndexer, "indexer", func(ctx context.Context) error { return n.Indexer.Run(ctx) })
 	}
 	if cfg.Searcher != nil {
 		c := *cfg.Searcher
@@ -158,7 +179,7 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 		if n.Searcher, err = searcher.New(n.nc, n.store, c); err != nil {
 			return nil, err
 		}
-		n.run("searcher", func() error { return n.Searcher.Run(runCtx) })
+		n.run(tierSearcher, "searcher", func(ctx context.Context) error { return n.Searcher.Run(ctx) })
 	}
 	if cfg.Broker != nil {
 		c := *cfg.Broker
@@ -175,13 +196,13 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 		cached.CacheDir = filepath.Join(dir, "compiled")
 		n.plugins = plugins.NewTeams(cached) // one runtime per team
 		// Pipelines from the registry (quarry-pipelines), swapped in live.
-		n.run("pipelines", func() error { return n.Broker.WatchPipelines(runCtx, n.plugins) })
+		n.run(tierBroker, "pipelines", func(ctx context.Context) error { return n.Broker.WatchPipelines(ctx, n.plugins) })
 		// The admin API (plugins and pipelines) runs beside the broker.
 		admin, err := registry.New(ctx, n.nc, n.store, registry.Config{Plugins: limits, Logger: cfg.Logger})
 		if err != nil {
 			return nil, err
 		}
-		n.run("admin", func() error { return admin.Run(runCtx) })
+		n.run(tierBroker, "admin", func(ctx context.Context) error { return admin.Run(ctx) })
 		if len(cfg.Pipelines) > 0 {
 			for index, file := range cfg.Pipelines {
 				rt, err := n.plugins.Runtime(ctx, "pipeline-file-"+index)
@@ -196,7 +217,7 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 				cfg.Logger.Info("pipeline loaded", "index", index, "file", file, "rewriters", len(pl.Rewriters), "rankers", len(pl.Rankers))
 			}
 		}
-		n.run("broker", func() error { return n.Broker.Run(runCtx) })
+		n.run(tierBroker, "broker", func(ctx context.Context) error { return n.Broker.Run(ctx) })
 	}
 	if cfg.HTTPAddr != "" {
 		ln, err := net.Listen("tcp", cfg.HTTPAddr)
@@ -204,8 +225,11 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 			return nil, fmt.Errorf("http listener: %w", err)
 		}
 		n.HTTPAddr = ln.Addr().String()
-		n.http = &http.Server{Handler: httpapi.Handler(n.client, cfg.MaxBulkBytes, cfg.Logger), ReadHeaderTimeout: 10 * time.Second}
-		n.run("http", func() error {
+		mux := http.NewServeMux()
+		mux.Handle("/", httpapi.Handler(n.client, cfg.MaxBulkBytes, cfg.Logger))
+		mux.HandleFunc("GET /readyz", n.serveReady)
+		n.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		n.run(tierBroker, "http", func(context.Context) error {
 			if err := n.http.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 				return err
 			}
@@ -215,9 +239,11 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 	return n, nil
 }
 
-func (n *Node) run(role string, f func() error) {
-	n.wg.Go(func() {
-		if err := f(); err != nil {
+// run runs a role in a tier until the tier's context is done.
+func (n *Node) run(t int, role string, f func(ctx context.Context) error) {
+	ctx := n.tiers[t].ctx
+	n.tiers[t].wg.Go(func() {
+		if err := f(ctx); err != nil {
 			n.cfg.Logger.Error("role stopped", "role", role, "err", err)
 			select {
 			case n.errs <- fmt.Errorf("%s: %w", role, err):
@@ -254,7 +280,7 @@ func (n *Node) WaitReady(ctx context.Context) error {
 		chans = append(chans, n.Searcher.Ready())
 	}
 	if n.Broker != nil {
-		chans = append(chans, n.Broker.Ready())
+		chans = append(chans, n.Broker.Ready(), n.Broker.PipelinesReady())
 	}
 	for _, c := range chans {
 		select {
@@ -268,17 +294,22 @@ func (n *Node) WaitReady(ctx context.Context) error {
 	return nil
 }
 
-// Close stops the HTTP listener, then the roles, then NATS.
+// Close stops the node: the HTTP listener first (requests in flight
+// finish), then each tier in turn (brokers, searchers, the indexer), each
+// draining its requests before it stops, then NATS.
 func (n *Node) Close() {
+	n.closing.Store(true)
 	if n.http != nil {
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		n.http.Shutdown(sctx)
 		cancel()
 	}
-	if n.cancel != nil {
-		n.cancel()
+	for i := range n.tiers {
+		if n.tiers[i].cancel != nil {
+			n.tiers[i].cancel()
+			n.tiers[i].wg.Wait()
+		}
 	}
-	n.wg.Wait()
 	if n.nc != nil {
 		n.nc.Drain()
 		n.nc.Close()
@@ -289,4 +320,54 @@ func (n *Node) Close() {
 	if n.plugins != nil {
 		n.plugins.Close(context.Background())
 	}
+}
+
+// Ready reports whether the node should get traffic: nil when NATS is
+// connected, every role is ready (the searcher's shards are loaded and
+// caught up, the broker knows the indexes and has loaded the pipelines)
+// and nothing is shutting down; otherwise an error naming what is not.
+func (n *Node) Ready() error {
+	var why []string
+	if n.closing.Load() {
+		why = append(why, "shutting down")
+	}
+	if n.nc == nil || !n.nc.IsConnected() {
+		why = append(why, "NATS is not connected")
+	}
+	pending := func(name string, c <-chan struct{}) {
+		select {
+		case <-c:
+		default:
+			why = append(why, name)
+		}
+	}
+	if n.Indexer != nil {
+		pending("the indexer is starting", n.Indexer.Ready())
+	}
+	if n.Searcher != nil {
+		pending("the searcher's shards are loading", n.Searcher.Ready())
+		if n.Searcher.Draining() {
+			why = append(why, "the searcher is draining")
+		}
+	}
+	if n.Broker != nil {
+		pending("the broker is reading the indexes", n.Broker.Ready())
+		pending("the broker is loading the pipelines", n.Broker.PipelinesReady())
+		if n.Broker.Draining() {
+			why = append(why, "the broker is draining")
+		}
+	}
+	if len(why) > 0 {
+		return fmt.Errorf("not ready: %s", strings.Join(why, "; "))
+	}
+	return nil
+}
+
+// serveReady answers GET /readyz: 200 "ready", or 503 and why not.
+func (n *Node) serveReady(w http.ResponseWriter, _ *http.Request) {
+	if err := n.Ready(); err != nil {
+		http.Error(w, err.Error(), http.StatusServiceUnavailable)
+		return
+	}
+	io.WriteString(w, "ready\n")
 }

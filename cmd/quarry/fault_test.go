@@ -1,0 +1,175 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/quarrysearch/quarry/client"
+	"github.com/quarrysearch/quarry/indexer"
+	"github.com/quarrysearch/quarry/internal/natstest"
+	"github.com/quarrysearch/quarry/internal/node"
+	"github.com/quarrysearch/quarry/internal/subject"
+)
+
+// role is a quarry process of one role, restartable.
+type role struct {
+	t    *testing.T
+	args []string
+	cmd  *exec.Cmd
+	logs *bytes.Buffer
+}
+
+func startRole(t *testing.T, args ...string) *role {
+	t.Helper()
+	r := &role{t: t, args: args}
+	r.start()
+	t.Cleanup(func() {
+		if r.cmd.ProcessState == nil {
+			r.cmd.Process.Kill()
+			r.cmd.Wait()
+		}
+		if t.Failed() {
+			t.Logf("quarry %s output:\n%s", strings.Join(r.args, " "), r.logs)
+		}
+	})
+	return r
+}
+
+func (r *role) start() {
+	r.t.Helper()
+	r.logs = &bytes.Buffer{}
+	r.cmd = exec.Command(quarryBin(r.t), r.args...)
+	r.cmd.Stdout, r.cmd.Stderr = r.logs, r.logs
+	if err := r.cmd.Start(); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+// stop sends SIGTERM and waits for a clean exit.
+func (r *role) stop() time.Duration {
+	r.t.Helper()
+	start := time.Now()
+	r.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan error, 1)
+	go func() { done <- r.cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			r.t.Fatalf("quarry %s exited with %v after SIGTERM:\n%s", r.args[0], err, r.logs)
+		}
+	case <-time.After(30 * time.Second):
+		r.cmd.Process.Kill()
+		r.t.Fatalf("quarry %s did not exit within 30s of SIGTERM:\n%s", r.args[0], r.logs)
+	}
+	return time.Since(start)
+}
+
+// responders counts the answers to a request on subj within a short
+// window: replicas of a shard, or instances of a micro service.
+func responders(t *testing.T, nc *nats.Conn, subj string) int {
+	t.Helper()
+	inbox := nats.NewInbox()
+	sub, err := nc.SubscribeSync(inbox)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	if err := nc.PublishRequest(subj, inbox, nil); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for {
+		if _, err := sub.NextMsg(300 * time.Millisecond); err != nil {
+			return n
+		}
+		n++
+	}
+}
+
+// waitResponders waits until want instances answer on subj.
+func waitResponders(t *testing.T, nc *nats.Conn, subj string, want int) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for got := 0; ; {
+		if got = responders(t, nc, subj); got == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d answer on %s, want %d", got, subj, want)
+		}
+	}
+}
+
+// TestRollingRestart restarts, one at a time with SIGTERM, each of two
+// searcher processes and two broker processes while queries run: each
+// drains (leaves its queue group, answers what it took) and exits 0, and
+// no query fails.
+func TestRollingRestart(t *testing.T) {
+	s := natstest.Start(t)
+	url := s.ClientURL()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	n, err := node.Start(ctx, node.Config{DataDir: t.TempDir(), NATSURL: url, Indexer: &indexer.Config{SnapshotInterval: -1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(n.Close)
+	c := n.Client()
+	if _, err := c.CreateIndex(ctx, "rr", 2, nil); err != nil {
+		t.Fatal(err)
+	}
+	var docs bytes.Buffer
+	for i := range 400 {
+		fmt.Fprintf(&docs, `{"id":"d%d","text":"%s"}`+"\n", i, []string{"spicy noodles", "mild soup", "rice"}[i%3])
+	}
+	if _, err := c.Bulk(ctx, "rr", &docs, client.BulkOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var roles []*role
+	for range 2 {
+		// Every shard request takes 30 ms more, so that a process stopped
+		// at any moment has requests in flight to finish.
+		roles = append(roles, startRole(t, "searcher", "--nats", url, "--data", t.TempDir(), "--log-level", "warn", "--drain-timeout", "5s",
+			"--fault-delay", "30ms"))
+	}
+	for range 2 {
+		roles = append(roles, startRole(t, "broker", "--nats", url, "--data", t.TempDir(), "--http", "", "--log-level", "warn", "--drain-timeout", "5s"))
+	}
+	nc := s.Conn(t, "probe")
+	ready := func() {
+		t.Helper()
+		for sh := range 2 {
+			waitResponders(t, nc, subject.Replicas("rr", sh), 2)
+		}
+		waitResponders(t, nc, "$SRV.PING."+subject.ServiceName, 2)
+	}
+	ready()
+	waitTotal(t, c, "rr", "noodles", 134)
+
+	lctx, stop := context.WithCancel(context.Background())
+	var l load
+	wait := l.run(lctx, c, "rr", 6)
+	defer func() { stop(); wait() }()
+	time.Sleep(300 * time.Millisecond)
+	for _, r := range roles {
+		took := r.stop()
+		t.Logf("%s drained and exited in %s", r.args[0], took.Round(time.Millisecond))
+		r.start()
+		ready()
+	}
+	time.Sleep(300 * time.Millisecond)
+	stop()
+	wait()
+	t.Logf("%d queries during the rolling restart: %d failed", l.queries.Load(), l.failed.Load())
+	if l.failed.Load() > 0 {
+		t.Fatalf("%d queries failed, e.g. %v", l.failed.Load(), l.errs[:min(3, len(l.errs))])
+	}
+}

@@ -1,0 +1,38 @@
+package node
+
+import (
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// TestReadiness: /healthz answers while the process lives; /readyz says
+// ready once every role is, and a node that is shutting down says why it
+// is not.
+func TestReadiness(t *testing.T) {
+	n := startNode(t)
+	get := func(path string) (int, string) {
+		t.Helper()
+		resp, err := http.Get("http://" + n.HTTPAddr + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	for _, path := range []string{"/healthz", "/readyz"} {
+		if code, body := get(path); code != 200 {
+			t.Fatalf("%s: %d %q", path, code, body)
+		}
+	}
+	if code, body := get("/readyz"); !strings.Contains(body, "ready") || code != 200 {
+		t.Fatalf("/readyz: %d %q", code, body)
+	}
+	n.Close()
+	err := n.Ready()
+	if err == nil || !strings.Contains(err.Error(), "shutting down") || !strings.Contains(err.Error(), "NATS is not connected") {
+		t.Fatalf("a closed node: Ready() = %v, want not ready naming why", err)
+	}
+}
