@@ -9,6 +9,7 @@ require (
 	github.com/nats-io/nats-server/v2 v2.15.2
 	github.com/nats-io/nats.go v1.55.0
 	github.com/nats-io/nuid v1.0.1
+	github.com/quarrysearch/quarry/examples/plugins v0.0.0
 	github.com/quarrysearch/quarry/sdk v0.0.0
 	github.com/tetratelabs/wazero v1.12.0
 )
@@ -49,3 +50,5 @@ require (
 )
 
 replace github.com/quarrysearch/quarry/sdk => ./sdk
+
+replace github.com/quarrysearch/quarry/examples/plugins => ./examples/plugins

@@ -6,10 +6,12 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"time"
 
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/internal/meta"
@@ -45,9 +47,9 @@ type StepFile struct {
 	Instances   int             `json:"instances,omitempty"`
 }
 
-// LoadPipelineFile reads a pipeline file and loads its plugins into rt.
-// buildDir caches Go plugins built from source.
-func LoadPipelineFile(ctx context.Context, rt *plugins.Runtime, path, buildDir string) (*Pipeline, error) {
+// ReadPipelineFile reads and checks a pipeline file, without loading its
+// plugins.
+func ReadPipelineFile(path string) (*PipelineFile, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("pipeline: %w", err)
@@ -58,6 +60,45 @@ func LoadPipelineFile(ctx context.Context, rt *plugins.Runtime, path, buildDir s
 	if err := dec.Decode(&f); err != nil {
 		return nil, fmt.Errorf("pipeline %s: %w", path, err)
 	}
+	for i, s := range f.Rewriters {
+		if err := s.check(); err != nil {
+			return nil, fmt.Errorf("pipeline %s: %s %d (%s): %w", path, plugins.Rewriter, i, s.Plugin, err)
+		}
+	}
+	for i, s := range f.Rankers {
+		if err := s.check(); err != nil {
+			return nil, fmt.Errorf("pipeline %s: %s %d (%s): %w", path, plugins.Ranker, i, s.Plugin, err)
+		}
+	}
+	return &f, nil
+}
+
+// check checks a step's settings (not its module).
+func (s StepFile) check() error {
+	if s.Plugin == "" {
+		return errors.New("\"plugin\" (a name) is required")
+	}
+	switch s.Policy {
+	case "", FailOpen, FailClosed:
+	default:
+		return fmt.Errorf("policy must be %q or %q, got %q", FailOpen, FailClosed, s.Policy)
+	}
+	if s.BudgetMS < 0 || s.RerankDepth < 0 || s.Instances < 0 {
+		return errors.New("budget_ms, rerank_depth and instances must be >= 0")
+	}
+	if len(s.Config) > 0 && !json.Valid(s.Config) {
+		return errors.New("config is not valid JSON")
+	}
+	return nil
+}
+
+// LoadPipelineFile reads a pipeline file and loads its plugins into rt.
+// buildDir caches Go plugins built from source.
+func LoadPipelineFile(ctx context.Context, rt *plugins.Runtime, path, buildDir string) (*Pipeline, error) {
+	f, err := ReadPipelineFile(path)
+	if err != nil {
+		return nil, err
+	}
 	// The file becomes a spec naming binaries by digest, loaded like a
 	// registry pipeline (without the automatic fallback).
 	base := filepath.Dir(path)
@@ -65,20 +106,6 @@ func LoadPipelineFile(ctx context.Context, rt *plugins.Runtime, path, buildDir s
 	spec := &api.PipelineSpec{}
 	step := func(kind plugins.Kind, s StepFile, i int) (api.StepSpec, error) {
 		where := fmt.Sprintf("pipeline %s: %s %d (%s)", path, kind, i, s.Plugin)
-		if s.Plugin == "" {
-			return api.StepSpec{}, fmt.Errorf("%s: \"plugin\" (a name) is required", where)
-		}
-		switch s.Policy {
-		case "", FailOpen, FailClosed:
-		default:
-			return api.StepSpec{}, fmt.Errorf("%s: policy must be %q or %q, got %q", where, FailOpen, FailClosed, s.Policy)
-		}
-		if s.BudgetMS < 0 || s.RerankDepth < 0 || s.Instances < 0 {
-			return api.StepSpec{}, fmt.Errorf("%s: budget_ms, rerank_depth and instances must be >= 0", where)
-		}
-		if len(s.Config) > 0 && !json.Valid(s.Config) {
-			return api.StepSpec{}, fmt.Errorf("%s: config is not valid JSON", where)
-		}
 		var wasm []byte
 		var err error
 		switch {
@@ -116,6 +143,51 @@ func LoadPipelineFile(ctx context.Context, rt *plugins.Runtime, path, buildDir s
 	p, _, err := l.build(ctx, spec)
 	if err != nil {
 		return nil, fmt.Errorf("pipeline %s: %w", path, err)
+	}
+	return p, nil
+}
+
+// NativePipeline builds the pipeline of a file with native plugins
+// (plugins.LoadNative) in place of its modules: natives maps each step's
+// plugin name to the factory of its handler (for the example plugins, the
+// Hooks of examples/plugins/lib/NAME). Every step keeps its settings
+// (configuration, budget, policy, fields, rerank depth, instances), so the
+// pipeline runs as the file's does with the WebAssembly taken out: for
+// measuring what WebAssembly costs, side by side (`quarry bench`).
+func NativePipeline(f *PipelineFile, natives map[string]plugins.NativeFactory) (*Pipeline, error) {
+	p := &Pipeline{}
+	step := func(kind plugins.Kind, s StepFile, i int) (Step, error) {
+		if err := s.check(); err != nil {
+			return Step{}, fmt.Errorf("native pipeline: %s %d (%s): %w", kind, i, s.Plugin, err)
+		}
+		factory, ok := natives[s.Plugin]
+		if !ok {
+			return Step{}, fmt.Errorf("native pipeline: %s %d: no native build of plugin %q", kind, i, s.Plugin)
+		}
+		plugin, err := plugins.LoadNative(plugins.Spec{Name: s.Plugin, Version: "native", Kind: kind, Config: s.Config,
+			Budget: time.Duration(s.BudgetMS) * time.Millisecond, Instances: s.Instances}, factory)
+		if err != nil {
+			return Step{}, fmt.Errorf("native pipeline: %w", err)
+		}
+		policy := s.Policy
+		if policy == "" {
+			policy = FailOpen
+		}
+		return Step{Plugin: plugin, Policy: policy, Fields: s.Fields, RerankDepth: s.RerankDepth}, nil
+	}
+	for i, s := range f.Rewriters {
+		st, err := step(plugins.Rewriter, s, i)
+		if err != nil {
+			return nil, err
+		}
+		p.Rewriters = append(p.Rewriters, st)
+	}
+	for i, s := range f.Rankers {
+		st, err := step(plugins.Ranker, s, i)
+		if err != nil {
+			return nil, err
+		}
+		p.Rankers = append(p.Rankers, st)
 	}
 	return p, nil
 }

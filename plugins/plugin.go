@@ -63,6 +63,9 @@ type Plugin struct {
 	stdout   *lineLogger
 	seed     uint64
 	closed   atomic.Bool
+	// native, set by LoadNative, holds the instances of a plugin run in
+	// Go rather than WebAssembly (see native.go).
+	native chan *nativeInstance
 
 	Metrics Metrics
 }
@@ -177,7 +180,7 @@ func seed32(s uint64) [32]byte {
 // budget. Calls in flight finish first (their instances are closed when
 // returned). Closing twice is harmless.
 func (p *Plugin) Close(ctx context.Context) {
-	if !p.closed.CompareAndSwap(false, true) {
+	if !p.closed.CompareAndSwap(false, true) || p.native != nil {
 		return
 	}
 	p.rt.release(p.spec.Instances)
@@ -234,6 +237,9 @@ func (p *Plugin) call(ctx context.Context, encode func([]byte) []byte, decode fu
 	defer func() { p.Metrics.observe(time.Since(start), err) }()
 	ctx, cancel := context.WithTimeout(context.WithValue(ctx, callCtxKey{}, p), p.spec.Budget)
 	defer cancel()
+	if p.native != nil {
+		return p.callNative(ctx, encode, decode)
+	}
 	var in *instance
 	select {
 	case in = <-p.pool:

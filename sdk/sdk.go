@@ -192,25 +192,43 @@ func (c *Candidate) Bool(field string) (bool, bool) {
 	return v.Bool, true
 }
 
-var (
-	rewriter func(*RewriteRequest) error
-	ranker   func(*RankRequest) error
-)
+// Hooks are a plugin's hooks and the state their calls reuse. The
+// registration functions (Rewriter, Ranker, BatchRanker) fill the
+// plugin's own Hooks, which the WebAssembly exports (and sdktest) call; a
+// host that runs plugin logic natively, side by side with its WebAssembly
+// build (plugins.LoadNative), makes a Hooks per instance instead. A Hooks
+// serves one call at a time.
+type Hooks struct {
+	Rewrite func(*RewriteRequest) error
+	Rank    func(*RankRequest) error
+	// BatchRank, when set, is the rank hook instead of Rank.
+	BatchRank func(*Batch) error
+
+	rs rankState
+}
+
+// hooks are the plugin's registered hooks.
+var hooks Hooks
 
 // Rewriter registers the plugin's rewrite hook. Call it from init.
-func Rewriter(fn func(*RewriteRequest) error) { rewriter = fn }
+func Rewriter(fn func(*RewriteRequest) error) { hooks.Rewrite = fn }
 
 // Ranker registers the plugin's rank hook. Call it from init.
-func Ranker(fn func(*RankRequest) error) { ranker = fn }
+func Ranker(fn func(*RankRequest) error) { hooks.Rank = fn }
 
 // HandleRewrite runs the registered rewriter on an encoded request and
 // appends the encoded response to out. It is what the wasm export calls;
 // sdktest calls it natively.
-func HandleRewrite(in, out []byte) []byte {
+func HandleRewrite(in, out []byte) []byte { return hooks.HandleRewrite(in, out) }
+
+// HandleRewrite runs h.Rewrite on an encoded request and appends the
+// encoded response to out.
+func (h *Hooks) HandleRewrite(in, out []byte) []byte {
 	var req abi.RewriteRequest
 	if err := abi.DecodeRewriteRequest(in, &req); err != nil {
 		return abi.AppendError(out, "decode rewrite request: "+err.Error())
 	}
+	rewriter := h.Rewrite
 	if rewriter == nil {
 		return abi.AppendError(out, "this plugin has no rewriter (call sdk.Rewriter in init)")
 	}
@@ -255,8 +273,6 @@ type rankState struct {
 	scores  []float64
 	dropped []bool
 }
-
-var rs rankState
 
 func unsafeBytes(s string) []byte {
 	if s == "" {
@@ -356,11 +372,16 @@ func (s *rankState) value(d *decoder, v *abi.Value, depth int) {
 
 // HandleRank runs the registered ranker on an encoded request and appends
 // the encoded response to out.
-func HandleRank(in, out []byte) []byte {
+func HandleRank(in, out []byte) []byte { return hooks.HandleRank(in, out) }
+
+// HandleRank runs h.BatchRank or h.Rank on an encoded request and appends
+// the encoded response to out.
+func (h *Hooks) HandleRank(in, out []byte) []byte {
+	ranker, batchRanker := h.Rank, h.BatchRank
 	if ranker == nil && batchRanker == nil {
 		return abi.AppendError(out, "this plugin has no ranker (call sdk.Ranker or sdk.BatchRanker in init)")
 	}
-	s := &rs
+	s := &h.rs
 	d := &decoder{b: in}
 	req := &s.req
 	*req = RankRequest{fields: req.fields, cols: req.cols}
@@ -469,7 +490,7 @@ func HandleRank(in, out []byte) []byte {
 		return abi.AppendError(out, "decode rank request: "+abi.ErrMalformed.Error())
 	}
 	if batchRanker != nil {
-		return s.batch(in, out, idsAt, scores, nc)
+		return s.batch(batchRanker, in, out, idsAt, scores, nc)
 	}
 	req.Candidates = s.ptrs
 	if err := call(func() error { return ranker(req) }); err != nil {
@@ -559,14 +580,12 @@ func (b *Batch) ID(i int) string {
 // Drop removes candidate i from the results.
 func (b *Batch) Drop(i int) { b.drop[i] = true }
 
-var batchRanker func(*Batch) error
-
 // BatchRanker registers the plugin's rank hook in its batch form (instead
 // of Ranker). Call it from init.
-func BatchRanker(fn func(*Batch) error) { batchRanker = fn }
+func BatchRanker(fn func(*Batch) error) { hooks.BatchRank = fn }
 
 // batch runs the batch ranker and writes its response in place.
-func (s *rankState) batch(in, out []byte, idsAt int, scores []byte, n int) []byte {
+func (s *rankState) batch(batchRanker func(*Batch) error, in, out []byte, idsAt int, scores []byte, n int) []byte {
 	if cap(s.scores) < n {
 		s.scores = make([]float64, n)
 		s.dropped = make([]bool, n)

@@ -42,6 +42,7 @@ func init() {
 		"put":      {"upsert one JSON document", runPut},
 		"delete":   {"delete one document by id", runDelete},
 		"search":   {"search an index", runSearch},
+		"bench":    {"measure Quarry side by side with bleve, and WASM plugins with native ones", runBench},
 		"plugin":   {"push, list, activate, roll back and remove plugins; run one locally", runPlugin},
 		"pipeline": {"show or set an index's plugin pipeline", runPipeline},
 		"queries":  {"export recorded search requests (for plugin test replays)", runQueries},

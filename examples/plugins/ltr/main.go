@@ -4,6 +4,8 @@
 //
 //	score' = bias + w_score·score + Σ w_f · feature_f
 //
+// The logic is package lib/ltr; this is its WebAssembly build.
+//
 // Configuration:
 //
 //	{"bias": 0, "weights": {"_score": 1.0, "rating": 0.3, "rating_count": 0.001, "price": -0.02}}
@@ -12,70 +14,23 @@
 package main
 
 import (
-	"encoding/json"
-	"sort"
-
+	"github.com/quarrysearch/quarry/examples/plugins/lib/ltr"
 	"github.com/quarrysearch/quarry/sdk"
 )
 
-type model struct {
-	Bias    float64            `json:"bias"`
-	Weights map[string]float64 `json:"weights"`
-}
+// model is made from the configuration on the first call.
+var model *ltr.Model
 
-type weight struct {
-	feature string
-	w       float64
-}
-
-var (
-	loaded      bool
-	bias        float64
-	scoreWeight float64
-	weights     []weight // stored-field features, sorted: the sum's order, and so its result, never varies
-)
-
-func load() error {
-	if loaded {
-		return nil
-	}
-	mm := model{Weights: map[string]float64{"_score": 1}}
-	if b := sdk.Config(); len(b) > 0 {
-		if err := json.Unmarshal(b, &mm); err != nil {
+// Rank scores every candidate with the linear model.
+func Rank(b *sdk.Batch) error {
+	if model == nil {
+		m, err := ltr.New(sdk.Config())
+		if err != nil {
 			return err
 		}
+		model = m
 	}
-	bias = mm.Bias
-	for f, w := range mm.Weights {
-		if f == "_score" {
-			scoreWeight = w
-			continue
-		}
-		weights = append(weights, weight{f, w})
-	}
-	sort.Slice(weights, func(i, j int) bool { return weights[i].feature < weights[j].feature })
-	loaded = true
-	return nil
-}
-
-// Rank scores every candidate with the linear model, a feature column at a
-// time (the batch form of a ranker: no per-candidate objects, the numeric
-// fields read in place).
-func Rank(b *sdk.Batch) error {
-	if err := load(); err != nil {
-		return err
-	}
-	for i, s := range b.Scores {
-		b.Scores[i] = bias + scoreWeight*s
-	}
-	for _, w := range weights {
-		for i, v := range b.Numbers(w.feature) {
-			if v == v { // NaN: the candidate has no value
-				b.Scores[i] += w.w * v
-			}
-		}
-	}
-	return nil
+	return model.Rank(b)
 }
 
 func init() { sdk.BatchRanker(Rank) }

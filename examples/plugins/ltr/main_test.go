@@ -11,7 +11,7 @@ func num(v float64) abi.Value { return abi.Value{Kind: abi.KindNumber, Num: v} }
 
 func TestLinearModel(t *testing.T) {
 	sdktest.SetConfig([]byte(`{"bias":1,"weights":{"_score":2,"rating":1,"price":-0.1}}`))
-	loaded, weights, scoreWeight = false, nil, 0
+	model = nil
 	req := &abi.RankRequest{Fields: []string{"rating", "price"}, Candidates: []abi.Candidate{
 		{ID: "cheap-good", Score: 1, Values: []abi.Value{num(5), num(10)}}, // 1+2+5-1 = 7
 		{ID: "pricey", Score: 1.5, Values: []abi.Value{num(4), num(40)}},   // 1+3+4-4 = 4

@@ -9,7 +9,7 @@ import (
 
 func TestSpelling(t *testing.T) {
 	sdktest.SetConfig([]byte(`{"vocabulary":["noodles","spicy","burger","pizza"]}`))
-	vocab = nil
+	speller = nil
 	cases := []struct{ q, want string }{
 		{"noodels", "noodles"},             // transposition
 		{"spicey noodle", "spicy noodles"}, // deletion, insertion

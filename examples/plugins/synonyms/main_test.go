@@ -9,7 +9,7 @@ import (
 
 func TestSynonyms(t *testing.T) {
 	sdktest.SetConfig([]byte(`{"synonyms":{"pop":["soda"],"Chips":["fries","crisps"]}}`))
-	synonyms = nil
+	expander = nil
 	cases := []struct{ q, want string }{
 		{"pop", "pop soda"},
 		{"cheap chips", "cheap chips fries crisps"},
@@ -34,7 +34,7 @@ func TestSynonyms(t *testing.T) {
 
 func TestBadConfig(t *testing.T) {
 	sdktest.SetConfig([]byte(`{"synonyms":`))
-	synonyms = nil
+	expander = nil
 	var ge *abi.GuestError
 	if _, err := sdktest.Rewrite(&abi.RewriteRequest{Q: "pop"}); err == nil || !asGuest(err, &ge) {
 		t.Fatalf("bad config: %v", err)
