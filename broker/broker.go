@@ -17,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nats.go/micro"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/internal/meta"
@@ -37,6 +38,9 @@ type Config struct {
 	DefaultTimeout time.Duration
 	// MaxTimeout caps timeout_ms (default 60s).
 	MaxTimeout time.Duration
+	// Registerer gets the broker's Prometheus metrics (nil: a registry of
+	// its own, which nothing serves).
+	Registerer prometheus.Registerer
 	// DrainTimeout bounds a shutdown: the broker stops taking requests
 	// (its queue group subscription is drained first), then waits this
 	// long at most for the requests it took (default 10s).
@@ -158,6 +162,7 @@ type Broker struct {
 	loader    *loader // set by WatchPipelines: loads variants too
 	ready     chan struct{}
 	draining  atomic.Bool
+	metrics   *metrics
 
 	pipelinesReady     chan struct{}
 	pipelinesReadyOnce func()
@@ -177,6 +182,9 @@ func New(nc *nats.Conn, store *meta.Store, cfg Config) (*Broker, error) {
 	b := &Broker{nc: nc, store: store, cfg: cfg, planner: p, inflight: make(chan struct{}, cfg.MaxInFlight),
 		stats: newStatsCache(cfg.StatsCacheSize), shadows: newShadows(), fallback: newFallbackLimits(&cfg),
 		defs: map[string]api.IndexDefinition{}, ready: make(chan struct{})}
+	if b.metrics, err = newMetrics(b, cfg.Registerer); err != nil {
+		return nil, err
+	}
 	b.pipelinesReady = make(chan struct{})
 	b.pipelinesReadyOnce = sync.OnceFunc(func() { close(b.pipelinesReady) })
 	return b, nil
@@ -239,6 +247,9 @@ func (b *Broker) Run(ctx context.Context) error {
 				delete(b.defs, e.Key())
 			}
 			b.mu.Unlock()
+			if e.Operation() != jetstream.KeyValuePut {
+				b.metrics.drop(e.Key())
+			}
 		}
 	}
 }
@@ -274,15 +285,16 @@ func (b *Broker) Draining() bool { return b.draining.Load() }
 const MaxRequestBytes = 1 << 20
 
 func (b *Broker) handle(req micro.Request) {
+	index := strings.TrimPrefix(req.Subject(), subject.SearchPrefix+".")
 	select {
 	case b.inflight <- struct{}{}:
 	default:
+		b.metrics.refused(index)
 		b.respondError(req.Reply(), api.Errorf(api.CodeOverloaded, "broker overloaded: %d requests in flight, try again", b.cfg.MaxInFlight))
 		return
 	}
 	go func() {
 		defer func() { <-b.inflight }()
-		index := strings.TrimPrefix(req.Subject(), subject.SearchPrefix+".")
 		body, err := b.SearchJSON(context.Background(), index, req.Data())
 		if err != nil {
 			b.respondError(req.Reply(), err)
@@ -323,6 +335,7 @@ func (b *Broker) SearchJSON(ctx context.Context, index string, data []byte) ([]b
 	start := time.Now()
 	sreq, err := DecodeRequest(data)
 	if err != nil {
+		b.metrics.answered(index, start, err)
 		return nil, err
 	}
 	decoded := time.Since(start)
@@ -332,18 +345,23 @@ func (b *Broker) SearchJSON(ctx context.Context, index string, data []byte) ([]b
 	}
 	resp, err := b.Search(ctx, index, sreq)
 	if err != nil {
+		b.metrics.answered(index, start, err)
 		return nil, err
 	}
 	encStart := time.Now()
 	out, err := json.Marshal(resp)
 	if err != nil {
-		return nil, fmt.Errorf("encode response: %w", err)
+		err = fmt.Errorf("encode response: %w", err)
+		b.metrics.answered(index, start, err)
+		return nil, err
 	}
+	encoded := time.Now()
+	b.metrics.served(index, encoded.Sub(start), decoded, encoded.Sub(encStart), resp.Shards.Failed > 0)
 	if resp.Profile != nil {
 		// The timings of decode and encode belong in the profile too; the
 		// encode is timed once and the response encoded again with it.
 		resp.Profile.Stages = append([]api.Stage{{Name: "decode", TookMS: ms(decoded)}}, resp.Profile.Stages...)
-		resp.Profile.Stages = append(resp.Profile.Stages, api.Stage{Name: "encode", TookMS: ms(time.Since(encStart))})
+		resp.Profile.Stages = append(resp.Profile.Stages, api.Stage{Name: "encode", TookMS: ms(encoded.Sub(encStart))})
 		resp.TookMS = ms(time.Since(start))
 		out, err = json.Marshal(resp)
 	}

@@ -139,6 +139,7 @@ func (b *Broker) rewrite(ctx context.Context, index string, steps []Step, req *a
 		in := rewriteInput(req)
 		out, err := s.Plugin.Rewrite(ctx, &in)
 		took := time.Since(start)
+		b.metrics.step(index, s, took)
 		b.observe(index, s, took, err)
 		if mirror {
 			m := &(*mirrors)[len(*mirrors)-1]
@@ -220,8 +221,9 @@ func rankInput(q string, context []byte, hits []api.Hit, fields []string) *abi.R
 }
 
 // rank runs the rankers over the best candidates (the rest keep their
-// place after them) and returns the new order.
-func (b *Broker) rank(ctx context.Context, pl *Pipeline, q string, rctx []byte, all []api.Hit, plan *planner.Plan, prof *[]api.Stage, reports *[]api.StepReport) ([]api.Hit, error) {
+// place after them) and returns the new order. The steps' time is added to
+// took.
+func (b *Broker) rank(ctx context.Context, pl *Pipeline, q string, rctx []byte, all []api.Hit, plan *planner.Plan, prof *[]api.Stage, reports *[]api.StepReport, took *time.Duration) ([]api.Hit, error) {
 	for i := range pl.Rankers {
 		s, canary := pl.Rankers[i].choose(rctx)
 		start := time.Now()
@@ -239,9 +241,12 @@ func (b *Broker) rank(ctx context.Context, pl *Pipeline, q string, rctx []byte, 
 		in := rankInput(q, rctx, head, fields)
 		called := time.Now()
 		out, err := s.Plugin.Rank(ctx, in)
-		b.observe(plan.Index, s, time.Since(called), err)
+		end := time.Now()
+		b.observe(plan.Index, s, end.Sub(called), err)
+		b.metrics.step(plan.Index, s, end.Sub(start))
+		*took += end.Sub(start)
 		if !canary {
-			b.mirror(plan.Index, s, in, out, err, time.Since(start))
+			b.mirror(plan.Index, s, in, out, err, end.Sub(start))
 		}
 		if err != nil {
 			if err := stepFailed(*s, err, reports); err != nil {

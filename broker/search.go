@@ -35,7 +35,7 @@ func (b *Broker) Search(ctx context.Context, index string, req *api.SearchReques
 	if err := req.Validate(); err != nil {
 		return nil, err
 	}
-	opts := execOptions{profile: req.Profile, start: start, pipeline: b.pipeline(index), userFields: req.Fields}
+	opts := execOptions{profile: req.Profile, start: start, pipeline: b.pipeline(index), userFields: req.Fields, metrics: b.metrics.index(index)}
 	if req.Variant != nil {
 		pl, err := b.variant(ctx, index, opts.pipeline, req.Variant)
 		if err != nil {
@@ -60,6 +60,7 @@ func (b *Broker) Search(ctx context.Context, index string, req *api.SearchReques
 			b.mirrorRewrites(index, def, opts.pipeline, mirrors, nil)
 			return nil, err
 		}
+		opts.rewritten = time.Now()
 	}
 	opts.q, opts.context = r.Q, r.Context
 	plan, err := b.planner.Plan(&r, def, hints)
@@ -88,6 +89,10 @@ type execOptions struct {
 	userFields []string
 	prelude    []api.Stage // rewriter stages
 	reports    []api.StepReport
+	// metrics, when set, gets the request's stage times; rewritten is
+	// when the rewriters ended (zero: there were none).
+	metrics   *indexMetrics
+	rewritten time.Time
 }
 
 func (b *Broker) execute(ctx context.Context, plan *planner.Plan, o execOptions) (*api.SearchResponse, error) {
@@ -96,6 +101,12 @@ func (b *Broker) execute(ctx context.Context, plan *planner.Plan, o execOptions)
 	shardCtx, cancelShards := context.WithTimeout(ctx, plan.ShardTimeout)
 	defer cancelShards()
 	planned := time.Now()
+	if o.rewritten.IsZero() {
+		o.metrics.stage(stagePlan, planned.Sub(o.start))
+	} else {
+		o.metrics.stage(stageRewrite, o.rewritten.Sub(o.start))
+		o.metrics.stage(stagePlan, planned.Sub(o.rewritten))
+	}
 	var prof []api.Stage
 	if o.profile {
 		prof = append(prof, api.Stage{Name: "plan", TookMS: ms(planned.Sub(o.start)), Detail: planDetail(plan)})
@@ -133,8 +144,12 @@ func (b *Broker) execute(ctx context.Context, plan *planner.Plan, o execOptions)
 	}
 
 	fanStart := time.Now()
+	if sreq.Stats != nil {
+		o.metrics.stage(stageStats, fanStart.Sub(planned))
+	}
 	results := b.fanOut(shardCtx, plan, sreq, plan.Hedge)
 	fanned := time.Now()
+	o.metrics.stage(stageFanOut, fanned.Sub(fanStart))
 
 	resp := &api.SearchResponse{Shards: api.ShardsInfo{Total: len(plan.Shards)}}
 	var good []*wire.ShardResponse
@@ -160,6 +175,7 @@ func (b *Broker) execute(ctx context.Context, plan *planner.Plan, o execOptions)
 		return nil, shardsFailed(resp.Shards, results)
 	}
 	var rankStages []api.Stage
+	var ranked time.Duration // the rankers' time, within the merge's
 	var rerank func([]api.Hit) ([]api.Hit, error)
 	if o.pipeline != nil && len(o.pipeline.Rankers) > 0 {
 		var stages *[]api.Stage
@@ -167,7 +183,7 @@ func (b *Broker) execute(ctx context.Context, plan *planner.Plan, o execOptions)
 			stages = &rankStages
 		}
 		rerank = func(all []api.Hit) ([]api.Hit, error) {
-			return b.rank(ctx, o.pipeline, o.q, o.context, all, plan, stages, &o.reports)
+			return b.rank(ctx, o.pipeline, o.q, o.context, all, plan, stages, &o.reports, &ranked)
 		}
 	}
 	if err := merge(resp, good, plan, rerank); err != nil {
@@ -183,6 +199,10 @@ func (b *Broker) execute(ctx context.Context, plan *planner.Plan, o execOptions)
 	resp.Pipeline = o.reports
 	done := time.Now()
 	resp.TookMS = ms(done.Sub(o.start))
+	o.metrics.stage(stageMerge, done.Sub(fanned)-ranked)
+	if rerank != nil {
+		o.metrics.stage(stageRank, ranked)
+	}
 	if o.profile {
 		prof = append(o.prelude, prof...)
 		prof = append(prof, api.Stage{Name: "fan-out", TookMS: ms(fanned.Sub(fanStart)),

@@ -15,6 +15,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/internal/indexmap"
@@ -37,7 +38,10 @@ type Config struct {
 	MaxBatch int
 	// SnapshotTimeout bounds one snapshot of one index (default 5m).
 	SnapshotTimeout time.Duration
-	Logger          *slog.Logger
+	// Registerer gets the indexer's Prometheus metrics (nil: a registry
+	// of its own, which nothing serves).
+	Registerer prometheus.Registerer
+	Logger     *slog.Logger
 }
 
 // Validate checks the configuration and fills in defaults.
@@ -77,9 +81,10 @@ type SnapshotReply struct {
 
 // Indexer follows the document stream and publishes snapshots.
 type Indexer struct {
-	nc    *nats.Conn
-	store *meta.Store
-	cfg   Config
+	nc      *nats.Conn
+	store   *meta.Store
+	cfg     Config
+	metrics *metrics
 
 	mu      sync.Mutex
 	indexes map[string]*indexState
@@ -99,7 +104,12 @@ func New(nc *nats.Conn, store *meta.Store, cfg Config) (*Indexer, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Indexer{nc: nc, store: store, cfg: cfg, indexes: map[string]*indexState{}, failed: map[string]error{}, ready: make(chan struct{})}, nil
+	ix := &Indexer{nc: nc, store: store, cfg: cfg, indexes: map[string]*indexState{}, failed: map[string]error{}, ready: make(chan struct{})}
+	var err error
+	if ix.metrics, err = newMetrics(ix, cfg.Registerer); err != nil {
+		return nil, err
+	}
+	return ix, nil
 }
 
 // Ready is closed once every index that existed at start-up is loaded.
@@ -259,6 +269,7 @@ func (ix *Indexer) drop(name string, st *indexState, remove bool) {
 	}
 	if remove {
 		os.RemoveAll(st.dir)
+		ix.metrics.drop(name)
 		ix.cfg.Logger.Info("index removed", "index", name)
 	}
 }
@@ -312,10 +323,15 @@ func (ix *Indexer) snapshotChanged(ctx context.Context) {
 // Snapshot publishes a new generation of an index once each replica holds
 // every update up to minSeq. Unless force is set, an index unchanged since
 // its current manifest is left alone and the current manifest returned.
-func (ix *Indexer) Snapshot(ctx context.Context, st *indexState, minSeq uint64, force bool) (meta.Manifest, error) {
+func (ix *Indexer) Snapshot(ctx context.Context, st *indexState, minSeq uint64, force bool) (_ meta.Manifest, err error) {
 	st.snapMu.Lock()
 	defer st.snapMu.Unlock()
 	name := st.def.Name
+	defer func() {
+		if err != nil {
+			ix.metrics.failed(name)
+		}
+	}()
 	if err := ix.waitApplied(ctx, st, minSeq); err != nil {
 		return meta.Manifest{}, err
 	}
@@ -351,8 +367,10 @@ func (ix *Indexer) Snapshot(ctx context.Context, st *indexState, minSeq uint64, 
 			ix.cfg.Logger.Warn("pruning old snapshots failed", "index", name, "err", err)
 		}
 	}
+	took := time.Since(start)
+	ix.metrics.published(name, next.Generation, bytes, took)
 	ix.cfg.Logger.Info("snapshot published", "index", name, "generation", next.Generation,
-		"bytes", bytes, "took", time.Since(start).Round(time.Millisecond))
+		"bytes", bytes, "took", took.Round(time.Millisecond))
 	return next, nil
 }
 

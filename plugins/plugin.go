@@ -66,6 +66,9 @@ type Plugin struct {
 	// native, set by LoadNative, holds the instances of a plugin run in
 	// Go rather than WebAssembly (see native.go).
 	native chan *nativeInstance
+	// live and memBytes count the instances alive and their linear
+	// memory, as of each instance's last return to the pool.
+	live, memBytes atomic.Int64
 
 	Metrics Metrics
 }
@@ -79,6 +82,7 @@ type instance struct {
 	// two).
 	buf, bufLen uint32
 	req         []byte // the encoded request, reused
+	mem         uint32 // memory size counted in Plugin.memBytes
 }
 
 // Load compiles, checks and warms a plugin. Errors wrap ErrNotWasm,
@@ -162,8 +166,39 @@ func (p *Plugin) newInstance(ctx context.Context) (*instance, error) {
 			return nil, fmt.Errorf("%w: %s: %v", ErrInit, abi.ExportInitialize, describe(ctx, err))
 		}
 	}
-	return &instance{mod: mod, alloc: mod.ExportedFunction(abi.ExportAlloc), hook: mod.ExportedFunction(p.spec.Kind.export())}, nil
+	in := &instance{mod: mod, alloc: mod.ExportedFunction(abi.ExportAlloc), hook: mod.ExportedFunction(p.spec.Kind.export())}
+	p.live.Add(1)
+	p.noteMemory(in)
+	return in, nil
 }
+
+// noteMemory updates memBytes with an instance's memory size. Call it only
+// while the instance is not running (its memory may grow).
+func (p *Plugin) noteMemory(in *instance) {
+	var size uint32
+	if mem := in.mod.Memory(); mem != nil {
+		size = mem.Size()
+	}
+	if size != in.mem {
+		p.memBytes.Add(int64(size) - int64(in.mem))
+		in.mem = size
+	}
+}
+
+// closeInstance closes an instance and stops counting it.
+func (p *Plugin) closeInstance(ctx context.Context, in *instance) {
+	in.mod.Close(ctx)
+	p.live.Add(-1)
+	p.memBytes.Add(-int64(in.mem))
+}
+
+// LiveInstances reports the plugin's instantiated instances (at most
+// Spec.Instances; fewer while discarded ones are not yet replaced).
+func (p *Plugin) LiveInstances() int64 { return p.live.Load() }
+
+// MemoryBytes reports the linear memory of the plugin's live instances,
+// as of each one's last call.
+func (p *Plugin) MemoryBytes() int64 { return p.memBytes.Load() }
 
 func seed32(s uint64) [32]byte {
 	var b [32]byte
@@ -188,7 +223,7 @@ func (p *Plugin) Close(ctx context.Context) {
 		select {
 		case in := <-p.pool:
 			if in != nil {
-				in.mod.Close(ctx)
+				p.closeInstance(ctx, in)
 			}
 		default:
 			p.compiled.Close(ctx)
@@ -255,8 +290,10 @@ func (p *Plugin) call(ctx context.Context, encode func([]byte) []byte, decode fu
 	discard := true
 	defer func() {
 		if discard {
-			in.mod.Close(context.Background())
+			p.closeInstance(context.Background(), in)
 			in = nil
+		} else {
+			p.noteMemory(in)
 		}
 		p.pool <- in
 	}()
@@ -365,6 +402,7 @@ type Metrics struct {
 	mu      sync.Mutex
 	byKind  map[ErrorKind]*atomic.Int64
 	buckets [len(latencyBounds) + 1]atomic.Int64
+	sumNS   atomic.Int64
 }
 
 // latencyBounds are the histogram's upper bounds.
@@ -399,6 +437,22 @@ func (m *Metrics) observe(d time.Duration, err error) {
 		i++
 	}
 	m.buckets[i].Add(1)
+	m.sumNS.Add(int64(d))
+}
+
+// Latency returns the latency histogram: per bucket bound (1µs to 50ms)
+// the calls that took at most that long (cumulative), the count of every
+// call and the sum of their durations. Read while calls run, the count is
+// consistent with the buckets; the sum may include a call or two more.
+func (m *Metrics) Latency() (cumulative []uint64, count uint64, sum time.Duration) {
+	cumulative = make([]uint64, len(latencyBounds))
+	for i := range m.buckets {
+		count += uint64(m.buckets[i].Load())
+		if i < len(cumulative) {
+			cumulative[i] = count
+		}
+	}
+	return cumulative, count, time.Duration(m.sumNS.Load())
 }
 
 // Errors returns the error counts by kind.

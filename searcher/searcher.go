@@ -17,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nuid"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/internal/indexmap"
@@ -61,6 +62,9 @@ type Config struct {
 	// waits FaultDelay before it is searched. Zero: off.
 	FaultDelay time.Duration
 	FaultEvery int
+	// Registerer gets the searcher's Prometheus metrics (nil: a registry
+	// of its own, which nothing serves).
+	Registerer prometheus.Registerer
 	Logger     *slog.Logger
 }
 
@@ -113,6 +117,8 @@ type Searcher struct {
 	store *meta.Store
 	cfg   Config
 	work  chan job
+	// metrics are the searcher's Prometheus metrics.
+	metrics *metrics
 	// id names this searcher process in replies and in its replica
 	// subjects.
 	id string
@@ -141,6 +147,7 @@ type indexState struct {
 // slot is one served shard: the replica answering, swapped atomically.
 type slot struct {
 	cur      atomic.Pointer[shard.Replica]
+	metrics  *shardMetrics
 	sub      *nats.Subscription // the shard's queue group
 	direct   *nats.Subscription // this replica only (routing, hedges)
 	announce *nats.Subscription // answers replica discovery
@@ -159,8 +166,13 @@ func New(nc *nats.Conn, store *meta.Store, cfg Config) (*Searcher, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Searcher{nc: nc, store: store, cfg: cfg, indexes: map[string]*indexState{},
-		work: make(chan job, cfg.QueueLen), ready: make(chan struct{}), id: nuid.Next()}, nil
+	s := &Searcher{nc: nc, store: store, cfg: cfg, indexes: map[string]*indexState{},
+		work: make(chan job, cfg.QueueLen), ready: make(chan struct{}), id: nuid.Next()}
+	var err error
+	if s.metrics, err = newMetrics(s, cfg.Registerer); err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
 // Ready is closed once every shard of the indexes that existed at start-up
@@ -307,7 +319,7 @@ func (s *Searcher) load(ctx context.Context, st *indexState) error {
 		if err != nil {
 			return err
 		}
-		sl := &slot{}
+		sl := &slot{metrics: s.metrics.shard(st.def.Name, i)}
 		sl.cur.Store(r)
 		sl.sub, err = s.nc.QueueSubscribe(subject.Shard(st.def.Name, i), subject.ShardQueue(st.def.Name, i), s.enqueue)
 		if err == nil {
@@ -412,6 +424,7 @@ func (s *Searcher) onManifest(e jetstream.KeyValueEntry) {
 				if st.ctx.Err() != nil {
 					return // the index or the searcher is going away
 				}
+				sl.metrics.swapFailed.Inc()
 				continue
 			}
 			st.swapMu.Lock()
@@ -423,6 +436,7 @@ func (s *Searcher) onManifest(e jetstream.KeyValueEntry) {
 			}
 			old := sl.cur.Swap(r)
 			st.swapMu.Unlock()
+			sl.metrics.swapped.Inc()
 			old.Destroy() // waits for searches in flight on it
 			s.cfg.Logger.Info("generation swapped", "index", m.Index, "shard", i, "generation", m.Generation, "seq", r.Seq())
 		}
@@ -479,6 +493,7 @@ func (s *Searcher) drop(name string, st *indexState) {
 	}
 	st.swapMu.Unlock()
 	os.RemoveAll(st.dir)
+	s.metrics.drop(name)
 	s.cfg.Logger.Info("index dropped", "index", name)
 }
 

@@ -25,6 +25,7 @@ func (s *Searcher) enqueue(msg *nats.Msg) {
 	select {
 	case s.work <- job{msg: msg, at: time.Now()}:
 	default:
+		s.metrics.refused[refusedOverloaded].Inc()
 		respondError(msg, api.Errorf(api.CodeOverloaded, "searcher overloaded: %d requests queued", s.cfg.QueueLen))
 	}
 }
@@ -44,14 +45,17 @@ func (s *Searcher) worker(ctx context.Context) {
 
 func (s *Searcher) handle(msg *nats.Msg, queued time.Duration) {
 	ctx := context.Background()
+	s.metrics.queueWait.Observe(queued.Seconds())
 	if d := msg.Header.Get(subject.HeaderDeadline); d != "" {
 		ns, err := strconv.ParseInt(d, 10, 64)
 		if err != nil {
+			s.metrics.refused[refusedBadRequest].Inc()
 			respondError(msg, api.BadRequest("bad %s header %q", subject.HeaderDeadline, d))
 			return
 		}
 		deadline := time.Unix(0, ns)
 		if time.Until(deadline) <= 0 {
+			s.metrics.refused[refusedExpired].Inc()
 			return // the broker gave up already: drop the work
 		}
 		var cancel context.CancelFunc
@@ -63,11 +67,13 @@ func (s *Searcher) handle(msg *nats.Msg, queued time.Duration) {
 		_, idx, sh, ok = subject.ParseReplica(msg.Subject)
 	}
 	if !ok {
+		s.metrics.refused[refusedBadRequest].Inc()
 		respondError(msg, api.BadRequest("bad shard subject %q", msg.Subject))
 		return
 	}
 	var req wire.ShardRequest
 	if err := wire.Decode(msg, &req); err != nil {
+		s.metrics.refused[refusedBadRequest].Inc()
 		respondError(msg, api.BadRequest("%v", err))
 		return
 	}
@@ -75,12 +81,14 @@ func (s *Searcher) handle(msg *nats.Msg, queued time.Duration) {
 		select { // injected fault: a slow replica
 		case <-time.After(s.cfg.FaultDelay):
 		case <-ctx.Done():
+			s.metrics.refused[refusedExpired].Inc()
 			return
 		}
 	}
 	for attempt := 0; ; attempt++ {
 		sl := s.slot(idx, sh)
 		if sl == nil {
+			s.metrics.refused[refusedNotServed].Inc()
 			respondError(msg, api.Errorf(api.CodeUnavailable, "shard %d of %q is not served here", sh, idx))
 			return
 		}
@@ -95,12 +103,14 @@ func (s *Searcher) handle(msg *nats.Msg, queued time.Duration) {
 			var resp *wire.ShardResponse
 			if resp, err = sl.cur.Load().Search(ctx, &req); err == nil {
 				resp.Replica, resp.QueueNS = s.id, queued.Nanoseconds()
+				sl.metrics.search.Observe(time.Duration(resp.TookNS).Seconds())
 				err = wire.EncodeShardResponse(out, resp, s.compressThreshold())
 			}
 		}
 		if shard.IsClosed(err) && attempt < 3 {
 			continue // swapped out under us: retry on the new replica
 		}
+		sl.metrics.answered(req.Phase, err)
 		if err != nil {
 			respondError(msg, err)
 			return

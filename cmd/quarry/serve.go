@@ -113,6 +113,7 @@ func runServe(ctx context.Context, args []string) error {
 	natsUser := fs.String("nats-user", "", "NATS user Quarry's own roles connect as, when --nats-config requires one")
 	natsPassword := fs.String("nats-password", os.Getenv("QUARRY_NATS_PASSWORD"), "password of --nats-user (env QUARRY_NATS_PASSWORD)")
 	httpAddr := fs.String("http", "127.0.0.1:7700", "HTTP API listen address (empty: none)")
+	metricsAddr := metricsFlag(fs)
 	demo := fs.Bool("demo", false, "create and load the demo `menu` index if it does not exist, with the demo plugin pipeline")
 	var pipelines pipelineFlag
 	fs.Var(&pipelines, "pipeline", "INDEX=FILE: run the index through the plugin pipeline in FILE (repeatable)")
@@ -151,7 +152,7 @@ func runServe(ctx context.Context, args []string) error {
 	}
 	cfg := node.Config{
 		DataDir: *data, NATSHost: *natsHost, NATSPort: *natsPort, NATSConfigFile: *natsConfig, NATSOptions: natsOpts, HTTPAddr: *httpAddr, Pipelines: pipelines,
-		Indexer: rf.indexer(), Searcher: rf.searcher(), Broker: rf.broker(), Logger: log,
+		MetricsAddr: *metricsAddr, Indexer: rf.indexer(), Searcher: rf.searcher(), Broker: rf.broker(), Logger: log,
 	}
 	if err := rf.pluginLimits(&cfg); err != nil {
 		return err
@@ -164,7 +165,7 @@ func runServe(ctx context.Context, args []string) error {
 	if err := n.WaitReady(startCtx); err != nil {
 		return err
 	}
-	log.Info("quarry is serving", "nats", n.NATSURL(), "http", n.HTTPAddr, "data", *data)
+	log.Info("quarry is serving", "nats", n.NATSURL(), "http", n.HTTPAddr, "metrics", n.MetricsAddr, "data", *data)
 	if *demo {
 		if err := loadDemo(ctx, n.Client(), log); err != nil {
 			return fmt.Errorf("demo data: %w", err)
@@ -251,6 +252,7 @@ func runRole(ctx context.Context, role string, args []string) error {
 	index := fs.String("index", "", "serve only this index (default: every index)")
 	shards := fs.String("shards", "", "searcher: serve only these shards, e.g. 0,1 (needs --index)")
 	httpAddr := fs.String("http", "", "broker: HTTP API listen address (default: none)")
+	metricsAddr := metricsFlag(fs)
 	replicas := fs.Int("replicas", 1, "JetStream replicas of Quarry's streams and buckets, when this role creates them")
 	var pipelines pipelineFlag
 	if role == "broker" {
@@ -281,7 +283,7 @@ func runRole(ctx context.Context, role string, args []string) error {
 	if err != nil {
 		return err
 	}
-	cfg := node.Config{DataDir: *data, NATSURL: nf.url, NATSOptions: opts, Replicas: *replicas, Logger: log}
+	cfg := node.Config{DataDir: *data, NATSURL: nf.url, NATSOptions: opts, Replicas: *replicas, MetricsAddr: *metricsAddr, Logger: log}
 	switch role {
 	case "indexer":
 		cfg.Indexer = rf.indexer()
@@ -310,7 +312,7 @@ func runRole(ctx context.Context, role string, args []string) error {
 		return err
 	}
 	defer n.Close()
-	log.Info("role started", "role", role, "nats", nf.url)
+	log.Info("role started", "role", role, "nats", nf.url, "metrics", n.MetricsAddr)
 	select {
 	case <-ctx.Done():
 		log.Info("shutting down", "role", role)

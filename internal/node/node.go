@@ -16,6 +16,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/quarrysearch/quarry/broker"
 	"github.com/quarrysearch/quarry/client"
@@ -48,6 +49,10 @@ type Config struct {
 	NATSPort int
 	// HTTPAddr is the HTTP API's listen address; empty disables it.
 	HTTPAddr string
+	// MetricsAddr serves GET /metrics (Prometheus) on a listener of its
+	// own, for roles without the HTTP API; empty: none. The HTTP API
+	// serves /metrics too.
+	MetricsAddr string
 	// MaxBulkBytes caps an NDJSON upload over HTTP (default 1 GiB).
 	MaxBulkBytes int64
 	// Replicas is the JetStream replication factor of Quarry's resources.
@@ -83,6 +88,11 @@ type Node struct {
 	http   *http.Server
 	// HTTPAddr is the HTTP listener's actual address.
 	HTTPAddr string
+	// Metrics holds every role's metrics, the Go runtime's and the
+	// process's: what GET /metrics serves.
+	Metrics *prometheus.Registry
+	// MetricsAddr is the metrics listener's actual address.
+	MetricsAddr string
 
 	Indexer  *indexer.Indexer
 	Searcher *searcher.Searcher
@@ -129,6 +139,9 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 			n.Close()
 		}
 	}()
+	if n.Metrics, err = newRegistry(); err != nil {
+		return nil, err
+	}
 	if cfg.NATSURL == "" {
 		n.ns, err = embednats.Start(embednats.Config{StoreDir: filepath.Join(cfg.DataDir, "nats"), Host: cfg.NATSHost, Port: cfg.NATSPort,
 			ConfigFile: cfg.NATSConfigFile})
@@ -164,7 +177,7 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 		if c.DataDir == "" {
 			c.DataDir = filepath.Join(cfg.DataDir, "indexer")
 		}
-		c.Logger = cfg.Logger
+		c.Logger, c.Registerer = cfg.Logger, n.Metrics
 		if n.Indexer, err = indexer.New(n.nc, n.store, c); err != nil {
 			return nil, err
 		}
@@ -175,7 +188,7 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 		if c.DataDir == "" {
 			c.DataDir = filepath.Join(cfg.DataDir, "searcher")
 		}
-		c.Logger = cfg.Logger
+		c.Logger, c.Registerer = cfg.Logger, n.Metrics
 		if n.Searcher, err = searcher.New(n.nc, n.store, c); err != nil {
 			return nil, err
 		}
@@ -183,7 +196,7 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 	}
 	if cfg.Broker != nil {
 		c := *cfg.Broker
-		c.Logger = cfg.Logger
+		c.Logger, c.Registerer = cfg.Logger, n.Metrics
 		if n.Broker, err = broker.New(n.nc, n.store, c); err != nil {
 			return nil, err
 		}
@@ -228,6 +241,7 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 		mux := http.NewServeMux()
 		mux.Handle("/", httpapi.Handler(n.client, cfg.MaxBulkBytes, cfg.Logger))
 		mux.HandleFunc("GET /readyz", n.serveReady)
+		mux.Handle("GET /metrics", httpapi.Metrics(n.Metrics, cfg.Logger))
 		n.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 		n.run(tierBroker, "http", func(context.Context) error {
 			if err := n.http.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
@@ -235,6 +249,11 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 			}
 			return nil
 		})
+	}
+	if cfg.MetricsAddr != "" {
+		if err := n.serveMetrics(cfg.MetricsAddr); err != nil {
+			return nil, err
+		}
 	}
 	return n, nil
 }

@@ -66,6 +66,8 @@ type Replica struct {
 
 	seq     atomic.Uint64 // last applied stream sequence
 	applyMu sync.Mutex    // held while a batch is applied or the index copied
+	// pending, indexed, deleted and rejected: see Progress.
+	pending, indexed, deleted, rejected atomic.Uint64
 
 	// mu guards closed; searches hold it for reading so Close waits for
 	// them.
@@ -156,6 +158,26 @@ func (r *Replica) Seq() uint64 { return r.seq.Load() }
 // it was not opened from a snapshot).
 func (r *Replica) Generation() uint64 { return r.generation }
 
+// Progress is what a replica has applied of its shard's stream.
+type Progress struct {
+	// Seq is the last stream sequence applied.
+	Seq uint64
+	// Pending is how many messages of the shard the stream held after the
+	// last one applied, when that one was delivered: the replay lag, as of
+	// the last batch.
+	Pending uint64
+	// Indexed, Deleted and Rejected count the messages applied since the
+	// replica was opened: documents indexed, deletes, and messages skipped
+	// (a bad subject, malformed JSON, a document bleve refused).
+	Indexed, Deleted, Rejected uint64
+}
+
+// Progress reports what the replica has applied of the stream.
+func (r *Replica) Progress() Progress {
+	return Progress{Seq: r.seq.Load(), Pending: r.pending.Load(),
+		Indexed: r.indexed.Load(), Deleted: r.deleted.Load(), Rejected: r.rejected.Load()}
+}
+
 // DocCount is the number of documents in the replica.
 func (r *Replica) DocCount() (uint64, error) { return r.idx.DocCount() }
 
@@ -184,6 +206,7 @@ func (r *Replica) start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("follow %s/%d: %w", r.cfg.Index, r.cfg.Shard, err)
 	}
+	r.pending.Store(info.NumPending)
 	if info.NumPending == 0 {
 		r.markCaughtUp()
 	}
@@ -269,32 +292,37 @@ func (r *Replica) applyLoop(ctx context.Context, msgs <-chan jetstream.Msg) {
 // apply writes one batch of stream messages and the new sequence.
 func (r *Replica) apply(msgs []jetstream.Msg) error {
 	b := r.idx.NewBatch()
-	var last uint64
-	pendingZero := false
+	var last, pending uint64
+	var indexed, deleted, rejected uint64
 	for _, m := range msgs {
 		md, err := m.Metadata()
 		if err != nil {
 			return fmt.Errorf("message metadata: %w", err)
 		}
-		last = md.Sequence.Stream
-		pendingZero = md.NumPending == 0
+		last, pending = md.Sequence.Stream, md.NumPending
 		_, _, id, err := subject.ParseDoc(m.Subject())
 		if err != nil {
 			r.cfg.Logger.Warn("skipping message on a bad subject", "subject", m.Subject(), "seq", last, "err", err)
+			rejected++
 			continue
 		}
 		if m.Headers().Get(subject.HeaderOp) == subject.OpDelete {
 			b.Delete(id)
+			deleted++
 			continue
 		}
 		var doc map[string]any
 		if err := json.Unmarshal(m.Data(), &doc); err != nil {
 			r.cfg.Logger.Warn("skipping malformed document", "id", id, "seq", last, "err", err)
+			rejected++
 			continue
 		}
 		if err := b.Index(id, doc); err != nil {
 			r.cfg.Logger.Warn("skipping unindexable document", "id", id, "seq", last, "err", err)
+			rejected++
+			continue
 		}
+		indexed++
 	}
 	var seqBuf [8]byte
 	binary.BigEndian.PutUint64(seqBuf[:], last)
@@ -308,7 +336,11 @@ func (r *Replica) apply(msgs []jetstream.Msg) error {
 	if err != nil {
 		return fmt.Errorf("apply batch up to %d: %w", last, err)
 	}
-	if pendingZero {
+	r.pending.Store(pending)
+	r.indexed.Add(indexed)
+	r.deleted.Add(deleted)
+	r.rejected.Add(rejected)
+	if pending == 0 {
 		r.markCaughtUp()
 	}
 	return nil

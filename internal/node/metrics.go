@@ -1,0 +1,49 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/quarrysearch/quarry/internal/httpapi"
+)
+
+// newRegistry makes a node's metrics registry, with the Go runtime's and
+// the process's collectors; the roles register their own.
+func newRegistry() (*prometheus.Registry, error) {
+	reg := prometheus.NewRegistry()
+	for _, c := range []prometheus.Collector{collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("node: register metrics: %w", err)
+		}
+	}
+	return reg, nil
+}
+
+// serveMetrics serves GET /metrics on a listener of its own at addr until
+// the last tier stops, so a draining node can still be watched.
+func (n *Node) serveMetrics(addr string) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("metrics listener: %w", err)
+	}
+	n.MetricsAddr = ln.Addr().String()
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", httpapi.Metrics(n.Metrics, n.cfg.Logger))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	n.run(tierIndexer, "metrics", func(ctx context.Context) error {
+		stop := context.AfterFunc(ctx, func() { srv.Close() })
+		defer stop()
+		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
+		return nil
+	})
+	return nil
+}

@@ -1,0 +1,178 @@
+package searcher
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/quarrysearch/quarry/internal/shard"
+	"github.com/quarrysearch/quarry/internal/wire"
+)
+
+// LatencyBuckets are the upper bounds (seconds) of the searcher's latency
+// histograms: 10µs to 10s.
+var LatencyBuckets = []float64{
+	0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005,
+	0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+	0.1, 0.25, 0.5, 1, 2.5, 5, 10,
+}
+
+// Reasons a shard request is refused before any shard sees it.
+const (
+	refusedOverloaded = iota // the work queue is full
+	refusedExpired           // its deadline passed while it waited
+	refusedBadRequest        // a bad subject, header or body
+	refusedNotServed         // the shard is not served here
+	numRefused
+)
+
+var refusedNames = [numRefused]string{"overloaded", "expired", "bad_request", "not_served"}
+
+// metrics are the searcher's Prometheus metrics. A served shard's series
+// are resolved once, when it starts serving (shardMetrics).
+type metrics struct {
+	requests  *prometheus.CounterVec
+	duration  *prometheus.HistogramVec
+	swaps     *prometheus.CounterVec
+	swapFails *prometheus.CounterVec
+	queueWait prometheus.Histogram
+	refused   [numRefused]prometheus.Counter
+}
+
+// shardMetrics are one served shard's series.
+type shardMetrics struct {
+	// ok and failed count requests by phase (see phaseOf).
+	ok, failed [2]prometheus.Counter
+	search     prometheus.Observer
+	swapped    prometheus.Counter
+	swapFailed prometheus.Counter
+}
+
+// newMetrics makes the searcher's metrics and registers them, with the
+// collector of its shards' state, on reg (nil: a registry of its own,
+// which nothing serves).
+func newMetrics(s *Searcher, reg prometheus.Registerer) (*metrics, error) {
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
+	m := &metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "quarry_searcher_requests_total",
+			Help: "Shard requests answered, by index, shard, phase (search, stats) and outcome (ok, error)."},
+			[]string{"index", "shard", "phase", "outcome"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "quarry_searcher_search_duration_seconds",
+			Help: "Time of one shard search in bleve, queue wait not included, by index and shard.", Buckets: LatencyBuckets},
+			[]string{"index", "shard"}),
+		swaps: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "quarry_searcher_generation_swaps_total",
+			Help: "New snapshot generations swapped in, by index and shard."}, []string{"index", "shard"}),
+		swapFails: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "quarry_searcher_generation_swap_failures_total",
+			Help: "New snapshot generations refused after every retry (the old one keeps serving), by index and shard."}, []string{"index", "shard"}),
+		queueWait: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "quarry_searcher_queue_wait_seconds",
+			Help: "Time a shard request waited for a worker.", Buckets: LatencyBuckets}),
+	}
+	refused := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "quarry_searcher_requests_refused_total",
+		Help: "Shard requests refused before a shard saw them, by reason: overloaded (queue full), expired (deadline passed in the queue), bad_request, not_served."},
+		[]string{"reason"})
+	for i, r := range refusedNames {
+		m.refused[i] = refused.WithLabelValues(r)
+	}
+	for _, c := range []prometheus.Collector{m.requests, m.duration, m.swaps, m.swapFails, m.queueWait, refused, &shardCollector{s: s}} {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("searcher: register metrics: %w", err)
+		}
+	}
+	return m, nil
+}
+
+// shard resolves the series of a shard that starts serving.
+func (m *metrics) shard(index string, sh int) *shardMetrics {
+	s := strconv.Itoa(sh)
+	sm := &shardMetrics{search: m.duration.WithLabelValues(index, s),
+		swapped: m.swaps.WithLabelValues(index, s), swapFailed: m.swapFails.WithLabelValues(index, s)}
+	for i, name := range phaseNames {
+		sm.ok[i] = m.requests.WithLabelValues(index, s, name, "ok")
+		sm.failed[i] = m.requests.WithLabelValues(index, s, name, "error")
+	}
+	return sm
+}
+
+// phaseNames label the phases of a shard request, by phaseOf.
+var phaseNames = [2]string{"search", "stats"}
+
+// phaseOf is a request phase's index in phaseNames.
+func phaseOf(phase string) int {
+	if phase == wire.PhaseStats {
+		return 1
+	}
+	return 0
+}
+
+// answered counts a request a shard answered (err nil) or failed.
+func (sm *shardMetrics) answered(phase string, err error) {
+	if err != nil {
+		sm.failed[phaseOf(phase)].Inc()
+	} else {
+		sm.ok[phaseOf(phase)].Inc()
+	}
+}
+
+// drop forgets an index's series (it is no longer served).
+func (m *metrics) drop(index string) {
+	l := prometheus.Labels{"index": index}
+	m.requests.DeletePartialMatch(l)
+	m.duration.DeletePartialMatch(l)
+	m.swaps.DeletePartialMatch(l)
+	m.swapFails.DeletePartialMatch(l)
+}
+
+// shardCollector exports each served shard's state, read when scraped.
+type shardCollector struct{ s *Searcher }
+
+var (
+	shardLabels    = []string{"index", "shard"}
+	descGeneration = prometheus.NewDesc("quarry_searcher_shard_generation", "Snapshot generation a served shard was opened from (0: none, the stream replayed from the start).", shardLabels, nil)
+	descSeq        = prometheus.NewDesc("quarry_searcher_shard_stream_sequence", "Last stream sequence a served shard has applied.", shardLabels, nil)
+	descLag        = prometheus.NewDesc("quarry_searcher_replay_lag_messages", "Messages of a served shard the stream held after the last one applied, as of the last applied batch.", shardLabels, nil)
+	descDocs       = prometheus.NewDesc("quarry_searcher_shard_documents", "Documents in a served shard.", shardLabels, nil)
+)
+
+// Describe implements prometheus.Collector.
+func (c *shardCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descGeneration, descSeq, descLag, descDocs} {
+		ch <- d
+	}
+}
+
+// servedShard is a shard and the replica serving it.
+type servedShard struct {
+	index   string
+	shard   int
+	replica *shard.Replica
+}
+
+// shardStates lists the served shards.
+func (s *Searcher) shardStates() []servedShard {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []servedShard
+	for name, st := range s.indexes {
+		for i, sl := range st.shards {
+			out = append(out, servedShard{name, i, sl.cur.Load()})
+		}
+	}
+	return out
+}
+
+// Collect implements prometheus.Collector.
+func (c *shardCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, st := range c.s.shardStates() {
+		lv := []string{st.index, strconv.Itoa(st.shard)}
+		p := st.replica.Progress()
+		ch <- prometheus.MustNewConstMetric(descGeneration, prometheus.GaugeValue, float64(st.replica.Generation()), lv...)
+		ch <- prometheus.MustNewConstMetric(descSeq, prometheus.GaugeValue, float64(p.Seq), lv...)
+		ch <- prometheus.MustNewConstMetric(descLag, prometheus.GaugeValue, float64(p.Pending), lv...)
+		if docs, err := st.replica.DocCount(); err == nil {
+			ch <- prometheus.MustNewConstMetric(descDocs, prometheus.GaugeValue, float64(docs), lv...)
+		}
+	}
+}
