@@ -116,6 +116,10 @@ type SearchResponse struct {
 	Pipeline []StepReport `json:"pipeline,omitempty"`
 	// Profile is present when the request asked for it.
 	Profile *Profile `json:"profile,omitempty"`
+	// RequestID names the request in every service's logs and traces:
+	// the caller's (NATS header Quarry-Request-Id, HTTP X-Request-Id) or
+	// one the broker made.
+	RequestID string `json:"request_id,omitempty"`
 }
 
 // StepReport says what happened to one plugin step of the pipeline.

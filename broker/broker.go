@@ -18,10 +18,14 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nats.go/micro"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	oteltrace "go.opentelemetry.io/otel/trace"
 
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/internal/meta"
 	"github.com/quarrysearch/quarry/internal/subject"
+	"github.com/quarrysearch/quarry/internal/trace"
 	"github.com/quarrysearch/quarry/internal/wire"
 	"github.com/quarrysearch/quarry/planner"
 )
@@ -41,6 +45,10 @@ type Config struct {
 	// Registerer gets the broker's Prometheus metrics (nil: a registry of
 	// its own, which nothing serves).
 	Registerer prometheus.Registerer
+	// SlowQuery logs, at warn level with the request id and the query's
+	// profile, every search that takes longer (0: off; default 500ms,
+	// negative: off).
+	SlowQuery time.Duration
 	// DrainTimeout bounds a shutdown: the broker stops taking requests
 	// (its queue group subscription is drained first), then waits this
 	// long at most for the requests it took (default 10s).
@@ -105,6 +113,9 @@ func (c *Config) Validate() error {
 	}
 	if c.DrainTimeout <= 0 {
 		c.DrainTimeout = 10 * time.Second
+	}
+	if c.SlowQuery == 0 {
+		c.SlowQuery = 500 * time.Millisecond
 	}
 	if c.RecordPercent < 0 || c.RecordPercent > 100 {
 		return fmt.Errorf("broker: record percent must be 0-100, got %d", c.RecordPercent)
@@ -278,6 +289,23 @@ func (b *Broker) drain(svc micro.Service) {
 	b.cfg.Logger.Info("broker drained")
 }
 
+// logSlow logs a search that took longer than Config.SlowQuery, with its
+// profile (the query's text is cut to 200 bytes).
+func (b *Broker) logSlow(ctx context.Context, index string, req *api.SearchRequest, resp *api.SearchResponse, took time.Duration) {
+	q := req.Q
+	if len(q) > 200 {
+		q = q[:200] + "…"
+	}
+	var stages []any
+	if resp.Profile != nil {
+		for _, st := range resp.Profile.Stages {
+			stages = append(stages, slog.Float64(st.Name, st.TookMS))
+		}
+	}
+	trace.Logger(ctx, b.cfg.Logger).Warn("slow query", "index", index, "took_ms", float64(took.Microseconds())/1000, "q", q,
+		"total", resp.Total, "shards_failed", resp.Shards.Failed, slog.Group("profile_ms", stages...))
+}
+
 // Draining reports whether the broker is shutting down (no longer ready).
 func (b *Broker) Draining() bool { return b.draining.Load() }
 
@@ -295,12 +323,17 @@ func (b *Broker) handle(req micro.Request) {
 	}
 	go func() {
 		defer func() { <-b.inflight }()
-		body, err := b.SearchJSON(context.Background(), index, req.Data())
+		ctx := trace.Extract(context.Background(), nats.Header(req.Headers()))
+		if trace.RequestID(ctx) == "" {
+			ctx = trace.WithRequestID(ctx, trace.NewRequestID())
+		}
+		body, err := b.SearchJSON(ctx, index, req.Data())
 		if err != nil {
 			b.respondError(req.Reply(), err)
 			return
 		}
-		msg := &nats.Msg{Subject: req.Reply(), Data: body, Header: nats.Header{"Content-Type": []string{"application/json"}}}
+		msg := &nats.Msg{Subject: req.Reply(), Data: body, Header: nats.Header{"Content-Type": []string{"application/json"},
+			trace.HeaderRequestID: []string{trace.RequestID(ctx)}}}
 		if err := b.nc.PublishMsg(msg); err != nil {
 			b.cfg.Logger.Warn("reply failed", "index", index, "err", err)
 		}
@@ -331,8 +364,19 @@ func DecodeRequest(data []byte) (*api.SearchRequest, error) {
 
 // SearchJSON decodes a JSON request, searches and encodes the response: the
 // one code path behind the NATS and HTTP doors.
-func (b *Broker) SearchJSON(ctx context.Context, index string, data []byte) ([]byte, error) {
+func (b *Broker) SearchJSON(ctx context.Context, index string, data []byte) (out []byte, err error) {
 	start := time.Now()
+	if trace.Enabled() {
+		var span oteltrace.Span
+		ctx, span = trace.Start(ctx, "quarry.search", oteltrace.WithSpanKind(oteltrace.SpanKindServer),
+			oteltrace.WithAttributes(attribute.String("quarry.index", index), attribute.String("quarry.request_id", trace.RequestID(ctx))))
+		defer func() {
+			if err != nil {
+				span.SetStatus(codes.Error, err.Error())
+			}
+			span.End()
+		}()
+	}
 	sreq, err := DecodeRequest(data)
 	if err != nil {
 		b.metrics.answered(index, start, err)
@@ -343,13 +387,24 @@ func (b *Broker) SearchJSON(ctx context.Context, index string, data []byte) ([]b
 		// Recorded as received, after validation: fire and forget.
 		b.nc.Publish(subject.QueriesPrefix+"."+index, data)
 	}
+	// The slow-query log needs the profile: collect it, and keep it in the
+	// response only if the caller asked for it.
+	askedProfile := sreq.Profile
+	sreq.Profile = askedProfile || b.cfg.SlowQuery > 0
 	resp, err := b.Search(ctx, index, sreq)
 	if err != nil {
 		b.metrics.answered(index, start, err)
 		return nil, err
 	}
+	resp.RequestID = trace.RequestID(ctx)
+	if took := time.Since(start); b.cfg.SlowQuery > 0 && took > b.cfg.SlowQuery {
+		b.logSlow(ctx, index, sreq, resp, took)
+	}
+	if !askedProfile {
+		resp.Profile = nil
+	}
 	encStart := time.Now()
-	out, err := json.Marshal(resp)
+	out, err = json.Marshal(resp)
 	if err != nil {
 		err = fmt.Errorf("encode response: %w", err)
 		b.metrics.answered(index, start, err)

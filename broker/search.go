@@ -13,9 +13,13 @@ import (
 
 	"github.com/blevesearch/bleve/v2/search"
 	"github.com/nats-io/nats.go"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	oteltrace "go.opentelemetry.io/otel/trace"
 
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/internal/subject"
+	"github.com/quarrysearch/quarry/internal/trace"
 	"github.com/quarrysearch/quarry/internal/wire"
 	"github.com/quarrysearch/quarry/planner"
 )
@@ -309,6 +313,9 @@ func (b *Broker) fanOut(ctx context.Context, plan *planner.Plan, sreq *wire.Shar
 	if enc := proto.Header.Get(subject.HeaderEncoding); enc != "" {
 		hdr.Set(subject.HeaderEncoding, enc)
 	}
+	if id := trace.RequestID(ctx); id != "" {
+		hdr.Set(trace.HeaderRequestID, id)
+	}
 	var wg sync.WaitGroup
 	for i, sh := range plan.Shards {
 		wg.Go(func() {
@@ -329,10 +336,29 @@ type attempt struct {
 // askShard sends one shard request and, if the shard is slower than its
 // recent hedge quantile, a second one to a different replica; the first
 // good answer wins.
-func (b *Broker) askShard(ctx context.Context, index string, sh int, data []byte, hdr nats.Header, hedge planner.Hedge) shardResult {
+func (b *Broker) askShard(ctx context.Context, index string, sh int, data []byte, hdr nats.Header, hedge planner.Hedge) (res shardResult) {
 	start := time.Now()
 	st := b.shards.get(index, sh)
 	b.hedge.requests.Add(1)
+	if trace.Enabled() {
+		// The shard's span, and its context in this shard's headers.
+		var span oteltrace.Span
+		ctx, span = trace.Start(ctx, "quarry.shard", oteltrace.WithSpanKind(oteltrace.SpanKindClient),
+			oteltrace.WithAttributes(attribute.String("quarry.index", index), attribute.Int("quarry.shard", sh)))
+		own := make(nats.Header, len(hdr)+1)
+		for k, v := range hdr {
+			own[k] = v
+		}
+		trace.Inject(ctx, own)
+		hdr = own
+		defer func() {
+			span.SetAttributes(attribute.Bool("quarry.hedged", res.hedged), attribute.Bool("quarry.hedge_won", res.hedgeWon))
+			if res.err != nil {
+				span.SetStatus(codes.Error, res.err.Error())
+			}
+			span.End()
+		}()
+	}
 	out := make(chan attempt, 4)
 	// A request that loses to a hedge is not cancelled: it runs to its
 	// deadline, so its replica's real latency and outstanding count are
@@ -374,7 +400,6 @@ func (b *Broker) askShard(ctx context.Context, index string, sh int, data []byte
 		defer t.Stop()
 		timer = t.C
 	}
-	res := shardResult{}
 	var lastErr error
 	for pending > 0 {
 		select {

@@ -16,6 +16,7 @@ import (
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/internal/meta"
 	"github.com/quarrysearch/quarry/internal/subject"
+	"github.com/quarrysearch/quarry/internal/trace"
 )
 
 // Options configures a Client. Zero values are documented defaults.
@@ -63,6 +64,15 @@ func New(ctx context.Context, nc *nats.Conn, opts Options) (*Client, error) {
 		return nil, fmt.Errorf("jetstream: %w", err)
 	}
 	return &Client{nc: nc, js: js, opts: opts, defs: map[string]api.IndexDefinition{}}, nil
+}
+
+// WithRequestID returns ctx carrying a request id: searches made with it
+// send it to the broker, which uses it in every service's logs and traces
+// and returns it in the response (api.SearchResponse.RequestID). Without
+// one the broker makes one. An id must be 1 to 128 printable ASCII
+// characters; an unusable one is replaced.
+func WithRequestID(ctx context.Context, id string) context.Context {
+	return trace.WithRequestID(ctx, id)
 }
 
 // metaStore opens Quarry's JetStream resources on first use; a failed
@@ -305,7 +315,10 @@ func (c *Client) SearchRaw(ctx context.Context, index string, body []byte) ([]by
 	if err := subject.ValidIndexName(index); err != nil {
 		return nil, api.BadRequest("%v", err)
 	}
-	reply, err := c.nc.RequestWithContext(ctx, subject.Search(index), body)
+	msg := nats.NewMsg(subject.Search(index))
+	msg.Data = body
+	trace.Inject(ctx, msg.Header)
+	reply, err := c.nc.RequestMsgWithContext(ctx, msg)
 	if errors.Is(err, nats.ErrNoResponders) {
 		return nil, api.Errorf(api.CodeUnavailable, "no broker is running")
 	}

@@ -15,7 +15,11 @@ import (
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/sys"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	oteltrace "go.opentelemetry.io/otel/trace"
 
+	"github.com/quarrysearch/quarry/internal/trace"
 	"github.com/quarrysearch/quarry/sdk/abi"
 )
 
@@ -270,6 +274,17 @@ func describe(ctx context.Context, err error) error {
 func (p *Plugin) call(ctx context.Context, encode func([]byte) []byte, decode func([]byte) error) (err error) {
 	start := time.Now()
 	defer func() { p.Metrics.observe(time.Since(start), err) }()
+	if trace.Enabled() {
+		var span oteltrace.Span
+		ctx, span = trace.Start(ctx, "quarry.plugin."+string(p.spec.Kind), oteltrace.WithAttributes(
+			attribute.String("quarry.plugin", p.spec.Name), attribute.String("quarry.plugin.version", p.spec.Version)))
+		defer func() {
+			if err != nil {
+				span.SetStatus(codes.Error, err.Error())
+			}
+			span.End()
+		}()
+	}
 	ctx, cancel := context.WithTimeout(context.WithValue(ctx, callCtxKey{}, p), p.spec.Budget)
 	defer cancel()
 	if p.native != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
+	"github.com/quarrysearch/quarry/internal/trace"
 	"github.com/quarrysearch/quarry/sdk/abi"
 )
 
@@ -155,6 +156,10 @@ func hostLog(ctx context.Context, m api.Module, level, ptr, n uint32) {
 		lvl = slog.LevelWarn
 	case abi.LevelError:
 		lvl = slog.LevelError
+	}
+	if id := trace.RequestID(ctx); id != "" {
+		p.log.Log(ctx, lvl, string(b), "request_id", id)
+		return
 	}
 	p.log.Log(ctx, lvl, string(b))
 }

@@ -46,6 +46,10 @@ type Config struct {
 	// then waits this long at most for queued and running requests before
 	// closing its replicas (default 10s).
 	DrainTimeout time.Duration
+	// SlowRequest logs, at warn level with the request id, every shard
+	// request that takes longer, its queue wait included (0: 250ms;
+	// negative: never).
+	SlowRequest time.Duration
 	// QueueLen is how many requests may wait for a worker before new ones
 	// are refused as overloaded (default 1024).
 	QueueLen int
@@ -94,6 +98,9 @@ func (c *Config) Validate() error {
 	}
 	if c.DrainTimeout <= 0 {
 		c.DrainTimeout = 10 * time.Second
+	}
+	if c.SlowRequest == 0 {
+		c.SlowRequest = 250 * time.Millisecond
 	}
 	if c.FaultDelay < 0 || c.FaultEvery < 0 {
 		return errors.New("searcher: fault delay and fault every must be >= 0")

@@ -6,10 +6,13 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"go.opentelemetry.io/otel/attribute"
+	oteltrace "go.opentelemetry.io/otel/trace"
 
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/internal/shard"
 	"github.com/quarrysearch/quarry/internal/subject"
+	"github.com/quarrysearch/quarry/internal/trace"
 	"github.com/quarrysearch/quarry/internal/wire"
 )
 
@@ -76,6 +79,23 @@ func (s *Searcher) handle(msg *nats.Msg, queued time.Duration) {
 		s.metrics.refused[refusedBadRequest].Inc()
 		respondError(msg, api.BadRequest("%v", err))
 		return
+	}
+	start := time.Now()
+	if trace.Enabled() {
+		var span oteltrace.Span
+		ctx, span = trace.Start(trace.Extract(ctx, msg.Header), "quarry.shard.search", oteltrace.WithSpanKind(oteltrace.SpanKindServer),
+			oteltrace.WithAttributes(attribute.String("quarry.index", idx), attribute.Int("quarry.shard", sh),
+				attribute.String("quarry.phase", req.Phase), attribute.String("quarry.replica", s.id),
+				attribute.Int64("quarry.queued_us", queued.Microseconds())))
+		defer span.End()
+	}
+	if s.cfg.SlowRequest > 0 {
+		defer func() {
+			if took := queued + time.Since(start); took > s.cfg.SlowRequest {
+				s.cfg.Logger.Warn("slow shard request", "request_id", msg.Header.Get(trace.HeaderRequestID), "index", idx, "shard", sh,
+					"phase", req.Phase, "queued_ms", float64(queued.Microseconds())/1000, "took_ms", float64(took.Microseconds())/1000)
+			}
+		}()
 	}
 	if s.cfg.FaultDelay > 0 && req.Phase != wire.PhaseStats && s.requests.Add(1)%int64(s.cfg.FaultEvery) == 0 {
 		select { // injected fault: a slow replica

@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/quarrysearch/quarry/client"
+	"github.com/quarrysearch/quarry/internal/trace"
 )
 
 // natsFlags are the connection flags every networked command takes.
@@ -98,6 +99,8 @@ type runtimeFlags struct {
 	logLevel, logFormat string
 	memLimit            string
 	gcPercent           int
+	otlpEndpoint        string
+	traceSample         float64
 }
 
 func (f *runtimeFlags) register(fs *flag.FlagSet) {
@@ -105,6 +108,27 @@ func (f *runtimeFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&f.memLimit, "gomemlimit", "", "soft memory limit for the Go runtime, e.g. 2GiB (default: GOMEMLIMIT or none)")
 	fs.IntVar(&f.gcPercent, "gogc", 0, "GOGC percentage (default: GOGC or 100)")
+	fs.StringVar(&f.otlpEndpoint, "otlp-endpoint", os.Getenv("QUARRY_OTLP_ENDPOINT"), "send OpenTelemetry spans to this OTLP/HTTP collector, e.g. http://localhost:4318 (env QUARRY_OTLP_ENDPOINT; default: no spans)")
+	fs.Float64Var(&f.traceSample, "trace-sample", 1, "share of requests traced when --otlp-endpoint is set, 0-1")
+}
+
+// tracing starts exporting spans when --otlp-endpoint is set and returns
+// the function that flushes them at exit.
+func (f *runtimeFlags) tracing(ctx context.Context, service string) (func(), error) {
+	if f.otlpEndpoint != "" && (f.traceSample <= 0 || f.traceSample > 1) {
+		return nil, fmt.Errorf("--trace-sample must be above 0 and at most 1, got %g", f.traceSample)
+	}
+	shutdown, err := trace.Setup(ctx, trace.Config{Endpoint: f.otlpEndpoint, SampleRatio: f.traceSample, Service: service})
+	if err != nil {
+		return nil, fmt.Errorf("--otlp-endpoint: %w", err)
+	}
+	return func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := shutdown(sctx); err != nil {
+			slog.Warn("flush spans", "err", err)
+		}
+	}, nil
 }
 
 // apply sets the runtime knobs and returns the logger.

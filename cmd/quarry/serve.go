@@ -42,6 +42,8 @@ type roleFlags struct {
 	pluginPages      uint
 	teamInstances    int
 	drainTimeout     time.Duration
+	slowQuery        time.Duration
+	slowShard        time.Duration
 }
 
 // registerDrain adds the shutdown flag every long-running command takes.
@@ -56,6 +58,7 @@ func (f *roleFlags) registerIndexer(fs *flag.FlagSet) {
 
 func (f *roleFlags) registerSearcher(fs *flag.FlagSet) {
 	fs.IntVar(&f.workers, "workers", 0, "shard requests run at once (default 2×GOMAXPROCS)")
+	fs.DurationVar(&f.slowShard, "slow-shard", 250*time.Millisecond, "log shard requests slower than this (queue wait included) at warn level, with the request id (negative: never)")
 	fs.DurationVar(&f.faultDelay, "fault-delay", 0, "fault injection, for tests: delay shard requests by this much")
 	fs.IntVar(&f.faultEvery, "fault-every", 1, "fault injection: delay every Nth shard request (with --fault-delay)")
 }
@@ -65,6 +68,7 @@ func (f *roleFlags) registerBroker(fs *flag.FlagSet) {
 	fs.IntVar(&f.maxInFlight, "max-in-flight", 1024, "searches served at once; more are refused at once with 429 (overloaded)")
 	fs.BoolVar(&f.noHedge, "no-hedge", false, "never ask a second replica when a shard is slow")
 	fs.IntVar(&f.statsCache, "stats-cache", 4096, "queries whose global term statistics are cached per index generation (negative: none)")
+	fs.DurationVar(&f.slowQuery, "slow-query", 500*time.Millisecond, "log searches slower than this at warn level, with the request id and the profile (negative: never)")
 	fs.IntVar(&f.recordPercent, "record-queries", 0, "record this percentage of search requests for replays (quarry queries export)")
 	fs.Float64Var(&f.fallbackRate, "fallback-error-rate", 0.5, "take a fail-open plugin out when more than this share of its recent calls failed")
 	fs.IntVar(&f.fallbackWindow, "fallback-window", 100, "recent calls the fallback looks at")
@@ -95,13 +99,14 @@ func (f *roleFlags) indexer() *indexer.Config {
 }
 
 func (f *roleFlags) searcher() *searcher.Config {
-	return &searcher.Config{Workers: f.workers, MaxBatch: f.maxBatch, FaultDelay: f.faultDelay, FaultEvery: f.faultEvery, DrainTimeout: f.drainTimeout}
+	return &searcher.Config{Workers: f.workers, MaxBatch: f.maxBatch, FaultDelay: f.faultDelay, FaultEvery: f.faultEvery, DrainTimeout: f.drainTimeout,
+		SlowRequest: f.slowShard}
 }
 
 func (f *roleFlags) broker() *broker.Config {
 	return &broker.Config{DefaultTimeout: f.defaultTimeout, MaxInFlight: f.maxInFlight, NoHedge: f.noHedge, StatsCacheSize: f.statsCache, RecordPercent: f.recordPercent,
 		FallbackErrorRate: f.fallbackRate, FallbackWindow: f.fallbackWindow, FallbackMinCalls: f.fallbackMin, FallbackSlowRate: f.fallbackSlow,
-		DrainTimeout: f.drainTimeout}
+		DrainTimeout: f.drainTimeout, SlowQuery: f.slowQuery}
 }
 
 func runServe(ctx context.Context, args []string) error {
@@ -131,6 +136,11 @@ func runServe(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	stopTracing, err := rt.tracing(ctx, "quarry-serve")
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
 	if err := os.MkdirAll(*data, 0o755); err != nil {
 		return err
 	}
@@ -279,6 +289,11 @@ func runRole(ctx context.Context, role string, args []string) error {
 	if err != nil {
 		return err
 	}
+	stopTracing, err := rt.tracing(ctx, "quarry-"+role)
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
 	opts, err := nf.options()
 	if err != nil {
 		return err

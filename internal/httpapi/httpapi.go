@@ -11,6 +11,7 @@ import (
 
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/client"
+	"github.com/quarrysearch/quarry/internal/trace"
 )
 
 // MaxSearchBody caps a search request body.
@@ -140,7 +141,14 @@ func (h *handler) search(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, err)
 		return
 	}
-	resp, err := h.c.SearchRaw(r.Context(), r.PathValue("index"), body)
+	ctx := r.Context()
+	id := r.Header.Get("X-Request-Id")
+	if !trace.ValidRequestID(id) {
+		id = trace.NewRequestID()
+	}
+	ctx = trace.WithRequestID(ctx, id)
+	w.Header().Set("X-Request-Id", id)
+	resp, err := h.c.SearchRaw(ctx, r.PathValue("index"), body)
 	if err != nil {
 		h.fail(w, err)
 		return

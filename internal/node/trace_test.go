@@ -1,0 +1,157 @@
+package node
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/quarrysearch/quarry/api"
+	"github.com/quarrysearch/quarry/broker"
+	"github.com/quarrysearch/quarry/client"
+	"github.com/quarrysearch/quarry/indexer"
+	"github.com/quarrysearch/quarry/internal/trace"
+	"github.com/quarrysearch/quarry/internal/wasmtest"
+	"github.com/quarrysearch/quarry/searcher"
+)
+
+// loggingWAT is a rewriter that changes nothing and logs "rewriting" at
+// info level through the host's log import.
+const loggingWAT = `(module
+  (import "quarry_abi_v1" "log" (func $log (param i32 i32 i32)))
+  (memory 1)
+  (data (i32.const 100) "rewriting")
+  (func (export "quarry_abi_v1"))
+  (func (export "quarry_alloc") (param i32) (result i32) (i32.const 1024))
+  (func (export "quarry_rewrite") (param i32 i32) (result i64)
+    (call $log (i32.const 1) (i32.const 100) (i32.const 9))
+    (i32.store16 (i32.const 40960) (i32.const 0))
+    (i64.or (i64.shl (i64.const 40960) (i64.const 32)) (i64.const 2))))`
+
+// syncBuffer is a bytes.Buffer safe for the loggers of every role.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// lines returns the JSON log lines that carry request_id id.
+func (b *syncBuffer) lines(id string) []map[string]any {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []map[string]any
+	sc := bufio.NewScanner(bytes.NewReader(b.buf.Bytes()))
+	for sc.Scan() {
+		var m map[string]any
+		if json.Unmarshal(sc.Bytes(), &m) == nil && m["request_id"] == id {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// TestFollowOneRequest follows one search by its request id through the
+// broker's slow-query log, the searchers' slow-request logs and a plugin's
+// own log line, and by its trace through the spans of the broker, each
+// shard request, each searcher and the plugin call.
+func TestFollowOneRequest(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	trace.Use(tp)
+	t.Cleanup(func() { trace.Use(nil); tp.Shutdown(context.Background()) })
+	var logs syncBuffer
+	log := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	n, err := Start(ctx, Config{DataDir: t.TempDir(), NATSPort: -1, Logger: log,
+		Indexer: &indexer.Config{SnapshotInterval: -1}, Searcher: &searcher.Config{SlowRequest: time.Nanosecond},
+		Broker: &broker.Config{SlowQuery: time.Nanosecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(n.Close)
+	if err := n.WaitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c := n.Client()
+	if _, err := c.CreateIndex(ctx, "tr", 2, nil); err != nil {
+		t.Fatal(err)
+	}
+	mustBulk(t, c, "tr", ndjson(30, "t"))
+	if _, err := c.PushPlugin(ctx, "tr", "logger", wasmtest.WAT(t, loggingWAT), client.PushOptions{Kind: "rewriter", Activate: true}); err != nil {
+		t.Fatal(err)
+	}
+	// Wait until the pipeline is live: the plugin's log line appears.
+	var resp *api.SearchResponse
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		exp.Reset()
+		resp, err = c.Search(client.WithRequestID(ctx, "req-"+time.Now().Format("150405.000000")), "tr", &api.SearchRequest{Q: "noodles"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		live := slices.ContainsFunc(logs.lines(resp.RequestID), func(l map[string]any) bool { return l["msg"] == "rewriting" })
+		if live || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	id := resp.RequestID
+	if id == "" || id[:4] != "req-" {
+		t.Fatalf("the response names request %q, not the caller's", id)
+	}
+
+	// Logs: the broker's slow query, each shard's slow request (two
+	// phases: statistics, then search), the plugin's own line.
+	msgs := map[string]int{}
+	for _, l := range logs.lines(id) {
+		msgs[l["msg"].(string)]++
+	}
+	if msgs["slow query"] != 1 || msgs["slow shard request"] < 2 || msgs["rewriting"] != 1 {
+		t.Fatalf("log lines with request id %s: %v", id, msgs)
+	}
+
+	// Spans: one trace, the searchers' spans children of the broker's
+	// shard spans, the plugin call under the search.
+	spans := exp.GetSpans()
+	byName := map[string][]tracetest.SpanStub{}
+	for _, s := range spans {
+		byName[s.Name] = append(byName[s.Name], s)
+	}
+	root := byName["quarry.search"]
+	if len(root) != 1 || len(byName["quarry.shard"]) < 2 || len(byName["quarry.shard.search"]) < 2 || len(byName["quarry.plugin.rewriter"]) != 1 {
+		names := map[string]int{}
+		for k, v := range byName {
+			names[k] = len(v)
+		}
+		t.Fatalf("spans: %v", names)
+	}
+	traceID := root[0].SpanContext.TraceID()
+	shardSpans := map[string]bool{}
+	for _, s := range byName["quarry.shard"] {
+		shardSpans[s.SpanContext.SpanID().String()] = true
+	}
+	for _, s := range spans {
+		if s.SpanContext.TraceID() != traceID {
+			t.Fatalf("span %s is in trace %s, not the search's %s", s.Name, s.SpanContext.TraceID(), traceID)
+		}
+	}
+	for _, s := range byName["quarry.shard.search"] {
+		if !shardSpans[s.Parent.SpanID().String()] || !s.Parent.IsRemote() {
+			t.Fatalf("searcher span's parent %s is not a broker shard span (remote %v)", s.Parent.SpanID(), s.Parent.IsRemote())
+		}
+	}
+}
