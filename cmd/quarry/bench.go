@@ -104,8 +104,8 @@ func parseBench(args []string) (*benchConfig, *runtimeFlags, error) {
 	cfg := &benchConfig{}
 	fs.StringVar(&setups, "setups", "all", "setups to run, comma-separated: "+strings.Join(benchSetupNames, ", ")+", or all")
 	fs.StringVar(&loops, "loops", "open,closed", "measurements to make of each setup: open (fixed rate), closed (max throughput), or both")
-	fs.Float64Var(&cfg.Rate, "rate", 100, "open loop: queries sent a second (keep it below every setup's closed-loop throughput, or the latencies measure a growing queue)")
-	fs.DurationVar(&cfg.Duration, "duration", 4*time.Second, "measured time of each setup's open loop and of its closed loop")
+	fs.Float64Var(&cfg.Rate, "rate", 50, "open loop: queries sent a second (keep it well below every setup's closed-loop throughput, or the latencies measure a growing queue; 50 is about half of quarry-wasm's on 2 cores)")
+	fs.DurationVar(&cfg.Duration, "duration", 5*time.Second, "measured time of each setup's open loop and of its closed loop (for a p99.9, make it at least 1000/--rate seconds)")
 	fs.DurationVar(&cfg.Warmup, "warmup", time.Second, "before each measurement, this long of the same load, not counted")
 	fs.IntVar(&cfg.Concurrency, "concurrency", 8, "closed loop: concurrent callers")
 	fs.IntVar(&cfg.Docs, "docs", catalog.DefaultSize, "documents: N items of the sample catalogue (generated with --seed)")
