@@ -26,6 +26,7 @@ import (
 	"github.com/quarrysearch/quarry/internal/meta"
 	"github.com/quarrysearch/quarry/internal/subject"
 	"github.com/quarrysearch/quarry/internal/trace"
+	"github.com/quarrysearch/quarry/internal/tracenats"
 	"github.com/quarrysearch/quarry/internal/wire"
 	"github.com/quarrysearch/quarry/planner"
 )
@@ -45,9 +46,9 @@ type Config struct {
 	// Registerer gets the broker's Prometheus metrics (nil: a registry of
 	// its own, which nothing serves).
 	Registerer prometheus.Registerer
-	// SlowQuery logs, at warn level with the request id and the query's
-	// profile, every search that takes longer (0: off; default 500ms,
-	// negative: off).
+	// SlowQuery logs, at warn level with the request id and the time of
+	// each stage, every search that takes longer (0: 500ms; negative:
+	// never).
 	SlowQuery time.Duration
 	// DrainTimeout bounds a shutdown: the broker stops taking requests
 	// (its queue group subscription is drained first), then waits this
@@ -289,21 +290,21 @@ func (b *Broker) drain(svc micro.Service) {
 	b.cfg.Logger.Info("broker drained")
 }
 
-// logSlow logs a search that took longer than Config.SlowQuery, with its
-// profile (the query's text is cut to 200 bytes).
-func (b *Broker) logSlow(ctx context.Context, index string, req *api.SearchRequest, resp *api.SearchResponse, took time.Duration) {
+// logSlow logs a search that took longer than Config.SlowQuery, with the
+// time of each stage (the query's text is cut to 200 bytes).
+func (b *Broker) logSlow(ctx context.Context, index string, req *api.SearchRequest, resp *api.SearchResponse, took time.Duration, times *stageTimes) {
 	q := req.Q
 	if len(q) > 200 {
 		q = q[:200] + "…"
 	}
-	var stages []any
-	if resp.Profile != nil {
-		for _, st := range resp.Profile.Stages {
-			stages = append(stages, slog.Float64(st.Name, st.TookMS))
+	stages := make([]any, 0, numStages)
+	for i, d := range times {
+		if d > 0 {
+			stages = append(stages, slog.Float64(stageNames[i], float64(d.Microseconds())/1000))
 		}
 	}
 	trace.Logger(ctx, b.cfg.Logger).Warn("slow query", "index", index, "took_ms", float64(took.Microseconds())/1000, "q", q,
-		"total", resp.Total, "shards_failed", resp.Shards.Failed, slog.Group("profile_ms", stages...))
+		"total", resp.Total, "shards_failed", resp.Shards.Failed, slog.Group("stages_ms", stages...))
 }
 
 // Draining reports whether the broker is shutting down (no longer ready).
@@ -323,7 +324,7 @@ func (b *Broker) handle(req micro.Request) {
 	}
 	go func() {
 		defer func() { <-b.inflight }()
-		ctx := trace.Extract(context.Background(), nats.Header(req.Headers()))
+		ctx := tracenats.Extract(context.Background(), nats.Header(req.Headers()))
 		if trace.RequestID(ctx) == "" {
 			ctx = trace.WithRequestID(ctx, trace.NewRequestID())
 		}
@@ -387,21 +388,16 @@ func (b *Broker) SearchJSON(ctx context.Context, index string, data []byte) (out
 		// Recorded as received, after validation: fire and forget.
 		b.nc.Publish(subject.QueriesPrefix+"."+index, data)
 	}
-	// The slow-query log needs the profile: collect it, and keep it in the
-	// response only if the caller asked for it.
-	askedProfile := sreq.Profile
-	sreq.Profile = askedProfile || b.cfg.SlowQuery > 0
-	resp, err := b.Search(ctx, index, sreq)
+	var times stageTimes // for the slow-query log
+	resp, err := b.search(ctx, index, sreq, &times)
 	if err != nil {
 		b.metrics.answered(index, start, err)
 		return nil, err
 	}
 	resp.RequestID = trace.RequestID(ctx)
 	if took := time.Since(start); b.cfg.SlowQuery > 0 && took > b.cfg.SlowQuery {
-		b.logSlow(ctx, index, sreq, resp, took)
-	}
-	if !askedProfile {
-		resp.Profile = nil
+		times[stageDecode] = decoded
+		b.logSlow(ctx, index, sreq, resp, took, &times)
 	}
 	encStart := time.Now()
 	out, err = json.Marshal(resp)

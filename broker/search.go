@@ -20,6 +20,7 @@ import (
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/internal/subject"
 	"github.com/quarrysearch/quarry/internal/trace"
+	"github.com/quarrysearch/quarry/internal/tracenats"
 	"github.com/quarrysearch/quarry/internal/wire"
 	"github.com/quarrysearch/quarry/planner"
 )
@@ -28,6 +29,11 @@ import (
 // plan, the query's term statistics (cached per generation), the fan-out to
 // every shard, the merge, the rankers, the page.
 func (b *Broker) Search(ctx context.Context, index string, req *api.SearchRequest) (*api.SearchResponse, error) {
+	return b.search(ctx, index, req, nil)
+}
+
+// search is Search, keeping the stage times in times when it is not nil.
+func (b *Broker) search(ctx context.Context, index string, req *api.SearchRequest, times *stageTimes) (*api.SearchResponse, error) {
 	start := time.Now()
 	def, ok := b.Index(index)
 	if !ok {
@@ -39,7 +45,7 @@ func (b *Broker) Search(ctx context.Context, index string, req *api.SearchReques
 	if err := req.Validate(); err != nil {
 		return nil, err
 	}
-	opts := execOptions{profile: req.Profile, start: start, pipeline: b.pipeline(index), userFields: req.Fields, metrics: b.metrics.index(index)}
+	opts := execOptions{profile: req.Profile, start: start, pipeline: b.pipeline(index), userFields: req.Fields, metrics: b.metrics.index(index), times: times}
 	if req.Variant != nil {
 		pl, err := b.variant(ctx, index, opts.pipeline, req.Variant)
 		if err != nil {
@@ -97,6 +103,19 @@ type execOptions struct {
 	// when the rewriters ended (zero: there were none).
 	metrics   *indexMetrics
 	rewritten time.Time
+	// times, when set, gets the stage times too (the slow-query log).
+	times *stageTimes
+}
+
+// stageTimes are one request's stage times, for the slow-query log.
+type stageTimes [numStages]time.Duration
+
+// stage records a stage's time in the metrics and, when kept, in times.
+func (o *execOptions) stage(st int, d time.Duration) {
+	o.metrics.stage(st, d)
+	if o.times != nil {
+		o.times[st] += d
+	}
 }
 
 func (b *Broker) execute(ctx context.Context, plan *planner.Plan, o execOptions) (*api.SearchResponse, error) {
@@ -106,10 +125,10 @@ func (b *Broker) execute(ctx context.Context, plan *planner.Plan, o execOptions)
 	defer cancelShards()
 	planned := time.Now()
 	if o.rewritten.IsZero() {
-		o.metrics.stage(stagePlan, planned.Sub(o.start))
+		o.stage(stagePlan, planned.Sub(o.start))
 	} else {
-		o.metrics.stage(stageRewrite, o.rewritten.Sub(o.start))
-		o.metrics.stage(stagePlan, planned.Sub(o.rewritten))
+		o.stage(stageRewrite, o.rewritten.Sub(o.start))
+		o.stage(stagePlan, planned.Sub(o.rewritten))
 	}
 	var prof []api.Stage
 	if o.profile {
@@ -149,11 +168,11 @@ func (b *Broker) execute(ctx context.Context, plan *planner.Plan, o execOptions)
 
 	fanStart := time.Now()
 	if sreq.Stats != nil {
-		o.metrics.stage(stageStats, fanStart.Sub(planned))
+		o.stage(stageStats, fanStart.Sub(planned))
 	}
 	results := b.fanOut(shardCtx, plan, sreq, plan.Hedge)
 	fanned := time.Now()
-	o.metrics.stage(stageFanOut, fanned.Sub(fanStart))
+	o.stage(stageFanOut, fanned.Sub(fanStart))
 
 	resp := &api.SearchResponse{Shards: api.ShardsInfo{Total: len(plan.Shards)}}
 	var good []*wire.ShardResponse
@@ -203,9 +222,9 @@ func (b *Broker) execute(ctx context.Context, plan *planner.Plan, o execOptions)
 	resp.Pipeline = o.reports
 	done := time.Now()
 	resp.TookMS = ms(done.Sub(o.start))
-	o.metrics.stage(stageMerge, done.Sub(fanned)-ranked)
+	o.stage(stageMerge, done.Sub(fanned)-ranked)
 	if rerank != nil {
-		o.metrics.stage(stageRank, ranked)
+		o.stage(stageRank, ranked)
 	}
 	if o.profile {
 		prof = append(o.prelude, prof...)
@@ -349,7 +368,7 @@ func (b *Broker) askShard(ctx context.Context, index string, sh int, data []byte
 		for k, v := range hdr {
 			own[k] = v
 		}
-		trace.Inject(ctx, own)
+		tracenats.Inject(ctx, own)
 		hdr = own
 		defer func() {
 			span.SetAttributes(attribute.Bool("quarry.hedged", res.hedged), attribute.Bool("quarry.hedge_won", res.hedgeWon))

@@ -17,6 +17,7 @@ import (
 	"github.com/quarrysearch/quarry/internal/meta"
 	"github.com/quarrysearch/quarry/internal/subject"
 	"github.com/quarrysearch/quarry/internal/trace"
+	"github.com/quarrysearch/quarry/internal/tracenats"
 )
 
 // Options configures a Client. Zero values are documented defaults.
@@ -317,7 +318,7 @@ func (c *Client) SearchRaw(ctx context.Context, index string, body []byte) ([]by
 	}
 	msg := nats.NewMsg(subject.Search(index))
 	msg.Data = body
-	trace.Inject(ctx, msg.Header)
+	tracenats.Inject(ctx, msg.Header)
 	reply, err := c.nc.RequestMsgWithContext(ctx, msg)
 	if errors.Is(err, nats.ErrNoResponders) {
 		return nil, api.Errorf(api.CodeUnavailable, "no broker is running")

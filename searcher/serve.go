@@ -13,6 +13,7 @@ import (
 	"github.com/quarrysearch/quarry/internal/shard"
 	"github.com/quarrysearch/quarry/internal/subject"
 	"github.com/quarrysearch/quarry/internal/trace"
+	"github.com/quarrysearch/quarry/internal/tracenats"
 	"github.com/quarrysearch/quarry/internal/wire"
 )
 
@@ -83,7 +84,7 @@ func (s *Searcher) handle(msg *nats.Msg, queued time.Duration) {
 	start := time.Now()
 	if trace.Enabled() {
 		var span oteltrace.Span
-		ctx, span = trace.Start(trace.Extract(ctx, msg.Header), "quarry.shard.search", oteltrace.WithSpanKind(oteltrace.SpanKindServer),
+		ctx, span = trace.Start(tracenats.Extract(ctx, msg.Header), "quarry.shard.search", oteltrace.WithSpanKind(oteltrace.SpanKindServer),
 			oteltrace.WithAttributes(attribute.String("quarry.index", idx), attribute.Int("quarry.shard", sh),
 				attribute.String("quarry.phase", req.Phase), attribute.String("quarry.replica", s.id),
 				attribute.Int64("quarry.queued_us", queued.Microseconds())))

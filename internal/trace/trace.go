@@ -1,8 +1,9 @@
 // Package trace carries a search request's identity across Quarry's
 // services: a request id in every log line about the request, and
-// OpenTelemetry spans for each stage, propagated in NATS headers, so that
-// one slow query can be followed from the broker to the searchers and the
-// plugins.
+// OpenTelemetry spans for each stage, so that one slow query can be
+// followed from the broker to the searchers and the plugins. Package
+// tracenats carries both over NATS headers; this package knows nothing of
+// NATS, so the plugin host can use it.
 //
 // Spans are off unless Setup installs an exporter (or a test installs a
 // provider with Use): then Enabled is false and the hot path starts no
@@ -11,12 +12,10 @@ package trace
 
 import (
 	"context"
+	"crypto/rand"
 	"log/slog"
 	"sync/atomic"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nuid"
-	"go.opentelemetry.io/otel/propagation"
 	oteltrace "go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 )
@@ -43,7 +42,7 @@ func RequestID(ctx context.Context) string {
 }
 
 // NewRequestID makes a request id.
-func NewRequestID() string { return nuid.Next() }
+func NewRequestID() string { return rand.Text() }
 
 // ValidRequestID reports whether a caller's request id can be used as is:
 // 1 to MaxRequestIDBytes printable ASCII characters.
@@ -107,46 +106,4 @@ func Start(ctx context.Context, name string, opts ...oteltrace.SpanStartOption) 
 		return ctx, oteltrace.SpanFromContext(ctx)
 	}
 	return tracer().Start(ctx, name, opts...)
-}
-
-// propagator writes and reads W3C trace context (traceparent).
-var propagator = propagation.TraceContext{}
-
-// headerCarrier adapts nats.Header to the propagation API.
-type headerCarrier nats.Header
-
-func (h headerCarrier) Get(k string) string { return nats.Header(h).Get(k) }
-func (h headerCarrier) Set(k, v string)     { nats.Header(h).Set(k, v) }
-func (h headerCarrier) Keys() []string {
-	keys := make([]string, 0, len(h))
-	for k := range h {
-		keys = append(keys, k)
-	}
-	return keys
-}
-
-// Inject writes ctx's request id and, when tracing, its span context into
-// a NATS message's headers.
-func Inject(ctx context.Context, h nats.Header) {
-	if id := RequestID(ctx); id != "" {
-		h.Set(HeaderRequestID, id)
-	}
-	if enabled.Load() {
-		propagator.Inject(ctx, headerCarrier(h))
-	}
-}
-
-// Extract returns ctx with the request id and, when tracing, the remote
-// span context a NATS message's headers carry.
-func Extract(ctx context.Context, h nats.Header) context.Context {
-	if h == nil {
-		return ctx
-	}
-	if id := h.Get(HeaderRequestID); ValidRequestID(id) {
-		ctx = WithRequestID(ctx, id)
-	}
-	if enabled.Load() {
-		ctx = propagator.Extract(ctx, headerCarrier(h))
-	}
-	return ctx
 }

@@ -1,0 +1,54 @@
+// Package tracenats carries a request's id and span context (package
+// trace) in NATS message headers: Quarry-Request-Id and W3C traceparent.
+package tracenats
+
+import (
+	"context"
+
+	"github.com/nats-io/nats.go"
+	"go.opentelemetry.io/otel/propagation"
+
+	"github.com/quarrysearch/quarry/internal/trace"
+)
+
+// propagator writes and reads W3C trace context (traceparent).
+var propagator = propagation.TraceContext{}
+
+// headerCarrier adapts nats.Header to the propagation API.
+type headerCarrier nats.Header
+
+func (h headerCarrier) Get(k string) string { return nats.Header(h).Get(k) }
+func (h headerCarrier) Set(k, v string)     { nats.Header(h).Set(k, v) }
+func (h headerCarrier) Keys() []string {
+	keys := make([]string, 0, len(h))
+	for k := range h {
+		keys = append(keys, k)
+	}
+	return keys
+}
+
+// Inject writes ctx's request id and, when tracing, its span context into
+// a NATS message's headers.
+func Inject(ctx context.Context, h nats.Header) {
+	if id := trace.RequestID(ctx); id != "" {
+		h.Set(trace.HeaderRequestID, id)
+	}
+	if trace.Enabled() {
+		propagator.Inject(ctx, headerCarrier(h))
+	}
+}
+
+// Extract returns ctx with the request id and, when tracing, the remote
+// span context a NATS message's headers carry.
+func Extract(ctx context.Context, h nats.Header) context.Context {
+	if h == nil {
+		return ctx
+	}
+	if id := h.Get(trace.HeaderRequestID); trace.ValidRequestID(id) {
+		ctx = trace.WithRequestID(ctx, id)
+	}
+	if trace.Enabled() {
+		ctx = propagator.Extract(ctx, headerCarrier(h))
+	}
+	return ctx
+}
