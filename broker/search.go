@@ -159,15 +159,18 @@ func (b *Broker) execute(ctx context.Context, plan *planner.Plan, o execOptions)
 		sreq.Stats = st
 		if o.profile {
 			detail := "cache miss: one round trip to every shard"
-			if hit {
+			switch {
+			case hit:
 				detail = "cache hit"
+			case st == nil:
+				detail = "incomplete (a shard did not answer in time): shards scored with their own statistics"
 			}
 			prof = append(prof, api.Stage{Name: "stats", TookMS: ms(time.Since(planned)), Detail: detail})
 		}
 	}
 
 	fanStart := time.Now()
-	if sreq.Stats != nil {
+	if plan.ExactScoring && !b.cfg.NoExactScoring {
 		o.stage(stageStats, fanStart.Sub(planned))
 	}
 	results := b.fanOut(shardCtx, plan, sreq, plan.Hedge)
@@ -276,7 +279,8 @@ func shardsFailed(info api.ShardsInfo, results []shardResult) error {
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // globalStats returns the plan's term statistics summed over every shard,
-// from the cache or from a statistics round trip.
+// from the cache or from a statistics round trip; nil when a shard did not
+// answer in time (the shards then score with their own statistics).
 func (b *Broker) globalStats(ctx context.Context, plan *planner.Plan) (*wire.GlobalStats, bool, error) {
 	if st := b.stats.get(plan.Index, plan.Query); st != nil {
 		return st, true, nil
@@ -301,10 +305,15 @@ func (b *Broker) globalStats(ctx context.Context, plan *planner.Plan) (*wire.Glo
 		}
 		total.Add(&st)
 	}
-	if complete {
-		b.stats.noteGeneration(plan.Index, total.Generation)
-		b.stats.put(plan.Index, plan.Query, total)
+	if !complete {
+		// Partial sums would be wrong, and a field only the missing shards
+		// hold would have no statistics at all (bleve then fails the
+		// search). Shards score with their own statistics instead: not
+		// exact, but an answer.
+		return nil, false, nil
 	}
+	b.stats.noteGeneration(plan.Index, total.Generation)
+	b.stats.put(plan.Index, plan.Query, total)
 	return total, false, nil
 }
 

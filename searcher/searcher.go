@@ -66,6 +66,9 @@ type Config struct {
 	// waits FaultDelay before it is searched. Zero: off.
 	FaultDelay time.Duration
 	FaultEvery int
+	// FaultStats delays the statistics phase instead of the search phase
+	// (a shard slow to give its term statistics).
+	FaultStats bool
 	// Registerer gets the searcher's Prometheus metrics (nil: a registry
 	// of its own, which nothing serves).
 	Registerer prometheus.Registerer

@@ -98,7 +98,7 @@ func (s *Searcher) handle(msg *nats.Msg, queued time.Duration) {
 			}
 		}()
 	}
-	if s.cfg.FaultDelay > 0 && req.Phase != wire.PhaseStats && s.requests.Add(1)%int64(s.cfg.FaultEvery) == 0 {
+	if s.cfg.FaultDelay > 0 && (req.Phase == wire.PhaseStats) == s.cfg.FaultStats && s.requests.Add(1)%int64(s.cfg.FaultEvery) == 0 {
 		select { // injected fault: a slow replica
 		case <-time.After(s.cfg.FaultDelay):
 		case <-ctx.Done():

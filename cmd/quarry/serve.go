@@ -32,6 +32,7 @@ type roleFlags struct {
 	maxInFlight      int
 	faultDelay       time.Duration
 	faultEvery       int
+	faultStats       bool
 	noHedge          bool
 	statsCache       int
 	recordPercent    int
@@ -61,6 +62,7 @@ func (f *roleFlags) registerSearcher(fs *flag.FlagSet) {
 	fs.DurationVar(&f.slowShard, "slow-shard", 250*time.Millisecond, "log shard requests slower than this (queue wait included) at warn level, with the request id (negative: never)")
 	fs.DurationVar(&f.faultDelay, "fault-delay", 0, "fault injection, for tests: delay shard requests by this much")
 	fs.IntVar(&f.faultEvery, "fault-every", 1, "fault injection: delay every Nth shard request (with --fault-delay)")
+	fs.BoolVar(&f.faultStats, "fault-stats", false, "fault injection: delay the term-statistics phase instead of the search (with --fault-delay)")
 }
 
 func (f *roleFlags) registerBroker(fs *flag.FlagSet) {
@@ -99,7 +101,7 @@ func (f *roleFlags) indexer() *indexer.Config {
 }
 
 func (f *roleFlags) searcher() *searcher.Config {
-	return &searcher.Config{Workers: f.workers, MaxBatch: f.maxBatch, FaultDelay: f.faultDelay, FaultEvery: f.faultEvery, DrainTimeout: f.drainTimeout,
+	return &searcher.Config{Workers: f.workers, MaxBatch: f.maxBatch, FaultDelay: f.faultDelay, FaultEvery: f.faultEvery, FaultStats: f.faultStats, DrainTimeout: f.drainTimeout,
 		SlowRequest: f.slowShard}
 }
 

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"math"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -119,4 +121,29 @@ func TestExactDistributedScoring(t *testing.T) {
 
 func sameScore(a, b float64) bool {
 	return math.Abs(a-b) <= 1e-9*math.Max(1, math.Abs(b))
+}
+
+// TestStatsPhaseTimeout: when a shard does not give its term statistics in
+// time, the search still answers, scored with each shard's own statistics,
+// and the profile says so. (Partial sums used to reach the shards, which
+// then failed with "field stat for bm25 not present".)
+func TestStatsPhaseTimeout(t *testing.T) {
+	n := startRoles(t, "", &indexer.Config{SnapshotInterval: -1},
+		&searcher.Config{FaultDelay: 2 * time.Second, FaultStats: true}, &broker.Config{})
+	c, ctx := n.Client(), context.Background()
+	if _, err := c.CreateIndex(ctx, "slowstats", 2, nil); err != nil {
+		t.Fatal(err)
+	}
+	mustBulk(t, c, "slowstats", ndjson(30, "s"))
+	start := time.Now()
+	r, err := c.Search(ctx, "slowstats", &api.SearchRequest{Q: "noodles", TimeoutMS: 1000, Profile: true})
+	if err != nil || r.Shards.Failed > 0 || r.Total != 10 {
+		t.Fatalf("search with slow statistics: %+v %v", r, err)
+	}
+	if took := time.Since(start); took > time.Second {
+		t.Fatalf("the search took %s", took)
+	}
+	if !slices.ContainsFunc(r.Profile.Stages, func(s api.Stage) bool { return s.Name == "stats" && strings.Contains(s.Detail, "incomplete") }) {
+		t.Fatalf("the profile does not say the statistics were incomplete: %+v", r.Profile.Stages)
+	}
 }
