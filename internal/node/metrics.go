@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"time"
@@ -26,8 +27,9 @@ func newRegistry() (*prometheus.Registry, error) {
 	return reg, nil
 }
 
-// serveMetrics serves GET /metrics on a listener of its own at addr until
-// the last tier stops, so a draining node can still be watched.
+// serveMetrics serves GET /metrics, /healthz and /readyz on a listener of
+// its own at addr until the last tier stops, so a draining node can still
+// be watched.
 func (n *Node) serveMetrics(addr string) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -36,6 +38,9 @@ func (n *Node) serveMetrics(addr string) error {
 	n.MetricsAddr = ln.Addr().String()
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", httpapi.Metrics(n.Metrics, n.cfg.Logger))
+	// Roles without the HTTP API get their health checks here too.
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") })
+	mux.HandleFunc("GET /readyz", n.serveReady)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	n.run(tierIndexer, "metrics", func(ctx context.Context) error {
 		stop := context.AfterFunc(ctx, func() { srv.Close() })

@@ -1,10 +1,14 @@
 package node
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/quarrysearch/quarry/searcher"
 )
 
 // TestReadiness: /healthz answers while the process lives; /readyz says
@@ -34,5 +38,30 @@ func TestReadiness(t *testing.T) {
 	err := n.Ready()
 	if err == nil || !strings.Contains(err.Error(), "shutting down") || !strings.Contains(err.Error(), "NATS is not connected") {
 		t.Fatalf("a closed node: Ready() = %v, want not ready naming why", err)
+	}
+}
+
+// TestReadinessWithoutHTTP: a role without the HTTP API (here a searcher)
+// answers /healthz and /readyz on its --metrics listener.
+func TestReadinessWithoutHTTP(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	n, err := Start(ctx, Config{DataDir: t.TempDir(), NATSPort: -1, MetricsAddr: "127.0.0.1:0", Searcher: &searcher.Config{}, Logger: testLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(n.Close)
+	if err := n.WaitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{"/healthz", "/readyz", "/metrics"} {
+		resp, err := http.Get("http://" + n.MetricsAddr + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("%s on the metrics listener: %d", path, resp.StatusCode)
+		}
 	}
 }
