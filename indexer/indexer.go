@@ -115,9 +115,21 @@ func New(nc *nats.Conn, store *meta.Store, cfg Config) (*Indexer, error) {
 // Ready is closed once every index that existed at start-up is loaded.
 func (ix *Indexer) Ready() <-chan struct{} { return ix.ready }
 
+// workPrefix starts the name of a snapshot's working directory in DataDir:
+// the dot, which no index name holds, keeps it apart from replicas.
+const workPrefix = ".snapshot-"
+
 // Run serves until ctx is done, then closes every replica.
 func (ix *Indexer) Run(ctx context.Context) error {
 	defer ix.closeAll()
+	// A process killed while building a snapshot left its working
+	// directory (a copy of the index) behind.
+	if left, _ := filepath.Glob(filepath.Join(ix.cfg.DataDir, workPrefix+"*")); len(left) > 0 {
+		for _, dir := range left {
+			os.RemoveAll(dir)
+		}
+		ix.cfg.Logger.Info("removed the working directories of interrupted snapshots", "count", len(left))
+	}
 	w, err := ix.store.Indexes.WatchAll(ctx)
 	if err != nil {
 		return fmt.Errorf("indexer: watch indexes: %w", err)
@@ -344,7 +356,7 @@ func (ix *Indexer) Snapshot(ctx context.Context, st *indexState, minSeq uint64, 
 	}
 	start := time.Now()
 	next := meta.Manifest{Index: name, Generation: cur.Generation + 1, Created: time.Now().UTC()}
-	tmp, err := os.MkdirTemp(ix.cfg.DataDir, "snapshot-")
+	tmp, err := os.MkdirTemp(ix.cfg.DataDir, workPrefix)
 	if err != nil {
 		return cur, err
 	}

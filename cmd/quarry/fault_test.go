@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"os/exec"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -72,9 +73,37 @@ func (r *role) stop() time.Duration {
 	return time.Since(start)
 }
 
+// kill sends SIGKILL and waits for the process to be gone: no drain, no
+// clean-up, as when a machine dies.
+func (r *role) kill() {
+	r.t.Helper()
+	if err := r.cmd.Process.Kill(); err != nil {
+		r.t.Fatalf("kill -9 quarry %s: %v\n%s", r.args[0], err, r.logs)
+	}
+	r.cmd.Wait() // "signal: killed"
+}
+
+// setData points a role's --data at dir, for a restart on a new disk.
+func (r *role) setData(dir string) {
+	r.t.Helper()
+	i := slices.Index(r.args, "--data")
+	if i < 0 || i+1 >= len(r.args) {
+		r.t.Fatalf("quarry %s has no --data", strings.Join(r.args, " "))
+	}
+	r.args[i+1] = dir
+}
+
 // responders counts the answers to a request on subj within a short
 // window: replicas of a shard, or instances of a micro service.
 func responders(t *testing.T, nc *nats.Conn, subj string) int {
+	t.Helper()
+	return len(answers(t, nc, subj))
+}
+
+// answers collects the answers to a request on subj within a short window:
+// each replica's id on subject.Replicas, each instance's JSON on a micro
+// service's $SRV subjects.
+func answers(t *testing.T, nc *nats.Conn, subj string) [][]byte {
 	t.Helper()
 	inbox := nats.NewInbox()
 	sub, err := nc.SubscribeSync(inbox)
@@ -85,12 +114,13 @@ func responders(t *testing.T, nc *nats.Conn, subj string) int {
 	if err := nc.PublishRequest(subj, inbox, nil); err != nil {
 		t.Fatal(err)
 	}
-	n := 0
+	var out [][]byte
 	for {
-		if _, err := sub.NextMsg(300 * time.Millisecond); err != nil {
-			return n
+		m, err := sub.NextMsg(300 * time.Millisecond)
+		if err != nil {
+			return out
 		}
-		n++
+		out = append(out, m.Data)
 	}
 }
 

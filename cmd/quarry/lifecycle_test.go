@@ -81,6 +81,9 @@ func serveProcess(t *testing.T) string {
 
 // load searches index from workers until stop is closed, and counts.
 type load struct {
+	// timeout, when set, is each query's deadline, as a client with a
+	// deadline of its own would give (zero: the client's default).
+	timeout                   time.Duration
 	queries, failed, degraded atomic.Int64
 	mu                        sync.Mutex
 	errs                      []string
@@ -93,9 +96,14 @@ func (l *load) run(ctx context.Context, c *client.Client, index string, workers 
 		wg.Go(func() {
 			for i := 0; ctx.Err() == nil; i++ {
 				rctx := json.RawMessage(fmt.Sprintf(`{"user":"u%d"}`, (w*7919+i)%500))
+				qctx, cancel := context.Background(), context.CancelFunc(func() {})
+				if l.timeout > 0 {
+					qctx, cancel = context.WithTimeout(qctx, l.timeout)
+				}
 				start := time.Now()
-				r, err := c.Search(context.Background(), index, &api.SearchRequest{Q: "spicy noodles", Context: rctx})
+				r, err := c.Search(qctx, index, &api.SearchRequest{Q: "spicy noodles", Context: rctx})
 				took := time.Since(start)
+				cancel()
 				l.queries.Add(1)
 				l.mu.Lock()
 				l.took = append(l.took, took)
@@ -105,7 +113,7 @@ func (l *load) run(ctx context.Context, c *client.Client, index string, workers 
 					l.errs = append(l.errs, err.Error())
 				case r.Shards.Failed > 0:
 					l.failed.Add(1)
-					l.errs = append(l.errs, fmt.Sprintf("%d shards failed", r.Shards.Failed))
+					l.errs = append(l.errs, fmt.Sprintf("%d shards failed (shard %d: %s)", r.Shards.Failed, r.Shards.Failures[0].Shard, r.Shards.Failures[0].Reason))
 				case slices.ContainsFunc(r.Pipeline, func(s api.StepReport) bool { return s.Error != "" }):
 					l.degraded.Add(1)
 					l.errs = append(l.errs, fmt.Sprintf("pipeline: %+v", r.Pipeline))
@@ -116,6 +124,46 @@ func (l *load) run(ctx context.Context, c *client.Client, index string, workers 
 		})
 	}
 	return wg.Wait
+}
+
+// mark is how many answers the load has timed so far: the start or end of
+// a window for window.
+func (l *load) mark() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.took)
+}
+
+// window returns how many queries ended between two marks (to < 0: until
+// now) and their p50, p99 and max latencies.
+func (l *load) window(from, to int) (n int, p50, p99, max time.Duration) {
+	l.mu.Lock()
+	if to < 0 {
+		to = len(l.took)
+	}
+	w := slices.Clone(l.took[from:to])
+	l.mu.Unlock()
+	if len(w) == 0 {
+		return 0, 0, 0, 0
+	}
+	slices.Sort(w)
+	return len(w), w[len(w)/2], w[len(w)*99/100], w[len(w)-1]
+}
+
+// failures sums up a load's failed queries for a failure message.
+func (l *load) failures() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	counts := map[string]int{}
+	for _, e := range l.errs {
+		counts[e]++
+	}
+	var out []string
+	for e, n := range counts {
+		out = append(out, fmt.Sprintf("%d× %s", n, e))
+	}
+	slices.Sort(out)
+	return strings.Join(out, "; ")
 }
 
 // TestPluginLifecycleUnderLoad is issue 5's "done when" against a real

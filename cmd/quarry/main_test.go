@@ -103,15 +103,25 @@ func cluster(t *testing.T, withSearcher bool) (url string, c *client.Client) {
 
 func waitTotal(t *testing.T, c *client.Client, index, q string, want uint64) {
 	t.Helper()
+	waitTotalOf(t, c, index, &api.SearchRequest{Q: q}, want)
+}
+
+// waitTotalOf waits until req finds want documents on every shard.
+func waitTotalOf(t *testing.T, c *client.Client, index string, req *api.SearchRequest, want uint64) {
+	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	var last string
 	for time.Now().Before(deadline) {
-		r, err := c.Search(context.Background(), index, &api.SearchRequest{Q: q})
+		r, err := c.Search(context.Background(), index, req)
 		if err == nil && r.Shards.Failed == 0 && r.Total == want {
 			return
 		}
 		last = fmt.Sprint(r, err)
 		time.Sleep(10 * time.Millisecond)
+	}
+	q := req.Q
+	if req.Query != nil {
+		q = string(req.Query)
 	}
 	t.Fatalf("search %q: want total %d, last answer %s", q, want, last)
 }
