@@ -207,7 +207,8 @@ func New(nc *nats.Conn, store *meta.Store, cfg Config) (*Broker, error) {
 // and recorded).
 func (b *Broker) PipelinesReady() <-chan struct{} { return b.pipelinesReady }
 
-// Ready is closed once the broker knows every index definition.
+// Ready is closed once the broker knows every index definition and takes
+// requests.
 func (b *Broker) Ready() <-chan struct{} { return b.ready }
 
 // Run registers the micro service and keeps the index definitions current
@@ -218,6 +219,21 @@ func (b *Broker) Run(ctx context.Context) error {
 		return fmt.Errorf("broker: watch indexes: %w", err)
 	}
 	defer w.Stop()
+	// Learn every index before taking requests: a broker that joined its
+	// queue group first would answer "does not exist" for a moment.
+	for known := false; !known; {
+		select {
+		case <-ctx.Done():
+			return nil
+		case e, ok := <-w.Updates():
+			if !ok {
+				return watchEnded(ctx)
+			}
+			if known = e == nil; !known {
+				b.applyIndex(e)
+			}
+		}
+	}
 	svc, err := micro.AddService(b.nc, micro.Config{
 		Name: subject.ServiceName, Version: Version, QueueGroup: b.cfg.QueueGroup,
 		Description: "Quarry search API: JSON SearchRequest in, SearchResponse out",
@@ -232,7 +248,7 @@ func (b *Broker) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("broker: add endpoint: %w", err)
 	}
-	readyOnce := sync.OnceFunc(func() { close(b.ready) })
+	close(b.ready)
 	go b.publishShadows(ctx, shadowPublishEvery)
 	for {
 		select {
@@ -241,28 +257,37 @@ func (b *Broker) Run(ctx context.Context) error {
 			return nil
 		case e, ok := <-w.Updates():
 			if !ok {
-				if ctx.Err() != nil {
-					return nil // shutting down
-				}
-				return errors.New("broker: index watch ended")
+				return watchEnded(ctx)
 			}
-			if e == nil {
-				readyOnce()
-				continue
-			}
-			b.mu.Lock()
-			if e.Operation() == jetstream.KeyValuePut {
-				if def, err := meta.DecodeIndex(e.Value()); err == nil {
-					b.defs[e.Key()] = def
-				}
-			} else {
-				delete(b.defs, e.Key())
-			}
-			b.mu.Unlock()
-			if e.Operation() != jetstream.KeyValuePut {
-				b.metrics.drop(e.Key())
+			if e != nil {
+				b.applyIndex(e)
 			}
 		}
+	}
+}
+
+// watchEnded is Run's error when the index watch closes: none when the
+// broker is shutting down.
+func watchEnded(ctx context.Context) error {
+	if ctx.Err() != nil {
+		return nil
+	}
+	return errors.New("broker: index watch ended")
+}
+
+// applyIndex records an index definition's change.
+func (b *Broker) applyIndex(e jetstream.KeyValueEntry) {
+	b.mu.Lock()
+	if e.Operation() == jetstream.KeyValuePut {
+		if def, err := meta.DecodeIndex(e.Value()); err == nil {
+			b.defs[e.Key()] = def
+		}
+	} else {
+		delete(b.defs, e.Key())
+	}
+	b.mu.Unlock()
+	if e.Operation() != jetstream.KeyValuePut {
+		b.metrics.drop(e.Key())
 	}
 }
 

@@ -233,6 +233,17 @@ func (s *shardState) subjectOf(replica string) string {
 	return s.replicaLocked(replica).subject
 }
 
+// hedgeRecheck is how often a request whose hedge the budget refused
+// looks again whether its replica is gone.
+const hedgeRecheck = 20 * time.Millisecond
+
+// known reports whether a replica is still known (not found gone).
+func (s *shardState) known(replica string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.replicas[replica] != nil
+}
+
 func (s *shardState) forget(replica string) {
 	s.mu.Lock()
 	delete(s.replicas, replica)

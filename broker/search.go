@@ -419,14 +419,15 @@ func (b *Broker) askShard(ctx context.Context, index string, sh int, data []byte
 	send(primary, false)
 	pending := 1
 	var timer <-chan time.Time
+	var hedgeTimer *time.Timer
 	if hedge.Enabled {
 		delay := hedge.InitialDelay
 		if q, ok := st.quantile(hedge.Quantile); ok {
 			delay = max(q, hedge.MinDelay)
 		}
-		t := time.NewTimer(delay)
-		defer t.Stop()
-		timer = t.C
+		hedgeTimer = time.NewTimer(delay)
+		defer hedgeTimer.Stop()
+		timer = hedgeTimer.C
 	}
 	var lastErr error
 	for pending > 0 {
@@ -458,11 +459,17 @@ func (b *Broker) askShard(ctx context.Context, index string, sh int, data []byte
 			lastErr = err
 		case <-timer:
 			timer = nil
-			if b.hedge.allow(hedge.MaxFraction) {
+			// A primary found gone (no responders) since is a failover,
+			// not extra load: it needs no budget.
+			if gone := primary != "" && !st.known(primary); gone || b.hedge.allow(hedge.MaxFraction) {
 				target, _ := st.chooseHedge(primary)
 				send(target, true)
 				pending++
 				res.hedged = true
+			} else if primary != "" {
+				// Look again later: the primary may be found gone meanwhile.
+				hedgeTimer.Reset(hedgeRecheck)
+				timer = hedgeTimer.C
 			}
 		}
 	}
