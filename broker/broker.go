@@ -214,7 +214,7 @@ func (b *Broker) Ready() <-chan struct{} { return b.ready }
 // Run registers the micro service and keeps the index definitions current
 // until ctx is done.
 func (b *Broker) Run(ctx context.Context) error {
-	w, err := b.store.Indexes.WatchAll(ctx)
+	w, err := b.store.Follow(ctx, b.store.Indexes, false)
 	if err != nil {
 		return fmt.Errorf("broker: watch indexes: %w", err)
 	}

@@ -222,7 +222,7 @@ const reconnectCheck = 500 * time.Millisecond
 // the watch ends, or the connection reconnects.
 func (b *Broker) watchPipelines(ctx context.Context, l *loader, applied map[string]uint64) error {
 	reconnects := b.nc.Stats().Reconnects
-	w, err := b.store.Pipelines.WatchAll(ctx)
+	w, err := b.store.Follow(ctx, b.store.Pipelines, false)
 	if err != nil {
 		return fmt.Errorf("watch pipelines: %w", err)
 	}

@@ -117,7 +117,17 @@ func (c *Client) CreateIndexDef(ctx context.Context, def api.IndexDefinition) (a
 	if err != nil {
 		return api.IndexDefinition{}, err
 	}
-	return st.CreateIndex(ctx, def)
+	def, err = st.CreateIndex(ctx, def)
+	if err == nil {
+		// Documents written next need the definition. Reading it back
+		// could miss it: a replica of the index bucket that has not yet
+		// applied the write may answer the read (JetStream's direct
+		// get), "index does not exist" right after it was created.
+		c.mu.Lock()
+		c.defs[def.Name] = def
+		c.mu.Unlock()
+	}
+	return def, err
 }
 
 // Index returns an index's definition (api.ErrNotFound if there is none).

@@ -130,7 +130,7 @@ func (ix *Indexer) Run(ctx context.Context) error {
 		}
 		ix.cfg.Logger.Info("removed the working directories of interrupted snapshots", "count", len(left))
 	}
-	w, err := ix.store.Indexes.WatchAll(ctx)
+	w, err := ix.store.Follow(ctx, ix.store.Indexes, false)
 	if err != nil {
 		return fmt.Errorf("indexer: watch indexes: %w", err)
 	}

@@ -210,12 +210,12 @@ func (s *Searcher) Run(ctx context.Context) error {
 		workers.Wait()
 	}()
 
-	w, err := s.store.Indexes.WatchAll(ctx)
+	w, err := s.store.Follow(ctx, s.store.Indexes, false)
 	if err != nil {
 		return fmt.Errorf("searcher: watch indexes: %w", err)
 	}
 	defer w.Stop()
-	mw, err := s.store.Manifests.WatchAll(ctx, jetstream.UpdatesOnly())
+	mw, err := s.store.Follow(ctx, s.store.Manifests, true)
 	if err != nil {
 		return fmt.Errorf("searcher: watch manifests: %w", err)
 	}

@@ -3,6 +3,7 @@ package embednats
 import (
 	"errors"
 	"fmt"
+	"net/url"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -28,6 +29,20 @@ type Config struct {
 	// and sets the listen address, server name and StoreDir (unless the
 	// file sets a store_dir).
 	ConfigFile string
+
+	// ClusterName joins the server to a NATS cluster of that name (the
+	// same on every member), with clustered JetStream: streams and
+	// buckets with Replicas > 1 are kept on several members. Every member
+	// needs its own ServerName and StoreDir. Empty: a lone server (or the
+	// cluster of ConfigFile, if it has one).
+	ClusterName string
+	// ClusterPort is where the server listens for routes from the other
+	// members, on Host (-1: a free port; see RouteURL).
+	ClusterPort int
+	// Routes are the members' route URLs ("nats://127.0.0.1:6222"). A
+	// route to the server itself is ignored, so every member can be given
+	// the same list; the server keeps trying a member that is down.
+	Routes []string
 }
 
 // Server is a running embedded nats-server.
@@ -58,6 +73,17 @@ func Start(cfg Config) (*Server, error) {
 	}
 	opts.ServerName, opts.Host, opts.Port, opts.DontListen = cfg.ServerName, cfg.Host, cfg.Port, cfg.NoListen
 	opts.JetStream, opts.NoSigs, opts.NoLog = true, true, true
+	if cfg.ClusterName != "" {
+		opts.Cluster.Name, opts.Cluster.Host, opts.Cluster.Port = cfg.ClusterName, cfg.Host, cfg.ClusterPort
+		opts.Routes = nil
+		for _, r := range cfg.Routes {
+			u, err := url.Parse(r)
+			if err != nil || u.Host == "" {
+				return nil, fmt.Errorf("embedded nats: bad route %q: want nats://host:port", r)
+			}
+			opts.Routes = append(opts.Routes, u)
+		}
+	}
 	if opts.StoreDir == "" {
 		opts.StoreDir = cfg.StoreDir
 	}
@@ -90,6 +116,16 @@ func (s *Server) Connect(name string, opts ...nats.Option) (*nats.Conn, error) {
 
 // ClientURL is the URL other processes connect to ("" with NoListen).
 func (s *Server) ClientURL() string { return s.ns.ClientURL() }
+
+// RouteURL is the URL other cluster members route to ("" outside a
+// cluster).
+func (s *Server) RouteURL() string {
+	a := s.ns.ClusterAddr()
+	if a == nil {
+		return ""
+	}
+	return fmt.Sprintf("nats://%s", a)
+}
 
 // Shutdown stops the server and waits for it to finish.
 func (s *Server) Shutdown() {

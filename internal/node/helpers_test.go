@@ -29,10 +29,30 @@ func testLogger() *slog.Logger {
 // startRoles starts a node with the given roles; natsURL "" embeds NATS.
 func startRoles(t testing.TB, natsURL string, idx *indexer.Config, srch *searcher.Config, brk *broker.Config) *Node {
 	t.Helper()
+	return startConfig(t, Config{NATSURL: natsURL, Indexer: idx, Searcher: srch, Broker: brk})
+}
+
+// startConfig starts a node from cfg, filling in what a test leaves out: a
+// temp DataDir, an embedded NATS on a free port, an HTTP listener on one,
+// the test logger. It waits until the node is ready and closes it when the
+// test ends.
+func startConfig(t testing.TB, cfg Config) *Node {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	n, err := Start(ctx, Config{DataDir: t.TempDir(), NATSURL: natsURL, NATSPort: -1, HTTPAddr: "127.0.0.1:0",
-		Indexer: idx, Searcher: srch, Broker: brk, Logger: testLogger()})
+	if cfg.DataDir == "" {
+		cfg.DataDir = t.TempDir()
+	}
+	if cfg.NATSPort == 0 {
+		cfg.NATSPort = -1
+	}
+	if cfg.HTTPAddr == "" {
+		cfg.HTTPAddr = "127.0.0.1:0"
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = testLogger()
+	}
+	n, err := Start(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

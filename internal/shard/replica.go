@@ -189,6 +189,13 @@ func (r *Replica) Start(ctx context.Context) error {
 	return err
 }
 
+// followHeartbeat is how often the server tells an idle replica's
+// consumer it is there; after two missed the consumer is made again, at
+// the next sequence. (The client's default for an ordered consumer, 5 s,
+// left a replica 10 s behind when the NATS cluster member holding its
+// consumer went down: TestFaultNATSClusterLosesNode.)
+const followHeartbeat = time.Second
+
 func (r *Replica) start(ctx context.Context) error {
 	cc := jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{subject.DocsOfShard(r.cfg.Index, r.cfg.Shard)},
@@ -218,7 +225,7 @@ func (r *Replica) start(ctx context.Context) error {
 		case msgs <- m:
 		case <-runCtx.Done():
 		}
-	}, jetstream.PullMaxMessages(r.cfg.MaxBatch))
+	}, jetstream.PullMaxMessages(r.cfg.MaxBatch), jetstream.PullHeartbeat(followHeartbeat))
 	if err != nil {
 		cancel()
 		return fmt.Errorf("follow %s/%d: %w", r.cfg.Index, r.cfg.Shard, err)
