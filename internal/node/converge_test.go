@@ -56,7 +56,7 @@ func TestBrokersConverge(t *testing.T) {
 		return ns
 	}
 	ns := startNATS()
-	defer func() { ns.Shutdown() }()
+	t.Cleanup(func() { ns.Shutdown() }) // after the nodes' cleanups: they drain against a live server
 	n := startRoles(t, ns.ClientURL(), &indexer.Config{SnapshotInterval: -1}, &searcher.Config{}, &broker.Config{})
 	c, ctx := n.Client(), context.Background()
 	noodleIndex(t, c, "conv", "c")

@@ -116,12 +116,24 @@ func TestFollowOneRequest(t *testing.T) {
 
 	// Logs: the broker's slow query, each shard's slow request (two
 	// phases: statistics, then search), the plugin's own line.
-	msgs := map[string]int{}
-	for _, l := range logs.lines(id) {
-		msgs[l["msg"].(string)]++
-	}
-	if msgs["slow query"] != 1 || msgs["slow shard request"] < 2 || msgs["rewriting"] != 1 {
-		t.Fatalf("log lines with request id %s: %v", id, msgs)
+	// A searcher logs after it answers: wait for its lines.
+	var msgs map[string]int
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		msgs = map[string]int{}
+		shards := map[float64]bool{}
+		for _, l := range logs.lines(id) {
+			msgs[l["msg"].(string)]++
+			if sh, ok := l["shard"].(float64); ok {
+				shards[sh] = true
+			}
+		}
+		if msgs["slow query"] == 1 && len(shards) == 2 && msgs["rewriting"] == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("log lines with request id %s: %v (shards %v)", id, msgs, shards)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 
 	// Spans: one trace, the searchers' spans children of the broker's
