@@ -391,6 +391,19 @@ func step(spec *api.PipelineSpec, name string) *api.StepSpec {
 // canary sends a share of queries to a candidate version (percent 0 ends
 // the canary).
 func (s *Service) canary(ctx context.Context, index string, r *Request) (*api.PipelineSpec, error) {
+	return s.candidate(ctx, index, r, func(st, cand *api.StepSpec) {
+		if cand == nil {
+			st.Canary = nil
+			return
+		}
+		st.Canary = &api.CanarySpec{Step: *cand, Percent: r.Percent, StickyKey: r.StickyKey}
+	})
+}
+
+// candidate puts a validated version of a live plugin beside its step
+// (set with the candidate's step), or with percent 0 takes it away (set
+// with nil): the shared part of canary and shadow.
+func (s *Service) candidate(ctx context.Context, index string, r *Request, set func(st, cand *api.StepSpec)) (*api.PipelineSpec, error) {
 	if r.Percent < 0 || r.Percent > 100 {
 		return nil, api.BadRequest("percent must be between 0 and 100, got %d", r.Percent)
 	}
@@ -406,14 +419,14 @@ func (s *Service) canary(ctx context.Context, index string, r *Request) (*api.Pi
 		if st == nil {
 			return api.NotFound("plugin %s is not in the pipeline of %q: activate a version first", r.Name, index)
 		}
-		if r.Percent == 0 {
-			st.Canary = nil
+		if cand == nil {
+			set(st, nil)
 			return nil
 		}
-		if kindOf(spec, r.Name) != cand.Kind {
-			return api.BadRequest("the candidate is a %s, the live %s a %s", cand.Kind, r.Name, kindOf(spec, r.Name))
+		if live := kindOf(spec, r.Name); cand.Kind != live {
+			return api.BadRequest("the candidate is a %s, the live %s a %s", cand.Kind, r.Name, live)
 		}
-		st.Canary = &api.CanarySpec{Step: cand.Step, Percent: r.Percent, StickyKey: r.StickyKey}
+		set(st, &cand.Step)
 		return nil
 	})
 }
@@ -445,30 +458,12 @@ func (s *Service) promote(ctx context.Context, index, name string) (*api.Pipelin
 // again for the candidate's request: real extra load, bounded by the
 // brokers' shadow concurrency.
 func (s *Service) shadow(ctx context.Context, index string, r *Request) (*api.PipelineSpec, error) {
-	if r.Percent < 0 || r.Percent > 100 {
-		return nil, api.BadRequest("percent must be between 0 and 100, got %d", r.Percent)
-	}
-	var cand *api.PluginVersion
-	if r.Percent > 0 {
-		var err error
-		if cand, err = s.store.ValidPluginVersion(ctx, index, r.Name, r.Digest); err != nil {
-			return nil, err
-		}
-	}
-	return s.update(ctx, index, func(spec *api.PipelineSpec) error {
-		st := step(spec, r.Name)
-		if st == nil {
-			return api.NotFound("plugin %s is not in the pipeline of %q: activate a version first", r.Name, index)
-		}
-		if r.Percent == 0 {
+	return s.candidate(ctx, index, r, func(st, cand *api.StepSpec) {
+		if cand == nil {
 			st.Shadow = nil
-			return nil
+			return
 		}
-		if live := kindOf(spec, r.Name); cand.Kind != live {
-			return api.BadRequest("the candidate is a %s, the live %s a %s", cand.Kind, r.Name, live)
-		}
-		st.Shadow = &api.ShadowSpec{Step: cand.Step, Percent: r.Percent}
-		return nil
+		st.Shadow = &api.ShadowSpec{Step: *cand, Percent: r.Percent}
 	})
 }
 
