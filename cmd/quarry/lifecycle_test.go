@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,6 +21,7 @@ import (
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/client"
 	"github.com/quarrysearch/quarry/internal/catalog"
+	"github.com/quarrysearch/quarry/internal/natstest"
 	"github.com/quarrysearch/quarry/internal/wasmtest"
 )
 
@@ -40,12 +40,7 @@ const burgerWAT = `(module (memory 1)
 // returns its URL once it answers.
 func serveProcess(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
+	port := natstest.FreePort(t)
 	var logs bytes.Buffer
 	cmd := exec.Command(quarryBin(t), "serve", "--data", t.TempDir(), "--nats-port", fmt.Sprint(port), "--http", "", "--log-level", "warn")
 	cmd.Stdout, cmd.Stderr = &logs, &logs

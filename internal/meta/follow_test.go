@@ -3,14 +3,12 @@ package meta
 import (
 	"context"
 	"fmt"
-	"net"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/quarrysearch/quarry/internal/embednats"
 	"github.com/quarrysearch/quarry/internal/natstest"
 )
 
@@ -95,24 +93,8 @@ func TestFollowLikeWatchAll(t *testing.T) {
 // A follower whose NATS server restarts sees the next change at once (a
 // KeyValue watch would wait 10 to 20 s for missed heartbeats), none twice.
 func TestFollowAcrossRestart(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	dir := t.TempDir()
-	start := func() *embednats.Server {
-		t.Helper()
-		srv, err := embednats.Start(embednats.Config{StoreDir: dir, Port: port})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return srv
-	}
-	srv := start()
-	defer func() { srv.Shutdown() }()
-	nc, err := nats.Connect(srv.ClientURL(), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
+	srv := natstest.StartRestartable(t)
+	nc, err := nats.Connect(srv.URL(), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,8 +117,8 @@ func TestFollowAcrossRestart(t *testing.T) {
 		if !updatesOnly {
 			next(t, w, 2) // a=1, nil
 		}
-		srv.Shutdown()
-		srv = start()
+		srv.Stop()
+		srv.Start()
 		restarted := time.Now()
 		for !nc.IsConnected() {
 			time.Sleep(10 * time.Millisecond)

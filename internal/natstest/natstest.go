@@ -1,6 +1,8 @@
 package natstest
 
 import (
+	"fmt"
+	"net"
 	"testing"
 
 	"github.com/nats-io/nats.go"
@@ -47,3 +49,56 @@ func (s *Server) Conn(tb testing.TB, name string) *nats.Conn {
 	tb.Cleanup(nc.Close)
 	return nc
 }
+
+// FreePort returns a loopback TCP port that was free a moment ago, for a
+// server that must come back on the same port.
+func FreePort(tb testing.TB) int {
+	tb.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// Restartable is a test nats-server with JetStream that a fault test can
+// stop and start again on the same port and store.
+type Restartable struct {
+	tb   testing.TB
+	port int
+	dir  string
+	srv  *embednats.Server
+}
+
+// StartRestartable starts a restartable server. It is shut down when the
+// test ends, after the cleanups registered later (so nodes started on it
+// drain against a live server).
+func StartRestartable(tb testing.TB) *Restartable {
+	tb.Helper()
+	r := &Restartable{tb: tb, port: FreePort(tb), dir: tb.TempDir()}
+	r.Start()
+	tb.Cleanup(r.Stop)
+	return r
+}
+
+// Start starts the server again after Stop.
+func (r *Restartable) Start() {
+	r.tb.Helper()
+	srv, err := embednats.Start(embednats.Config{StoreDir: r.dir, Port: r.port})
+	if err != nil {
+		r.tb.Fatalf("start nats: %v", err)
+	}
+	r.srv = srv
+}
+
+// Stop shuts the server down (a second Stop does nothing).
+func (r *Restartable) Stop() {
+	if r.srv != nil {
+		r.srv.Shutdown()
+		r.srv = nil
+	}
+}
+
+// URL is the server's client URL, the same across restarts.
+func (r *Restartable) URL() string { return fmt.Sprintf("nats://127.0.0.1:%d", r.port) }

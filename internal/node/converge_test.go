@@ -2,7 +2,6 @@ package node
 
 import (
 	"context"
-	"net"
 	"slices"
 	"strings"
 	"testing"
@@ -12,7 +11,7 @@ import (
 	"github.com/quarrysearch/quarry/broker"
 	"github.com/quarrysearch/quarry/client"
 	"github.com/quarrysearch/quarry/indexer"
-	"github.com/quarrysearch/quarry/internal/embednats"
+	"github.com/quarrysearch/quarry/internal/natstest"
 	"github.com/quarrysearch/quarry/internal/wasmtest"
 	"github.com/quarrysearch/quarry/searcher"
 )
@@ -40,24 +39,8 @@ func waitRewriter(t *testing.T, b *broker.Broker, index, version string) {
 // broker whose NATS server restarted, both end up running the current
 // pipeline without anyone touching them.
 func TestBrokersConverge(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	dir := t.TempDir()
-	startNATS := func() *embednats.Server {
-		t.Helper()
-		ns, err := embednats.Start(embednats.Config{StoreDir: dir, Port: port})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return ns
-	}
-	ns := startNATS()
-	t.Cleanup(func() { ns.Shutdown() }) // after the nodes' cleanups: they drain against a live server
-	n := startRoles(t, ns.ClientURL(), &indexer.Config{SnapshotInterval: -1}, &searcher.Config{}, &broker.Config{})
+	ns := natstest.StartRestartable(t)
+	n := startRoles(t, ns.URL(), &indexer.Config{SnapshotInterval: -1}, &searcher.Config{}, &broker.Config{})
 	c, ctx := n.Client(), context.Background()
 	noodleIndex(t, c, "conv", "c")
 	v1, err := c.PushPlugin(ctx, "conv", "suffix", wasmtest.WATFile(t, "../../examples/plugins/wat/suffix.wat"), client.PushOptions{Kind: "rewriter", Activate: true})
@@ -66,11 +49,11 @@ func TestBrokersConverge(t *testing.T) {
 	}
 	waitRewriter(t, n.Broker, "conv", short(v1.Digest))
 
-	late := startRoles(t, ns.ClientURL(), nil, nil, &broker.Config{})
+	late := startRoles(t, ns.URL(), nil, nil, &broker.Config{})
 	waitRewriter(t, late.Broker, "conv", short(v1.Digest))
 
-	ns.Shutdown()
-	ns = startNATS()
+	ns.Stop()
+	ns.Start()
 	restarted := time.Now()
 	v2, err := c.PushPlugin(ctx, "conv", "suffix", wasmtest.WAT(t, identityWAT), client.PushOptions{Kind: "rewriter", Activate: true})
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/quarrysearch/quarry/client"
 	"github.com/quarrysearch/quarry/indexer"
 	"github.com/quarrysearch/quarry/internal/embednats"
+	"github.com/quarrysearch/quarry/internal/natstest"
 	"github.com/quarrysearch/quarry/internal/wasmtest"
 	"github.com/quarrysearch/quarry/searcher"
 )
@@ -85,18 +86,8 @@ func externalClient(t testing.TB, urls string, opts ...nats.Option) (*client.Cli
 // index definitions (a new index works), and the broker still follows the
 // pipelines bucket.
 func TestFaultNATSRestart(t *testing.T) {
-	port, dir := freePort(t), t.TempDir()
-	startNATS := func() *embednats.Server {
-		t.Helper()
-		ns, err := embednats.Start(embednats.Config{StoreDir: dir, Port: port})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return ns
-	}
-	ns := startNATS()
-	t.Cleanup(func() { ns.Shutdown() }) // after the node's Close
-	n := startRoles(t, ns.ClientURL(), &indexer.Config{SnapshotInterval: -1}, &searcher.Config{}, &broker.Config{})
+	ns := natstest.StartRestartable(t)
+	n := startRoles(t, ns.URL(), &indexer.Config{SnapshotInterval: -1}, &searcher.Config{}, &broker.Config{})
 	c, ctx := n.Client(), context.Background()
 	noodleIndex(t, c, "nr", "n")
 	v1, err := c.PushPlugin(ctx, "nr", "suffix", wasmtest.WATFile(t, "../../examples/plugins/wat/suffix.wat"), client.PushOptions{Kind: "rewriter", Activate: true})
@@ -109,15 +100,15 @@ func TestFaultNATSRestart(t *testing.T) {
 	if *long {
 		outage, rate = 5*time.Second, 200
 	}
-	ext, extNC := externalClient(t, ns.ClientURL())
+	ext, extNC := externalClient(t, ns.URL())
 	load := startLoad(ext, "nr", "noodles", rate, 2*time.Second)
 	defer load.Stop()
 	time.Sleep(time.Second) // a steady state before the fault
 
 	down := time.Now()
-	ns.Shutdown()
+	ns.Stop()
 	time.Sleep(outage)
-	ns = startNATS()
+	ns.Start()
 	up := time.Now()
 
 	// The clients reconnect by themselves.
@@ -170,8 +161,8 @@ func startCluster(t testing.TB, size int) *natsCluster {
 	t.Helper()
 	cl := &natsCluster{t: t}
 	for i := range size {
-		cfg := embednats.Config{StoreDir: t.TempDir(), Port: freePort(t), ServerName: fmt.Sprintf("quarry-%d", i),
-			ClusterName: "quarry-test", ClusterPort: freePort(t)}
+		cfg := embednats.Config{StoreDir: t.TempDir(), Port: natstest.FreePort(t), ServerName: fmt.Sprintf("quarry-%d", i),
+			ClusterName: "quarry-test", ClusterPort: natstest.FreePort(t)}
 		cl.routes = append(cl.routes, fmt.Sprintf("nats://127.0.0.1:%d", cfg.ClusterPort))
 		cl.members = append(cl.members, &clusterMember{cfg: cfg})
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"net"
 	"slices"
 	"sync"
 	"testing"
@@ -20,18 +19,6 @@ import (
 //
 //	go test ./internal/node -run 'Fault' -quarry.long -v
 var long = flag.Bool("quarry.long", false, "run the long fault variants")
-
-// freePort returns a loopback TCP port that was free a moment ago, for a
-// server that must come back on the same port.
-func freePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
 
 // waitUntil polls cond until it holds, or fails the test after timeout,
 // saying what it waited for. It returns how long it took.
