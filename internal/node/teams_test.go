@@ -57,16 +57,8 @@ func TestTeamIsolation(t *testing.T) {
 	t.Setenv("BOOKS_PASSWORD", "books-secret")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	n, err := Start(ctx, Config{DataDir: t.TempDir(), NATSPort: -1, NATSConfigFile: teamsConf,
-		NATSOptions: []nats.Option{nats.UserInfo("quarry", "quarry-secret")},
-		Indexer:     &indexer.Config{}, Searcher: &searcher.Config{}, Broker: &broker.Config{}, Logger: testLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(n.Close)
-	if err := n.WaitReady(ctx); err != nil {
-		t.Fatal(err)
-	}
+	n := startConfig(t, Config{NATSConfigFile: teamsConf, NATSOptions: []nats.Option{nats.UserInfo("quarry", "quarry-secret")},
+		Indexer: &indexer.Config{}, Searcher: &searcher.Config{}, Broker: &broker.Config{}})
 	ops := n.Client()
 	for _, def := range []api.IndexDefinition{{Name: "menu", Shards: 1, Team: "food"}, {Name: "books", Shards: 1, Team: "books"}} {
 		if _, err := ops.CreateIndexDef(ctx, def); err != nil {
@@ -251,15 +243,8 @@ func TestChunkedUpload(t *testing.T) {
 func TestTeamRuntimeLimits(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	n, err := Start(ctx, Config{DataDir: t.TempDir(), NATSPort: -1, TeamMaxInstances: 4,
-		Indexer: &indexer.Config{SnapshotInterval: -1}, Searcher: &searcher.Config{}, Broker: &broker.Config{}, Logger: testLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(n.Close)
-	if err := n.WaitReady(ctx); err != nil {
-		t.Fatal(err)
-	}
+	n := startConfig(t, Config{TeamMaxInstances: 4,
+		Indexer: &indexer.Config{SnapshotInterval: -1}, Searcher: &searcher.Config{}, Broker: &broker.Config{}})
 	c := n.Client()
 	for _, def := range []api.IndexDefinition{{Name: "a1", Shards: 1, Team: "alpha"}, {Name: "a2", Shards: 1, Team: "alpha"}, {Name: "b1", Shards: 1, Team: "beta"}} {
 		if _, err := c.CreateIndexDef(ctx, def); err != nil {

@@ -77,16 +77,8 @@ func TestFollowOneRequest(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	n, err := Start(ctx, Config{DataDir: t.TempDir(), NATSPort: -1, Logger: log,
-		Indexer: &indexer.Config{SnapshotInterval: -1}, Searcher: &searcher.Config{SlowRequest: time.Nanosecond},
-		Broker: &broker.Config{SlowQuery: time.Nanosecond}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(n.Close)
-	if err := n.WaitReady(ctx); err != nil {
-		t.Fatal(err)
-	}
+	n := startConfig(t, Config{Logger: log, Indexer: &indexer.Config{SnapshotInterval: -1},
+		Searcher: &searcher.Config{SlowRequest: time.Nanosecond}, Broker: &broker.Config{SlowQuery: time.Nanosecond}})
 	c := n.Client()
 	if _, err := c.CreateIndex(ctx, "tr", 2, nil); err != nil {
 		t.Fatal(err)
@@ -99,6 +91,7 @@ func TestFollowOneRequest(t *testing.T) {
 	var resp *api.SearchResponse
 	for deadline := time.Now().Add(20 * time.Second); ; {
 		exp.Reset()
+		var err error
 		resp, err = c.Search(client.WithRequestID(ctx, "req-"+time.Now().Format("150405.000000")), "tr", &api.SearchRequest{Q: "noodles"})
 		if err != nil {
 			t.Fatal(err)
