@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/quarrysearch/quarry/sdk/abi"
 )
@@ -41,21 +40,11 @@ type nativeInstance struct {
 // memory limit and no share of a runtime's instances; they are for
 // benchmarks and tests of trusted code, not for teams' uploads.
 func LoadNative(spec Spec, factory NativeFactory) (*Plugin, error) {
-	if spec.Kind != Rewriter && spec.Kind != Ranker {
-		return nil, fmt.Errorf("plugin %s: kind must be %q or %q, got %q", spec.Name, Rewriter, Ranker, spec.Kind)
+	if err := spec.validate(); err != nil { // the defaults of Load
+		return nil, err
 	}
 	if factory == nil {
 		return nil, fmt.Errorf("plugin %s: no native factory", spec.Name)
-	}
-	// The defaults of Load.
-	if spec.Budget <= 0 {
-		spec.Budget = 50 * time.Millisecond
-	}
-	if spec.MaxOutput <= 0 {
-		spec.MaxOutput = 1 << 20
-	}
-	if spec.Instances <= 0 {
-		spec.Instances = 4
 	}
 	p := &Plugin{spec: spec, native: make(chan *nativeInstance, spec.Instances)}
 	for range spec.Instances {

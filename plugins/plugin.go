@@ -51,7 +51,7 @@ type Spec struct {
 	Budget time.Duration
 	// MaxOutput caps a response's size (default 1 MiB).
 	MaxOutput int
-	// Instances is the pool of warm instances (default 2×GOMAXPROCS, min 2).
+	// Instances is the pool of warm instances (default 4).
 	Instances int
 	// InitBudget bounds one instance's start (default 5s).
 	InitBudget time.Duration
@@ -89,26 +89,34 @@ type instance struct {
 	mem         uint32 // memory size counted in Plugin.memBytes
 }
 
+// validate checks a spec's kind and fills in its defaults.
+func (s *Spec) validate() error {
+	if s.Kind != Rewriter && s.Kind != Ranker {
+		return fmt.Errorf("plugin %s: kind must be %q or %q, got %q", s.Name, Rewriter, Ranker, s.Kind)
+	}
+	if s.Budget <= 0 {
+		s.Budget = 50 * time.Millisecond
+	}
+	if s.MaxOutput <= 0 {
+		s.MaxOutput = 1 << 20
+	}
+	if s.Instances <= 0 {
+		s.Instances = 4
+	}
+	if s.InitBudget <= 0 {
+		s.InitBudget = 5 * time.Second
+	}
+	return nil
+}
+
 // Load compiles, checks and warms a plugin. Errors wrap ErrNotWasm,
 // ErrMemoryLimit, ErrABIVersion, ErrMissingExport, ErrForbiddenImport,
 // ErrInit or ErrLimit and name what is wrong. A module that declares more
 // memory at most than the runtime allows is capped, not refused: growing
 // past the limit fails the call.
 func (r *Runtime) Load(ctx context.Context, spec Spec, wasm []byte) (*Plugin, error) {
-	if spec.Kind != Rewriter && spec.Kind != Ranker {
-		return nil, fmt.Errorf("plugin %s: kind must be %q or %q, got %q", spec.Name, Rewriter, Ranker, spec.Kind)
-	}
-	if spec.Budget <= 0 {
-		spec.Budget = 50 * time.Millisecond
-	}
-	if spec.MaxOutput <= 0 {
-		spec.MaxOutput = 1 << 20
-	}
-	if spec.Instances <= 0 {
-		spec.Instances = 4
-	}
-	if spec.InitBudget <= 0 {
-		spec.InitBudget = 5 * time.Second
+	if err := spec.validate(); err != nil {
+		return nil, err
 	}
 	if err := r.reserve(spec.Name, spec.Instances); err != nil {
 		return nil, err
