@@ -3,6 +3,7 @@ package meta
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -14,33 +15,59 @@ import (
 // RecordedQueries returns up to limit (0: all) search requests brokers
 // recorded for index, oldest first, as JSON.
 func (s *Store) RecordedQueries(ctx context.Context, index string, limit int) ([]json.RawMessage, error) {
-	cons, err := s.JS.OrderedConsumer(ctx, subject.QueriesStream, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{subject.QueriesPrefix + "." + index}})
+	var out []json.RawMessage
+	_, err := s.readSubject(ctx, subject.QueriesStream, subject.QueriesPrefix+"."+index, limit, func(m jetstream.Msg) error {
+		out = append(out, json.RawMessage(m.Data()))
+		return nil
+	})
+	if errors.Is(err, errStalled) {
+		err = nil // what was recorded then
+	}
 	if err != nil {
-		return nil, fmt.Errorf("read recorded queries of %s: %w", index, err)
+		return out, fmt.Errorf("read recorded queries of %s: %w", index, err)
+	}
+	return out, nil
+}
+
+// errStalled reports a subject whose messages stopped coming before all
+// that were pending had been read.
+var errStalled = errors.New("stalled")
+
+// readSubject reads in order up to limit (0: all) of the messages stream
+// holds on subj, handing each to each, and returns how many there were to
+// read. An error from each ends the reading and is returned.
+func (s *Store) readSubject(ctx context.Context, stream, subj string, limit int, each func(jetstream.Msg) error) (pending int, err error) {
+	cons, err := s.JS.OrderedConsumer(ctx, stream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{subj}})
+	if err != nil {
+		return 0, err
 	}
 	info, err := cons.Info(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("read recorded queries of %s: %w", index, err)
+		return 0, err
 	}
-	want := int(info.NumPending)
+	pending = int(info.NumPending)
 	if limit > 0 {
-		want = min(want, limit)
+		pending = min(pending, limit)
 	}
-	var out []json.RawMessage
-	for len(out) < want {
-		batch, err := cons.Fetch(min(want-len(out), 1000), jetstream.FetchMaxWait(5*time.Second))
+	for read := 0; read < pending; {
+		batch, err := cons.Fetch(min(pending-read, 256), jetstream.FetchMaxWait(5*time.Second))
 		if err != nil {
-			return out, fmt.Errorf("read recorded queries of %s: %w", index, err)
+			return pending, err
 		}
 		got := 0
 		for m := range batch.Messages() {
-			out = append(out, json.RawMessage(m.Data()))
 			got++
+			if err := each(m); err != nil {
+				return pending, err
+			}
+		}
+		if err := batch.Error(); err != nil {
+			return pending, err
 		}
 		if got == 0 {
-			break
+			return pending, fmt.Errorf("%w after %d of %d messages", errStalled, read, pending)
 		}
+		read += got
 	}
-	return out, nil
+	return pending, nil
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -49,46 +48,30 @@ func (s *Store) AssembleUpload(ctx context.Context, index, id string) ([]byte, e
 	if err := subject.ValidUploadID(id); err != nil {
 		return nil, api.BadRequest("%v", err)
 	}
-	cons, err := s.JS.OrderedConsumer(ctx, subject.UploadsStream, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{subject.Upload(index, id)}})
-	if err != nil {
-		return nil, fmt.Errorf("read upload %s: %w", id, err)
-	}
-	info, err := cons.Info(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("read upload %s: %w", id, err)
-	}
-	pending := int(info.NumPending)
-	if pending == 0 {
-		return nil, api.NotFound("no upload %s to index %q (it expires an hour after its last chunk): push the binary again", id, index)
-	}
 	var out []byte
-	for read := 0; read < pending; {
-		batch, err := cons.Fetch(min(pending-read, 256), jetstream.FetchMaxWait(5*time.Second))
-		if err != nil {
-			return nil, fmt.Errorf("read upload %s: %w", id, err)
-		}
-		got := 0
-		for m := range batch.Messages() {
-			got++
-			off, err := strconv.ParseInt(m.Headers().Get(subject.HeaderUploadOffset), 10, 64)
-			switch {
-			case err != nil:
-				return nil, fmt.Errorf("upload %s: chunk without an offset", id)
-			case off+int64(len(m.Data())) <= int64(len(out)):
-				continue // a retried chunk already read
-			case off != int64(len(out)):
-				return nil, api.BadRequest("upload %s is missing bytes %d to %d (a chunk was lost or expired): push the binary again", id, len(out), off)
-			}
+	var bad error // a chunk that does not fit, returned as is
+	pending, err := s.readSubject(ctx, subject.UploadsStream, subject.Upload(index, id), 0, func(m jetstream.Msg) error {
+		off, err := strconv.ParseInt(m.Headers().Get(subject.HeaderUploadOffset), 10, 64)
+		switch {
+		case err != nil:
+			bad = fmt.Errorf("upload %s: chunk without an offset", id)
+		case off+int64(len(m.Data())) <= int64(len(out)):
+			return nil // a retried chunk already read
+		case off != int64(len(out)):
+			bad = api.BadRequest("upload %s is missing bytes %d to %d (a chunk was lost or expired): push the binary again", id, len(out), off)
+		default:
 			out = append(out, m.Data()...)
 		}
-		if err := batch.Error(); err != nil {
-			return nil, fmt.Errorf("read upload %s: %w", id, err)
-		}
-		if got == 0 {
-			return nil, fmt.Errorf("read upload %s: stalled after %d of %d chunks", id, read, pending)
-		}
-		read += got
+		return bad
+	})
+	if bad != nil {
+		return nil, bad
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read upload %s: %w", id, err)
+	}
+	if pending == 0 {
+		return nil, api.NotFound("no upload %s to index %q (it expires an hour after its last chunk): push the binary again", id, index)
 	}
 	return out, nil
 }
