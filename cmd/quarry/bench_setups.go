@@ -32,6 +32,7 @@ import (
 	"github.com/quarrysearch/quarry/internal/catalog"
 	"github.com/quarrysearch/quarry/internal/indexmap"
 	"github.com/quarrysearch/quarry/internal/node"
+	"github.com/quarrysearch/quarry/internal/shard"
 	"github.com/quarrysearch/quarry/internal/subject"
 	"github.com/quarrysearch/quarry/planner"
 	"github.com/quarrysearch/quarry/plugins"
@@ -224,36 +225,11 @@ func newBleveIndex(dir string, docs []byte) (bleve.Index, error) {
 // every index's segments, so that background merging does not run during
 // the measurements.
 func settleBleve(ctx context.Context, log *slog.Logger, idxs ...bleve.Index) {
-	segments := func(idx bleve.Index) (mem, file uint64, ok bool) {
-		m, _ := idx.StatsMap()["index"].(map[string]any)
-		mem, ok1 := m["num_root_memorysegments"].(uint64)
-		file, ok2 := m["num_root_filesegments"].(uint64)
-		return mem, file, ok1 && ok2
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if state, err := shard.Settle(ctx, 100*time.Millisecond, idxs...); errors.Is(err, context.DeadlineExceeded) {
+		log.Warn("bleve still merging segments after a minute; measuring anyway", "file_segments", state)
 	}
-	deadline := time.Now().Add(time.Minute)
-	last, steady := "", 0
-	for time.Now().Before(deadline) && ctx.Err() == nil {
-		var state strings.Builder
-		busy := false
-		for _, idx := range idxs {
-			mem, file, ok := segments(idx)
-			if !ok {
-				return // no scorch statistics: nothing to wait for
-			}
-			busy = busy || mem > 0
-			fmt.Fprintf(&state, "%d ", file)
-		}
-		if !busy && state.String() == last {
-			if steady++; steady == 5 {
-				return
-			}
-		} else {
-			steady = 0
-		}
-		last = state.String()
-		time.Sleep(100 * time.Millisecond)
-	}
-	log.Warn("bleve still merging segments after a minute; measuring anyway", "file_segments", last)
 }
 
 // bleveSearch runs req on an index or alias the way the planner builds it

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"runtime"
@@ -24,6 +25,7 @@ import (
 	"github.com/quarrysearch/quarry/indexer"
 	"github.com/quarrysearch/quarry/internal/catalog"
 	"github.com/quarrysearch/quarry/internal/indexmap"
+	"github.com/quarrysearch/quarry/internal/shard"
 	"github.com/quarrysearch/quarry/internal/subject"
 	"github.com/quarrysearch/quarry/planner"
 	"github.com/quarrysearch/quarry/searcher"
@@ -139,41 +141,18 @@ func splitByShard(tb testing.TB, docs []byte, shards int) [][]byte {
 }
 
 // settleScorch waits until scorch has persisted and merged every index's
-// segments (no in-memory segment, the file segment count steady for a
-// second), so background merging does not run during the measurements.
+// segments (see shard.Settle), so background merging does not run during
+// the measurements.
 func settleScorch(tb testing.TB, idxs ...bleve.Index) {
 	tb.Helper()
-	segments := func(idx bleve.Index) (mem, file uint64, ok bool) {
-		m, _ := idx.StatsMap()["index"].(map[string]any)
-		mem, ok1 := m["num_root_memorysegments"].(uint64)
-		file, ok2 := m["num_root_filesegments"].(uint64)
-		return mem, file, ok1 && ok2
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	switch state, err := shard.Settle(ctx, 200*time.Millisecond, idxs...); {
+	case errors.Is(err, shard.ErrNoSegmentStats):
+		tb.Logf("scorch stats unavailable; not waiting for merges")
+	case err != nil:
+		tb.Logf("scorch still merging after 60s (file segments per index: %s)", state)
 	}
-	deadline := time.Now().Add(60 * time.Second)
-	last, steady := "", 0
-	for time.Now().Before(deadline) {
-		var state strings.Builder
-		busy := false
-		for _, idx := range idxs {
-			mem, file, ok := segments(idx)
-			if !ok {
-				tb.Logf("scorch stats unavailable; not waiting for merges")
-				return
-			}
-			busy = busy || mem > 0
-			fmt.Fprintf(&state, "%d ", file)
-		}
-		if !busy && state.String() == last {
-			if steady++; steady == 5 {
-				return
-			}
-		} else {
-			steady = 0
-		}
-		last = state.String()
-		time.Sleep(200 * time.Millisecond)
-	}
-	tb.Logf("scorch still merging after 60s (file segments per index: %s)", last)
 }
 
 // e2eLatency runs f once per iteration on the benchmark queries in turn
