@@ -48,15 +48,7 @@ func (b *Broker) mirror(index string, s *Step, req *abi.RankRequest, live *abi.R
 	if s.Shadow == nil || rand.IntN(100) >= s.ShadowPercent {
 		return
 	}
-	select {
-	case b.shadows.sem <- struct{}{}:
-	default:
-		return // busy: skip this mirror
-	}
-	go func() {
-		defer func() { <-b.shadows.sem }()
-		ctx, cancel := context.WithTimeout(context.Background(), shadowTimeout)
-		defer cancel()
+	b.shadows.run(func(ctx context.Context) {
 		start := time.Now()
 		out, err := s.Shadow.Plugin.Rank(ctx, req)
 		r := shadowResult{liveTook: liveTook, shadowTook: time.Since(start), liveErr: liveErr != nil, shadowErr: err != nil}
@@ -66,7 +58,25 @@ func (b *Broker) mirror(index string, s *Step, req *abi.RankRequest, live *abi.R
 			r.rho = spearman(live.Ranked, out.Ranked, len(req.Candidates))
 		}
 		b.shadows.add(index+"."+s.Plugin.Spec().Name, r)
+	})
+}
+
+// run runs f in the background with a shadow's time bound, if fewer than
+// maxShadowCalls shadows are running; otherwise it drops it (mirrored work
+// is never queued) and reports false.
+func (sh *shadows) run(f func(ctx context.Context)) bool {
+	select {
+	case sh.sem <- struct{}{}:
+	default:
+		return false
+	}
+	go func() {
+		defer func() { <-sh.sem }()
+		ctx, cancel := context.WithTimeout(context.Background(), shadowTimeout)
+		defer cancel()
+		f(ctx)
 	}()
+	return true
 }
 
 // shadowResult is one mirrored query's comparison.
@@ -127,17 +137,9 @@ func (b *Broker) mirrorRewrites(index string, def api.IndexDefinition, pl *Pipel
 		liveTop = topIDs(live.Hits)
 	}
 	for _, m := range mirrors {
-		select {
-		case b.shadows.sem <- struct{}{}:
-		default:
+		if !b.shadows.run(func(ctx context.Context) { b.shadowRewrite(ctx, index, def, pl, m, liveTop, live != nil) }) {
 			return // busy: skip these mirrors
 		}
-		go func() {
-			defer func() { <-b.shadows.sem }()
-			ctx, cancel := context.WithTimeout(context.Background(), shadowTimeout)
-			defer cancel()
-			b.shadowRewrite(ctx, index, def, pl, m, liveTop, live != nil)
-		}()
 	}
 }
 
