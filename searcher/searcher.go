@@ -569,15 +569,10 @@ func (s *Searcher) ID() string { return s.id }
 
 // Stats lists the shards this searcher serves.
 func (s *Searcher) Stats() []Stats {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	var out []Stats
-	for name, st := range s.indexes {
-		for i, sl := range st.shards {
-			r := sl.cur.Load()
-			docs, _ := r.DocCount()
-			out = append(out, Stats{Index: name, Shard: i, Generation: r.Generation(), Seq: r.Seq(), Docs: docs})
-		}
+	for _, sh := range s.shardStates() {
+		docs, _ := sh.replica.DocCount()
+		out = append(out, Stats{Index: sh.index, Shard: sh.shard, Generation: sh.replica.Generation(), Seq: sh.replica.Seq(), Docs: docs})
 	}
 	slices.SortFunc(out, func(a, b Stats) int {
 		if a.Index != b.Index {
