@@ -211,8 +211,10 @@ func (b *Broker) WatchPipelines(ctx context.Context, teams *plugins.Teams) error
 }
 
 // errReconnected ends a pipeline watch when the broker's NATS connection
-// reconnected: a fresh watch catches up at once, where the old one would
-// wait for missed heartbeats.
+// reconnected. Follow itself carries on after an outage; a fresh watch is
+// for the pipelines refused meanwhile (a binary that could not be
+// fetched): it delivers every current pipeline again, the live ones are
+// skipped (applied) and the refused ones are tried again.
 var errReconnected = errors.New("NATS reconnected")
 
 // reconnectCheck is how often a pipeline watch looks for a reconnection.
