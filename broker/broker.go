@@ -358,8 +358,8 @@ func (b *Broker) handle(req micro.Request) {
 			b.respondError(req.Reply(), err)
 			return
 		}
-		msg := &nats.Msg{Subject: req.Reply(), Data: body, Header: nats.Header{"Content-Type": []string{"application/json"},
-			trace.HeaderRequestID: []string{trace.RequestID(ctx)}}}
+		// The request id is in the body (request_id): no header for it.
+		msg := &nats.Msg{Subject: req.Reply(), Data: body, Header: nats.Header{"Content-Type": []string{"application/json"}}}
 		if err := b.nc.PublishMsg(msg); err != nil {
 			b.cfg.Logger.Warn("reply failed", "index", index, "err", err)
 		}

@@ -377,8 +377,7 @@ func (b *Broker) askShard(ctx context.Context, index string, sh int, data []byte
 		for k, v := range hdr {
 			own[k] = v
 		}
-		tracenats.Inject(ctx, own)
-		hdr = own
+		hdr = tracenats.Inject(ctx, own)
 		defer func() {
 			span.SetAttributes(attribute.Bool("quarry.hedged", res.hedged), attribute.Bool("quarry.hedge_won", res.hedgeWon))
 			if res.err != nil {

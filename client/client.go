@@ -326,9 +326,8 @@ func (c *Client) SearchRaw(ctx context.Context, index string, body []byte) ([]by
 	if err := subject.ValidIndexName(index); err != nil {
 		return nil, api.BadRequest("%v", err)
 	}
-	msg := nats.NewMsg(subject.Search(index))
-	msg.Data = body
-	tracenats.Inject(ctx, msg.Header)
+	msg := &nats.Msg{Subject: subject.Search(index), Data: body}
+	msg.Header = tracenats.Inject(ctx, msg.Header)
 	reply, err := c.nc.RequestMsgWithContext(ctx, msg)
 	if errors.Is(err, nats.ErrNoResponders) {
 		return nil, api.Errorf(api.CodeUnavailable, "no broker is running")

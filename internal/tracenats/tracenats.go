@@ -28,14 +28,24 @@ func (h headerCarrier) Keys() []string {
 }
 
 // Inject writes ctx's request id and, when tracing, its span context into
-// a NATS message's headers.
-func Inject(ctx context.Context, h nats.Header) {
-	if id := trace.RequestID(ctx); id != "" {
+// a NATS message's headers and returns them: h, or a new header when h is
+// nil and there is something to write (nil otherwise, so a message with
+// nothing to carry costs no header).
+func Inject(ctx context.Context, h nats.Header) nats.Header {
+	id := trace.RequestID(ctx)
+	if id == "" && !trace.Enabled() {
+		return h
+	}
+	if h == nil {
+		h = nats.Header{}
+	}
+	if id != "" {
 		h.Set(trace.HeaderRequestID, id)
 	}
 	if trace.Enabled() {
 		propagator.Inject(ctx, headerCarrier(h))
 	}
+	return h
 }
 
 // Extract returns ctx with the request id and, when tracing, the remote
