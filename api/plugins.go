@@ -19,6 +19,22 @@ type PipelineSpec struct {
 	// it, so rollbacks walk back through history instead of undoing each
 	// other.
 	RestoredFrom uint64 `json:"restored_from,omitempty"`
+	// Change says what wrote this revision: "plugin activate ltr
+	// sha256:…", "rollback", "file examples/pipelines/menu.json", "demo",
+	// "automatic fallback: spelling taken out"… (`quarry pipeline show`).
+	Change string `json:"change,omitempty"`
+	// Source, on a revision a pipeline file wrote, names the file and the
+	// digest of what it said (SourceFile): a broker restarted with the
+	// same file does not write it again over later changes.
+	Source string `json:"source,omitempty"`
+}
+
+// PipelineStatus is what one broker runs: for each index, the pipeline
+// revision it has swapped in (0: none). `quarry pipeline show` asks every
+// broker, so that it prints what runs, not only what is stored.
+type PipelineStatus struct {
+	Broker    string            `json:"broker"`
+	Revisions map[string]uint64 `json:"revisions"`
 }
 
 // StepSpec is one plugin step of a pipeline.
@@ -51,6 +67,18 @@ type StepSpec struct {
 	// request and the rest of the search (plan, fan-out, merge, the live
 	// rankers) runs again in the background for the final top 10.
 	Shadow *ShadowSpec `json:"shadow,omitempty"`
+	// TakenOut, when set, says why the automatic fallback took this
+	// fail-open step out: every broker skips it (and says so in each
+	// response) until a version of the plugin is activated again. It is
+	// kept in every later revision, so a change to another step does not
+	// bring a failing plugin back.
+	TakenOut *TakenOut `json:"taken_out,omitempty"`
+}
+
+// TakenOut records the automatic fallback taking a step out.
+type TakenOut struct {
+	Time   time.Time `json:"time"`
+	Reason string    `json:"reason"`
 }
 
 // ShadowSpec is a candidate version (ranker or rewriter) run on a share of

@@ -171,6 +171,7 @@ type Broker struct {
 	mu        sync.RWMutex
 	defs      map[string]api.IndexDefinition
 	pipelines map[string]*Pipeline
+	revisions map[string]uint64 // the registry revision of each pipeline
 	loader    *loader // set by WatchPipelines: loads variants too
 	ready     chan struct{}
 	draining  atomic.Bool
@@ -248,6 +249,11 @@ func (b *Broker) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("broker: add endpoint: %w", err)
 	}
+	status, err := b.nc.Subscribe(subject.PipelineStatus, b.answerPipelineStatus)
+	if err != nil {
+		return fmt.Errorf("broker: subscribe %s: %w", subject.PipelineStatus, err)
+	}
+	defer status.Unsubscribe()
 	close(b.ready)
 	go b.publishShadows(ctx, shadowPublishEvery)
 	for {

@@ -148,10 +148,42 @@ func (b *Broker) observe(index string, s *Step, took time.Duration, err error) {
 	b.cfg.Logger.Warn("plugin taken out of the pipeline", "index", index, "plugin", spec.Name, "version", spec.Version, "reason", reason)
 	ev := api.PluginEvent{Index: index, Plugin: spec.Name, Version: spec.Version, Time: time.Now().UTC(), Event: "taken out", Reason: reason}
 	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), rollbackTimeout)
 		defer cancel()
 		b.recordEvent(ctx, ev)
+		b.takeOut(ctx, index, spec.Kind, spec.Name, spec.Version, ev)
 	}()
+}
+
+// takeOut records in a new pipeline revision that the automatic fallback
+// took a fail-open step out (StepSpec.TakenOut), so that every broker
+// skips it, `quarry pipeline show` says so, and a later revision written
+// for another reason does not bring it back. Compare-and-set: brokers
+// tripping at once make one change; nothing is written if the step no
+// longer runs the version.
+func (b *Broker) takeOut(ctx context.Context, index string, kind plugins.Kind, name, version string, ev api.PluginEvent) {
+	for range 5 {
+		cur, err := b.store.Pipeline(ctx, index)
+		if err != nil {
+			b.cfg.Logger.Error("automatic fallback: read the pipeline", "index", index, "err", err)
+			return
+		}
+		st := findStep(cur, kind, name)
+		if st == nil || shortDigest(st.Digest) != version || st.TakenOut != nil {
+			return
+		}
+		st.TakenOut = &api.TakenOut{Time: ev.Time, Reason: ev.Reason}
+		cur.RestoredFrom, cur.Source = 0, ""
+		cur.Change = fmt.Sprintf("automatic fallback: %s %s taken out", name, version)
+		_, err = b.store.UpdatePipeline(ctx, index, cur, cur.Revision)
+		if errors.Is(err, api.ErrConflict) {
+			continue
+		}
+		if err != nil {
+			b.cfg.Logger.Error("automatic fallback: write the pipeline", "index", index, "err", err)
+		}
+		return
+	}
 }
 
 // recordEvent writes a plugin event to the events bucket.
@@ -198,6 +230,8 @@ func (b *Broker) rollBack(ctx context.Context, index string, kind plugins.Kind, 
 		ev.Reason = reason + fmt.Sprintf("; no earlier version of %s in the pipeline's history to roll back to, so the step stays as it is and its queries keep failing closed", name)
 		log.Warn("automatic rollback: nothing to roll back to; the step keeps failing closed")
 	default:
+		cur.RestoredFrom, cur.Source = 0, ""
+		cur.Change = fmt.Sprintf("automatic fallback: %s %s rolled back", name, version)
 		rev, err := b.store.UpdatePipeline(ctx, index, cur, cur.Revision)
 		if errors.Is(err, api.ErrConflict) {
 			log.Info("automatic rollback: the pipeline changed meanwhile (another broker rolled it back, or a person changed it); nothing to do")

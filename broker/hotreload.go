@@ -100,6 +100,13 @@ func (l *loader) step(ctx context.Context, index string, kind plugins.Kind, s ap
 	if l.window > 0 {
 		st.health = newHealth(l.window)
 	}
+	if s.TakenOut != nil { // the automatic fallback took it out earlier
+		if st.health == nil {
+			st.health = newHealth(1)
+		}
+		st.health.tripped = true
+		st.health.disabled.Store(true)
+	}
 	if s.Canary != nil {
 		c, err := l.step(ctx, index, kind, s.Canary.Step, keys)
 		if err != nil {
@@ -253,6 +260,7 @@ func (b *Broker) watchPipelines(ctx context.Context, l *loader, applied map[stri
 			index := e.Key()
 			if e.Operation() != jetstream.KeyValuePut {
 				b.SetPipeline(index, nil)
+				b.setRevision(index, e.Revision())
 				l.retire(index, nil)
 				applied[index] = e.Revision()
 				continue
@@ -266,6 +274,7 @@ func (b *Broker) watchPipelines(ctx context.Context, l *loader, applied map[stri
 						pl = nil
 					}
 					b.SetPipeline(index, pl)
+					b.setRevision(index, e.Revision())
 					l.retire(index, keys)
 					applied[index] = e.Revision()
 					b.cfg.Logger.Info("pipeline swapped in", "index", index, "revision", spec.Revision,

@@ -6,9 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"time"
+
+	"github.com/nats-io/nats.go"
 
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/planner"
@@ -102,6 +105,36 @@ func (b *Broker) SetPipeline(index string, p *Pipeline) {
 		return
 	}
 	b.pipelines[index] = p
+}
+
+// PipelineStatus says which pipeline revision the broker runs for each
+// index that has one.
+func (b *Broker) PipelineStatus() api.PipelineStatus {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	return api.PipelineStatus{Broker: b.shadows.id, Revisions: maps.Clone(b.revisions)}
+}
+
+// setRevision records the registry revision of an index's pipeline the
+// broker has swapped in.
+func (b *Broker) setRevision(index string, rev uint64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.revisions == nil {
+		b.revisions = map[string]uint64{}
+	}
+	b.revisions[index] = rev
+}
+
+// answerPipelineStatus answers subject.PipelineStatus requests.
+func (b *Broker) answerPipelineStatus(m *nats.Msg) {
+	raw, err := json.Marshal(b.PipelineStatus())
+	if err == nil {
+		err = m.Respond(raw)
+	}
+	if err != nil {
+		b.cfg.Logger.Warn("answer pipeline status", "err", err)
+	}
 }
 
 func (b *Broker) pipeline(index string) *Pipeline {

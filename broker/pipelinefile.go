@@ -54,23 +54,35 @@ func ReadPipelineFile(path string) (*PipelineFile, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pipeline: %w", err)
 	}
+	return ParsePipelineFile(path, raw)
+}
+
+// ParsePipelineFile parses and checks a pipeline file's content (name
+// names it in errors), refusing unknown keys.
+func ParsePipelineFile(name string, raw []byte) (*PipelineFile, error) {
 	var f PipelineFile
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&f); err != nil {
-		return nil, fmt.Errorf("pipeline %s: %w", path, err)
+		return nil, fmt.Errorf("pipeline %s: %w", name, err)
 	}
 	for i, s := range f.Rewriters {
 		if err := s.check(); err != nil {
-			return nil, fmt.Errorf("pipeline %s: %s %d (%s): %w", path, plugins.Rewriter, i, s.Plugin, err)
+			return nil, fmt.Errorf("pipeline %s: %s %d (%s): %w", name, plugins.Rewriter, i, s.Plugin, err)
 		}
 	}
 	for i, s := range f.Rankers {
 		if err := s.check(); err != nil {
-			return nil, fmt.Errorf("pipeline %s: %s %d (%s): %w", path, plugins.Ranker, i, s.Plugin, err)
+			return nil, fmt.Errorf("pipeline %s: %s %d (%s): %w", name, plugins.Ranker, i, s.Plugin, err)
 		}
 	}
 	return &f, nil
+}
+
+// Spec is the step as a pipeline step running the module wasm.
+func (s StepFile) Spec(wasm []byte) api.StepSpec {
+	return api.StepSpec{Plugin: s.Plugin, Digest: meta.PluginDigest(wasm), Config: s.Config, BudgetMS: s.BudgetMS, Policy: string(s.Policy),
+		Fields: s.Fields, RerankDepth: s.RerankDepth, Instances: s.Instances}
 }
 
 // check checks a step's settings (not its module).
@@ -119,10 +131,9 @@ func LoadPipelineFile(ctx context.Context, rt *plugins.Runtime, path, buildDir s
 		if err != nil {
 			return api.StepSpec{}, fmt.Errorf("%s: %w", where, err)
 		}
-		digest := meta.PluginDigest(wasm)
-		binaries[digest] = wasm
-		return api.StepSpec{Plugin: s.Plugin, Digest: digest, Config: s.Config, BudgetMS: s.BudgetMS, Policy: string(s.Policy),
-			Fields: s.Fields, RerankDepth: s.RerankDepth, Instances: s.Instances}, nil
+		st := s.Spec(wasm)
+		binaries[st.Digest] = wasm
+		return st, nil
 	}
 	for i, s := range f.Rewriters {
 		st, err := step(plugins.Rewriter, s, i)

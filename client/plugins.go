@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -155,6 +156,40 @@ func (c *Client) SetPipeline(ctx context.Context, index string, spec *api.Pipeli
 	var out api.PipelineSpec
 	err := c.admin(ctx, index, "pipeline.set", map[string]any{"spec": spec}, &out)
 	return &out, err
+}
+
+// BrokerPipelines asks every broker which pipeline revision it runs for
+// each index. Brokers answer at once; it gathers the answers that come
+// within wait (default 300ms). A NATS user that may not ask (see
+// docs/teams.md) gets none.
+func (c *Client) BrokerPipelines(ctx context.Context, wait time.Duration) ([]api.PipelineStatus, error) {
+	if wait <= 0 {
+		wait = 300 * time.Millisecond
+	}
+	inbox := c.nc.NewInbox()
+	sub, err := c.nc.SubscribeSync(inbox)
+	if err != nil {
+		return nil, err
+	}
+	defer sub.Unsubscribe()
+	if err := c.nc.PublishRequest(subject.PipelineStatus, inbox, nil); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	var out []api.PipelineStatus
+	for {
+		m, err := sub.NextMsgWithContext(ctx)
+		if err != nil {
+			break // the wait is over
+		}
+		var st api.PipelineStatus
+		if json.Unmarshal(m.Data, &st) == nil && st.Broker != "" {
+			out = append(out, st)
+		}
+	}
+	slices.SortFunc(out, func(a, b api.PipelineStatus) int { return strings.Compare(a.Broker, b.Broker) })
+	return out, nil
 }
 
 // PluginList is an index's pushed versions and its live pipeline.

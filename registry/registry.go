@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nats.go/micro"
 
 	"github.com/quarrysearch/quarry/api"
@@ -227,30 +226,27 @@ func (s *Service) list(ctx context.Context, index string) (map[string]any, error
 	return map[string]any{"versions": versions, "pipeline": spec}, nil
 }
 
-// update changes an index's pipeline with compare-and-set.
-func (s *Service) update(ctx context.Context, index string, change func(*api.PipelineSpec) error) (*api.PipelineSpec, error) {
+// update changes an index's pipeline with compare-and-set, as a new
+// revision whose Change is change. A fail-open step the automatic
+// fallback took out stays out (TakenOut is kept) unless change puts a
+// version of it live again.
+func (s *Service) update(ctx context.Context, index, change string, fn func(*api.PipelineSpec) error) (*api.PipelineSpec, error) {
 	for range 5 {
 		spec, err := s.store.Pipeline(ctx, index)
 		if err != nil {
 			return nil, err
 		}
 		rev := spec.Revision
-		spec.RestoredFrom = 0 // set again only by a rollback
-		if err := change(spec); err != nil {
+		spec.RestoredFrom, spec.Source = 0, "" // set again only by a rollback, a pipeline file
+		if err := fn(spec); err != nil {
 			return nil, err
 		}
-		spec.Index, spec.Updated, spec.Revision = index, time.Now().UTC(), 0
-		b, _ := json.Marshal(spec)
-		if rev == 0 {
-			_, err = s.store.Pipelines.Create(ctx, index, b)
-		} else {
-			_, err = s.store.Pipelines.Update(ctx, index, b, rev)
-		}
+		spec.Change = change
+		_, err = s.store.UpdatePipeline(ctx, index, spec, rev)
 		if err == nil {
 			return s.store.Pipeline(ctx, index)
 		}
-		var apiErr *jetstream.APIError
-		if !errors.Is(err, jetstream.ErrKeyExists) && !(errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence) {
+		if !errors.Is(err, api.ErrConflict) {
 			return nil, err
 		}
 	}
@@ -267,7 +263,7 @@ func (s *Service) activate(ctx context.Context, index, name, digest string) (*ap
 	if err != nil {
 		return nil, err
 	}
-	return s.update(ctx, index, func(spec *api.PipelineSpec) error {
+	return s.update(ctx, index, fmt.Sprintf("plugin activate %s %s", name, short(v.Digest)), func(spec *api.PipelineSpec) error {
 		steps := &spec.Rewriters
 		if v.Kind == string(plugins.Ranker) {
 			steps = &spec.Rankers
@@ -285,7 +281,7 @@ func (s *Service) activate(ctx context.Context, index, name, digest string) (*ap
 
 // remove takes a plugin out of the pipeline.
 func (s *Service) remove(ctx context.Context, index, name string) (*api.PipelineSpec, error) {
-	return s.update(ctx, index, func(spec *api.PipelineSpec) error {
+	return s.update(ctx, index, "plugin rm "+name, func(spec *api.PipelineSpec) error {
 		before := len(spec.Rewriters) + len(spec.Rankers)
 		spec.Rewriters = slices.DeleteFunc(spec.Rewriters, func(st api.StepSpec) bool { return st.Plugin == name })
 		spec.Rankers = slices.DeleteFunc(spec.Rankers, func(st api.StepSpec) bool { return st.Plugin == name })
@@ -318,7 +314,7 @@ func (s *Service) rollback(ctx context.Context, index string) (*api.PipelineSpec
 		return nil, api.BadRequest("index %q has no pipeline earlier than revision %d to roll back to", index, hist[at].Revision)
 	}
 	prev := hist[at-1]
-	return s.update(ctx, index, func(spec *api.PipelineSpec) error {
+	return s.update(ctx, index, fmt.Sprintf("rollback to revision %d", prev.Revision), func(spec *api.PipelineSpec) error {
 		if spec.Revision != cur.Revision {
 			return api.Errorf(api.CodeConflict, "the pipeline of %q changed during the rollback; try again", index)
 		}
@@ -357,8 +353,12 @@ func (s *Service) setPipeline(ctx context.Context, index string, spec *api.Pipel
 	if err := check(plugins.Ranker, spec.Rankers); err != nil {
 		return nil, err
 	}
-	return s.update(ctx, index, func(cur *api.PipelineSpec) error {
-		cur.Rewriters, cur.Rankers = spec.Rewriters, spec.Rankers
+	change := spec.Change
+	if change == "" {
+		change = "pipeline set"
+	}
+	return s.update(ctx, index, change, func(cur *api.PipelineSpec) error {
+		cur.Rewriters, cur.Rankers, cur.Source = spec.Rewriters, spec.Rankers, spec.Source
 		return nil
 	})
 }
@@ -391,7 +391,7 @@ func step(spec *api.PipelineSpec, name string) *api.StepSpec {
 // canary sends a share of queries to a candidate version (percent 0 ends
 // the canary).
 func (s *Service) canary(ctx context.Context, index string, r *Request) (*api.PipelineSpec, error) {
-	return s.candidate(ctx, index, r, func(st, cand *api.StepSpec) {
+	return s.candidate(ctx, index, "plugin canary", r, func(st, cand *api.StepSpec) {
 		if cand == nil {
 			st.Canary = nil
 			return
@@ -403,7 +403,7 @@ func (s *Service) canary(ctx context.Context, index string, r *Request) (*api.Pi
 // candidate puts a validated version of a live plugin beside its step
 // (set with the candidate's step), or with percent 0 takes it away (set
 // with nil): the shared part of canary and shadow.
-func (s *Service) candidate(ctx context.Context, index string, r *Request, set func(st, cand *api.StepSpec)) (*api.PipelineSpec, error) {
+func (s *Service) candidate(ctx context.Context, index, op string, r *Request, set func(st, cand *api.StepSpec)) (*api.PipelineSpec, error) {
 	if r.Percent < 0 || r.Percent > 100 {
 		return nil, api.BadRequest("percent must be between 0 and 100, got %d", r.Percent)
 	}
@@ -414,7 +414,11 @@ func (s *Service) candidate(ctx context.Context, index string, r *Request, set f
 			return nil, err
 		}
 	}
-	return s.update(ctx, index, func(spec *api.PipelineSpec) error {
+	what := fmt.Sprintf("%s %s %s %d%%", op, r.Name, short(r.Digest), r.Percent)
+	if r.Percent == 0 {
+		what = fmt.Sprintf("%s %s ended", op, r.Name)
+	}
+	return s.update(ctx, index, what, func(spec *api.PipelineSpec) error {
 		st := step(spec, r.Name)
 		if st == nil {
 			return api.NotFound("plugin %s is not in the pipeline of %q: activate a version first", r.Name, index)
@@ -442,7 +446,7 @@ func kindOf(spec *api.PipelineSpec, name string) string {
 
 // promote makes a plugin's canary its live version.
 func (s *Service) promote(ctx context.Context, index, name string) (*api.PipelineSpec, error) {
-	return s.update(ctx, index, func(spec *api.PipelineSpec) error {
+	return s.update(ctx, index, "plugin promote "+name, func(spec *api.PipelineSpec) error {
 		st := step(spec, name)
 		if st == nil || st.Canary == nil {
 			return api.BadRequest("plugin %s has no canary on index %q", name, index)
@@ -458,7 +462,7 @@ func (s *Service) promote(ctx context.Context, index, name string) (*api.Pipelin
 // again for the candidate's request: real extra load, bounded by the
 // brokers' shadow concurrency.
 func (s *Service) shadow(ctx context.Context, index string, r *Request) (*api.PipelineSpec, error) {
-	return s.candidate(ctx, index, r, func(st, cand *api.StepSpec) {
+	return s.candidate(ctx, index, "plugin shadow", r, func(st, cand *api.StepSpec) {
 		if cand == nil {
 			st.Shadow = nil
 			return

@@ -115,7 +115,7 @@ func parseBench(args []string) (*benchConfig, *runtimeFlags, error) {
 	fs.IntVar(&cfg.QueryCount, "query-count", 1000, "generated queries (without --queries); the runs cycle through them")
 	fs.IntVar(&cfg.Size, "size", 10, "hits per generated query")
 	fs.StringVar(&fields, "fields", "name,price", "stored fields returned by generated queries, comma-separated (empty: none)")
-	fs.StringVar(&cfg.Pipeline, "pipeline", demoPipeline, "pipeline file of quarry-wasm and quarry-native (its plugins must have native builds: spelling, synonyms, georank, ltr)")
+	fs.StringVar(&cfg.Pipeline, "pipeline", "examples/pipelines/menu.json", "pipeline file of quarry-wasm and quarry-native (its plugins must have native builds: spelling, synonyms, georank, ltr)")
 	fs.DurationVar(&cfg.Spin, "spin", time.Millisecond, "open loop: the sender wakes this long before each send time and yields until it (Go's timers wake up to 1ms late, and that lateness would count as latency); 0: sleep only")
 	fs.IntVar(&cfg.MaxOutstanding, "max-outstanding", 10000, "open loop: most queries in flight; at the cap the sender waits, and the wait counts as latency")
 	fs.DurationVar(&cfg.Timeout, "timeout", 10*time.Second, "each query's deadline (a query over it is an error)")

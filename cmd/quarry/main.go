@@ -18,9 +18,11 @@ import (
 	"os"
 	"os/signal"
 	"sort"
+	"strings"
 	"syscall"
 
 	"github.com/quarrysearch/quarry/api"
+	"github.com/quarrysearch/quarry/internal/node"
 )
 
 // command is one subcommand.
@@ -90,12 +92,54 @@ func main() {
 	case errors.Is(err, errUsage):
 		os.Exit(2)
 	default:
-		fmt.Fprintf(os.Stderr, "quarry %s: %v\n", name, err)
-		if api.CodeOf(err) == api.CodeBadRequest || api.CodeOf(err) == api.CodeNotFound {
-			os.Exit(2)
-		}
-		os.Exit(1)
+		fmt.Fprintf(os.Stderr, "quarry %s: %s\n", name, errorLine(err))
+		os.Exit(exitCode(err))
 	}
+}
+
+// Exit codes, the same for every command.
+const (
+	exitOK      = 0
+	exitFailure = 1 // it could not be done: a runtime failure
+	exitUsage   = 2 // bad command-line use or bad input: fix the command
+)
+
+// exitCode is a failed command's exit status: exitUsage for bad input (a
+// bad flag value or file, a refused request, an unknown index), else
+// exitFailure.
+func exitCode(err error) int {
+	var se *node.SettingError
+	switch {
+	case errors.Is(err, errUsage), errors.Is(err, flag.ErrHelp):
+		return exitUsage
+	case errors.As(err, &se) && se.Setting == node.SettingPipelines:
+		return exitUsage
+	case api.CodeOf(err) == api.CodeBadRequest || api.CodeOf(err) == api.CodeNotFound:
+		return exitUsage
+	}
+	return exitFailure
+}
+
+// settingFlags says which flag changes each node setting.
+var settingFlags = map[string]string{
+	node.SettingDataDir:     "change --data",
+	node.SettingNATSPort:    "change --nats-port",
+	node.SettingNATSURL:     "is NATS running there? check --nats or QUARRY_NATS",
+	node.SettingHTTPAddr:    "change --http",
+	node.SettingMetricsAddr: "change --metrics",
+	node.SettingPipelines:   "fix --pipeline",
+}
+
+// errorLine is an error as the one line a person reads: a start-up
+// failure names the flag to change.
+func errorLine(err error) string {
+	var se *node.SettingError
+	if errors.As(err, &se) {
+		if f, ok := settingFlags[se.Setting]; ok {
+			return fmt.Sprintf("%s (%s)", strings.ReplaceAll(err.Error(), "\n", " "), f)
+		}
+	}
+	return err.Error()
 }
 
 // errUsage reports bad command-line use, already explained on stderr.

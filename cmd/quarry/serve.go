@@ -19,6 +19,7 @@ import (
 	"github.com/quarrysearch/quarry/client"
 	"github.com/quarrysearch/quarry/indexer"
 	"github.com/quarrysearch/quarry/internal/catalog"
+	"github.com/quarrysearch/quarry/internal/demo"
 	"github.com/quarrysearch/quarry/internal/node"
 	"github.com/quarrysearch/quarry/searcher"
 )
@@ -143,18 +144,8 @@ func runServe(ctx context.Context, args []string) error {
 		return err
 	}
 	defer stopTracing()
-	if err := os.MkdirAll(*data, 0o755); err != nil {
+	if err := pipelines.check(); err != nil {
 		return err
-	}
-	if *demo {
-		if _, ok := pipelines["menu"]; !ok {
-			if _, err := os.Stat(demoPipeline); err == nil {
-				pipelines.Set("menu=" + demoPipeline)
-				log.Info("demo pipeline: building the example plugins (the first time takes a while)", "file", demoPipeline)
-			} else {
-				log.Warn("demo pipeline not found (run from the repository's root to get it); serving without plugins", "file", demoPipeline)
-			}
-		}
 	}
 	startCtx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
@@ -163,7 +154,7 @@ func runServe(ctx context.Context, args []string) error {
 		natsOpts = append(natsOpts, nats.UserInfo(*natsUser, *natsPassword))
 	}
 	cfg := node.Config{
-		DataDir: *data, NATSHost: *natsHost, NATSPort: *natsPort, NATSConfigFile: *natsConfig, NATSOptions: natsOpts, HTTPAddr: *httpAddr, Pipelines: pipelines,
+		DataDir: *data, NATSHost: *natsHost, NATSPort: *natsPort, NATSConfigFile: *natsConfig, NATSOptions: natsOpts, HTTPAddr: *httpAddr,
 		MetricsAddr: *metricsAddr, Indexer: rf.indexer(), Searcher: rf.searcher(), Broker: rf.broker(), Logger: log,
 	}
 	if err := rf.pluginLimits(&cfg); err != nil {
@@ -174,15 +165,22 @@ func runServe(ctx context.Context, args []string) error {
 		return err
 	}
 	defer n.Close()
+	// Not ready (GET /readyz) until the demo and the pipeline files are
+	// in place: traffic would find an empty index.
+	release := n.Hold("loading the demo index and pipeline files")
 	if err := n.WaitReady(startCtx); err != nil {
 		return err
 	}
-	log.Info("quarry is serving", "nats", n.NATSURL(), "http", n.HTTPAddr, "metrics", n.MetricsAddr, "data", *data)
 	if *demo {
-		if err := loadDemo(ctx, n.Client(), log); err != nil {
-			return fmt.Errorf("demo data: %w", err)
+		if err := loadDemo(startCtx, n, log); err != nil {
+			return fmt.Errorf("demo: %w", err)
 		}
 	}
+	if err := pipelines.apply(startCtx, n); err != nil {
+		return err
+	}
+	release()
+	log.Info("quarry is serving", "nats", n.NATSURL(), "http", n.HTTPAddr, "metrics", n.MetricsAddr, "data", *data)
 	select {
 	case <-ctx.Done():
 		log.Info("shutting down")
@@ -191,10 +189,6 @@ func runServe(ctx context.Context, args []string) error {
 		return err
 	}
 }
-
-// demoPipeline is the demo index's plugin pipeline, relative to the
-// repository's root.
-const demoPipeline = "examples/pipelines/menu.json"
 
 // pipelineFlag collects --pipeline INDEX=FILE flags.
 type pipelineFlag map[string]string
@@ -213,6 +207,31 @@ func (p *pipelineFlag) Set(v string) error {
 	return nil
 }
 
+// check reads every pipeline file before anything starts: a bad one is a
+// start-up error naming the flag.
+func (p pipelineFlag) check() error {
+	for index, file := range p {
+		if _, err := broker.ReadPipelineFile(file); err != nil {
+			return &node.SettingError{Setting: node.SettingPipelines, Err: fmt.Errorf("%s=%s: %w", index, file, err)}
+		}
+	}
+	return nil
+}
+
+// apply makes each file its index's pipeline in the registry (see
+// node.ApplyPipelineFile).
+func (p pipelineFlag) apply(ctx context.Context, n *node.Node) error {
+	for index, file := range p {
+		if _, err := n.ApplyPipelineFile(ctx, index, file); err != nil {
+			if api.CodeOf(err) == api.CodeNotFound {
+				err = fmt.Errorf("index %q does not exist; create it first (quarry index create %s)", index, index)
+			}
+			return &node.SettingError{Setting: node.SettingPipelines, Err: fmt.Errorf("%s=%s: %w", index, file, err)}
+		}
+	}
+	return nil
+}
+
 // demoQuery is how the demo index turns text into a query: dish names
 // weigh most, a phrase match on top (so "pad thai" is Pad Thai, not Pad See
 // Ew), and every field through _all a little.
@@ -221,10 +240,12 @@ var demoQuery = api.QuerySettings{
 	Operator: "or", PhraseBoost: 2,
 }
 
-// loadDemo creates the `menu` index from the sample catalogue unless it
-// exists already.
-func loadDemo(ctx context.Context, c *client.Client, log *slog.Logger) error {
-	const name = "menu"
+// loadDemo creates the demo index from the sample catalogue, with the
+// demo pipeline (embedded in the binary: internal/demo), unless it exists
+// already.
+func loadDemo(ctx context.Context, n *node.Node, log *slog.Logger) error {
+	c := n.Client()
+	name := demo.Index
 	if _, err := c.Index(ctx, name); err == nil {
 		log.Info("demo index exists; not loading it again", "index", name)
 		return nil
@@ -233,6 +254,14 @@ func loadDemo(ctx context.Context, c *client.Client, log *slog.Logger) error {
 	}
 	def := api.IndexDefinition{Name: name, Shards: 4, Mapping: catalog.Mapping(), Query: demoQuery}
 	if _, err := c.CreateIndexDef(ctx, def); err != nil {
+		return err
+	}
+	file, modules, err := demo.Pipeline()
+	if err != nil {
+		return err
+	}
+	log.Info("registering the demo pipeline (spelling, synonyms, georank)", "index", name)
+	if _, err := n.ApplyPipelineModules(ctx, name, demo.PipelineName, file, modules, "demo"); err != nil {
 		return err
 	}
 	var buf bytes.Buffer
@@ -317,10 +346,12 @@ func runRole(ctx context.Context, role string, args []string) error {
 			return err
 		}
 		cfg.HTTPAddr = *httpAddr
-		cfg.Pipelines = pipelines
 	}
 	if *shards != "" && role != "searcher" {
 		return fmt.Errorf("--shards is a searcher flag")
+	}
+	if err := pipelines.check(); err != nil {
+		return err
 	}
 	startCtx, cancel := context.WithTimeout(ctx, nf.timeout)
 	defer cancel()
@@ -329,6 +360,14 @@ func runRole(ctx context.Context, role string, args []string) error {
 		return err
 	}
 	defer n.Close()
+	if len(pipelines) > 0 {
+		if err := n.WaitReady(startCtx); err != nil {
+			return err
+		}
+		if err := pipelines.apply(startCtx, n); err != nil {
+			return err
+		}
+	}
 	log.Info("role started", "role", role, "nats", nf.url, "metrics", n.MetricsAddr)
 	select {
 	case <-ctx.Done():

@@ -37,17 +37,23 @@ func (s *Store) PipelineHistory(ctx context.Context, index string) ([]*api.Pipel
 }
 
 // UpdatePipeline stores spec as the index's pipeline if the stored one is
-// still at revision rev (compare-and-set), and returns the new revision.
-// If the pipeline changed meanwhile it fails with an api.ErrConflict error
-// and stores nothing. spec itself is not changed.
+// still at revision rev (compare-and-set; rev 0: the index has no
+// pipeline yet), and returns the new revision. If the pipeline changed
+// meanwhile it fails with an api.ErrConflict error and stores nothing.
+// spec itself is not changed; its Index, Updated and Revision are set.
 func (s *Store) UpdatePipeline(ctx context.Context, index string, spec *api.PipelineSpec, rev uint64) (uint64, error) {
 	c := *spec
-	c.Index, c.Updated, c.Revision, c.RestoredFrom = index, time.Now().UTC(), 0, 0
+	c.Index, c.Updated, c.Revision = index, time.Now().UTC(), 0
 	b, err := json.Marshal(&c)
 	if err != nil {
 		return 0, fmt.Errorf("encode the pipeline of %q: %w", index, err)
 	}
-	n, err := s.Pipelines.Update(ctx, index, b, rev)
+	var n uint64
+	if rev == 0 {
+		n, err = s.Pipelines.Create(ctx, index, b)
+	} else {
+		n, err = s.Pipelines.Update(ctx, index, b, rev)
+	}
 	if errors.Is(err, jetstream.ErrKeyExists) || isWrongSeq(err) {
 		return 0, api.Errorf(api.CodeConflict, "the pipeline of %q changed after revision %d", index, rev)
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"time"
 
@@ -31,9 +30,9 @@ func newRegistry() (*prometheus.Registry, error) {
 // its own at addr until the last tier stops, so a draining node can still
 // be watched.
 func (n *Node) serveMetrics(addr string) error {
-	ln, err := net.Listen("tcp", addr)
+	ln, err := listen(SettingMetricsAddr, "metrics", addr)
 	if err != nil {
-		return fmt.Errorf("metrics listener: %w", err)
+		return err
 	}
 	n.MetricsAddr = ln.Addr().String()
 	mux := http.NewServeMux()

@@ -42,7 +42,7 @@ func TestMetrics(t *testing.T) {
 	})
 	ctx := context.Background()
 	n, err := Start(ctx, Config{DataDir: t.TempDir(), NATSPort: -1, HTTPAddr: "127.0.0.1:0", MetricsAddr: "127.0.0.1:0",
-		Pipelines: map[string]string{"menu": path}, Indexer: &indexer.Config{SnapshotInterval: -1}, Searcher: &searcher.Config{},
+		Indexer: &indexer.Config{SnapshotInterval: -1}, Searcher: &searcher.Config{},
 		Broker: &broker.Config{}, Logger: testLogger()})
 	if err != nil {
 		t.Fatal(err)
@@ -52,6 +52,13 @@ func TestMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	loadCatalog(t, n, "menu", 2, catalogNDJSON(t, 200))
+	// Straight into the broker: the registry's validation would refuse
+	// the trap, and the ltr fixture's NaN on documents without a price.
+	pl, err := broker.LoadPipelineFile(ctx, mustRuntime(t), path, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.Broker.SetPipeline("menu", pl)
 
 	const searches = 5
 	for range searches {

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -58,9 +59,6 @@ type Config struct {
 	// Replicas is the JetStream replication factor of Quarry's resources.
 	Replicas int
 
-	// Pipelines maps an index to its pipeline file, loaded into the broker
-	// (see broker.LoadPipelineFile).
-	Pipelines map[string]string
 	// PluginCacheDir keeps compiled and built plugins (default
 	// DataDir/plugins).
 	PluginCacheDir string
@@ -99,6 +97,10 @@ type Node struct {
 	Broker   *broker.Broker
 
 	plugins *plugins.Teams
+	lock    *dirLock
+
+	holdMu sync.Mutex
+	holds  map[*string]struct{} // see Hold
 
 	closing atomic.Bool
 	// Roles stop in tiers, front first, so that what is draining can
@@ -122,8 +124,10 @@ type tier struct {
 	wg     sync.WaitGroup
 }
 
-// Start starts every configured role. Stop it with Close.
-func Start(ctx context.Context, cfg Config) (n *Node, err error) {
+// Start starts every configured role. Stop it with Close. A failure that
+// one setting causes (a port in use, a data directory another process
+// holds, NATS out of reach) is a *SettingError naming that setting.
+func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if cfg.DataDir == "" {
 		return nil, errors.New("node: DataDir is required")
 	}
@@ -133,44 +137,85 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 	if cfg.MaxBulkBytes <= 0 {
 		cfg.MaxBulkBytes = 1 << 30
 	}
-	n = &Node{cfg: cfg, errs: make(chan error, 4)}
-	defer func() {
-		if err != nil {
-			n.Close()
+	// Absolute from here on: nothing below may depend on the working
+	// directory (plugins are built in their own directories).
+	var err error
+	if cfg.DataDir, err = filepath.Abs(cfg.DataDir); err != nil {
+		return nil, settingErr(SettingDataDir, "data directory %s: %v", cfg.DataDir, err)
+	}
+	if cfg.PluginCacheDir != "" {
+		if cfg.PluginCacheDir, err = filepath.Abs(cfg.PluginCacheDir); err != nil {
+			return nil, err
 		}
-	}()
-	if n.Metrics, err = newRegistry(); err != nil {
+	}
+	n := &Node{cfg: cfg, errs: make(chan error, 4)}
+	if err := n.start(ctx); err != nil {
+		n.Close()
 		return nil, err
 	}
+	return n, nil
+}
+
+// start does Start's work; on an error, Start closes what it opened.
+func (n *Node) start(ctx context.Context) (err error) {
+	cfg := n.cfg
+	for i := range n.tiers {
+		n.tiers[i].ctx, n.tiers[i].cancel = context.WithCancel(context.Background())
+	}
+	if n.lock, err = lockDataDir(cfg.DataDir, cfg.role()); err != nil {
+		return err
+	}
+	if n.Metrics, err = newRegistry(); err != nil {
+		return err
+	}
+	// Listeners first: a taken port fails start-up before anything else
+	// is started.
+	var httpLn net.Listener
+	if cfg.HTTPAddr != "" {
+		if httpLn, err = listen(SettingHTTPAddr, "HTTP", cfg.HTTPAddr); err != nil {
+			return err
+		}
+		n.HTTPAddr = httpLn.Addr().String()
+		defer func() {
+			if err != nil {
+				httpLn.Close()
+			}
+		}()
+	}
+	if cfg.MetricsAddr != "" {
+		if err := n.serveMetrics(cfg.MetricsAddr); err != nil {
+			return err
+		}
+	}
 	if cfg.NATSURL == "" {
+		if cfg.NATSConfigFile == "" {
+			if err := checkPortFree(SettingNATSPort, "NATS", cmp.Or(cfg.NATSHost, "127.0.0.1"), cfg.NATSPort); err != nil {
+				return err
+			}
+		}
 		n.ns, err = embednats.Start(embednats.Config{StoreDir: filepath.Join(cfg.DataDir, "nats"), Host: cfg.NATSHost, Port: cfg.NATSPort,
 			ConfigFile: cfg.NATSConfigFile})
 		if err != nil {
-			return nil, err
+			return err
 		}
-		n.nc, err = n.ns.Connect("quarry", cfg.NATSOptions...)
+		if n.nc, err = n.ns.Connect("quarry", cfg.NATSOptions...); err != nil {
+			return err
+		}
 	} else {
 		opts := append([]nats.Option{nats.Name("quarry"), nats.MaxReconnects(-1)}, cfg.NATSOptions...)
-		n.nc, err = nats.Connect(cfg.NATSURL, opts...)
-		if err != nil {
-			err = fmt.Errorf("connect to %s: %w", cfg.NATSURL, err)
+		if n.nc, err = nats.Connect(cfg.NATSURL, opts...); err != nil {
+			return settingErr(SettingNATSURL, "cannot connect to NATS at %s: %v", cfg.NATSURL, err)
 		}
-	}
-	if err != nil {
-		return nil, err
 	}
 	js, err := jetstream.New(n.nc)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if n.store, err = meta.Open(ctx, js, meta.Options{Replicas: cfg.Replicas}); err != nil {
-		return nil, err
+		return err
 	}
 	if n.client, err = client.New(ctx, n.nc, client.Options{Replicas: cfg.Replicas}); err != nil {
-		return nil, err
-	}
-	for i := range n.tiers {
-		n.tiers[i].ctx, n.tiers[i].cancel = context.WithCancel(context.Background())
+		return err
 	}
 	if cfg.Indexer != nil {
 		c := *cfg.Indexer
@@ -179,7 +224,7 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 		}
 		c.Logger, c.Registerer = cfg.Logger, n.Metrics
 		if n.Indexer, err = indexer.New(n.nc, n.store, c); err != nil {
-			return nil, err
+			return err
 		}
 		n.run(tierIndexer, "indexer", func(ctx context.Context) error { return n.Indexer.Run(ctx) })
 	}
@@ -190,7 +235,7 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 		}
 		c.Logger, c.Registerer = cfg.Logger, n.Metrics
 		if n.Searcher, err = searcher.New(n.nc, n.store, c); err != nil {
-			return nil, err
+			return err
 		}
 		n.run(tierSearcher, "searcher", func(ctx context.Context) error { return n.Searcher.Run(ctx) })
 	}
@@ -198,64 +243,63 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 		c := *cfg.Broker
 		c.Logger, c.Registerer = cfg.Logger, n.Metrics
 		if n.Broker, err = broker.New(n.nc, n.store, c); err != nil {
-			return nil, err
-		}
-		dir := cfg.PluginCacheDir
-		if dir == "" {
-			dir = filepath.Join(cfg.DataDir, "plugins")
+			return err
 		}
 		limits := plugins.Config{MemoryLimitPages: cfg.PluginMemoryPages, MaxInstances: cfg.TeamMaxInstances, Logger: cfg.Logger}
 		cached := limits
-		cached.CacheDir = filepath.Join(dir, "compiled")
+		cached.CacheDir = filepath.Join(n.pluginDir(), "compiled")
 		n.plugins = plugins.NewTeams(cached) // one runtime per team
 		// Pipelines from the registry (quarry-pipelines), swapped in live.
 		n.run(tierBroker, "pipelines", func(ctx context.Context) error { return n.Broker.WatchPipelines(ctx, n.plugins) })
 		// The admin API (plugins and pipelines) runs beside the broker.
-		admin, err := registry.New(ctx, n.nc, n.store, registry.Config{Plugins: limits, Logger: cfg.Logger})
+		// Validation compiles with the brokers' cache: a version it
+		// validated goes live without compiling again.
+		admin, err := registry.New(ctx, n.nc, n.store, registry.Config{Plugins: cached, Logger: cfg.Logger})
 		if err != nil {
-			return nil, err
+			return err
 		}
 		n.run(tierBroker, "admin", func(ctx context.Context) error { return admin.Run(ctx) })
-		if len(cfg.Pipelines) > 0 {
-			for index, file := range cfg.Pipelines {
-				rt, err := n.plugins.Runtime(ctx, "pipeline-file-"+index)
-				if err != nil {
-					return nil, err
-				}
-				pl, err := broker.LoadPipelineFile(ctx, rt, file, filepath.Join(dir, "built"))
-				if err != nil {
-					return nil, err
-				}
-				n.Broker.SetPipeline(index, pl)
-				cfg.Logger.Info("pipeline loaded", "index", index, "file", file, "rewriters", len(pl.Rewriters), "rankers", len(pl.Rankers))
-			}
-		}
 		n.run(tierBroker, "broker", func(ctx context.Context) error { return n.Broker.Run(ctx) })
 	}
-	if cfg.HTTPAddr != "" {
-		ln, err := net.Listen("tcp", cfg.HTTPAddr)
-		if err != nil {
-			return nil, fmt.Errorf("http listener: %w", err)
-		}
-		n.HTTPAddr = ln.Addr().String()
+	if httpLn != nil {
 		mux := http.NewServeMux()
 		mux.Handle("/", httpapi.Handler(n.client, cfg.MaxBulkBytes, cfg.Logger))
 		mux.HandleFunc("GET /readyz", n.serveReady)
 		mux.Handle("GET /metrics", httpapi.Metrics(n.Metrics, cfg.Logger))
 		n.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 		n.run(tierBroker, "http", func(context.Context) error {
-			if err := n.http.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			if err := n.http.Serve(httpLn); !errors.Is(err, http.ErrServerClosed) {
 				return err
 			}
 			return nil
 		})
 	}
-	if cfg.MetricsAddr != "" {
-		if err := n.serveMetrics(cfg.MetricsAddr); err != nil {
-			return nil, err
+	return nil
+}
+
+// pluginDir keeps compiled and built plugins.
+func (n *Node) pluginDir() string {
+	if n.cfg.PluginCacheDir != "" {
+		return n.cfg.PluginCacheDir
+	}
+	return filepath.Join(n.cfg.DataDir, "plugins")
+}
+
+// role names the roles a node runs, for the data directory's lock.
+func (c *Config) role() string {
+	var roles []string
+	if c.NATSURL == "" {
+		roles = append(roles, "nats")
+	}
+	for _, r := range []struct {
+		on   bool
+		name string
+	}{{c.Indexer != nil, "indexer"}, {c.Searcher != nil, "searcher"}, {c.Broker != nil, "broker"}} {
+		if r.on {
+			roles = append(roles, r.name)
 		}
 	}
-	return n, nil
+	return strings.Join(roles, "+")
 }
 
 // run runs a role in a tier until the tier's context is done.
@@ -339,6 +383,7 @@ func (n *Node) Close() {
 	if n.plugins != nil {
 		n.plugins.Close(context.Background())
 	}
+	n.lock.release()
 }
 
 // Ready reports whether the node should get traffic: nil when NATS is
@@ -350,6 +395,11 @@ func (n *Node) Ready() error {
 	if n.closing.Load() {
 		why = append(why, "shutting down")
 	}
+	n.holdMu.Lock()
+	for h := range n.holds {
+		why = append(why, *h)
+	}
+	n.holdMu.Unlock()
 	if n.nc == nil || !n.nc.IsConnected() {
 		why = append(why, "NATS is not connected")
 	}
@@ -380,6 +430,24 @@ func (n *Node) Ready() error {
 		return fmt.Errorf("not ready: %s", strings.Join(why, "; "))
 	}
 	return nil
+}
+
+// Hold keeps the node not ready (GET /readyz answers 503 with reason)
+// until release is called: for work a command does after start-up that
+// traffic should wait for, such as loading the demo index.
+func (n *Node) Hold(reason string) (release func()) {
+	h := &reason
+	n.holdMu.Lock()
+	if n.holds == nil {
+		n.holds = map[*string]struct{}{}
+	}
+	n.holds[h] = struct{}{}
+	n.holdMu.Unlock()
+	return func() {
+		n.holdMu.Lock()
+		delete(n.holds, h)
+		n.holdMu.Unlock()
+	}
 }
 
 // serveReady answers GET /readyz: 200 "ready", or 503 and why not.

@@ -36,10 +36,13 @@ func writePipelineB(t testing.TB, modules map[string][]byte, file broker.Pipelin
 	return path
 }
 
+// startWithPipeline starts a node with a 2-shard "menu" index of 600
+// catalogue items, and applies the pipeline file, if any, through the
+// registry.
 func startWithPipeline(t *testing.T, pipeline string) *Node {
 	t.Helper()
 	ctx := context.Background()
-	n, err := Start(ctx, Config{DataDir: t.TempDir(), NATSPort: -1, Pipelines: map[string]string{"menu": pipeline},
+	n, err := Start(ctx, Config{DataDir: t.TempDir(), NATSPort: -1,
 		Indexer: &indexer.Config{SnapshotInterval: -1}, Searcher: &searcher.Config{}, Broker: &broker.Config{}, Logger: testLogger()})
 	if err != nil {
 		t.Fatal(err)
@@ -49,6 +52,11 @@ func startWithPipeline(t *testing.T, pipeline string) *Node {
 		t.Fatal(err)
 	}
 	loadCatalog(t, n, "menu", 2, catalogNDJSON(t, 600))
+	if pipeline != "" {
+		if _, err := n.ApplyPipelineFile(ctx, "menu", pipeline); err != nil {
+			t.Fatal(err)
+		}
+	}
 	return n
 }
 
@@ -115,14 +123,21 @@ func TestPipelineFailurePolicies(t *testing.T) {
 		Rewriters: []broker.StepFile{{Plugin: "open-trap", Wasm: "trap.wasm", Policy: broker.FailOpen}},
 		Rankers:   []broker.StepFile{{Plugin: "closed-trap", Wasm: "trap.wasm", Policy: broker.FailClosed}},
 	})
-	n := startWithPipeline(t, path)
-	_, err := n.Client().Search(context.Background(), "menu", &api.SearchRequest{Q: "pizza"})
+	// Straight into the broker: the registry would refuse a plugin that
+	// traps on its validation samples.
+	n := startWithPipeline(t, "")
+	pl, err := broker.LoadPipelineFile(context.Background(), mustRuntime(t), path, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.Broker.SetPipeline("menu", pl)
+	_, err = n.Client().Search(context.Background(), "menu", &api.SearchRequest{Q: "pizza"})
 	if api.CodeOf(err) != api.CodeUnavailable || !strings.Contains(err.Error(), "ranker closed-trap failed (fail-closed)") || !strings.Contains(err.Error(), "trap") {
 		t.Fatalf("fail-closed ranker: %v", err)
 	}
 	// Without the fail-closed ranker, the fail-open rewriter is skipped.
 	n.Broker.SetPipeline("menu", nil)
-	pl, err := broker.LoadPipelineFile(context.Background(), mustRuntime(t), writePipeline(t, map[string][]byte{"trap.wasm": trap}, broker.PipelineFile{
+	pl, err = broker.LoadPipelineFile(context.Background(), mustRuntime(t), writePipeline(t, map[string][]byte{"trap.wasm": trap}, broker.PipelineFile{
 		Rewriters: []broker.StepFile{{Plugin: "open-trap", Wasm: "trap.wasm"}}}), t.TempDir())
 	if err != nil {
 		t.Fatal(err)

@@ -63,6 +63,9 @@ const (
 	AdminPrefix = "quarry.v1.admin"
 	// AdminService is the admin API's micro service name.
 	AdminService = "quarry-admin"
+	// PipelineStatus is where every broker (no queue group) answers which
+	// pipeline revision it runs for each index (api.PipelineStatus).
+	PipelineStatus = "quarry.v1.brokers.pipelines"
 )
 
 // Headers carried on Quarry messages.

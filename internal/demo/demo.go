@@ -1,0 +1,95 @@
+package demo
+
+import (
+	"bytes"
+	"embed"
+	"encoding/json"
+	"fmt"
+	"io"
+	"path"
+	"sync"
+
+	"github.com/klauspost/compress/zstd"
+)
+
+// Index is the demo index's name.
+const Index = "menu"
+
+// PipelineName names the demo pipeline in errors and logs.
+const PipelineName = "demo pipeline (examples/pipelines/menu.json, embedded)"
+
+//go:embed plugins/menu.json plugins/*.wasm.zst plugins/manifest.json
+var files embed.FS
+
+// Manifest records how the embedded modules were built.
+type Manifest struct {
+	// Go is the toolchain that built them (go version).
+	Go string `json:"go"`
+	// Build is the build command, run in each plugin's directory.
+	Build string `json:"build"`
+	// Plugins maps a module's file name (spelling.wasm) to the sha256 of
+	// its uncompressed bytes and the example it was built from.
+	Plugins map[string]ManifestEntry `json:"plugins"`
+}
+
+// ManifestEntry is one embedded module.
+type ManifestEntry struct {
+	Source string `json:"source"` // e.g. examples/plugins/spelling
+	SHA256 string `json:"sha256"`
+}
+
+var (
+	once    sync.Once
+	modules map[string][]byte
+	loadErr error
+)
+
+// Pipeline returns the demo pipeline file (its steps name "wasm" modules)
+// and the modules by the names it gives them, decompressed.
+func Pipeline() (file []byte, mods map[string][]byte, err error) {
+	once.Do(func() { modules, loadErr = load() })
+	if loadErr != nil {
+		return nil, nil, loadErr
+	}
+	file, err = files.ReadFile("plugins/menu.json")
+	return file, modules, err
+}
+
+// ReadManifest returns the embedded modules' manifest.
+func ReadManifest() (*Manifest, error) {
+	raw, err := files.ReadFile("plugins/manifest.json")
+	if err != nil {
+		return nil, err
+	}
+	var m Manifest
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, fmt.Errorf("demo manifest: %w", err)
+	}
+	return &m, nil
+}
+
+func load() (map[string][]byte, error) {
+	m, err := ReadManifest()
+	if err != nil {
+		return nil, err
+	}
+	dec, err := zstd.NewReader(nil)
+	if err != nil {
+		return nil, err
+	}
+	defer dec.Close()
+	out := map[string][]byte{}
+	for name := range m.Plugins {
+		raw, err := files.ReadFile(path.Join("plugins", name+".zst"))
+		if err != nil {
+			return nil, fmt.Errorf("demo plugin %s: %w", name, err)
+		}
+		if err := dec.Reset(bytes.NewReader(raw)); err != nil {
+			return nil, fmt.Errorf("demo plugin %s: %w", name, err)
+		}
+		if out[name], err = io.ReadAll(dec); err != nil {
+			return nil, fmt.Errorf("demo plugin %s: %w", name, err)
+		}
+	}
+	return out, nil
+}
