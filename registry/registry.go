@@ -414,9 +414,9 @@ func (s *Service) candidate(ctx context.Context, index, op string, r *Request, s
 			return nil, err
 		}
 	}
-	what := fmt.Sprintf("%s %s %s %d%%", op, r.Name, short(r.Digest), r.Percent)
-	if r.Percent == 0 {
-		what = fmt.Sprintf("%s %s ended", op, r.Name)
+	what := fmt.Sprintf("%s %s ended", op, r.Name)
+	if cand != nil {
+		what = fmt.Sprintf("%s %s %s %d%%", op, r.Name, short(cand.Digest), r.Percent)
 	}
 	return s.update(ctx, index, what, func(spec *api.PipelineSpec) error {
 		st := step(spec, r.Name)

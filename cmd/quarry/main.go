@@ -142,12 +142,18 @@ func errorLine(err error) string {
 	return err.Error()
 }
 
+// flagSets, when a test sets it, collects every flag set made.
+var flagSets *[]*flag.FlagSet
+
 // errUsage reports bad command-line use, already explained on stderr.
 var errUsage = errors.New("usage")
 
 // newFlags makes a command's flag set with a usage line.
 func newFlags(name, args, about string) *flag.FlagSet {
 	fs := flag.NewFlagSet("quarry "+name, flag.ContinueOnError)
+	if flagSets != nil {
+		*flagSets = append(*flagSets, fs)
+	}
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: quarry %s [flags] %s\n\n%s\n\nFlags:\n", name, args, about)
 		fs.PrintDefaults()

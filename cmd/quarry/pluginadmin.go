@@ -186,7 +186,11 @@ func pluginAdmin(ctx context.Context, op string, args []string) error {
 }
 
 func printPipeline(spec *api.PipelineSpec) {
-	fmt.Printf("pipeline of %s (revision %d):\n", spec.Index, spec.Revision)
+	fmt.Printf("pipeline of %s (revision %d", spec.Index, spec.Revision)
+	if spec.Change != "" {
+		fmt.Printf(", by %s", spec.Change)
+	}
+	fmt.Println("):")
 	if len(spec.Rewriters)+len(spec.Rankers) == 0 {
 		fmt.Println("  (no plugins)")
 	}
@@ -197,6 +201,30 @@ func printPipeline(spec *api.PipelineSpec) {
 	for _, s := range spec.Rankers {
 		fmt.Printf("  ranker   %-12s %s  %s\n", s.Plugin, s.Digest[:19], stepDetail(s))
 		printCandidates(s)
+	}
+}
+
+// printBrokers says which revision each broker runs for the index.
+func printBrokers(index string, live uint64, status []api.PipelineStatus) {
+	if len(status) == 0 {
+		fmt.Println("brokers: none answered")
+		return
+	}
+	byRev := map[uint64]int{}
+	for _, st := range status {
+		byRev[st.Revisions[index]]++
+	}
+	if len(byRev) == 1 && byRev[live] == len(status) {
+		fmt.Printf("brokers: all %d run revision %d\n", len(status), live)
+		return
+	}
+	for _, st := range status {
+		rev := st.Revisions[index]
+		note := ""
+		if rev != live {
+			note = fmt.Sprintf(" (not yet revision %d)", live)
+		}
+		fmt.Printf("broker %s runs revision %d%s\n", st.Broker, rev, note)
 	}
 }
 
@@ -211,6 +239,9 @@ func printCandidates(s api.StepSpec) {
 	}
 	if sh := s.Shadow; sh != nil {
 		fmt.Printf("    shadow %d%% → %s  %s\n", sh.Percent, sh.Step.Digest[:19], stepDetail(sh.Step))
+	}
+	if t := s.TakenOut; t != nil {
+		fmt.Printf("    TAKEN OUT by the automatic fallback at %s: %s (activate a version to put it back)\n", t.Time.Format(time.RFC3339), t.Reason)
 	}
 }
 
@@ -287,5 +318,12 @@ func runPipeline(ctx context.Context, args []string) error {
 		return printJSON(spec)
 	}
 	printPipeline(spec)
+	if op == "show" {
+		status, err := c.BrokerPipelines(ctx, 0)
+		if err != nil {
+			return err
+		}
+		printBrokers(pos[0], spec.Revision, status)
+	}
 	return nil
 }

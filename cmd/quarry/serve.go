@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -114,7 +115,7 @@ func (f *roleFlags) broker() *broker.Config {
 
 func runServe(ctx context.Context, args []string) error {
 	fs := newFlags("serve", "", "Runs an embedded NATS server with JetStream and every Quarry role (indexer,\nsearcher, broker, HTTP API) in one process. With --demo it also creates the\n`menu` index (4 shards) from the bundled sample catalogue.")
-	data := fs.String("data", "./quarry-data", "directory for JetStream and shard data")
+	data := fs.String("data", defaultDataDir("serve"), "directory for JetStream and shard data, locked while in use (env QUARRY_DATA)")
 	natsHost := fs.String("nats-host", "127.0.0.1", "address the embedded NATS server listens on")
 	natsPort := fs.Int("nats-port", 4222, "port the embedded NATS server listens on (-1: any free port)")
 	natsConfig := fs.String("nats-config", "", "nats-server configuration file for the embedded server: users and permissions per team (docs/teams.md)")
@@ -122,7 +123,7 @@ func runServe(ctx context.Context, args []string) error {
 	natsPassword := fs.String("nats-password", os.Getenv("QUARRY_NATS_PASSWORD"), "password of --nats-user (env QUARRY_NATS_PASSWORD)")
 	httpAddr := fs.String("http", "127.0.0.1:7700", "HTTP API listen address (empty: none)")
 	metricsAddr := metricsFlag(fs)
-	demo := fs.Bool("demo", false, "create and load the demo `menu` index if it does not exist, with the demo plugin pipeline")
+	demo := fs.Bool("demo", false, "create and load the demo index \"menu\" (20,000 catalogue items, 4 shards, the spelling → synonyms → georank pipeline) if it does not exist")
 	var pipelines pipelineFlag
 	fs.Var(&pipelines, "pipeline", "INDEX=FILE: run the index through the plugin pipeline in FILE (repeatable)")
 	var rf roleFlags
@@ -188,6 +189,26 @@ func runServe(ctx context.Context, args []string) error {
 	case err := <-n.Errors():
 		return err
 	}
+}
+
+// defaultDataDir is where a command keeps its data when --data is not
+// given: $QUARRY_DATA, else the user's data directory
+// ($XDG_DATA_HOME/quarry or ~/.local/share/quarry), one folder per command
+// (serve, indexer, searcher, broker), so that nothing is written where
+// quarry is run from, such as a source tree.
+func defaultDataDir(command string) string {
+	if d := os.Getenv("QUARRY_DATA"); d != "" {
+		return d
+	}
+	base := os.Getenv("XDG_DATA_HOME")
+	if base == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return filepath.Join("quarry-data", command)
+		}
+		base = filepath.Join(home, ".local", "share")
+	}
+	return filepath.Join(base, "quarry", command)
 }
 
 // pipelineFlag collects --pipeline INDEX=FILE flags.
@@ -289,7 +310,7 @@ func runRole(ctx context.Context, role string, args []string) error {
 	fs := newFlags(role, "", about)
 	var nf natsFlags
 	nf.register(fs)
-	data := fs.String("data", "./quarry-data/"+role, "directory for this role's local files")
+	data := fs.String("data", defaultDataDir(role), "directory for this role's local files, locked while in use: one per process (env QUARRY_DATA)")
 	index := fs.String("index", "", "serve only this index (default: every index)")
 	shards := fs.String("shards", "", "searcher: serve only these shards, e.g. 0,1 (needs --index)")
 	httpAddr := fs.String("http", "", "broker: HTTP API listen address (default: none)")

@@ -8,11 +8,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/quarrysearch/quarry/api"
+	"github.com/quarrysearch/quarry/internal/subject"
 )
 
 // MaxPluginBytes caps a plugin binary.
@@ -106,7 +108,17 @@ func (s *Store) PutPluginVersion(ctx context.Context, v *api.PluginVersion) erro
 
 // PluginVersion returns a version pushed to index, valid or not:
 // api.ErrNotFound if it was never pushed.
+//
+// digest may be any unique prefix of the version's digest, with or without
+// "sha256:", such as the 12 digits `quarry plugin ls` prints; a prefix that
+// fits several versions is refused naming them.
 func (s *Store) PluginVersion(ctx context.Context, index, name, digest string) (*api.PluginVersion, error) {
+	if !fullDigest(digest) {
+		var err error
+		if digest, err = s.resolveDigest(ctx, index, name, digest); err != nil {
+			return nil, err
+		}
+	}
 	e, err := s.PluginVersions.Get(ctx, pluginVersionKey(index, name, digest))
 	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrInvalidKey) {
 		return nil, api.NotFound("plugin %s has no version %s on index %q (push it first)", name, digest, index)
@@ -160,4 +172,47 @@ func ListJSON[T any](ctx context.Context, kv jetstream.KeyValue, prefix string) 
 			return nil, ctx.Err()
 		}
 	}
+}
+
+// fullDigest reports whether d is a whole "sha256:<64 hex>" digest.
+func fullDigest(d string) bool {
+	hexPart, ok := strings.CutPrefix(d, "sha256:")
+	if !ok || len(hexPart) != 64 {
+		return false
+	}
+	_, err := hex.DecodeString(hexPart)
+	return err == nil
+}
+
+// resolveDigest finds the one version of a plugin whose digest starts
+// with prefix.
+func (s *Store) resolveDigest(ctx context.Context, index, name, prefix string) (string, error) {
+	p := strings.ToLower(strings.TrimPrefix(prefix, "sha256:"))
+	if p == "" {
+		return "", api.BadRequest("a version of plugin %s is needed: its digest, or a prefix of it as `quarry plugin ls` prints it", name)
+	}
+	if _, err := hex.DecodeString(p + strings.Repeat("0", len(p)%2)); err != nil || len(p) > 64 {
+		return "", api.BadRequest("version %q of plugin %s is not a digest (sha256:<hex>) or a prefix of one", prefix, name)
+	}
+	if err := subject.ValidIndexName(name); err != nil {
+		return "", api.BadRequest("plugin name %q: %v", name, err)
+	}
+	versions, err := ListJSON[api.PluginVersion](ctx, s.PluginVersions, index+"."+name)
+	if err != nil {
+		return "", err
+	}
+	var match []string
+	for _, v := range versions {
+		if v.Name == name && strings.HasPrefix(strings.TrimPrefix(v.Digest, "sha256:"), p) {
+			match = append(match, v.Digest)
+		}
+	}
+	switch len(match) {
+	case 0:
+		return "", api.NotFound("plugin %s has no version %s on index %q (push it first)", name, prefix, index)
+	case 1:
+		return match[0], nil
+	}
+	slices.Sort(match)
+	return "", api.BadRequest("version %s of plugin %s is ambiguous: it starts %d digests (%s); give more digits", prefix, name, len(match), strings.Join(match, ", "))
 }

@@ -1,0 +1,241 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/quarrysearch/quarry/internal/natstest"
+)
+
+// oneLine checks that a failed command said exactly one line on stderr,
+// with no panic or stack, containing every want.
+func oneLine(t *testing.T, stderr string, want ...string) {
+	t.Helper()
+	lines := strings.Split(strings.TrimSpace(stderr), "\n")
+	if len(lines) != 1 || strings.Contains(stderr, "panic") || strings.Contains(stderr, "goroutine ") {
+		t.Fatalf("want one line on stderr, got %d:\n%s", len(lines), stderr)
+	}
+	for _, w := range want {
+		if !strings.Contains(lines[0], w) {
+			t.Errorf("stderr %q does not say %q", lines[0], w)
+		}
+	}
+}
+
+// busyPort holds a loopback port for the test and returns it.
+func busyPort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	return port
+}
+
+// Every start-up failure a person can cause with one setting is one line
+// naming the cause and the flag to change, with exit status 1 (2 for bad
+// input), and no panic.
+func TestStartupErrors(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	badPipeline := filepath.Join(t.TempDir(), "pipeline.json")
+	if err := os.WriteFile(badPipeline, []byte(`{"rewriters":[{"plugin":"x","wasm":"x.wasm","bogus":1}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	natsPort, httpPort, freePort := busyPort(t), busyPort(t), natstest.FreePort(t)
+	cases := []struct {
+		name string
+		args []string
+		code int
+		want []string
+	}{
+		{"NATS port in use", []string{"serve", "--data", t.TempDir(), "--nats-port", natsPort, "--http", ""}, 1,
+			[]string{"NATS address 127.0.0.1:" + natsPort + " is already in use", "change --nats-port"}},
+		{"HTTP port in use", []string{"serve", "--data", t.TempDir(), "--nats-port", "-1", "--http", "127.0.0.1:" + httpPort}, 1,
+			[]string{"HTTP address 127.0.0.1:" + httpPort + " is already in use", "change --http"}},
+		{"metrics port in use", []string{"serve", "--data", t.TempDir(), "--nats-port", "-1", "--http", "", "--metrics", "127.0.0.1:" + httpPort}, 1,
+			[]string{"metrics address 127.0.0.1:" + httpPort + " is already in use", "change --metrics"}},
+		{"data directory under a file", []string{"serve", "--data", filepath.Join(file, "data"), "--nats-port", "-1", "--http", ""}, 1,
+			[]string{"data directory " + filepath.Join(file, "data") + " cannot be created: not a directory", "change --data"}},
+		{"NATS unreachable", []string{"searcher", "--nats", fmt.Sprintf("nats://127.0.0.1:%d", freePort), "--data", t.TempDir()}, 1,
+			[]string{fmt.Sprintf("cannot connect to NATS at nats://127.0.0.1:%d", freePort), "check --nats or QUARRY_NATS"}},
+		{"bad pipeline file", []string{"serve", "--data", t.TempDir(), "--nats-port", "-1", "--http", "", "--pipeline", "menu=" + badPipeline}, 2,
+			[]string{"menu=" + badPipeline, `unknown field "bogus"`, "fix --pipeline"}},
+		{"missing pipeline file", []string{"broker", "--nats", "nats://127.0.0.1:1", "--data", t.TempDir(), "--pipeline", "menu=/no/such.json"}, 2,
+			[]string{"/no/such.json", "no such file", "fix --pipeline"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, stderr, code := cli(t, "", c.args...)
+			if code != c.code {
+				t.Errorf("exit status %d, want %d", code, c.code)
+			}
+			oneLine(t, stderr, c.want...)
+		})
+	}
+}
+
+// Two processes given one data directory: the second is refused, naming
+// the first, and the first keeps its shards. (Before, the second searcher
+// deleted the first's shards and one of them died.)
+func TestDataDirLocked(t *testing.T) {
+	s := natstest.Start(t)
+	dir := t.TempDir()
+	first := exec.Command(quarryBin(t), "searcher", "--nats", s.ClientURL(), "--data", dir)
+	stderr, err := first.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := first.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { first.Process.Kill(); first.Wait() })
+	started := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), "role started") {
+				close(started)
+				break
+			}
+		}
+		io.Copy(io.Discard, stderr)
+	}()
+	select {
+	case <-started:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the first searcher did not start")
+	}
+	_, errOut, code := cli(t, "", "searcher", "--nats", s.ClientURL(), "--data", dir)
+	if code != 1 {
+		t.Errorf("exit status %d, want 1", code)
+	}
+	oneLine(t, errOut, "data directory "+dir+" is in use by quarry searcher", fmt.Sprintf("pid %d", first.Process.Pid), "change --data")
+	if err := first.Process.Signal(syscall.Signal(0)); err != nil {
+		t.Fatalf("the first searcher died: %v", err)
+	}
+	// Once it is gone, the directory is free: the kernel drops the lock
+	// of a process killed with -9, no stale lock file to remove.
+	first.Process.Kill()
+	first.Wait()
+	cmd := exec.Command(quarryBin(t), "searcher", "--nats", s.ClientURL(), "--data", dir)
+	out, _ := cmd.StderrPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	sc := bufio.NewScanner(out)
+	for sc.Scan() {
+		if strings.Contains(sc.Text(), "role started") {
+			return
+		}
+	}
+	t.Fatal("a searcher could not take the directory a killed one held")
+}
+
+// Exit codes are the same for every command: 0 ok, 1 a runtime failure,
+// 2 bad use or bad input.
+func TestExitCodes(t *testing.T) {
+	url, _ := cluster(t, true)
+	cases := []struct {
+		args []string
+		code int
+	}{
+		{[]string{"version"}, 0},
+		{[]string{"search", "--help"}, 0},
+		{[]string{}, 2},
+		{[]string{"nosuch"}, 2},
+		{[]string{"search"}, 2},
+		{[]string{"search", "--size", "x", "menu", "q"}, 2},
+		{[]string{"search", "--nats", url, "nosuchindex", "q"}, 2},
+		{[]string{"index", "create", "--nats", url, "Bad Name!"}, 2},
+		{[]string{"search", "--nats", fmt.Sprintf("nats://127.0.0.1:%d", natstest.FreePort(t)), "--timeout", "1s", "menu", "q"}, 1},
+	}
+	for _, c := range cases {
+		_, stderr, code := cli(t, "", c.args...)
+		if code != c.code {
+			t.Errorf("quarry %s: exit status %d, want %d\n%s", strings.Join(c.args, " "), code, c.code, stderr)
+		}
+	}
+}
+
+// Every boolean flag of every command renders as a boolean in --help (a
+// word in backquotes in its usage would make flag print it as taking a
+// value: "-demo menu").
+func TestBoolFlagsRender(t *testing.T) {
+	var sets []*flag.FlagSet
+	flagSets = &sets
+	defer func() { flagSets = nil }()
+	subs := map[string][]string{
+		"index":    {"create", "query", "ls", "show", "rm"},
+		"plugin":   {"push", "ls", "show", "activate", "rollback", "rm", "canary", "promote", "shadow", "shadow-stats", "events", "test", "run"},
+		"pipeline": {"show", "set"},
+		"queries":  {"export"},
+	}
+	stderr := os.Stderr
+	os.Stderr, _ = os.Open(os.DevNull)
+	defer func() { os.Stderr = stderr }()
+	for name, c := range commands {
+		if name == "version" {
+			continue
+		}
+		if len(subs[name]) == 0 {
+			c.run(context.Background(), []string{"--help"})
+		}
+		for _, sub := range subs[name] {
+			c.run(context.Background(), []string{sub, "--help"})
+		}
+	}
+	if len(sets) < 20 {
+		t.Fatalf("only %d flag sets seen", len(sets))
+	}
+	for _, fs := range sets {
+		fs.VisitAll(func(f *flag.Flag) {
+			b, ok := f.Value.(interface{ IsBoolFlag() bool })
+			if !ok || !b.IsBoolFlag() {
+				return
+			}
+			if name, _ := flag.UnquoteUsage(f); name != "" {
+				t.Errorf("%s --%s is a boolean but --help shows it as taking %q: drop the backquotes in its usage", fs.Name(), f.Name, name)
+			}
+		})
+	}
+}
+
+// waitReady waits until GET url/readyz answers 200.
+func waitReady(t *testing.T, base string, within time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	var last string
+	for time.Now().Before(deadline) {
+		resp, err := http.Get(base + "/readyz")
+		if err == nil {
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return
+			}
+			last = fmt.Sprintf("%d %s", resp.StatusCode, b)
+		} else {
+			last = err.Error()
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Fatalf("not ready after %s: %s", within, last)
+}
