@@ -10,6 +10,7 @@ import (
 
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/broker"
+	"github.com/quarrysearch/quarry/client"
 	"github.com/quarrysearch/quarry/indexer"
 	"github.com/quarrysearch/quarry/internal/wasmtest"
 	"github.com/quarrysearch/quarry/searcher"
@@ -146,5 +147,67 @@ func TestPipelineFailurePolicies(t *testing.T) {
 	r, err := n.Client().Search(context.Background(), "menu", &api.SearchRequest{Q: "pizza"})
 	if err != nil || r.Total == 0 || len(r.Pipeline) != 1 || r.Pipeline[0].Plugin != "open-trap" || r.Pipeline[0].Status != "skipped" {
 		t.Fatalf("fail-open rewriter: %v %+v", err, r)
+	}
+}
+
+// A pipeline file is one more way to write the registry's pipeline, not a
+// second truth: `pipeline show` and every broker agree with it; a push
+// adds to it; a restart with the same file keeps what was pushed since;
+// a changed file is applied again.
+func TestPipelineFileOneTruth(t *testing.T) {
+	suffix := wasmtest.WATFile(t, "../../examples/plugins/wat/suffix.wat")
+	path := writePipeline(t, map[string][]byte{"suffix.wasm": suffix}, broker.PipelineFile{
+		Rewriters: []broker.StepFile{{Plugin: "suffix", Wasm: "suffix.wasm", BudgetMS: 2000}}})
+	data := t.TempDir()
+	n := startConfig(t, Config{DataDir: data, Indexer: &indexer.Config{SnapshotInterval: -1}, Searcher: &searcher.Config{}, Broker: &broker.Config{}})
+	ctx := context.Background()
+	c := n.Client()
+	noodleIndex(t, c, "menu", "m")
+	applied, err := n.ApplyPipelineFile(ctx, "menu", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, err := c.Pipeline(ctx, "menu")
+	if err != nil || spec.Revision != applied.Revision || len(spec.Rewriters) != 1 || !strings.HasPrefix(spec.Change, "pipeline file ") {
+		t.Fatalf("pipeline show after the file: %+v %v", spec, err)
+	}
+	waitPipelineRevision(t, n, "menu", spec.Revision)
+	// Applying it again writes nothing.
+	if again, err := n.ApplyPipelineFile(ctx, "menu", path); err != nil || again.Revision != spec.Revision {
+		t.Fatalf("the same file again: %+v %v", again, err)
+	}
+	// A push with --activate adds a step to the file's pipeline.
+	if _, err := c.PushPlugin(ctx, "menu", "other", wasmtest.WAT(t, identityWAT), client.PushOptions{Kind: "rewriter", Activate: true}); err != nil {
+		t.Fatal(err)
+	}
+	pushed, err := c.Pipeline(ctx, "menu")
+	if err != nil || len(pushed.Rewriters) != 2 || pushed.Rewriters[0].Plugin != "suffix" || pushed.Rewriters[1].Plugin != "other" {
+		t.Fatalf("after push --activate: %+v %v", pushed, err)
+	}
+	// Restarted with the same file: what was pushed stays.
+	n.Close()
+	n = startConfig(t, Config{DataDir: data, Indexer: &indexer.Config{SnapshotInterval: -1}, Searcher: &searcher.Config{}, Broker: &broker.Config{}})
+	c = n.Client()
+	if after, err := n.ApplyPipelineFile(ctx, "menu", path); err != nil || after.Revision != pushed.Revision || len(after.Rewriters) != 2 {
+		t.Fatalf("restart with the same file replaced the pushed pipeline: %+v %v", after, err)
+	}
+	waitPipelineRevision(t, n, "menu", pushed.Revision)
+	r, err := c.Search(ctx, "menu", &api.SearchRequest{Q: "noodles", Profile: true})
+	if err != nil || rewrites(r) != "rewrite suffix,rewrite other" {
+		t.Fatalf("what runs after the restart: %v %v", err, r.Profile)
+	}
+	// A changed file is applied.
+	changed := writePipeline(t, map[string][]byte{"suffix.wasm": suffix}, broker.PipelineFile{
+		Rewriters: []broker.StepFile{{Plugin: "suffix", Wasm: "suffix.wasm", BudgetMS: 1000}}})
+	spec, err = n.ApplyPipelineFile(ctx, "menu", changed)
+	if err != nil || spec.Revision <= pushed.Revision || len(spec.Rewriters) != 1 || spec.Rewriters[0].BudgetMS != 1000 {
+		t.Fatalf("a changed file: %+v %v", spec, err)
+	}
+	if st, err := c.BrokerPipelines(ctx, 0); err != nil || len(st) != 1 || st[0].Revisions["menu"] != spec.Revision {
+		t.Fatalf("brokers after the changed file: %+v %v (want revision %d)", st, err, spec.Revision)
+	}
+	// An index that does not exist is refused by name.
+	if _, err := n.ApplyPipelineFile(ctx, "nosuch", path); api.CodeOf(err) != api.CodeNotFound {
+		t.Fatalf("a file for a missing index: %v", err)
 	}
 }

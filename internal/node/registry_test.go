@@ -393,6 +393,47 @@ func pluginEvent(c *client.Client, index, name string) (api.PluginEvent, bool) {
 
 // waitEvent waits until index has a plugin event named name and returns
 // it.
+// waitTakenOut waits until the index's stored pipeline records that the
+// fallback took plugin out, and returns that pipeline.
+func waitTakenOut(t *testing.T, c *client.Client, index, plugin string) *api.PipelineSpec {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		spec, err := c.Pipeline(context.Background(), index)
+		if err == nil {
+			for _, st := range spec.Rewriters {
+				if st.Plugin == plugin && st.TakenOut != nil {
+					return spec
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the pipeline never recorded %s as taken out: %+v %v", plugin, spec, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// waitPipelineRevision waits until every broker answering runs revision
+// rev (or later) of the index's pipeline.
+func waitPipelineRevision(t *testing.T, n *Node, index string, rev uint64) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		st, err := n.Client().BrokerPipelines(context.Background(), 100*time.Millisecond)
+		ok := err == nil && len(st) > 0
+		for _, b := range st {
+			ok = ok && b.Revisions[index] >= rev
+		}
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("brokers do not run revision %d of %s: %+v %v", rev, index, st, err)
+		}
+	}
+}
+
 func waitEvent(t *testing.T, c *client.Client, index, name string) api.PluginEvent {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
@@ -458,6 +499,26 @@ func TestAutomaticFallback(t *testing.T) {
 				t.Fatalf("event: %+v, want a reason with %q", ev, tc.reason)
 			}
 			t.Logf("event: %s", ev.Reason)
+			// The pipeline says so, and a revision written for another
+			// reason keeps the step out.
+			waitTakenOut(t, c, tc.index, "flaky")
+			if _, err := c.PushPlugin(ctx, tc.index, "other", wasmtest.WAT(t, identityWAT), client.PushOptions{Kind: "rewriter", Activate: true}); err != nil {
+				t.Fatal(err)
+			}
+			spec := waitTakenOut(t, c, tc.index, "flaky")
+			if len(spec.Rewriters) != 2 || spec.Rewriters[1].Plugin != "other" {
+				t.Fatalf("activate did not add the step: %+v", spec.Rewriters)
+			}
+			waitPipelineRevision(t, n, tc.index, spec.Revision)
+			r, err := c.Search(ctx, tc.index, &api.SearchRequest{Q: "noodles"})
+			if err != nil || len(r.Pipeline) != 1 || r.Pipeline[0].Plugin != "flaky" || r.Pipeline[0].Error != "taken out by the automatic fallback" {
+				t.Fatalf("after another plugin was activated, the taken-out one came back: %v %+v", err, r)
+			}
+			// Activating a version of it puts it back.
+			spec, err = c.ActivatePlugin(ctx, tc.index, "flaky", short(spec.Rewriters[0].Digest))
+			if err != nil || spec.Rewriters[0].TakenOut != nil {
+				t.Fatalf("activate again: %v %+v", err, spec)
+			}
 		})
 	}
 
