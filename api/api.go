@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -30,7 +31,9 @@ type SearchRequest struct {
 	// Filter is a bleve query in JSON form every hit must also match; it
 	// does not change scores.
 	Filter json.RawMessage `json:"filter,omitempty"`
-	// Size is the number of hits to return (default 10; 0 means default).
+	// Size is the number of hits to return. In JSON, an absent size means
+	// DefaultSize (10) and "size": 0 means no hits (only the total and
+	// facets); in Go, 0 means DefaultSize and NoHits means none.
 	Size int `json:"size,omitempty"`
 	// From skips that many hits, for pagination.
 	From int `json:"from,omitempty"`
@@ -68,10 +71,57 @@ type FacetRequest struct {
 	Size  int    `json:"size,omitempty"`
 }
 
+// NoHits as a SearchRequest's Size asks for the total and facets only
+// ("size": 0 in JSON).
+const NoHits = -1
+
+// UnmarshalJSON decodes a request as the JSON API defines it: unknown keys
+// are refused and an explicit "size": 0 is NoHits.
+func (r *SearchRequest) UnmarshalJSON(b []byte) error {
+	type plain SearchRequest // without this method
+	aux := struct {
+		*plain
+		Size *int `json:"size,omitempty"`
+	}{plain: (*plain)(r)}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&aux); err != nil {
+		return err
+	}
+	if aux.Size != nil {
+		switch r.Size = *aux.Size; {
+		case r.Size == 0:
+			r.Size = NoHits
+		case r.Size < 0:
+			return fmt.Errorf("size must be >= 0, got %d", r.Size)
+		}
+	}
+	return nil
+}
+
+// MarshalJSON encodes a request as the JSON API defines it: NoHits is
+// "size": 0, and a zero Size (the default) is left out.
+func (r SearchRequest) MarshalJSON() ([]byte, error) {
+	type plain SearchRequest // without this method
+	aux := struct {
+		plain
+		Size *int `json:"size,omitempty"`
+	}{plain: plain(r)}
+	switch size := r.Size; size {
+	case 0:
+	case NoHits:
+		size = 0
+		aux.Size = &size
+	default:
+		aux.Size = &size
+	}
+	return json.Marshal(aux)
+}
+
 // Validate checks a request for errors a caller can fix, naming the field.
 func (r *SearchRequest) Validate() error {
 	switch {
-	case r.Size < 0:
+	case r.Size < NoHits:
 		return BadRequest("size must be >= 0, got %d", r.Size)
 	case r.From < 0:
 		return BadRequest("from must be >= 0, got %d", r.From)
@@ -93,8 +143,11 @@ func (r *SearchRequest) Validate() error {
 
 // EffectiveSize is Size with the default applied.
 func (r *SearchRequest) EffectiveSize() int {
-	if r.Size == 0 {
+	switch r.Size {
+	case 0:
 		return DefaultSize
+	case NoHits:
+		return 0
 	}
 	return r.Size
 }

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -43,7 +44,7 @@ func TestDocumentID(t *testing.T) {
 }
 
 func TestValidate(t *testing.T) {
-	bad := []SearchRequest{{Size: -1}, {From: -2}, {From: MaxWindow}, {TimeoutMS: -1},
+	bad := []SearchRequest{{Size: -2}, {From: -2}, {From: MaxWindow}, {TimeoutMS: -1},
 		{Facets: map[string]FacetRequest{"x": {}}}}
 	for _, r := range bad {
 		if err := r.Validate(); !errors.Is(err, ErrBadRequest) {
@@ -53,6 +54,45 @@ func TestValidate(t *testing.T) {
 	ok := SearchRequest{Q: "x", Size: 20, From: 40}
 	if err := ok.Validate(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// "size": 0 in JSON asks for no hits (NoHits); an absent size is the
+// default; a negative one is refused; Go's NoHits encodes as "size": 0.
+func TestSizeJSON(t *testing.T) {
+	cases := []struct {
+		json      string
+		size, eff int
+		err       string
+	}{
+		{`{"q":"x"}`, 0, DefaultSize, ""},
+		{`{"q":"x","size":0}`, NoHits, 0, ""},
+		{`{"q":"x","size":3}`, 3, 3, ""},
+		{`{"q":"x","size":-1}`, 0, 0, "size must be >= 0, got -1"},
+		{`{"q":"x","bogus":1}`, 0, 0, "unknown field"},
+	}
+	for _, c := range cases {
+		var r SearchRequest
+		err := json.Unmarshal([]byte(c.json), &r)
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("%s: error %v, want %q", c.json, err, c.err)
+			}
+			continue
+		}
+		if err != nil || r.Size != c.size || r.EffectiveSize() != c.eff || r.Q != "x" {
+			t.Errorf("%s: %+v (effective %d) %v, want size %d, effective %d", c.json, r, r.EffectiveSize(), err, c.size, c.eff)
+		}
+	}
+	for size, want := range map[int]string{0: `{"q":"x"}`, NoHits: `{"q":"x","size":0}`, 7: `{"q":"x","size":7}`} {
+		b, err := json.Marshal(SearchRequest{Q: "x", Size: size})
+		if err != nil || string(b) != want {
+			t.Errorf("marshal size %d: %s %v, want %s", size, b, err, want)
+		}
+		p := &SearchRequest{Q: "x", Size: size}
+		if b, _ := json.Marshal(p); string(b) != want {
+			t.Errorf("marshal *SearchRequest size %d: %s", size, b)
+		}
 	}
 }
 

@@ -201,6 +201,13 @@ func (s *Store) resolveDigest(ctx context.Context, index, name, prefix string) (
 	if err != nil {
 		return "", err
 	}
+	return matchDigest(versions, index, name, prefix)
+}
+
+// matchDigest finds the one version of plugin name in versions whose
+// digest starts with prefix (with or without "sha256:").
+func matchDigest(versions []api.PluginVersion, index, name, prefix string) (string, error) {
+	p := strings.ToLower(strings.TrimPrefix(prefix, "sha256:"))
 	var match []string
 	for _, v := range versions {
 		if v.Name == name && strings.HasPrefix(strings.TrimPrefix(v.Digest, "sha256:"), p) {
