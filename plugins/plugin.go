@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -172,6 +173,10 @@ func (p *Plugin) newInstance(ctx context.Context) (*instance, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: instantiate: %v", ErrInit, err)
 	}
+	if memoryOf(mod) == nil {
+		mod.Close(context.Background())
+		return nil, fmt.Errorf("%w: a plugin must define a memory (requests and responses go in its first memory)", ErrMissingExport)
+	}
 	if init := mod.ExportedFunction(abi.ExportInitialize); init != nil {
 		if _, err := init.Call(ctx); err != nil {
 			mod.Close(context.Background())
@@ -184,11 +189,24 @@ func (p *Plugin) newInstance(ctx context.Context) (*instance, error) {
 	return in, nil
 }
 
+// memoryOf returns a module's memory, or nil if it defines none (wazero
+// then returns a typed nil, which must not be called).
+func memoryOf(m api.Module) api.Memory {
+	mem := m.Memory()
+	if mem == nil {
+		return nil
+	}
+	if v := reflect.ValueOf(mem); v.Kind() == reflect.Pointer && v.IsNil() {
+		return nil
+	}
+	return mem
+}
+
 // noteMemory updates memBytes with an instance's memory size. Call it only
 // while the instance is not running (its memory may grow).
 func (p *Plugin) noteMemory(in *instance) {
 	var size uint32
-	if mem := in.mod.Memory(); mem != nil {
+	if mem := memoryOf(in.mod); mem != nil {
 		size = mem.Size()
 	}
 	if size != in.mem {
@@ -332,7 +350,8 @@ func (p *Plugin) call(ctx context.Context, encode func([]byte) []byte, decode fu
 	ptr := in.buf
 	mem := in.mod.Memory()
 	if !mem.Write(ptr, req) {
-		return &CallError{Plugin: p.spec.Name, Kind: KindMalformed, Err: fmt.Errorf("alloc returned %d, outside memory", ptr)}
+		return &CallError{Plugin: p.spec.Name, Kind: KindMalformed, Err: fmt.Errorf("%s returned %d: a %d-byte request there would end at byte %d, past the end of memory (%d bytes)",
+			abi.ExportAlloc, ptr, len(req), uint64(ptr)+uint64(len(req)), mem.Size())}
 	}
 	res, err := in.hook.Call(ctx, uint64(ptr), uint64(len(req)))
 	if err != nil {
@@ -344,7 +363,7 @@ func (p *Plugin) call(ctx context.Context, encode func([]byte) []byte, decode fu
 	}
 	view, ok := mem.Read(optr, olen)
 	if !ok {
-		return &CallError{Plugin: p.spec.Name, Kind: KindMalformed, Err: fmt.Errorf("response at %d+%d is outside memory", optr, olen)}
+		return &CallError{Plugin: p.spec.Name, Kind: KindMalformed, Err: fmt.Errorf("response at %d+%d is outside memory (%d bytes)", optr, olen, mem.Size())}
 	}
 	if err := decode(view); err != nil {
 		var ge *abi.GuestError

@@ -91,6 +91,16 @@ func TestHostilePlugins(t *testing.T) {
 		{"Go panic in init", wasmtest.GoPlugin(t, "testdata/panicinit"), ErrInit, "_initialize"},
 		{"memory over the limit", wasmtest.WAT(t, strings.Replace(watPlugin("", okBody), "(memory 2)", "(memory 300)", 1)),
 			ErrMemoryLimit, "min 300 pages"},
+		{"no memory", wasmtest.WAT(t, strings.Replace(watPlugin("", `(i64.const 0)`), "(memory 2)", "", 1)),
+			ErrMissingExport, "a plugin must define a memory"},
+		{"hook of the wrong type", wasmtest.WAT(t, `(module (memory 1) (func (export "quarry_abi_v1"))
+			(func (export "quarry_alloc") (param i32) (result i32) (i32.const 1024))
+			(func (export "quarry_rewrite") (param i32 i32) (result i32) (i32.const 0)))`),
+			ErrMissingExport, "must export quarry_rewrite as (i32, i32) -> i64; this one is (i32, i32) -> i32"},
+		{"alloc of the wrong type", wasmtest.WAT(t, strings.Replace(watPlugin("", okBody), "(param i32) (result i32) (i32.const 1024)", "(param i64) (result i32) (i32.const 1024)", 1)),
+			ErrMissingExport, "must export quarry_alloc as (i32) -> i32; this one is (i64) -> i32"},
+		{"_initialize of the wrong type", wasmtest.WAT(t, watPlugin(`(func (export "_initialize") (result i32) (i32.const 0))`, okBody)),
+			ErrMissingExport, "must export _initialize as () -> (); this one is () -> i32"},
 	}
 	for _, c := range loadCases {
 		t.Run("load/"+c.name, func(t *testing.T) {

@@ -193,6 +193,16 @@ func check(cm wazero.CompiledModule, kind Kind) error {
 			return fmt.Errorf("%w: a %s must export %s", ErrMissingExport, kind, name)
 		}
 	}
+	for _, name := range []string{abi.ExportVersion, abi.ExportAlloc, kind.export(), abi.ExportInitialize} {
+		f, ok := exports[name]
+		if !ok {
+			continue
+		}
+		want := exportTypes[name]
+		if got := signature(f.ParamTypes(), f.ResultTypes()); got != want {
+			return fmt.Errorf("%w: a %s must export %s as %s; this one is %s", ErrMissingExport, kind, name, want, got)
+		}
+	}
 	for _, f := range cm.ImportedFunctions() {
 		mod, name, _ := f.Import()
 		switch {
@@ -208,6 +218,31 @@ func check(cm wazero.CompiledModule, kind Kind) error {
 		return fmt.Errorf("%w: an imported memory", ErrForbiddenImport)
 	}
 	return nil
+}
+
+// exportTypes are the guest exports' types, as signature writes them.
+var exportTypes = map[string]string{
+	abi.ExportVersion:    "() -> ()",
+	abi.ExportAlloc:      "(i32) -> i32",
+	abi.ExportRewrite:    "(i32, i32) -> i64",
+	abi.ExportRank:       "(i32, i32) -> i64",
+	abi.ExportInitialize: "() -> ()",
+}
+
+// signature writes a function type: "(i32, i32) -> i64".
+func signature(params, results []api.ValueType) string {
+	names := func(ts []api.ValueType) string {
+		s := make([]string, len(ts))
+		for i, t := range ts {
+			s[i] = api.ValueTypeName(t)
+		}
+		return strings.Join(s, ", ")
+	}
+	r := names(results)
+	if len(results) != 1 {
+		r = "(" + r + ")"
+	}
+	return "(" + names(params) + ") -> " + r
 }
 
 // Errors of loading, for callers to branch on.

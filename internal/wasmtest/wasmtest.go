@@ -1,7 +1,8 @@
 // Package wasmtest builds WebAssembly guests for tests: Go plugins with the
-// standard toolchain (GOOS=wasip1 GOARCH=wasm, -buildmode=c-shared) and
-// WAT modules with wabt's wat2wasm. It is the one helper every test that
-// needs a real plugin uses; a missing toolchain fails the test.
+// standard toolchain (GOOS=wasip1 GOARCH=wasm, -buildmode=c-shared),
+// WAT modules with wabt's wat2wasm and freestanding C with clang and
+// wasm-ld. It is the one helper every test that needs a real plugin uses;
+// a missing toolchain fails the test.
 package wasmtest
 
 import (
@@ -22,28 +23,121 @@ var (
 // .wasm bytes. Builds are cached per test binary.
 func GoPlugin(tb testing.TB, dir string) []byte {
 	tb.Helper()
+	return goBuild(tb, dir, "-buildmode=c-shared")
+}
+
+// GoCommand builds the Go package main in dir as a WASI command (the
+// default build mode: it exports _start, not _initialize) and returns the
+// .wasm bytes, for tests of what the host does with one. Builds are cached
+// per test binary.
+func GoCommand(tb testing.TB, dir string) []byte {
+	tb.Helper()
+	return goBuild(tb, dir, "-buildmode=default")
+}
+
+func goBuild(tb testing.TB, dir, mode string) []byte {
+	tb.Helper()
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if b, ok := built[abs]; ok {
+	key := abs + " " + mode
+	if b, ok := built[key]; ok {
 		return b
 	}
 	out := filepath.Join(tb.TempDir(), filepath.Base(abs)+".wasm")
-	cmd := exec.Command("go", "build", "-buildmode=c-shared", "-o", out, ".")
+	cmd := exec.Command("go", "build", mode, "-o", out, ".")
 	cmd.Dir = abs
 	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0")
 	if msg, err := cmd.CombinedOutput(); err != nil {
-		tb.Fatalf("build plugin %s: %v\n%s", dir, err, msg)
+		tb.Fatalf("build plugin %s (%s): %v\n%s", dir, mode, err, msg)
 	}
 	b, err := os.ReadFile(out)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	built[abs] = b
+	built[key] = b
 	return b
+}
+
+// C compiles a freestanding C file (no libc) to a WebAssembly module:
+//
+//	clang --target=wasm32 -O2 -nostdlib -Wl,--no-entry -o out.wasm src args...
+//
+// with clang and wasm-ld (Debian packages clang and lld). Where wasm-ld
+// is installed only under a versioned name (wasm-ld-14), clang is given
+// its path. Builds are cached per test binary.
+func C(tb testing.TB, src string, args ...string) []byte {
+	tb.Helper()
+	abs, err := filepath.Abs(src)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	key := strings.Join(append([]string{abs}, args...), " ")
+	if b, ok := built[key]; ok {
+		return b
+	}
+	clang := findTool("clang")
+	if clang == "" {
+		tb.Fatalf("build %s: no clang on PATH (install Debian's clang and lld)", src)
+	}
+	out := filepath.Join(tb.TempDir(), strings.TrimSuffix(filepath.Base(abs), ".c")+".wasm")
+	cmdArgs := []string{"--target=wasm32", "-O2", "-nostdlib", "-Wl,--no-entry", "-o", out, abs}
+	if ld := findTool("wasm-ld"); ld == "" {
+		tb.Fatalf("build %s: no wasm-ld on PATH (install Debian's lld)", src)
+	} else if filepath.Base(ld) != "wasm-ld" {
+		cmdArgs = append(cmdArgs, "-fuse-ld="+ld)
+	}
+	cmdArgs = append(cmdArgs, args...)
+	if msg, err := exec.Command(clang, cmdArgs...).CombinedOutput(); err != nil {
+		tb.Fatalf("build %s: %s %s: %v\n%s", src, clang, strings.Join(cmdArgs, " "), err, msg)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	built[key] = b
+	return b
+}
+
+// findTool returns the path of name on PATH or, failing that, of its
+// newest versioned name (name-14, name-15…), or "".
+func findTool(name string) string {
+	if p, err := exec.LookPath(name); err == nil {
+		return p
+	}
+	var found []string
+	for _, dir := range filepath.SplitList(os.Getenv("PATH")) {
+		matches, _ := filepath.Glob(filepath.Join(dir, name+"-[0-9]*"))
+		found = append(found, matches...)
+	}
+	var best string
+	bestVersion := -1
+	for _, p := range found {
+		v, ok := version(strings.TrimPrefix(filepath.Base(p), name+"-"))
+		if ok && v > bestVersion {
+			if _, err := exec.LookPath(p); err == nil {
+				best, bestVersion = p, v
+			}
+		}
+	}
+	return best
+}
+
+// version parses a major version, "14".
+func version(s string) (int, bool) {
+	if s == "" || len(s) > 4 || strings.Trim(s, "0123456789") != "" {
+		return 0, false
+	}
+	v := 0
+	for _, c := range s {
+		v = v*10 + int(c-'0')
+	}
+	return v, true
 }
 
 // WAT compiles WebAssembly text with wat2wasm (Debian package wabt).

@@ -10,6 +10,7 @@ package abi
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"math"
 )
 
@@ -87,7 +88,10 @@ const (
 	ColumnNumbers = 1
 )
 
-// ErrMalformed reports bytes that are not a valid message.
+// ErrMalformed reports bytes that are not a valid message. The decoders
+// wrap it with the rule broken and where, e.g. "entry 3: NaN score" or
+// "truncated at byte 46 (want 8 more bytes for entry 3's score)"; branch
+// on it with errors.Is.
 var ErrMalformed = errors.New("malformed plugin message")
 
 // RewriteRequest is the rewrite hook's input.
@@ -136,12 +140,13 @@ type Candidate struct {
 //
 //	q, context: u32 length + bytes
 //	field count u32, then each field name (u32 length + bytes)
-//	candidate count n u32, the ids' total size u32, then n ids (u32
-//	length + bytes), then n scores
-//	(f64), then one column per field: ColumnNumbers, zero bytes up to an
-//	offset (from the request's start) that is a multiple of 8, and n f64
-//	(NaN: missing); or ColumnValues and n values, each a kind u8, then number f64
-//	| string (u32 + bytes) | bool u8 | list (u32 count + values) | nothing
+//	candidate count n u32, the ids' total size u32 (each id's u32 length
+//	included), then n ids (u32 length + bytes), then n scores (f64),
+//	then one column per field: ColumnNumbers, zero bytes up to an offset
+//	(from the request's start) that is a multiple of 8, and n f64 (NaN:
+//	missing); or ColumnValues and n values, each a kind u8, then number
+//	f64 | string (u32 + bytes) | bool u8 | list (u32 count + values) |
+//	nothing
 type RankRequest struct {
 	Q          string
 	Context    []byte
@@ -158,7 +163,9 @@ type Ranked struct {
 // RankResponse after the status byte: flags u8, count u32, then each
 // entry: index u32, score f64. The entries are the final order (with
 // RankSortByScore: the host sorts them by score, highest first, ties in
-// the given order); candidates left out are dropped.
+// the given order); candidates left out are dropped. An index must be
+// below the candidate count and appear once; a score must be finite (NaN
+// and ±Inf are refused).
 type RankResponse struct {
 	Flags  uint8
 	Ranked []Ranked
@@ -186,68 +193,123 @@ func appendF64(b []byte, f float64) []byte {
 }
 
 // reader decodes with bounds checks: malformed input is an error, never a
-// panic, and costs at most its own size.
+// panic, and costs at most its own size. An error names the rule broken
+// and where, in bytes from the message's start.
 type reader struct {
-	b   []byte
-	err error
+	data []byte // the whole message
+	pos  int    // the next byte to read
+	err  error
+	// item and index say whose field is read next, for errors: "entry"
+	// and 3 make "entry 3's score"; "" reads the message's own fields.
+	// field, when above 0, is 1 + the rank request's field a value is of.
+	item  string
+	index int
+	field int
 }
 
-func (r *reader) u8() uint8 {
-	if r.err != nil || len(r.b) < 1 {
-		r.err = ErrMalformed
-		return 0
+// malformed is ErrMalformed with what is wrong.
+func malformed(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrMalformed, fmt.Sprintf(format, args...))
+}
+
+// fail records the first error.
+func (r *reader) fail(format string, args ...any) {
+	if r.err == nil {
+		r.err = malformed(format, args...)
 	}
-	v := r.b[0]
-	r.b = r.b[1:]
-	return v
 }
 
-func (r *reader) u32() uint32 {
-	if r.err != nil || len(r.b) < 4 {
-		r.err = ErrMalformed
-		return 0
+// name is what, qualified by the item being read.
+func (r *reader) name(what string) string {
+	switch {
+	case r.item == "":
+		return what
+	case r.field > 0:
+		return fmt.Sprintf("%s %d's field %d %s", r.item, r.index, r.field-1, what)
 	}
-	v := binary.LittleEndian.Uint32(r.b)
-	r.b = r.b[4:]
-	return v
+	return fmt.Sprintf("%s %d's %s", r.item, r.index, what)
 }
 
-func (r *reader) f64() float64 {
-	if r.err != nil || len(r.b) < 8 {
-		r.err = ErrMalformed
-		return 0
+func (r *reader) left() int { return len(r.data) - r.pos }
+
+// nbytes is "1 byte" or "n bytes".
+func nbytes(n int) string {
+	if n == 1 {
+		return "1 byte"
 	}
-	v := math.Float64frombits(binary.LittleEndian.Uint64(r.b))
-	r.b = r.b[8:]
-	return v
+	return fmt.Sprintf("%d bytes", n)
 }
 
-func (r *reader) bytes() []byte {
-	n := r.u32()
-	if r.err != nil || uint64(n) > uint64(len(r.b)) {
-		r.err = ErrMalformed
+// moreBytes is "1 more byte" or "n more bytes".
+func moreBytes[N int | uint64](n N) string {
+	if n == 1 {
+		return "1 more byte"
+	}
+	return fmt.Sprintf("%d more bytes", n)
+}
+
+// take returns the next n bytes, or nil and an error naming what was cut
+// short.
+func (r *reader) take(n uint64, what string) []byte {
+	if r.err != nil {
 		return nil
 	}
-	v := r.b[:n:n]
-	r.b = r.b[n:]
-	return v
+	if n > uint64(r.left()) {
+		r.fail("truncated at byte %d (want %s for %s)", len(r.data), moreBytes(n-uint64(r.left())), r.name(what))
+		return nil
+	}
+	b := r.data[r.pos : r.pos+int(n) : r.pos+int(n)]
+	r.pos += int(n)
+	return b
 }
 
-func (r *reader) str() string { return string(r.bytes()) }
+func (r *reader) u8(what string) uint8 {
+	if b := r.take(1, what); b != nil {
+		return b[0]
+	}
+	return 0
+}
 
-// count reads a count of items each at least min bytes long.
-func (r *reader) count(min int) int {
-	n := r.u32()
-	if r.err != nil || uint64(n)*uint64(min) > uint64(len(r.b)) {
-		r.err = ErrMalformed
+func (r *reader) u32(what string) uint32 {
+	if b := r.take(4, what); b != nil {
+		return binary.LittleEndian.Uint32(b)
+	}
+	return 0
+}
+
+func (r *reader) f64(what string) float64 {
+	if b := r.take(8, what); b != nil {
+		return math.Float64frombits(binary.LittleEndian.Uint64(b))
+	}
+	return 0
+}
+
+// bytes reads a u32 length and that many bytes.
+func (r *reader) bytes(what string) []byte {
+	n := r.u32(what + "'s length")
+	return r.take(uint64(n), what)
+}
+
+func (r *reader) str(what string) string { return string(r.bytes(what)) }
+
+// count reads a count of items each at least min bytes long, refusing one
+// the rest of the message cannot hold (so a count never makes a decoder
+// allocate more than the message's size).
+func (r *reader) count(min int, what string) int {
+	n := r.u32(what)
+	if r.err == nil && uint64(n)*uint64(min) > uint64(r.left()) {
+		r.fail("truncated at byte %d (%s %d needs at least %s)", len(r.data), r.name(what), n, moreBytes(uint64(n)*uint64(min)-uint64(r.left())))
+	}
+	if r.err != nil {
 		return 0
 	}
 	return int(n)
 }
 
-func (r *reader) done() error {
-	if r.err == nil && len(r.b) != 0 {
-		return ErrMalformed
+// done checks that the whole message was read.
+func (r *reader) done(what string) error {
+	if r.err == nil && r.left() != 0 {
+		r.fail("%s after the end of the %s (it ends at byte %d, not %d)", nbytes(r.left()), what, r.pos, len(r.data))
 	}
 	return r.err
 }

@@ -1,6 +1,7 @@
 package abi
 
 import (
+	"encoding/binary"
 	"math"
 	"slices"
 )
@@ -17,14 +18,14 @@ func AppendRewriteRequest(b []byte, req *RewriteRequest) []byte {
 
 // DecodeRewriteRequest decodes a rewrite request. Byte fields alias data.
 func DecodeRewriteRequest(data []byte, req *RewriteRequest) error {
-	r := reader{b: data}
-	req.Q = r.str()
-	req.Query = r.bytes()
-	req.Filter = r.bytes()
-	req.Context = r.bytes()
-	req.Size = r.u32()
-	req.From = r.u32()
-	return r.done()
+	r := reader{data: data}
+	req.Q = r.str("q")
+	req.Query = r.bytes("query")
+	req.Filter = r.bytes("filter")
+	req.Context = r.bytes("context")
+	req.Size = r.u32("size")
+	req.From = r.u32("from")
+	return r.done("request")
 }
 
 // AppendRewriteResponse appends a StatusOK response for resp to b.
@@ -55,45 +56,47 @@ type GuestError struct{ Message string }
 
 func (e *GuestError) Error() string { return "plugin error: " + e.Message }
 
-// status splits a response into its status and body; a StatusError becomes
-// a *GuestError.
-func status(data []byte) ([]byte, error) {
+// status reads a response's status byte: a reader of the body after
+// StatusOK, a *GuestError for StatusError.
+func status(data []byte) (reader, error) {
 	if len(data) == 0 {
-		return nil, ErrMalformed
+		return reader{}, malformed("empty response (want a status byte)")
 	}
 	switch data[0] {
 	case StatusOK:
-		return data[1:], nil
+		return reader{data: data, pos: 1}, nil
 	case StatusError:
-		return nil, &GuestError{Message: string(data[1:])}
+		return reader{}, &GuestError{Message: string(data[1:])}
 	}
-	return nil, ErrMalformed
+	return reader{}, malformed("status byte %d (want %d, ok, or %d, error)", data[0], StatusOK, StatusError)
 }
 
 // DecodeRewriteResponse decodes a rewrite response (with its status byte).
 func DecodeRewriteResponse(data []byte, resp *RewriteResponse) error {
-	body, err := status(data)
+	r, err := status(data)
 	if err != nil {
 		return err
 	}
-	r := reader{b: body}
-	resp.Flags = r.u8()
-	if resp.Flags&^(FlagQ|FlagQuery|FlagFilter|FlagRerankDepth) != 0 {
-		return ErrMalformed
+	resp.Flags = r.u8("flags")
+	if r.err != nil {
+		return r.err
+	}
+	if unknown := resp.Flags &^ (FlagQ | FlagQuery | FlagFilter | FlagRerankDepth); unknown != 0 {
+		return malformed("flags %#02x: unknown bits %#02x (a rewrite response knows 0x01 q, 0x02 query, 0x04 filter, 0x08 rerank_depth)", resp.Flags, unknown)
 	}
 	if resp.Flags&FlagQ != 0 {
-		resp.Q = r.str()
+		resp.Q = r.str("q")
 	}
 	if resp.Flags&FlagQuery != 0 {
-		resp.Query = r.bytes()
+		resp.Query = r.bytes("query")
 	}
 	if resp.Flags&FlagFilter != 0 {
-		resp.Filter = r.bytes()
+		resp.Filter = r.bytes("filter")
 	}
 	if resp.Flags&FlagRerankDepth != 0 {
-		resp.RerankDepth = r.u32()
+		resp.RerankDepth = r.u32("rerank_depth")
 	}
-	return r.done()
+	return r.done("response")
 }
 
 // pad8 is how many zero bytes bring offset n to a multiple of 8.
@@ -184,80 +187,95 @@ func appendValue(b []byte, v *Value) []byte {
 
 // DecodeRankRequest decodes a rank request into rows.
 func DecodeRankRequest(data []byte, req *RankRequest) error {
-	r := reader{b: data}
-	req.Q = r.str()
-	req.Context = r.bytes()
-	nf := r.count(4)
+	r := reader{data: data}
+	req.Q = r.str("q")
+	req.Context = r.bytes("context")
+	nf := r.count(4, "field count")
 	req.Fields = make([]string, nf)
+	r.item = "field"
 	for i := range req.Fields {
-		req.Fields[i] = r.str()
+		r.index = i
+		req.Fields[i] = r.str("name")
 	}
-	nc := r.count(12 + nf)
-	idsLen := r.u32()
-	before := len(r.b)
+	r.item = ""
+	nc := r.count(12+nf, "candidate count")
+	idsLen := r.u32("ids' total size")
+	before := r.pos
 	req.Candidates = make([]Candidate, nc)
+	r.item = "candidate"
 	for i := range req.Candidates {
-		req.Candidates[i].ID = r.str()
+		r.index = i
+		req.Candidates[i].ID = r.str("id")
 	}
-	if r.err == nil && uint32(before-len(r.b)) != idsLen {
-		return ErrMalformed
+	if r.err == nil && uint64(r.pos-before) != uint64(idsLen) {
+		return malformed("the ids' total size says %d bytes, the %d ids take %d", idsLen, nc, r.pos-before)
 	}
 	for i := range req.Candidates {
-		req.Candidates[i].Score = r.f64()
+		r.index = i
+		req.Candidates[i].Score = r.f64("score")
 		if nf > 0 {
 			req.Candidates[i].Values = make([]Value, nf)
 		}
 	}
+	r.item = "field"
 	for j := range nf {
-		switch r.u8() {
-		case ColumnNumbers:
-			off := len(data) - len(r.b)
-			for range pad8(off) {
-				r.u8()
-			}
+		r.index = j
+		switch kind := r.u8("column kind"); {
+		case r.err != nil:
+		case kind == ColumnNumbers:
+			r.take(uint64(pad8(r.pos)), "column padding")
+			r.item, r.field = "candidate", j+1
 			for i := range req.Candidates {
-				if n := r.f64(); n == n {
+				r.index = i
+				if n := r.f64("number"); n == n {
 					req.Candidates[i].Values[j] = Value{Kind: KindNumber, Num: n}
 				}
 			}
-		case ColumnValues:
+		case kind == ColumnValues:
+			r.item, r.field = "candidate", j+1
 			for i := range req.Candidates {
+				r.index = i
 				r.value(&req.Candidates[i].Values[j], 0)
 			}
 		default:
-			r.err = ErrMalformed
+			r.fail("field %d: column kind %d (want %d, values, or %d, numbers)", j, kind, ColumnValues, ColumnNumbers)
 		}
+		r.item, r.index, r.field = "field", j, 0
 		if r.err != nil {
 			return r.err
 		}
 	}
-	return r.done()
+	r.item = ""
+	return r.done("request")
 }
 
 const maxValueDepth = 4
 
+// value reads a value (of the candidate and field r names).
 func (r *reader) value(v *Value, depth int) {
-	v.Kind = r.u8()
+	v.Kind = r.u8("value kind")
 	switch v.Kind {
 	case KindMissing:
 	case KindNumber:
-		v.Num = r.f64()
+		v.Num = r.f64("number")
 	case KindString:
-		v.Str = r.str()
+		v.Str = r.str("string")
 	case KindBool:
-		v.Bool = r.u8() != 0
+		v.Bool = r.u8("bool") != 0
 	case KindList:
 		if depth >= maxValueDepth {
-			r.err = ErrMalformed
+			r.fail("%s: lists nested deeper than %d", r.name("value"), maxValueDepth)
 			return
 		}
-		n := r.count(1)
+		n := r.count(1, "list count")
 		v.List = make([]Value, n)
 		for i := range v.List {
 			r.value(&v.List[i], depth+1)
 		}
 	default:
-		r.err = ErrMalformed
+		if r.err == nil {
+			r.fail("%s: value kind %d (want 0 to 4)", r.name("value"), v.Kind)
+		}
 	}
 }
 
@@ -272,34 +290,63 @@ func AppendRankResponse(b []byte, resp *RankResponse) []byte {
 	return b
 }
 
+// rankEntrySize is the size of a rank response's entry: index u32, score
+// f64.
+const rankEntrySize = 12
+
 // DecodeRankResponse decodes a rank response (with its status byte) for a
-// request of n candidates: every index must be < n and appear once.
+// request of n candidates: every index must be < n and appear once, and
+// every score be finite. An error wrapping ErrMalformed names the rule
+// broken: "entry 3: NaN score", "entry 5: index 17 out of range (12
+// candidates)", "entry 4 repeats index 2 (entry 1's)", "truncated at byte
+// 34 (want 8 more bytes for entry 2's score)". Entries count from 0,
+// bytes from the status byte.
 func DecodeRankResponse(data []byte, n int, resp *RankResponse) error {
-	body, err := status(data)
+	r, err := status(data)
 	if err != nil {
 		return err
 	}
-	r := reader{b: body}
-	resp.Flags = r.u8()
-	if resp.Flags&^RankSortByScore != 0 {
-		return ErrMalformed
+	resp.Flags = r.u8("flags")
+	count := r.u32("count")
+	if r.err != nil {
+		return r.err
 	}
-	count := r.count(12)
-	if count > n {
-		return ErrMalformed
+	if unknown := resp.Flags &^ RankSortByScore; unknown != 0 {
+		return malformed("flags %#02x: unknown bits %#02x (a rank response knows 0x01, sort by score)", resp.Flags, unknown)
 	}
-	resp.Ranked = slices.Grow(resp.Ranked[:0], count)
+	if uint64(count) > uint64(n) {
+		return malformed("count %d is more than the %d candidates", count, n)
+	}
+	if need := int(count) * rankEntrySize; need > r.left() {
+		// Name the first entry field cut short.
+		k, part := r.left()/rankEntrySize, r.left()%rankEntrySize
+		if part < 4 {
+			return malformed("truncated at byte %d (want %s for entry %d's index)", len(data), moreBytes(4-part), k)
+		}
+		return malformed("truncated at byte %d (want %s for entry %d's score)", len(data), moreBytes(rankEntrySize-part), k)
+	}
+	entries := data[r.pos : r.pos+int(count)*rankEntrySize]
+	if extra := r.left() - len(entries); extra > 0 {
+		return malformed("%s after the last of the %d entries (the response ends at byte %d, not %d)", nbytes(extra), count, r.pos+len(entries), len(data))
+	}
+	resp.Ranked = slices.Grow(resp.Ranked[:0], int(count))
 	seen := make([]bool, n)
-	for range count {
-		i, s := r.u32(), r.f64()
-		if r.err != nil || int(i) >= n || seen[i] || s != s { // NaN refused
-			return ErrMalformed
+	for k := 0; k < len(entries); k += rankEntrySize {
+		i := binary.LittleEndian.Uint32(entries[k:])
+		s := math.Float64frombits(binary.LittleEndian.Uint64(entries[k+4:]))
+		switch {
+		case uint64(i) >= uint64(n):
+			return malformed("entry %d: index %d out of range (%d candidates)", k/rankEntrySize, i, n)
+		case seen[i]:
+			first := slices.IndexFunc(resp.Ranked, func(e Ranked) bool { return e.Index == i })
+			return malformed("entry %d repeats index %d (entry %d's)", k/rankEntrySize, i, first)
+		case s != s:
+			return malformed("entry %d: NaN score", k/rankEntrySize)
+		case math.IsInf(s, 0):
+			return malformed("entry %d: %v score", k/rankEntrySize, s)
 		}
 		seen[i] = true
 		resp.Ranked = append(resp.Ranked, Ranked{Index: i, Score: s})
-	}
-	if err := r.done(); err != nil {
-		return err
 	}
 	if resp.Flags&RankSortByScore != 0 {
 		sortByScore(resp.Ranked)
