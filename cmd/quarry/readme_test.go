@@ -203,3 +203,63 @@ func TestDemoFromEmptyDir(t *testing.T) {
 		t.Errorf("the demo wrote to the directory it ran in: %v", names)
 	}
 }
+
+// TestREADMEFilesExist: every file the README's commands name is in the
+// repository, or made by an earlier command of the README (a /tmp path
+// after -o or >), or is the operator's own (a line saying so).
+func TestREADMEFilesExist(t *testing.T) {
+	raw, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	made := map[string]bool{}
+	checked := 0
+	for _, line := range strings.Split(string(raw), "\n") {
+		if !strings.HasPrefix(line, "    ") {
+			continue
+		}
+		cmd, comment, _ := strings.Cut(line, " # ")
+		fields := strings.Fields(cmd)
+		for i, w := range fields {
+			w = strings.Trim(w, `"'()`)
+			if _, file, ok := strings.Cut(w, "="); ok && !strings.HasPrefix(w, "-") {
+				w = file // --pipeline INDEX=FILE
+			}
+			w = strings.TrimPrefix(w, "@")
+			if !looksLikeFile(w) {
+				continue
+			}
+			checked++
+			switch {
+			case i > 0 && (fields[i-1] == "-o" || fields[i-1] == ">"):
+				made[w] = true
+			case strings.HasPrefix(w, "/tmp/"):
+				if !made[w] {
+					t.Errorf("README names %s before any command makes it: %s", w, strings.TrimSpace(line))
+				}
+			case strings.HasPrefix(w, "/") || strings.Contains(comment, "your "):
+				// a path on the operator's machine, or their own file
+			default:
+				if _, err := os.Stat(filepath.Join("../..", w)); err != nil {
+					t.Errorf("README names %s, which is not in the repository: %s", w, strings.TrimSpace(line))
+				}
+			}
+		}
+	}
+	if checked < 8 {
+		t.Fatalf("only %d file names found in the README's commands: is the parser still right?", checked)
+	}
+}
+
+// looksLikeFile reports whether a word of a README command names a file.
+func looksLikeFile(w string) bool {
+	if strings.Contains(w, "://") || strings.HasPrefix(w, "localhost:") || strings.HasPrefix(w, "./cmd/") || strings.HasPrefix(w, "./...") {
+		return false
+	}
+	for _, ext := range []string{".json", ".ndjson", ".wasm", ".conf", ".creds", ".wat", ".c", ".md"} {
+		if strings.HasSuffix(w, ext) {
+			return true
+		}
+	}
+	return strings.HasPrefix(w, "examples/") || strings.HasPrefix(w, "docs/")
+}
