@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -183,6 +185,16 @@ func TestDemoFromEmptyDir(t *testing.T) {
 	}
 	p := startDemo(t, dir, t.TempDir(), []string{"./quarry", "serve", "--demo"})
 	waitReady(t, "http://127.0.0.1:7700", 5*time.Minute)
+	// Ready means loaded: the whole catalogue is searchable at once.
+	resp, err := http.Post("http://127.0.0.1:7700/v1/indexes/menu/search", "application/json", strings.NewReader(`{"size":0}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(body), `"total":20000`) {
+		t.Fatalf("ready, but the demo index is not all there: %d %s", resp.StatusCode, body)
+	}
 	out := run(t, dir, "./quarry", "search", "menu", "spicy noodels", "--size", "3")
 	if !strings.Contains(strings.ToLower(out), "noodle") {
 		t.Errorf("a misspelt search found no noodles (is the spelling plugin running?):\n%s", out)
