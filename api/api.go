@@ -2,6 +2,7 @@ package api
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -125,8 +126,6 @@ func (r *SearchRequest) Validate() error {
 		return BadRequest("size must be >= 0, got %d", r.Size)
 	case r.From < 0:
 		return BadRequest("from must be >= 0, got %d", r.From)
-	case r.From+r.EffectiveSize() > MaxWindow:
-		return BadRequest("from+size must be <= %d, got %d", MaxWindow, r.From+r.EffectiveSize())
 	case r.TimeoutMS < 0:
 		return BadRequest("timeout_ms must be >= 0, got %d", r.TimeoutMS)
 	}
@@ -271,6 +270,89 @@ type QuerySettings struct {
 	// PhraseBoost, when > 0, adds the whole text as a phrase on every
 	// field, with the field's boost times PhraseBoost.
 	PhraseBoost float64 `json:"phrase_boost,omitempty"`
+	// Limits bound what one search of the index may cost; zero fields
+	// take the defaults of DefaultLimits.
+	Limits QueryLimits `json:"limits,omitzero"`
+}
+
+// QueryLimits bound the cost of one search, so that one team's heavy
+// query cannot slow everyone's: a request over a limit is refused at once
+// with CodeQueryTooComplex (HTTP 400), naming the limit and the value.
+// Zero means the default (DefaultLimits); each has a ceiling
+// (MaxLimits).
+type QueryLimits struct {
+	// MaxQBytes caps the length of q, in bytes (default 4096).
+	MaxQBytes int `json:"max_q_bytes,omitempty"`
+	// MaxQueryBytes caps query and filter, JSON, in bytes each (default
+	// 65536).
+	MaxQueryBytes int `json:"max_query_bytes,omitempty"`
+	// MaxDepth caps how deeply the JSON of query and filter nests objects
+	// and arrays (default 32: a boolean query about 15 levels deep).
+	MaxDepth int `json:"max_depth,omitempty"`
+	// MaxClauses caps the clauses of the query tree, after a query
+	// string is parsed (default 1024).
+	MaxClauses int `json:"max_clauses,omitempty"`
+	// MaxTerms caps the terms a search reads on one shard, after analysis
+	// and after fuzzy, prefix, wildcard, regexp and numeric range queries
+	// expand (default 4096; bleve's own term-searcher limit enforces it on
+	// every shard).
+	MaxTerms int `json:"max_terms,omitempty"`
+	// MaxWindow caps from+size, and a ranker's rerank depth (default and
+	// ceiling MaxWindow).
+	MaxWindow int `json:"max_window,omitempty"`
+	// MaxFacets caps the facets of one request (default 16); MaxFacetSize
+	// the size of each (default 1000).
+	MaxFacets    int `json:"max_facets,omitempty"`
+	MaxFacetSize int `json:"max_facet_size,omitempty"`
+}
+
+// DefaultLimits are the limits of an index that sets none.
+var DefaultLimits = QueryLimits{MaxQBytes: 4096, MaxQueryBytes: 64 << 10, MaxDepth: 32, MaxClauses: 1024, MaxTerms: 4096,
+	MaxWindow: MaxWindow, MaxFacets: 16, MaxFacetSize: 1000}
+
+// MaxLimits are the highest limits an index may set.
+var MaxLimits = QueryLimits{MaxQBytes: 64 << 10, MaxQueryBytes: 1 << 20, MaxDepth: 128, MaxClauses: 16384, MaxTerms: 65536,
+	MaxWindow: MaxWindow, MaxFacets: 64, MaxFacetSize: 10000}
+
+// limitFields lists the limits with their JSON names, for checks and
+// messages written once.
+func (l *QueryLimits) limitFields() []struct {
+	name string
+	v    *int
+} {
+	return []struct {
+		name string
+		v    *int
+	}{{"max_q_bytes", &l.MaxQBytes}, {"max_query_bytes", &l.MaxQueryBytes}, {"max_depth", &l.MaxDepth}, {"max_clauses", &l.MaxClauses},
+		{"max_terms", &l.MaxTerms}, {"max_window", &l.MaxWindow}, {"max_facets", &l.MaxFacets}, {"max_facet_size", &l.MaxFacetSize}}
+}
+
+// Effective returns the limits with every zero field set to its default.
+// It does not allocate: it runs for every search.
+func (l QueryLimits) Effective() QueryLimits {
+	d := &DefaultLimits
+	return QueryLimits{MaxQBytes: cmp.Or(l.MaxQBytes, d.MaxQBytes), MaxQueryBytes: cmp.Or(l.MaxQueryBytes, d.MaxQueryBytes),
+		MaxDepth: cmp.Or(l.MaxDepth, d.MaxDepth), MaxClauses: cmp.Or(l.MaxClauses, d.MaxClauses), MaxTerms: cmp.Or(l.MaxTerms, d.MaxTerms),
+		MaxWindow: cmp.Or(l.MaxWindow, d.MaxWindow), MaxFacets: cmp.Or(l.MaxFacets, d.MaxFacets), MaxFacetSize: cmp.Or(l.MaxFacetSize, d.MaxFacetSize)}
+}
+
+// Validate checks that every limit is between 0 (the default) and its
+// ceiling.
+func (l *QueryLimits) Validate() error {
+	ceil := MaxLimits
+	got, top := l.limitFields(), ceil.limitFields()
+	for i := range got {
+		if v := *got[i].v; v < 0 || v > *top[i].v {
+			return BadRequest("query.limits.%s must be between 0 (the default) and %d, got %d", got[i].name, *top[i].v, v)
+		}
+	}
+	return nil
+}
+
+// TooComplex makes the CodeQueryTooComplex error for a value over the
+// index's limit name (a QueryLimits JSON name).
+func TooComplex(what string, value int, name string, limit int) *Error {
+	return &Error{Code: CodeQueryTooComplex, Message: fmt.Sprintf("query too complex: %s is %d, over the index's limit of %d (query.limits.%s)", what, value, limit, name)}
 }
 
 // FieldBoost is a field and its weight.
@@ -300,7 +382,7 @@ func (s *QuerySettings) Validate() error {
 	if s.PhraseBoost < 0 {
 		return BadRequest("query.phrase_boost must be >= 0, got %g", s.PhraseBoost)
 	}
-	return nil
+	return s.Limits.Validate()
 }
 
 // Code classifies an Error so callers can branch on it.
@@ -318,6 +400,9 @@ const (
 	CodeOverloaded  Code = "overloaded"
 	CodeTimeout     Code = "timeout"
 	CodeInternal    Code = "internal"
+	// CodeQueryTooComplex: the request is over one of the index's cost
+	// limits (QueryLimits); the message names it. HTTP 400.
+	CodeQueryTooComplex Code = "query_too_complex"
 )
 
 // Error is an API error with a code. errors.Is matches two Errors with the
@@ -344,6 +429,8 @@ var (
 	ErrUnavailable = &Error{Code: CodeUnavailable, Message: "unavailable"}
 	ErrOverloaded  = &Error{Code: CodeOverloaded, Message: "overloaded"}
 	ErrTimeout     = &Error{Code: CodeTimeout, Message: "timeout"}
+	// ErrQueryTooComplex matches any CodeQueryTooComplex error.
+	ErrQueryTooComplex = &Error{Code: CodeQueryTooComplex, Message: "query too complex"}
 )
 
 // BadRequest makes a CodeBadRequest error.
@@ -373,7 +460,7 @@ func CodeOf(err error) Code {
 // HTTPStatus maps a code to an HTTP status.
 func HTTPStatus(c Code) int {
 	switch c {
-	case CodeBadRequest:
+	case CodeBadRequest, CodeQueryTooComplex:
 		return 400
 	case CodeNotFound:
 		return 404

@@ -44,7 +44,7 @@ func TestDocumentID(t *testing.T) {
 }
 
 func TestValidate(t *testing.T) {
-	bad := []SearchRequest{{Size: -2}, {From: -2}, {From: MaxWindow}, {TimeoutMS: -1},
+	bad := []SearchRequest{{Size: -2}, {From: -2}, {TimeoutMS: -1},
 		{Facets: map[string]FacetRequest{"x": {}}}}
 	for _, r := range bad {
 		if err := r.Validate(); !errors.Is(err, ErrBadRequest) {
@@ -105,4 +105,20 @@ func FuzzDocumentID(f *testing.F) {
 			t.Fatalf("accepted bad id %q", id)
 		}
 	})
+}
+
+// Effective fills every zero limit with its default and keeps the rest.
+func TestLimitsEffective(t *testing.T) {
+	if got := (QueryLimits{}).Effective(); got != DefaultLimits {
+		t.Fatalf("zero limits: %+v", got)
+	}
+	got := QueryLimits{MaxTerms: 7, MaxFacets: 3}.Effective()
+	want := DefaultLimits
+	want.MaxTerms, want.MaxFacets = 7, 3
+	if got != want {
+		t.Fatalf("%+v, want %+v", got, want)
+	}
+	if n := testing.AllocsPerRun(100, func() { _ = QueryLimits{MaxTerms: 7}.Effective() }); n != 0 {
+		t.Fatalf("%v allocations", n)
+	}
 }

@@ -172,7 +172,7 @@ type Broker struct {
 	defs      map[string]api.IndexDefinition
 	pipelines map[string]*Pipeline
 	revisions map[string]uint64 // the registry revision of each pipeline
-	loader    *loader // set by WatchPipelines: loads variants too
+	loader    *loader           // set by WatchPipelines: loads variants too
 	ready     chan struct{}
 	draining  atomic.Bool
 	metrics   *metrics

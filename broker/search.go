@@ -141,12 +141,12 @@ func (b *Broker) execute(ctx context.Context, plan *planner.Plan, o execOptions)
 		extraFields = rankerFields(o.pipeline, plan.Fields)
 		p.Fields = append(slices.Clip(plan.Fields), extraFields...)
 		for _, s := range o.pipeline.Rankers {
-			p.K = max(p.K, min(s.RerankDepth, api.MaxWindow))
+			p.K = max(p.K, min(s.RerankDepth, plan.MaxWindow))
 		}
 		plan = &p
 	}
 
-	sreq := &wire.ShardRequest{Query: plan.Query, K: plan.K, Sort: plan.Sort, Fields: plan.Fields, Facets: plan.Facets}
+	sreq := &wire.ShardRequest{Query: plan.Query, K: plan.K, Sort: plan.Sort, Fields: plan.Fields, Facets: plan.Facets, MaxTerms: plan.MaxTerms}
 	if plan.ExactScoring && !b.cfg.NoExactScoring {
 		// The statistics phase gets a quarter of the shards' time: a shard
 		// that does not answer it must not starve the search itself.
@@ -197,7 +197,7 @@ func (b *Broker) execute(ctx context.Context, plan *planner.Plan, o execOptions)
 		good = append(good, &sr)
 		b.stats.noteGeneration(plan.Index, sr.Generation)
 	}
-	if resp.Shards.Failed > 0 && (!plan.AllowPartial || resp.Shards.Successful == 0) {
+	if resp.Shards.Failed > 0 && (!plan.AllowPartial || resp.Shards.Successful == 0 || anyClientError(results)) {
 		return nil, shardsFailed(resp.Shards, results)
 	}
 	var rankStages []api.Stage
@@ -260,20 +260,40 @@ func planDetail(p *planner.Plan) string {
 		p.Query, p.K, p.Timeout, p.ShardTimeout, p.Hedge.Enabled, p.AllowPartial, p.ExactScoring)
 }
 
-// shardsFailed turns shard failures into the request's error: a bad
-// request if a shard said so, else timeout or unavailable.
+// shardsFailed turns shard failures into the request's error: the
+// caller's own (a bad or too complex request) if a shard said so, in that
+// shard's words; else timeout or unavailable.
 func shardsFailed(info api.ShardsInfo, results []shardResult) error {
+	for _, r := range results {
+		if isClientError(r.err) {
+			return r.err
+		}
+	}
 	f := info.Failures[0]
 	code := api.CodeUnavailable
 	for _, r := range results {
-		switch {
-		case errors.Is(r.err, api.ErrBadRequest):
-			code = api.CodeBadRequest
-		case errors.Is(r.err, api.ErrTimeout) && code != api.CodeBadRequest:
+		if errors.Is(r.err, api.ErrTimeout) {
 			code = api.CodeTimeout
 		}
 	}
 	return api.Errorf(code, "%d of %d shards failed; shard %d: %s", info.Failed, info.Total, f.Shard, f.Reason)
+}
+
+// isClientError reports whether a shard refused the request itself (bad,
+// or over the index's limits): every shard would, so partial results are
+// no answer.
+func isClientError(err error) bool {
+	return errors.Is(err, api.ErrBadRequest) || errors.Is(err, api.ErrQueryTooComplex)
+}
+
+// anyClientError reports whether a shard refused the request itself.
+func anyClientError(results []shardResult) bool {
+	for _, r := range results {
+		if isClientError(r.err) {
+			return true
+		}
+	}
+	return false
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
@@ -285,13 +305,13 @@ func (b *Broker) globalStats(ctx context.Context, plan *planner.Plan) (*wire.Glo
 	if st := b.stats.get(plan.Index, plan.Query); st != nil {
 		return st, true, nil
 	}
-	req := &wire.ShardRequest{Query: plan.Query, Phase: wire.PhaseStats}
+	req := &wire.ShardRequest{Query: plan.Query, Phase: wire.PhaseStats, MaxTerms: plan.MaxTerms}
 	results := b.fanOut(ctx, plan, req, planner.Hedge{})
 	total := &wire.GlobalStats{}
 	complete := true
 	for i, r := range results {
 		if r.err != nil {
-			if errors.Is(r.err, api.ErrBadRequest) {
+			if isClientError(r.err) {
 				return nil, false, r.err
 			}
 			complete = false // the search phase reports this shard

@@ -3,6 +3,7 @@ package planner
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/blevesearch/bleve/v2/search/query"
@@ -106,6 +107,12 @@ type Plan struct {
 	// so scores are those of one index (not needed when sorting by fields
 	// only).
 	ExactScoring bool `json:"exact_scoring"`
+	// MaxTerms bounds the terms one shard's search may read, expansions
+	// included (the index's query.limits.max_terms).
+	MaxTerms int `json:"max_terms"`
+	// MaxWindow bounds K, a ranker's rerank depth included (the index's
+	// query.limits.max_window).
+	MaxWindow int `json:"max_window"`
 }
 
 // Planner makes plans.
@@ -127,6 +134,10 @@ func (p *Planner) Plan(req *api.SearchRequest, def api.IndexDefinition, hints *H
 	if err := req.Validate(); err != nil {
 		return nil, err
 	}
+	limits := def.Query.Limits.Effective()
+	if err := checkRequest(req, limits); err != nil {
+		return nil, err
+	}
 	var q query.Query
 	var err error
 	if hints != nil && len(hints.Query) > 0 {
@@ -140,6 +151,9 @@ func (p *Planner) Plan(req *api.SearchRequest, def api.IndexDefinition, hints *H
 	if err != nil {
 		return nil, err
 	}
+	if err := checkQuery(q, limits); err != nil {
+		return nil, err
+	}
 	qJSON, err := json.Marshal(q)
 	if err != nil {
 		return nil, fmt.Errorf("encode query: %w", err)
@@ -147,10 +161,8 @@ func (p *Planner) Plan(req *api.SearchRequest, def api.IndexDefinition, hints *H
 	size := req.EffectiveSize()
 	k := req.From + size
 	if hints != nil && hints.RerankDepth > 0 {
-		if hints.RerankDepth > api.MaxWindow {
-			return nil, api.BadRequest("rerank depth must be <= %d, got %d", api.MaxWindow, hints.RerankDepth)
-		}
-		k = max(k, hints.RerankDepth)
+		// A rewriter's wish, held to the index's window.
+		k = max(k, min(hints.RerankDepth, limits.MaxWindow))
 	}
 	timeout := p.cfg.DefaultTimeout
 	if req.TimeoutMS > 0 {
@@ -169,7 +181,7 @@ func (p *Planner) Plan(req *api.SearchRequest, def api.IndexDefinition, hints *H
 		Index: def.Name, Query: qJSON, Shards: shards, K: k, From: req.From, Size: size,
 		Sort: req.Sort, Fields: req.Fields, Facets: req.Facets,
 		Timeout: timeout, ShardTimeout: timeout - reserve, Hedge: p.cfg.Hedge,
-		AllowPartial: req.PartialAllowed(), ExactScoring: scoresMatter(req.Sort),
+		AllowPartial: req.PartialAllowed(), ExactScoring: scoresMatter(req.Sort), MaxTerms: limits.MaxTerms, MaxWindow: limits.MaxWindow,
 	}, nil
 }
 
@@ -259,6 +271,10 @@ func withFilter(q query.Query, filter json.RawMessage) (query.Query, error) {
 func parse(name string, raw json.RawMessage) (query.Query, error) {
 	q, err := query.ParseQuery(raw)
 	if err != nil {
+		if strings.Contains(err.Error(), "match operator") {
+			// bleve's message shows a pointer, not the value
+			return nil, api.BadRequest(`%s: a match query's operator must be "or" or "and"`, name)
+		}
 		return nil, api.BadRequest("%s: %v", name, err)
 	}
 	return q, validate(name, q)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -90,20 +91,87 @@ func TestPlanRefusesBadInput(t *testing.T) {
 		hint *Hints
 		want string
 	}{
-		{"negative size", api.SearchRequest{Size: -1}, def, nil, "size"},
-		{"window too deep", api.SearchRequest{From: api.MaxWindow}, def, nil, "from+size"},
+		{"negative size", api.SearchRequest{Size: -2}, def, nil, "size"},
 		{"bad query", api.SearchRequest{Query: json.RawMessage(`{"nope":1}`)}, def, nil, "query"},
 		{"bad filter", api.SearchRequest{Q: "x", Filter: json.RawMessage(`"x"`)}, def, nil, "filter"},
 		{"bad operator", api.SearchRequest{Q: "x"}, api.IndexDefinition{Shards: 1, Query: api.QuerySettings{Operator: "xor"}}, nil, "operator"},
 		{"bad fuzziness", api.SearchRequest{Q: "x"}, api.IndexDefinition{Shards: 1, Query: api.QuerySettings{Fuzziness: 3}}, nil, "fuzziness"},
 		{"bad hint query", api.SearchRequest{Q: "x"}, def, &Hints{Query: json.RawMessage(`[]`)}, "hints.query"},
-		{"deep rerank", api.SearchRequest{Q: "x"}, def, &Hints{RerankDepth: api.MaxWindow + 1}, "rerank depth"},
+		{"match operator", api.SearchRequest{Query: json.RawMessage(`{"match":"x","operator":"xor"}`)}, def, nil, `query: a match query's operator must be "or" or "and"`},
 	}
 	for _, c := range cases {
 		_, err := p.Plan(&c.req, c.def, c.hint)
 		if !errors.Is(err, api.ErrBadRequest) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: got %v, want a bad request naming %q", c.name, err, c.want)
 		}
+	}
+}
+
+// Every cost limit refuses a request over it with query_too_complex,
+// naming the limit and the value, and lets one at the limit through.
+func TestPlanLimits(t *testing.T) {
+	p := testPlanner(t)
+	def := api.IndexDefinition{Name: "x", Shards: 2, Query: api.QuerySettings{Fields: []api.FieldBoost{{Field: "a"}, {Field: "b"}}, PhraseBoost: 2}}
+	small := def
+	small.Query.Limits = api.QueryLimits{MaxQBytes: 20, MaxQueryBytes: 200, MaxDepth: 4, MaxClauses: 6, MaxTerms: 12, MaxWindow: 50, MaxFacets: 2, MaxFacetSize: 10}
+	nest := func(n int) json.RawMessage {
+		return json.RawMessage(strings.Repeat(`{"conjuncts":[`, n) + `{"term":"x"}` + strings.Repeat(`]}`, n))
+	}
+	words := func(n int) string { return strings.TrimSpace(strings.Repeat("w ", n)) }
+	facets := func(n, size int) map[string]api.FacetRequest {
+		out := map[string]api.FacetRequest{}
+		for i := range n {
+			out[fmt.Sprint("f", i)] = api.FacetRequest{Field: "a", Size: size}
+		}
+		return out
+	}
+	cases := []struct {
+		name string
+		req  api.SearchRequest
+		def  api.IndexDefinition
+		hint *Hints
+		want string // "" when the request is within the limits
+	}{
+		{"q at the default limit", api.SearchRequest{Q: strings.Repeat("x", 4096)}, def, nil, ""},
+		{"q over the default limit", api.SearchRequest{Q: strings.Repeat("x", 4097)}, def, nil, "q's length in bytes is 4097, over the index's limit of 4096 (query.limits.max_q_bytes)"},
+		{"a megabyte of q", api.SearchRequest{Q: strings.Repeat("word ", 200000)}, def, nil, "max_q_bytes"},
+		{"words × fields × phrase at the limit", api.SearchRequest{Q: words(3)}, small, nil, ""},
+		{"words × fields × phrase over the limit", api.SearchRequest{Q: words(4)}, small, nil, "terms the query reads is 16, over the index's limit of 12 (query.limits.max_terms)"},
+		{"2,000 words, default limits", api.SearchRequest{Q: words(2000)}, def, nil, "max_terms"},
+		{"nesting at the limit", api.SearchRequest{Query: nest(1)}, small, nil, ""},
+		{"nesting over the limit", api.SearchRequest{Query: nest(3)}, small, nil, "query's nesting depth is 7, over the index's limit of 4 (query.limits.max_depth)"},
+		{"conjuncts 4,900 deep", api.SearchRequest{Query: nest(4900)}, def, nil, "max_query_bytes"},
+		{"filter nesting", api.SearchRequest{Q: "x", Filter: nest(3)}, small, nil, "filter's nesting depth"},
+		{"clauses", api.SearchRequest{Query: json.RawMessage(`{"query":"a b c d e f g"}`)}, small, nil, "query clauses is 9, over the index's limit of 6"},
+		{"query string terms", api.SearchRequest{Query: json.RawMessage(`{"query":"a b c d"}`)}, small, nil, ""},
+		{"window", api.SearchRequest{From: 45, Size: 10}, small, nil, "from+size is 55, over the index's limit of 50 (query.limits.max_window)"},
+		{"default window", api.SearchRequest{From: api.MaxWindow}, def, nil, "max_window"},
+		{"facets", api.SearchRequest{Facets: facets(3, 1)}, small, nil, "the number of facets is 3, over the index's limit of 2 (query.limits.max_facets)"},
+		{"facet size", api.SearchRequest{Facets: facets(1, 11)}, small, nil, "facet f0's size is 11, over the index's limit of 10"},
+		{"hint query terms", api.SearchRequest{Q: "x"}, small, &Hints{Query: json.RawMessage(`{"match":"a b c d e f g h i j k l m","field":"a"}`)}, "max_terms"},
+	}
+	for _, c := range cases {
+		plan, err := p.Plan(&c.req, c.def, c.hint)
+		if c.want == "" {
+			if err != nil {
+				t.Errorf("%s: %v", c.name, err)
+			} else if plan.MaxTerms != c.def.Query.Limits.Effective().MaxTerms {
+				t.Errorf("%s: plan's max terms %d", c.name, plan.MaxTerms)
+			}
+			continue
+		}
+		if !errors.Is(err, api.ErrQueryTooComplex) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: got %v, want query_too_complex saying %q", c.name, err, c.want)
+		}
+	}
+	// A rewriter's rerank depth is held to the window, not refused: the
+	// user did not ask for it.
+	if plan, err := p.Plan(&api.SearchRequest{Q: "x"}, small, &Hints{RerankDepth: 51}); err != nil || plan.K != 50 || plan.MaxWindow != 50 {
+		t.Errorf("rerank depth over the window: %+v %v", plan, err)
+	}
+	bad := api.QuerySettings{Limits: api.QueryLimits{MaxTerms: 1 << 20}}
+	if err := bad.Validate(); !errors.Is(err, api.ErrBadRequest) || !strings.Contains(err.Error(), "query.limits.max_terms must be between 0 (the default) and 65536") {
+		t.Errorf("a limit over its ceiling: %v", err)
 	}
 }
 

@@ -33,6 +33,7 @@ func (r *Replica) Search(ctx context.Context, req *wire.ShardRequest) (*wire.Sha
 	if req.Stats != nil {
 		ctx = withStats(ctx, req.Stats)
 	}
+	ctx = withTermLimit(ctx, req.MaxTerms)
 
 	var res *bleve.SearchResult
 	if len(req.Sort) == 0 {
@@ -45,6 +46,9 @@ func (r *Replica) Search(ctx context.Context, req *wire.ShardRequest) (*wire.Sha
 	if err != nil {
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			return nil, api.Errorf(api.CodeTimeout, "shard %d: %v", r.cfg.Shard, ctxErr)
+		}
+		if tooMany := tooManyTerms(err, r.cfg.Shard, req.MaxTerms); tooMany != nil {
+			return nil, tooMany
 		}
 		return nil, fmt.Errorf("search shard %d: %w", r.cfg.Shard, err)
 	}
@@ -218,11 +222,18 @@ func (r *Replica) Stats(ctx context.Context, req *wire.ShardRequest) (*GlobalSta
 	ctx = context.WithValue(ctx, recorderKey, rec)
 	ctx = context.WithValue(ctx, search.GetScoringModelCallbackKey,
 		search.GetScoringModelCallbackFn(func() string { return index.BM25Scoring }))
+	ctx = search.ContextWithTermSearchersCounter(withTermLimit(ctx, req.MaxTerms))
 	s, err := sreq.Query.Searcher(ctx, reader, idx.Mapping(), search.SearcherOptions{})
+	if tooMany := tooManyTerms(err, r.cfg.Shard, req.MaxTerms); tooMany != nil {
+		return nil, tooMany
+	}
 	if err != nil {
 		return nil, api.BadRequest("query: %v", err)
 	}
 	s.Close()
+	if err := ctx.Err(); err != nil { // building the searchers took the time
+		return nil, api.Errorf(api.CodeTimeout, "shard %d: statistics: %v", r.cfg.Shard, err)
+	}
 	out := &rec.stats
 	out.Generation = r.generation
 	if out.DocCount, err = reader.DocCount(); err != nil {

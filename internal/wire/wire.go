@@ -27,6 +27,10 @@ type ShardRequest struct {
 	Phase string `json:"phase,omitempty"`
 	// Stats, when set, are the index-wide statistics to score with.
 	Stats *GlobalStats `json:"stats,omitempty"`
+	// MaxTerms bounds the terms the search reads, expansions included
+	// (bleve's term-searcher limit); over it the shard answers
+	// api.CodeQueryTooComplex. 0: no bound.
+	MaxTerms int `json:"max_terms,omitempty"`
 }
 
 // PhaseStats is ShardRequest.Phase for the statistics pre-search.
