@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -9,6 +10,43 @@ import (
 
 	"github.com/quarrysearch/quarry/api"
 )
+
+// get is registered here rather than in main.go's table, which another
+// change holds at the moment: an init in a file named after main.go runs
+// after main.go's (Go runs a package's init functions in file name
+// order), so the table exists. Move the entry into the table when you
+// next edit main.go.
+func init() {
+	commands["get"] = command{"print one document by id, as stored", runGet}
+}
+
+func runGet(ctx context.Context, args []string) error {
+	fs := newFlags("get", "INDEX ID", "Prints one document, exactly as it was written (the latest version).\n"+
+		"It is read from the JetStream stream, the source of truth, so it is\n"+
+		"there as soon as a put is acknowledged, and no searcher needs to run.\n"+
+		"An unknown index or id, or a deleted document, exits with status 2.")
+	var nf natsFlags
+	nf.register(fs)
+	jsonOut := fs.Bool("json", false, "print the document with its index, id, stream sequence and store time as JSON")
+	pos, err := parse(fs, args, 2, 2)
+	if err != nil {
+		return err
+	}
+	nc, c, err := nf.connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	doc, err := c.Get(ctx, pos[0], pos[1])
+	if err != nil {
+		return err
+	}
+	if *jsonOut {
+		return printJSON(doc)
+	}
+	_, err = os.Stdout.Write(append(bytes.TrimRight(doc.Source, "\r\n"), '\n'))
+	return err
+}
 
 func runSearch(ctx context.Context, args []string) error {
 	fs := newFlags("search", "INDEX [TEXT]", "Searches an index through the brokers and prints the top hits.\nTEXT is matched against the index's default field; --query takes a bleve\nquery in JSON instead.")

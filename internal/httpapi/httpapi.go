@@ -30,6 +30,7 @@ func Handler(c *client.Client, maxBulkBytes int64, log *slog.Logger) http.Handle
 	mux.HandleFunc("PUT /v1/indexes/{index}/query", h.setQuery)
 	mux.HandleFunc("POST /v1/indexes/{index}/search", h.search)
 	mux.HandleFunc("POST /v1/indexes/{index}/documents", h.ingest)
+	mux.HandleFunc("GET /v1/indexes/{index}/documents/{id}", h.getDoc)
 	mux.HandleFunc("DELETE /v1/indexes/{index}/documents/{id}", h.deleteDoc)
 	mux.HandleFunc("GET /v1/indexes/{index}/plugins", h.listPlugins)
 	mux.HandleFunc("POST /v1/indexes/{index}/plugins/{name}", h.pushPlugin)
@@ -174,6 +175,20 @@ func (h *handler) ingest(w http.ResponseWriter, r *http.Request) {
 		status = 207 // some lines refused: the body lists them
 	}
 	writeJSON(w, status, res)
+}
+
+// getDoc answers the stored document itself, exactly as it was written
+// (client.Get: read from the stream, the source of truth), with the stream
+// sequence that stored it in the Quarry-Seq header.
+func (h *handler) getDoc(w http.ResponseWriter, r *http.Request) {
+	doc, err := h.c.Get(r.Context(), r.PathValue("index"), r.PathValue("id"))
+	if err != nil {
+		h.fail(w, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Quarry-Seq", strconv.FormatUint(doc.Seq, 10))
+	w.Write(doc.Source)
 }
 
 func (h *handler) deleteDoc(w http.ResponseWriter, r *http.Request) {

@@ -1,0 +1,75 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// quarry get prints a document as it was written, with no searcher
+// running; unknown ids and indexes and deleted documents exit 2 with a
+// message naming what is missing.
+func TestCLIGet(t *testing.T) {
+	url, c := cluster(t, false)
+	if _, err := c.CreateIndex(context.Background(), "dishes", 2, nil); err != nil {
+		t.Fatal(err)
+	}
+	nf := []string{"--nats", url}
+	doc := `{"id":"d1","name":"Pad Thai","price":9.5}`
+	if out, errOut, code := cli(t, doc+"\n", append([]string{"put", "dishes", "-"}, nf...)...); code != 0 {
+		t.Fatalf("put: %d %s %s", code, out, errOut)
+	}
+	if out, errOut, code := cli(t, "", append([]string{"put", "dishes", "-"}, nf...)...); code != 2 {
+		t.Fatalf("put of nothing: %d %s %s", code, out, errOut)
+	}
+	if out, errOut, code := cli(t, `{"id":"gone"}`, append([]string{"put", "dishes", "-"}, nf...)...); code != 0 {
+		t.Fatalf("put: %d %s %s", code, out, errOut)
+	}
+	if out, errOut, code := cli(t, "", append([]string{"delete", "dishes", "gone"}, nf...)...); code != 0 {
+		t.Fatalf("delete: %d %s %s", code, out, errOut)
+	}
+
+	out, errOut, code := cli(t, "", append([]string{"get", "dishes", "d1"}, nf...)...)
+	if code != 0 || out != doc+"\n" {
+		t.Fatalf("get d1: %d %q %s, want %q", code, out, errOut, doc+"\n")
+	}
+	out, errOut, code = cli(t, "", append([]string{"get", "--json", "dishes", "d1"}, nf...)...)
+	var got struct {
+		Index, ID string
+		Seq       uint64
+		Source    json.RawMessage
+	}
+	err := json.Unmarshal([]byte(out), &got)
+	var src bytes.Buffer
+	json.Compact(&src, got.Source)
+	if code != 0 || err != nil || got.ID != "d1" || got.Index != "dishes" || got.Seq == 0 || src.String() != doc {
+		t.Fatalf("get --json: %d %s %s (%v)", code, out, errOut, err)
+	}
+	cases := []struct {
+		name string
+		args []string
+		code int
+		msg  string
+	}{
+		{"unknown id", []string{"dishes", "nope"}, 2, `document "nope" does not exist in index "dishes"`},
+		{"deleted", []string{"dishes", "gone"}, 2, `document "gone" of index "dishes" was deleted`},
+		{"unknown index", []string{"nosuch", "d1"}, 2, `index "nosuch" does not exist`},
+		{"no id", []string{"dishes"}, 2, "wrong number of arguments"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			out, errOut, code := cli(t, "", append(append([]string{"get"}, tc.args...), nf...)...)
+			if code != tc.code || out != "" || !strings.Contains(errOut, tc.msg) {
+				t.Errorf("get %s: %d %q %q, want %d and %q", strings.Join(tc.args, " "), code, out, errOut, tc.code, tc.msg)
+			}
+		})
+	}
+	if _, errOut, code := cli(t, "", "get", "--help"); code != 0 || !strings.Contains(errOut, "Usage: quarry get [flags] INDEX ID") || !strings.Contains(errOut, "source of truth") {
+		t.Errorf("get --help: %d %s", code, errOut)
+	}
+	if out, _, _ := cli(t, "", "--help"); !strings.Contains(out, "get       print one document by id") {
+		t.Errorf("quarry --help does not list get:\n%s", out)
+	}
+}
