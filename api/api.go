@@ -187,7 +187,16 @@ type Hit struct {
 	ID     string         `json:"id"`
 	Score  float64        `json:"score"`
 	Fields map[string]any `json:"fields,omitempty"`
-	Sort   []string       `json:"sort,omitempty"`
+	// Sort holds, when the request sorts, the hit's value of each sort
+	// key, typed: a float64 for a number, an RFC 3339 string for a date, a
+	// string for text (the indexed term), a bool for a boolean field, a
+	// {"lat", "lon"} object for a geopoint, nil when the hit has no value;
+	// "_score" for _score and the id for _id.
+	Sort []any `json:"sort,omitempty"`
+	// SortKeys are bleve's encoded sort values, which compare correctly
+	// across shards: what shards send and the broker merges by, then
+	// decodes into Sort for the page it returns. Not part of the JSON API.
+	SortKeys []string `json:"-"`
 }
 
 // FacetResult is a merged term facet.

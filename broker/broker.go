@@ -179,6 +179,10 @@ type Broker struct {
 
 	pipelinesReady     chan struct{}
 	pipelinesReadyOnce func()
+
+	// sortTypes say, per index, what its sort fields hold: how the sort
+	// values of a page are decoded.
+	sortTypes sortTypeCache
 }
 
 // New makes a broker. Call Run to serve the NATS API; Search works once
@@ -294,6 +298,7 @@ func (b *Broker) applyIndex(e jetstream.KeyValueEntry) {
 	b.mu.Unlock()
 	if e.Operation() != jetstream.KeyValuePut {
 		b.metrics.drop(e.Key())
+		b.sortTypes.drop(e.Key())
 	}
 }
 

@@ -215,6 +215,9 @@ func (b *Broker) execute(ctx context.Context, plan *planner.Plan, o execOptions)
 	if err := merge(resp, good, plan, rerank); err != nil {
 		return nil, err
 	}
+	if len(plan.Sort) > 0 {
+		decodeSortValues(b.sortTypesOf(plan.Index), plan.Sort, resp.Hits)
+	}
 	if len(extraFields) > 0 {
 		for i := range resp.Hits {
 			for _, f := range extraFields {
@@ -524,25 +527,15 @@ func replyError(reply *nats.Msg, err error) error {
 }
 
 // merge combines shard responses: hits k-way by score (ties by id, so
-// results are deterministic) or by sort values, then the from/size window;
-// totals summed; facets merged.
+// results are deterministic) or by their encoded sort values (SortKeys),
+// then the from/size window; totals summed; facets merged. The page's
+// sort values are decoded afterwards (decodeSortValues).
 func merge(out *api.SearchResponse, shards []*wire.ShardResponse, plan *planner.Plan, rerank func([]api.Hit) ([]api.Hit, error)) error {
 	var all []api.Hit
 	var facets search.FacetResults
-	var decodedSorts map[string][]string
 	for _, s := range shards {
 		out.Total += s.Total
 		all = append(all, s.Hits...)
-		if len(s.DecodedSort) > 0 {
-			if decodedSorts == nil {
-				decodedSorts = map[string][]string{}
-			}
-			for i, h := range s.Hits {
-				if i < len(s.DecodedSort) {
-					decodedSorts[h.ID] = s.DecodedSort[i]
-				}
-			}
-		}
 		if s.Facets != nil {
 			if facets == nil {
 				facets = search.FacetResults{}
@@ -553,12 +546,12 @@ func merge(out *api.SearchResponse, shards []*wire.ShardResponse, plan *planner.
 	desc := sortDescending(plan.Sort)
 	slices.SortFunc(all, func(a, b api.Hit) int {
 		if len(plan.Sort) > 0 {
-			for i := range min(len(a.Sort), len(b.Sort), len(desc)) {
+			for i := range min(len(a.SortKeys), len(b.SortKeys), len(desc)) {
 				var c int
 				if sortKey(plan.Sort[i]) == "_score" {
 					c = cmp.Compare(a.Score, b.Score)
 				} else {
-					c = cmp.Compare(a.Sort[i], b.Sort[i])
+					c = cmp.Compare(a.SortKeys[i], b.SortKeys[i])
 				}
 				if desc[i] {
 					c = -c
@@ -583,11 +576,6 @@ func merge(out *api.SearchResponse, shards []*wire.ShardResponse, plan *planner.
 	out.Hits = all[from:end]
 	if out.Hits == nil {
 		out.Hits = []api.Hit{}
-	}
-	for i := range out.Hits {
-		// Shards send bleve's raw sort keys (which compare correctly);
-		// callers get the readable ones.
-		out.Hits[i].Sort = decodedSorts[out.Hits[i].ID]
 	}
 	if facets != nil {
 		out.Facets = map[string]api.FacetResult{}

@@ -64,8 +64,8 @@ func TestMerge(t *testing.T) {
 
 func TestMergeSorted(t *testing.T) {
 	shards := []*wire.ShardResponse{
-		{Hits: []api.Hit{{ID: "a", Sort: []string{"b"}}, {ID: "c", Sort: []string{"d"}}}},
-		{Hits: []api.Hit{{ID: "b", Sort: []string{"a"}}, {ID: "d", Sort: []string{"c"}}}},
+		{Hits: []api.Hit{{ID: "a", SortKeys: []string{"b"}}, {ID: "c", SortKeys: []string{"d"}}}},
+		{Hits: []api.Hit{{ID: "b", SortKeys: []string{"a"}}, {ID: "d", SortKeys: []string{"c"}}}},
 	}
 	var resp api.SearchResponse
 	merge(&resp, shards, &planner.Plan{Size: 10, Sort: []string{"-name"}}, nil)

@@ -55,12 +55,7 @@ func (r *Replica) Search(ctx context.Context, req *wire.ShardRequest) (*wire.Sha
 	out := ToResponse(res, seq, r.generation, time.Since(start))
 	if len(req.Sort) == 0 {
 		for i := range out.Hits {
-			out.Hits[i].Sort = nil // the default tie-break sort: not the caller's
-		}
-	} else {
-		out.DecodedSort = make([][]string, len(res.Hits))
-		for i, h := range res.Hits {
-			out.DecodedSort[i] = h.DecodedSort
+			out.Hits[i].SortKeys = nil // the default tie-break sort: not the caller's
 		}
 	}
 	return out, nil
@@ -180,7 +175,9 @@ func ToResponse(res *bleve.SearchResult, seq, generation uint64, took time.Durat
 		if math.IsNaN(score) || math.IsInf(score, 0) {
 			score = 0
 		}
-		out.Hits[i] = api.Hit{ID: h.ID, Score: score, Fields: h.Fields, Sort: h.Sort}
+		// The encoded sort values: they compare correctly across shards,
+		// and the broker decodes those of the hits it returns.
+		out.Hits[i] = api.Hit{ID: h.ID, Score: score, Fields: h.Fields, SortKeys: h.Sort}
 	}
 	return out
 }

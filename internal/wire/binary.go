@@ -21,8 +21,9 @@ import (
 //	total, max_score (float64 LE), took_ns (signed), seq, generation,
 //	replica, queue_ns (signed)
 //	hit count, then per hit:
-//	  id, score (float64 LE), sort count + strings, decoded sort count +
-//	  strings, field count + (name, value)
+//	  id, score (float64 LE), sort key count + strings, a count + strings
+//	  no longer written (0; older searchers sent bleve's decoded sort
+//	  values there, which are skipped), field count + (name, value)
 //	facets: length + JSON (rare and small; bleve's own encoding)
 //
 // A string is its length then its bytes. A value is a tag byte then:
@@ -53,18 +54,11 @@ func AppendShardResponse(b []byte, r *ShardResponse) ([]byte, error) {
 		h := &r.Hits[i]
 		b = appendString(b, h.ID)
 		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(h.Score))
-		b = binary.AppendUvarint(b, uint64(len(h.Sort)))
-		for _, s := range h.Sort {
+		b = binary.AppendUvarint(b, uint64(len(h.SortKeys)))
+		for _, s := range h.SortKeys {
 			b = appendString(b, s)
 		}
-		var dec []string
-		if i < len(r.DecodedSort) {
-			dec = r.DecodedSort[i]
-		}
-		b = binary.AppendUvarint(b, uint64(len(dec)))
-		for _, s := range dec {
-			b = appendString(b, s)
-		}
+		b = binary.AppendUvarint(b, 0) // no decoded sort values
 		b = binary.AppendUvarint(b, uint64(len(h.Fields)))
 		for k, v := range h.Fields {
 			b = appendString(b, k)
@@ -298,9 +292,9 @@ func (d *decoder) decode(r *ShardResponse) (err error) {
 			return err
 		}
 		if ns > 0 {
-			h.Sort = make([]string, ns)
-			for j := range h.Sort {
-				if h.Sort[j], err = d.str(); err != nil {
+			h.SortKeys = make([]string, ns)
+			for j := range h.SortKeys {
+				if h.SortKeys[j], err = d.str(); err != nil {
 					return err
 				}
 			}
@@ -309,15 +303,9 @@ func (d *decoder) decode(r *ShardResponse) (err error) {
 		if err != nil {
 			return err
 		}
-		if nd > 0 {
-			if r.DecodedSort == nil {
-				r.DecodedSort = make([][]string, nhits)
-			}
-			r.DecodedSort[i] = make([]string, nd)
-			for j := range r.DecodedSort[i] {
-				if r.DecodedSort[i][j], err = d.str(); err != nil {
-					return err
-				}
+		for range nd { // an older searcher's decoded sort values: unused
+			if _, err := d.bytes(); err != nil {
+				return err
 			}
 		}
 		nf, err := d.count(2)

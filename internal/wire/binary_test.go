@@ -1,9 +1,12 @@
 package wire
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
+	"slices"
 	"testing"
 
 	"github.com/blevesearch/bleve/v2/search"
@@ -12,7 +15,7 @@ import (
 
 func TestBinaryRoundTrip(t *testing.T) {
 	r := sampleResponse(20)
-	r.Hits[0].Sort = []string{"a", "b"}
+	r.Hits[0].SortKeys = []string{"a", "b"}
 	r.Hits[1].Fields["tags"] = []any{"spicy", "vegan"}
 	r.Hits[1].Fields["loc"] = []any{-73.9, 40.7}
 	r.Hits[1].Fields["open"] = true
@@ -35,6 +38,39 @@ func TestBinaryRoundTrip(t *testing.T) {
 		if string(want) != string(got) {
 			t.Fatalf("threshold %d: round trip differs\nwant %s\ngot  %s", threshold, want, got)
 		}
+		for i := range r.Hits { // not in the JSON
+			if !slices.Equal(out.Hits[i].SortKeys, r.Hits[i].SortKeys) {
+				t.Fatalf("threshold %d: hit %d sort keys %q, want %q", threshold, i, out.Hits[i].SortKeys, r.Hits[i].SortKeys)
+			}
+		}
+	}
+}
+
+// A response from an older searcher, which sent bleve's decoded sort
+// values after the sort keys, decodes; the decoded values are skipped.
+func TestBinaryReadsOlderDecodedSort(t *testing.T) {
+	str := func(b []byte, s string) []byte { return append(binary.AppendUvarint(b, uint64(len(s))), s...) }
+	b := []byte{'Q', 'S', 1}
+	b = binary.AppendUvarint(b, 7)                                 // total
+	b = binary.LittleEndian.AppendUint64(b, math.Float64bits(1.5)) // max score
+	b = binary.AppendVarint(b, 100)                                // took
+	b = binary.AppendUvarint(b, 42)                                // seq
+	b = binary.AppendUvarint(b, 3)                                 // generation
+	b = str(b, "r1")                                               // replica
+	b = binary.AppendVarint(b, 0)                                  // queue
+	b = binary.AppendUvarint(b, 1)                                 // one hit
+	b = str(b, "d1")
+	b = binary.LittleEndian.AppendUint64(b, math.Float64bits(1.5))
+	b = str(binary.AppendUvarint(b, 1), " key")    // one sort key
+	b = str(binary.AppendUvarint(b, 1), "decoded") // one decoded value
+	b = binary.AppendUvarint(b, 0)                 // no fields
+	b = binary.AppendUvarint(b, 0)                 // no facets
+	var out ShardResponse
+	if err := UnmarshalShardResponse(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Hits) != 1 || out.Hits[0].ID != "d1" || !slices.Equal(out.Hits[0].SortKeys, []string{" key"}) || out.Seq != 42 || out.Replica != "r1" {
+		t.Fatalf("decoded %+v", out)
 	}
 }
 

@@ -89,10 +89,6 @@ type ShardResponse struct {
 	Replica string `json:"replica,omitempty"`
 	// QueueNS is how long the request waited for a worker.
 	QueueNS int64 `json:"queue_ns,omitempty"`
-	// DecodedSort holds, per hit, its sort values in readable form (Hits'
-	// Sort are bleve's raw keys, which compare correctly); empty when the
-	// request had no sort.
-	DecodedSort [][]string `json:"decoded_sort,omitempty"`
 }
 
 // CompressThreshold is the default payload size above which messages are
