@@ -51,8 +51,18 @@ type Config struct {
 	// negative: never).
 	SlowRequest time.Duration
 	// QueueLen is how many requests may wait for a worker before new ones
-	// are refused as overloaded (default 1024).
+	// are refused as overloaded (default 1024). Waiting requests are
+	// served round-robin between teams (see HeavyAfter).
 	QueueLen int
+	// HeavyAfter marks a team heavy when the mean service time of its
+	// recent shard requests is over it (default 25ms; negative: never).
+	// While another team is active, a heavy team runs at most
+	// HeavyWorkers requests at once, so that its expensive queries leave
+	// cores for everyone else's.
+	HeavyAfter time.Duration
+	// HeavyWorkers is how many requests of a heavy team run at once
+	// while other teams are active (default GOMAXPROCS/2, at least 1).
+	HeavyWorkers int
 	// MaxBatch caps documents per bleve batch when replaying (default 512).
 	MaxBatch int
 	// CatchUpTimeout bounds the replay of a new replica before it serves
@@ -99,6 +109,12 @@ func (c *Config) Validate() error {
 	if c.QueueLen <= 0 {
 		c.QueueLen = 1024
 	}
+	if c.HeavyAfter == 0 {
+		c.HeavyAfter = 25 * time.Millisecond
+	}
+	if c.HeavyWorkers <= 0 {
+		c.HeavyWorkers = max(1, runtime.GOMAXPROCS(0)/2)
+	}
 	if c.DrainTimeout <= 0 {
 		c.DrainTimeout = 10 * time.Second
 	}
@@ -126,7 +142,7 @@ type Searcher struct {
 	nc    *nats.Conn
 	store *meta.Store
 	cfg   Config
-	work  chan job
+	queue *fairQueue
 	// metrics are the searcher's Prometheus metrics.
 	metrics *metrics
 	// id names this searcher process in replies and in its replica
@@ -177,7 +193,7 @@ func New(nc *nats.Conn, store *meta.Store, cfg Config) (*Searcher, error) {
 		return nil, err
 	}
 	s := &Searcher{nc: nc, store: store, cfg: cfg, indexes: map[string]*indexState{},
-		work: make(chan job, cfg.QueueLen), ready: make(chan struct{}), id: nuid.Next()}
+		queue: newFairQueue(cfg.QueueLen, cfg.Workers, cfg.HeavyWorkers, cfg.HeavyAfter), ready: make(chan struct{}), id: nuid.Next()}
 	var err error
 	if s.metrics, err = newMetrics(s, cfg.Registerer); err != nil {
 		return nil, err
@@ -198,15 +214,14 @@ func (s *Searcher) Run(ctx context.Context) error {
 	if err := os.MkdirAll(s.shardsDir(), 0o755); err != nil {
 		return fmt.Errorf("searcher: %w", err)
 	}
-	workCtx, stopWork := context.WithCancel(context.Background())
 	var workers sync.WaitGroup
 	for range s.cfg.Workers {
-		workers.Go(func() { s.worker(workCtx) })
+		workers.Go(s.worker)
 	}
 	defer func() {
 		s.drain()
 		s.closeAll()
-		stopWork()
+		s.queue.close()
 		workers.Wait()
 	}()
 
@@ -331,9 +346,11 @@ func (s *Searcher) load(ctx context.Context, st *indexState) error {
 		}
 		sl := &slot{metrics: s.metrics.shard(st.def.Name, i)}
 		sl.cur.Store(r)
-		sl.sub, err = s.nc.QueueSubscribe(subject.Shard(st.def.Name, i), subject.ShardQueue(st.def.Name, i), s.enqueue)
+		team := st.def.TeamOf()
+		enqueue := func(msg *nats.Msg) { s.enqueue(team, msg) }
+		sl.sub, err = s.nc.QueueSubscribe(subject.Shard(st.def.Name, i), subject.ShardQueue(st.def.Name, i), enqueue)
 		if err == nil {
-			sl.direct, err = s.nc.Subscribe(subject.Replica(s.id, st.def.Name, i), s.enqueue)
+			sl.direct, err = s.nc.Subscribe(subject.Replica(s.id, st.def.Name, i), enqueue)
 		}
 		if err == nil {
 			id := []byte(s.id)
@@ -533,13 +550,13 @@ func (s *Searcher) drain() {
 		for _, sub := range subs {
 			drained = drained && !sub.IsValid()
 		}
-		if drained && len(s.work) == 0 && s.busy.Load() == 0 {
+		if drained && s.queue.len() == 0 && s.busy.Load() == 0 {
 			s.cfg.Logger.Info("searcher drained")
 			return
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	s.cfg.Logger.Warn("drain timed out", "queued", len(s.work), "running", s.busy.Load(), "after", s.cfg.DrainTimeout)
+	s.cfg.Logger.Warn("drain timed out", "queued", s.queue.len(), "running", s.busy.Load(), "after", s.cfg.DrainTimeout)
 }
 
 // Draining reports whether the searcher is shutting down (no longer ready).

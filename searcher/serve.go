@@ -23,27 +23,27 @@ type job struct {
 	at  time.Time
 }
 
-// enqueue hands a request to the workers, refusing it at once when the
-// queue is full rather than letting it time out.
-func (s *Searcher) enqueue(msg *nats.Msg) {
-	select {
-	case s.work <- job{msg: msg, at: time.Now()}:
-	default:
+// enqueue hands a team's request to the workers, refusing it at once when
+// the queue is full rather than letting it time out.
+func (s *Searcher) enqueue(team string, msg *nats.Msg) {
+	if !s.queue.push(team, job{msg: msg, at: time.Now()}) {
 		s.metrics.refused[refusedOverloaded].Inc()
 		respondError(msg, api.Errorf(api.CodeOverloaded, "searcher overloaded: %d requests queued", s.cfg.QueueLen))
 	}
 }
 
-func (s *Searcher) worker(ctx context.Context) {
+// worker serves queued requests until the queue is closed.
+func (s *Searcher) worker() {
 	for {
-		select {
-		case j := <-s.work:
-			s.busy.Add(1)
-			s.handle(j.msg, time.Since(j.at))
-			s.busy.Add(-1)
-		case <-ctx.Done():
+		j, team, ok := s.queue.next()
+		if !ok {
 			return
 		}
+		s.busy.Add(1)
+		start := time.Now()
+		s.handle(j.msg, start.Sub(j.at))
+		s.queue.done(team, time.Since(start))
+		s.busy.Add(-1)
 	}
 }
 

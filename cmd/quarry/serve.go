@@ -35,6 +35,8 @@ type roleFlags struct {
 	faultDelay       time.Duration
 	faultEvery       int
 	faultStats       bool
+	heavyAfter       time.Duration
+	heavyWorkers     int
 	noHedge          bool
 	statsCache       int
 	recordPercent    int
@@ -65,6 +67,8 @@ func (f *roleFlags) registerSearcher(fs *flag.FlagSet) {
 	fs.DurationVar(&f.faultDelay, "fault-delay", 0, "fault injection, for tests: delay shard requests by this much")
 	fs.IntVar(&f.faultEvery, "fault-every", 1, "fault injection: delay every Nth shard request (with --fault-delay)")
 	fs.BoolVar(&f.faultStats, "fault-stats", false, "fault injection: delay the term-statistics phase instead of the search (with --fault-delay)")
+	fs.DurationVar(&f.heavyAfter, "heavy-request", 25*time.Millisecond, "a team whose recent shard requests take longer than this on average is heavy: while other teams are active it runs at most --heavy-workers at once (negative: never)")
+	fs.IntVar(&f.heavyWorkers, "heavy-workers", 0, "shard requests of a heavy team run at once while other teams are active (default GOMAXPROCS/2, at least 1)")
 }
 
 func (f *roleFlags) registerBroker(fs *flag.FlagSet) {
@@ -104,7 +108,7 @@ func (f *roleFlags) indexer() *indexer.Config {
 
 func (f *roleFlags) searcher() *searcher.Config {
 	return &searcher.Config{Workers: f.workers, MaxBatch: f.maxBatch, FaultDelay: f.faultDelay, FaultEvery: f.faultEvery, FaultStats: f.faultStats, DrainTimeout: f.drainTimeout,
-		SlowRequest: f.slowShard}
+		SlowRequest: f.slowShard, HeavyAfter: f.heavyAfter, HeavyWorkers: f.heavyWorkers}
 }
 
 func (f *roleFlags) broker() *broker.Config {

@@ -6,7 +6,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -109,4 +112,116 @@ func postTimed(client *http.Client, url, body string) (int, time.Duration, error
 	}
 	resp.Body.Close()
 	return resp.StatusCode, time.Since(start), nil
+}
+
+// heavyRequests are the most expensive requests a team can send an index
+// of the corpus within the default limits, and some over them.
+func heavyRequests(words []string) []string {
+	var q strings.Builder
+	for i := 0; q.Len() < api.DefaultLimits.MaxQBytes-20; i++ {
+		q.WriteString(words[i%200] + " ")
+	}
+	return []string{
+		fmt.Sprintf(`{"q":%q,"size":100}`, strings.TrimSpace(q.String())),
+		`{"size":10000,"fields":["*"]}`,
+		`{"size":0,"facets":{"b":{"field":"body","size":1000},"t":{"field":"title","size":1000}}}`,
+		`{"query":{"query":"body:a* body:e* body:i* title:o*"},"size":1000,"fields":["*"]}`,
+		`{"query":{"fuzzy":"ab","field":"body","fuzziness":2},"size":1000}`,
+		`{"sort":["-year","body"],"size":5000,"fields":["*"]}`,
+		fmt.Sprintf(`{"q":%q}`, strings.Repeat("noisy ", 150000)),
+		`{"query":` + strings.Repeat(`{"conjuncts":[`, 4900) + `{"term":"x","field":"body"}` + strings.Repeat(`]}`, 4900) + `}`,
+	}
+}
+
+// latencies runs requests against url in a closed loop with workers until
+// n are done (or stop is closed), returning each latency and the
+// failures.
+func latencies(url string, workers, n int, next func(i int) string, stop <-chan struct{}) ([]time.Duration, []string) {
+	client := &http.Client{Timeout: 30 * time.Second}
+	out := make(chan time.Duration, n)
+	var failures []string
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	var issued atomic.Int64
+	for range workers {
+		wg.Go(func() {
+			for {
+				i := int(issued.Add(1)) - 1
+				if n > 0 && i >= n {
+					return
+				}
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				code, took, err := postTimed(client, url, next(i))
+				if err != nil || code >= 500 {
+					mu.Lock()
+					failures = append(failures, fmt.Sprintf("%d %v", code, err))
+					mu.Unlock()
+				}
+				if n > 0 {
+					out <- took
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(out)
+	var all []time.Duration
+	for d := range out {
+		all = append(all, d)
+	}
+	slices.Sort(all)
+	return all, failures
+}
+
+func quantile(sorted []time.Duration, q float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	return sorted[min(len(sorted)-1, int(q*float64(len(sorted))))]
+}
+
+// One team sending the heaviest requests it can does not hurt another
+// team's normal queries on another index: no failures, and their p99
+// stays within 2x of what it is alone.
+func TestHeavyQueryIsolation(t *testing.T) {
+	n := startNode(t)
+	qs := api.QuerySettings{Fields: []api.FieldBoost{{Field: "title", Boost: 2}, {Field: "body"}}}
+	g := corpusIndex(t, n, "heavy", 2, 3000, qs)
+	corpusIndex(t, n, "calm", 2, 3000, qs)
+	words := g.Words()
+	base := "http://" + n.HTTPAddr + "/v1/indexes/"
+	normal := func(i int) string {
+		return fmt.Sprintf(`{"q":"%s %s","size":10,"fields":["title"]}`, words[(i*7)%300], words[(i*13+5)%300])
+	}
+	const queries = 400
+	latencies(base+"calm/search", 1, 50, normal, nil) // warm up
+	alone, failed := latencies(base+"calm/search", 1, queries, normal, nil)
+	if len(failed) > 0 {
+		t.Fatalf("alone: %d failures: %v", len(failed), failed[:min(3, len(failed))])
+	}
+	heavy := heavyRequests(words)
+	stop := make(chan struct{})
+	heavyDone := make(chan []string, 1)
+	var heavyCount atomic.Int64
+	go func() {
+		_, f := latencies(base+"heavy/search", 2, 0, func(i int) string { heavyCount.Add(1); return heavy[i%len(heavy)] }, stop)
+		heavyDone <- f
+	}()
+	time.Sleep(500 * time.Millisecond)
+	during, failed := latencies(base+"calm/search", 1, queries, normal, nil)
+	close(stop)
+	heavyFailures := <-heavyDone
+	p50a, p99a, p50d, p99d := quantile(alone, 0.5), quantile(alone, 0.99), quantile(during, 0.5), quantile(during, 0.99)
+	t.Logf("calm queries alone: p50 %s p99 %s; beside %d heavy requests: p50 %s p99 %s (%.2fx); heavy 5xx: %d",
+		p50a, p99a, heavyCount.Load(), p50d, p99d, float64(p99d)/float64(p99a), len(heavyFailures))
+	if len(failed) > 0 {
+		t.Errorf("%d of the calm team's queries failed: %v", len(failed), failed[:min(3, len(failed))])
+	}
+	if p99d > 2*p99a {
+		t.Errorf("the calm team's p99 went from %s to %s beside the heavy team (over 2x)", p99a, p99d)
+	}
 }

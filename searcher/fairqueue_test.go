@@ -1,0 +1,90 @@
+package searcher
+
+import (
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+)
+
+func jobFor(subj string) job { return job{msg: &nats.Msg{Subject: subj}, at: time.Now()} }
+
+// Waiting requests are served round-robin between teams, FIFO within one.
+func TestFairQueueRoundRobin(t *testing.T) {
+	q := newFairQueue(100, 8, 1, 25*time.Millisecond)
+	for i := range 4 {
+		q.push("a", jobFor("a"+string(rune('0'+i))))
+	}
+	q.push("b", jobFor("b0"))
+	q.push("b", jobFor("b1"))
+	var got []string
+	for range 6 {
+		j, _, ok := q.next()
+		if !ok {
+			t.Fatal("closed")
+		}
+		got = append(got, j.msg.Subject)
+	}
+	want := []string{"a0", "b0", "a1", "b1", "a2", "a3"}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("order %v, want %v", got, want)
+		}
+	}
+	if q.len() != 0 {
+		t.Fatalf("%d left", q.len())
+	}
+	if q.push("c", jobFor("c")); q.len() != 1 {
+		t.Fatal("push")
+	}
+	full := newFairQueue(1, 1, 1, 0)
+	if !full.push("a", jobFor("x")) || full.push("b", jobFor("y")) {
+		t.Fatal("a full queue must refuse")
+	}
+}
+
+// A team whose requests are slow runs at most heavyCap at once while
+// another team is active; alone, it may use every worker.
+func TestFairQueueHeavyCap(t *testing.T) {
+	q := newFairQueue(100, 4, 1, 25*time.Millisecond)
+	q.push("heavy", jobFor("h"))
+	_, h, _ := q.next()
+	q.done(h, 200*time.Millisecond) // heavy now
+	for range 3 {
+		q.push("heavy", jobFor("h"))
+	}
+	// Alone: it runs as many as there are workers.
+	for range 2 {
+		if _, _, ok := q.next(); !ok {
+			t.Fatal("closed")
+		}
+	}
+	// Another team shows up: the heavy one is held to 1 running (it has
+	// 2), so the calm request goes first even though it came last.
+	q.push("calm", jobFor("c"))
+	j, _, _ := q.next()
+	if j.msg.Subject != "c" {
+		t.Fatalf("got %s, want the calm team's request", j.msg.Subject)
+	}
+	got := make(chan string, 1)
+	go func() { j, _, _ := q.next(); got <- j.msg.Subject }()
+	select {
+	case s := <-got:
+		t.Fatalf("the heavy team ran a third request at once: %s", s)
+	case <-time.After(50 * time.Millisecond):
+	}
+	q.done(h, 200*time.Millisecond)
+	q.done(h, 200*time.Millisecond) // back to 0 running: one may start
+	select {
+	case s := <-got:
+		if s != "h" {
+			t.Fatalf("got %s", s)
+		}
+	case <-time.After(time.Second):
+		t.Fatal("the heavy team never ran again")
+	}
+	q.close()
+	if _, _, ok := q.next(); ok {
+		t.Fatal("next after close")
+	}
+}
