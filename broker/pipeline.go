@@ -269,6 +269,13 @@ func (b *Broker) rank(ctx context.Context, pl *Pipeline, q string, rctx []byte, 
 			depth = plan.From + plan.Size
 		}
 		depth = min(depth, len(all))
+		if depth == 0 {
+			// Nothing matched: nothing to rank, no call to make.
+			if prof != nil {
+				*prof = append(*prof, api.Stage{Name: "rank " + s.Plugin.Spec().Name, Detail: "no candidates: not called"})
+			}
+			continue
+		}
 		head, tail := all[:depth], all[depth:]
 		fields := s.Fields
 		in := rankInput(q, rctx, head, fields)

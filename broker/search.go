@@ -134,8 +134,10 @@ func (b *Broker) execute(ctx context.Context, plan *planner.Plan, o execOptions)
 	if o.profile {
 		prof = append(prof, api.Stage{Name: "plan", TookMS: ms(planned.Sub(o.start)), Detail: planDetail(plan)})
 	}
+	// Rankers order hits: with none to return (size 0) they do not run.
+	ranking := o.pipeline != nil && len(o.pipeline.Rankers) > 0 && plan.Size > 0
 	var extraFields []string
-	if o.pipeline != nil && len(o.pipeline.Rankers) > 0 {
+	if ranking {
 		// Rankers need their candidates and fields from every shard.
 		p := *plan
 		extraFields = rankerFields(o.pipeline, plan.Fields)
@@ -203,7 +205,7 @@ func (b *Broker) execute(ctx context.Context, plan *planner.Plan, o execOptions)
 	var rankStages []api.Stage
 	var ranked time.Duration // the rankers' time, within the merge's
 	var rerank func([]api.Hit) ([]api.Hit, error)
-	if o.pipeline != nil && len(o.pipeline.Rankers) > 0 {
+	if ranking {
 		var stages *[]api.Stage
 		if o.profile {
 			stages = &rankStages

@@ -164,6 +164,12 @@ func (p *Planner) Plan(req *api.SearchRequest, def api.IndexDefinition, hints *H
 		// A rewriter's wish, held to the index's window.
 		k = max(k, min(hints.RerankDepth, limits.MaxWindow))
 	}
+	exact := scoresMatter(req.Sort)
+	if size == 0 {
+		// No hits (the total and facets only): shards return none, and
+		// no statistics are gathered for scores nobody sees.
+		k, exact = 0, false
+	}
 	timeout := p.cfg.DefaultTimeout
 	if req.TimeoutMS > 0 {
 		timeout = min(time.Duration(req.TimeoutMS)*time.Millisecond, p.cfg.MaxTimeout)
@@ -181,7 +187,7 @@ func (p *Planner) Plan(req *api.SearchRequest, def api.IndexDefinition, hints *H
 		Index: def.Name, Query: qJSON, Shards: shards, K: k, From: req.From, Size: size,
 		Sort: req.Sort, Fields: req.Fields, Facets: req.Facets,
 		Timeout: timeout, ShardTimeout: timeout - reserve, Hedge: p.cfg.Hedge,
-		AllowPartial: req.PartialAllowed(), ExactScoring: scoresMatter(req.Sort), MaxTerms: limits.MaxTerms, MaxWindow: limits.MaxWindow,
+		AllowPartial: req.PartialAllowed(), ExactScoring: exact, MaxTerms: limits.MaxTerms, MaxWindow: limits.MaxWindow,
 	}, nil
 }
 
