@@ -419,6 +419,9 @@ const (
 type Error struct {
 	Code    Code   `json:"code"`
 	Message string `json:"message"`
+	// RetryAfterMS, on an overloaded error, is how long to wait before
+	// trying again (HTTP: the Retry-After header, in whole seconds).
+	RetryAfterMS int `json:"retry_after_ms,omitempty"`
 }
 
 func (e *Error) Error() string { return e.Message }

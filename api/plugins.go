@@ -168,3 +168,50 @@ type PluginEvent struct {
 // MaxValidationSamples caps the sample requests a team sends with a plugin
 // version; the registry adds up to as many of the index's recorded queries.
 const MaxValidationSamples = 100
+
+// TeamSettings are one team's limits on every broker (KV bucket
+// quarry-teams, set with `quarry team set`). Zero fields take the broker's
+// defaults.
+type TeamSettings struct {
+	Name string `json:"name"`
+	// Rate caps the team's searches per second on each broker (0: no
+	// cap); Burst is how many may come at once above it (default: one
+	// second's worth). Over it: 429 overloaded with Retry-After.
+	Rate  float64 `json:"rate,omitempty"`
+	Burst int     `json:"burst,omitempty"`
+	// MaxInFlight caps the team's searches running at once on each broker
+	// (0: the broker's --team-max-in-flight), so that one team cannot
+	// take every slot.
+	MaxInFlight int       `json:"max_in_flight,omitempty"`
+	Updated     time.Time `json:"updated"`
+}
+
+// Validate checks the settings, naming what is wrong.
+func (t *TeamSettings) Validate() error {
+	switch {
+	case t.Name == "":
+		return BadRequest("team name is required")
+	case t.Rate < 0 || t.Rate > 1e6:
+		return BadRequest("rate must be between 0 (no cap) and 1000000 searches/s, got %g", t.Rate)
+	case t.Burst < 0 || t.Burst > 1e6:
+		return BadRequest("burst must be between 0 (one second's worth) and 1000000, got %d", t.Burst)
+	case t.MaxInFlight < 0:
+		return BadRequest("max_in_flight must be >= 0 (0: the broker's default), got %d", t.MaxInFlight)
+	}
+	return nil
+}
+
+// Token is an HTTP API token as stored (KV bucket quarry-tokens, keyed by
+// the hex sha256 of the token, which is shown once, when it is made). A
+// team token may search its team's indexes and manage their plugins and
+// pipelines, as the team's NATS user may (docs/teams.md); an operator
+// token may do everything.
+type Token struct {
+	// ID is the first 12 hex digits of the token's sha256: what `quarry
+	// token ls` shows and `quarry token revoke` takes.
+	ID       string    `json:"id"`
+	Team     string    `json:"team,omitempty"`
+	Operator bool      `json:"operator,omitempty"`
+	Name     string    `json:"name,omitempty"`
+	Created  time.Time `json:"created"`
+}

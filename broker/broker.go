@@ -57,6 +57,11 @@ type Config struct {
 	// MaxInFlight caps concurrent requests; more are refused at once as
 	// overloaded (HTTP 429, micro error code 429) (default 1024).
 	MaxInFlight int
+	// TeamMaxInFlight caps the concurrent requests of one team (the teams
+	// of api.IndexDefinition), unless its settings say otherwise
+	// (api.TeamSettings, `quarry team set`), so that one team cannot take
+	// every slot (default MaxInFlight/4, at least 1).
+	TeamMaxInFlight int
 	// NoHedge turns hedging off.
 	NoHedge bool
 	// HedgeMaxFraction caps hedges as a share of shard requests (default
@@ -111,6 +116,9 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxInFlight <= 0 {
 		c.MaxInFlight = 1024
+	}
+	if c.TeamMaxInFlight <= 0 {
+		c.TeamMaxInFlight = max(1, c.MaxInFlight/4)
 	}
 	if c.DrainTimeout <= 0 {
 		c.DrainTimeout = 10 * time.Second
@@ -172,10 +180,12 @@ type Broker struct {
 	defs      map[string]api.IndexDefinition
 	pipelines map[string]*Pipeline
 	revisions map[string]uint64 // the registry revision of each pipeline
-	loader    *loader           // set by WatchPipelines: loads variants too
-	ready     chan struct{}
-	draining  atomic.Bool
-	metrics   *metrics
+	// teamLimits admits each team's searches (rate, in flight).
+	teamLimits *teamLimits
+	loader     *loader // set by WatchPipelines: loads variants too
+	ready      chan struct{}
+	draining   atomic.Bool
+	metrics    *metrics
 
 	pipelinesReady     chan struct{}
 	pipelinesReadyOnce func()
@@ -196,7 +206,7 @@ func New(nc *nats.Conn, store *meta.Store, cfg Config) (*Broker, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &Broker{nc: nc, store: store, cfg: cfg, planner: p, inflight: make(chan struct{}, cfg.MaxInFlight),
+	b := &Broker{nc: nc, store: store, cfg: cfg, planner: p, inflight: make(chan struct{}, cfg.MaxInFlight), teamLimits: newTeamLimits(cfg.TeamMaxInFlight),
 		stats: newStatsCache(cfg.StatsCacheSize), shadows: newShadows(), fallback: newFallbackLimits(&cfg),
 		defs: map[string]api.IndexDefinition{}, ready: make(chan struct{})}
 	if b.metrics, err = newMetrics(b, cfg.Registerer); err != nil {
@@ -260,6 +270,14 @@ func (b *Broker) Run(ctx context.Context) error {
 	defer status.Unsubscribe()
 	close(b.ready)
 	go b.publishShadows(ctx, shadowPublishEvery)
+	teamsDone := make(chan struct{})
+	go func() {
+		defer close(teamsDone)
+		if err := b.watchTeams(ctx); err != nil {
+			b.cfg.Logger.Error("team limits are no longer followed", "err", err)
+		}
+	}()
+	defer func() { <-teamsDone }()
 	for {
 		select {
 		case <-ctx.Done():
@@ -351,15 +369,33 @@ const MaxRequestBytes = 1 << 20
 
 func (b *Broker) handle(req micro.Request) {
 	index := strings.TrimPrefix(req.Subject(), subject.SearchPrefix+".")
+	var team *teamState
+	if def, ok := b.Index(index); ok { // an unknown index is answered by the search
+		var err error
+		if team, err = b.teamLimits.admit(def.TeamOf(), time.Now()); err != nil {
+			b.metrics.refused(index)
+			b.respondError(req.Reply(), err)
+			return
+		}
+	}
 	select {
 	case b.inflight <- struct{}{}:
 	default:
+		if team != nil {
+			team.inFlight.Add(-1)
+		}
 		b.metrics.refused(index)
-		b.respondError(req.Reply(), api.Errorf(api.CodeOverloaded, "broker overloaded: %d requests in flight, try again", b.cfg.MaxInFlight))
+		b.respondError(req.Reply(), &api.Error{Code: api.CodeOverloaded, RetryAfterMS: 100,
+			Message: fmt.Sprintf("broker overloaded: %d requests in flight, try again", b.cfg.MaxInFlight)})
 		return
 	}
 	go func() {
-		defer func() { <-b.inflight }()
+		defer func() {
+			<-b.inflight
+			if team != nil {
+				team.inFlight.Add(-1)
+			}
+		}()
 		ctx := tracenats.Extract(context.Background(), nats.Header(req.Headers()))
 		if trace.RequestID(ctx) == "" {
 			ctx = trace.WithRequestID(ctx, trace.NewRequestID())
@@ -463,6 +499,10 @@ func (b *Broker) SearchJSON(ctx context.Context, index string, data []byte) (out
 // micro reads its request's state once the handler returns (a data race).
 func (b *Broker) respondError(reply string, err error) {
 	e := &api.Error{Code: api.CodeOf(err), Message: err.Error()}
+	var ae *api.Error
+	if errors.As(err, &ae) {
+		e.RetryAfterMS = ae.RetryAfterMS
+	}
 	body, _ := json.Marshal(e)
 	msg := &nats.Msg{Subject: reply, Data: body, Header: nats.Header{}}
 	msg.Header.Set(micro.ErrorHeader, e.Message)

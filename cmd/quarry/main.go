@@ -48,6 +48,7 @@ func init() {
 		"plugin":   {"push, list, activate, roll back and remove plugins; run one locally", runPlugin},
 		"pipeline": {"show or set an index's plugin pipeline", runPipeline},
 		"queries":  {"export recorded search requests (for plugin test replays)", runQueries},
+		"team":     {"set or list a team's limits (rate, searches in flight)", runTeam},
 		"version":  {"print the version", func(context.Context, []string) error { fmt.Println("quarry", version); return nil }},
 	}
 }

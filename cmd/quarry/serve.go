@@ -32,6 +32,7 @@ type roleFlags struct {
 	maxBatch         int
 	defaultTimeout   time.Duration
 	maxInFlight      int
+	teamInFlight     int
 	faultDelay       time.Duration
 	faultEvery       int
 	faultStats       bool
@@ -74,6 +75,7 @@ func (f *roleFlags) registerSearcher(fs *flag.FlagSet) {
 func (f *roleFlags) registerBroker(fs *flag.FlagSet) {
 	fs.DurationVar(&f.defaultTimeout, "search-timeout", 2*time.Second, "deadline of a search that gives no timeout_ms")
 	fs.IntVar(&f.maxInFlight, "max-in-flight", 1024, "searches served at once; more are refused at once with 429 (overloaded)")
+	fs.IntVar(&f.teamInFlight, "team-max-in-flight", 0, "searches of one team served at once, unless its limits say otherwise (quarry team set); default --max-in-flight/4")
 	fs.BoolVar(&f.noHedge, "no-hedge", false, "never ask a second replica when a shard is slow")
 	fs.IntVar(&f.statsCache, "stats-cache", 4096, "queries whose global term statistics are cached per index generation (negative: none)")
 	fs.DurationVar(&f.slowQuery, "slow-query", 500*time.Millisecond, "log searches slower than this at warn level, with the request id and the profile (negative: never)")
@@ -112,7 +114,7 @@ func (f *roleFlags) searcher() *searcher.Config {
 }
 
 func (f *roleFlags) broker() *broker.Config {
-	return &broker.Config{DefaultTimeout: f.defaultTimeout, MaxInFlight: f.maxInFlight, NoHedge: f.noHedge, StatsCacheSize: f.statsCache, RecordPercent: f.recordPercent,
+	return &broker.Config{DefaultTimeout: f.defaultTimeout, MaxInFlight: f.maxInFlight, TeamMaxInFlight: f.teamInFlight, NoHedge: f.noHedge, StatsCacheSize: f.statsCache, RecordPercent: f.recordPercent,
 		FallbackErrorRate: f.fallbackRate, FallbackWindow: f.fallbackWindow, FallbackMinCalls: f.fallbackMin, FallbackSlowRate: f.fallbackSlow,
 		DrainTimeout: f.drainTimeout, SlowQuery: f.slowQuery}
 }

@@ -68,6 +68,9 @@ func (h *handler) fail(w http.ResponseWriter, err error) {
 	if errors.As(err, &tooBig) {
 		e = api.Errorf(api.CodeBadRequest, "request body is over the limit of %d bytes", tooBig.Limit)
 	}
+	if e.RetryAfterMS > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa((e.RetryAfterMS+999)/1000))
+	}
 	writeJSON(w, api.HTTPStatus(e.Code), map[string]*api.Error{"error": e})
 }
 

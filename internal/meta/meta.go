@@ -41,6 +41,10 @@ type Store struct {
 	PluginVersions jetstream.KeyValue
 	// Shadow holds brokers' shadow-ranking tallies.
 	Shadow jetstream.KeyValue
+	// Teams holds each team's limits (api.TeamSettings).
+	Teams jetstream.KeyValue
+	// Tokens holds HTTP API tokens (api.Token) by the sha256 of each.
+	Tokens jetstream.KeyValue
 	// Events records plugin events (automatic fallbacks).
 	Events jetstream.KeyValue
 	// Queries holds recorded search requests (a sample, when brokers are
@@ -70,6 +74,8 @@ func Open(ctx context.Context, js jetstream.JetStream, opts Options) (*Store, er
 		{&s.PluginVersions, jetstream.KeyValueConfig{Bucket: subject.PluginVersionsBucket, Description: "Quarry pushed plugin versions"}},
 		{&s.Shadow, jetstream.KeyValueConfig{Bucket: subject.ShadowBucket, Description: "Quarry shadow-ranking tallies, per broker", TTL: 24 * time.Hour}},
 		{&s.Events, jetstream.KeyValueConfig{Bucket: subject.EventsBucket, Description: "Quarry plugin events", TTL: 7 * 24 * time.Hour}},
+		{&s.Teams, jetstream.KeyValueConfig{Bucket: subject.TeamsBucket, Description: "Quarry team limits", History: 8}},
+		{&s.Tokens, jetstream.KeyValueConfig{Bucket: subject.TokensBucket, Description: "Quarry HTTP API tokens, by sha256"}},
 	}
 	for _, b := range buckets {
 		b.cfg.Storage, b.cfg.Replicas = jetstream.FileStorage, opts.Replicas

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -223,5 +224,104 @@ func TestHeavyQueryIsolation(t *testing.T) {
 	}
 	if p99d > 2*p99a {
 		t.Errorf("the calm team's p99 went from %s to %s beside the heavy team (over 2x)", p99a, p99d)
+	}
+}
+
+// A team's limits hold on the broker at once: over its rate its searches
+// get 429 with Retry-After, over its in-flight cap too; another team's
+// searches are not touched; back to no limits, all pass.
+func TestTeamLimits(t *testing.T) {
+	n := startNode(t)
+	ctx := context.Background()
+	c := n.Client()
+	for _, idx := range []api.IndexDefinition{{Name: "a", Shards: 1, Team: "alpha"}, {Name: "b", Shards: 1, Team: "beta"}} {
+		if _, err := c.CreateIndexDef(ctx, idx); err != nil {
+			t.Fatal(err)
+		}
+		mustBulk(t, c, idx.Name, ndjson(30, idx.Name))
+		waitTotal(t, c, idx.Name, "noodles", 10)
+	}
+	if _, err := c.SetTeam(ctx, api.TeamSettings{Name: "alpha", Rate: 5, Burst: 5}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.SetTeam(ctx, api.TeamSettings{Name: "Bad!"}); !errors.Is(err, api.ErrBadRequest) {
+		t.Fatalf("a bad team name: %v", err)
+	}
+	if _, err := c.SetTeam(ctx, api.TeamSettings{Name: "x", Rate: -1}); !errors.Is(err, api.ErrBadRequest) {
+		t.Fatalf("a negative rate: %v", err)
+	}
+	base := "http://" + n.HTTPAddr + "/v1/indexes/"
+	// Within moments every broker applies it: 20 quick searches, 5 pass.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		refused, retryAfter := 0, ""
+		for range 20 {
+			resp, err := http.Post(base+"a/search", "application/json", strings.NewReader(`{"q":"noodles"}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode == 429 {
+				refused++
+				retryAfter = resp.Header.Get("Retry-After")
+			}
+		}
+		if refused >= 14 {
+			if retryAfter != "1" {
+				t.Errorf("Retry-After %q, want 1 (second)", retryAfter)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the rate limit never held: %d of 20 refused", refused)
+		}
+		time.Sleep(1200 * time.Millisecond)
+	}
+	_, err := c.Search(ctx, "a", &api.SearchRequest{Q: "noodles"})
+	if e := (*api.Error)(nil); !errors.As(err, &e) || e.Code != api.CodeOverloaded || !strings.Contains(e.Message, "team alpha is over its rate limit of 5 searches/s") || e.RetryAfterMS != 200 {
+		t.Fatalf("over the rate, through the client: %v", err)
+	}
+	for range 30 { // the other team is not touched
+		if code, body := post(t, base+"b/search", `{"q":"noodles"}`); code != 200 {
+			t.Fatalf("team beta: %d %s", code, body)
+		}
+	}
+	// In flight: beta may run 1 at once; a slow one holds its slot.
+	if _, err := c.SetTeam(ctx, api.TeamSettings{Name: "alpha"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.SetTeam(ctx, api.TeamSettings{Name: "beta", MaxInFlight: 1}); err != nil {
+		t.Fatal(err)
+	}
+	deadline = time.Now().Add(10 * time.Second)
+	for {
+		results := make(chan int, 8)
+		for range 8 {
+			go func() {
+				code, _, _ := postTimed(http.DefaultClient, base+"b/search", `{"size":2000,"fields":["*"],"facets":{"t":{"field":"text","size":10}}}`)
+				results <- code
+			}()
+		}
+		refused := 0
+		for range 8 {
+			if <-results == 429 {
+				refused++
+			}
+		}
+		if refused > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("max_in_flight 1 never refused a search of 8 at once")
+		}
+	}
+	for range 10 { // alpha is back to no rate cap
+		if code, body := post(t, base+"a/search", `{"q":"noodles"}`); code != 200 {
+			t.Fatalf("team alpha after its limit was lifted: %d %s", code, body)
+		}
+	}
+	teams, err := c.Teams(ctx)
+	if err != nil || len(teams) != 2 || teams[1].Name != "beta" || teams[1].MaxInFlight != 1 {
+		t.Fatalf("teams: %+v %v", teams, err)
 	}
 }

@@ -40,6 +40,11 @@ const (
 	// ShadowBucket holds each broker's shadow-ranking tallies, keyed
 	// <index>.<plugin>.<broker>.
 	ShadowBucket = "quarry-shadow"
+	// TeamsBucket holds each team's limits (api.TeamSettings), by team.
+	TeamsBucket = "quarry-teams"
+	// TokensBucket holds HTTP API tokens (api.Token), by the sha256 of
+	// the token: never the token itself.
+	TokensBucket = "quarry-tokens"
 	// UploadsStream stages plugin binaries uploaded in chunks through the
 	// admin API, one subject per upload: quarry.v1.uploads.<index>.<id>.
 	UploadsStream = "QUARRY_UPLOADS"

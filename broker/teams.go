@@ -1,0 +1,155 @@
+package broker
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"golang.org/x/time/rate"
+
+	"github.com/quarrysearch/quarry/api"
+)
+
+// teamLimits admits each team's searches on this broker: at most its rate
+// (a token bucket) and at most its in-flight cap at once, from the
+// quarry-teams bucket (api.TeamSettings), with the broker's defaults for
+// what a team does not set. A team over either gets 429 overloaded at
+// once, naming the limit, and the other teams are not touched.
+type teamLimits struct {
+	defaultInFlight int
+
+	mu    sync.RWMutex
+	teams map[string]*teamState
+}
+
+// teamState is one team's admission state: its in-flight count, and its
+// limits, swapped whole when its settings change (searches running keep
+// counting against the same count).
+type teamState struct {
+	inFlight atomic.Int32
+	limits   atomic.Pointer[teamConfig]
+}
+
+// teamConfig is a team's limits as the broker applies them.
+type teamConfig struct {
+	settings    api.TeamSettings
+	limiter     *rate.Limiter // nil: no rate cap
+	maxInFlight int32
+}
+
+func newTeamLimits(defaultInFlight int) *teamLimits {
+	return &teamLimits{defaultInFlight: defaultInFlight, teams: map[string]*teamState{}}
+}
+
+// state returns team's state, making it with the defaults if the team is
+// new to the broker.
+func (t *teamLimits) state(team string) *teamState {
+	t.mu.RLock()
+	st := t.teams[team]
+	t.mu.RUnlock()
+	if st != nil {
+		return st
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if st = t.teams[team]; st == nil {
+		st = &teamState{}
+		st.limits.Store(t.config(team, nil))
+		t.teams[team] = st
+	}
+	return st
+}
+
+// config turns settings (nil: none) into the limits the broker applies.
+func (t *teamLimits) config(team string, s *api.TeamSettings) *teamConfig {
+	c := &teamConfig{settings: api.TeamSettings{Name: team}, maxInFlight: int32(t.defaultInFlight)}
+	if s == nil {
+		return c
+	}
+	c.settings = *s
+	if s.MaxInFlight > 0 {
+		c.maxInFlight = int32(s.MaxInFlight)
+	}
+	if s.Rate > 0 {
+		burst := s.Burst
+		if burst <= 0 {
+			burst = max(1, int(math.Ceil(s.Rate)))
+		}
+		c.limiter = rate.NewLimiter(rate.Limit(s.Rate), burst)
+	}
+	return c
+}
+
+// admit takes one of team's in-flight slots and a token of its rate, or
+// says which limit refused it (with the wait a retry needs). The caller
+// gives the slot back with st.inFlight.Add(-1). It does not allocate when
+// it admits.
+func (t *teamLimits) admit(team string, now time.Time) (*teamState, error) {
+	st := t.state(team)
+	c := st.limits.Load()
+	if n := st.inFlight.Add(1); n > c.maxInFlight {
+		st.inFlight.Add(-1)
+		return nil, &api.Error{Code: api.CodeOverloaded, RetryAfterMS: 100,
+			Message: fmt.Sprintf("team %s has %d searches in flight on this broker, its limit (max_in_flight); try again", team, c.maxInFlight)}
+	}
+	if c.limiter != nil && !c.limiter.AllowN(now, 1) {
+		st.inFlight.Add(-1)
+		wait := time.Duration(float64(time.Second) / c.settings.Rate)
+		return nil, &api.Error{Code: api.CodeOverloaded, RetryAfterMS: int(max(1, wait.Milliseconds())),
+			Message: fmt.Sprintf("team %s is over its rate limit of %g searches/s on this broker; retry after %s", team, c.settings.Rate, wait.Round(time.Millisecond))}
+	}
+	return st, nil
+}
+
+// apply installs a team's settings (nil: back to the defaults).
+func (t *teamLimits) apply(team string, s *api.TeamSettings) {
+	t.state(team).limits.Store(t.config(team, s))
+}
+
+// decodeTeam decodes a team's stored settings.
+func decodeTeam(raw []byte) (*api.TeamSettings, error) {
+	var s api.TeamSettings
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return nil, err
+	}
+	return &s, s.Validate()
+}
+
+// watchTeams applies every change of the quarry-teams bucket until ctx is
+// done.
+func (b *Broker) watchTeams(ctx context.Context) error {
+	w, err := b.store.Follow(ctx, b.store.Teams, false)
+	if err != nil {
+		return fmt.Errorf("broker: watch teams: %w", err)
+	}
+	defer w.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case e, ok := <-w.Updates():
+			if !ok {
+				return watchEnded(ctx)
+			}
+			if e == nil {
+				continue
+			}
+			if e.Operation() != jetstream.KeyValuePut {
+				b.teamLimits.apply(e.Key(), nil)
+				continue
+			}
+			s, err := decodeTeam(e.Value())
+			if err != nil {
+				b.cfg.Logger.Warn("team settings ignored", "team", e.Key(), "err", err)
+				continue
+			}
+			b.teamLimits.apply(e.Key(), s)
+			b.cfg.Logger.Info("team limits", "team", e.Key(), "rate", s.Rate, "burst", s.Burst, "max_in_flight", s.MaxInFlight)
+		}
+	}
+}

@@ -1,0 +1,99 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"text/tabwriter"
+
+	"github.com/quarrysearch/quarry/api"
+)
+
+const teamUsage = `Usage: quarry team set|ls ...
+
+  set TEAM [--rate N] [--burst N] [--max-in-flight N]
+                      set a team's limits on every broker (0: the default)
+  ls                  list the teams that have limits
+
+A team is what an index's --team names (docs/teams.md). Its limits hold on
+each broker: over its rate or its searches in flight, its searches get 429
+overloaded at once (with Retry-After) and other teams are not touched.
+`
+
+func runTeam(ctx context.Context, args []string) error {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
+		fmt.Fprint(os.Stderr, teamUsage)
+		if len(args) == 0 {
+			return errUsage
+		}
+		return nil
+	}
+	var nf natsFlags
+	switch sub, args := args[0], args[1:]; sub {
+	case "set":
+		fs := newFlags("team set", "TEAM", "Sets a team's limits on every broker (stored in the quarry-teams bucket).")
+		nf.register(fs)
+		var s api.TeamSettings
+		fs.Float64Var(&s.Rate, "rate", 0, "searches per second on each broker (0: no cap)")
+		fs.IntVar(&s.Burst, "burst", 0, "searches that may come at once above the rate (0: one second's worth)")
+		fs.IntVar(&s.MaxInFlight, "max-in-flight", 0, "searches running at once on each broker (0: the broker's --team-max-in-flight)")
+		pos, err := parse(fs, args, 1, 1)
+		if err != nil {
+			return err
+		}
+		s.Name = pos[0]
+		nc, c, err := nf.connect(ctx)
+		if err != nil {
+			return err
+		}
+		defer nc.Close()
+		if s, err = c.SetTeam(ctx, s); err != nil {
+			return err
+		}
+		fmt.Printf("team %s: %s\n", s.Name, teamLimitsText(s))
+		return nil
+	case "ls":
+		fs := newFlags("team ls", "", "Lists the teams that have limits.")
+		nf.register(fs)
+		jsonOut := fs.Bool("json", false, "print JSON")
+		if _, err := parse(fs, args, 0, 0); err != nil {
+			return err
+		}
+		nc, c, err := nf.connect(ctx)
+		if err != nil {
+			return err
+		}
+		defer nc.Close()
+		teams, err := c.Teams(ctx)
+		if err != nil {
+			return err
+		}
+		if *jsonOut {
+			return printJSON(teams)
+		}
+		tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "TEAM\tLIMITS")
+		for _, t := range teams {
+			fmt.Fprintf(tw, "%s\t%s\n", t.Name, teamLimitsText(t))
+		}
+		return tw.Flush()
+	default:
+		fmt.Fprintf(os.Stderr, "quarry team: unknown subcommand %q\n\n%s", sub, teamUsage)
+		return errUsage
+	}
+}
+
+func teamLimitsText(s api.TeamSettings) string {
+	rate := "no rate cap"
+	if s.Rate > 0 {
+		rate = fmt.Sprintf("%g searches/s", s.Rate)
+		if s.Burst > 0 {
+			rate += fmt.Sprintf(" (burst %d)", s.Burst)
+		}
+	}
+	inFlight := "the broker's default in flight"
+	if s.MaxInFlight > 0 {
+		inFlight = fmt.Sprintf("%d in flight", s.MaxInFlight)
+	}
+	return rate + ", " + inFlight + " per broker"
+}
