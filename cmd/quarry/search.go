@@ -5,7 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/quarrysearch/quarry/api"
@@ -104,35 +107,41 @@ func runSearch(ctx context.Context, args []string) error {
 	if err := json.Unmarshal(raw, &resp); err != nil {
 		return err
 	}
-	printHits(&resp, req.From)
+	printHits(&resp, req.From, req.Fields)
 	return nil
 }
 
-// printHits prints a readable result list: rank, score, id, then a name or
-// title field and the other fields on one line.
-func printHits(resp *api.SearchResponse, from int) {
+// printHits prints a readable result list: rank, score, id and a name or
+// title field if the hit has one, then on a second line the requested
+// fields (in the order asked; for "*" every returned field, by name, but
+// an "id" that repeats the hit's) and the sort values, if any.
+func printHits(resp *api.SearchResponse, from int, fields []string) {
 	fmt.Printf("%d hits in %.1f ms (%d/%d shards)\n", resp.Total, resp.TookMS, resp.Shards.Successful, resp.Shards.Total)
 	for _, f := range resp.Shards.Failures {
 		fmt.Printf("  shard %d failed: %s\n", f.Shard, f.Reason)
 	}
+	all := slices.Contains(fields, "*")
 	for i, h := range resp.Hits {
-		title := ""
+		title, titleKey := "", ""
 		for _, k := range []string{"name", "title"} {
 			if v, ok := h.Fields[k].(string); ok {
-				title = v
+				title, titleKey = v, k
 				break
 			}
 		}
 		fmt.Printf("%3d. %-7.3f %s  %s\n", from+i+1, h.Score, h.ID, title)
+		keys := fields
+		if all {
+			keys = slices.Sorted(maps.Keys(h.Fields))
+		}
 		var parts []string
-		for _, k := range []string{"restaurant", "cuisine", "city", "price", "rating", "tags", "description"} {
-			if v, ok := h.Fields[k]; ok {
-				s := fmt.Sprint(v)
-				if k == "description" && len(s) > 90 {
-					s = s[:90] + "…"
-				}
-				parts = append(parts, k+"="+s)
+		for _, k := range keys {
+			if v, ok := h.Fields[k]; ok && k != titleKey && !(k == "id" && v == h.ID) {
+				parts = append(parts, k+"="+shortValue(v))
 			}
+		}
+		if len(h.Sort) > 0 {
+			parts = append(parts, "sort="+shortValue(h.Sort))
 		}
 		if len(parts) > 0 {
 			fmt.Printf("              %s\n", strings.Join(parts, "  "))
@@ -144,4 +153,33 @@ func printHits(resp *api.SearchResponse, from int) {
 			fmt.Printf("  %-10s %8.3f ms  %s\n", s.Name, s.TookMS, s.Detail)
 		}
 	}
+}
+
+// shortValue renders a field value on one line: text as it is, numbers
+// without exponent noise, lists comma-separated, anything else as JSON;
+// cut at 60 characters.
+func shortValue(v any) string {
+	var s string
+	switch v := v.(type) {
+	case string:
+		s = v
+	case float64:
+		s = strconv.FormatFloat(v, 'f', -1, 64)
+	case []any:
+		parts := make([]string, len(v))
+		for i, e := range v {
+			parts[i] = shortValue(e)
+		}
+		s = strings.Join(parts, ",")
+	default:
+		b, err := json.Marshal(v)
+		if err != nil {
+			b = fmt.Append(nil, v)
+		}
+		s = string(b)
+	}
+	if r := []rune(s); len(r) > 60 {
+		s = string(r[:60]) + "…"
+	}
+	return s
 }
