@@ -148,15 +148,37 @@ func (c *Client) Indexes(ctx context.Context) ([]api.IndexDefinition, error) {
 	return st.ListIndexes(ctx)
 }
 
-// IndexStatus is an index's definition with its current snapshot.
+// IndexStatus is an index's definition, its live document count and its
+// current snapshot.
 type IndexStatus struct {
 	api.IndexDefinition
 	Generation uint64 `json:"generation"`
-	Docs       uint64 `json:"docs"`
-	Bytes      int64  `json:"snapshot_bytes"`
+	// Docs is how many documents the index holds now, as searches see
+	// them: the searchers' count, summed over the shards, which follows
+	// every write within milliseconds. When some shard has no searcher
+	// that answers, it is the current snapshot's count (SnapshotDocs),
+	// and DocsFrom says so.
+	Docs uint64 `json:"docs"`
+	// DocsFrom is "searchers" or "snapshot": where Docs comes from.
+	DocsFrom string `json:"docs_from"`
+	// DocsNote says why Docs is the snapshot's count.
+	DocsNote string `json:"docs_note,omitempty"`
+	// SnapshotDocs is the current snapshot generation's count: it trails
+	// writes made since the snapshot (the indexer publishes one after a
+	// bulk ingest and periodically).
+	SnapshotDocs uint64 `json:"snapshot_docs"`
+	Bytes        int64  `json:"snapshot_bytes"`
 }
 
-// Status returns an index's definition and its current snapshot figures.
+// Where IndexStatus.Docs comes from.
+const (
+	DocsFromSearchers = "searchers"
+	DocsFromSnapshot  = "snapshot"
+)
+
+// Status returns an index's definition, its live document count and its
+// current snapshot figures. The count asks one searcher of every shard
+// (for at most 2 seconds, or ctx's deadline); see IndexStatus.Docs.
 func (c *Client) Status(ctx context.Context, name string) (IndexStatus, error) {
 	def, err := c.Index(ctx, name)
 	if err != nil {
@@ -172,8 +194,13 @@ func (c *Client) Status(ctx context.Context, name string) (IndexStatus, error) {
 	}
 	out := IndexStatus{IndexDefinition: def, Generation: m.Generation}
 	for _, s := range m.Shards {
-		out.Docs += s.Docs
+		out.SnapshotDocs += s.Docs
 		out.Bytes += s.Size
+	}
+	if out.Docs, err = c.liveDocs(ctx, def); err == nil {
+		out.DocsFrom = DocsFromSearchers
+	} else {
+		out.Docs, out.DocsFrom, out.DocsNote = out.SnapshotDocs, DocsFromSnapshot, err.Error()
 	}
 	return out, nil
 }

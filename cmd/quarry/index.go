@@ -5,23 +5,28 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"os"
+	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/quarrysearch/quarry/api"
+	"github.com/quarrysearch/quarry/client"
 )
 
 func runIndex(ctx context.Context, args []string) error {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
 		fmt.Fprint(os.Stderr, "Usage: quarry index create|ls|show|query|rm ...\n\n"+
-			"  create NAME --shards N [--team TEAM] [--mapping FILE] [--query FILE]\n"+
-			"                                            create an index (bleve mapping JSON; query settings JSON)\n"+
+			"  create NAME [--shards N] [--team TEAM] [--mapping FILE] [--query FILE]\n"+
+			"                                            create an index (1 shard unless --shards; bleve mapping JSON;\n"+
+			"                                            query settings JSON)\n"+
 			"  query NAME [FILE|-]                       show, or replace, how the index turns text into a query\n"+
-			"  ls                                        list indexes\n"+
-			"  show NAME                                 an index's definition and current snapshot\n"+
+			"  ls                                        list indexes, with live document counts\n"+
+			"  show NAME                                 an index's definition, live document count and snapshot\n"+
 			"  rm NAME                                   delete an index, its documents and snapshots\n")
 		if len(args) == 0 {
 			return errUsage
@@ -35,7 +40,7 @@ func runIndex(ctx context.Context, args []string) error {
 	case "create":
 		fs := newFlags("index create", "NAME", "Creates an index. Its definition lives in the quarry-indexes KV bucket.")
 		nf.register(fs)
-		shards := fs.Int("shards", 1, "number of shards (1-256)")
+		shards := fs.Int("shards", defaultShards, "number of shards (1-256)")
 		team := fs.String("team", "", "team that owns the index: its plugins share that team's plugin runtime and limits (default: the index is a team of its own)")
 		mappingFile := fs.String("mapping", "", "bleve index mapping JSON file (default: dynamic mapping, BM25)")
 		queryFile := fs.String("query", "", `query settings JSON file, e.g. {"fields":[{"field":"name","boost":3}],"operator":"or"}`)
@@ -64,10 +69,11 @@ func runIndex(ctx context.Context, args []string) error {
 		if err != nil {
 			return err
 		}
-		fmt.Printf("created index %s with %d shards\n", def.Name, def.Shards)
+		fmt.Println(createdLine(def.Name, def.Shards, flagSet(fs, "shards")))
 		return nil
 	case "ls", "list":
-		fs := newFlags("index ls", "", "Lists indexes with their shard count and current snapshot.")
+		fs := newFlags("index ls", "", "Lists indexes with their shard count, live document count (what searches\n"+
+			"see now, from the searchers) and current snapshot.")
 		nf.register(fs)
 		fs.BoolVar(&jsonOut, "json", false, "print JSON")
 		if _, err := parse(fs, args, 0, 0); err != nil {
@@ -83,6 +89,7 @@ func runIndex(ctx context.Context, args []string) error {
 			return err
 		}
 		var rows []any
+		var notes []string // why a count is the snapshot's
 		tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
 		if !jsonOut {
 			fmt.Fprintln(tw, "NAME\tTEAM\tSHARDS\tGENERATION\tDOCS\tSNAPSHOT\tCREATED")
@@ -93,14 +100,25 @@ func runIndex(ctx context.Context, args []string) error {
 				return err
 			}
 			rows = append(rows, st)
+			docs := strconv.FormatUint(st.Docs, 10)
+			if st.DocsFrom == client.DocsFromSnapshot {
+				docs += "*"
+				notes = append(notes, fmt.Sprintf("%s: %s", d.Name, st.DocsNote))
+			}
 			if !jsonOut {
-				fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%s\n", d.Name, cmp.Or(d.Team, "-"), d.Shards, st.Generation, st.Docs, humanBytes(st.Bytes), d.Created.Local().Format(time.DateTime))
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\t%s\n", d.Name, cmp.Or(d.Team, "-"), d.Shards, st.Generation, docs, humanBytes(st.Bytes), d.Created.Local().Format(time.DateTime))
 			}
 		}
 		if jsonOut {
 			return printJSON(rows)
 		}
-		return tw.Flush()
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		if len(notes) > 0 {
+			fmt.Printf("\n* the last snapshot's count, which may trail writes since (no live count: %s)\n", strings.Join(notes, "; "))
+		}
+		return nil
 	case "query":
 		fs := newFlags("index query", "NAME [FILE|-]", "Prints an index's query settings, or replaces them from FILE (JSON):\n"+
 			`  {"fields":[{"field":"name","boost":3},{"field":"_all"}],"operator":"or","fuzziness":0,"phrase_boost":2}`+"\n"+
@@ -132,7 +150,7 @@ func runIndex(ctx context.Context, args []string) error {
 		}
 		return printJSON(def.Query)
 	case "show":
-		fs := newFlags("index show", "NAME", "Prints an index's definition (with its mapping) and snapshot as JSON.")
+		fs := newFlags("index show", "NAME", "Prints an index's definition (with its mapping), live document count and\ncurrent snapshot as JSON.")
 		nf.register(fs)
 		pos, err := parse(fs, args, 1, 1)
 		if err != nil {
@@ -168,6 +186,29 @@ func runIndex(ctx context.Context, args []string) error {
 	}
 	fmt.Fprintf(os.Stderr, "quarry index: unknown subcommand %q (want create, ls, show, query or rm)\n", sub)
 	return errUsage
+}
+
+// defaultShards is index create's shard count without --shards.
+const defaultShards = 1
+
+// createdLine says what index create made, and which shard count it took
+// by default when --shards was not given.
+func createdLine(name string, shards int, shardsGiven bool) string {
+	line := fmt.Sprintf("created index %s with %d shard", name, shards)
+	if shards != 1 {
+		line += "s"
+	}
+	if !shardsGiven {
+		line += " (the default; --shards N for more)"
+	}
+	return line
+}
+
+// flagSet reports whether the flag name was given on the command line.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
 }
 
 func printJSON(v any) error {
