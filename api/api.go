@@ -402,8 +402,11 @@ const (
 	CodeBadRequest Code = "bad_request"
 	CodeNotFound   Code = "not_found"
 	CodeConflict   Code = "conflict"
-	// CodeForbidden: the caller's NATS credentials do not allow it (a
-	// team acting on another team's index).
+	// CodeUnauthorized: the HTTP API needs a token and got none, or an
+	// unknown one (HTTP 401).
+	CodeUnauthorized Code = "unauthorized"
+	// CodeForbidden: the caller's NATS credentials or HTTP token do not
+	// allow it (a team acting on another team's index).
 	CodeForbidden   Code = "forbidden"
 	CodeUnavailable Code = "unavailable"
 	CodeOverloaded  Code = "overloaded"
@@ -476,6 +479,8 @@ func HTTPStatus(c Code) int {
 		return 400
 	case CodeNotFound:
 		return 404
+	case CodeUnauthorized:
+		return 401
 	case CodeForbidden:
 		return 403
 	case CodeConflict:

@@ -1,6 +1,8 @@
 package api
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"time"
 )
@@ -214,4 +216,11 @@ type Token struct {
 	Operator bool      `json:"operator,omitempty"`
 	Name     string    `json:"name,omitempty"`
 	Created  time.Time `json:"created"`
+}
+
+// TokenKey is how a token is stored and looked up: the hex sha256 of it.
+// Tokens are 256 random bits, so a plain hash is enough: nothing to guess.
+func TokenKey(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(sum[:])
 }

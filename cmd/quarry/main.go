@@ -49,6 +49,7 @@ func init() {
 		"pipeline": {"show or set an index's plugin pipeline", runPipeline},
 		"queries":  {"export recorded search requests (for plugin test replays)", runQueries},
 		"team":     {"set or list a team's limits (rate, searches in flight)", runTeam},
+		"token":    {"create, list or revoke HTTP API tokens", runToken},
 		"version":  {"print the version", func(context.Context, []string) error { fmt.Println("quarry", version); return nil }},
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -128,6 +129,8 @@ func runServe(ctx context.Context, args []string) error {
 	natsUser := fs.String("nats-user", "", "NATS user Quarry's own roles connect as, when --nats-config requires one")
 	natsPassword := fs.String("nats-password", os.Getenv("QUARRY_NATS_PASSWORD"), "password of --nats-user (env QUARRY_NATS_PASSWORD)")
 	httpAddr := fs.String("http", "127.0.0.1:7700", "HTTP API listen address (empty: none)")
+	var hf httpAuthFlags
+	hf.register(fs)
 	metricsAddr := metricsFlag(fs)
 	demo := fs.Bool("demo", false, "create and load the demo index \"menu\" (20,000 catalogue items, 4 shards, the spelling → synonyms → georank pipeline) if it does not exist")
 	var pipelines pipelineFlag
@@ -161,7 +164,8 @@ func runServe(ctx context.Context, args []string) error {
 		natsOpts = append(natsOpts, nats.UserInfo(*natsUser, *natsPassword))
 	}
 	cfg := node.Config{
-		DataDir: *data, NATSHost: *natsHost, NATSPort: *natsPort, NATSConfigFile: *natsConfig, NATSOptions: natsOpts, HTTPAddr: *httpAddr,
+		HTTPAuth: hf.required(*httpAddr),
+		DataDir:  *data, NATSHost: *natsHost, NATSPort: *natsPort, NATSConfigFile: *natsConfig, NATSOptions: natsOpts, HTTPAddr: *httpAddr,
 		MetricsAddr: *metricsAddr, Indexer: rf.indexer(), Searcher: rf.searcher(), Broker: rf.broker(), Logger: log,
 	}
 	if err := rf.pluginLimits(&cfg); err != nil {
@@ -195,6 +199,39 @@ func runServe(ctx context.Context, args []string) error {
 	case err := <-n.Errors():
 		return err
 	}
+}
+
+// httpAuthFlags say whether the HTTP API asks for tokens.
+type httpAuthFlags struct {
+	auth, insecure bool
+}
+
+func (f *httpAuthFlags) register(fs *flag.FlagSet) {
+	fs.BoolVar(&f.auth, "http-auth", false, "the HTTP API asks for a token (quarry token create) on every request and keeps each team to its own indexes; on by default when --http listens beyond loopback")
+	fs.BoolVar(&f.insecure, "insecure-http", false, "serve the HTTP API without tokens even when --http listens beyond loopback: anyone who reaches it may do anything")
+}
+
+// required reports whether the HTTP API on addr asks for tokens: when
+// asked to, or when it listens beyond loopback unless told not to.
+func (f *httpAuthFlags) required(addr string) bool {
+	if f.auth || addr == "" {
+		return f.auth
+	}
+	return !f.insecure && !loopback(addr)
+}
+
+// loopback reports whether a listen address is only reachable from this
+// machine.
+func loopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // defaultDataDir is where a command keeps its data when --data is not
@@ -320,6 +357,10 @@ func runRole(ctx context.Context, role string, args []string) error {
 	index := fs.String("index", "", "serve only this index (default: every index)")
 	shards := fs.String("shards", "", "searcher: serve only these shards, e.g. 0,1 (needs --index)")
 	httpAddr := fs.String("http", "", "broker: HTTP API listen address (default: none)")
+	var hf httpAuthFlags
+	if role == "broker" {
+		hf.register(fs)
+	}
 	metricsAddr := metricsFlag(fs)
 	replicas := fs.Int("replicas", 1, "JetStream replicas of Quarry's streams and buckets, when this role creates them")
 	var pipelines pipelineFlag
@@ -372,7 +413,7 @@ func runRole(ctx context.Context, role string, args []string) error {
 		if err := rf.pluginLimits(&cfg); err != nil {
 			return err
 		}
-		cfg.HTTPAddr = *httpAddr
+		cfg.HTTPAddr, cfg.HTTPAuth = *httpAddr, hf.required(*httpAddr)
 	}
 	if *shards != "" && role != "searcher" {
 		return fmt.Errorf("--shards is a searcher flag")

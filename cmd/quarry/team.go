@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"text/tabwriter"
+	"time"
 
 	"github.com/quarrysearch/quarry/api"
 )
@@ -96,4 +97,98 @@ func teamLimitsText(s api.TeamSettings) string {
 		inFlight = fmt.Sprintf("%d in flight", s.MaxInFlight)
 	}
 	return rate + ", " + inFlight + " per broker"
+}
+
+const tokenUsage = `Usage: quarry token create|ls|revoke ...
+
+  create --team TEAM [--name NAME]   a token for the HTTP API, for one team's indexes
+  create --operator [--name NAME]    a token that may do everything
+  ls                                 list tokens (ids, teams, names; never the tokens)
+  revoke ID                          revoke a token (HTTP requests with it get 401 within moments)
+
+The HTTP API asks for a token (Authorization: Bearer <token>) when it runs
+with --http-auth, or listens beyond loopback without --insecure-http. A team
+token may search its team's indexes and manage their plugins and pipelines,
+as the team's NATS user may (docs/teams.md). Only the token's sha256 is
+stored: create prints the token once.
+`
+
+func runToken(ctx context.Context, args []string) error {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
+		fmt.Fprint(os.Stderr, tokenUsage)
+		if len(args) == 0 {
+			return errUsage
+		}
+		return nil
+	}
+	var nf natsFlags
+	sub, args := args[0], args[1:]
+	fs := newFlags("token "+sub, "", "Manages HTTP API tokens.")
+	nf.register(fs)
+	var team, name string
+	var operator, jsonOut bool
+	minArgs, maxArgs := 0, 0
+	switch sub {
+	case "create":
+		fs.StringVar(&team, "team", "", "the team whose indexes the token may use")
+		fs.BoolVar(&operator, "operator", false, "a token that may do everything (indexes, documents, every team's plugins)")
+		fs.StringVar(&name, "name", "", "a name to tell the token by (quarry token ls)")
+	case "ls":
+		fs.BoolVar(&jsonOut, "json", false, "print JSON")
+	case "revoke":
+		minArgs, maxArgs = 1, 1
+	default:
+		fmt.Fprintf(os.Stderr, "quarry token: unknown subcommand %q\n\n%s", sub, tokenUsage)
+		return errUsage
+	}
+	pos, err := parse(fs, args, minArgs, maxArgs)
+	if err != nil {
+		return err
+	}
+	if sub == "create" && (team == "") == !operator {
+		fmt.Fprintln(os.Stderr, "quarry token create: give --team TEAM or --operator")
+		return errUsage
+	}
+	nc, c, err := nf.connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	switch sub {
+	case "create":
+		token, t, err := c.CreateToken(ctx, team, operator, name)
+		if err != nil {
+			return err
+		}
+		who := "team " + t.Team
+		if t.Operator {
+			who = "operators"
+		}
+		fmt.Fprintf(os.Stderr, "token %s for %s (shown once; keep it secret):\n", t.ID, who)
+		fmt.Println(token)
+	case "ls":
+		tokens, err := c.Tokens(ctx)
+		if err != nil {
+			return err
+		}
+		if jsonOut {
+			return printJSON(tokens)
+		}
+		tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "ID\tFOR\tNAME\tCREATED")
+		for _, t := range tokens {
+			who := "team " + t.Team
+			if t.Operator {
+				who = "operators"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.ID, who, t.Name, t.Created.Local().Format(time.DateTime))
+		}
+		return tw.Flush()
+	case "revoke":
+		if err := c.RevokeToken(ctx, pos[0]); err != nil {
+			return err
+		}
+		fmt.Printf("token %s revoked\n", pos[0])
+	}
+	return nil
 }

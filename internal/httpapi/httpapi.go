@@ -17,34 +17,95 @@ import (
 // MaxSearchBody caps a search request body.
 const MaxSearchBody = 1 << 20
 
-// Handler returns the HTTP API on top of c. maxBulkBytes caps an NDJSON
-// upload.
-func Handler(c *client.Client, maxBulkBytes int64, log *slog.Logger) http.Handler {
-	h := &handler{c: c, maxBulk: maxBulkBytes, log: log}
+// Options configure the HTTP API.
+type Options struct {
+	// MaxBulkBytes caps an NDJSON upload.
+	MaxBulkBytes int64
+	// Guard, when set, requires a token on every request and keeps teams
+	// to their own indexes; nil: the API is open (for loopback only).
+	Guard  *Guard
+	Logger *slog.Logger
+}
+
+// Handler returns the HTTP API on top of c.
+func Handler(c *client.Client, opts Options) http.Handler {
+	h := &handler{c: c, maxBulk: opts.MaxBulkBytes, log: opts.Logger}
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok\n") })
-	mux.HandleFunc("GET /v1/indexes", h.list)
-	mux.HandleFunc("POST /v1/indexes/{index}", h.create)
-	mux.HandleFunc("GET /v1/indexes/{index}", h.get)
-	mux.HandleFunc("DELETE /v1/indexes/{index}", h.remove)
-	mux.HandleFunc("PUT /v1/indexes/{index}/query", h.setQuery)
-	mux.HandleFunc("POST /v1/indexes/{index}/search", h.search)
-	mux.HandleFunc("POST /v1/indexes/{index}/documents", h.ingest)
-	mux.HandleFunc("GET /v1/indexes/{index}/documents/{id}", h.getDoc)
-	mux.HandleFunc("DELETE /v1/indexes/{index}/documents/{id}", h.deleteDoc)
-	mux.HandleFunc("GET /v1/indexes/{index}/plugins", h.listPlugins)
-	mux.HandleFunc("POST /v1/indexes/{index}/plugins/{name}", h.pushPlugin)
-	mux.HandleFunc("POST /v1/indexes/{index}/plugins/{name}/activate", h.activatePlugin)
-	mux.HandleFunc("DELETE /v1/indexes/{index}/plugins/{name}", h.removePlugin)
-	mux.HandleFunc("POST /v1/indexes/{index}/plugins/{name}/canary", h.canaryPlugin)
-	mux.HandleFunc("POST /v1/indexes/{index}/plugins/{name}/promote", h.promotePlugin)
-	mux.HandleFunc("POST /v1/indexes/{index}/plugins/{name}/shadow", h.shadowPlugin)
-	mux.HandleFunc("GET /v1/indexes/{index}/plugins/{name}/shadow", h.shadowStats)
-	mux.HandleFunc("GET /v1/indexes/{index}/events", h.pluginEvents)
-	mux.HandleFunc("GET /v1/indexes/{index}/pipeline", h.getPipeline)
-	mux.HandleFunc("PUT /v1/indexes/{index}/pipeline", h.setPipeline)
-	mux.HandleFunc("POST /v1/indexes/{index}/pipeline/rollback", h.rollbackPipeline)
+	route := func(pattern string, a access, f http.HandlerFunc) {
+		if opts.Guard == nil {
+			mux.HandleFunc(pattern, f)
+			return
+		}
+		mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+			if err := opts.Guard.check(r, a); err != nil {
+				h.fail(w, err)
+				return
+			}
+			f(w, r)
+		})
+	}
+	route("GET /healthz", open, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok\n") })
+	route("GET /v1/indexes", operator, h.list)
+	route("POST /v1/indexes/{index}", operator, h.create)
+	route("GET /v1/indexes/{index}", operator, h.get)
+	route("DELETE /v1/indexes/{index}", operator, h.remove)
+	route("PUT /v1/indexes/{index}/query", operator, h.setQuery)
+	route("POST /v1/indexes/{index}/search", team, h.search)
+	route("POST /v1/indexes/{index}/documents", operator, h.ingest)
+	route("GET /v1/indexes/{index}/documents/{id}", operator, h.getDoc)
+	route("DELETE /v1/indexes/{index}/documents/{id}", operator, h.deleteDoc)
+	route("GET /v1/indexes/{index}/plugins", team, h.listPlugins)
+	route("POST /v1/indexes/{index}/plugins/{name}", team, h.pushPlugin)
+	route("POST /v1/indexes/{index}/plugins/{name}/activate", team, h.activatePlugin)
+	route("DELETE /v1/indexes/{index}/plugins/{name}", team, h.removePlugin)
+	route("POST /v1/indexes/{index}/plugins/{name}/canary", team, h.canaryPlugin)
+	route("POST /v1/indexes/{index}/plugins/{name}/promote", team, h.promotePlugin)
+	route("POST /v1/indexes/{index}/plugins/{name}/shadow", team, h.shadowPlugin)
+	route("GET /v1/indexes/{index}/plugins/{name}/shadow", team, h.shadowStats)
+	route("GET /v1/indexes/{index}/events", team, h.pluginEvents)
+	route("GET /v1/indexes/{index}/pipeline", team, h.getPipeline)
+	route("PUT /v1/indexes/{index}/pipeline", team, h.setPipeline)
+	route("POST /v1/indexes/{index}/pipeline/rollback", team, h.rollbackPipeline)
 	return mux
+}
+
+// Strict refuses, with 400, a request whose path is not in canonical form
+// (an empty, "." or ".." segment, or an encoded slash, dot or backslash)
+// before next sees it. Go's ServeMux would otherwise answer such a path
+// with a redirect to its cleaned form, and a client that follows it (curl
+// -L, Go's http.Client) sends a DELETE for a document id ".." on to the
+// index itself.
+func Strict(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if why := notCanonical(r.URL.EscapedPath()); why != "" {
+			writeJSON(w, 400, map[string]*api.Error{"error": api.BadRequest("path %q: %s; ids with those characters are reachable through the Go client and the CLI", r.URL.EscapedPath(), why)})
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// notCanonical says why an escaped path is not canonical, or "".
+func notCanonical(p string) string {
+	if !strings.HasPrefix(p, "/") {
+		return "it must start with /"
+	}
+	lower := strings.ToLower(p)
+	for _, enc := range []string{"%2f", "%5c", "%2e", "%00"} {
+		if strings.Contains(lower, enc) {
+			return "it has an encoded slash, backslash, dot or NUL (" + enc + ")"
+		}
+	}
+	segs := strings.Split(p[1:], "/")
+	for i, seg := range segs {
+		switch {
+		case seg == "." || seg == "..":
+			return "it has a dot segment"
+		case seg == "" && i < len(segs)-1:
+			return "it has an empty segment (//)"
+		}
+	}
+	return ""
 }
 
 type handler struct {

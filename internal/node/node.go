@@ -50,6 +50,10 @@ type Config struct {
 	NATSPort int
 	// HTTPAddr is the HTTP API's listen address; empty disables it.
 	HTTPAddr string
+	// HTTPAuth requires a token on every HTTP API request and keeps each
+	// team's tokens to its own indexes (httpapi.Guard; tokens: quarry
+	// token create). Without it the HTTP API is open: for loopback only.
+	HTTPAuth bool
 	// MetricsAddr serves GET /metrics (Prometheus) on a listener of its
 	// own, for roles without the HTTP API; empty: none. The HTTP API
 	// serves /metrics too.
@@ -98,6 +102,7 @@ type Node struct {
 
 	plugins *plugins.Teams
 	lock    *dirLock
+	guard   *httpapi.Guard // with HTTPAuth
 
 	holdMu sync.Mutex
 	holds  map[*string]struct{} // see Hold
@@ -262,11 +267,17 @@ func (n *Node) start(ctx context.Context) (err error) {
 		n.run(tierBroker, "broker", func(ctx context.Context) error { return n.Broker.Run(ctx) })
 	}
 	if httpLn != nil {
+		opts := httpapi.Options{MaxBulkBytes: cfg.MaxBulkBytes, Logger: cfg.Logger}
+		if cfg.HTTPAuth {
+			n.guard = httpapi.NewGuard()
+			n.run(tierBroker, "http-guard", func(ctx context.Context) error { return n.guard.Run(ctx, n.store) })
+			opts.Guard = n.guard
+		}
 		mux := http.NewServeMux()
-		mux.Handle("/", httpapi.Handler(n.client, cfg.MaxBulkBytes, cfg.Logger))
+		mux.Handle("/", httpapi.Handler(n.client, opts))
 		mux.HandleFunc("GET /readyz", n.serveReady)
 		mux.Handle("GET /metrics", httpapi.Metrics(n.Metrics, cfg.Logger))
-		n.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		n.http = &http.Server{Handler: httpapi.Strict(mux), ReadHeaderTimeout: 10 * time.Second}
 		n.run(tierBroker, "http", func(context.Context) error {
 			if err := n.http.Serve(httpLn); !errors.Is(err, http.ErrServerClosed) {
 				return err
@@ -345,6 +356,9 @@ func (n *Node) WaitReady(ctx context.Context) error {
 	if n.Broker != nil {
 		chans = append(chans, n.Broker.Ready(), n.Broker.PipelinesReady())
 	}
+	if n.guard != nil {
+		chans = append(chans, n.guard.Ready())
+	}
 	for _, c := range chans {
 		select {
 		case <-c:
@@ -418,6 +432,9 @@ func (n *Node) Ready() error {
 		if n.Searcher.Draining() {
 			why = append(why, "the searcher is draining")
 		}
+	}
+	if n.guard != nil {
+		pending("the HTTP API is loading its tokens", n.guard.Ready())
 	}
 	if n.Broker != nil {
 		pending("the broker is reading the indexes", n.Broker.Ready())

@@ -1,0 +1,153 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/quarrysearch/quarry/api"
+	"github.com/quarrysearch/quarry/internal/meta"
+)
+
+// Guard enforces over HTTP what NATS permissions enforce over NATS
+// (docs/teams.md): a request carries a token (Authorization: Bearer …);
+// a team's token may search its team's indexes and manage their plugins
+// and pipelines; everything else (indexes, documents, query settings) is
+// for operator tokens. No token: 401; a token outside its team: 403.
+// Tokens are kept as the sha256 of each (api.Token), so the store never
+// holds one that works.
+//
+// A Guard follows the quarry-tokens and quarry-indexes buckets, so a
+// revoked token stops working, and an index's team is known, within
+// moments.
+type Guard struct {
+	ready chan struct{}
+
+	mu     sync.RWMutex
+	tokens map[string]api.Token // by hex sha256
+	teams  map[string]string    // index → its team (TeamOf)
+}
+
+// NewGuard makes a guard; Run fills it.
+func NewGuard() *Guard {
+	return &Guard{ready: make(chan struct{}), tokens: map[string]api.Token{}, teams: map[string]string{}}
+}
+
+// Ready is closed once the guard knows every token and index.
+func (g *Guard) Ready() <-chan struct{} { return g.ready }
+
+// Run follows the tokens and indexes until ctx is done.
+func (g *Guard) Run(ctx context.Context, store *meta.Store) error {
+	tokens, err := store.Follow(ctx, store.Tokens, false)
+	if err != nil {
+		return fmt.Errorf("http guard: watch tokens: %w", err)
+	}
+	defer tokens.Stop()
+	indexes, err := store.Follow(ctx, store.Indexes, false)
+	if err != nil {
+		return fmt.Errorf("http guard: watch indexes: %w", err)
+	}
+	defer indexes.Stop()
+	tokensDone, indexesDone := false, false
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case e, ok := <-tokens.Updates():
+			if !ok {
+				return fmt.Errorf("http guard: the token watch ended")
+			}
+			if e == nil {
+				tokensDone = true
+			} else {
+				g.applyToken(e)
+			}
+		case e, ok := <-indexes.Updates():
+			if !ok {
+				return fmt.Errorf("http guard: the index watch ended")
+			}
+			if e == nil {
+				indexesDone = true
+			} else {
+				g.applyIndex(e)
+			}
+		}
+		if tokensDone && indexesDone {
+			select {
+			case <-g.ready:
+			default:
+				close(g.ready)
+			}
+		}
+	}
+}
+
+func (g *Guard) applyToken(e jetstream.KeyValueEntry) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var t api.Token
+	if e.Operation() != jetstream.KeyValuePut || json.Unmarshal(e.Value(), &t) != nil {
+		delete(g.tokens, e.Key())
+		return
+	}
+	g.tokens[e.Key()] = t
+}
+
+func (g *Guard) applyIndex(e jetstream.KeyValueEntry) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	def, err := meta.DecodeIndex(e.Value())
+	if e.Operation() != jetstream.KeyValuePut || err != nil {
+		delete(g.teams, e.Key())
+		return
+	}
+	g.teams[e.Key()] = def.TeamOf()
+}
+
+// access is who may use a route.
+type access uint8
+
+const (
+	open     access = iota // anyone (health)
+	team                   // the index's team, or an operator
+	operator               // operators only
+)
+
+// check authorizes r for a route of the given access: nil, or the error
+// to answer.
+func (g *Guard) check(r *http.Request, a access) error {
+	if a == open {
+		return nil
+	}
+	select {
+	case <-g.ready:
+	default:
+		return api.Errorf(api.CodeUnavailable, "the HTTP API is still loading its tokens; try again")
+	}
+	auth := r.Header.Get("Authorization")
+	raw, ok := strings.CutPrefix(auth, "Bearer ")
+	if !ok || raw == "" {
+		return &api.Error{Code: api.CodeUnauthorized, Message: "this HTTP API needs a token: Authorization: Bearer <token> (quarry token create)"}
+	}
+	g.mu.RLock()
+	t, known := g.tokens[api.TokenKey(raw)]
+	index := r.PathValue("index")
+	owner, exists := g.teams[index]
+	g.mu.RUnlock()
+	switch {
+	case !known:
+		return &api.Error{Code: api.CodeUnauthorized, Message: "unknown or revoked token"}
+	case t.Operator:
+		return nil
+	case a == operator:
+		return api.Errorf(api.CodeForbidden, "team %s's token may not do this: it is for operator tokens (team tokens search their indexes and manage their plugins and pipelines)", t.Team)
+	case !exists || owner != t.Team:
+		return api.Errorf(api.CodeForbidden, "team %s's token may not use index %q", t.Team, index)
+	}
+	return nil
+}

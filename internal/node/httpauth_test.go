@@ -1,0 +1,187 @@
+package node
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/quarrysearch/quarry/api"
+	"github.com/quarrysearch/quarry/broker"
+	"github.com/quarrysearch/quarry/indexer"
+	"github.com/quarrysearch/quarry/internal/wasmtest"
+	"github.com/quarrysearch/quarry/searcher"
+)
+
+// do sends one HTTP request with a bearer token ("" for none) and returns
+// the status and body.
+func do(t *testing.T, c *http.Client, method, url, token, body string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// TestHTTPTeamIsolation runs TestTeamIsolation's matrix over HTTP with
+// tokens: no token gets 401; team books's token gets 403 on team food's
+// index for every search and plugin operation; team tokens cannot manage
+// indexes or documents; an operator token can; a revoked token stops
+// working.
+func TestHTTPTeamIsolation(t *testing.T) {
+	n := startConfig(t, Config{HTTPAuth: true, Indexer: &indexer.Config{SnapshotInterval: -1}, Searcher: &searcher.Config{}, Broker: &broker.Config{}})
+	ctx := context.Background()
+	c := n.Client()
+	for _, def := range []api.IndexDefinition{{Name: "menu", Shards: 1, Team: "food"}, {Name: "books", Shards: 1, Team: "books"}} {
+		if _, err := c.CreateIndexDef(ctx, def); err != nil {
+			t.Fatal(err)
+		}
+		mustBulk(t, c, def.Name, ndjson(30, def.Name))
+		waitTotal(t, c, def.Name, "noodles", 10)
+	}
+	food, _, err := c.CreateToken(ctx, "food", false, "food ci")
+	if err != nil {
+		t.Fatal(err)
+	}
+	books, _, err := c.CreateToken(ctx, "books", false, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	op, _, err := c.CreateToken(ctx, "", true, "ops")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hc := &http.Client{Timeout: 30 * time.Second}
+	base := "http://" + n.HTTPAddr
+	// A token is usable as soon as the guard has seen it.
+	deadline := time.Now().Add(10 * time.Second)
+	for code, _ := do(t, hc, "POST", base+"/v1/indexes/menu/search", op, `{"q":"noodles"}`); code != 200; code, _ = do(t, hc, "POST", base+"/v1/indexes/menu/search", op, `{"q":"noodles"}`) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the operator token never worked: %d", code)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	identity := wasmtest.WAT(t, identityWAT)
+	routes := []struct {
+		method, path, body string
+		teamRoute          bool // a team may use it on its own index
+	}{
+		{"POST", "/v1/indexes/menu/search", `{"q":"noodles"}`, true},
+		{"GET", "/v1/indexes/menu/plugins", "", true},
+		{"POST", "/v1/indexes/menu/plugins/evil?kind=rewriter", string(identity), true},
+		{"POST", "/v1/indexes/menu/plugins/evil/activate", `{"digest":"sha256:00"}`, true},
+		{"DELETE", "/v1/indexes/menu/plugins/evil", "", true},
+		{"POST", "/v1/indexes/menu/plugins/evil/canary", `{"digest":"x","percent":5}`, true},
+		{"POST", "/v1/indexes/menu/plugins/evil/promote", "", true},
+		{"POST", "/v1/indexes/menu/plugins/evil/shadow", `{"digest":"x","percent":5}`, true},
+		{"GET", "/v1/indexes/menu/plugins/evil/shadow", "", true},
+		{"GET", "/v1/indexes/menu/events", "", true},
+		{"GET", "/v1/indexes/menu/pipeline", "", true},
+		{"PUT", "/v1/indexes/menu/pipeline", `{"rewriters":[]}`, true},
+		{"POST", "/v1/indexes/menu/pipeline/rollback", "", true},
+		{"GET", "/v1/indexes", "", false},
+		{"GET", "/v1/indexes/menu", "", false},
+		{"PUT", "/v1/indexes/menu/query", `{"operator":"and"}`, false},
+		{"POST", "/v1/indexes/menu/documents", `{"id":"x1","text":"noodles"}`, false},
+		{"GET", "/v1/indexes/menu/documents/menu0001", "", false},
+		{"DELETE", "/v1/indexes/menu/documents/menu0001", "", false},
+		{"POST", "/v1/indexes/other", `{"shards":1}`, false},
+		{"DELETE", "/v1/indexes/menu", "", false},
+	}
+	for _, r := range routes {
+		for _, who := range []struct {
+			name, token string
+			want        int // 0: not refused (any status the operation itself gives)
+		}{
+			{"no token", "", 401},
+			{"a made-up token", "qk_madeup", 401},
+			{"team books", books, 403},
+			{"team food", food, map[bool]int{true: 0, false: 403}[r.teamRoute]},
+		} {
+			code, body := do(t, hc, r.method, base+r.path, who.token, r.body)
+			switch {
+			case who.want != 0 && code != who.want:
+				t.Errorf("%s %s as %s: %d %.200s, want %d", r.method, r.path, who.name, code, body, who.want)
+			case who.want == 0 && (code == 401 || code == 403):
+				t.Errorf("%s %s as %s: refused (%d %.200s)", r.method, r.path, who.name, code, body)
+			}
+		}
+	}
+	// The index is still there: nothing a team did reached it.
+	if code, body := do(t, hc, "POST", base+"/v1/indexes/books/search", books, `{"q":"noodles"}`); code != 200 || !strings.Contains(body, `"total":10`) {
+		t.Fatalf("team books on its own index: %d %s", code, body)
+	}
+	// The operator may do what teams may not.
+	if code, body := do(t, hc, "GET", base+"/v1/indexes", op, ""); code != 200 || !strings.Contains(body, `"books"`) {
+		t.Fatalf("operator lists indexes: %d %s", code, body)
+	}
+	// Revoked: refused within moments.
+	tokens, err := c.Tokens(ctx)
+	if err != nil || len(tokens) != 3 {
+		t.Fatalf("tokens: %+v %v", tokens, err)
+	}
+	for _, tk := range tokens {
+		if tk.Team == "food" {
+			if err := c.RevokeToken(ctx, tk.ID); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	deadline = time.Now().Add(10 * time.Second)
+	for code, _ := do(t, hc, "POST", base+"/v1/indexes/menu/search", food, `{"q":"noodles"}`); code != 401; code, _ = do(t, hc, "POST", base+"/v1/indexes/menu/search", food, `{"q":"noodles"}`) {
+		if time.Now().After(deadline) {
+			t.Fatalf("a revoked token still works: %d", code)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// No path reaches another resource than the one it names: dot segments,
+// empty segments and encoded slashes or dots get 400, never the redirect
+// Go's mux would send (which a client following redirects, like this one,
+// would take with its DELETE to the index itself).
+func TestHTTPPathsStrict(t *testing.T) {
+	n := startNode(t)
+	c := n.Client()
+	noodleIndex(t, c, "victim", "v")
+	hc := &http.Client{Timeout: 10 * time.Second} // follows redirects, keeps the method on 307
+	base := "http://" + n.HTTPAddr
+	for _, p := range []string{
+		"/v1/indexes/victim/documents/../../victim",
+		"/v1/indexes/victim/documents/..",
+		"/v1/indexes/victim/documents/.",
+		"/v1/indexes/victim/documents/%2e%2e",
+		"/v1/indexes/victim/documents/a%2Fb",
+		"/v1/indexes/victim/documents/a%5cb",
+		"/v1/indexes//victim",
+		"/v1/indexes/victim/./documents/v0001",
+		"/v1/indexes/x/../victim",
+	} {
+		code, body := do(t, hc, "DELETE", base+p, "", "")
+		if code != 400 || !strings.Contains(body, "bad_request") {
+			t.Errorf("DELETE %s: %d %.200s, want 400", p, code, body)
+		}
+	}
+	if _, err := c.Index(context.Background(), "victim"); err != nil {
+		t.Fatalf("the index is gone: %v", err)
+	}
+	if total(c, "victim", "noodles") != 10 {
+		t.Fatal("documents are gone")
+	}
+	// A canonical path still works.
+	if code, body := do(t, hc, "DELETE", base+"/v1/indexes/victim/documents/v0000", "", ""); code != 200 {
+		t.Fatalf("a plain delete: %d %s", code, body)
+	}
+}
