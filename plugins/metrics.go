@@ -17,6 +17,10 @@ var (
 	descCallSeconds = prometheus.NewDesc("quarry_plugin_call_duration_seconds", "Time of one call of a plugin version's hook: waiting for an instance, copying in, running, decoding out.", pluginLabels, nil)
 	descInstances   = prometheus.NewDesc("quarry_plugin_instances", "Live (instantiated) instances of a plugin version.", pluginLabels, nil)
 	descMemory      = prometheus.NewDesc("quarry_plugin_memory_bytes", "Linear memory of a plugin version's live instances, as of each one's last call.", pluginLabels, nil)
+	descGrown       = prometheus.NewDesc("quarry_plugin_instances_grown_total", "Calls that found every pooled instance of a plugin version busy and ran on an extra instance of their own, within the team's instance budget.", pluginLabels, nil)
+
+	descTeamSeconds   = prometheus.NewDesc("quarry_team_plugin_seconds_total", "Time the calls of a team's plugins ran (held an instance): about the CPU time the team's plugins used on this broker.", []string{"team"}, nil)
+	descTeamInstances = prometheus.NewDesc("quarry_team_plugin_instances", "Plugin instances a team's loaded plugins reserve on this broker, of its --team-max-instances.", []string{"team"}, nil)
 )
 
 // errorKinds are the kinds of failure, in the order they are exported.
@@ -40,7 +44,7 @@ type collector struct {
 
 // Describe implements prometheus.Collector.
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descCalls, descErrors, descCallSeconds, descInstances, descMemory} {
+	for _, d := range []*prometheus.Desc{descCalls, descErrors, descCallSeconds, descInstances, descMemory, descGrown} {
 		ch <- d
 	}
 }
@@ -76,5 +80,29 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstHistogram(descCallSeconds, count, sum.Seconds(), buckets, lv...)
 		ch <- prometheus.MustNewConstMetric(descInstances, prometheus.GaugeValue, float64(p.LiveInstances()), lv...)
 		ch <- prometheus.MustNewConstMetric(descMemory, prometheus.GaugeValue, float64(p.MemoryBytes()), lv...)
+		ch <- prometheus.MustNewConstMetric(descGrown, prometheus.CounterValue, float64(p.Metrics.grown.Load()), lv...)
+	}
+}
+
+// Collector returns a collector of each team's plugin time and reserved
+// instances (quarry_team_plugin_seconds_total, quarry_team_plugin_instances),
+// read when scraped.
+func (t *Teams) Collector() prometheus.Collector { return teamsCollector{t} }
+
+type teamsCollector struct{ t *Teams }
+
+// Describe implements prometheus.Collector.
+func (c teamsCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- descTeamSeconds
+	ch <- descTeamInstances
+}
+
+// Collect implements prometheus.Collector.
+func (c teamsCollector) Collect(ch chan<- prometheus.Metric) {
+	c.t.mu.Lock()
+	defer c.t.mu.Unlock()
+	for team, r := range c.t.rts {
+		ch <- prometheus.MustNewConstMetric(descTeamSeconds, prometheus.CounterValue, float64(r.busyNS.Load())/1e9, team)
+		ch <- prometheus.MustNewConstMetric(descTeamInstances, prometheus.GaugeValue, float64(r.Instances()), team)
 	}
 }

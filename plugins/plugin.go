@@ -294,6 +294,40 @@ func describe(ctx context.Context, err error) error {
 	return err
 }
 
+// acquire takes an instance for one call. When every pooled instance is
+// busy (a burst, or calls stuck on a slow path of the plugin), the call
+// does not queue behind them: it gets an extra instance for itself, within
+// the team's instance budget (Config.MaxInstances), closed when it
+// returns; only with the budget spent does it wait for a pooled one, until
+// its own deadline. extra reports an instance outside the pool.
+func (p *Plugin) acquire(ctx context.Context) (in *instance, extra bool, err error) {
+	select {
+	case in = <-p.pool:
+	default:
+		if p.rt.reserve(p.spec.Name, 1) == nil {
+			p.Metrics.grown.Add(1)
+			if in, err = p.newInstance(ctx); err != nil {
+				p.rt.release(1)
+				return nil, false, &CallError{Plugin: p.spec.Name, Kind: KindTrap, Err: err}
+			}
+			return in, true, nil
+		}
+		select {
+		case in = <-p.pool:
+		case <-ctx.Done():
+			return nil, false, &CallError{Plugin: p.spec.Name, Kind: KindBusy,
+				Err: fmt.Errorf("no free instance within the budget of %s, and the team's %d instances are all in use", p.spec.Budget, p.rt.cfg.MaxInstances)}
+		}
+	}
+	if in == nil { // a discarded instance's slot: make a new one
+		if in, err = p.newInstance(context.Background()); err != nil {
+			p.pool <- nil
+			return nil, false, &CallError{Plugin: p.spec.Name, Kind: KindTrap, Err: err}
+		}
+	}
+	return in, false, nil
+}
+
 // call runs one hook on a pooled instance: copy the request in, call, and
 // decode the response straight from the guest's memory. Any failure but a
 // plugin-reported error discards the instance.
@@ -316,24 +350,23 @@ func (p *Plugin) call(ctx context.Context, encode func([]byte) []byte, decode fu
 	if p.native != nil {
 		return p.callNative(ctx, encode, decode)
 	}
-	var in *instance
-	select {
-	case in = <-p.pool:
-	case <-ctx.Done():
-		return &CallError{Plugin: p.spec.Name, Kind: KindBusy, Err: fmt.Errorf("no free instance within the budget of %s", p.spec.Budget)}
+	in, extra, err := p.acquire(ctx)
+	if err != nil {
+		return err
 	}
-	if in == nil { // a discarded instance's slot: make a new one
-		if in, err = p.newInstance(context.Background()); err != nil {
-			p.pool <- nil
-			return &CallError{Plugin: p.spec.Name, Kind: KindTrap, Err: err}
-		}
-	}
+	running := time.Now()
 	discard := true
 	defer func() {
-		if discard {
+		p.rt.busyNS.Add(int64(time.Since(running)))
+		switch {
+		case extra: // grown for this call only: back to the team's budget
+			p.closeInstance(context.Background(), in)
+			p.rt.release(1)
+			return
+		case discard:
 			p.closeInstance(context.Background(), in)
 			in = nil
-		} else {
+		default:
 			p.noteMemory(in)
 		}
 		p.pool <- in
@@ -440,7 +473,10 @@ func (p *Plugin) Rank(ctx context.Context, req *abi.RankRequest) (*abi.RankRespo
 
 // Metrics are a plugin version's call counters and latency histogram.
 type Metrics struct {
-	Calls   atomic.Int64
+	Calls atomic.Int64
+	// grown counts calls that found every pooled instance busy and got
+	// an extra instance of their own (see acquire).
+	grown   atomic.Int64
 	mu      sync.Mutex
 	byKind  map[ErrorKind]*atomic.Int64
 	buckets [len(latencyBounds) + 1]atomic.Int64

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
@@ -42,6 +43,9 @@ type Runtime struct {
 
 	mu        sync.Mutex
 	instances int // reserved by loaded plugins
+	// busyNS is the time calls of the runtime's plugins held an instance:
+	// one goroutine each, so about the CPU time the team's plugins took.
+	busyNS atomic.Int64
 }
 
 // ErrLimit reports a plugin that does not fit its runtime's limits.

@@ -1,0 +1,74 @@
+package plugins
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/quarrysearch/quarry/internal/wasmtest"
+	"github.com/quarrysearch/quarry/sdk/abi"
+)
+
+// stuckWAT is a rewriter that loops for ever on a 4-byte q ("slow") and
+// answers at once otherwise.
+const stuckWAT = `(module (memory 1)
+  (func (export "quarry_abi_v1"))
+  (func (export "quarry_alloc") (param i32) (result i32) (i32.const 1024))
+  (func (export "quarry_rewrite") (param $p i32) (param i32) (result i64)
+    (if (i32.eq (i32.load (local.get $p)) (i32.const 4))
+      (then (loop $spin (br $spin))))
+    (i32.store16 (i32.const 40960) (i32.const 0))
+    (i64.or (i64.shl (i64.const 40960) (i64.const 32)) (i64.const 2))))`
+
+// Calls stuck on a plugin's slow path hold every pooled instance; a call
+// that would not take the slow path still runs at once, on an extra
+// instance within the team's budget, instead of failing as busy. With the
+// team's budget spent it waits for a pooled one, and fails as busy only
+// at its deadline.
+func TestBusyPoolGrows(t *testing.T) {
+	ctx := context.Background()
+	rt, err := NewRuntime(ctx, Config{MaxInstances: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close(ctx)
+	p, err := rt.Load(ctx, Spec{Name: "stuck", Version: "v1", Kind: Rewriter, Budget: 500 * time.Millisecond, Instances: 1}, wasmtest.WAT(t, stuckWAT))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for range 2 { // hold the pooled instance and one extra
+		wg.Go(func() {
+			if _, err := p.Rewrite(ctx, &abi.RewriteRequest{Q: "slow"}); !errors.Is(err, context.DeadlineExceeded) && err == nil {
+				t.Errorf("the slow path answered: %v", err)
+			}
+		})
+	}
+	time.Sleep(50 * time.Millisecond)
+	start := time.Now()
+	if _, err := p.Rewrite(ctx, &abi.RewriteRequest{Q: "quick!"}); err != nil {
+		t.Fatalf("a fast call beside two stuck ones: %v", err)
+	}
+	if took := time.Since(start); took > 200*time.Millisecond {
+		t.Errorf("a fast call waited %s", took)
+	}
+	if p.Metrics.grown.Load() < 2 {
+		t.Errorf("grown %d times, want 2 (a stuck call and the fast one)", p.Metrics.grown.Load())
+	}
+	// Three stuck: the team's 3 instances are spent; a fourth call waits
+	// and is busy at its deadline.
+	wg.Go(func() { p.Rewrite(ctx, &abi.RewriteRequest{Q: "slow"}) })
+	time.Sleep(50 * time.Millisecond)
+	var ce *CallError
+	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond) // before a stuck call's budget ends
+	defer cancel()
+	if _, err := p.Rewrite(short, &abi.RewriteRequest{Q: "quick!"}); !errors.As(err, &ce) || ce.Kind != KindBusy {
+		t.Errorf("with the team's instances spent: %v, want busy", err)
+	}
+	wg.Wait()
+	if n := rt.Instances(); n != 1 {
+		t.Errorf("the runtime still reserves %d instances after the extra ones returned, want 1", n)
+	}
+}
