@@ -7,8 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nuid"
 
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/internal/subject"
@@ -16,9 +19,19 @@ import (
 
 // BulkOptions tunes Bulk. Zero values are documented defaults.
 type BulkOptions struct {
-	// Window is how many publishes may await their acknowledgement at once
-	// (default 2048, at most 8192).
+	// Window is how many documents may await their acknowledgement at
+	// once (default 2048, at most 8192).
 	Window int
+	// Batch is how many documents go to the stream as one atomic batch,
+	// stored and acknowledged together (default and most 1000,
+	// nats-server's default cap, and at most Window; 1: every document
+	// on its own). A server that syncs every write to disk before
+	// acknowledging it (Quarry's default) then syncs once a batch
+	// instead of once a document. Used when the stream takes atomic
+	// batches (nats-server 2.12 and later); a batch the stream refuses
+	// (too many open at once, over a lower cap) is published again a
+	// document at a time, and so is the rest of the ingest.
+	Batch int
 	// MaxErrors is how many line errors are kept in the result (default
 	// 100); all of them are counted.
 	MaxErrors int
@@ -59,10 +72,48 @@ func (e LineError) String() string {
 	return fmt.Sprintf("line %d: %s", e.Line, e.Err)
 }
 
-type pendingAck struct {
+// Atomic batches (nats-server 2.12+) carry these headers; the last
+// message of a batch commits it and gets the one acknowledgement.
+const (
+	headerBatchID     = "Nats-Batch-Id"
+	headerBatchSeq    = "Nats-Batch-Sequence"
+	headerBatchCommit = "Nats-Batch-Commit"
+	// maxBatch is nats-server's default cap on an atomic batch.
+	maxBatch = 1000
+	// maxBatchBytes closes a batch early, so that large documents do not
+	// hold much more memory than the window does anyway.
+	maxBatchBytes = 4 << 20
+)
+
+// bulkDoc is one document of a bulk ingest, with where it came from.
+type bulkDoc struct {
 	line int
 	id   string
+	msg  *nats.Msg
+}
+
+// pendingAck is what awaits one acknowledgement: one document, or an
+// atomic batch of them.
+type pendingAck struct {
+	docs []bulkDoc
 	fut  jetstream.PubAckFuture
+}
+
+// bulk is one Bulk call's publishing state. Documents go to the stream in
+// atomic batches when it allows them, each batch stored (and, on a server
+// that syncs every write, fsynced) and acknowledged once; otherwise one
+// publish a document. Either way up to Window documents await their
+// acknowledgement at once, in order.
+type bulk struct {
+	c        *Client
+	ctx      context.Context
+	opts     BulkOptions
+	res      *BulkResult
+	batching bool
+	batch    []bulkDoc // the batch being filled
+	bytes    int       // its size
+	pending  []pendingAck
+	inflight int // documents in pending
 }
 
 // Bulk reads NDJSON documents from r and upserts them: good lines go in,
@@ -70,41 +121,26 @@ type pendingAck struct {
 // generation including every stored document is published at the end. The
 // error is non-nil only when the ingest could not go on (unknown index,
 // lost connection, unreadable input); refused lines are in the result.
+// A document counts as stored once the stream has acknowledged it: with
+// Quarry's default server settings, once it is on disk
+// (docs/operations.md, "What an acknowledgement means").
 func (c *Client) Bulk(ctx context.Context, index string, r io.Reader, opts BulkOptions) (*BulkResult, error) {
 	if opts.Window <= 0 {
 		opts.Window = 2048
 	}
 	opts.Window = min(opts.Window, maxAsyncPending)
+	if opts.Batch <= 0 {
+		opts.Batch = maxBatch
+	}
+	opts.Batch = min(opts.Batch, maxBatch, opts.Window)
 	if opts.MaxErrors <= 0 {
 		opts.MaxErrors = 100
 	}
 	if _, err := c.definition(ctx, index); err != nil {
 		return nil, err
 	}
-	res := &BulkResult{}
-	fail := func(line int, id string, err error) {
-		res.Failed++
-		if len(res.Errors) < opts.MaxErrors {
-			res.Errors = append(res.Errors, LineError{Line: line, ID: id, Err: err.Error()})
-		}
-	}
-	pending := make([]pendingAck, 0, opts.Window)
-	settle := func(p pendingAck) error {
-		select {
-		case ack := <-p.fut.Ok():
-			res.Stored++
-			res.LastSeq = max(res.LastSeq, ack.Sequence)
-		case err := <-p.fut.Err():
-			if errors.Is(err, context.Canceled) || ctx.Err() != nil {
-				return ctx.Err()
-			}
-			fail(p.line, p.id, fmt.Errorf("not stored: %w", err))
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-		return nil
-	}
-
+	b := &bulk{c: c, ctx: ctx, opts: opts, res: &BulkResult{}, batching: opts.Batch > 1 && c.atomicBatches(ctx)}
+	res := b.res
 	br := bufio.NewReaderSize(r, 256<<10)
 	var consumed int64
 	lineNo := 0
@@ -117,37 +153,14 @@ func (c *Client) Bulk(ctx context.Context, index string, r io.Reader, opts BulkO
 		if len(bytes.TrimSpace(line)) > 0 || tooLong {
 			res.Lines++
 			if tooLong {
-				fail(lineNo, "", api.BadRequest("document is over the limit of %d bytes", c.opts.MaxDocBytes))
+				b.fail(lineNo, "", api.BadRequest("document is over the limit of %d bytes", c.opts.MaxDocBytes))
 			} else if msg, merr := c.docMsg(ctx, index, line); merr != nil {
-				fail(lineNo, "", merr)
+				b.fail(lineNo, "", merr)
 			} else {
-				if len(pending) == opts.Window {
-					// Settle the older half of the window before publishing more.
-					half := max(opts.Window/2, 1)
-					for _, p := range pending[:half] {
-						if serr := settle(p); serr != nil {
-							return res, serr
-						}
-					}
-					pending = pending[:copy(pending, pending[half:])]
-				}
 				_, _, id, _ := subject.ParseDoc(msg.Subject)
-				fut, perr := c.js.PublishMsgAsync(msg)
-				if errors.Is(perr, jetstream.ErrTooManyStalledMsgs) {
-					// The connection is backed up: wait for every pending
-					// ack, then try once more.
-					for _, p := range pending {
-						if serr := settle(p); serr != nil {
-							return res, serr
-						}
-					}
-					pending = pending[:0]
-					fut, perr = c.js.PublishMsgAsync(msg)
+				if perr := b.add(bulkDoc{line: lineNo, id: id, msg: msg}); perr != nil {
+					return res, perr
 				}
-				if perr != nil {
-					return res, fmt.Errorf("line %d: publish: %w", lineNo, perr)
-				}
-				pending = append(pending, pendingAck{line: lineNo, id: id, fut: fut})
 			}
 			if opts.Progress != nil && res.Lines%1000 == 0 {
 				opts.Progress(res.Lines, consumed)
@@ -160,8 +173,11 @@ func (c *Client) Bulk(ctx context.Context, index string, r io.Reader, opts BulkO
 			return res, fmt.Errorf("read line %d: %w", lineNo+1, err)
 		}
 	}
-	for _, p := range pending {
-		if err := settle(p); err != nil {
+	if err := b.flush(); err != nil {
+		return res, err
+	}
+	for len(b.pending) > 0 {
+		if err := b.settleOldest(); err != nil {
 			return res, err
 		}
 	}
@@ -177,6 +193,208 @@ func (c *Client) Bulk(ctx context.Context, index string, r io.Reader, opts BulkO
 	}
 	res.Snapshot = &snap
 	return res, nil
+}
+
+// atomicBatches reports whether the document stream takes atomic batches.
+func (c *Client) atomicBatches(ctx context.Context) bool {
+	st, err := c.metaStore(ctx)
+	if err != nil || st.Docs == nil {
+		return false
+	}
+	info := st.Docs.CachedInfo()
+	return info != nil && info.Config.AllowAtomicPublish
+}
+
+func (b *bulk) fail(line int, id string, err error) {
+	b.res.Failed++
+	if len(b.res.Errors) < b.opts.MaxErrors {
+		b.res.Errors = append(b.res.Errors, LineError{Line: line, ID: id, Err: err.Error()})
+	}
+}
+
+// add takes the next document: into the batch, or published on its own.
+func (b *bulk) add(d bulkDoc) error {
+	if !b.batching {
+		return b.publish([]bulkDoc{d})
+	}
+	b.batch = append(b.batch, d)
+	b.bytes += len(d.msg.Data)
+	if len(b.batch) >= b.opts.Batch || b.bytes >= maxBatchBytes {
+		return b.flush()
+	}
+	return nil
+}
+
+// flush publishes the batch being filled.
+func (b *bulk) flush() error {
+	docs := b.batch
+	b.batch, b.bytes = nil, 0
+	if len(docs) == 0 {
+		return nil
+	}
+	return b.publish(docs)
+}
+
+// publish sends docs, one document or an atomic batch, once the window
+// has room for them.
+func (b *bulk) publish(docs []bulkDoc) error {
+	for len(b.pending) > 0 && b.inflight+len(docs) > b.opts.Window {
+		// Settle the older half of the window before publishing more.
+		for settled := 0; len(b.pending) > 0 && settled < max(b.opts.Window/2, 1); {
+			settled += len(b.pending[0].docs)
+			if err := b.settleOldest(); err != nil {
+				return err
+			}
+		}
+	}
+	if len(docs) > 1 && !b.batching {
+		// Batching stopped while this batch waited for room.
+		for _, d := range docs {
+			if err := b.publish([]bulkDoc{d}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	fut, err := b.send(docs)
+	if errors.Is(err, jetstream.ErrTooManyStalledMsgs) {
+		// The connection is backed up: wait for every pending ack, then
+		// try once more.
+		for len(b.pending) > 0 {
+			if serr := b.settleOldest(); serr != nil {
+				return serr
+			}
+		}
+		fut, err = b.send(docs)
+	}
+	if err != nil {
+		return fmt.Errorf("line %d: publish: %w", docs[0].line, err)
+	}
+	b.pending = append(b.pending, pendingAck{docs: docs, fut: fut})
+	b.inflight += len(docs)
+	return nil
+}
+
+// send publishes one document, or docs as an atomic batch: every message
+// but the last without a reply, the last committing the batch.
+func (b *bulk) send(docs []bulkDoc) (jetstream.PubAckFuture, error) {
+	if len(docs) == 1 {
+		return b.c.js.PublishMsgAsync(docs[0].msg)
+	}
+	id := nuid.Next()
+	msg := func(i int) *nats.Msg {
+		m := &nats.Msg{Subject: docs[i].msg.Subject, Data: docs[i].msg.Data, Header: nats.Header{}}
+		m.Header.Set(headerBatchID, id)
+		m.Header.Set(headerBatchSeq, strconv.Itoa(i+1))
+		return m
+	}
+	last := len(docs) - 1
+	for i := range last {
+		if err := b.c.nc.PublishMsg(msg(i)); err != nil {
+			return nil, err
+		}
+	}
+	commit := msg(last)
+	commit.Header.Set(headerBatchCommit, "1")
+	return b.c.js.PublishMsgAsync(commit)
+}
+
+// wait waits for p's acknowledgement. A refusal is perr; err is the
+// context's end, which stops the ingest.
+func (b *bulk) wait(p pendingAck) (ack *jetstream.PubAck, perr, err error) {
+	select {
+	case ack := <-p.fut.Ok():
+		return ack, nil, nil
+	case perr := <-p.fut.Err():
+		if errors.Is(perr, context.Canceled) || b.ctx.Err() != nil {
+			return nil, nil, b.ctx.Err()
+		}
+		return nil, perr, nil
+	case <-b.ctx.Done():
+		return nil, nil, b.ctx.Err()
+	}
+}
+
+// settleOldest waits for the oldest pending acknowledgement and counts it.
+func (b *bulk) settleOldest() error {
+	p := b.pending[0]
+	b.pending = b.pending[1:]
+	b.inflight -= len(p.docs)
+	ack, perr, err := b.wait(p)
+	switch {
+	case err != nil:
+		return err
+	case perr == nil:
+		b.stored(p, ack)
+	case len(p.docs) == 1:
+		b.fail(p.docs[0].line, p.docs[0].id, fmt.Errorf("not stored: %w", perr))
+	default:
+		return b.fallback(p)
+	}
+	return nil
+}
+
+func (b *bulk) stored(p pendingAck, ack *jetstream.PubAck) {
+	b.res.Stored += len(p.docs)
+	b.res.LastSeq = max(b.res.LastSeq, ack.Sequence)
+}
+
+// fallback handles a refused batch (none of its documents is stored: too
+// many batches in flight on the stream, or a stream that stopped taking
+// them): the rest of the ingest publishes one document at a time. Every
+// later publish is settled first, then the refused batches' documents are
+// published again, in order, except those that a later line of the same
+// id, already stored, supersedes (they count as stored: publishing them
+// again would overwrite the newer version).
+func (b *bulk) fallback(failed pendingAck) error {
+	b.batching = false
+	later := b.pending
+	b.pending, b.inflight = nil, 0
+	refused := []bool{true}
+	all := []pendingAck{failed}
+	for _, p := range later {
+		ack, perr, err := b.wait(p)
+		if err != nil {
+			return err
+		}
+		all = append(all, p)
+		switch {
+		case perr == nil:
+			b.stored(p, ack)
+			refused = append(refused, false)
+		case len(p.docs) == 1:
+			b.fail(p.docs[0].line, p.docs[0].id, fmt.Errorf("not stored: %w", perr))
+			refused = append(refused, false)
+		default:
+			refused = append(refused, true)
+		}
+	}
+	// Stored after each refused batch: the ids that supersede its lines.
+	retry := make([][]bulkDoc, len(all))
+	newer := map[string]bool{}
+	for i := len(all) - 1; i >= 0; i-- {
+		if !refused[i] {
+			for _, d := range all[i].docs {
+				newer[d.id] = true
+			}
+			continue
+		}
+		for _, d := range all[i].docs {
+			if newer[d.id] {
+				b.res.Stored++
+			} else {
+				retry[i] = append(retry[i], d)
+			}
+		}
+	}
+	for _, docs := range retry {
+		for _, d := range docs {
+			if err := b.publish([]bulkDoc{d}); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // readLine reads one line (without its newline). A line longer than max

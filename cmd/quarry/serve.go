@@ -22,6 +22,7 @@ import (
 	"github.com/quarrysearch/quarry/indexer"
 	"github.com/quarrysearch/quarry/internal/catalog"
 	"github.com/quarrysearch/quarry/internal/demo"
+	"github.com/quarrysearch/quarry/internal/embednats"
 	"github.com/quarrysearch/quarry/internal/node"
 	"github.com/quarrysearch/quarry/searcher"
 )
@@ -126,6 +127,8 @@ func runServe(ctx context.Context, args []string) error {
 	natsHost := fs.String("nats-host", "127.0.0.1", "address the embedded NATS server listens on")
 	natsPort := fs.Int("nats-port", 4222, "port the embedded NATS server listens on (-1: any free port)")
 	natsConfig := fs.String("nats-config", "", "nats-server configuration file for the embedded server: users and permissions per team (docs/teams.md)")
+	var natsSync syncFlag
+	fs.Var(&natsSync, "sync", "when JetStream puts writes on disk: always (before it acknowledges them) or an interval such as 2m (faster, but a machine crash loses up to that much acknowledged data); default: the --nats-config file's sync_interval, else always (docs/operations.md)")
 	natsUser := fs.String("nats-user", "", "NATS user Quarry's own roles connect as, when --nats-config requires one")
 	natsPassword := fs.String("nats-password", os.Getenv("QUARRY_NATS_PASSWORD"), "password of --nats-user (env QUARRY_NATS_PASSWORD)")
 	httpAddr := fs.String("http", "127.0.0.1:7700", "HTTP API listen address (empty: none)")
@@ -165,7 +168,7 @@ func runServe(ctx context.Context, args []string) error {
 	}
 	cfg := node.Config{
 		HTTPAuth: hf.required(*httpAddr),
-		DataDir:  *data, NATSHost: *natsHost, NATSPort: *natsPort, NATSConfigFile: *natsConfig, NATSOptions: natsOpts, HTTPAddr: *httpAddr,
+		DataDir:  *data, NATSHost: *natsHost, NATSPort: *natsPort, NATSConfigFile: *natsConfig, NATSSync: time.Duration(natsSync), NATSOptions: natsOpts, HTTPAddr: *httpAddr,
 		MetricsAddr: *metricsAddr, Indexer: rf.indexer(), Searcher: rf.searcher(), Broker: rf.broker(), Logger: log,
 	}
 	if err := rf.pluginLimits(&cfg); err != nil {
@@ -252,6 +255,29 @@ func defaultDataDir(command string) string {
 		base = filepath.Join(home, ".local", "share")
 	}
 	return filepath.Join(base, "quarry", command)
+}
+
+// syncFlag is --sync: embednats.SyncAlways ("always") or an interval; zero
+// when not given.
+type syncFlag time.Duration
+
+func (s *syncFlag) String() string {
+	switch d := time.Duration(*s); {
+	case d == embednats.SyncAlways:
+		return "always"
+	case d > 0:
+		return d.String()
+	}
+	return ""
+}
+
+func (s *syncFlag) Set(v string) error {
+	d, err := embednats.ParseSync(v)
+	if err != nil {
+		return err
+	}
+	*s = syncFlag(d)
+	return nil
 }
 
 // pipelineFlag collects --pipeline INDEX=FILE flags.

@@ -3,6 +3,7 @@ package embednats
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"time"
 
@@ -43,6 +44,38 @@ type Config struct {
 	// route to the server itself is ignored, so every member can be given
 	// the same list; the server keeps trying a member that is down.
 	Routes []string
+
+	// Sync is when JetStream makes what it stores durable (see
+	// docs/operations.md). SyncAlways: every write is fsynced before it
+	// is acknowledged, so an acknowledged message survives a machine
+	// crash. A positive interval: a write is acknowledged once it is in
+	// the OS page cache and fsynced in the background every Sync, so a
+	// process crash loses nothing but a machine crash (kernel panic,
+	// power cut, VM kill) loses up to Sync of acknowledged writes. Zero:
+	// the ConfigFile's jetstream sync_interval if it sets one, else
+	// SyncAlways. Negative values other than SyncAlways are refused.
+	Sync time.Duration
+	// Logger gets the start-up line that says how writes are synced, a
+	// warning when they are acknowledged before they are on disk (nil:
+	// no line).
+	Logger *slog.Logger
+}
+
+// SyncAlways, as Config.Sync, fsyncs every JetStream write before it is
+// acknowledged.
+const SyncAlways time.Duration = -1
+
+// ParseSync parses a sync setting as the --sync flag gives it: "always"
+// (SyncAlways) or a positive duration such as "2m".
+func ParseSync(s string) (time.Duration, error) {
+	if s == "always" {
+		return SyncAlways, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("sync %q: want always or a positive interval such as 2m", s)
+	}
+	return d, nil
 }
 
 // Server is a running embedded nats-server.
@@ -64,6 +97,12 @@ func Start(cfg Config) (*Server, error) {
 	if cfg.ReadyTimeout == 0 {
 		cfg.ReadyTimeout = 10 * time.Second
 	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Sync < 0 && cfg.Sync != SyncAlways {
+		return nil, fmt.Errorf("embedded nats: Sync %s: want SyncAlways, 0 or a positive interval", cfg.Sync)
+	}
 	opts := &server.Options{}
 	if cfg.ConfigFile != "" {
 		var err error
@@ -71,6 +110,7 @@ func Start(cfg Config) (*Server, error) {
 			return nil, fmt.Errorf("embedded nats: config %s: %w", cfg.ConfigFile, err)
 		}
 	}
+	setSync(opts, cfg.Sync)
 	opts.ServerName, opts.Host, opts.Port, opts.DontListen = cfg.ServerName, cfg.Host, cfg.Port, cfg.NoListen
 	opts.JetStream, opts.NoSigs, opts.NoLog = true, true, true
 	if cfg.ClusterName != "" {
@@ -101,7 +141,50 @@ func Start(cfg Config) (*Server, error) {
 		ns.Shutdown()
 		return nil, fmt.Errorf("embedded nats: not ready after %s (is port %d in use?)", cfg.ReadyTimeout, cfg.Port)
 	}
-	return &Server{ns: ns}, nil
+	s := &Server{ns: ns}
+	if always, interval, err := s.Sync(); err != nil {
+		s.Shutdown()
+		return nil, err
+	} else if always {
+		cfg.Logger.Info("JetStream puts every write on disk before acknowledging it", "sync", "always")
+	} else {
+		cfg.Logger.Warn("JetStream acknowledges writes before they are on disk: a machine crash (power cut, kernel panic, VM kill) can lose the acknowledged writes of the last sync_interval; a process crash loses none",
+			"sync_interval", interval, "durable", "sync always (quarry serve --sync always)")
+	}
+	return s, nil
+}
+
+// setSync applies a Config.Sync to the server's options: an explicit
+// setting wins over the configuration file's, and with neither every
+// write is synced. (server.Options has no exported way to tell that a
+// file set sync; a file that did leaves SyncAlways or a non-zero
+// SyncInterval, which the server's own default is applied after.)
+func setSync(opts *server.Options, sync time.Duration) {
+	switch {
+	case sync == SyncAlways:
+		opts.SyncAlways, opts.SyncInterval = true, 0
+	case sync > 0:
+		opts.SyncAlways, opts.SyncInterval = false, sync
+	case opts.SyncAlways || opts.SyncInterval > 0:
+		// The configuration file's setting.
+	default:
+		opts.SyncAlways = true
+	}
+}
+
+// Sync reports how the running server's JetStream syncs its writes: always
+// (every write fsynced before its acknowledgement), or in the background
+// every interval. It reads the server's effective configuration, what
+// /varz shows under jetstream.config.
+func (s *Server) Sync() (always bool, interval time.Duration, err error) {
+	v, err := s.ns.Varz(nil)
+	if err != nil {
+		return false, 0, fmt.Errorf("embedded nats: varz: %w", err)
+	}
+	if v.JetStream.Config == nil {
+		return false, 0, errors.New("embedded nats: varz shows no JetStream configuration")
+	}
+	return v.JetStream.Config.SyncAlways, v.JetStream.Config.SyncInterval, nil
 }
 
 // Connect opens an in-process connection (no TCP) to the server.

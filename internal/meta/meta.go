@@ -111,12 +111,22 @@ func Open(ctx context.Context, js jetstream.JetStream, opts Options) (*Store, er
 		{&s.Uploads, jetstream.StreamConfig{Name: subject.UploadsStream, Description: "Quarry plugin uploads in progress",
 			Subjects: []string{subject.UploadsPrefix + ".>"}, MaxAge: time.Hour, MaxBytes: 1 << 30, Discard: jetstream.DiscardNew,
 			Duplicates: 10 * time.Minute}},
+		// Atomic batches let a bulk ingest have many documents stored,
+		// and synced to disk, with one acknowledgement (client.Bulk).
 		{&s.Docs, jetstream.StreamConfig{Name: subject.DocsStream, Description: "Quarry documents: one subject per document, latest kept",
-			Subjects: []string{subject.DocsPrefix + ".>"}, MaxMsgsPerSubject: 1, Duplicates: 2 * time.Minute, AllowDirect: true}},
+			Subjects: []string{subject.DocsPrefix + ".>"}, MaxMsgsPerSubject: 1, Duplicates: 2 * time.Minute, AllowDirect: true,
+			AllowAtomicPublish: true}},
 	}
 	for _, st := range streams {
 		st.cfg.Storage, st.cfg.Replicas = jetstream.FileStorage, opts.Replicas
 		stream, err := js.CreateOrUpdateStream(ctx, st.cfg)
+		if err != nil && st.cfg.AllowAtomicPublish {
+			// A server older than 2.12 knows no atomic batches (and in
+			// strict mode refuses the field): documents are then
+			// published one at a time.
+			st.cfg.AllowAtomicPublish = false
+			stream, err = js.CreateOrUpdateStream(ctx, st.cfg)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("open stream %s: %w", st.cfg.Name, err)
 		}

@@ -48,6 +48,10 @@ type Config struct {
 	// (NATSPort -1: a free port; 0: 4222).
 	NATSHost string
 	NATSPort int
+	// NATSSync is when the embedded server's JetStream fsyncs what it
+	// stores (embednats.Config.Sync): embednats.SyncAlways, an interval,
+	// or zero for NATSConfigFile's sync_interval, else always.
+	NATSSync time.Duration
 	// HTTPAddr is the HTTP API's listen address; empty disables it.
 	HTTPAddr string
 	// HTTPAuth requires a token on every HTTP API request and keeps each
@@ -199,7 +203,7 @@ func (n *Node) start(ctx context.Context) (err error) {
 			}
 		}
 		n.ns, err = embednats.Start(embednats.Config{StoreDir: filepath.Join(cfg.DataDir, "nats"), Host: cfg.NATSHost, Port: cfg.NATSPort,
-			ConfigFile: cfg.NATSConfigFile})
+			ConfigFile: cfg.NATSConfigFile, Sync: cfg.NATSSync, Logger: cfg.Logger})
 		if err != nil {
 			return err
 		}
