@@ -191,9 +191,16 @@ func (s *Service) register(ctx context.Context, index string, r *Request) (*api.
 	v.Step = r.Step
 	v.Step.Plugin, v.Step.Digest = r.Name, r.Digest
 	if err := s.validate(ctx, v, wasm, r.Samples); err != nil {
+		// The refusal is recorded (plugin ls says why); the bytes are not
+		// kept.
 		v.Error = err.Error()
 	} else {
 		v.Valid = true
+		if r.Upload != "" {
+			if _, err := s.store.PutPlugin(ctx, wasm); err != nil {
+				return nil, err
+			}
+		}
 	}
 	if err := s.store.PutPluginVersion(ctx, v); err != nil {
 		return nil, err

@@ -61,7 +61,7 @@ func (s *Service) stageChunk(ctx context.Context, index, id, offset string, chun
 }
 
 // uploaded returns the binary of a register request: the staged upload
-// it names, checked against its digest and stored, or (with no upload) the
+// it names, checked against its digest, or (with no upload) the
 // stored binary of a version already pushed under this name to this index,
 // so that a team can only ever register bytes it uploaded itself.
 func (s *Service) uploaded(ctx context.Context, index string, r *Request) ([]byte, error) {
@@ -84,8 +84,5 @@ func (s *Service) uploaded(ctx context.Context, index string, r *Request) ([]byt
 	if got := meta.PluginDigest(wasm); got != r.Digest {
 		return nil, api.BadRequest("the uploaded %d bytes hash to %s, not %s (a truncated or corrupted upload): push again", len(wasm), got, r.Digest)
 	}
-	if _, err := s.store.PutPlugin(ctx, wasm); err != nil {
-		return nil, err
-	}
-	return wasm, nil
+	return wasm, nil // stored by register once it is valid: refused bytes are not kept
 }

@@ -27,6 +27,16 @@ func (s *Store) StageChunk(ctx context.Context, index, id string, offset int64, 
 	if offset < 0 || offset+int64(len(chunk)) > MaxPluginBytes {
 		return api.BadRequest("upload chunk at offset %d (%d bytes) goes past the plugin size limit of %d bytes", offset, len(chunk), MaxPluginBytes)
 	}
+	if offset == 0 { // a new upload: within the index's staging quota?
+		staged, err := s.stagedUploads(ctx, index)
+		if err != nil {
+			return err
+		}
+		if _, again := staged[subject.Upload(index, id)]; !again && len(staged) >= MaxStagedUploads {
+			return &api.Error{Code: api.CodeOverloaded, RetryAfterMS: 60_000, Message: fmt.Sprintf(
+				"index %q has %d plugin uploads staged, its quota: register them (quarry plugin push finishes what it starts) or wait, they expire an hour after their last chunk", index, len(staged))}
+		}
+	}
 	msg := nats.NewMsg(subject.Upload(index, id))
 	msg.Header.Set(subject.HeaderUploadOffset, strconv.FormatInt(offset, 10))
 	msg.Header.Set(nats.MsgIdHdr, id+"."+strconv.FormatInt(offset, 10))
@@ -39,6 +49,21 @@ func (s *Store) StageChunk(ctx context.Context, index, id string, offset int64, 
 		return fmt.Errorf("stage upload %s chunk at %d: %w", id, offset, err)
 	}
 	return nil
+}
+
+// MaxStagedUploads is how many uploads one index may have staged at once
+// (each at most MaxPluginBytes): one team cannot fill the staging stream
+// that every team shares.
+const MaxStagedUploads = 4
+
+// stagedUploads returns the subjects of the uploads staged for index, with
+// their chunk counts.
+func (s *Store) stagedUploads(ctx context.Context, index string) (map[string]uint64, error) {
+	info, err := s.Uploads.Info(ctx, jetstream.WithSubjectFilter(subject.UploadsPrefix+"."+index+".*"))
+	if err != nil {
+		return nil, fmt.Errorf("staged uploads of %q: %w", index, err)
+	}
+	return info.State.Subjects, nil
 }
 
 // AssembleUpload reads a staged upload back in order. It fails with

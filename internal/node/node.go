@@ -258,6 +258,9 @@ func (n *Node) start(ctx context.Context) (err error) {
 		cached := limits
 		cached.CacheDir = filepath.Join(n.pluginDir(), "compiled")
 		n.plugins = plugins.NewTeams(cached) // one runtime per team
+		if err := n.Metrics.Register(n.plugins.Collector()); err != nil {
+			return fmt.Errorf("team plugin metrics: %w", err)
+		}
 		// Pipelines from the registry (quarry-pipelines), swapped in live.
 		n.run(tierBroker, "pipelines", func(ctx context.Context) error { return n.Broker.WatchPipelines(ctx, n.plugins) })
 		// The admin API (plugins and pipelines) runs beside the broker.

@@ -1,9 +1,11 @@
 package node
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -233,6 +235,30 @@ func TestChunkedUpload(t *testing.T) {
 	l, err := c.Plugins(ctx, "up")
 	if err != nil || len(l.Versions) != 1 {
 		t.Fatalf("versions after refused uploads: %+v %v (want ltr's alone)", l, err)
+	}
+	// A refused binary is not kept: its bytes are not in the object store.
+	junk := bytes.Repeat([]byte("not wasm "), 1000)
+	if _, err := c.PushPlugin(ctx, "up", "junk", junk, client.PushOptions{Kind: "rewriter"}); api.CodeOf(err) != api.CodeBadRequest {
+		t.Fatalf("junk: %v", err)
+	}
+	if _, err := n.store.PluginBinary(ctx, meta.PluginDigest(junk)); err == nil {
+		t.Error("the refused binary was kept in the object store")
+	}
+	if _, err := n.store.PluginBinary(ctx, meta.PluginDigest(ltr)); err != nil {
+		t.Errorf("the valid binary was not kept: %v", err)
+	}
+	// The staging quota: 4 uploads at once per index; a chunk of one
+	// already staged is still taken.
+	for i := range meta.MaxStagedUploads {
+		if err := upload(fmt.Sprint("q", i), 0, suffix[:10]); err != nil {
+			t.Fatalf("upload %d of the quota: %v", i, err)
+		}
+	}
+	if err := upload("qover", 0, suffix[:10]); err == nil || !strings.Contains(err.Error(), "4 plugin uploads staged, its quota") {
+		t.Errorf("an upload over the quota: %v", err)
+	}
+	if err := upload("q0", 10, suffix[10:20]); err != nil {
+		t.Errorf("the next chunk of a staged upload: %v", err)
 	}
 }
 
