@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -38,8 +39,15 @@ type BulkOptions struct {
 	// NoSnapshot skips asking the indexer for a new generation at the end.
 	NoSnapshot bool
 	// Progress, if set, is called every 1,000 documents and at the end with
-	// the lines read and the input bytes consumed.
+	// the lines read and the input bytes consumed. Reading runs far ahead
+	// of indexing: OnProgress says how many documents are searchable.
 	Progress func(lines int, bytes int64)
+	// OnProgress, if set, is called every ProgressEvery (default 250ms),
+	// from a goroutine of its own, and once more before Bulk returns, with
+	// the documents read, stored and indexed (asked of the searchers).
+	OnProgress func(BulkProgress)
+	// ProgressEvery is how often OnProgress is called.
+	ProgressEvery time.Duration
 }
 
 // BulkResult reports a bulk ingest.
@@ -87,9 +95,10 @@ const (
 
 // bulkDoc is one document of a bulk ingest, with where it came from.
 type bulkDoc struct {
-	line int
-	id   string
-	msg  *nats.Msg
+	line  int
+	id    string
+	shard int
+	msg   *nats.Msg
 }
 
 // pendingAck is what awaits one acknowledgement: one document, or an
@@ -113,7 +122,8 @@ type bulk struct {
 	batch    []bulkDoc // the batch being filled
 	bytes    int       // its size
 	pending  []pendingAck
-	inflight int // documents in pending
+	inflight int            // documents in pending
+	track    *ingestTracker // nil without BulkOptions.OnProgress
 }
 
 // Bulk reads NDJSON documents from r and upserts them: good lines go in,
@@ -136,10 +146,18 @@ func (c *Client) Bulk(ctx context.Context, index string, r io.Reader, opts BulkO
 	if opts.MaxErrors <= 0 {
 		opts.MaxErrors = 100
 	}
-	if _, err := c.definition(ctx, index); err != nil {
+	def, err := c.definition(ctx, index)
+	if err != nil {
 		return nil, err
 	}
 	b := &bulk{c: c, ctx: ctx, opts: opts, res: &BulkResult{}, batching: opts.Batch > 1 && c.atomicBatches(ctx)}
+	if opts.OnProgress != nil {
+		if opts.ProgressEvery <= 0 {
+			opts.ProgressEvery = 250 * time.Millisecond
+		}
+		b.track = c.trackIngest(def, opts.OnProgress, opts.ProgressEvery)
+		defer b.track.stop()
+	}
 	res := b.res
 	br := bufio.NewReaderSize(r, 256<<10)
 	var consumed int64
@@ -157,16 +175,18 @@ func (c *Client) Bulk(ctx context.Context, index string, r io.Reader, opts BulkO
 			} else if msg, merr := c.docMsg(ctx, index, line); merr != nil {
 				b.fail(lineNo, "", merr)
 			} else {
-				_, _, id, _ := subject.ParseDoc(msg.Subject)
-				if perr := b.add(bulkDoc{line: lineNo, id: id, msg: msg}); perr != nil {
+				_, shard, id, _ := subject.ParseDoc(msg.Subject)
+				if perr := b.add(bulkDoc{line: lineNo, id: id, shard: shard, msg: msg}); perr != nil {
 					return res, perr
 				}
 			}
 			if opts.Progress != nil && res.Lines%1000 == 0 {
 				opts.Progress(res.Lines, consumed)
 			}
+			b.track.read(res.Lines, consumed, false)
 		}
 		if err == io.EOF {
+			b.track.read(res.Lines, consumed, true)
 			break
 		}
 		if err != nil {
@@ -184,10 +204,13 @@ func (c *Client) Bulk(ctx context.Context, index string, r io.Reader, opts BulkO
 	if opts.Progress != nil {
 		opts.Progress(res.Lines, consumed)
 	}
+	b.track.allStored(ctx)
 	if opts.NoSnapshot || res.Stored == 0 {
 		return res, nil
 	}
+	b.track.publishing(true)
 	snap, err := c.Snapshot(ctx, index, res.LastSeq)
+	b.track.publishing(false)
 	if err != nil {
 		return res, err
 	}
@@ -206,6 +229,7 @@ func (c *Client) atomicBatches(ctx context.Context) bool {
 }
 
 func (b *bulk) fail(line int, id string, err error) {
+	b.track.failed()
 	b.res.Failed++
 	if len(b.res.Errors) < b.opts.MaxErrors {
 		b.res.Errors = append(b.res.Errors, LineError{Line: line, ID: id, Err: err.Error()})
@@ -337,6 +361,11 @@ func (b *bulk) settleOldest() error {
 func (b *bulk) stored(p pendingAck, ack *jetstream.PubAck) {
 	b.res.Stored += len(p.docs)
 	b.res.LastSeq = max(b.res.LastSeq, ack.Sequence)
+	for i, d := range p.docs {
+		// An atomic batch is stored as one run of sequences, the
+		// acknowledgement's the last.
+		b.track.stored(d.shard, ack.Sequence-uint64(len(p.docs)-1-i))
+	}
 }
 
 // fallback handles a refused batch (none of its documents is stored: too
@@ -382,6 +411,7 @@ func (b *bulk) fallback(failed pendingAck) error {
 		for _, d := range all[i].docs {
 			if newer[d.id] {
 				b.res.Stored++
+				b.track.superseded()
 			} else {
 				retry[i] = append(retry[i], d)
 			}

@@ -7,16 +7,21 @@ import (
 	"os"
 	"time"
 
+	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/client"
 )
 
 func runIngest(ctx context.Context, args []string) error {
-	fs := newFlags("ingest", "INDEX FILE.ndjson|-", "Bulk-loads newline-delimited JSON documents (each an object with a string\n\"id\"), then asks the indexer for a new snapshot generation. Bad lines are\nreported by number and skipped; good lines still go in.")
+	fs := newFlags("ingest", "INDEX FILE.ndjson|-", "Bulk-loads newline-delimited JSON documents (each an object with a string\n\"id\"), then asks the indexer for a new snapshot generation. Bad lines are\nreported by number and skipped; good lines still go in.\n\n"+
+		"Progress counts documents indexed (searchable, as the searchers report),\n"+
+		"not lines read: storing runs far ahead of indexing. On a terminal it is a\n"+
+		"bar; otherwise a line every --progress-every.")
 	var nf natsFlags
 	nf.register(fs)
 	noSnap := fs.Bool("no-snapshot", false, "do not publish a new generation at the end")
 	jsonOut := fs.Bool("json", false, "print the result as JSON")
 	quiet := fs.Bool("quiet", false, "no progress bar")
+	every := fs.Duration("progress-every", 3*time.Second, "how often a progress line is printed when stderr is not a terminal (a terminal gets a bar)")
 	pos, err := parse(fs, args, 2, 2)
 	if err != nil {
 		return err
@@ -39,8 +44,14 @@ func runIngest(ctx context.Context, args []string) error {
 		return err
 	}
 	defer nc.Close()
-	bar := newProgress(os.Stderr, total, *quiet || *jsonOut)
-	opts := client.BulkOptions{NoSnapshot: *noSnap, Progress: bar.update}
+	if *every <= 0 {
+		return api.BadRequest("--progress-every must be positive, got %s", *every)
+	}
+	bar := newProgress(os.Stderr, total, *quiet || *jsonOut, *every)
+	opts := client.BulkOptions{NoSnapshot: *noSnap}
+	if !*quiet && !*jsonOut {
+		opts.OnProgress = bar.update
+	}
 	start := time.Now()
 	res, err := c.Bulk(ctx, pos[0], in, opts)
 	bar.done()
