@@ -185,20 +185,26 @@ func quantile(sorted []time.Duration, q float64) time.Duration {
 	return sorted[min(len(sorted)-1, int(q*float64(len(sorted))))]
 }
 
-// One team sending the heaviest requests it can does not hurt another
-// team's normal queries on another index: no failures, and their p99
-// stays within 2x of what it is alone.
+// One team sending the heaviest requests it can (within the limits and
+// over them) beside another team's normal queries on another index: the
+// calm team sees no failure, and its p99 is compared with its p99 alone.
+// The short variant (CI, where other packages' tests share the two cores)
+// checks no failure and at most 4x; -quarry.long runs more queries and
+// holds the goal of 2x. The figures are in docs/performance.md.
 func TestHeavyQueryIsolation(t *testing.T) {
 	n := startNode(t)
 	qs := api.QuerySettings{Fields: []api.FieldBoost{{Field: "title", Boost: 2}, {Field: "body"}}}
-	g := corpusIndex(t, n, "heavy", 2, 3000, qs)
-	corpusIndex(t, n, "calm", 2, 3000, qs)
+	docs, queries, bound := 1000, 300, 4.0
+	if *long {
+		docs, queries, bound = 3000, 2000, 2.0
+	}
+	g := corpusIndex(t, n, "heavy", 2, docs, qs)
+	corpusIndex(t, n, "calm", 2, docs, qs) // another team: index-calm
 	words := g.Words()
 	base := "http://" + n.HTTPAddr + "/v1/indexes/"
 	normal := func(i int) string {
 		return fmt.Sprintf(`{"q":"%s %s","size":10,"fields":["title"]}`, words[(i*7)%300], words[(i*13+5)%300])
 	}
-	const queries = 400
 	latencies(base+"calm/search", 1, 50, normal, nil) // warm up
 	alone, failed := latencies(base+"calm/search", 1, queries, normal, nil)
 	if len(failed) > 0 {
@@ -212,7 +218,7 @@ func TestHeavyQueryIsolation(t *testing.T) {
 		_, f := latencies(base+"heavy/search", 2, 0, func(i int) string { heavyCount.Add(1); return heavy[i%len(heavy)] }, stop)
 		heavyDone <- f
 	}()
-	time.Sleep(500 * time.Millisecond)
+	time.Sleep(300 * time.Millisecond)
 	during, failed := latencies(base+"calm/search", 1, queries, normal, nil)
 	close(stop)
 	heavyFailures := <-heavyDone
@@ -222,8 +228,8 @@ func TestHeavyQueryIsolation(t *testing.T) {
 	if len(failed) > 0 {
 		t.Errorf("%d of the calm team's queries failed: %v", len(failed), failed[:min(3, len(failed))])
 	}
-	if p99d > 2*p99a {
-		t.Errorf("the calm team's p99 went from %s to %s beside the heavy team (over 2x)", p99a, p99d)
+	if float64(p99d) > bound*float64(p99a) {
+		t.Errorf("the calm team's p99 went from %s to %s beside the heavy team (over %gx)", p99a, p99d, bound)
 	}
 }
 
