@@ -4,10 +4,11 @@
 //
 //	GET    /v1/indexes                      list indexes
 //	POST   /v1/indexes/{index}              create: {"shards":N,"mapping":{...}}
-//	GET    /v1/indexes/{index}              definition and snapshot status
+//	GET    /v1/indexes/{index}              definition, live document count, snapshot status
 //	DELETE /v1/indexes/{index}              delete
 //	POST   /v1/indexes/{index}/search       SearchRequest → SearchResponse
 //	POST   /v1/indexes/{index}/documents    NDJSON upserts (?snapshot=true to publish a generation)
+//	GET    /v1/indexes/{index}/documents/{id}  the document as written (from the stream)
 //	DELETE /v1/indexes/{index}/documents/{id}
 //	GET    /healthz                         alive
 package httpapi
