@@ -95,6 +95,7 @@ func TestQueryLimits(t *testing.T) {
 			if took > time.Second {
 				t.Errorf("took %s", took)
 			}
+			t.Logf("%d in %s", code, took)
 			// The next normal query is answered at once.
 			start = time.Now()
 			if code, body := post(t, url, fmt.Sprintf(`{"q":%q}`, common)); code != 200 || time.Since(start) > time.Second {
