@@ -4,7 +4,9 @@
 //	quarry indexer|searcher|broker      one role against --nats URL
 //	quarry index create|ls|show|rm      manage indexes
 //	quarry ingest|put|delete            write documents
+//	quarry get                          read one document by id
 //	quarry search                       query an index
+//	quarry team|token                   team limits, HTTP API tokens
 //
 // Run `quarry COMMAND --help` for each command's flags.
 package main
@@ -43,6 +45,7 @@ func init() {
 		"ingest":   {"bulk-load NDJSON documents and publish a new generation", runIngest},
 		"put":      {"upsert one JSON document", runPut},
 		"delete":   {"delete one document by id", runDelete},
+		"get":      {"print one document by id, as stored", runGet},
 		"search":   {"search an index", runSearch},
 		"bench":    {"measure Quarry side by side with bleve, and WASM plugins with native ones", runBench},
 		"plugin":   {"push, list, activate, roll back and remove plugins; run one locally", runPlugin},

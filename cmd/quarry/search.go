@@ -19,10 +19,6 @@ import (
 // after main.go's (Go runs a package's init functions in file name
 // order), so the table exists. Move the entry into the table when you
 // next edit main.go.
-func init() {
-	commands["get"] = command{"print one document by id, as stored", runGet}
-}
-
 func runGet(ctx context.Context, args []string) error {
 	fs := newFlags("get", "INDEX ID", "Prints one document, exactly as it was written (the latest version).\n"+
 		"It is read from the JetStream stream, the source of truth, so it is\n"+
