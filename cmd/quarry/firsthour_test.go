@@ -187,6 +187,8 @@ func TestBoolFlagsRender(t *testing.T) {
 		"plugin":   {"push", "ls", "show", "activate", "rollback", "rm", "canary", "promote", "shadow", "shadow-stats", "events", "test", "run"},
 		"pipeline": {"show", "set"},
 		"queries":  {"export"},
+		"team":     {"set", "ls"},
+		"token":    {"create", "ls", "revoke"},
 	}
 	stderr := os.Stderr
 	os.Stderr, _ = os.Open(os.DevNull)
