@@ -1,12 +1,15 @@
 package api
 
 import (
-	"bytes"
 	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"time"
+	"unicode/utf8"
+
+	"github.com/quarrysearch/quarry/api/strictjson"
 )
 
 // Defaults and limits of the public API.
@@ -76,33 +79,46 @@ type FacetRequest struct {
 // ("size": 0 in JSON).
 const NoHits = -1
 
-// UnmarshalJSON decodes a request as the JSON API defines it: unknown keys
-// are refused and an explicit "size": 0 is NoHits.
+// searchRequestSchema is what a search request's JSON may hold, from its
+// json tags, made once.
+var searchRequestSchema = strictjson.For(reflect.TypeFor[SearchRequest]())
+
+// UnmarshalJSON decodes a request as the JSON API defines it, strictly
+// (strictjson): one JSON object, valid UTF-8 throughout, every key known,
+// spelled exactly and given once, every value of its field's type, and
+// no key twice in query, filter or context either; an explicit "size": 0
+// is NoHits. Errors are CodeBadRequest errors naming the field.
 func (r *SearchRequest) UnmarshalJSON(b []byte) error {
+	if err := strictjson.Check(b, searchRequestSchema); err != nil {
+		return BadRequest("malformed search request: %v", err)
+	}
 	type plain SearchRequest // without this method
 	aux := struct {
 		*plain
 		Size *int `json:"size,omitempty"`
 	}{plain: (*plain)(r)}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&aux); err != nil {
-		return err
+	if err := json.Unmarshal(b, &aux); err != nil {
+		return BadRequest("malformed search request: %s", strictjson.Describe(err))
 	}
 	if aux.Size != nil {
 		switch r.Size = *aux.Size; {
 		case r.Size == 0:
 			r.Size = NoHits
 		case r.Size < 0:
-			return fmt.Errorf("size must be >= 0, got %d", r.Size)
+			return BadRequest("size must be >= 0, got %d", r.Size)
 		}
 	}
 	return nil
 }
 
 // MarshalJSON encodes a request as the JSON API defines it: NoHits is
-// "size": 0, and a zero Size (the default) is left out.
+// "size": 0, and a zero Size (the default) is left out. A request with
+// invalid UTF-8 in a string is refused (a CodeBadRequest error):
+// encoding/json would replace it with U+FFFD, a different request.
 func (r SearchRequest) MarshalJSON() ([]byte, error) {
+	if err := r.checkText(); err != nil {
+		return nil, err
+	}
 	type plain SearchRequest // without this method
 	aux := struct {
 		plain
@@ -117,6 +133,50 @@ func (r SearchRequest) MarshalJSON() ([]byte, error) {
 		aux.Size = &size
 	}
 	return json.Marshal(aux)
+}
+
+// checkText refuses invalid UTF-8 in a request's strings, naming the
+// field. A request decoded from JSON had it refused already; one built in
+// Go is checked here.
+func (r *SearchRequest) checkText() error {
+	bad := func(field string, at int) error {
+		return BadRequest("%s is not valid UTF-8 (byte %d)", field, at)
+	}
+	if at := invalidUTF8(r.Q); at >= 0 {
+		return bad("q", at)
+	}
+	for i, raw := range [...]json.RawMessage{r.Query, r.Filter, r.Context} {
+		if !utf8.Valid(raw) {
+			return bad([...]string{"query", "filter", "context"}[i], invalidUTF8(string(raw)))
+		}
+	}
+	for i, s := range r.Sort {
+		if at := invalidUTF8(s); at >= 0 {
+			return bad(fmt.Sprintf("sort[%d]", i), at)
+		}
+	}
+	for i, s := range r.Fields {
+		if at := invalidUTF8(s); at >= 0 {
+			return bad(fmt.Sprintf("fields[%d]", i), at)
+		}
+	}
+	for name, f := range r.Facets {
+		if at := invalidUTF8(name); at >= 0 {
+			return bad(fmt.Sprintf("the name of facet %q", name), at)
+		}
+		if at := invalidUTF8(f.Field); at >= 0 {
+			return bad(fmt.Sprintf("facets.%s.field", name), at)
+		}
+	}
+	if v := r.Variant; v != nil {
+		if at := invalidUTF8(v.Plugin); at >= 0 {
+			return bad("variant.plugin", at)
+		}
+		if at := invalidUTF8(v.Digest); at >= 0 {
+			return bad("variant.digest", at)
+		}
+	}
+	return nil
 }
 
 // Validate checks a request for errors a caller can fix, naming the field.
@@ -137,7 +197,7 @@ func (r *SearchRequest) Validate() error {
 			return BadRequest("facet %q: size must be >= 0", name)
 		}
 	}
-	return nil
+	return r.checkText()
 }
 
 // EffectiveSize is Size with the default applied.
@@ -375,6 +435,9 @@ func (s *QuerySettings) Validate() error {
 	for i, f := range s.Fields {
 		if f.Field == "" {
 			return BadRequest("query.fields[%d]: field is required", i)
+		}
+		if at := invalidUTF8(f.Field); at >= 0 {
+			return BadRequest("query.fields[%d].field is not valid UTF-8 (byte %d)", i, at)
 		}
 		if f.Boost < 0 {
 			return BadRequest("query.fields[%d]: boost must be >= 0, got %g", i, f.Boost)

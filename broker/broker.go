@@ -1,13 +1,13 @@
 package broker
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -400,9 +400,16 @@ func (b *Broker) handle(req micro.Request) {
 		if trace.RequestID(ctx) == "" {
 			ctx = trace.WithRequestID(ctx, trace.NewRequestID())
 		}
+		defer func() {
+			// A bug one request trips must not take the broker, and every
+			// team's searches, down with it.
+			if p := recover(); p != nil {
+				b.respondError(req.Reply(), internalError(ctx, b.cfg.Logger, fmt.Errorf("panic: %v\n%s", p, debug.Stack()), "index", index))
+			}
+		}()
 		body, err := b.SearchJSON(ctx, index, req.Data())
 		if err != nil {
-			b.respondError(req.Reply(), err)
+			b.respondError(req.Reply(), b.public(ctx, err, "index", index))
 			return
 		}
 		// The request id is in the body (request_id): no header for it.
@@ -414,25 +421,22 @@ func (b *Broker) handle(req micro.Request) {
 }
 
 // DecodeRequest decodes and validates a JSON search request: at most
-// MaxRequestBytes, one JSON object, no unknown fields, fields of the right
-// types and in range. Errors are api.ErrBadRequest errors naming the field.
+// MaxRequestBytes, one JSON object, read strictly (api.SearchRequest's
+// UnmarshalJSON: valid UTF-8, every key known, spelled exactly and given
+// once, values of the right types), fields in range. Errors are
+// api.ErrBadRequest errors naming the field.
 func DecodeRequest(data []byte) (*api.SearchRequest, error) {
 	if len(data) > MaxRequestBytes {
 		return nil, api.BadRequest("request is %d bytes, over the limit of %d", len(data), MaxRequestBytes)
 	}
-	var req api.SearchRequest
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
-		return nil, api.BadRequest("malformed search request: %v", err)
-	}
-	if dec.More() {
-		return nil, api.BadRequest("malformed search request: data after the JSON object")
+	req := new(api.SearchRequest)
+	if err := req.UnmarshalJSON(data); err != nil {
+		return nil, err
 	}
 	if err := req.Validate(); err != nil {
 		return nil, err
 	}
-	return &req, nil
+	return req, nil
 }
 
 // SearchJSON decodes a JSON request, searches and encodes the response: the
@@ -489,6 +493,27 @@ func (b *Broker) SearchJSON(ctx context.Context, index string, data []byte) (out
 		out, err = json.Marshal(resp)
 	}
 	return out, err
+}
+
+// public is err as a caller may see it. An *api.Error says what the caller
+// can act on and is returned as it is; any other error is an internal
+// one, whose detail (a Go error's text, a library's words) is for the
+// logs: it is logged at error level with the request id and attrs, and
+// the caller gets "internal error (request id …)", code internal (500).
+func (b *Broker) public(ctx context.Context, err error, attrs ...any) error {
+	var e *api.Error
+	if errors.As(err, &e) {
+		return err
+	}
+	return internalError(ctx, b.cfg.Logger, err, attrs...)
+}
+
+// internalError logs err under the request's id and returns the error the
+// caller sees in its place.
+func internalError(ctx context.Context, log *slog.Logger, err error, attrs ...any) *api.Error {
+	id := trace.RequestID(ctx)
+	trace.Logger(ctx, log).Error("internal error", append(attrs, "err", err)...)
+	return api.Errorf(api.CodeInternal, "internal error (request id %s)", id)
 }
 
 // respondError replies with a micro service error: the HTTP-like status as

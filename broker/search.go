@@ -183,15 +183,16 @@ func (b *Broker) execute(ctx context.Context, plan *planner.Plan, o execOptions)
 	var good []*wire.ShardResponse
 	for i, r := range results {
 		if r.err != nil {
+			results[i].err = b.shardError(ctx, plan, plan.Shards[i], r.err)
 			resp.Shards.Failed++
-			resp.Shards.Failures = append(resp.Shards.Failures, api.ShardFailure{Shard: plan.Shards[i], Reason: r.err.Error()})
+			resp.Shards.Failures = append(resp.Shards.Failures, api.ShardFailure{Shard: plan.Shards[i], Reason: results[i].err.Error()})
 			continue
 		}
 		var sr wire.ShardResponse
 		if err := wire.DecodeShardResponse(r.reply, &sr); err != nil {
+			results[i].err = b.shardError(ctx, plan, plan.Shards[i], err)
 			resp.Shards.Failed++
-			resp.Shards.Failures = append(resp.Shards.Failures, api.ShardFailure{Shard: plan.Shards[i], Reason: err.Error()})
-			results[i].err = err
+			resp.Shards.Failures = append(resp.Shards.Failures, api.ShardFailure{Shard: plan.Shards[i], Reason: results[i].err.Error()})
 			continue
 		}
 		resp.Shards.Successful++
@@ -265,9 +266,23 @@ func planDetail(p *planner.Plan) string {
 		p.Query, p.K, p.Timeout, p.ShardTimeout, p.Hedge.Enabled, p.AllowPartial, p.ExactScoring)
 }
 
+// shardError is a shard's failure as the caller sees it: an internal one
+// (a shard's code internal, or a reply that does not decode: a library's
+// words, a Go error) is logged with the request id and shown as
+// "internal error on shard N (request id …)"; the others say what
+// happened (timeout, unavailable, the request's own fault).
+func (b *Broker) shardError(ctx context.Context, plan *planner.Plan, shard int, err error) error {
+	if api.CodeOf(err) != api.CodeInternal {
+		return err
+	}
+	trace.Logger(ctx, b.cfg.Logger).Error("internal error on a shard", "index", plan.Index, "shard", shard, "err", err)
+	return api.Errorf(api.CodeInternal, "internal error on shard %d (request id %s)", shard, trace.RequestID(ctx))
+}
+
 // shardsFailed turns shard failures into the request's error: the
 // caller's own (a bad or too complex request) if a shard said so, in that
-// shard's words; else timeout or unavailable.
+// shard's words; else internal (500) if a shard failed on an internal
+// error (its detail logged by shardError); else timeout or unavailable.
 func shardsFailed(info api.ShardsInfo, results []shardResult) error {
 	for _, r := range results {
 		if isClientError(r.err) {
@@ -279,6 +294,11 @@ func shardsFailed(info api.ShardsInfo, results []shardResult) error {
 	for _, r := range results {
 		if errors.Is(r.err, api.ErrTimeout) {
 			code = api.CodeTimeout
+		}
+	}
+	for _, r := range results {
+		if r.err != nil && api.CodeOf(r.err) == api.CodeInternal {
+			return api.Errorf(api.CodeInternal, "%v; %d of %d shards failed", r.err, info.Failed, info.Total)
 		}
 	}
 	return api.Errorf(code, "%d of %d shards failed; shard %d: %s", info.Failed, info.Total, f.Shard, f.Reason)

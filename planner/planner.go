@@ -2,6 +2,7 @@ package planner
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/blevesearch/bleve/v2/search/query"
 
 	"github.com/quarrysearch/quarry/api"
+	"github.com/quarrysearch/quarry/api/strictjson"
 )
 
 // Config holds the planner's defaults. Zero values are documented defaults.
@@ -277,9 +279,16 @@ func withFilter(q query.Query, filter json.RawMessage) (query.Query, error) {
 func parse(name string, raw json.RawMessage) (query.Query, error) {
 	q, err := query.ParseQuery(raw)
 	if err != nil {
-		if strings.Contains(err.Error(), "match operator") {
+		var typeErr *json.UnmarshalTypeError
+		var syntaxErr *json.SyntaxError
+		switch {
+		case strings.Contains(err.Error(), "match operator"):
 			// bleve's message shows a pointer, not the value
 			return nil, api.BadRequest(`%s: a match query's operator must be "or" or "and"`, name)
+		case errors.As(err, &typeErr) || errors.As(err, &syntaxErr):
+			// encoding/json's words name Go types (query.Boost,
+			// map[string]interface {}): say it in the API's.
+			return nil, api.BadRequest("%s: %s", name, strictjson.Describe(err))
 		}
 		return nil, api.BadRequest("%s: %v", name, err)
 	}

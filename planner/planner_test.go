@@ -107,6 +107,29 @@ func TestPlanRefusesBadInput(t *testing.T) {
 	}
 }
 
+// A bleve query of the wrong shape is refused in the API's words: the
+// field and what it should be, never encoding/json's Go type names
+// ("Go struct field .Alias.boost of type query.Boost").
+func TestPlanQueryErrorsInAPIWords(t *testing.T) {
+	p := testPlanner(t)
+	def := api.IndexDefinition{Name: "x", Shards: 1}
+	cases := []struct{ query, want string }{
+		{`{"match":"x","boost":"high"}`, "query: boost must be a number, got a string"},
+		{`{"match":5}`, "query: match must be a string, got a number"},
+		{`{"term":["a"]}`, "query: term must be a string, got an array"},
+		{`{"conjuncts":"x"}`, "query: conjuncts must be an array, got a string"},
+		{`{"disjuncts":[{"match":"x"}],"min":"2"}`, "query: min must be a number, got a string"},
+		{`{"bool":1}`, "query: bool must be true or false, got a number"},
+		{`[]`, "query: expected an object, got an array"},
+	}
+	for _, c := range cases {
+		_, err := p.Plan(&api.SearchRequest{Query: json.RawMessage(c.query)}, def, nil)
+		if !errors.Is(err, api.ErrBadRequest) || err.Error() != c.want {
+			t.Errorf("%s: got %v, want %q", c.query, err, c.want)
+		}
+	}
+}
+
 // Every cost limit refuses a request over it with query_too_complex,
 // naming the limit and the value, and lets one at the limit through.
 func TestPlanLimits(t *testing.T) {
