@@ -1,7 +1,6 @@
 package broker
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -58,12 +57,12 @@ func ReadPipelineFile(path string) (*PipelineFile, error) {
 }
 
 // ParsePipelineFile parses and checks a pipeline file's content (name
-// names it in errors), refusing unknown keys.
+// names it in errors), strictly (api.DecodeStrict): unknown, wrongly
+// cased or repeated keys, invalid UTF-8 and values of the wrong type are
+// refused, naming the field.
 func ParsePipelineFile(name string, raw []byte) (*PipelineFile, error) {
 	var f PipelineFile
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&f); err != nil {
+	if err := api.DecodeStrict("pipeline", raw, &f); err != nil {
 		return nil, fmt.Errorf("pipeline %s: %w", name, err)
 	}
 	for i, s := range f.Rewriters {

@@ -269,8 +269,8 @@ func (c *Client) Delete(ctx context.Context, index, id string) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	if id == "" || len(id) > subject.MaxIDBytes {
-		return 0, api.BadRequest("id must be 1-%d bytes", subject.MaxIDBytes)
+	if err := api.ValidDocumentID(id); err != nil {
+		return 0, err
 	}
 	msg := &nats.Msg{Subject: subject.Doc(index, subject.ShardOf(id, def.Shards), id), Header: nats.Header{}}
 	msg.Header.Set(subject.HeaderOp, subject.OpDelete)
@@ -329,7 +329,11 @@ func (c *Client) Snapshot(ctx context.Context, index string, minSeq uint64) (Sna
 func (c *Client) Search(ctx context.Context, index string, req *api.SearchRequest) (*api.SearchResponse, error) {
 	b, err := json.Marshal(req)
 	if err != nil {
-		return nil, err
+		var e *api.Error // invalid UTF-8: refused, not sent rewritten
+		if errors.As(err, &e) {
+			return nil, e
+		}
+		return nil, fmt.Errorf("encode search request: %w", err)
 	}
 	reply, err := c.SearchRaw(ctx, index, b)
 	if err != nil {

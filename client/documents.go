@@ -40,8 +40,8 @@ type Document struct {
 // a follower may answer it, which can trail the latest write by the
 // replication lag.
 func (c *Client) Get(ctx context.Context, index, id string) (*Document, error) {
-	if id == "" || len(id) > subject.MaxIDBytes {
-		return nil, api.BadRequest("document id must be 1-%d bytes, got %d", subject.MaxIDBytes, len(id))
+	if err := api.ValidDocumentID(id); err != nil {
+		return nil, err
 	}
 	def, err := c.definition(ctx, index)
 	if err != nil {

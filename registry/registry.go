@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -16,6 +17,7 @@ import (
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/internal/meta"
 	"github.com/quarrysearch/quarry/internal/subject"
+	"github.com/quarrysearch/quarry/internal/trace"
 	"github.com/quarrysearch/quarry/plugins"
 )
 
@@ -96,9 +98,9 @@ func (s *Service) handle(ctx context.Context, op string, req micro.Request) {
 		return
 	}
 	var r Request
-	if len(req.Data()) > 0 {
-		if err := json.Unmarshal(req.Data(), &r); err != nil {
-			respondError(req, api.BadRequest("malformed admin request: %v", err))
+	if data := bytes.TrimSpace(req.Data()); len(data) > 0 && string(data) != "null" { // no body: an empty request
+		if err := api.DecodeStrict("admin request", data, &r); err != nil {
+			s.respondError(req, err)
 			return
 		}
 	}
@@ -106,14 +108,26 @@ func (s *Service) handle(ctx context.Context, op string, req micro.Request) {
 	defer cancel()
 	out, err := s.Do(cctx, index, op, &r)
 	if err != nil {
-		respondError(req, err)
+		s.respondError(req, err)
 		return
 	}
 	req.RespondJSON(out)
 }
 
-func respondError(req micro.Request, err error) {
-	e := &api.Error{Code: api.CodeOf(err), Message: err.Error()}
+// respondError answers a request with an error. An *api.Error says what
+// the caller can act on; any other is internal, its detail (a Go error's
+// text, a library's words) logged under a request id and the caller told
+// "internal error (request id …)".
+func (s *Service) respondError(req micro.Request, err error) {
+	var e *api.Error
+	if !errors.As(err, &e) {
+		id := req.Headers().Get(trace.HeaderRequestID)
+		if !trace.ValidRequestID(id) {
+			id = trace.NewRequestID()
+		}
+		s.cfg.Logger.Error("internal error", "request_id", id, "subject", req.Subject(), "err", err)
+		e = api.Errorf(api.CodeInternal, "internal error (request id %s)", id)
+	}
 	body, _ := json.Marshal(e)
 	req.Error(fmt.Sprint(api.HTTPStatus(e.Code)), e.Message, body)
 }

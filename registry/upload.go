@@ -34,7 +34,7 @@ type UploadReply struct {
 func (s *Service) handleUpload(ctx context.Context, index string, req micro.Request) {
 	reply, err := s.stageChunk(ctx, index, req.Headers().Get(subject.HeaderUpload), req.Headers().Get(subject.HeaderUploadOffset), req.Data())
 	if err != nil {
-		respondError(req, err)
+		s.respondError(req, err)
 		return
 	}
 	req.RespondJSON(reply)

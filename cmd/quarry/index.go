@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -243,10 +242,8 @@ func readQuerySettings(path string) (api.QuerySettings, error) {
 	if err != nil {
 		return qs, err
 	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&qs); err != nil {
-		return qs, api.BadRequest("query settings %s: %v", path, err)
+	if err := api.DecodeStrict("query settings "+path, b, &qs); err != nil {
+		return qs, err
 	}
 	return qs, qs.Validate()
 }

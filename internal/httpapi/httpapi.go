@@ -8,8 +8,10 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/quarrysearch/quarry/api"
+	"github.com/quarrysearch/quarry/api/strictjson"
 	"github.com/quarrysearch/quarry/client"
 	"github.com/quarrysearch/quarry/internal/trace"
 )
@@ -32,12 +34,22 @@ func Handler(c *client.Client, opts Options) http.Handler {
 	h := &handler{c: c, maxBulk: opts.MaxBulkBytes, log: opts.Logger}
 	mux := http.NewServeMux()
 	route := func(pattern string, a access, f http.HandlerFunc) {
-		if opts.Guard == nil {
-			mux.HandleFunc(pattern, f)
-			return
-		}
 		mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
-			if err := opts.Guard.check(r, a); err != nil {
+			// Every answer names its request (the caller's X-Request-Id,
+			// or one made here): an internal error's message gives it,
+			// and the log has the detail under it.
+			id := r.Header.Get("X-Request-Id")
+			if !trace.ValidRequestID(id) {
+				id = trace.NewRequestID()
+			}
+			w.Header().Set("X-Request-Id", id)
+			if opts.Guard != nil {
+				if err := opts.Guard.check(r, a); err != nil {
+					h.fail(w, err)
+					return
+				}
+			}
+			if err := validText(r); err != nil {
 				h.fail(w, err)
 				return
 			}
@@ -108,10 +120,34 @@ func notCanonical(p string) string {
 	return ""
 }
 
+// validText refuses a query parameter with invalid UTF-8 (encoding it
+// for the admin API would replace it with U+FFFD), naming it.
+func validText(r *http.Request) error {
+	for name, values := range r.URL.Query() {
+		if !utf8.ValidString(name) {
+			return api.BadRequest("a query parameter's name is not valid UTF-8: %q", name)
+		}
+		for _, v := range values {
+			if !utf8.ValidString(v) {
+				return api.BadRequest("query parameter %s is not valid UTF-8: %q", name, v)
+			}
+		}
+	}
+	return nil
+}
+
 type handler struct {
 	c       *client.Client
 	maxBulk int64
 	log     *slog.Logger
+}
+
+// logger is the handler's logger, or slog's default.
+func (h *handler) logger() *slog.Logger {
+	if h.log != nil {
+		return h.log
+	}
+	return slog.Default()
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -120,15 +156,26 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	json.NewEncoder(w).Encode(v)
 }
 
-func (h *handler) fail(w http.ResponseWriter, err error) {
-	var e *api.Error
-	if !errors.As(err, &e) {
-		e = &api.Error{Code: api.CodeInternal, Message: err.Error()}
-	}
+// public is err as the caller may see it: an *api.Error as it is, a body
+// over its limit as a bad request; any other error is internal, its
+// detail (a Go error's text, a library's words) logged under the
+// request's id and the caller told "internal error (request id …)".
+func (h *handler) public(w http.ResponseWriter, err error) *api.Error {
 	var tooBig *http.MaxBytesError
 	if errors.As(err, &tooBig) {
-		e = api.Errorf(api.CodeBadRequest, "request body is over the limit of %d bytes", tooBig.Limit)
+		return api.Errorf(api.CodeBadRequest, "request body is over the limit of %d bytes", tooBig.Limit)
 	}
+	var e *api.Error
+	if errors.As(err, &e) {
+		return e
+	}
+	id := w.Header().Get("X-Request-Id")
+	h.logger().Error("internal error", "request_id", id, "err", err)
+	return api.Errorf(api.CodeInternal, "internal error (request id %s)", id)
+}
+
+func (h *handler) fail(w http.ResponseWriter, err error) {
+	e := h.public(w, err)
 	if e.RetryAfterMS > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa((e.RetryAfterMS+999)/1000))
 	}
@@ -147,16 +194,27 @@ func (h *handler) list(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, 200, map[string]any{"indexes": defs})
 }
 
-func (h *handler) create(w http.ResponseWriter, r *http.Request) {
-	var body struct {
-		Shards  int               `json:"shards"`
-		Mapping json.RawMessage   `json:"mapping"`
-		Query   api.QuerySettings `json:"query"`
+// decodeBody reads a JSON body of at most MaxSearchBody bytes into v,
+// strictly (api.DecodeStrict); what names it in errors.
+func decodeBody(w http.ResponseWriter, r *http.Request, what string, v any) error {
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxSearchBody))
+	if err != nil {
+		return err
 	}
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxSearchBody))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&body); err != nil {
-		h.fail(w, api.BadRequest("malformed index definition: %v", err))
+	return api.DecodeStrict(what, b, v)
+}
+
+// indexBody is the body of POST /v1/indexes/{index}.
+type indexBody struct {
+	Shards  int               `json:"shards"`
+	Mapping json.RawMessage   `json:"mapping"`
+	Query   api.QuerySettings `json:"query"`
+}
+
+func (h *handler) create(w http.ResponseWriter, r *http.Request) {
+	var body indexBody
+	if err := decodeBody(w, r, "index definition", &body); err != nil {
+		h.fail(w, err)
 		return
 	}
 	def, err := h.c.CreateIndexDef(r.Context(), api.IndexDefinition{Name: r.PathValue("index"), Shards: body.Shards, Mapping: body.Mapping, Query: body.Query})
@@ -169,10 +227,8 @@ func (h *handler) create(w http.ResponseWriter, r *http.Request) {
 
 func (h *handler) setQuery(w http.ResponseWriter, r *http.Request) {
 	var qs api.QuerySettings
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxSearchBody))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&qs); err != nil {
-		h.fail(w, api.BadRequest("malformed query settings: %v", err))
+	if err := decodeBody(w, r, "query settings", &qs); err != nil {
+		h.fail(w, err)
 		return
 	}
 	def, err := h.c.SetQuerySettings(r.Context(), r.PathValue("index"), qs)
@@ -206,13 +262,7 @@ func (h *handler) search(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, err)
 		return
 	}
-	ctx := r.Context()
-	id := r.Header.Get("X-Request-Id")
-	if !trace.ValidRequestID(id) {
-		id = trace.NewRequestID()
-	}
-	ctx = trace.WithRequestID(ctx, id)
-	w.Header().Set("X-Request-Id", id)
+	ctx := trace.WithRequestID(r.Context(), w.Header().Get("X-Request-Id"))
 	resp, err := h.c.SearchRaw(ctx, r.PathValue("index"), body)
 	if err != nil {
 		h.fail(w, err)
@@ -231,8 +281,11 @@ func (h *handler) ingest(w http.ResponseWriter, r *http.Request) {
 	}
 	status := 200
 	if err != nil {
-		// Part of the body went in; say how much and why it stopped.
-		writeJSON(w, 500, map[string]any{"result": res, "error": api.Error{Code: api.CodeOf(err), Message: err.Error()}})
+		// Part of the body went in; say how much and why it stopped: the
+		// caller's fault (a body over the limit) is a 400, anything else
+		// a 500 whose detail is in the log.
+		e := h.public(w, err)
+		writeJSON(w, api.HTTPStatus(e.Code), map[string]any{"result": res, "error": e})
 		return
 	}
 	if res.Failed > 0 {
@@ -300,6 +353,10 @@ func (h *handler) pushPlugin(w http.ResponseWriter, r *http.Request) {
 		step.Fields = strings.Split(f, ",")
 	}
 	if c := q.Get("config"); c != "" {
+		if err := strictjson.CheckAny([]byte(c)); err != nil {
+			h.fail(w, api.BadRequest("config: %v", err))
+			return
+		}
 		step.Config = json.RawMessage(c)
 	}
 	activate, _ := strconv.ParseBool(q.Get("activate"))
@@ -324,10 +381,8 @@ func (h *handler) getPipeline(w http.ResponseWriter, r *http.Request) {
 
 func (h *handler) setPipeline(w http.ResponseWriter, r *http.Request) {
 	var spec api.PipelineSpec
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxSearchBody))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&spec); err != nil {
-		h.fail(w, api.BadRequest("malformed pipeline: %v", err))
+	if err := decodeBody(w, r, "pipeline", &spec); err != nil {
+		h.fail(w, err)
 		return
 	}
 	out, err := h.c.SetPipeline(r.Context(), r.PathValue("index"), &spec)
