@@ -138,7 +138,7 @@ func TestPartialResults(t *testing.T) {
 // Past --max-in-flight, requests are refused at once with 429.
 func TestOverloadRejectedFast(t *testing.T) {
 	n := startRoles(t, "", &indexer.Config{SnapshotInterval: -1},
-		&searcher.Config{FaultDelay: 300 * time.Millisecond}, &broker.Config{MaxInFlight: 2})
+		&searcher.Config{FaultDelay: 300 * time.Millisecond}, &broker.Config{MaxInFlight: 2, TeamMaxInFlight: 100}) // the broker's cap, not the team's
 	c := n.Client()
 	ctx := context.Background()
 	if _, err := c.CreateIndex(ctx, "o", 1, nil); err != nil {

@@ -92,13 +92,13 @@ func TestQueryLimits(t *testing.T) {
 					t.Errorf("internal detail in the message: %s", body)
 				}
 			}
-			if took > time.Second {
+			if took > 3*time.Second { // under -race, beside other packages' tests: it stalled for 50 s
 				t.Errorf("took %s", took)
 			}
 			t.Logf("%d in %s", code, took)
 			// The next normal query is answered at once.
 			start = time.Now()
-			if code, body := post(t, url, fmt.Sprintf(`{"q":%q}`, common)); code != 200 || time.Since(start) > time.Second {
+			if code, body := post(t, url, fmt.Sprintf(`{"q":%q}`, common)); code != 200 || time.Since(start) > 3*time.Second {
 				t.Fatalf("the query after: %d in %s: %.200s", code, time.Since(start), body)
 			}
 		})
@@ -330,5 +330,85 @@ func TestTeamLimits(t *testing.T) {
 	teams, err := c.Teams(ctx)
 	if err != nil || len(teams) != 2 || teams[1].Name != "beta" || teams[1].MaxInFlight != 1 {
 		t.Fatalf("teams: %+v %v", teams, err)
+	}
+}
+
+// A noisy neighbour: team A offers five times its rate limit, with its
+// most expensive requests; its excess is refused at once (429) and team
+// B's normal queries see no failure. B's p99 is compared with its p99
+// alone: within 4x in the short variant (CI shares the cores with other
+// packages' tests), 1.5x, the goal, with -quarry.long.
+func TestNoisyNeighbour(t *testing.T) {
+	n := startNode(t)
+	ctx := context.Background()
+	qs := api.QuerySettings{Fields: []api.FieldBoost{{Field: "title", Boost: 2}, {Field: "body"}}}
+	docs, queries, bound := 1000, 300, 4.0
+	if *long {
+		docs, queries, bound = 3000, 2000, 1.5
+	}
+	g := corpusIndex(t, n, "noisy", 2, docs, qs)
+	corpusIndex(t, n, "quiet", 2, docs, qs)
+	const rate = 2.0 // team A's searches per second
+	if _, err := n.Client().SetTeam(ctx, api.TeamSettings{Name: "index-noisy", Rate: rate, Burst: 1}); err != nil {
+		t.Fatal(err)
+	}
+	words := g.Words()
+	base := "http://" + n.HTTPAddr + "/v1/indexes/"
+	normal := func(i int) string {
+		return fmt.Sprintf(`{"q":"%s %s","size":10,"fields":["title"]}`, words[(i*7)%300], words[(i*13+5)%300])
+	}
+	latencies(base+"quiet/search", 1, 50, normal, nil) // warm up
+	alone, failed := latencies(base+"quiet/search", 1, queries, normal, nil)
+	if len(failed) > 0 {
+		t.Fatalf("alone: %d failures", len(failed))
+	}
+	// Team A: an open loop at 5x its rate, its heaviest requests within
+	// the limits (those over them cost nothing to refuse).
+	heavy := heavyRequests(words)[:6]
+	stop := make(chan struct{})
+	var sent, refused, slowRefusal atomic.Int64
+	var loop sync.WaitGroup
+	loop.Go(func() {
+		hc := &http.Client{Timeout: 30 * time.Second}
+		tick := time.NewTicker(time.Duration(float64(time.Second) / (5 * rate)))
+		defer tick.Stop()
+		var inflight sync.WaitGroup
+		defer inflight.Wait()
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+			inflight.Go(func() {
+				sent.Add(1)
+				code, took, err := postTimed(hc, base+"noisy/search", heavy[i%len(heavy)])
+				if err == nil && code == 429 {
+					refused.Add(1)
+					if took > 100*time.Millisecond {
+						slowRefusal.Add(1)
+					}
+				}
+			})
+		}
+	})
+	time.Sleep(300 * time.Millisecond)
+	during, failed := latencies(base+"quiet/search", 1, queries, normal, nil)
+	close(stop)
+	loop.Wait()
+	p99a, p99d := quantile(alone, 0.99), quantile(during, 0.99)
+	t.Logf("team B alone: p50 %s p99 %s; beside team A at 5x its rate (%d sent, %d refused with 429): p50 %s p99 %s (%.2fx)",
+		quantile(alone, 0.5), p99a, sent.Load(), refused.Load(), quantile(during, 0.5), p99d, float64(p99d)/float64(p99a))
+	if len(failed) > 0 {
+		t.Errorf("%d of team B's queries failed: %v", len(failed), failed[:min(3, len(failed))])
+	}
+	if s, r := sent.Load(), refused.Load(); r < s/2 {
+		t.Errorf("only %d of team A's %d searches were refused at 5x its rate", r, s)
+	}
+	if slowRefusal.Load() > 0 {
+		t.Errorf("%d refusals took over 100ms", slowRefusal.Load())
+	}
+	if float64(p99d) > bound*float64(p99a) {
+		t.Errorf("team B's p99 went from %s to %s beside team A (over %gx)", p99a, p99d, bound)
 	}
 }

@@ -199,7 +199,7 @@ func TestBadInput(t *testing.T) {
 			_, err := c.Search(ctx, "b", &api.SearchRequest{Query: json.RawMessage(`{"bogus":1}`)})
 			return err
 		}(), api.CodeBadRequest},
-		{"negative size", func() error { _, err := c.Search(ctx, "b", &api.SearchRequest{Size: -1}); return err }(), api.CodeBadRequest},
+		{"negative size", func() error { _, err := c.Search(ctx, "b", &api.SearchRequest{Size: -2}); return err }(), api.CodeBadRequest},
 		{"rm unknown index", c.DeleteIndex(ctx, "nope"), api.CodeNotFound},
 	}
 	for _, tc := range cases {
