@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"time"
@@ -23,6 +24,9 @@ type Options struct {
 	Replicas int
 	// ManifestHistory is how many manifests per index KV keeps (default 8).
 	ManifestHistory int
+	// Logger says, once per resource, that Open is waiting for JetStream
+	// (default slog.Default()).
+	Logger *slog.Logger
 }
 
 // Store gives access to Quarry's JetStream resources.
@@ -63,6 +67,9 @@ func Open(ctx context.Context, js jetstream.JetStream, opts Options) (*Store, er
 	if opts.ManifestHistory <= 0 {
 		opts.ManifestHistory = 8
 	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
 	s := &Store{JS: js}
 	buckets := []struct {
 		kv  *jetstream.KeyValue
@@ -79,11 +86,13 @@ func Open(ctx context.Context, js jetstream.JetStream, opts Options) (*Store, er
 	}
 	for _, b := range buckets {
 		b.cfg.Storage, b.cfg.Replicas = jetstream.FileStorage, opts.Replicas
-		kv, err := js.CreateOrUpdateKeyValue(ctx, b.cfg)
+		err := untilReady(ctx, opts.Logger, "bucket "+b.cfg.Bucket, func(ctx context.Context) (err error) {
+			*b.kv, err = js.CreateOrUpdateKeyValue(ctx, b.cfg)
+			return err
+		})
 		if err != nil {
 			return nil, fmt.Errorf("open bucket %s: %w", b.cfg.Bucket, err)
 		}
-		*b.kv = kv
 	}
 	objects := []struct {
 		os  *jetstream.ObjectStore
@@ -94,11 +103,13 @@ func Open(ctx context.Context, js jetstream.JetStream, opts Options) (*Store, er
 	}
 	for _, o := range objects {
 		o.cfg.Storage, o.cfg.Replicas = jetstream.FileStorage, opts.Replicas
-		obj, err := js.CreateOrUpdateObjectStore(ctx, o.cfg)
+		err := untilReady(ctx, opts.Logger, "object store "+o.cfg.Bucket, func(ctx context.Context) (err error) {
+			*o.os, err = js.CreateOrUpdateObjectStore(ctx, o.cfg)
+			return err
+		})
 		if err != nil {
 			return nil, fmt.Errorf("open object store %s: %w", o.cfg.Bucket, err)
 		}
-		*o.os = obj
 	}
 	streams := []struct {
 		st  *jetstream.Stream
@@ -119,14 +130,18 @@ func Open(ctx context.Context, js jetstream.JetStream, opts Options) (*Store, er
 	}
 	for _, st := range streams {
 		st.cfg.Storage, st.cfg.Replicas = jetstream.FileStorage, opts.Replicas
-		stream, err := js.CreateOrUpdateStream(ctx, st.cfg)
-		if err != nil && st.cfg.AllowAtomicPublish {
-			// A server older than 2.12 knows no atomic batches (and in
-			// strict mode refuses the field): documents are then
-			// published one at a time.
-			st.cfg.AllowAtomicPublish = false
+		var stream jetstream.Stream
+		err := untilReady(ctx, opts.Logger, "stream "+st.cfg.Name, func(ctx context.Context) (err error) {
 			stream, err = js.CreateOrUpdateStream(ctx, st.cfg)
-		}
+			if err != nil && !transient(err) && st.cfg.AllowAtomicPublish {
+				// A server older than 2.12 knows no atomic batches (and
+				// in strict mode refuses the field): documents are then
+				// published one at a time.
+				st.cfg.AllowAtomicPublish = false
+				stream, err = js.CreateOrUpdateStream(ctx, st.cfg)
+			}
+			return err
+		})
 		if err != nil {
 			return nil, fmt.Errorf("open stream %s: %w", st.cfg.Name, err)
 		}

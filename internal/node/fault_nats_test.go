@@ -159,6 +159,18 @@ type clusterMember struct {
 // the test ends.
 func startCluster(t testing.TB, size int) *natsCluster {
 	t.Helper()
+	cl := newCluster(t, size)
+	for i := range cl.members {
+		cl.start(i)
+	}
+	waitUntil(t, 30*time.Second, "the JetStream cluster elects a meta leader", cl.current)
+	return cl
+}
+
+// newCluster lays out a size-member cluster without starting any member.
+// Members are shut down when the test ends.
+func newCluster(t testing.TB, size int) *natsCluster {
+	t.Helper()
 	cl := &natsCluster{t: t}
 	for i := range size {
 		cfg := embednats.Config{StoreDir: t.TempDir(), Port: natstest.FreePort(t), ServerName: fmt.Sprintf("quarry-%d", i),
@@ -171,10 +183,6 @@ func startCluster(t testing.TB, size int) *natsCluster {
 			cl.stop(i)
 		}
 	})
-	for i := range cl.members {
-		cl.start(i)
-	}
-	waitUntil(t, 30*time.Second, "the JetStream cluster elects a meta leader", cl.current)
 	return cl
 }
 
@@ -441,5 +449,46 @@ func TestFaultNATSClusterLosesNode(t *testing.T) {
 		if order[k] == used && o.FromFault > failover {
 			t.Errorf("queries recovered %s after %s, which the clients used, went down; want at most %s", o.FromFault, name, failover)
 		}
+	}
+}
+
+// Roles started at the same moment as the NATS cluster, as an
+// orchestrator starts them: a node connected to the one member up, with
+// no JetStream meta leader yet, waits (and says so) instead of failing or
+// hanging, and serves once the other members come up.
+func TestRolesStartBeforeClusterForms(t *testing.T) {
+	cl := newCluster(t, 3)
+	cl.start(0)
+	type started struct {
+		n   *Node
+		err error
+	}
+	done := make(chan started, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+		defer cancel()
+		n, err := Start(ctx, Config{DataDir: t.TempDir(), NATSURL: cl.urls(0), Replicas: 3, Logger: testLogger(),
+			Indexer: &indexer.Config{SnapshotInterval: -1}, Searcher: &searcher.Config{}, Broker: &broker.Config{}})
+		if err == nil {
+			err = n.WaitReady(ctx)
+		}
+		done <- started{n, err}
+	}()
+	select {
+	case s := <-done:
+		t.Fatalf("the node started with no JetStream quorum: %v", s.err)
+	case <-time.After(2 * time.Second):
+	}
+	cl.start(1)
+	cl.start(2)
+	s := <-done
+	if s.err != nil {
+		t.Fatalf("the node did not start once the cluster formed: %v", s.err)
+	}
+	t.Cleanup(s.n.Close)
+	c := s.n.Client()
+	noodleIndex(t, c, "late", "l")
+	if got := total(c, "late", "noodles"); got != 10 {
+		t.Fatalf("search after a late cluster: %d", got)
 	}
 }

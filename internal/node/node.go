@@ -220,7 +220,7 @@ func (n *Node) start(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	if n.store, err = meta.Open(ctx, js, meta.Options{Replicas: cfg.Replicas}); err != nil {
+	if n.store, err = meta.Open(ctx, js, meta.Options{Replicas: cfg.Replicas, Logger: cfg.Logger}); err != nil {
 		return err
 	}
 	if n.client, err = client.New(ctx, n.nc, client.Options{Replicas: cfg.Replicas}); err != nil {
