@@ -360,10 +360,13 @@ func (c *Client) SearchRaw(ctx context.Context, index string, body []byte) ([]by
 	msg := &nats.Msg{Subject: subject.Search(index), Data: body}
 	msg.Header = tracenats.Inject(ctx, msg.Header)
 	reply, err := c.nc.RequestMsgWithContext(ctx, msg)
-	if errors.Is(err, nats.ErrNoResponders) {
+	switch {
+	case errors.Is(err, nats.ErrNoResponders):
 		return nil, api.Errorf(api.CodeUnavailable, "no broker is running")
-	}
-	if err != nil {
+	case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) || errors.Is(err, context.Canceled):
+		// Not an internal error: the caller's deadline (HTTP: 504).
+		return nil, api.Errorf(api.CodeTimeout, "search %q: %v", index, err)
+	case err != nil:
 		return nil, fmt.Errorf("search %q: %w", index, err)
 	}
 	if reply.Header.Get(micro.ErrorHeader) != "" {

@@ -143,6 +143,15 @@ func (c *cost) add(q query.Query, d int) error {
 		for _, t := range q.Terms {
 			c.terms += len(t)
 		}
+	case *query.RegexpQuery:
+		c.terms++ // its expansion the shard bounds
+		return checkPattern(q.Regexp, false)
+	case *query.WildcardQuery:
+		c.terms++
+		return checkPattern(q.Wildcard, true)
+	case *query.DateRangeStringQuery:
+		c.terms++
+		return checkDates(q)
 	default:
 		c.terms++ // a term, or a query whose expansion the shard bounds
 	}
