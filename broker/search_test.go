@@ -143,6 +143,17 @@ func worstRequests() [][]byte {
 	}
 }
 
+// noInternalWords fails when an error shows an internal detail: Go's type
+// names, encoding/json's and jsoniter's words, pointers.
+func noInternalWords(t *testing.T, err error) {
+	t.Helper()
+	for _, w := range []string{"Go struct", "Go value", "of type", "json: ", "interface {}", "0xc000", "readObjectStart", "error found in #"} {
+		if strings.Contains(err.Error(), w) {
+			t.Fatalf("%q shows an internal detail (%s)", err, w)
+		}
+	}
+}
+
 // FuzzDecodeRequest: the NATS search door up to the plan (decode, then
 // plan against an index with a mapping and query settings). Whatever the
 // bytes, no panic, an answer within a second, and either a plan or the
@@ -169,6 +180,7 @@ func FuzzDecodeRequest(f *testing.F) {
 			if !errors.Is(err, api.ErrBadRequest) {
 				t.Fatalf("error of the wrong kind: %v", err)
 			}
+			noInternalWords(t, err)
 			return
 		}
 		if req.Size < api.NoHits || req.From < 0 {
@@ -179,6 +191,7 @@ func FuzzDecodeRequest(f *testing.F) {
 			if !errors.Is(err, api.ErrBadRequest) && !errors.Is(err, api.ErrQueryTooComplex) {
 				t.Fatalf("plan: error of the wrong kind: %v", err)
 			}
+			noInternalWords(t, err)
 			return
 		}
 		if plan.K > api.MaxWindow || plan.From+plan.Size > api.MaxWindow || !json.Valid(plan.Query) {

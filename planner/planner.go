@@ -289,6 +289,10 @@ func parse(name string, raw json.RawMessage) (query.Query, error) {
 			// encoding/json's words name Go types (query.Boost,
 			// map[string]interface {}): say it in the API's.
 			return nil, api.BadRequest("%s: %s", name, strictjson.Describe(err))
+		case strings.Contains(err.Error(), "error found in #"):
+			// a geo shape's GeoJSON, read by jsoniter, whose words
+			// ("readObjectStart: expect { or n") are its own
+			return nil, api.BadRequest("%s: a geo shape's geometry is not valid GeoJSON", name)
 		}
 		return nil, api.BadRequest("%s: %v", name, err)
 	}

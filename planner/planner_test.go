@@ -121,6 +121,7 @@ func TestPlanQueryErrorsInAPIWords(t *testing.T) {
 		{`{"disjuncts":[{"match":"x"}],"min":"2"}`, "query: min must be a number, got a string"},
 		{`{"bool":1}`, "query: bool must be true or false, got a number"},
 		{`[]`, "query: expected an object, got an array"},
+		{`{"geometry":{"shape":5},"field":"g"}`, "query: a geo shape's geometry is not valid GeoJSON"},
 	}
 	for _, c := range cases {
 		_, err := p.Plan(&api.SearchRequest{Query: json.RawMessage(c.query)}, def, nil)

@@ -20,8 +20,9 @@ import (
 // The HTTP doors, fuzzed against a real node (NATS, broker, searchers,
 // indexer) started once per fuzz target. Whatever the body: no panic (the
 // node would be gone), no 5xx (client input is the client's problem: a
-// 400 naming it), an answer within the request's deadline. A 504 is an
-// answer only to a request that set its own timeout_ms.
+// 400 naming it, in the API's words, never Go's or a library's), an
+// answer within the request's deadline. A 504 is an answer only to a
+// request that set its own timeout_ms.
 // .ci/run runs each briefly; QUARRY_FUZZ_TIME runs them longer.
 
 // fuzzBulkLimit is the fuzz node's cap on an ingest body, small enough
@@ -88,6 +89,8 @@ func searchSeeds() [][]byte {
 		[]byte(`{"query":{"location":{"lat":40.7,"lon":-73.9},"distance":"5km","field":"location"},"sort":[{"by":"geo_distance"}]}`),
 		[]byte(`{"query":{"location":{"lat":"x"},"distance":"-1parsecs","field":"location"}}`),
 		[]byte(`{"query":{"polygon_points":[[1,2]],"field":"location"}}`),
+		[]byte(`{"query":{"geometry":{"shape":5},"field":"location"}}`),
+		[]byte(`{"query":{"cidr":"x","field":"ip"},"sort":["price"]}`),
 		[]byte(`{"query":{"match":"noodles","field":"name","fuzziness":2,"prefix_length":-1,"operator":"xor"}}`),
 		[]byte(`{"query":{"match":"x","boost":"high"}}`),
 		[]byte(`{"query":{"disjuncts":[{"match":"x"}],"min":99}}`),
@@ -128,7 +131,24 @@ func FuzzHTTPSearch(f *testing.F) {
 		if code != 200 && !json.Valid(raw) {
 			t.Fatalf("%d with a body that is not JSON: %q", code, raw)
 		}
+		if code != 200 {
+			noInternalWords(t, body, raw)
+		}
 	})
+}
+
+// internalWords are signs of an internal detail in an error message: Go's
+// type names, encoding/json's and jsoniter's words, pointers.
+var internalWords = []string{"Go struct", "Go value", "of type", "json: ", "interface {}", "0xc000", "readObjectStart", "error found in #"}
+
+// noInternalWords fails when an error answer shows an internal detail.
+func noInternalWords(t *testing.T, body, answer []byte) {
+	t.Helper()
+	for _, w := range internalWords {
+		if bytes.Contains(answer, []byte(w)) {
+			t.Fatalf("the answer to %.300q shows an internal detail (%s): %s", body, w, answer)
+		}
+	}
 }
 
 // ingestSeeds are the worst NDJSON bodies.
@@ -167,6 +187,7 @@ func FuzzHTTPIngest(f *testing.F) {
 			if !json.Valid(raw) {
 				t.Fatalf("400 with a body that is not JSON: %q", raw)
 			}
+			noInternalWords(t, body, raw)
 		default:
 			t.Fatalf("%d for client input %.300q: %s", code, body, raw)
 		}
