@@ -190,8 +190,8 @@ func quantile(sorted []time.Duration, q float64) time.Duration {
 // over them) beside another team's normal queries on another index: the
 // calm team sees no failure, and its p99 is compared with its p99 alone.
 // The short variant (CI, where other packages' tests share the two cores
-// and make a p99 of 300 queries noise) holds the calm team to no failures
-// and its median to 2x, and logs the p99s; -quarry.long runs more queries
+// and make a p99 of 200 queries noise) holds the calm team to no failures
+// and its median to 3x, and logs the p99s; -quarry.long runs more queries
 // and holds the p99 to the goal of 2x. The figures are in
 // docs/performance.md.
 func TestHeavyQueryIsolation(t *testing.T) {
@@ -231,8 +231,8 @@ func TestHeavyQueryIsolation(t *testing.T) {
 	if len(failed) > 0 {
 		t.Errorf("%d of the calm team's queries failed: %v", len(failed), failed[:min(3, len(failed))])
 	}
-	if !*long && p50d > 2*p50a {
-		t.Errorf("the calm team's median went from %s to %s beside the heavy team (over 2x)", p50a, p50d)
+	if !*long && p50d > 3*p50a {
+		t.Errorf("the calm team's median went from %s to %s beside the heavy team (over 3x)", p50a, p50d)
 	}
 	if *long && p99d > 2*p99a {
 		t.Errorf("the calm team's p99 went from %s to %s beside the heavy team (over 2x)", p99a, p99d)
@@ -343,8 +343,8 @@ func TestTeamLimits(t *testing.T) {
 // B's normal queries see no failure. With -quarry.long (more queries, a
 // quiet machine) B's p99 must stay within 1.5x of its p99 alone, the
 // goal; the short variant (CI, where other packages' tests share the two
-// cores and make a p99 of 300 queries noise) holds B's median to 2x and
-// logs the p99s.
+// cores, and -race makes team A's admitted searches several times
+// costlier) holds B's median to 3x and logs the p99s.
 func TestNoisyNeighbour(t *testing.T) {
 	n := startNode(t)
 	ctx := context.Background()
@@ -415,8 +415,8 @@ func TestNoisyNeighbour(t *testing.T) {
 	if slowRefusal.Load() > 0 {
 		t.Errorf("%d refusals took over a second", slowRefusal.Load())
 	}
-	if p50a, p50d := quantile(alone, 0.5), quantile(during, 0.5); !*long && p50d > 2*p50a {
-		t.Errorf("team B's median went from %s to %s beside team A (over 2x)", p50a, p50d)
+	if p50a, p50d := quantile(alone, 0.5), quantile(during, 0.5); !*long && p50d > 3*p50a {
+		t.Errorf("team B's median went from %s to %s beside team A (over 3x)", p50a, p50d)
 	}
 	if *long && float64(p99d) > long99*float64(p99a) {
 		t.Errorf("team B's p99 went from %s to %s beside team A (over %gx)", p99a, p99d, long99)
