@@ -159,6 +159,9 @@ func (b *Broker) execute(ctx context.Context, plan *planner.Plan, o execOptions)
 			return nil, err
 		}
 		sreq.Stats = st
+		if st != nil {
+			sreq.MaxStaleUpdates = b.stats.staleUpdates()
+		}
 		if o.profile {
 			detail := "cache miss: one round trip to every shard"
 			switch {
@@ -175,7 +178,7 @@ func (b *Broker) execute(ctx context.Context, plan *planner.Plan, o execOptions)
 	if plan.ExactScoring && !b.cfg.NoExactScoring {
 		o.stage(stageStats, fanStart.Sub(planned))
 	}
-	results := b.fanOut(shardCtx, plan, sreq, plan.Hedge)
+	results, refreshed := b.searchShards(shardCtx, plan, sreq)
 	fanned := time.Now()
 	o.stage(stageFanOut, fanned.Sub(fanStart))
 
@@ -239,6 +242,9 @@ func (b *Broker) execute(ctx context.Context, plan *planner.Plan, o execOptions)
 		prof = append(o.prelude, prof...)
 		prof = append(prof, api.Stage{Name: "fan-out", TookMS: ms(fanned.Sub(fanStart)),
 			Detail: fmt.Sprintf("%d shards, k=%d, shard deadline %s", len(plan.Shards), plan.K, plan.ShardTimeout)})
+		if refreshed {
+			prof[len(prof)-1].Detail += "; statistics refreshed (a shard had more updates since they were counted than the bound) and every shard asked again"
+		}
 		for i, r := range results {
 			st := api.Stage{Name: "shard " + strconv.Itoa(plan.Shards[i]), TookMS: ms(r.took)}
 			switch {

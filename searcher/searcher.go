@@ -454,6 +454,12 @@ func (s *Searcher) onManifest(e jetstream.KeyValueEntry) {
 				sl.metrics.swapFailed.Inc()
 				continue
 			}
+			// Count the token totals queries read on the serving replica
+			// now, so that the first queries on the new one do not wait
+			// for them (exact scoring's average field lengths).
+			if err := r.WarmTokens(st.ctx, sl.cur.Load().TokenFields()); err != nil && st.ctx.Err() == nil {
+				s.cfg.Logger.Warn("counting token totals of a new generation failed; queries count them", "index", m.Index, "shard", i, "err", err)
+			}
 			st.swapMu.Lock()
 			if st.ctx.Err() != nil || sl.cur.Load().Generation() >= m.Generation {
 				// Going away, or a newer generation won the race.
@@ -579,6 +585,20 @@ type Stats struct {
 	Generation uint64
 	Seq        uint64
 	Docs       uint64
+}
+
+// ForceMerge merges the segments of every shard of index this searcher
+// serves (shard.Replica.ForceMerge): for tests and operators.
+func (s *Searcher) ForceMerge(ctx context.Context, index string) error {
+	for _, sh := range s.shardStates() {
+		if sh.index != index {
+			continue
+		}
+		if err := sh.replica.ForceMerge(ctx); err != nil {
+			return fmt.Errorf("index %q: %w", index, err)
+		}
+	}
+	return nil
 }
 
 // ID names this searcher process (its replica id).

@@ -131,3 +131,46 @@ func (g *Generator) WriteNDJSON(w io.Writer, n int) error {
 	}
 	return nil
 }
+
+// Record is d as a JSON object with two more fields derived from its id,
+// so that tests can query every kind of field: date (a date-time in d's
+// Year) and loc (a geopoint, {lat, lon}).
+func (d Doc) Record() map[string]any {
+	var h uint64 = 14695981039346656037
+	for i := range len(d.ID) {
+		h = (h ^ uint64(d.ID[i])) * 1099511628211
+	}
+	return map[string]any{
+		"id": d.ID, "title": d.Title, "body": d.Body, "year": d.Year, "score": d.Score, "tag": d.Tag,
+		"date": fmt.Sprintf("%04d-%02d-%02dT%02d:00:00Z", d.Year, 1+h%12, 1+(h>>8)%28, (h>>16)%24),
+		"loc":  map[string]any{"lat": float64((h>>24)%1600)/10 - 80, "lon": float64((h>>40)%3600)/10 - 180},
+	}
+}
+
+// Mapping is a bleve index mapping for Records, scored with scoring ("bm25"
+// or "tf-idf"): title and body text (standard analyzer, with term vectors
+// for phrases), tag a keyword, year a number, date a date-time, loc a
+// geopoint, score stored only; every searched field in _all but loc.
+func Mapping(scoring string) json.RawMessage {
+	field := func(name, typ, analyzer string, all bool) string {
+		a := ""
+		if analyzer != "" {
+			a = fmt.Sprintf(`, "analyzer": %q, "include_term_vectors": true`, analyzer)
+		}
+		index := name != "score" // stored, not searched: indexing it only costs
+		return fmt.Sprintf(`%q: {"enabled": true, "dynamic": false, "fields": [{"name": %q, "type": %q%s, "store": true, "index": %v, "include_in_all": %v, "docvalues": %v}]}`,
+			name, name, typ, a, index, all && index, index)
+	}
+	props := []string{
+		field("id", "text", "keyword", false),
+		field("title", "text", "standard", true),
+		field("body", "text", "standard", true),
+		field("tag", "text", "keyword", true),
+		field("year", "number", "", true),
+		field("score", "number", "", true),
+		field("date", "datetime", "", true),
+		field("loc", "geopoint", "", false),
+	}
+	return json.RawMessage(fmt.Sprintf(`{"scoring_model": %q, "default_mapping": {"enabled": true, "dynamic": true, "properties": {%s}}}`,
+		scoring, strings.Join(props, ", ")))
+}

@@ -68,14 +68,22 @@ type Replica struct {
 	applyMu sync.Mutex    // held while a batch is applied or the index copied
 	// pending, indexed, deleted and rejected: see Progress.
 	pending, indexed, deleted, rejected atomic.Uint64
+	// updates remembers the sequences of the latest updates applied, to
+	// tell how many a search's statistics miss.
+	updates updateLog
 
 	// mu guards closed; searches hold it for reading so Close waits for
 	// them.
 	mu     sync.RWMutex
 	closed bool
 
-	cancel     context.CancelFunc
-	done       chan struct{}
+	cancel context.CancelFunc
+	done   chan struct{}
+	// warmCancel stops the background token counting (warmLoop), which
+	// closes warmDone; it runs from Start.
+	warmCancel context.CancelFunc
+	warmCtx    context.Context
+	warmDone   chan struct{}
 	caughtUp   chan struct{}
 	caughtOnce sync.Once
 	startOnce  sync.Once
@@ -140,6 +148,7 @@ func OpenSnapshot(ctx context.Context, cfg Config, generation uint64, snap meta.
 
 func newReplica(cfg Config, idx bleve.Index, generation uint64) (*Replica, error) {
 	r := &Replica{cfg: cfg, idx: idx, generation: generation, done: make(chan struct{}), caughtUp: make(chan struct{})}
+	r.warmCtx, r.warmCancel = context.WithCancel(context.Background())
 	v, err := idx.GetInternal(seqKey)
 	if err != nil {
 		idx.Close()
@@ -148,6 +157,7 @@ func newReplica(cfg Config, idx bleve.Index, generation uint64) (*Replica, error
 	if len(v) == 8 {
 		r.seq.Store(binary.BigEndian.Uint64(v))
 	}
+	r.updates.init(r.seq.Load())
 	return r, nil
 }
 
@@ -235,6 +245,8 @@ func (r *Replica) start(ctx context.Context) error {
 		defer cctx.Stop()
 		r.applyLoop(runCtx, msgs)
 	}()
+	r.warmDone = make(chan struct{})
+	go r.warmLoop(r.warmCtx)
 	return nil
 }
 
@@ -301,12 +313,14 @@ func (r *Replica) apply(msgs []jetstream.Msg) error {
 	b := r.idx.NewBatch()
 	var last, pending uint64
 	var indexed, deleted, rejected uint64
+	seqs := make([]uint64, 0, len(msgs))
 	for _, m := range msgs {
 		md, err := m.Metadata()
 		if err != nil {
 			return fmt.Errorf("message metadata: %w", err)
 		}
 		last, pending = md.Sequence.Stream, md.NumPending
+		seqs = append(seqs, last)
 		_, _, id, err := subject.ParseDoc(m.Subject())
 		if err != nil {
 			r.cfg.Logger.Warn("skipping message on a bad subject", "subject", m.Subject(), "seq", last, "err", err)
@@ -337,6 +351,7 @@ func (r *Replica) apply(msgs []jetstream.Msg) error {
 	r.applyMu.Lock()
 	err := r.idx.Batch(b)
 	if err == nil {
+		r.updates.add(seqs)
 		r.seq.Store(last)
 	}
 	r.applyMu.Unlock()
@@ -367,6 +382,7 @@ func (r *Replica) acquire() (bleve.Index, error) {
 // Close stops following the stream, waits for in-flight searches and
 // closes the index. The directory stays.
 func (r *Replica) Close() error {
+	r.warmCancel() // a count in progress gives up, releasing the replica
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()
@@ -378,6 +394,9 @@ func (r *Replica) Close() error {
 	if r.cancel != nil {
 		r.cancel()
 		<-r.done
+	}
+	if r.warmDone != nil {
+		<-r.warmDone
 	}
 	r.applyMu.Lock()
 	defer r.applyMu.Unlock()

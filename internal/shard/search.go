@@ -26,12 +26,16 @@ func (r *Replica) Search(ctx context.Context, req *wire.ShardRequest) (*wire.Sha
 	if err != nil {
 		return nil, err
 	}
+	if req.Stats != nil {
+		if err := r.checkFresh(req); err != nil {
+			return nil, err
+		}
+		ctx = withStats(ctx, req.Stats)
+		sreq.Query = &scopedQuery{Query: sreq.Query, gs: req.Stats}
+	}
 	idx, err := r.acquire()
 	if err != nil {
 		return nil, err
-	}
-	if req.Stats != nil {
-		ctx = withStats(ctx, req.Stats)
 	}
 	ctx = withTermLimit(ctx, req.MaxTerms)
 
@@ -186,16 +190,49 @@ func ToResponse(res *bleve.SearchResult, seq, generation uint64, took time.Durat
 // retries on the replica that replaced it).
 func IsClosed(err error) bool { return errors.Is(err, ErrClosed) }
 
-// withStats puts index-wide statistics in a search context: bleve's BM25
-// field statistics under its own key, document frequencies under ours.
+// withStats puts an index's statistics in a search context, under bleve's
+// own key: the live document count, and the fields' token totals as
+// bleve's "field cardinality", which bleve divides by the document count
+// (rounding up) for BM25's average field length. Statistics without token
+// totals (from a broker that predates them) leave the average length the
+// shard's own. The document frequencies and the dictionary go through the
+// scoped reader (scopedQuery).
 func withStats(ctx context.Context, gs *GlobalStats) context.Context {
-	ctx = context.WithValue(ctx, search.BM25StatsKey, &search.BM25Stats{DocCount: float64(gs.DocCount), FieldCardinality: gs.FieldCardinality})
-	return WithGlobalStats(ctx, gs)
+	if gs.FieldTokens == nil {
+		return ctx
+	}
+	return context.WithValue(ctx, search.BM25StatsKey, &search.BM25Stats{DocCount: float64(gs.DocCount), FieldCardinality: gs.FieldTokens})
 }
 
+// checkFresh refuses a search whose statistics miss more of the replica's
+// updates than the request allows (wire.CodeStaleStats): the broker
+// fetches them again.
+func (r *Replica) checkFresh(req *wire.ShardRequest) error {
+	if req.MaxStaleUpdates <= 0 {
+		return nil
+	}
+	seq, ok := req.Stats.Seqs[r.cfg.Shard]
+	if !ok {
+		return nil // statistics from searchers that do not say: no bound
+	}
+	n, known := r.updates.since(seq)
+	switch {
+	case !known:
+		return api.Errorf(wire.CodeStaleStats, "shard %d: statistics counted at sequence %d, before this replica's history (from %d)", r.cfg.Shard, seq, r.updates.base)
+	case n > req.MaxStaleUpdates:
+		return api.Errorf(wire.CodeStaleStats, "shard %d: statistics miss %d updates (at most %d)", r.cfg.Shard, n, req.MaxStaleUpdates)
+	}
+	return nil
+}
+
+// maxRecorded bounds the terms the statistics phase records when the
+// request sets no max_terms.
+const maxRecorded = 1 << 16
+
 // Stats runs the statistics phase of a request: which terms of which fields
-// the query reads on this shard, their document frequencies, the document
-// count and those fields' total lengths.
+// the query reads on this shard (its own expansions), their live document
+// frequencies, the live document count, those fields' token totals, and
+// the stream sequence they were counted at.
 func (r *Replica) Stats(ctx context.Context, req *wire.ShardRequest) (*GlobalStats, error) {
 	sreq, err := BuildRequest(req)
 	if err != nil {
@@ -206,21 +243,27 @@ func (r *Replica) Stats(ctx context.Context, req *wire.ShardRequest) (*GlobalSta
 		return nil, err
 	}
 	defer r.mu.RUnlock()
+	// Read before the reader opens: the reader holds at least this.
+	seq := r.Seq()
 	adv, err := idx.Advanced()
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("shard %d: statistics: %w", r.cfg.Shard, err)
 	}
 	reader, err := adv.Reader()
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("shard %d: statistics: %w", r.cfg.Shard, err)
 	}
 	defer reader.Close()
-	rec := &recorder{}
-	ctx = context.WithValue(ctx, recorderKey, rec)
+	max := maxRecorded
+	if req.MaxTerms > 0 {
+		max = 2 * req.MaxTerms
+	}
+	rec := newRecorder(max)
+	sr := scope(reader, nil, rec)
 	ctx = context.WithValue(ctx, search.GetScoringModelCallbackKey,
 		search.GetScoringModelCallbackFn(func() string { return index.BM25Scoring }))
 	ctx = search.ContextWithTermSearchersCounter(withTermLimit(ctx, req.MaxTerms))
-	s, err := sreq.Query.Searcher(ctx, reader, idx.Mapping(), search.SearcherOptions{})
+	s, err := sreq.Query.Searcher(ctx, sr, idx.Mapping(), search.SearcherOptions{})
 	if tooMany := tooManyTerms(err, r.cfg.Shard, req.MaxTerms); tooMany != nil {
 		return nil, tooMany
 	}
@@ -233,20 +276,32 @@ func (r *Replica) Stats(ctx context.Context, req *wire.ShardRequest) (*GlobalSta
 	}
 	out := &rec.stats
 	out.Generation = r.generation
+	out.Seqs = map[int]uint64{r.cfg.Shard: seq}
 	if out.DocCount, err = reader.DocCount(); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("shard %d: statistics: %w", r.cfg.Shard, err)
 	}
-	out.FieldCardinality = make(map[string]int, len(out.DocFreq))
-	bm, ok := reader.(index.BM25Reader)
-	if !ok {
-		return nil, fmt.Errorf("shard %d: index reader has no field statistics", r.cfg.Shard)
+	// bleve's optimization of an unscored filter (score "none") reads its
+	// terms as one searcher of field "*", which asks for that field's
+	// statistics and scores nothing.
+	out.FieldTokens = make(map[string]int, len(rec.fields)+1)
+	out.FieldTokens["*"] = 0
+	// Every field the query names, whether or not this shard read it
+	// (a prefix that expands to nothing here still reads the field on
+	// another shard, and the sums need every shard's tokens), and any
+	// other field it read.
+	fields, err := query.ExtractFields(sreq.Query, idx.Mapping(), search.NewFieldSet())
+	if err != nil {
+		return nil, api.BadRequest("query: %v", err)
 	}
-	for field := range out.DocFreq {
-		n, err := bm.FieldCardinality(field)
+	for field := range rec.fields {
+		fields.AddField(field)
+	}
+	for field := range fields {
+		n, err := sr.FieldCardinality(field)
 		if err != nil {
-			return nil, fmt.Errorf("field %q statistics: %w", field, err)
+			return nil, fmt.Errorf("shard %d: field %q statistics: %w", r.cfg.Shard, field, err)
 		}
-		out.FieldCardinality[field] = n
+		out.FieldTokens[field] = n
 	}
 	return out, nil
 }

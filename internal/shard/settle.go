@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/blevesearch/bleve/v2"
+	"github.com/blevesearch/bleve/v2/index/scorch"
 )
 
 // ErrNoSegmentStats reports an index whose statistics do not count scorch
@@ -49,4 +50,44 @@ func Settle(ctx context.Context, every time.Duration, idxs ...bleve.Index) (stat
 		case <-time.After(every):
 		}
 	}
+}
+
+// ForceMerge merges the replica's index into as few segments as scorch
+// will (one, unless an update arrives meanwhile): it waits until every
+// in-memory segment is persisted, then asks scorch for a forced merge and
+// waits for it. Tests use it to show that scores do not depend on how
+// segments are merged.
+func (r *Replica) ForceMerge(ctx context.Context) error {
+	idx, err := r.acquire()
+	if err != nil {
+		return err
+	}
+	defer r.mu.RUnlock()
+	adv, err := idx.Advanced()
+	if err != nil {
+		return fmt.Errorf("force merge shard %d: %w", r.cfg.Shard, err)
+	}
+	si, ok := adv.(*statsIndex)
+	if !ok {
+		return fmt.Errorf("force merge shard %d: index type %T", r.cfg.Shard, adv)
+	}
+	sc, ok := si.Index.(*scorch.Scorch)
+	if !ok {
+		return fmt.Errorf("force merge shard %d: index type %T", r.cfg.Shard, si.Index)
+	}
+	for {
+		m, _ := idx.StatsMap()["index"].(map[string]any)
+		if mem, _ := m["num_root_memorysegments"].(uint64); mem == 0 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("force merge shard %d: waiting for segments to persist: %w", r.cfg.Shard, ctx.Err())
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	if err := sc.ForceMerge(ctx, nil); err != nil {
+		return fmt.Errorf("force merge shard %d: %w", r.cfg.Shard, err)
+	}
+	return nil
 }

@@ -4,10 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/blevesearch/bleve/v2/index/scorch"
+	"github.com/blevesearch/bleve/v2/mapping"
 	"github.com/blevesearch/bleve/v2/registry"
+	"github.com/blevesearch/bleve/v2/search"
+	"github.com/blevesearch/bleve/v2/search/query"
 	index "github.com/blevesearch/bleve_index_api"
 
 	"github.com/quarrysearch/quarry/internal/wire"
@@ -15,19 +21,29 @@ import (
 
 // Exact distributed scoring.
 //
-// BM25 scores a term with the index's document count, the field's average
-// length and the term's document frequency. Over N shards each shard knows
-// only its own, so the same query scores differently than on one index.
-// bleve's own global scoring (an alias with search.GlobalScoring) makes the
-// first two global but leaves document frequency local. Quarry carries all
-// three: a stats phase asks every shard which terms the query reads and
-// their local counts (Recorder), the broker sums them (GlobalStats), and the
-// search phase puts them in the search context, where this package's index
-// wrapper hands them to bleve's term scorer in place of the local counts.
+// Quarry's BM25 is a function of the documents alone, never of how they
+// are split into shards or segments: the live document count, each term's
+// live document frequency, and per field the average length, the total
+// tokens in the field over live documents / live documents (Lucene's
+// definition; bleve rounds it up). docs/RATIONALE.md has the formula.
 //
-// The wrapper is registered as bleve index type IndexType: scorch with a
-// reader whose TermFieldReader consults the context. Everything else is
-// scorch's.
+// Over N shards each shard knows only its own counts, so a statistics
+// phase asks every shard which terms the query reads, with their local
+// counts and the token totals of their fields (Replica.Stats, through a
+// recording reader); the broker sums them (GlobalStats.Add); the search
+// phase scores with the sums: bleve's own search.BM25Stats carries the
+// document count and the token totals (as its FieldCardinality), and this
+// package's reader hands every term searcher the global document
+// frequency, reports the global document count (TF-IDF) and, for fuzzy,
+// prefix, wildcard, regexp and range terms, lists the index's dictionary
+// (the terms the shards found, with live documents) instead of the
+// shard's, so every shard scores the same set of terms.
+//
+// The reader is registered as bleve index type IndexType (scorch, whose
+// reader counts token totals per segment: tokens.go), and a search with
+// statistics wraps its query (scopedQuery) so that the searchers it builds
+// read through a reader that holds them: bleve opens its reader without
+// the search context, and dictionaries are read without it.
 
 // IndexType is the bleve index type of Quarry shards.
 const IndexType = "quarry-scorch"
@@ -38,42 +54,42 @@ func init() {
 	}
 }
 
-// GlobalStats is wire.GlobalStats: the BM25 statistics of a whole index.
+// GlobalStats is wire.GlobalStats: the scoring statistics of a whole index.
 type GlobalStats = wire.GlobalStats
 
-type ctxKey int
-
-const (
-	globalStatsKey ctxKey = iota
-	recorderKey
-)
-
-// WithGlobalStats makes searches under ctx score with s instead of the
-// shard's local statistics.
-func WithGlobalStats(ctx context.Context, s *GlobalStats) context.Context {
-	return context.WithValue(ctx, globalStatsKey, s)
-}
-
 // recorder collects the (field, term) pairs a query reads and their local
-// document frequencies. Binary terms (numeric and geo encodings) and terms
-// past maxRecordedTerms (wide fuzzy or prefix expansions) are left out and
-// keep their local frequencies: exact scoring covers text terms.
+// document frequencies, and every field it reads. Terms that are not
+// UTF-8 (IP addresses), which JSON cannot carry, are left out and their
+// field marked local; past max terms the statistics are marked truncated.
 type recorder struct {
-	stats GlobalStats
-	n     int
+	stats  GlobalStats
+	count  int
+	max    int
+	fields map[string]bool
 }
 
-const maxRecordedTerms = 4096
+func newRecorder(max int) *recorder { return &recorder{max: max, fields: map[string]bool{}} }
 
 func (r *recorder) add(field string, term []byte, n uint64) {
-	if r.n >= maxRecordedTerms || !utf8.Valid(term) {
+	r.fields[field] = true
+	if !utf8.Valid(term) {
+		if !slices.Contains(r.stats.Local, field) {
+			r.stats.Local = append(r.stats.Local, field)
+		}
 		return
 	}
-	r.n++
 	if r.stats.DocFreq == nil {
 		r.stats.DocFreq = map[string]map[string]uint64{}
 	}
 	m := r.stats.DocFreq[field]
+	if _, ok := m[string(term)]; ok {
+		return
+	}
+	if r.count >= r.max {
+		r.stats.Truncated = true
+		return
+	}
+	r.count++
 	if m == nil {
 		m = map[string]uint64{}
 		r.stats.DocFreq[field] = m
@@ -84,6 +100,7 @@ func (r *recorder) add(field string, term []byte, n uint64) {
 // statsIndex is scorch with a statistics-aware reader.
 type statsIndex struct {
 	index.Index
+	tokens *tokenCache
 }
 
 func newStatsIndex(storeName string, config map[string]any, q *index.AnalysisQueue) (index.Index, error) {
@@ -91,7 +108,7 @@ func newStatsIndex(storeName string, config map[string]any, q *index.AnalysisQue
 	if err != nil {
 		return nil, err
 	}
-	return &statsIndex{Index: i}, nil
+	return &statsIndex{Index: i, tokens: newTokenCache()}, nil
 }
 
 // Reader wraps scorch's reader.
@@ -100,7 +117,7 @@ func (s *statsIndex) Reader() (index.IndexReader, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &statsReader{IndexReader: r}, nil
+	return &statsReader{IndexReader: r, tokens: s.tokens}, nil
 }
 
 // CopyReader keeps bleve's online copy (snapshots) working.
@@ -117,23 +134,55 @@ func (s *statsIndex) FireIndexEvent() {
 
 var errUnsupported = errors.New("not supported by the underlying index reader")
 
-// statsReader substitutes global document frequencies, and records local
-// ones, according to the search context. It forwards every optional reader
-// interface bleve's searchers look for.
+// statsReader is a shard's index reader. Its FieldCardinality is the
+// field's token total over live documents (bleve's BM25 then averages it
+// per document). With gs (a search with an index's statistics) it reports
+// gs's document count and document frequencies and lists gs's terms as
+// the dictionary; with rec (the statistics phase) it records the terms
+// read. It forwards every optional reader interface bleve's searchers look
+// for.
 type statsReader struct {
 	index.IndexReader
+	tokens *tokenCache // nil: not a Quarry shard (FieldCardinality is the reader's own)
+	gs     *GlobalStats
+	rec    *recorder
+
+	mu     sync.Mutex
+	fields map[string]int        // token totals read so far
+	dicts  map[string]globalDict // gs's dictionary per field, sorted
+}
+
+// scope returns a reader over i's index that scores with gs and records
+// into rec (either may be nil).
+func scope(i index.IndexReader, gs *GlobalStats, rec *recorder) *statsReader {
+	if sr, ok := i.(*statsReader); ok {
+		return &statsReader{IndexReader: sr.IndexReader, tokens: sr.tokens, gs: gs, rec: rec}
+	}
+	return &statsReader{IndexReader: i, gs: gs, rec: rec}
+}
+
+// scopedQuery builds its query's searchers over a reader holding the
+// index's statistics (bleve passes the reader it opened itself).
+type scopedQuery struct {
+	query.Query
+	gs *GlobalStats
+}
+
+// Searcher builds the wrapped query's searcher over a scoped reader.
+func (q *scopedQuery) Searcher(ctx context.Context, i index.IndexReader, m mapping.IndexMapping, options search.SearcherOptions) (search.Searcher, error) {
+	return q.Query.Searcher(ctx, scope(i, q.gs, nil), m, options)
 }
 
 func (r *statsReader) TermFieldReader(ctx context.Context, term []byte, field string, includeFreq, includeNorm, includeTermVectors bool) (index.TermFieldReader, error) {
 	tfr, err := r.IndexReader.TermFieldReader(ctx, term, field, includeFreq, includeNorm, includeTermVectors)
-	if err != nil || ctx == nil {
+	if err != nil {
 		return tfr, err
 	}
-	if rec, ok := ctx.Value(recorderKey).(*recorder); ok {
-		rec.add(field, term, tfr.Count())
+	if r.rec != nil {
+		r.rec.add(field, term, tfr.Count())
 	}
-	if gs, ok := ctx.Value(globalStatsKey).(*GlobalStats); ok {
-		if df, ok := gs.DocFreq[field][string(term)]; ok {
+	if r.gs != nil {
+		if df, ok := r.gs.DocFreq[field][string(term)]; ok {
 			return &globalCountReader{TermFieldReader: tfr, count: df}, nil
 		}
 	}
@@ -148,46 +197,237 @@ type globalCountReader struct {
 
 func (g *globalCountReader) Count() uint64 { return g.count }
 
+// Optimize forwards to scorch's reader, so that bleve's optimizations of
+// unscored filters and of conjunctions still apply (they do not change
+// scores).
+func (g *globalCountReader) Optimize(kind string, octx index.OptimizableContext) (index.OptimizableContext, error) {
+	if o, ok := g.TermFieldReader.(index.Optimizable); ok {
+		return o.Optimize(kind, octx)
+	}
+	return nil, nil
+}
+
+// DocCount is the index's live document count in a search with its
+// statistics (TF-IDF scoring reads it), the shard's otherwise.
+func (r *statsReader) DocCount() (uint64, error) {
+	if r.gs != nil {
+		return r.gs.DocCount, nil
+	}
+	return r.IndexReader.DocCount()
+}
+
+// FieldCardinality is, for a Quarry shard, the number of tokens of field
+// in live documents (bleve divides it by the document count for BM25's
+// average field length); for another reader, that reader's own.
 func (r *statsReader) FieldCardinality(field string) (int, error) {
-	if b, ok := r.IndexReader.(index.BM25Reader); ok {
-		return b.FieldCardinality(field)
+	snap, ok := r.IndexReader.(*scorch.IndexSnapshot)
+	if r.tokens == nil || !ok {
+		if b, ok := r.IndexReader.(index.BM25Reader); ok {
+			return b.FieldCardinality(field)
+		}
+		return 0, fmt.Errorf("field cardinality: %w", errUnsupported)
 	}
-	return 0, fmt.Errorf("field cardinality: %w", errUnsupported)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if n, ok := r.fields[field]; ok {
+		return n, nil
+	}
+	n, err := r.tokens.liveTokens(snap, field)
+	if err != nil {
+		return 0, err
+	}
+	if r.fields == nil {
+		r.fields = map[string]int{}
+	}
+	r.fields[field] = int(n)
+	return int(n), nil
 }
 
-func (r *statsReader) FieldDictRegexp(field, regex string) (index.FieldDict, error) {
-	if x, ok := r.IndexReader.(index.IndexReaderRegexp); ok {
-		return x.FieldDictRegexp(field, regex)
-	}
-	return nil, errUnsupported
+// globalDict is the index's dictionary of a field for one query: the
+// terms of gs.DocFreq with live documents, sorted as scorch sorts them.
+type globalDict struct {
+	terms []string
+	df    []uint64
 }
 
-func (r *statsReader) FieldDictRegexpAutomaton(field, regex string) (index.FieldDict, index.RegexAutomaton, error) {
-	if x, ok := r.IndexReader.(index.IndexReaderRegexp); ok {
-		return x.FieldDictRegexpAutomaton(field, regex)
+// dict returns gs's dictionary of field, and false when the field's
+// dictionary must stay the shard's own (no statistics, or not all of the
+// field's terms could be recorded).
+func (r *statsReader) dict(field string) (globalDict, bool) {
+	if r.gs == nil || r.gs.Truncated || slices.Contains(r.gs.Local, field) {
+		return globalDict{}, false
 	}
-	return nil, nil, errUnsupported
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if d, ok := r.dicts[field]; ok {
+		return d, true
+	}
+	var d globalDict
+	for t, n := range r.gs.DocFreq[field] {
+		if n > 0 {
+			d.terms = append(d.terms, t)
+		}
+	}
+	slices.Sort(d.terms)
+	d.df = make([]uint64, len(d.terms))
+	for i, t := range d.terms {
+		d.df[i] = r.gs.DocFreq[field][t]
+	}
+	if r.dicts == nil {
+		r.dicts = map[string]globalDict{}
+	}
+	r.dicts[field] = d
+	return d, true
 }
 
-func (r *statsReader) FieldDictFuzzy(field, term string, fuzziness int, prefix string) (index.FieldDict, error) {
-	if x, ok := r.IndexReader.(index.IndexReaderFuzzy); ok {
-		return x.FieldDictFuzzy(field, term, fuzziness, prefix)
+// list returns the entries of d whose terms keep says to.
+func (d globalDict) list(keep func(term string) (bool, uint8)) *listDict {
+	out := &listDict{}
+	for i, t := range d.terms {
+		if ok, dist := keep(t); ok {
+			out.entries = append(out.entries, index.DictEntry{Term: t, Count: d.df[i], EditDistance: dist})
+		}
 	}
-	return nil, errUnsupported
+	return out
 }
 
-func (r *statsReader) FieldDictFuzzyAutomaton(field, term string, fuzziness int, prefix string) (index.FieldDict, index.FuzzyAutomaton, error) {
-	if x, ok := r.IndexReader.(index.IndexReaderFuzzy); ok {
-		return x.FieldDictFuzzyAutomaton(field, term, fuzziness, prefix)
+// listDict is a dictionary from a list.
+type listDict struct {
+	entries []index.DictEntry
+	next    int
+}
+
+func (l *listDict) Next() (*index.DictEntry, error) {
+	if l.next >= len(l.entries) {
+		return nil, nil
 	}
-	return nil, nil, errUnsupported
+	l.next++
+	return &l.entries[l.next-1], nil
+}
+
+func (l *listDict) Close() error      { return nil }
+func (l *listDict) Cardinality() int  { return len(l.entries) }
+func (l *listDict) BytesRead() uint64 { return 0 }
+
+// Contains is FieldDictContains on the list.
+func (l *listDict) Contains(key []byte) (bool, error) {
+	_, ok := slices.BinarySearchFunc(l.entries, string(key), func(e index.DictEntry, t string) int { return strings.Compare(e.Term, t) })
+	return ok, nil
+}
+
+func all(string) (bool, uint8) { return true, 0 }
+
+func (r *statsReader) FieldDict(field string) (index.FieldDict, error) {
+	if d, ok := r.dict(field); ok {
+		return d.list(all), nil
+	}
+	return r.IndexReader.FieldDict(field)
+}
+
+// FieldDictRange includes start and end as scorch does: from start, up to
+// end with its last byte incremented, exclusive (so "ab" also takes
+// "abz"); an empty bound is no bound.
+func (r *statsReader) FieldDictRange(field string, start, end []byte) (index.FieldDict, error) {
+	d, ok := r.dict(field)
+	if !ok {
+		return r.IndexReader.FieldDictRange(field, start, end)
+	}
+	endExcl := exclusiveEnd(end)
+	return d.list(func(t string) (bool, uint8) {
+		return t >= string(start) && (len(endExcl) == 0 || t < string(endExcl)), 0
+	}), nil
+}
+
+// exclusiveEnd is scorch's calculateExclusiveEndFromInclusiveEnd.
+func exclusiveEnd(end []byte) []byte {
+	if len(end) == 0 {
+		return nil
+	}
+	out := slices.Clone(end)
+	if out[len(out)-1] < 0xff {
+		out[len(out)-1]++
+	} else {
+		out = append(out, 0)
+	}
+	return out
+}
+
+func (r *statsReader) FieldDictPrefix(field string, prefix []byte) (index.FieldDict, error) {
+	d, ok := r.dict(field)
+	if !ok {
+		return r.IndexReader.FieldDictPrefix(field, prefix)
+	}
+	return d.list(func(t string) (bool, uint8) { return strings.HasPrefix(t, string(prefix)), 0 }), nil
 }
 
 func (r *statsReader) FieldDictContains(field string) (index.FieldDictContains, error) {
+	if d, ok := r.dict(field); ok {
+		return d.list(all), nil
+	}
 	if x, ok := r.IndexReader.(index.IndexReaderContains); ok {
 		return x.FieldDictContains(field)
 	}
 	return nil, errUnsupported
+}
+
+func (r *statsReader) FieldDictRegexp(field, regex string) (index.FieldDict, error) {
+	fd, _, err := r.FieldDictRegexpAutomaton(field, regex)
+	return fd, err
+}
+
+// FieldDictRegexpAutomaton takes scorch's automaton for regex (the shard's
+// own dictionary is closed unread) and, with statistics, matches it against
+// the index's dictionary.
+func (r *statsReader) FieldDictRegexpAutomaton(field, regex string) (index.FieldDict, index.RegexAutomaton, error) {
+	x, ok := r.IndexReader.(index.IndexReaderRegexp)
+	if !ok {
+		return nil, nil, errUnsupported
+	}
+	fd, a, err := x.FieldDictRegexpAutomaton(field, regex)
+	if err != nil || a == nil {
+		return fd, a, err
+	}
+	d, ok := r.dict(field)
+	if !ok {
+		return fd, a, nil
+	}
+	if err := fd.Close(); err != nil {
+		return nil, nil, err
+	}
+	return d.list(func(t string) (bool, uint8) { return a.MatchesRegex(t), 0 }), a, nil
+}
+
+func (r *statsReader) FieldDictFuzzy(field, term string, fuzziness int, prefix string) (index.FieldDict, error) {
+	fd, _, err := r.FieldDictFuzzyAutomaton(field, term, fuzziness, prefix)
+	return fd, err
+}
+
+// FieldDictFuzzyAutomaton takes scorch's Levenshtein automaton (the
+// shard's own dictionary is closed unread) and, with statistics, matches
+// it against the index's dictionary, with each term's edit distance (its
+// boost in bleve's fuzzy searcher).
+func (r *statsReader) FieldDictFuzzyAutomaton(field, term string, fuzziness int, prefix string) (index.FieldDict, index.FuzzyAutomaton, error) {
+	x, ok := r.IndexReader.(index.IndexReaderFuzzy)
+	if !ok {
+		return nil, nil, errUnsupported
+	}
+	fd, a, err := x.FieldDictFuzzyAutomaton(field, term, fuzziness, prefix)
+	if err != nil || a == nil {
+		return fd, a, err
+	}
+	d, ok := r.dict(field)
+	if !ok {
+		return fd, a, nil
+	}
+	if err := fd.Close(); err != nil {
+		return nil, nil, err
+	}
+	return d.list(func(t string) (bool, uint8) {
+		if !strings.HasPrefix(t, prefix) {
+			return false, 0
+		}
+		return a.MatchAndDistance(t)
+	}), a, nil
 }
 
 func (r *statsReader) GetSpatialAnalyzerPlugin(typ string) (index.SpatialAnalyzerPlugin, error) {
@@ -246,6 +486,8 @@ var (
 	_ index.IndexReaderRegexp   = (*statsReader)(nil)
 	_ index.IndexReaderFuzzy    = (*statsReader)(nil)
 	_ index.IndexReaderContains = (*statsReader)(nil)
+	_ index.FieldDictContains   = (*listDict)(nil)
+	_ index.FieldDict           = (*listDict)(nil)
 	_ index.SpatialIndexPlugin  = (*statsReader)(nil)
 	_ index.ThesaurusReader     = (*statsReader)(nil)
 	_ index.NestedReader        = (*statsReader)(nil)

@@ -3,6 +3,7 @@ package wire
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/blevesearch/bleve/v2/search"
@@ -31,19 +32,51 @@ type ShardRequest struct {
 	// (bleve's term-searcher limit); over it the shard answers
 	// api.CodeQueryTooComplex. 0: no bound.
 	MaxTerms int `json:"max_terms,omitempty"`
+	// MaxStaleUpdates, with Stats, bounds how many of the shard's updates
+	// (documents written or deleted after Stats.Seqs[shard]) the
+	// statistics may miss; past it the shard answers CodeStaleStats
+	// instead of searching. 0: no bound.
+	MaxStaleUpdates int `json:"max_stale_updates,omitempty"`
 }
 
 // PhaseStats is ShardRequest.Phase for the statistics pre-search.
 const PhaseStats = "stats"
 
-// GlobalStats are the BM25 statistics of a whole index, summed over its
-// shards, for the terms of one query.
+// CodeStaleStats is a shard's answer to a search whose statistics miss
+// more of its updates than ShardRequest.MaxStaleUpdates allows: the broker
+// fetches them again and asks once more. It never reaches a caller.
+const CodeStaleStats api.Code = "stale_statistics"
+
+// GlobalStats are the scoring statistics of a whole index, summed over its
+// shards, for the terms of one query. Quarry's BM25 is a function of the
+// documents alone (docs/RATIONALE.md, "Exact distributed scoring"): the
+// live document count, each term's live document frequency, and per field
+// the total number of tokens in live documents, whatever the shards and
+// segments.
 type GlobalStats struct {
 	DocCount uint64 `json:"doc_count"`
-	// FieldCardinality is an int map as bleve's search.BM25Stats takes it,
-	// so a shard hands it over without a copy.
-	FieldCardinality map[string]int               `json:"field_cardinality"`
-	DocFreq          map[string]map[string]uint64 `json:"doc_freq"` // field → term → documents
+	// FieldTokens is, per field, the total number of tokens (the sum of
+	// every term's frequency) in live documents. A shard hands it to
+	// bleve as search.BM25Stats.FieldCardinality (an int map, so without
+	// a copy): bleve's average field length is then
+	// ceil(FieldTokens / DocCount).
+	FieldTokens map[string]int `json:"field_tokens"`
+	// DocFreq is field → term → live documents holding it. Its terms with
+	// a frequency above 0 are also the index's dictionary for the query:
+	// a shard expands fuzzy, prefix, wildcard, regexp and range terms to
+	// them, so every shard scores the same set of terms.
+	DocFreq map[string]map[string]uint64 `json:"doc_freq"`
+	// Local lists fields whose terms could not all be recorded (terms
+	// that are not UTF-8, which JSON cannot carry: IP addresses): their
+	// expansions stay each shard's own.
+	Local []string `json:"local,omitempty"`
+	// Truncated says a shard read more terms than it records (no
+	// max_terms and a very wide expansion): no expansion is replaced.
+	Truncated bool `json:"truncated,omitempty"`
+	// Seqs is, per shard, the last stream sequence its replica had
+	// applied when it counted: a shard asked to search with these
+	// statistics knows how many of its updates they miss.
+	Seqs map[int]uint64 `json:"seqs,omitempty"`
 	// Generation is the newest snapshot generation the statistics came from.
 	Generation uint64 `json:"generation,omitempty"`
 }
@@ -52,11 +85,23 @@ type GlobalStats struct {
 func (s *GlobalStats) Add(other *GlobalStats) {
 	s.DocCount += other.DocCount
 	s.Generation = max(s.Generation, other.Generation)
-	if s.FieldCardinality == nil {
-		s.FieldCardinality = map[string]int{}
+	s.Truncated = s.Truncated || other.Truncated
+	for _, f := range other.Local {
+		if !slices.Contains(s.Local, f) {
+			s.Local = append(s.Local, f)
+		}
 	}
-	for f, n := range other.FieldCardinality {
-		s.FieldCardinality[f] += n
+	if len(other.Seqs) > 0 && s.Seqs == nil {
+		s.Seqs = make(map[int]uint64, len(other.Seqs))
+	}
+	for sh, seq := range other.Seqs {
+		s.Seqs[sh] = seq
+	}
+	if s.FieldTokens == nil {
+		s.FieldTokens = map[string]int{}
+	}
+	for f, n := range other.FieldTokens {
+		s.FieldTokens[f] += n
 	}
 	if s.DocFreq == nil {
 		s.DocFreq = map[string]map[string]uint64{}
