@@ -296,12 +296,20 @@ func (r *Replica) Stats(ctx context.Context, req *wire.ShardRequest) (*GlobalSta
 	for field := range rec.fields {
 		fields.AddField(field)
 	}
+	bleveOwn, _ := sr.IndexReader.(index.BM25Reader)
+	out.FieldCardinality = make(map[string]int, len(fields))
 	for field := range fields {
 		n, err := sr.FieldCardinality(field)
 		if err != nil {
 			return nil, fmt.Errorf("shard %d: field %q statistics: %w", r.cfg.Shard, field, err)
 		}
 		out.FieldTokens[field] = n
+		// For searchers that predate token totals (a rolling upgrade).
+		if bleveOwn != nil {
+			if out.FieldCardinality[field], err = bleveOwn.FieldCardinality(field); err != nil {
+				return nil, fmt.Errorf("shard %d: field %q statistics: %w", r.cfg.Shard, field, err)
+			}
+		}
 	}
 	return out, nil
 }

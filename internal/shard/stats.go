@@ -251,10 +251,12 @@ type globalDict struct {
 }
 
 // dict returns gs's dictionary of field, and false when the field's
-// dictionary must stay the shard's own (no statistics, or not all of the
-// field's terms could be recorded).
+// dictionary must stay the shard's own: no statistics, not all of the
+// field's terms could be recorded, or statistics without token totals
+// (from a broker or a searcher that predates them, which may have dropped
+// Local and Truncated).
 func (r *statsReader) dict(field string) (globalDict, bool) {
-	if r.gs == nil || r.gs.Truncated || slices.Contains(r.gs.Local, field) {
+	if r.gs == nil || r.gs.FieldTokens == nil || r.gs.Truncated || slices.Contains(r.gs.Local, field) {
 		return globalDict{}, false
 	}
 	r.mu.Lock()

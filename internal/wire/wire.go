@@ -61,6 +61,11 @@ type GlobalStats struct {
 	// a copy): bleve's average field length is then
 	// ceil(FieldTokens / DocCount).
 	FieldTokens map[string]int `json:"field_tokens"`
+	// FieldCardinality is bleve's own field statistic (distinct terms
+	// summed over segments), summed over the shards, for searchers that
+	// predate FieldTokens: brokers and searchers of both kinds work
+	// together during a rolling upgrade. Quarry's searchers ignore it.
+	FieldCardinality map[string]int `json:"field_cardinality,omitempty"`
 	// DocFreq is field → term → live documents holding it. Its terms with
 	// a frequency above 0 are also the index's dictionary for the query:
 	// a shard expands fuzzy, prefix, wildcard, regexp and range terms to
@@ -79,6 +84,10 @@ type GlobalStats struct {
 	Seqs map[int]uint64 `json:"seqs,omitempty"`
 	// Generation is the newest snapshot generation the statistics came from.
 	Generation uint64 `json:"generation,omitempty"`
+
+	// noTokens: a shard sent no token totals (it predates them), so the
+	// sums have none (shards then keep their own average lengths).
+	noTokens bool
 }
 
 // Add sums other into s.
@@ -97,11 +106,24 @@ func (s *GlobalStats) Add(other *GlobalStats) {
 	for sh, seq := range other.Seqs {
 		s.Seqs[sh] = seq
 	}
-	if s.FieldTokens == nil {
-		s.FieldTokens = map[string]int{}
+	if other.FieldTokens == nil && len(other.DocFreq) > 0 {
+		s.noTokens = true
 	}
-	for f, n := range other.FieldTokens {
-		s.FieldTokens[f] += n
+	if s.noTokens {
+		s.FieldTokens = nil
+	} else {
+		if s.FieldTokens == nil {
+			s.FieldTokens = map[string]int{}
+		}
+		for f, n := range other.FieldTokens {
+			s.FieldTokens[f] += n
+		}
+	}
+	if len(other.FieldCardinality) > 0 && s.FieldCardinality == nil {
+		s.FieldCardinality = make(map[string]int, len(other.FieldCardinality))
+	}
+	for f, n := range other.FieldCardinality {
+		s.FieldCardinality[f] += n
 	}
 	if s.DocFreq == nil {
 		s.DocFreq = map[string]map[string]uint64{}

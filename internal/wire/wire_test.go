@@ -78,3 +78,40 @@ func FuzzDecode(f *testing.F) {
 		_ = Decode(msg, &resp)
 	})
 }
+
+// Statistics from a searcher that predates token totals leave the sums
+// without any, so that no shard is sent partial totals; bleve's own field
+// statistic is summed for such searchers.
+func TestGlobalStatsAdd(t *testing.T) {
+	newer := func(tokens, card int) *GlobalStats {
+		return &GlobalStats{DocCount: 10, FieldTokens: map[string]int{"body": tokens}, FieldCardinality: map[string]int{"body": card},
+			DocFreq: map[string]map[string]uint64{"body": {"a": 2}}}
+	}
+	older := &GlobalStats{DocCount: 5, FieldCardinality: map[string]int{"body": 3}, DocFreq: map[string]map[string]uint64{"body": {"a": 1, "b": 1}}}
+	for _, tc := range []struct {
+		name   string
+		shards []*GlobalStats
+		tokens map[string]int
+		card   int
+		df     uint64
+	}{
+		{"all newer", []*GlobalStats{newer(100, 7), newer(50, 4)}, map[string]int{"body": 150}, 11, 4},
+		{"older last", []*GlobalStats{newer(100, 7), older}, nil, 10, 3},
+		{"older first", []*GlobalStats{older, newer(100, 7)}, nil, 10, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var sum GlobalStats
+			for _, s := range tc.shards {
+				b, _ := json.Marshal(s)
+				var back GlobalStats
+				if err := json.Unmarshal(b, &back); err != nil {
+					t.Fatal(err)
+				}
+				sum.Add(&back)
+			}
+			if !reflect.DeepEqual(sum.FieldTokens, tc.tokens) || sum.FieldCardinality["body"] != tc.card || sum.DocFreq["body"]["a"] != tc.df {
+				t.Fatalf("sum %+v", sum)
+			}
+		})
+	}
+}
