@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -83,9 +84,25 @@ type demoProcess struct {
 }
 
 // startDemo starts args in dir with XDG_DATA_HOME set to data (where
-// quarry keeps its data by default), in a process group of its own.
+// quarry keeps its data by default), in a process group of its own, once
+// the demo's default ports are free (a demo stopped just before may still
+// be closing them).
 func startDemo(t *testing.T, dir, data string, args []string) *demoProcess {
 	t.Helper()
+	for _, addr := range []string{"127.0.0.1:4222", "127.0.0.1:7700"} {
+		deadline := time.Now().Add(time.Minute)
+		for {
+			ln, err := net.Listen("tcp", addr)
+			if err == nil {
+				ln.Close()
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the demo's default address %s is taken by another process: %v", addr, err)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
 	p := &demoProcess{cmd: exec.Command(args[0], args[1:]...)}
 	p.cmd.Dir = dir
 	p.cmd.Env = append(os.Environ(), "XDG_DATA_HOME="+data, "QUARRY_DATA=")

@@ -124,7 +124,7 @@ func TestFaultOverload(t *testing.T) {
 		dur, bound = 10*time.Second, 1.5
 	}
 	n := startRoles(t, "", &indexer.Config{SnapshotInterval: -1},
-		&searcher.Config{FaultDelay: service, Workers: 4 * maxInFlight}, &broker.Config{MaxInFlight: maxInFlight})
+		&searcher.Config{FaultDelay: service, Workers: 4 * maxInFlight}, &broker.Config{MaxInFlight: maxInFlight, TeamMaxInFlight: maxInFlight})
 	c, ctx := n.Client(), context.Background()
 	if _, err := c.CreateIndex(ctx, "over", 1, nil); err != nil {
 		t.Fatal(err)
