@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -559,5 +560,23 @@ func TestStaleStatistics(t *testing.T) {
 		if stale := api.CodeOf(err) == wire.CodeStaleStats; stale != tc.stale || (err != nil && !stale) {
 			t.Errorf("%v max %d: %v", tc.seqs, tc.max, err)
 		}
+	}
+}
+
+// IndexStats of a plain scorch index is the count from its postings.
+func TestIndexStats(t *testing.T) {
+	g := corpus.New(corpus.Config{Seed: 9, BodyMax: 60})
+	var docs []map[string]any
+	for range 300 {
+		docs = append(docs, g.Next().Record())
+	}
+	ref := referenceIndex(t, corpus.Mapping("bm25"), docs)
+	got, err := IndexStats(ref, "title", "body", "_all")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := postingsStats(t, ref, "title", "body", "_all")
+	if got.DocCount != want.DocCount || !maps.Equal(got.FieldCardinality, want.FieldCardinality) {
+		t.Fatalf("IndexStats %+v, the postings %+v", got, want)
 	}
 }

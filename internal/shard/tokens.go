@@ -6,7 +6,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/index/scorch"
+	"github.com/blevesearch/bleve/v2/search"
 	segment "github.com/blevesearch/scorch_segment_api/v2"
 )
 
@@ -310,4 +312,51 @@ func (r *Replica) warmLoop(ctx context.Context) {
 			r.cfg.Logger.Warn("counting token totals in the background failed; queries count them", "err", err)
 		}
 	}
+}
+
+// IndexStats returns Quarry's scoring statistics of one scorch index (any
+// bleve index type built on scorch) as bleve's search.BM25Stats, to pass
+// as a search request's PreSearchData under search.BM25PreSearchDataKey:
+// the live document count and, per field (every field of the index when
+// fields is empty), the tokens in live documents. One bleve index searched
+// with them scores as Quarry does at any shard count; quarry bench's
+// bleve setup uses it.
+func IndexStats(idx bleve.Index, fields ...string) (*search.BM25Stats, error) {
+	adv, err := idx.Advanced()
+	if err != nil {
+		return nil, fmt.Errorf("index statistics: %w", err)
+	}
+	reader, err := adv.Reader()
+	if err != nil {
+		return nil, fmt.Errorf("index statistics: %w", err)
+	}
+	defer reader.Close()
+	if sr, ok := reader.(*statsReader); ok {
+		reader = sr.IndexReader
+	}
+	snap, ok := reader.(*scorch.IndexSnapshot)
+	if !ok {
+		return nil, fmt.Errorf("index statistics: %T is not a scorch index", reader)
+	}
+	docs, err := snap.DocCount()
+	if err != nil {
+		return nil, fmt.Errorf("index statistics: %w", err)
+	}
+	if len(fields) == 0 {
+		if fields, err = snap.Fields(); err != nil {
+			return nil, fmt.Errorf("index statistics: %w", err)
+		}
+	}
+	// bleve's optimization of an unscored filter reads its terms as one
+	// searcher of field "*", which asks for statistics and scores nothing.
+	out := &search.BM25Stats{DocCount: float64(docs), FieldCardinality: map[string]int{"*": 0}}
+	c := newTokenCache()
+	for _, f := range fields {
+		n, err := c.liveTokens(snap, f)
+		if err != nil {
+			return nil, fmt.Errorf("index statistics: %w", err)
+		}
+		out.FieldCardinality[f] = int(n)
+	}
+	return out, nil
 }
