@@ -104,6 +104,12 @@ func e2eQuarrySearch(c *client.Client, q string) (*api.SearchResponse, error) {
 // global scoring (which does not make its scores one index's: see
 // e2eCheckSame).
 func e2eBleveSearch(idx bleve.Index, q string, global bool) (*bleve.SearchResult, error) {
+	return e2eBleveSearchStats(idx, q, global, nil)
+}
+
+// e2eBleveSearchStats is e2eBleveSearch scored with st (nil: bleve's own
+// statistics).
+func e2eBleveSearchStats(idx bleve.Index, q string, global bool, st *search.BM25Stats) (*bleve.SearchResult, error) {
 	bq, err := planner.BuildQuery(&api.SearchRequest{Q: q}, api.QuerySettings{})
 	if err != nil {
 		return nil, err
@@ -111,6 +117,9 @@ func e2eBleveSearch(idx bleve.Index, q string, global bool) (*bleve.SearchResult
 	req := bleve.NewSearchRequestOptions(bq, 10, 0, false)
 	req.Fields = e2eFields
 	req.SortBy([]string{"-_score", "_id"})
+	if st != nil {
+		req.PreSearchData = map[string]any{search.BM25PreSearchDataKey: st}
+	}
 	ctx := context.Background()
 	if global {
 		ctx = context.WithValue(ctx, search.SearchTypeKey, search.GlobalScoring)
@@ -268,18 +277,23 @@ func e2eOpenLoop(b *testing.B, res **openLoopResult, f func(q string) error) {
 	reportPercentiles(b, slices.Clone(r.lat))
 }
 
-// e2eCheckSame checks that Quarry ranks as one index does (same totals,
-// ids and, within rounding, scores for every benchmark query) and logs how
-// far the alias is from it: bleve's global scoring shares the document
-// count and field lengths between the alias's indexes, not the terms'
-// document frequencies, so its scores are not one index's.
+// e2eCheckSame checks that Quarry ranks as one index scored with Quarry's
+// statistics does (shard.IndexStats: same totals, ids and, within
+// rounding, scores for every benchmark query) and logs how far the alias
+// is from it: bleve's global scoring shares the document count and field
+// cardinalities between the alias's indexes, not the terms' document
+// frequencies, and bleve's field cardinality is not Quarry's token total.
 // It returns the share of the alias's top-10 positions holding another
 // document than one index's, in percent.
 func e2eCheckSame(b *testing.B, one, alias bleve.Index, c *client.Client) (aliasDiffPct float64) {
 	b.Helper()
 	ids, scores, hits := 0, 0, 0
+	st, err := shard.IndexStats(one)
+	if err != nil {
+		b.Fatal(err)
+	}
 	for _, q := range benchQueries {
-		want, err := e2eBleveSearch(one, q, false)
+		want, err := e2eBleveSearchStats(one, q, false, st)
 		if err != nil {
 			b.Fatal(err)
 		}
