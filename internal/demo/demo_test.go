@@ -25,8 +25,10 @@ var update = flag.Bool("update", false, "rebuild the embedded demo plugins and p
 const source = "../../examples/pipelines/menu.json"
 
 // build is how each embedded module is built, in its plugin's directory:
-// -trimpath makes the output depend on the source and the toolchain only.
-const build = "GOOS=wasip1 GOARCH=wasm CGO_ENABLED=0 go build -trimpath -buildmode=c-shared"
+// -trimpath makes the output depend on the source and the toolchain only,
+// and GOFLAGS is emptied because the go command records it in the module
+// (CI's GOFLAGS=-mod=readonly changed every byte-for-byte comparison).
+const build = "GOOS=wasip1 GOARCH=wasm CGO_ENABLED=0 GOFLAGS= go build -trimpath -buildvcs=false -buildmode=c-shared"
 
 // TestEmbeddedCurrent rebuilds the demo's plugins from examples/plugins
 // and its pipeline from examples/pipelines/menu.json, and checks that the
@@ -112,9 +114,13 @@ func buildPlugin(t *testing.T, dir string) []byte {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), "p.wasm")
 	args := strings.Fields(build)
-	cmd := exec.Command(args[3], append(args[4:], "-o", out, ".")...)
+	env := 0
+	for strings.Contains(args[env], "=") {
+		env++
+	}
+	cmd := exec.Command(args[env], append(args[env+1:], "-o", out, ".")...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), args[:3]...)
+	cmd.Env = append(os.Environ(), args[:env]...)
 	if msg, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("build %s: %v\n%s", dir, err, msg)
 	}
