@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"runtime"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -62,6 +63,22 @@ type Config struct {
 	// (api.TeamSettings, `quarry team set`), so that one team cannot take
 	// every slot (default MaxInFlight/4, at least 1).
 	TeamMaxInFlight int
+	// HeavyAfter marks a team heavy on this broker when its recent
+	// searches take longer than this on average (the search's own time,
+	// from its start to its reply, waiting for a turn excluded) (default
+	// 20ms; negative: never). While another team is active, a heavy team
+	// runs at most HeavySearches searches at once and the others wait
+	// their turn: a Go program cannot give one goroutine priority over
+	// another, so the only way to keep a heavy team's merging and encoding
+	// from taking every core is not to start them.
+	HeavyAfter time.Duration
+	// HeavySearches is how many searches of heavy teams run at once on
+	// this broker while other teams are active (default GOMAXPROCS/2, at
+	// least 1).
+	HeavySearches int
+	// HeavyWait bounds a heavy team's wait for its turn; past it the
+	// search is refused as overloaded (429) (default 1s).
+	HeavyWait time.Duration
 	// NoHedge turns hedging off.
 	NoHedge bool
 	// HedgeMaxFraction caps hedges as a share of shard requests (default
@@ -119,6 +136,15 @@ func (c *Config) Validate() error {
 	}
 	if c.TeamMaxInFlight <= 0 {
 		c.TeamMaxInFlight = max(1, c.MaxInFlight/4)
+	}
+	if c.HeavyAfter == 0 {
+		c.HeavyAfter = 20 * time.Millisecond
+	}
+	if c.HeavySearches <= 0 {
+		c.HeavySearches = max(1, runtime.GOMAXPROCS(0)/2)
+	}
+	if c.HeavyWait <= 0 {
+		c.HeavyWait = time.Second
 	}
 	if c.DrainTimeout <= 0 {
 		c.DrainTimeout = 10 * time.Second
@@ -206,7 +232,7 @@ func New(nc *nats.Conn, store *meta.Store, cfg Config) (*Broker, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &Broker{nc: nc, store: store, cfg: cfg, planner: p, inflight: make(chan struct{}, cfg.MaxInFlight), teamLimits: newTeamLimits(cfg.TeamMaxInFlight),
+	b := &Broker{nc: nc, store: store, cfg: cfg, planner: p, inflight: make(chan struct{}, cfg.MaxInFlight), teamLimits: newTeamLimits(&cfg),
 		stats: newStatsCache(cfg.StatsCacheSize), shadows: newShadows(), fallback: newFallbackLimits(&cfg),
 		defs: map[string]api.IndexDefinition{}, ready: make(chan struct{})}
 	if b.metrics, err = newMetrics(b, cfg.Registerer); err != nil {
@@ -396,6 +422,15 @@ func (b *Broker) handle(req micro.Request) {
 				team.inFlight.Add(-1)
 			}
 		}()
+		if team != nil {
+			turn, err := b.teamLimits.turn(team)
+			if err != nil {
+				b.metrics.refused(index)
+				b.respondError(req.Reply(), err)
+				return
+			}
+			defer turn()
+		}
 		ctx := tracenats.Extract(context.Background(), nats.Header(req.Headers()))
 		if trace.RequestID(ctx) == "" {
 			ctx = trace.WithRequestID(ctx, trace.NewRequestID())

@@ -20,8 +20,15 @@ import (
 // quarry-teams bucket (api.TeamSettings), with the broker's defaults for
 // what a team does not set. A team over either gets 429 overloaded at
 // once, naming the limit, and the other teams are not touched.
+//
+// Admitted, a heavy team's search waits for its turn (see
+// Config.HeavyAfter): the searches of heavy teams share HeavySearches
+// turns while another team is active.
 type teamLimits struct {
 	defaultInFlight int
+	heavyAfter      time.Duration
+	heavyWait       time.Duration
+	turns           chan struct{} // the heavy teams' turns
 
 	mu    sync.RWMutex
 	teams map[string]*teamState
@@ -31,8 +38,11 @@ type teamLimits struct {
 // limits, swapped whole when its settings change (searches running keep
 // counting against the same count).
 type teamState struct {
+	name     string
 	inFlight atomic.Int32
 	limits   atomic.Pointer[teamConfig]
+	costNS   atomic.Int64 // moving mean of its recent searches' time
+	lastSeen atomic.Int64 // when its last search started, in Unix ns
 }
 
 // teamConfig is a team's limits as the broker applies them.
@@ -42,8 +52,9 @@ type teamConfig struct {
 	maxInFlight int32
 }
 
-func newTeamLimits(defaultInFlight int) *teamLimits {
-	return &teamLimits{defaultInFlight: defaultInFlight, teams: map[string]*teamState{}}
+func newTeamLimits(cfg *Config) *teamLimits {
+	return &teamLimits{defaultInFlight: cfg.TeamMaxInFlight, heavyAfter: cfg.HeavyAfter, heavyWait: cfg.HeavyWait,
+		turns: make(chan struct{}, cfg.HeavySearches), teams: map[string]*teamState{}}
 }
 
 // state returns team's state, making it with the defaults if the team is
@@ -58,7 +69,7 @@ func (t *teamLimits) state(team string) *teamState {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if st = t.teams[team]; st == nil {
-		st = &teamState{}
+		st = &teamState{name: team}
 		st.limits.Store(t.config(team, nil))
 		t.teams[team] = st
 	}
@@ -104,6 +115,68 @@ func (t *teamLimits) admit(team string, now time.Time) (*teamState, error) {
 			Message: fmt.Sprintf("team %s is over its rate limit of %g searches/s on this broker; retry after %s", team, c.settings.Rate, wait.Round(time.Millisecond))}
 	}
 	return st, nil
+}
+
+// otherTeamWindow is how recently another team must have started a
+// search for a heavy team to wait for its turn.
+const otherTeamWindow = time.Second
+
+// turn waits, if st's team is heavy and another team is active, for one
+// of the heavy teams' turns, then starts timing the search; the caller
+// calls end when the search has answered. Past Config.HeavyWait it
+// refuses the search as overloaded.
+func (t *teamLimits) turn(st *teamState) (end func(), err error) {
+	start := time.Now()
+	st.lastSeen.Store(start.UnixNano())
+	heavy := t.heavy(st, start)
+	if heavy {
+		timer := time.NewTimer(t.heavyWait)
+		defer timer.Stop()
+		select {
+		case t.turns <- struct{}{}:
+		case <-timer.C:
+			return nil, &api.Error{Code: api.CodeOverloaded, RetryAfterMS: int(t.heavyWait.Milliseconds()),
+				Message: fmt.Sprintf("team %s's searches take %s on average (heavy) and waited %s for a turn while other teams search; try again",
+					st.name, time.Duration(st.costNS.Load()).Round(time.Millisecond), t.heavyWait)}
+		}
+		start = time.Now()
+	}
+	return func() {
+		st.observe(time.Since(start))
+		if heavy {
+			<-t.turns
+		}
+	}, nil
+}
+
+// heavy reports whether st's recent searches are heavy while another team
+// has started one within otherTeamWindow.
+func (t *teamLimits) heavy(st *teamState, now time.Time) bool {
+	if t.heavyAfter < 0 || time.Duration(st.costNS.Load()) <= t.heavyAfter {
+		return false
+	}
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	for _, o := range t.teams {
+		if o != st && now.UnixNano()-o.lastSeen.Load() < int64(otherTeamWindow) {
+			return true
+		}
+	}
+	return false
+}
+
+// observe adds a search's time to the team's moving mean (weight 1/8).
+func (st *teamState) observe(took time.Duration) {
+	for {
+		old := st.costNS.Load()
+		mean := int64(took)
+		if old != 0 {
+			mean = old + (int64(took)-old)/8
+		}
+		if st.costNS.CompareAndSwap(old, mean) {
+			return
+		}
+	}
 }
 
 // apply installs a team's settings (nil: back to the defaults).

@@ -55,7 +55,7 @@ type Config struct {
 	// served round-robin between teams (see HeavyAfter).
 	QueueLen int
 	// HeavyAfter marks a team heavy when the mean service time of its
-	// recent shard requests is over it (default 25ms; negative: never).
+	// recent shard requests is over it (default 10ms; negative: never).
 	// While another team is active, a heavy team runs at most
 	// HeavyWorkers requests at once, so that its expensive queries leave
 	// cores for everyone else's.
@@ -110,7 +110,7 @@ func (c *Config) Validate() error {
 		c.QueueLen = 1024
 	}
 	if c.HeavyAfter == 0 {
-		c.HeavyAfter = 25 * time.Millisecond
+		c.HeavyAfter = 10 * time.Millisecond
 	}
 	if c.HeavyWorkers <= 0 {
 		c.HeavyWorkers = max(1, runtime.GOMAXPROCS(0)/2)

@@ -40,6 +40,9 @@ type roleFlags struct {
 	faultStats       bool
 	heavyAfter       time.Duration
 	heavyWorkers     int
+	heavySearch      time.Duration
+	heavySearches    int
+	heavyWait        time.Duration
 	noHedge          bool
 	statsCache       int
 	recordPercent    int
@@ -70,7 +73,7 @@ func (f *roleFlags) registerSearcher(fs *flag.FlagSet) {
 	fs.DurationVar(&f.faultDelay, "fault-delay", 0, "fault injection, for tests: delay shard requests by this much")
 	fs.IntVar(&f.faultEvery, "fault-every", 1, "fault injection: delay every Nth shard request (with --fault-delay)")
 	fs.BoolVar(&f.faultStats, "fault-stats", false, "fault injection: delay the term-statistics phase instead of the search (with --fault-delay)")
-	fs.DurationVar(&f.heavyAfter, "heavy-request", 25*time.Millisecond, "a team whose recent shard requests take longer than this on average is heavy: while other teams are active it runs at most --heavy-workers at once (negative: never)")
+	fs.DurationVar(&f.heavyAfter, "heavy-request", 10*time.Millisecond, "a team whose recent shard requests take longer than this on average is heavy: while other teams are active it runs at most --heavy-workers at once (negative: never)")
 	fs.IntVar(&f.heavyWorkers, "heavy-workers", 0, "shard requests of a heavy team run at once while other teams are active (default GOMAXPROCS/2, at least 1)")
 }
 
@@ -78,6 +81,9 @@ func (f *roleFlags) registerBroker(fs *flag.FlagSet) {
 	fs.DurationVar(&f.defaultTimeout, "search-timeout", 2*time.Second, "deadline of a search that gives no timeout_ms")
 	fs.IntVar(&f.maxInFlight, "max-in-flight", 1024, "searches served at once; more are refused at once with 429 (overloaded)")
 	fs.IntVar(&f.teamInFlight, "team-max-in-flight", 0, "searches of one team served at once, unless its limits say otherwise (quarry team set); default --max-in-flight/4")
+	fs.DurationVar(&f.heavySearch, "heavy-search", 20*time.Millisecond, "a team whose recent searches take longer than this on average is heavy: while other teams are active its searches take turns, --heavy-searches at once (negative: never)")
+	fs.IntVar(&f.heavySearches, "heavy-searches", 0, "searches of heavy teams run at once on this broker while other teams are active (default GOMAXPROCS/2, at least 1)")
+	fs.DurationVar(&f.heavyWait, "heavy-wait", time.Second, "how long a heavy team's search waits for its turn before it is refused with 429")
 	fs.BoolVar(&f.noHedge, "no-hedge", false, "never ask a second replica when a shard is slow")
 	fs.IntVar(&f.statsCache, "stats-cache", 4096, "queries whose global term statistics are cached per index generation (negative: none)")
 	fs.DurationVar(&f.slowQuery, "slow-query", 500*time.Millisecond, "log searches slower than this at warn level, with the request id and the profile (negative: never)")
@@ -116,7 +122,8 @@ func (f *roleFlags) searcher() *searcher.Config {
 }
 
 func (f *roleFlags) broker() *broker.Config {
-	return &broker.Config{DefaultTimeout: f.defaultTimeout, MaxInFlight: f.maxInFlight, TeamMaxInFlight: f.teamInFlight, NoHedge: f.noHedge, StatsCacheSize: f.statsCache, RecordPercent: f.recordPercent,
+	return &broker.Config{DefaultTimeout: f.defaultTimeout, MaxInFlight: f.maxInFlight, TeamMaxInFlight: f.teamInFlight,
+		HeavyAfter: f.heavySearch, HeavySearches: f.heavySearches, HeavyWait: f.heavyWait, NoHedge: f.noHedge, StatsCacheSize: f.statsCache, RecordPercent: f.recordPercent,
 		FallbackErrorRate: f.fallbackRate, FallbackWindow: f.fallbackWindow, FallbackMinCalls: f.fallbackMin, FallbackSlowRate: f.fallbackSlow,
 		DrainTimeout: f.drainTimeout, SlowQuery: f.slowQuery}
 }
