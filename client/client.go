@@ -25,7 +25,10 @@ type Options struct {
 	// MaxDocBytes is the largest document accepted (default 1 MiB).
 	MaxDocBytes int
 	// Replicas is the JetStream replication of resources the client
-	// creates if they are missing (default 1).
+	// creates if they are missing (0, the default: the deployment's, that
+	// of Quarry's existing resources, or 1 on a deployment that has none).
+	// A non-zero value that differs from the existing resources' is
+	// refused (see Init).
 	Replicas int
 	// RequestTimeout bounds a search with no context deadline and no
 	// timeout_ms (default 30s).
@@ -65,6 +68,25 @@ func New(ctx context.Context, nc *nats.Conn, opts Options) (*Client, error) {
 		return nil, fmt.Errorf("jetstream: %w", err)
 	}
 	return &Client{nc: nc, js: js, opts: opts, defs: map[string]api.IndexDefinition{}}, nil
+}
+
+// Init creates Quarry's JetStream streams and buckets on the deployment nc
+// is connected to, with replicas replicas each, changing those that exist
+// to it, and returns each stream's replicas as they are then (by stream
+// name). It is the one place a deployment's replication changes (`quarry
+// init`); roles and clients adopt it.
+func Init(ctx context.Context, nc *nats.Conn, replicas int) (map[string]int, error) {
+	if replicas < 1 || replicas > 5 {
+		return nil, api.BadRequest("replicas must be 1 to 5, got %d", replicas)
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, fmt.Errorf("jetstream: %w", err)
+	}
+	if _, err := meta.Open(ctx, js, meta.Options{Replicas: replicas, Rescale: true}); err != nil {
+		return nil, err
+	}
+	return meta.Replication(ctx, js, nil)
 }
 
 // WithRequestID returns ctx carrying a request id: searches made with it

@@ -41,6 +41,7 @@ func init() {
 		"indexer":  {"run the indexer against a NATS deployment", runIndexer},
 		"searcher": {"run a searcher against a NATS deployment", runSearcher},
 		"broker":   {"run a broker (and the HTTP API) against a NATS deployment", runBroker},
+		"init":     {"decide a NATS deployment's replication: create Quarry's streams and buckets at --replicas", runInit},
 		"index":    {"create, list, show or remove indexes", runIndex},
 		"ingest":   {"bulk-load NDJSON documents and publish a new generation", runIngest},
 		"put":      {"upsert one JSON document", runPut},

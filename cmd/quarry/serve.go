@@ -395,7 +395,7 @@ func runRole(ctx context.Context, role string, args []string) error {
 		hf.register(fs)
 	}
 	metricsAddr := metricsFlag(fs)
-	replicas := fs.Int("replicas", 1, "JetStream replicas of Quarry's streams and buckets, when this role creates them")
+	replicas := fs.Int("replicas", 0, "JetStream replicas of Quarry's streams and buckets, 1 to 5; they must match the deployment's if it has any (`quarry init` changes it) (default: the deployment's, else 1)")
 	var pipelines pipelineFlag
 	if role == "broker" {
 		fs.Var(&pipelines, "pipeline", "INDEX=FILE: run the index through the plugin pipeline in FILE (repeatable)")
@@ -429,6 +429,9 @@ func runRole(ctx context.Context, role string, args []string) error {
 	opts, err := nf.options()
 	if err != nil {
 		return err
+	}
+	if *replicas < 0 || *replicas > 5 {
+		return api.BadRequest("--replicas must be 1 to 5, got %d", *replicas)
 	}
 	cfg := node.Config{DataDir: *data, NATSURL: nf.url, NATSOptions: opts, Replicas: *replicas, MetricsAddr: *metricsAddr, Logger: log}
 	switch role {

@@ -19,9 +19,18 @@ import (
 
 // Options tunes the JetStream resources Open creates.
 type Options struct {
-	// Replicas is the JetStream replication factor (default 1; 3 on a
-	// cluster).
+	// Replicas is the JetStream replication factor Quarry's resources must
+	// have. Zero adopts the deployment's: resources that exist keep
+	// theirs, and missing ones are made like the existing ones (1 on a
+	// deployment that has none). Replication is a property of the
+	// deployment, decided once (the first role started with --replicas, or
+	// `quarry init --replicas N`): a non-zero Replicas that differs from
+	// the resources that exist is refused with a *ReplicasError, unless
+	// Rescale.
 	Replicas int
+	// Rescale changes the replication of existing resources to Replicas
+	// (`quarry init`), instead of refusing the difference.
+	Rescale bool
 	// ManifestHistory is how many manifests per index KV keeps (default 8).
 	ManifestHistory int
 	// Logger says, once per resource, that Open is waiting for JetStream
@@ -61,8 +70,11 @@ type Store struct {
 
 // Open creates or binds to every resource.
 func Open(ctx context.Context, js jetstream.JetStream, opts Options) (*Store, error) {
-	if opts.Replicas <= 0 {
-		opts.Replicas = 1
+	if opts.Replicas < 0 || opts.Replicas > 5 {
+		return nil, fmt.Errorf("replicas must be 1 to 5 (0: the deployment's), got %d", opts.Replicas)
+	}
+	if opts.Rescale && opts.Replicas == 0 {
+		return nil, errors.New("rescale needs a replica count")
 	}
 	if opts.ManifestHistory <= 0 {
 		opts.ManifestHistory = 8
@@ -71,6 +83,10 @@ func Open(ctx context.Context, js jetstream.JetStream, opts Options) (*Store, er
 		opts.Logger = slog.Default()
 	}
 	s := &Store{JS: js}
+	repl, err := replication(ctx, js, opts)
+	if err != nil {
+		return nil, err
+	}
 	buckets := []struct {
 		kv  *jetstream.KeyValue
 		cfg jetstream.KeyValueConfig
@@ -85,7 +101,7 @@ func Open(ctx context.Context, js jetstream.JetStream, opts Options) (*Store, er
 		{&s.Tokens, jetstream.KeyValueConfig{Bucket: subject.TokensBucket, Description: "Quarry HTTP API tokens, by sha256"}},
 	}
 	for _, b := range buckets {
-		b.cfg.Storage, b.cfg.Replicas = jetstream.FileStorage, opts.Replicas
+		b.cfg.Storage, b.cfg.Replicas = jetstream.FileStorage, repl.of("KV_"+b.cfg.Bucket)
 		err := untilReady(ctx, opts.Logger, "bucket "+b.cfg.Bucket, func(ctx context.Context) (err error) {
 			*b.kv, err = js.CreateOrUpdateKeyValue(ctx, b.cfg)
 			return err
@@ -102,7 +118,7 @@ func Open(ctx context.Context, js jetstream.JetStream, opts Options) (*Store, er
 		{&s.Plugins, jetstream.ObjectStoreConfig{Bucket: subject.PluginsBucket, Description: "Quarry plugin binaries, by sha256"}},
 	}
 	for _, o := range objects {
-		o.cfg.Storage, o.cfg.Replicas = jetstream.FileStorage, opts.Replicas
+		o.cfg.Storage, o.cfg.Replicas = jetstream.FileStorage, repl.of("OBJ_"+o.cfg.Bucket)
 		err := untilReady(ctx, opts.Logger, "object store "+o.cfg.Bucket, func(ctx context.Context) (err error) {
 			*o.os, err = js.CreateOrUpdateObjectStore(ctx, o.cfg)
 			return err
@@ -129,7 +145,7 @@ func Open(ctx context.Context, js jetstream.JetStream, opts Options) (*Store, er
 			AllowAtomicPublish: true}},
 	}
 	for _, st := range streams {
-		st.cfg.Storage, st.cfg.Replicas = jetstream.FileStorage, opts.Replicas
+		st.cfg.Storage, st.cfg.Replicas = jetstream.FileStorage, repl.of(st.cfg.Name)
 		var stream jetstream.Stream
 		err := untilReady(ctx, opts.Logger, "stream "+st.cfg.Name, func(ctx context.Context) (err error) {
 			stream, err = js.CreateOrUpdateStream(ctx, st.cfg)

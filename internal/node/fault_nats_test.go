@@ -11,13 +11,16 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/broker"
 	"github.com/quarrysearch/quarry/client"
 	"github.com/quarrysearch/quarry/indexer"
 	"github.com/quarrysearch/quarry/internal/embednats"
+	"github.com/quarrysearch/quarry/internal/meta"
 	"github.com/quarrysearch/quarry/internal/natstest"
+	"github.com/quarrysearch/quarry/internal/subject"
 	"github.com/quarrysearch/quarry/internal/wasmtest"
 	"github.com/quarrysearch/quarry/searcher"
 )
@@ -490,5 +493,71 @@ func TestRolesStartBeforeClusterForms(t *testing.T) {
 	noodleIndex(t, c, "late", "l")
 	if got := total(c, "late", "noodles"); got != 10 {
 		t.Fatalf("search after a late cluster: %d", got)
+	}
+}
+
+// Replication is decided once for a deployment: `quarry init` (client.Init)
+// sets it, a client or role started without --replicas adopts it (a CLI
+// command used to make missing resources at R1, and update existing ones
+// to R1), one started with another count is refused with a message that
+// names both, and Init is how it changes.
+func TestReplicationDecidedOnce(t *testing.T) {
+	cl := startCluster(t, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c, nc := externalClient(t, cl.urls())
+	got, err := client.Init(ctx, nc, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	allAt := func(got map[string]int, want int) {
+		t.Helper()
+		if len(got) != 13 {
+			t.Errorf("%d streams, want Quarry's 13: %v", len(got), got)
+		}
+		for name, n := range got {
+			if n != want {
+				t.Errorf("stream %s at %d replicas, want %d", name, n, want)
+			}
+		}
+	}
+	allAt(got, 3)
+
+	// A CLI client (no replicas said) creates an index and writes: the
+	// deployment keeps its replication.
+	if _, err := c.CreateIndex(ctx, "repl", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Put(ctx, "repl", []byte(`{"id":"d1","name":"noodles"}`)); err != nil {
+		t.Fatal(err)
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now, err := meta.Replication(ctx, js, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	allAt(now, 3)
+
+	// A role started with --replicas 1 is refused, naming both counts.
+	_, err = Start(ctx, Config{DataDir: t.TempDir(), NATSURL: cl.urls(), Replicas: 1, Logger: testLogger(),
+		Indexer: &indexer.Config{SnapshotInterval: -1}})
+	var re *meta.ReplicasError
+	if !errors.As(err, &re) || re.Want != 1 || re.Existing[subject.DocsStream] != 3 ||
+		!strings.Contains(err.Error(), "--replicas 1, but this deployment's JetStream streams exist at 3 (QUARRY_DOCS and 12 more)") ||
+		!strings.Contains(err.Error(), "quarry init --replicas 1") {
+		t.Fatalf("a role at --replicas 1 on an R3 deployment: %v", err)
+	}
+
+	// Init changes it, everywhere.
+	got, err = client.Init(ctx, nc, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	allAt(got, 1)
+	if _, err := client.Init(ctx, nc, 7); !errors.Is(err, api.ErrBadRequest) {
+		t.Errorf("Init with 7 replicas: %v", err)
 	}
 }

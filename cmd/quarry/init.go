@@ -1,0 +1,60 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"text/tabwriter"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/quarrysearch/quarry/api"
+	"github.com/quarrysearch/quarry/client"
+)
+
+// runInit decides a deployment's replication: it creates Quarry's
+// JetStream resources at --replicas, or changes those that exist to it.
+func runInit(ctx context.Context, args []string) error {
+	fs := newFlags("init", "", "Creates Quarry's JetStream streams and buckets on a NATS deployment with --replicas\n"+
+		"replicas each, or changes the replication of those that exist to it, and\n"+
+		"prints each stream's replicas. Replication is decided once for a deployment:\n"+
+		"roles and CLI commands started without --replicas adopt it, and one started\n"+
+		"with another count is refused with a message naming both (docs/deploy.md).")
+	var nf natsFlags
+	nf.register(fs)
+	replicas := fs.Int("replicas", 0, "JetStream replicas of every Quarry stream and bucket, 1 to 5 (3 on a three-member cluster); required")
+	if _, err := parse(fs, args, 0, 0); err != nil {
+		return err
+	}
+	if *replicas < 1 || *replicas > 5 {
+		return api.BadRequest("--replicas must be 1 to 5, got %d", *replicas)
+	}
+	opts, err := nf.options()
+	if err != nil {
+		return err
+	}
+	nc, err := nats.Connect(nf.url, append(opts, nats.Name("quarry-init"))...)
+	if err != nil {
+		return fmt.Errorf("connect to NATS at %s: %w", nf.url, err)
+	}
+	defer nc.Close()
+	ctx, cancel := context.WithTimeout(ctx, nf.timeout)
+	defer cancel()
+	got, err := client.Init(ctx, nc, *replicas)
+	if err != nil {
+		return err
+	}
+	w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "STREAM\tREPLICAS")
+	for _, name := range slices.Sorted(func(yield func(string) bool) {
+		for n := range got {
+			if !yield(n) {
+				return
+			}
+		}
+	}) {
+		fmt.Fprintf(w, "%s\t%d\n", name, got[name])
+	}
+	return w.Flush()
+}
