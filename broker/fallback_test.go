@@ -1,7 +1,6 @@
 package broker
 
 import (
-	"math"
 	"strings"
 	"testing"
 
@@ -158,35 +157,6 @@ func TestLastGood(t *testing.T) {
 			}
 			if other := findStep(&cur, plugins.Rewriter, "q"); len(c.hist[len(c.hist)-1].Rewriters) > 1 && other == nil {
 				t.Fatal("another plugin's step was lost")
-			}
-		})
-	}
-}
-
-// A rewriter shadow's top 10 is compared with the live one's by overlap and
-// by the rank correlation of the documents in both.
-func TestCompareTopIDs(t *testing.T) {
-	cases := []struct {
-		name          string
-		live, shadow  []string
-		overlap, corr float64
-	}{
-		{"same", []string{"a", "b", "c"}, []string{"a", "b", "c"}, 1, 1},
-		{"reversed", []string{"a", "b", "c"}, []string{"c", "b", "a"}, 1, -1},
-		{"shared in the same order", []string{"a", "b", "c", "d"}, []string{"x", "a", "y", "c"}, 0.5, 1},
-		{"shared, swapped", []string{"a", "b", "c", "d"}, []string{"c", "x", "a"}, 0.5, -1},
-		{"nothing shared", []string{"a", "b"}, []string{"x", "y"}, 0, 0},
-		{"one shared", []string{"a", "b"}, []string{"b"}, 0.5, 1},
-		{"both empty", nil, nil, 1, 0},
-		{"only the shadow finds something", nil, []string{"a"}, 0, 0},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			if got := overlapIDs(c.live, c.shadow); math.Abs(got-c.overlap) > 1e-9 {
-				t.Errorf("overlap %v, want %v", got, c.overlap)
-			}
-			if got := spearmanIDs(c.live, c.shadow); math.Abs(got-c.corr) > 1e-9 {
-				t.Errorf("correlation %v, want %v", got, c.corr)
 			}
 		})
 	}

@@ -169,7 +169,7 @@ func (b *Broker) rewrite(ctx context.Context, index string, steps []Step, req *a
 		if mirror { // the request as this rewriter gets it
 			*mirrors = append(*mirrors, rewriteMirror{at: i, req: *req, hints: *hints})
 		}
-		in := rewriteInput(req)
+		in := plugins.RewriteInput(req)
 		out, err := s.Plugin.Rewrite(ctx, &in)
 		took := time.Since(start)
 		b.metrics.step(index, s, took)
@@ -203,12 +203,6 @@ func (b *Broker) rewrite(ctx context.Context, index string, steps []Step, req *a
 	return nil
 }
 
-// rewriteInput is a rewriter's request for req.
-func rewriteInput(req *api.SearchRequest) abi.RewriteRequest {
-	return abi.RewriteRequest{Q: req.Q, Query: req.Query, Filter: req.Filter, Context: req.Context,
-		Size: uint32(req.EffectiveSize()), From: uint32(req.From)}
-}
-
 // applyRewrite applies a rewriter's answer to req and hints, or changes
 // nothing and says why the answer is wrong.
 func applyRewrite(req *api.SearchRequest, hints *planner.Hints, out *abi.RewriteResponse) error {
@@ -239,20 +233,6 @@ func versionNote(s *Step, canary bool) string {
 	return "version " + v + ": "
 }
 
-// rankInput turns merged hits into a rank request over fields.
-func rankInput(q string, context []byte, hits []api.Hit, fields []string) *abi.RankRequest {
-	req := &abi.RankRequest{Q: q, Context: context, Fields: fields, Candidates: make([]abi.Candidate, len(hits))}
-	for i, h := range hits {
-		c := &req.Candidates[i]
-		c.ID, c.Score = h.ID, h.Score
-		c.Values = make([]abi.Value, len(fields))
-		for j, f := range fields {
-			c.Values[j] = plugins.ValueOf(h.Fields[f])
-		}
-	}
-	return req
-}
-
 // rank runs the rankers over the best candidates (the rest keep their
 // place after them) and returns the new order. The steps' time is added to
 // took.
@@ -278,7 +258,7 @@ func (b *Broker) rank(ctx context.Context, pl *Pipeline, q string, rctx []byte, 
 		}
 		head, tail := all[:depth], all[depth:]
 		fields := s.Fields
-		in := rankInput(q, rctx, head, fields)
+		in := plugins.RankInput(q, rctx, head, fields)
 		called := time.Now()
 		out, err := s.Plugin.Rank(ctx, in)
 		end := time.Now()

@@ -1,18 +1,18 @@
 package broker
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"math/rand/v2"
-	"slices"
 	"sync"
 	"time"
 
 	"github.com/nats-io/nuid"
 
 	"github.com/quarrysearch/quarry/api"
+	"github.com/quarrysearch/quarry/internal/rankcmp"
 	"github.com/quarrysearch/quarry/planner"
+	"github.com/quarrysearch/quarry/plugins"
 	"github.com/quarrysearch/quarry/sdk/abi"
 )
 
@@ -54,8 +54,8 @@ func (b *Broker) mirror(index string, s *Step, req *abi.RankRequest, live *abi.R
 		r := shadowResult{liveTook: liveTook, shadowTook: time.Since(start), liveErr: liveErr != nil, shadowErr: err != nil}
 		if liveErr == nil && err == nil {
 			r.compared = true
-			r.overlap = overlapAt10(live.Ranked, out.Ranked)
-			r.rho = spearman(live.Ranked, out.Ranked, len(req.Candidates))
+			a, b := rankedIndexes(live.Ranked), rankedIndexes(out.Ranked)
+			r.overlap, r.rho = rankcmp.OverlapAt(shadowTop, a, b), rankcmp.Spearman(a, b)
 		}
 		b.shadows.add(index+"."+s.Plugin.Spec().Name, r)
 	})
@@ -153,7 +153,7 @@ func (b *Broker) mirrorRewrites(index string, def api.IndexDefinition, pl *Pipel
 func (b *Broker) shadowRewrite(ctx context.Context, index string, def api.IndexDefinition, pl *Pipeline, m rewriteMirror, liveTop []string, compare bool) {
 	live := &pl.Rewriters[m.at]
 	req, hints := m.req, m.hints
-	in := rewriteInput(&req)
+	in := plugins.RewriteInput(&req)
 	start := time.Now()
 	out, err := live.Shadow.Plugin.Rewrite(ctx, &in)
 	r := shadowResult{liveTook: m.took, shadowTook: time.Since(start), liveErr: m.err != nil}
@@ -164,7 +164,7 @@ func (b *Broker) shadowRewrite(ctx context.Context, index string, def api.IndexD
 		var top []string
 		if top, err = b.shadowSearch(ctx, index, def, quietSteps(pl.Rewriters[m.at+1:]), quietSteps(pl.Rankers), &req, &hints); err == nil {
 			r.compared = true
-			r.overlap, r.rho = overlapIDs(liveTop, top), spearmanIDs(liveTop, top)
+			r.overlap, r.rho = rankcmp.OverlapAt(shadowTop, liveTop, top), rankcmp.Spearman(liveTop, top)
 		}
 	}
 	if err != nil {
@@ -216,111 +216,25 @@ func quietSteps(steps []Step) []Step {
 	return out
 }
 
-// topIDs returns the ids of the first 10 hits.
+// shadowTop is the k of a shadow's overlap@k: the first page.
+const shadowTop = 10
+
+// topIDs returns the ids of the first shadowTop hits.
 func topIDs(hits []api.Hit) []string {
-	ids := make([]string, min(10, len(hits)))
+	ids := make([]string, min(shadowTop, len(hits)))
 	for i := range ids {
 		ids[i] = hits[i].ID
 	}
 	return ids
 }
 
-// overlapIDs is the share of a (a top 10) also in b: 1 if both are empty,
-// 0 if only a is.
-func overlapIDs(a, b []string) float64 {
-	if len(a) == 0 {
-		if len(b) == 0 {
-			return 1
-		}
-		return 0
+// rankedIndexes is a ranker's order as candidate indexes.
+func rankedIndexes(r []abi.Ranked) []uint32 {
+	out := make([]uint32, len(r))
+	for i, e := range r {
+		out[i] = e.Index
 	}
-	hit := 0
-	for _, id := range a {
-		if slices.Contains(b, id) {
-			hit++
-		}
-	}
-	return float64(hit) / float64(len(a))
-}
-
-// spearmanIDs is the Spearman correlation of the orders a and b give the
-// documents in both: 1 with one in common, 0 with none.
-func spearmanIDs(a, b []string) float64 {
-	var ra, rb []float64 // ranks among the shared documents
-	for _, id := range a {
-		if j := slices.Index(b, id); j >= 0 {
-			ra = append(ra, float64(len(ra)))
-			rb = append(rb, float64(j))
-		}
-	}
-	n := len(ra)
-	switch n {
-	case 0:
-		return 0
-	case 1:
-		return 1
-	}
-	// rb holds positions in b; turn them into ranks 0..n-1.
-	order := make([]int, n)
-	for i := range order {
-		order[i] = i
-	}
-	slices.SortFunc(order, func(x, y int) int { return cmp.Compare(rb[x], rb[y]) })
-	for rank, i := range order {
-		rb[i] = float64(rank)
-	}
-	var d2 float64
-	for i := range ra {
-		d := ra[i] - rb[i]
-		d2 += d * d
-	}
-	nf := float64(n)
-	return 1 - 6*d2/(nf*(nf*nf-1))
-}
-
-// overlapAt10 is the share of a's top 10 also in b's top 10.
-func overlapAt10(a, b []abi.Ranked) float64 {
-	n := min(10, len(a))
-	if n == 0 {
-		return 1
-	}
-	top := map[uint32]bool{}
-	for _, e := range b[:min(10, len(b))] {
-		top[e.Index] = true
-	}
-	hit := 0
-	for _, e := range a[:n] {
-		if top[e.Index] {
-			hit++
-		}
-	}
-	return float64(hit) / float64(n)
-}
-
-// spearman is the rank correlation of two orders of n candidates; a
-// candidate an order dropped ranks after all it kept.
-func spearman(a, b []abi.Ranked, n int) float64 {
-	if n < 2 {
-		return 1
-	}
-	pos := func(r []abi.Ranked) []float64 {
-		p := make([]float64, n)
-		for i := range p {
-			p[i] = float64(n) // dropped
-		}
-		for i, e := range r {
-			p[e.Index] = float64(i)
-		}
-		return p
-	}
-	pa, pb := pos(a), pos(b)
-	var d2 float64
-	for i := range pa {
-		d := pa[i] - pb[i]
-		d2 += d * d
-	}
-	nf := float64(n)
-	return 1 - 6*d2/(nf*(nf*nf-1))
+	return out
 }
 
 // publishShadows writes this broker's tallies to the shadow bucket every

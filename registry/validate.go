@@ -11,7 +11,6 @@ import (
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/internal/subject"
 	"github.com/quarrysearch/quarry/plugins"
-	"github.com/quarrysearch/quarry/sdk/abi"
 )
 
 // defaultSamples are run on every version, whatever else: an ordinary
@@ -58,21 +57,14 @@ func (s *Service) validate(ctx context.Context, v *api.PluginVersion, wasm []byt
 		all = append(all, sample{fmt.Sprintf("default sample %d", i+1), r})
 	}
 	for _, smp := range all {
-		rctx := []byte(smp.req.Context)
-		if len(rctx) == 0 {
-			rctx = []byte(`{}`)
-		}
 		if plugins.Kind(v.Kind) == plugins.Rewriter {
-			size := smp.req.Size
-			if size <= 0 {
-				size = 10
-			}
-			if _, err := p.Rewrite(ctx, &abi.RewriteRequest{Q: smp.req.Q, Context: rctx, Size: uint32(size)}); err != nil {
+			in := plugins.RewriteInput(&smp.req)
+			if _, err := p.Rewrite(ctx, &in); err != nil {
 				return fmt.Errorf("%s (q %q): %w", smp.from, clip(smp.req.Q), err)
 			}
 			continue
 		}
-		req := &abi.RankRequest{Q: smp.req.Q, Context: rctx, Fields: v.Step.Fields, Candidates: s.candidates(ctx, v.Index, smp.req, v.Step.Fields)}
+		req := plugins.RankInput(smp.req.Q, smp.req.Context, s.candidates(ctx, v.Index, smp.req, v.Step.Fields), v.Step.Fields)
 		if _, err := p.Rank(ctx, req); err != nil {
 			return fmt.Errorf("%s (q %q, %d candidates): %w", smp.from, clip(smp.req.Q), len(req.Candidates), err)
 		}
@@ -80,29 +72,23 @@ func (s *Service) validate(ctx context.Context, v *api.PluginVersion, wasm []byt
 	return nil
 }
 
-// candidates returns the index's top documents for a sample request, with
-// the fields a ranker reads, through the live search API; made-up ones
-// if the search fails or finds nothing.
-func (s *Service) candidates(ctx context.Context, index string, r api.SearchRequest, fields []string) []abi.Candidate {
-	body, _ := json.Marshal(api.SearchRequest{Q: r.Q, Context: r.Context, Size: sampleCandidates, Fields: fields})
+// candidates returns the index's top documents for a sample request (its
+// text, query, filter and context), with the fields a ranker reads,
+// through the live search API; made-up ones if the search fails or finds
+// nothing.
+func (s *Service) candidates(ctx context.Context, index string, r api.SearchRequest, fields []string) []api.Hit {
+	body, _ := json.Marshal(api.SearchRequest{Q: r.Q, Query: r.Query, Filter: r.Filter, Context: r.Context, Size: sampleCandidates, Fields: fields})
 	var resp api.SearchResponse
 	sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	if msg, err := s.nc.RequestWithContext(sctx, subject.Search(index), body); err == nil && msg.Header.Get(micro.ErrorHeader) == "" {
 		if json.Unmarshal(msg.Data, &resp) == nil && len(resp.Hits) > 0 {
-			out := make([]abi.Candidate, len(resp.Hits))
-			for i, h := range resp.Hits {
-				out[i] = abi.Candidate{ID: h.ID, Score: h.Score, Values: make([]abi.Value, len(fields))}
-				for j, f := range fields {
-					out[i].Values[j] = plugins.ValueOf(h.Fields[f])
-				}
-			}
-			return out
+			return resp.Hits
 		}
 	}
-	out := make([]abi.Candidate, sampleCandidates)
+	out := make([]api.Hit, sampleCandidates)
 	for i := range out {
-		out[i] = abi.Candidate{ID: fmt.Sprintf("sample-%d", i), Score: 1 / float64(i+1), Values: make([]abi.Value, len(fields))}
+		out[i] = api.Hit{ID: fmt.Sprintf("sample-%d", i), Score: 1 / float64(i+1)}
 	}
 	return out
 }

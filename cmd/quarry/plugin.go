@@ -8,8 +8,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"time"
 
+	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/plugins"
 	"github.com/quarrysearch/quarry/sdk/abi"
 )
@@ -132,23 +134,20 @@ func runOne(ctx context.Context, p *plugins.Plugin, kind plugins.Kind, line []by
 		if err := json.Unmarshal(line, &req); err != nil {
 			return nil, fmt.Errorf("bad rank request: %w", err)
 		}
-		r := &abi.RankRequest{Q: req.Q, Context: req.Context}
-		index := map[string]int{}
-		for _, c := range req.Candidates {
+		var fields []string
+		seen := map[string]bool{}
+		hits := make([]api.Hit, len(req.Candidates))
+		for i, c := range req.Candidates {
 			for f := range c.Fields {
-				if _, ok := index[f]; !ok {
-					index[f] = len(r.Fields)
-					r.Fields = append(r.Fields, f)
+				if !seen[f] {
+					seen[f] = true
+					fields = append(fields, f)
 				}
 			}
+			hits[i] = api.Hit{ID: c.ID, Score: c.Score, Fields: c.Fields}
 		}
-		for _, c := range req.Candidates {
-			ac := abi.Candidate{ID: c.ID, Score: c.Score, Values: make([]abi.Value, len(r.Fields))}
-			for f, v := range c.Fields {
-				ac.Values[index[f]] = plugins.ValueOf(v)
-			}
-			r.Candidates = append(r.Candidates, ac)
-		}
+		slices.Sort(fields)
+		r := plugins.RankInput(req.Q, req.Context, hits, fields)
 		resp, err := p.Rank(ctx, r)
 		if err != nil {
 			return nil, err
@@ -163,18 +162,12 @@ func runOne(ctx context.Context, p *plugins.Plugin, kind plugins.Kind, line []by
 		}
 		return map[string]any{"ranked": out}, nil
 	}
-	var req struct {
-		Q       string          `json:"q"`
-		Query   json.RawMessage `json:"query"`
-		Filter  json.RawMessage `json:"filter"`
-		Context json.RawMessage `json:"context"`
-		Size    uint32          `json:"size"`
-		From    uint32          `json:"from"`
-	}
+	var req api.SearchRequest
 	if err := json.Unmarshal(line, &req); err != nil {
 		return nil, fmt.Errorf("bad rewrite request: %w", err)
 	}
-	resp, err := p.Rewrite(ctx, &abi.RewriteRequest{Q: req.Q, Query: req.Query, Filter: req.Filter, Context: req.Context, Size: req.Size, From: req.From})
+	in := plugins.RewriteInput(&req)
+	resp, err := p.Rewrite(ctx, &in)
 	if err != nil {
 		return nil, err
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/client"
+	"github.com/quarrysearch/quarry/internal/rankcmp"
 )
 
 // replayResult is one recorded query run on the live and the candidate
@@ -123,7 +124,7 @@ func runPluginTest(ctx context.Context, args []string) error {
 			var b *api.SearchResponse
 			if b, err = c.Search(ctx, index, &req); err == nil {
 				res.Live, res.Candidate = ids(a), ids(b)
-				res.OverlapAt10 = overlap10(res.Live, res.Candidate)
+				res.OverlapAt10 = rankcmp.OverlapAt(10, res.Live, res.Candidate)
 				res.Same = strings.Join(res.Live, ",") == strings.Join(res.Candidate, ",")
 			}
 		}
@@ -218,27 +219,6 @@ func ids(r *api.SearchResponse) []string {
 		out = append(out, h.ID)
 	}
 	return out
-}
-
-func overlap10(a, b []string) float64 {
-	n := min(10, len(a))
-	if n == 0 {
-		if len(b) == 0 {
-			return 1
-		}
-		return 0
-	}
-	top := map[string]bool{}
-	for _, id := range b[:min(10, len(b))] {
-		top[id] = true
-	}
-	hit := 0
-	for _, id := range a[:n] {
-		if top[id] {
-			hit++
-		}
-	}
-	return float64(hit) / float64(n)
 }
 
 func head(s []string, n int) []string { return s[:min(n, len(s))] }

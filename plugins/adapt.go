@@ -1,0 +1,36 @@
+package plugins
+
+import (
+	"github.com/quarrysearch/quarry/api"
+	"github.com/quarrysearch/quarry/sdk/abi"
+)
+
+// The requests a plugin gets are made here, and only here: by the broker
+// for live searches, by the registry when it validates a version, and by
+// `quarry plugin run`, so a version is validated and tried on exactly what
+// production sends it.
+
+// RewriteInput is a rewriter's request for req: its text, query, filter
+// and context as the caller gave them (absent ones empty), the page size
+// as the search will use it (api.SearchRequest.EffectiveSize) and the
+// offset.
+func RewriteInput(req *api.SearchRequest) abi.RewriteRequest {
+	return abi.RewriteRequest{Q: req.Q, Query: req.Query, Filter: req.Filter, Context: req.Context,
+		Size: uint32(req.EffectiveSize()), From: uint32(req.From)}
+}
+
+// RankInput is a ranker's request over hits (in their order, which the
+// request's candidate indexes refer to): q after the rewriters, the
+// search's context, and for each hit its score and the values of fields.
+func RankInput(q string, context []byte, hits []api.Hit, fields []string) *abi.RankRequest {
+	req := &abi.RankRequest{Q: q, Context: context, Fields: fields, Candidates: make([]abi.Candidate, len(hits))}
+	for i, h := range hits {
+		c := &req.Candidates[i]
+		c.ID, c.Score = h.ID, h.Score
+		c.Values = make([]abi.Value, len(fields))
+		for j, f := range fields {
+			c.Values[j] = ValueOf(h.Fields[f])
+		}
+	}
+	return req
+}
