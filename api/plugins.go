@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"strings"
 	"time"
 )
 
@@ -31,6 +32,49 @@ type PipelineSpec struct {
 	Source string `json:"source,omitempty"`
 }
 
+// Step returns plugin name's step in the pipeline and whether it is a
+// ranker (else a rewriter); nil if the plugin has no step in it.
+func (p *PipelineSpec) Step(name string) (step *StepSpec, ranker bool) {
+	for i := range p.Rewriters {
+		if p.Rewriters[i].Plugin == name {
+			return &p.Rewriters[i], false
+		}
+	}
+	for i := range p.Rankers {
+		if p.Rankers[i].Plugin == name {
+			return &p.Rankers[i], true
+		}
+	}
+	return nil, false
+}
+
+// Policy is what a failed plugin step does to the query.
+type Policy string
+
+// Failure policies.
+const (
+	// FailOpen skips the step and says so in the response (the default).
+	FailOpen Policy = "fail-open"
+	// FailClosed fails the query with an error naming the plugin.
+	FailClosed Policy = "fail-closed"
+)
+
+// Check reports a policy that is neither (empty is FailOpen).
+func (p Policy) Check() error {
+	switch p {
+	case "", FailOpen, FailClosed:
+		return nil
+	}
+	return BadRequest("policy must be %q or %q, got %q", FailOpen, FailClosed, string(p))
+}
+
+// ShortDigest is a plugin digest ("sha256:<hex>") as a version: its
+// first 12 hex digits.
+func ShortDigest(digest string) string {
+	d := strings.TrimPrefix(digest, "sha256:")
+	return d[:min(12, len(d))]
+}
+
 // PipelineStatus is what one broker runs: for each index, the pipeline
 // revision it has swapped in (0: none). `quarry pipeline show` asks every
 // broker, so that it prints what runs, not only what is stored.
@@ -55,11 +99,13 @@ type StepSpec struct {
 	// step's recent calls take longer, the automatic fallback acts as it
 	// does on errors (fail-open: the step is skipped; fail-closed: the
 	// plugin is rolled back to its last good version).
-	LatencyBudgetMS int      `json:"latency_budget_ms,omitempty"`
-	Policy          string   `json:"policy,omitempty"`
-	Fields          []string `json:"fields,omitempty"`
-	RerankDepth     int      `json:"rerank_depth,omitempty"`
-	Instances       int      `json:"instances,omitempty"`
+	LatencyBudgetMS int `json:"latency_budget_ms,omitempty"`
+	// Policy is what a failure of the step does to the query (empty:
+	// FailOpen).
+	Policy      Policy   `json:"policy,omitempty"`
+	Fields      []string `json:"fields,omitempty"`
+	RerankDepth int      `json:"rerank_depth,omitempty"`
+	Instances   int      `json:"instances,omitempty"`
 	// Canary sends a share of queries to a candidate version of this
 	// plugin.
 	Canary *CanarySpec `json:"canary,omitempty"`

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -135,7 +134,7 @@ func (b *Broker) observe(index string, s *Step, took time.Duration, err error) {
 			count, calls, s.LatencyBudget, percent(b.cfg.FallbackSlowRate))
 	}
 	spec := s.Plugin.Spec()
-	if s.Policy == FailClosed {
+	if s.Policy == api.FailClosed {
 		b.cfg.Logger.Warn("fail-closed plugin tripped the fallback; rolling it back", "index", index, "plugin", spec.Name, "version", spec.Version, "reason", reason)
 		go func() {
 			ctx, cancel := context.WithTimeout(context.Background(), rollbackTimeout)
@@ -169,7 +168,7 @@ func (b *Broker) takeOut(ctx context.Context, index string, kind plugins.Kind, n
 			return
 		}
 		st := findStep(cur, kind, name)
-		if st == nil || shortDigest(st.Digest) != version || st.TakenOut != nil {
+		if st == nil || api.ShortDigest(st.Digest) != version || st.TakenOut != nil {
 			return
 		}
 		st.TakenOut = &api.TakenOut{Time: ev.Time, Reason: ev.Reason}
@@ -283,10 +282,10 @@ func lastGood(cur *api.PipelineSpec, hist []*api.PipelineSpec, kind plugins.Kind
 	switch {
 	case live == nil:
 		return rollback{outcome: versionGone}
-	case shortDigest(live.Digest) == version:
-	case live.Canary != nil && shortDigest(live.Canary.Step.Digest) == version:
+	case api.ShortDigest(live.Digest) == version:
+	case live.Canary != nil && api.ShortDigest(live.Canary.Step.Digest) == version:
 		live.Canary = nil
-		return rollback{outcome: canaryEnded, from: version, to: shortDigest(live.Digest)}
+		return rollback{outcome: canaryEnded, from: version, to: api.ShortDigest(live.Digest)}
 	default:
 		return rollback{outcome: versionGone}
 	}
@@ -301,29 +300,17 @@ func lastGood(cur *api.PipelineSpec, hist []*api.PipelineSpec, kind plugins.Kind
 		good := *old
 		good.Canary, good.Shadow = live.Canary, live.Shadow
 		*live = good
-		return rollback{outcome: restored, from: version, to: shortDigest(good.Digest), at: hist[i].Revision}
+		return rollback{outcome: restored, from: version, to: api.ShortDigest(good.Digest), at: hist[i].Revision}
 	}
 	return rollback{outcome: noEarlierVersion}
 }
 
 // findStep returns plugin name's step among spec's steps of kind.
 func findStep(spec *api.PipelineSpec, kind plugins.Kind, name string) *api.StepSpec {
-	steps := spec.Rewriters
-	if kind == plugins.Ranker {
-		steps = spec.Rankers
-	}
-	for i := range steps {
-		if steps[i].Plugin == name {
-			return &steps[i]
-		}
+	if st, ranker := spec.Step(name); st != nil && ranker == (kind == plugins.Ranker) {
+		return st
 	}
 	return nil
-}
-
-// shortDigest is a digest as a plugin version: its first 12 hex digits.
-func shortDigest(digest string) string {
-	d := strings.TrimPrefix(digest, "sha256:")
-	return d[:min(12, len(d))]
 }
 
 // disabled reports whether the fallback took a step out.

@@ -109,35 +109,35 @@ func TestLastGood(t *testing.T) {
 				rev(2, step("p", d("b"), `{"v":2}`)),
 				rev(3, step("p", d("c"), `{"v":3}`)),
 				rev(4, step("p", d("c"), `{"v":4}`), step("q", d("e"), "")),
-			}, shortDigest(d("c")), restored, &api.StepSpec{Plugin: "p", Digest: d("b"), Config: []byte(`{"v":2}`), Policy: "fail-closed"}, 2},
+			}, api.ShortDigest(d("c")), restored, &api.StepSpec{Plugin: "p", Digest: d("b"), Config: []byte(`{"v":2}`), Policy: "fail-closed"}, 2},
 		{"skips revisions without the plugin",
 			[]*api.PipelineSpec{
 				rev(1, step("p", d("a"), "")),
 				rev(2),
 				rev(3, step("p", d("b"), "")),
-			}, shortDigest(d("b")), restored, &api.StepSpec{Plugin: "p", Digest: d("a"), Policy: "fail-closed"}, 1},
+			}, api.ShortDigest(d("b")), restored, &api.StepSpec{Plugin: "p", Digest: d("a"), Policy: "fail-closed"}, 1},
 		{"keeps the live step's canary",
 			[]*api.PipelineSpec{
 				rev(1, step("p", d("a"), "")),
 				rev(2, withCanary(step("p", d("b"), ""), step("p", d("e"), ""))),
-			}, shortDigest(d("b")), restored, func() *api.StepSpec { s := withCanary(step("p", d("a"), ""), step("p", d("e"), "")); return &s }(), 1},
+			}, api.ShortDigest(d("b")), restored, func() *api.StepSpec { s := withCanary(step("p", d("a"), ""), step("p", d("e"), "")); return &s }(), 1},
 		{"a failing canary ends",
 			[]*api.PipelineSpec{
 				rev(1, withCanary(step("p", d("a"), ""), step("p", d("b"), ""))),
-			}, shortDigest(d("b")), canaryEnded, &api.StepSpec{Plugin: "p", Digest: d("a"), Policy: "fail-closed"}, 0},
+			}, api.ShortDigest(d("b")), canaryEnded, &api.StepSpec{Plugin: "p", Digest: d("a"), Policy: "fail-closed"}, 0},
 		{"no earlier version",
 			[]*api.PipelineSpec{
 				rev(1, step("p", d("a"), `{"v":1}`)),
 				rev(2, step("p", d("a"), `{"v":2}`)),
-			}, shortDigest(d("a")), noEarlierVersion, nil, 0},
+			}, api.ShortDigest(d("a")), noEarlierVersion, nil, 0},
 		{"the version is gone already",
 			[]*api.PipelineSpec{
 				rev(1, step("p", d("a"), "")),
 				rev(2, step("p", d("b"), "")),
 				rev(3, step("p", d("a"), "")),
-			}, shortDigest(d("b")), versionGone, nil, 0},
+			}, api.ShortDigest(d("b")), versionGone, nil, 0},
 		{"the plugin is gone",
-			[]*api.PipelineSpec{rev(1, step("p", d("a"), "")), rev(2)}, shortDigest(d("a")), versionGone, nil, 0},
+			[]*api.PipelineSpec{rev(1, step("p", d("a"), "")), rev(2)}, api.ShortDigest(d("a")), versionGone, nil, 0},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -152,7 +152,7 @@ func TestLastGood(t *testing.T) {
 			}
 			got := findStep(&cur, plugins.Rewriter, "p")
 			if got.Digest != c.wantRW.Digest || string(got.Config) != string(c.wantRW.Config) || (got.Canary == nil) != (c.wantRW.Canary == nil) ||
-				r.from != c.version || r.to != shortDigest(c.wantRW.Digest) {
+				r.from != c.version || r.to != api.ShortDigest(c.wantRW.Digest) {
 				t.Fatalf("step after: %+v (from %s to %s), want %+v", got, r.from, r.to, c.wantRW)
 			}
 			if other := findStep(&cur, plugins.Rewriter, "q"); len(c.hist[len(c.hist)-1].Rewriters) > 1 && other == nil {

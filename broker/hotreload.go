@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -91,11 +92,7 @@ func (l *loader) step(ctx context.Context, index string, kind plugins.Kind, s ap
 		return Step{}, err
 	}
 	*keys = append(*keys, key)
-	policy := Policy(s.Policy)
-	if policy == "" {
-		policy = FailOpen
-	}
-	st := Step{Plugin: p, Policy: policy, Fields: s.Fields, RerankDepth: s.RerankDepth,
+	st := Step{Plugin: p, Policy: cmp.Or(s.Policy, api.FailOpen), Fields: s.Fields, RerankDepth: s.RerankDepth,
 		LatencyBudget: time.Duration(s.LatencyBudgetMS) * time.Millisecond}
 	if l.window > 0 {
 		st.health = newHealth(l.window)

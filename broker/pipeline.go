@@ -19,21 +19,10 @@ import (
 	"github.com/quarrysearch/quarry/sdk/abi"
 )
 
-// Policy is what a failed plugin step does to the query.
-type Policy string
-
-// Failure policies.
-const (
-	// FailOpen skips the step and says so in the response (the default).
-	FailOpen Policy = "fail-open"
-	// FailClosed fails the query with an error naming the plugin.
-	FailClosed Policy = "fail-closed"
-)
-
 // Step is one plugin of a pipeline.
 type Step struct {
 	Plugin *plugins.Plugin
-	Policy Policy
+	Policy api.Policy
 	// Fields are the stored fields a ranker reads (added to the shard
 	// requests, removed from hits the caller did not ask them for).
 	Fields []string
@@ -147,7 +136,7 @@ func (b *Broker) pipeline(index string) *Pipeline {
 // report), or the query's error.
 func stepFailed(s Step, err error, reports *[]api.StepReport) error {
 	spec := s.Plugin.Spec()
-	if s.Policy == FailClosed {
+	if s.Policy == api.FailClosed {
 		return api.Errorf(api.CodeUnavailable, "%s %s failed (fail-closed): %v", spec.Kind, spec.Name, err)
 	}
 	*reports = append(*reports, api.StepReport{Plugin: spec.Name, Kind: string(spec.Kind), Status: "skipped", Error: err.Error()})

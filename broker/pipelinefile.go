@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -40,7 +41,7 @@ type StepFile struct {
 	Go          string          `json:"go,omitempty"`
 	Config      json.RawMessage `json:"config,omitempty"`
 	BudgetMS    int             `json:"budget_ms,omitempty"`
-	Policy      Policy          `json:"policy,omitempty"`
+	Policy      api.Policy      `json:"policy,omitempty"`
 	Fields      []string        `json:"fields,omitempty"`
 	RerankDepth int             `json:"rerank_depth,omitempty"`
 	Instances   int             `json:"instances,omitempty"`
@@ -80,7 +81,7 @@ func ParsePipelineFile(name string, raw []byte) (*PipelineFile, error) {
 
 // Spec is the step as a pipeline step running the module wasm.
 func (s StepFile) Spec(wasm []byte) api.StepSpec {
-	return api.StepSpec{Plugin: s.Plugin, Digest: meta.PluginDigest(wasm), Config: s.Config, BudgetMS: s.BudgetMS, Policy: string(s.Policy),
+	return api.StepSpec{Plugin: s.Plugin, Digest: meta.PluginDigest(wasm), Config: s.Config, BudgetMS: s.BudgetMS, Policy: s.Policy,
 		Fields: s.Fields, RerankDepth: s.RerankDepth, Instances: s.Instances}
 }
 
@@ -89,10 +90,8 @@ func (s StepFile) check() error {
 	if s.Plugin == "" {
 		return errors.New("\"plugin\" (a name) is required")
 	}
-	switch s.Policy {
-	case "", FailOpen, FailClosed:
-	default:
-		return fmt.Errorf("policy must be %q or %q, got %q", FailOpen, FailClosed, s.Policy)
+	if err := s.Policy.Check(); err != nil {
+		return err
 	}
 	if s.BudgetMS < 0 || s.RerankDepth < 0 || s.Instances < 0 {
 		return errors.New("budget_ms, rerank_depth and instances must be >= 0")
@@ -179,11 +178,7 @@ func NativePipeline(f *PipelineFile, natives map[string]plugins.NativeFactory) (
 		if err != nil {
 			return Step{}, fmt.Errorf("native pipeline: %w", err)
 		}
-		policy := s.Policy
-		if policy == "" {
-			policy = FailOpen
-		}
-		return Step{Plugin: plugin, Policy: policy, Fields: s.Fields, RerankDepth: s.RerankDepth}, nil
+		return Step{Plugin: plugin, Policy: cmp.Or(s.Policy, api.FailOpen), Fields: s.Fields, RerankDepth: s.RerankDepth}, nil
 	}
 	for i, s := range f.Rewriters {
 		st, err := step(plugins.Rewriter, s, i)

@@ -189,10 +189,8 @@ func (s *Service) register(ctx context.Context, index string, r *Request) (*api.
 	if len(r.Step.Config) > 0 && !json.Valid(r.Step.Config) {
 		return nil, api.BadRequest("config is not valid JSON")
 	}
-	switch r.Step.Policy {
-	case "", "fail-open", "fail-closed":
-	default:
-		return nil, api.BadRequest(`policy must be "fail-open" or "fail-closed", got %q`, r.Step.Policy)
+	if err := r.Step.Policy.Check(); err != nil {
+		return nil, err
 	}
 	if len(r.Samples) > api.MaxValidationSamples {
 		return nil, api.BadRequest("%d sample requests, over the limit of %d", len(r.Samples), api.MaxValidationSamples)
@@ -220,17 +218,9 @@ func (s *Service) register(ctx context.Context, index string, r *Request) (*api.
 		return nil, err
 	}
 	if !v.Valid {
-		return v, api.BadRequest("plugin %s %s refused: %s", r.Name, short(r.Digest), v.Error)
+		return v, api.BadRequest("plugin %s %s refused: %s", r.Name, api.ShortDigest(r.Digest), v.Error)
 	}
 	return v, nil
-}
-
-func short(d string) string {
-	d = strings.TrimPrefix(d, "sha256:")
-	if len(d) > 12 {
-		d = d[:12]
-	}
-	return d
 }
 
 // list returns an index's pushed versions, newest first, and its pipeline.
@@ -284,7 +274,7 @@ func (s *Service) activate(ctx context.Context, index, name, digest string) (*ap
 	if err != nil {
 		return nil, err
 	}
-	return s.update(ctx, index, fmt.Sprintf("plugin activate %s %s", name, short(v.Digest)), func(spec *api.PipelineSpec) error {
+	return s.update(ctx, index, fmt.Sprintf("plugin activate %s %s", name, api.ShortDigest(v.Digest)), func(spec *api.PipelineSpec) error {
 		steps := &spec.Rewriters
 		if v.Kind == string(plugins.Ranker) {
 			steps = &spec.Rankers
@@ -397,18 +387,6 @@ func checkBudgets(st api.StepSpec) error {
 	return nil
 }
 
-// step finds a plugin's live step in a pipeline.
-func step(spec *api.PipelineSpec, name string) *api.StepSpec {
-	for _, steps := range [][]api.StepSpec{spec.Rewriters, spec.Rankers} {
-		for i := range steps {
-			if steps[i].Plugin == name {
-				return &steps[i]
-			}
-		}
-	}
-	return nil
-}
-
 // canary sends a share of queries to a candidate version (percent 0 ends
 // the canary).
 func (s *Service) canary(ctx context.Context, index string, r *Request) (*api.PipelineSpec, error) {
@@ -437,10 +415,10 @@ func (s *Service) candidate(ctx context.Context, index, op string, r *Request, s
 	}
 	what := fmt.Sprintf("%s %s ended", op, r.Name)
 	if cand != nil {
-		what = fmt.Sprintf("%s %s %s %d%%", op, r.Name, short(cand.Digest), r.Percent)
+		what = fmt.Sprintf("%s %s %s %d%%", op, r.Name, api.ShortDigest(cand.Digest), r.Percent)
 	}
 	return s.update(ctx, index, what, func(spec *api.PipelineSpec) error {
-		st := step(spec, r.Name)
+		st, ranker := spec.Step(r.Name)
 		if st == nil {
 			return api.NotFound("plugin %s is not in the pipeline of %q: activate a version first", r.Name, index)
 		}
@@ -448,7 +426,7 @@ func (s *Service) candidate(ctx context.Context, index, op string, r *Request, s
 			set(st, nil)
 			return nil
 		}
-		if live := kindOf(spec, r.Name); cand.Kind != live {
+		if live := kindName(ranker); cand.Kind != live {
 			return api.BadRequest("the candidate is a %s, the live %s a %s", cand.Kind, r.Name, live)
 		}
 		set(st, &cand.Step)
@@ -456,19 +434,10 @@ func (s *Service) candidate(ctx context.Context, index, op string, r *Request, s
 	})
 }
 
-func kindOf(spec *api.PipelineSpec, name string) string {
-	for _, st := range spec.Rankers {
-		if st.Plugin == name {
-			return string(plugins.Ranker)
-		}
-	}
-	return string(plugins.Rewriter)
-}
-
 // promote makes a plugin's canary its live version.
 func (s *Service) promote(ctx context.Context, index, name string) (*api.PipelineSpec, error) {
 	return s.update(ctx, index, "plugin promote "+name, func(spec *api.PipelineSpec) error {
-		st := step(spec, name)
+		st, _ := spec.Step(name)
 		if st == nil || st.Canary == nil {
 			return api.BadRequest("plugin %s has no canary on index %q", name, index)
 		}
@@ -534,4 +503,12 @@ func (s *Service) events(ctx context.Context, index string) ([]api.PluginEvent, 
 	}
 	slices.SortFunc(out, func(a, b api.PluginEvent) int { return a.Time.Compare(b.Time) })
 	return out, nil
+}
+
+// kindName is a step's kind as a plugin version records it.
+func kindName(ranker bool) string {
+	if ranker {
+		return string(plugins.Ranker)
+	}
+	return string(plugins.Rewriter)
 }

@@ -29,7 +29,7 @@ const sampleCandidates = 20
 // the index cannot be searched. A refusal names the sample that failed.
 func (s *Service) validate(ctx context.Context, v *api.PluginVersion, wasm []byte, samples []api.SearchRequest) error {
 	budget := time.Duration(v.Step.BudgetMS) * time.Millisecond
-	p, err := s.rt.Load(ctx, plugins.Spec{Name: v.Name, Version: short(v.Digest), Kind: plugins.Kind(v.Kind),
+	p, err := s.rt.Load(ctx, plugins.Spec{Name: v.Name, Version: api.ShortDigest(v.Digest), Kind: plugins.Kind(v.Kind),
 		Config: v.Step.Config, Budget: budget, Instances: 1}, wasm)
 	if err != nil {
 		return fmt.Errorf("load: %w", err)

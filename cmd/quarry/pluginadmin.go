@@ -47,7 +47,7 @@ func pluginAdmin(ctx context.Context, op string, args []string) error {
 	if op == "push" {
 		fs.StringVar(&kind, "kind", "", "rewriter or ranker (required)")
 		fs.StringVar(&configFile, "config", "", "the plugin's configuration (JSON file)")
-		fs.StringVar(&policy, "policy", "fail-open", "fail-open or fail-closed")
+		fs.StringVar(&policy, "policy", string(api.FailOpen), "fail-open or fail-closed")
 		fs.IntVar(&budget, "budget-ms", 50, "time budget per call: a longer call is stopped and fails")
 		fs.IntVar(&latencyBudget, "latency-budget-ms", 0, "latency the plugin should keep under (at most --budget-ms); when more than the broker's --fallback-slow-rate of its calls take longer, the automatic fallback acts (0: none)")
 		fs.StringVar(&fields, "fields", "", "rankers: stored fields the ranker reads, comma-separated")
@@ -73,7 +73,7 @@ func pluginAdmin(ctx context.Context, op string, args []string) error {
 		if err != nil {
 			return err
 		}
-		step := api.StepSpec{Policy: policy, BudgetMS: budget, LatencyBudgetMS: latencyBudget, RerankDepth: depth, Instances: instances}
+		step := api.StepSpec{Policy: api.Policy(policy), BudgetMS: budget, LatencyBudgetMS: latencyBudget, RerankDepth: depth, Instances: instances}
 		if fields != "" {
 			step.Fields = strings.Split(fields, ",")
 		}
@@ -177,7 +177,7 @@ func pluginAdmin(ctx context.Context, op string, args []string) error {
 		if !v.Valid {
 			valid = "no: " + v.Error
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", v.Name, v.Kind, v.Digest[:19], humanBytes(v.Size), v.Pushed.Local().Format(time.DateTime), valid)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", v.Name, v.Kind, "sha256:"+api.ShortDigest(v.Digest), humanBytes(v.Size), v.Pushed.Local().Format(time.DateTime), valid)
 	}
 	tw.Flush()
 	fmt.Println()
@@ -195,11 +195,11 @@ func printPipeline(spec *api.PipelineSpec) {
 		fmt.Println("  (no plugins)")
 	}
 	for _, s := range spec.Rewriters {
-		fmt.Printf("  rewriter %-12s %s  %s\n", s.Plugin, s.Digest[:19], stepDetail(s))
+		fmt.Printf("  rewriter %-12s %s  %s\n", s.Plugin, "sha256:"+api.ShortDigest(s.Digest), stepDetail(s))
 		printCandidates(s)
 	}
 	for _, s := range spec.Rankers {
-		fmt.Printf("  ranker   %-12s %s  %s\n", s.Plugin, s.Digest[:19], stepDetail(s))
+		fmt.Printf("  ranker   %-12s %s  %s\n", s.Plugin, "sha256:"+api.ShortDigest(s.Digest), stepDetail(s))
 		printCandidates(s)
 	}
 }
@@ -235,10 +235,10 @@ func printCandidates(s api.StepSpec) {
 		if c.StickyKey != "" {
 			sticky = "sticky by " + c.StickyKey
 		}
-		fmt.Printf("    canary %d%% (%s) → %s  %s\n", c.Percent, sticky, c.Step.Digest[:19], stepDetail(c.Step))
+		fmt.Printf("    canary %d%% (%s) → %s  %s\n", c.Percent, sticky, "sha256:"+api.ShortDigest(c.Step.Digest), stepDetail(c.Step))
 	}
 	if sh := s.Shadow; sh != nil {
-		fmt.Printf("    shadow %d%% → %s  %s\n", sh.Percent, sh.Step.Digest[:19], stepDetail(sh.Step))
+		fmt.Printf("    shadow %d%% → %s  %s\n", sh.Percent, "sha256:"+api.ShortDigest(sh.Step.Digest), stepDetail(sh.Step))
 	}
 	if t := s.TakenOut; t != nil {
 		fmt.Printf("    TAKEN OUT by the automatic fallback at %s: %s (activate a version to put it back)\n", t.Time.Format(time.RFC3339), t.Reason)
@@ -248,7 +248,7 @@ func printCandidates(s api.StepSpec) {
 func stepDetail(s api.StepSpec) string {
 	var parts []string
 	if s.Policy != "" {
-		parts = append(parts, s.Policy)
+		parts = append(parts, string(s.Policy))
 	}
 	if s.BudgetMS > 0 {
 		parts = append(parts, fmt.Sprintf("budget %dms", s.BudgetMS))

@@ -13,6 +13,7 @@ import (
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/client"
 	"github.com/quarrysearch/quarry/internal/rankcmp"
+	"github.com/quarrysearch/quarry/plugins"
 )
 
 // replayResult is one recorded query run on the live and the candidate
@@ -63,18 +64,11 @@ func runPluginTest(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	var liveStep *api.StepSpec
-	for _, steps := range [][]api.StepSpec{live.Rewriters, live.Rankers} {
-		for i := range steps {
-			if steps[i].Plugin == name {
-				liveStep = &steps[i]
-				if *kind == "" {
-					*kind = "rewriter"
-					if contains(live.Rankers, name) {
-						*kind = "ranker"
-					}
-				}
-			}
+	liveStep, ranker := live.Step(name)
+	if liveStep != nil && *kind == "" {
+		*kind = string(plugins.Rewriter)
+		if ranker {
+			*kind = string(plugins.Ranker)
 		}
 	}
 	if liveStep == nil {
@@ -202,15 +196,6 @@ func readRequests(path string) ([]api.SearchRequest, error) {
 		out = append(out, req)
 	}
 	return out, nil
-}
-
-func contains(steps []api.StepSpec, name string) bool {
-	for _, s := range steps {
-		if s.Plugin == name {
-			return true
-		}
-	}
-	return false
 }
 
 func ids(r *api.SearchResponse) []string {

@@ -340,7 +340,7 @@ func (h *handler) pushPlugin(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q := r.URL.Query()
-	step := api.StepSpec{Policy: q.Get("policy")}
+	step := api.StepSpec{Policy: api.Policy(q.Get("policy"))}
 	for name, dst := range map[string]*int{"budget_ms": &step.BudgetMS, "latency_budget_ms": &step.LatencyBudgetMS, "rerank_depth": &step.RerankDepth, "instances": &step.Instances} {
 		if v := q.Get(name); v != "" {
 			if *dst, err = strconv.Atoi(v); err != nil {

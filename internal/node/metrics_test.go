@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/broker"
 	"github.com/quarrysearch/quarry/indexer"
 	"github.com/quarrysearch/quarry/internal/subject"
@@ -37,7 +38,7 @@ func TestMetrics(t *testing.T) {
 	}, broker.PipelineFile{
 		// trap traps on "noodles" (fail-open: skipped), before suffix
 		// makes it "noodles spicy".
-		Rewriters: []broker.StepFile{{Plugin: "trap", Wasm: "trap.wasm", Policy: broker.FailOpen}, {Plugin: "suffix", Wasm: "suffix.wasm"}},
+		Rewriters: []broker.StepFile{{Plugin: "trap", Wasm: "trap.wasm", Policy: api.FailOpen}, {Plugin: "suffix", Wasm: "suffix.wasm"}},
 		Rankers:   []broker.StepFile{{Plugin: "ltr", Wasm: "ltr.wasm", Fields: []string{"price"}, RerankDepth: 20}},
 	})
 	ctx := context.Background()

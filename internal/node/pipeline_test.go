@@ -121,8 +121,8 @@ func TestPipelineFailurePolicies(t *testing.T) {
   (func (export "quarry_rewrite") (param i32 i32) (result i64) unreachable)
   (func (export "quarry_rank") (param i32 i32) (result i64) unreachable))`)
 	path := writePipeline(t, map[string][]byte{"trap.wasm": trap}, broker.PipelineFile{
-		Rewriters: []broker.StepFile{{Plugin: "open-trap", Wasm: "trap.wasm", Policy: broker.FailOpen}},
-		Rankers:   []broker.StepFile{{Plugin: "closed-trap", Wasm: "trap.wasm", Policy: broker.FailClosed}},
+		Rewriters: []broker.StepFile{{Plugin: "open-trap", Wasm: "trap.wasm", Policy: api.FailOpen}},
+		Rankers:   []broker.StepFile{{Plugin: "closed-trap", Wasm: "trap.wasm", Policy: api.FailClosed}},
 	})
 	// Straight into the broker: the registry would refuse a plugin that
 	// traps on its validation samples.

@@ -74,8 +74,8 @@ func TestHTTPSizeZero(t *testing.T) {
 	ranker := wasmtest.C(t, "../../examples/plugins/c/ranker.c")
 	cfg := json.RawMessage(`{"field":"rating","weight":0.5}`)
 	path := writePipeline(t, map[string][]byte{"ranker.wasm": ranker}, broker.PipelineFile{Rankers: []broker.StepFile{
-		{Plugin: "deep", Wasm: "ranker.wasm", Fields: []string{"rating"}, Config: cfg, RerankDepth: 50, BudgetMS: 2000, Policy: broker.FailClosed},
-		{Plugin: "shallow", Wasm: "ranker.wasm", Fields: []string{"rating"}, Config: cfg, BudgetMS: 2000, Policy: broker.FailClosed},
+		{Plugin: "deep", Wasm: "ranker.wasm", Fields: []string{"rating"}, Config: cfg, RerankDepth: 50, BudgetMS: 2000, Policy: api.FailClosed},
+		{Plugin: "shallow", Wasm: "ranker.wasm", Fields: []string{"rating"}, Config: cfg, BudgetMS: 2000, Policy: api.FailClosed},
 	}})
 	if _, err := n.ApplyPipelineFile(context.Background(), "menu", path); err != nil {
 		t.Fatal(err)
