@@ -24,13 +24,14 @@ const followHeartbeat = time.Second
 // 10 to 20 s after the NATS server restarts, or after the cluster member
 // holding the consumer goes down, a role would not see a new index, a
 // deleted one or a new snapshot. Follow reads with an ordered pull
-// consumer that is made again, at the next revision, as soon as the
-// connection is back or heartbeats (every second) stop.
+// consumer (Ordered) that is made again, at the next revision, as soon as
+// the connection is back or heartbeats (every second) stop, without
+// nats.go's 10 s wait when the meta leader is lost.
 func (s *Store) Follow(ctx context.Context, kv jetstream.KeyValue, updatesOnly bool) (jetstream.KeyWatcher, error) {
 	bucket := kv.Bucket()
 	stream := "KV_" + bucket
 	prefix := "$KV." + bucket + "."
-	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{prefix + ">"}, DeliverPolicy: jetstream.DeliverLastPerSubjectPolicy}
+	cfg := OrderedConfig{FilterSubjects: []string{prefix + ">"}, DeliverPolicy: jetstream.DeliverLastPerSubjectPolicy, Heartbeat: followHeartbeat}
 	if updatesOnly {
 		// From the next revision, explicitly: a consumer made again
 		// before any update keeps that start rather than "new from now",
@@ -41,22 +42,10 @@ func (s *Store) Follow(ctx context.Context, kv jetstream.KeyValue, updatesOnly b
 		}
 		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, st.CachedInfo().State.LastSeq+1
 	}
-	cons, err := s.JS.OrderedConsumer(ctx, stream, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("follow %s: %w", bucket, err)
-	}
-	info, err := cons.Info(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("follow %s: %w", bucket, err)
-	}
 	ctx, cancel := context.WithCancel(ctx)
 	f := &follower{updates: make(chan jetstream.KeyValueEntry, 256), cancel: cancel}
 	initial := !updatesOnly // the current values are still to come
-	if initial && info.NumPending == 0 {
-		f.updates <- nil
-		initial = false
-	}
-	cc, err := cons.Consume(func(m jetstream.Msg) {
+	ord, info, err := NewOrdered(ctx, s.JS, stream, cfg, func(m jetstream.Msg) {
 		md, err := m.Metadata()
 		if err != nil {
 			return
@@ -72,14 +61,22 @@ func (s *Store) Follow(ctx context.Context, kv jetstream.KeyValue, updatesOnly b
 			initial = false
 			f.send(ctx, nil)
 		}
-	}, jetstream.PullHeartbeat(followHeartbeat))
+	})
 	if err != nil {
+		cancel()
+		return nil, fmt.Errorf("follow %s: %w", bucket, err)
+	}
+	if initial && info.NumPending == 0 {
+		f.updates <- nil
+		initial = false
+	}
+	if err := ord.Start(); err != nil {
 		cancel()
 		return nil, fmt.Errorf("follow %s: %w", bucket, err)
 	}
 	go func() {
 		<-ctx.Done()
-		cc.Stop()
+		ord.Stop()
 		f.mu.Lock()
 		f.closed = true
 		close(f.updates)

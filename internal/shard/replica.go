@@ -203,46 +203,45 @@ func (r *Replica) Start(ctx context.Context) error {
 // consumer it is there; after two missed the consumer is made again, at
 // the next sequence. (The client's default for an ordered consumer, 5 s,
 // left a replica 10 s behind when the NATS cluster member holding its
-// consumer went down: TestFaultNATSClusterLosesNode.)
+// consumer went down: TestFaultNATSClusterLosesNode; meta.Ordered makes
+// it again without nats.go's 10 s wait when the meta leader is lost.)
 const followHeartbeat = time.Second
 
 func (r *Replica) start(ctx context.Context) error {
-	cc := jetstream.OrderedConsumerConfig{
+	cc := meta.OrderedConfig{
 		FilterSubjects: []string{subject.DocsOfShard(r.cfg.Index, r.cfg.Shard)},
 		DeliverPolicy:  jetstream.DeliverAllPolicy,
+		Heartbeat:      followHeartbeat,
+		MaxMessages:    r.cfg.MaxBatch,
 	}
 	if s := r.Seq(); s > 0 {
 		cc.DeliverPolicy = jetstream.DeliverByStartSequencePolicy
 		cc.OptStartSeq = s + 1
 	}
-	cons, err := r.cfg.Store.JS.OrderedConsumer(ctx, subject.DocsStream, cc)
+	msgs := make(chan jetstream.Msg, r.cfg.MaxBatch)
+	runCtx, cancel := context.WithCancel(context.Background())
+	ord, info, err := meta.NewOrdered(ctx, r.cfg.Store.JS, subject.DocsStream, cc, func(m jetstream.Msg) {
+		select {
+		case msgs <- m:
+		case <-runCtx.Done():
+		}
+	})
 	if err != nil {
-		return fmt.Errorf("follow %s/%d: %w", r.cfg.Index, r.cfg.Shard, err)
-	}
-	info, err := cons.Info(ctx)
-	if err != nil {
+		cancel()
 		return fmt.Errorf("follow %s/%d: %w", r.cfg.Index, r.cfg.Shard, err)
 	}
 	r.pending.Store(info.NumPending)
 	if info.NumPending == 0 {
 		r.markCaughtUp()
 	}
-	msgs := make(chan jetstream.Msg, r.cfg.MaxBatch)
-	runCtx, cancel := context.WithCancel(context.Background())
 	r.cancel = cancel
-	cctx, err := cons.Consume(func(m jetstream.Msg) {
-		select {
-		case msgs <- m:
-		case <-runCtx.Done():
-		}
-	}, jetstream.PullMaxMessages(r.cfg.MaxBatch), jetstream.PullHeartbeat(followHeartbeat))
-	if err != nil {
+	if err := ord.Start(); err != nil {
 		cancel()
 		return fmt.Errorf("follow %s/%d: %w", r.cfg.Index, r.cfg.Shard, err)
 	}
 	go func() {
 		defer close(r.done)
-		defer cctx.Stop()
+		defer ord.Stop()
 		r.applyLoop(runCtx, msgs)
 	}()
 	r.warmDone = make(chan struct{})

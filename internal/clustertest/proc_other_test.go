@@ -1,0 +1,8 @@
+//go:build !linux
+
+package clustertest
+
+import "os/exec"
+
+// dieWithTest does nothing here: only Linux kills a child with its parent.
+func dieWithTest(*exec.Cmd) {}
