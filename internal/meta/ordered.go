@@ -62,6 +62,11 @@ type Ordered struct {
 
 	ctx    context.Context
 	cancel context.CancelFunc
+	// handling is held while handler runs: a consumer made again starts
+	// after the last message passed on, and its first message must wait
+	// until the old consumer's handler call has returned, so that handler
+	// sees every message in order, one at a time.
+	handling sync.Mutex
 	resets chan struct{} // buffered 1: a reset is due
 	done   chan struct{} // closed once the follower stopped
 
@@ -189,6 +194,8 @@ func (o *Ordered) deliver(serial int, m jetstream.Msg) {
 	if err != nil {
 		return
 	}
+	o.handling.Lock()
+	defer o.handling.Unlock()
 	o.mu.Lock()
 	if serial != o.serial || o.ctx.Err() != nil {
 		o.mu.Unlock()
