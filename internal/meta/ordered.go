@@ -67,8 +67,8 @@ type Ordered struct {
 	// until the old consumer's handler call has returned, so that handler
 	// sees every message in order, one at a time.
 	handling sync.Mutex
-	resets chan struct{} // buffered 1: a reset is due
-	done   chan struct{} // closed once the follower stopped
+	resets   chan struct{} // buffered 1: a reset is due
+	done     chan struct{} // closed once the follower stopped
 
 	mu       sync.Mutex
 	serial   int
