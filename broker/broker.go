@@ -196,6 +196,8 @@ type Broker struct {
 	cfg      Config
 	planner  *planner.Planner
 	inflight chan struct{}
+	// served are the search endpoint's figures for `nats micro stats`.
+	served endpointStats
 	stats    *statsCache
 	shadows  *shadows
 	shards   shardStates
@@ -278,6 +280,10 @@ func (b *Broker) Run(ctx context.Context) error {
 	svc, err := micro.AddService(b.nc, micro.Config{
 		Name: subject.ServiceName, Version: Version, QueueGroup: b.cfg.QueueGroup,
 		Description: "Quarry search API: JSON SearchRequest in, SearchResponse out",
+		// micro's own figures stop when the handler returns, which is at
+		// once (each request runs on a goroutine of its own): the
+		// endpoint's data carries the broker's.
+		StatsHandler: func(*micro.Endpoint) any { return b.served.data() },
 	})
 	if err != nil {
 		return fmt.Errorf("broker: add service: %w", err)
@@ -394,13 +400,16 @@ func (b *Broker) Draining() bool { return b.draining.Load() }
 const MaxRequestBytes = 1 << 20
 
 func (b *Broker) handle(req micro.Request) {
+	start := time.Now()
+	b.served.requests.Add(1)
 	index := strings.TrimPrefix(req.Subject(), subject.SearchPrefix+".")
 	var team *teamState
 	if def, ok := b.Index(index); ok { // an unknown index is answered by the search
 		var err error
-		if team, err = b.teamLimits.admit(def.TeamOf(), time.Now()); err != nil {
+		if team, err = b.teamLimits.admit(def.TeamOf(), start); err != nil {
 			b.metrics.refused(index)
 			b.respondError(req.Reply(), err)
+			b.served.done(start)
 			return
 		}
 	}
@@ -413,9 +422,11 @@ func (b *Broker) handle(req micro.Request) {
 		b.metrics.refused(index)
 		b.respondError(req.Reply(), &api.Error{Code: api.CodeOverloaded, RetryAfterMS: 100,
 			Message: fmt.Sprintf("broker overloaded: %d requests in flight, try again", b.cfg.MaxInFlight)})
+		b.served.done(start)
 		return
 	}
 	go func() {
+		defer b.served.done(start)
 		defer func() {
 			<-b.inflight
 			if team != nil {
@@ -563,6 +574,7 @@ func (b *Broker) respondError(reply string, err error) {
 	if errors.As(err, &ae) {
 		e.RetryAfterMS = ae.RetryAfterMS
 	}
+	b.served.failed(e)
 	body, _ := json.Marshal(e)
 	msg := &nats.Msg{Subject: reply, Data: body, Header: nats.Header{}}
 	msg.Header.Set(micro.ErrorHeader, e.Message)
@@ -578,4 +590,47 @@ func (b *Broker) Index(name string) (api.IndexDefinition, bool) {
 	defer b.mu.RUnlock()
 	def, ok := b.defs[name]
 	return def, ok
+}
+
+// endpointStats are the search endpoint's figures. micro counts a
+// request's time until its handler returns, and errors answered through
+// its Request; the broker's handler hands each request to a goroutine at
+// once and answers from there, so micro alone would show a near-zero
+// processing time and no errors. `nats micro stats quarry` shows these
+// in the endpoint's data.
+type endpointStats struct {
+	requests, errors, processingNS atomic.Int64
+	lastError                      atomic.Pointer[string]
+}
+
+// done adds a request's time, from when the handler got it to its reply.
+func (s *endpointStats) done(start time.Time) { s.processingNS.Add(int64(time.Since(start))) }
+
+// failed counts an error reply.
+func (s *endpointStats) failed(e *api.Error) {
+	s.errors.Add(1)
+	msg := fmt.Sprintf("%d:%s", api.HTTPStatus(e.Code), e.Message)
+	s.lastError.Store(&msg)
+}
+
+// EndpointData is the search endpoint's data in `nats micro stats`: the
+// same names and units as micro's own figures, counted from each request's
+// arrival to its reply.
+type EndpointData struct {
+	NumRequests           int64         `json:"num_requests"`
+	NumErrors             int64         `json:"num_errors"`
+	LastError             string        `json:"last_error,omitempty"`
+	ProcessingTime        time.Duration `json:"processing_time"`
+	AverageProcessingTime time.Duration `json:"average_processing_time"`
+}
+
+func (s *endpointStats) data() EndpointData {
+	d := EndpointData{NumRequests: s.requests.Load(), NumErrors: s.errors.Load(), ProcessingTime: time.Duration(s.processingNS.Load())}
+	if d.NumRequests > 0 {
+		d.AverageProcessingTime = d.ProcessingTime / time.Duration(d.NumRequests)
+	}
+	if e := s.lastError.Load(); e != nil {
+		d.LastError = *e
+	}
+	return d
 }
