@@ -197,7 +197,7 @@ type Broker struct {
 	planner  *planner.Planner
 	inflight chan struct{}
 	// served are the search endpoint's figures for `nats micro stats`.
-	served endpointStats
+	served   endpointStats
 	stats    *statsCache
 	shadows  *shadows
 	shards   shardStates
