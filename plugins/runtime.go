@@ -19,16 +19,25 @@ import (
 	"github.com/quarrysearch/quarry/sdk/abi"
 )
 
+// Defaults of Config, which the CLI's flags show too.
+const (
+	// DefaultMemoryLimitPages is an instance's memory cap: 64 MiB.
+	DefaultMemoryLimitPages = 1024
+	// DefaultMaxInstances is a runtime's (a team's) warm instances cap.
+	DefaultMaxInstances = 64
+)
+
 // Config configures a runtime. Zero values are documented defaults.
 type Config struct {
 	// CacheDir keeps compiled plugins across restarts; empty: in memory.
 	CacheDir string
 	// MemoryLimitPages caps each instance's memory, in 64 KiB pages
-	// (default 1024: 64 MiB).
+	// (default DefaultMemoryLimitPages: 64 MiB).
 	MemoryLimitPages uint32
 	// MaxInstances caps the warm instances of every plugin loaded in the
-	// runtime together (0: no cap). With MemoryLimitPages it bounds the
-	// runtime's memory: MaxInstances × MemoryLimitPages × 64 KiB.
+	// runtime together (default DefaultMaxInstances; negative: no cap).
+	// With MemoryLimitPages it bounds the runtime's memory: MaxInstances ×
+	// MemoryLimitPages × 64 KiB.
 	MaxInstances int
 	Logger       *slog.Logger
 }
@@ -90,8 +99,11 @@ var allowedWASI = map[string]bool{
 // NewRuntime starts a runtime with the WASI subset and Quarry's host
 // functions.
 func NewRuntime(ctx context.Context, cfg Config) (*Runtime, error) {
+	if cfg.MaxInstances == 0 {
+		cfg.MaxInstances = DefaultMaxInstances
+	}
 	if cfg.MemoryLimitPages == 0 {
-		cfg.MemoryLimitPages = 1024
+		cfg.MemoryLimitPages = DefaultMemoryLimitPages
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()

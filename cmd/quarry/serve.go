@@ -24,6 +24,7 @@ import (
 	"github.com/quarrysearch/quarry/internal/demo"
 	"github.com/quarrysearch/quarry/internal/embednats"
 	"github.com/quarrysearch/quarry/internal/node"
+	"github.com/quarrysearch/quarry/plugins"
 	"github.com/quarrysearch/quarry/searcher"
 )
 
@@ -91,8 +92,8 @@ func (f *roleFlags) registerBroker(fs *flag.FlagSet) {
 	fs.Float64Var(&f.fallbackRate, "fallback-error-rate", 0.5, "take a fail-open plugin out when more than this share of its recent calls failed")
 	fs.IntVar(&f.fallbackWindow, "fallback-window", 100, "recent calls the fallback looks at")
 	fs.IntVar(&f.fallbackMin, "fallback-min-calls", 20, "calls before the fallback can act")
-	fs.UintVar(&f.pluginPages, "plugin-memory-pages", 1024, "most memory of one plugin instance, in 64 KiB pages (1024: 64 MiB)")
-	fs.IntVar(&f.teamInstances, "team-max-instances", 64, "most warm plugin instances one team's plugins may hold on this broker (0: no cap); with --plugin-memory-pages it bounds a team's plugin memory")
+	fs.UintVar(&f.pluginPages, "plugin-memory-pages", plugins.DefaultMemoryLimitPages, "most memory of one plugin instance, in 64 KiB pages (1024: 64 MiB)")
+	fs.IntVar(&f.teamInstances, "team-max-instances", plugins.DefaultMaxInstances, "most warm plugin instances one team's plugins may hold on this broker (negative: no cap); with --plugin-memory-pages it bounds a team's plugin memory")
 	fs.Float64Var(&f.fallbackSlow, "fallback-slow-rate", 0.01, "take a plugin with a latency budget out when more than this share of its recent calls took longer (0.01: its p99 is over the budget)")
 }
 
@@ -101,8 +102,8 @@ func (f *roleFlags) pluginLimits(cfg *node.Config) error {
 	if f.pluginPages < 1 || f.pluginPages > 65536 {
 		return fmt.Errorf("--plugin-memory-pages must be between 1 and 65536 (4 GiB), got %d", f.pluginPages)
 	}
-	if f.teamInstances < 0 {
-		return fmt.Errorf("--team-max-instances must be 0 (no cap) or more, got %d", f.teamInstances)
+	if f.teamInstances == 0 {
+		return fmt.Errorf("--team-max-instances must be 1 or more, or negative for no cap, got 0")
 	}
 	cfg.PluginMemoryPages, cfg.TeamMaxInstances = uint32(f.pluginPages), f.teamInstances
 	return nil

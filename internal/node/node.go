@@ -71,10 +71,11 @@ type Config struct {
 	// DataDir/plugins).
 	PluginCacheDir string
 	// PluginMemoryPages caps each plugin instance's memory, in 64 KiB
-	// pages (default 1024: 64 MiB).
+	// pages (default plugins.DefaultMemoryLimitPages: 64 MiB).
 	PluginMemoryPages uint32
 	// TeamMaxInstances caps the warm plugin instances of one team on a
-	// broker, over all its indexes and versions (0: no cap). With
+	// broker, over all its indexes and versions (default
+	// plugins.DefaultMaxInstances; negative: no cap). With
 	// PluginMemoryPages it bounds a team's plugin memory.
 	TeamMaxInstances int
 
