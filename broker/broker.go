@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -120,73 +121,85 @@ type Config struct {
 	Logger     *slog.Logger
 }
 
-// Validate checks the configuration and fills in defaults.
-func (c *Config) Validate() error {
-	if c.DefaultTimeout <= 0 {
-		c.DefaultTimeout = 2 * time.Second
-	}
-	if c.MaxTimeout <= 0 {
-		c.MaxTimeout = 60 * time.Second
-	}
-	if c.DefaultTimeout > c.MaxTimeout {
-		return fmt.Errorf("broker: default timeout %s is over the max timeout %s", c.DefaultTimeout, c.MaxTimeout)
-	}
-	if c.MaxInFlight <= 0 {
-		c.MaxInFlight = 1024
-	}
-	if c.TeamMaxInFlight <= 0 {
-		c.TeamMaxInFlight = max(1, c.MaxInFlight/4)
-	}
-	if c.HeavyAfter == 0 {
-		c.HeavyAfter = 20 * time.Millisecond
-	}
-	if c.HeavySearches <= 0 {
-		c.HeavySearches = max(1, runtime.GOMAXPROCS(0)/2)
-	}
-	if c.HeavyWait <= 0 {
-		c.HeavyWait = time.Second
-	}
-	if c.DrainTimeout <= 0 {
-		c.DrainTimeout = 10 * time.Second
-	}
-	if c.SlowQuery == 0 {
-		c.SlowQuery = 500 * time.Millisecond
-	}
-	if c.RecordPercent < 0 || c.RecordPercent > 100 {
-		return fmt.Errorf("broker: record percent must be 0-100, got %d", c.RecordPercent)
-	}
-	if c.FallbackErrorRate == 0 {
-		c.FallbackErrorRate = 0.5
-	}
-	if c.FallbackWindow <= 0 {
-		c.FallbackWindow = 100
-	}
-	if c.FallbackMinCalls <= 0 {
-		c.FallbackMinCalls = 20
-	}
-	if c.FallbackSlowRate == 0 {
-		c.FallbackSlowRate = 0.01
-	}
-	if c.FallbackErrorRate < 0 || c.FallbackErrorRate > 1 || c.FallbackMinCalls > c.FallbackWindow {
-		return fmt.Errorf("broker: fallback error rate must be in [0,1] and min calls <= window")
-	}
-	if c.FallbackSlowRate < 0 || c.FallbackSlowRate > 1 {
-		return fmt.Errorf("broker: fallback slow rate must be in [0,1], got %g", c.FallbackSlowRate)
-	}
-	if c.StatsCacheSize == 0 {
-		c.StatsCacheSize = 4096
-	}
-	if c.CompressThreshold == 0 {
-		c.CompressThreshold = wire.CompressThreshold
-	}
-	if c.QueueGroup == "" {
-		c.QueueGroup = "quarry-broker"
-	}
+// Defaults are the values EnsureDefaults gives a Config's zero fields, and
+// the defaults the CLI's flags show. HeavySearches' default depends on the
+// machine (GOMAXPROCS/2, at least 1) and is 0 here.
+var Defaults = Config{
+	DefaultTimeout: 2 * time.Second, MaxTimeout: 60 * time.Second,
+	MaxInFlight: 1024, HeavyAfter: 20 * time.Millisecond, HeavyWait: time.Second,
+	DrainTimeout: 10 * time.Second, SlowQuery: 500 * time.Millisecond,
+	FallbackErrorRate: 0.5, FallbackWindow: 100, FallbackMinCalls: 20, FallbackSlowRate: 0.01,
+	StatsCacheSize: 4096, CompressThreshold: wire.CompressThreshold, QueueGroup: "quarry-broker",
+}
+
+// EnsureDefaults gives every zero field its default (Defaults;
+// TeamMaxInFlight: a quarter of MaxInFlight). It changes nothing else, and
+// running it twice changes nothing more.
+func (c *Config) EnsureDefaults() {
+	d := &Defaults
+	c.DefaultTimeout = cmp.Or(c.DefaultTimeout, d.DefaultTimeout)
+	c.MaxTimeout = cmp.Or(c.MaxTimeout, d.MaxTimeout)
+	c.MaxInFlight = cmp.Or(c.MaxInFlight, d.MaxInFlight)
+	c.TeamMaxInFlight = cmp.Or(c.TeamMaxInFlight, max(1, c.MaxInFlight/4))
+	c.HeavyAfter = cmp.Or(c.HeavyAfter, d.HeavyAfter)
+	c.HeavySearches = cmp.Or(c.HeavySearches, max(1, runtime.GOMAXPROCS(0)/2))
+	c.HeavyWait = cmp.Or(c.HeavyWait, d.HeavyWait)
+	c.DrainTimeout = cmp.Or(c.DrainTimeout, d.DrainTimeout)
+	c.SlowQuery = cmp.Or(c.SlowQuery, d.SlowQuery)
+	c.FallbackErrorRate = cmp.Or(c.FallbackErrorRate, d.FallbackErrorRate)
+	c.FallbackWindow = cmp.Or(c.FallbackWindow, d.FallbackWindow)
+	c.FallbackMinCalls = cmp.Or(c.FallbackMinCalls, d.FallbackMinCalls)
+	c.FallbackSlowRate = cmp.Or(c.FallbackSlowRate, d.FallbackSlowRate)
+	c.StatsCacheSize = cmp.Or(c.StatsCacheSize, d.StatsCacheSize)
+	c.CompressThreshold = cmp.Or(c.CompressThreshold, d.CompressThreshold)
+	c.QueueGroup = cmp.Or(c.QueueGroup, d.QueueGroup)
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
-	c.Logger = c.Logger.With("role", "broker")
-	return nil
+}
+
+// Validate reports every setting that is wrong, each naming the setting
+// and its value (run EnsureDefaults first: zero values are wrong here). It
+// changes nothing.
+func (c *Config) Validate() error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf("broker: "+format, args...)) }
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"default timeout", c.DefaultTimeout}, {"max timeout", c.MaxTimeout}, {"heavy wait", c.HeavyWait}, {"drain timeout", c.DrainTimeout}} {
+		if d.v <= 0 {
+			bad("%s must be above 0, got %s", d.name, d.v)
+		}
+	}
+	if c.DefaultTimeout > c.MaxTimeout {
+		bad("default timeout %s is over the max timeout %s", c.DefaultTimeout, c.MaxTimeout)
+	}
+	for _, n := range []struct {
+		name string
+		v    int
+	}{{"max in flight", c.MaxInFlight}, {"team max in flight", c.TeamMaxInFlight}, {"heavy searches", c.HeavySearches},
+		{"fallback window", c.FallbackWindow}, {"fallback min calls", c.FallbackMinCalls}} {
+		if n.v <= 0 {
+			bad("%s must be 1 or more, got %d", n.name, n.v)
+		}
+	}
+	if c.RecordPercent < 0 || c.RecordPercent > 100 {
+		bad("record percent must be 0-100, got %d", c.RecordPercent)
+	}
+	if c.FallbackErrorRate < 0 || c.FallbackErrorRate > 1 {
+		bad("fallback error rate must be in [0,1], got %g", c.FallbackErrorRate)
+	}
+	if c.FallbackMinCalls > c.FallbackWindow {
+		bad("fallback min calls (%d) must not be above the fallback window (%d)", c.FallbackMinCalls, c.FallbackWindow)
+	}
+	if c.FallbackSlowRate < 0 || c.FallbackSlowRate > 1 {
+		bad("fallback slow rate must be in [0,1], got %g", c.FallbackSlowRate)
+	}
+	if c.HedgeMaxFraction < 0 || c.HedgeMaxFraction > 1 {
+		bad("hedge max fraction must be in [0,1], got %g", c.HedgeMaxFraction)
+	}
+	return errors.Join(errs...)
 }
 
 // Broker answers search requests.
@@ -226,9 +239,11 @@ type Broker struct {
 // New makes a broker. Call Run to serve the NATS API; Search works once
 // Ready is closed.
 func New(nc *nats.Conn, store *meta.Store, cfg Config) (*Broker, error) {
+	cfg.EnsureDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	cfg.Logger = cfg.Logger.With("role", "broker")
 	p, err := planner.New(planner.Config{DefaultTimeout: cfg.DefaultTimeout, MaxTimeout: cfg.MaxTimeout,
 		Hedge: planner.Hedge{Enabled: !cfg.NoHedge, MaxFraction: cfg.HedgeMaxFraction}})
 	if err != nil {

@@ -21,11 +21,13 @@ func TestHealthTrips(t *testing.T) {
 		return out
 	}
 	cfg := Config{FallbackWindow: 100, FallbackMinCalls: 20}
+	cfg.EnsureDefaults()
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
 	p99 := newFallbackLimits(&cfg) // error rate 0.5, slow rate 0.01
 	small := Config{FallbackWindow: 20, FallbackMinCalls: 10}
+	small.EnsureDefaults()
 	if err := small.Validate(); err != nil {
 		t.Fatal(err)
 	}

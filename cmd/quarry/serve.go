@@ -60,7 +60,7 @@ type roleFlags struct {
 
 // registerDrain adds the shutdown flag every long-running command takes.
 func (f *roleFlags) registerDrain(fs *flag.FlagSet) {
-	fs.DurationVar(&f.drainTimeout, "drain-timeout", 10*time.Second, "on SIGTERM, how long brokers and searchers keep answering the requests they took after leaving their queue groups")
+	fs.DurationVar(&f.drainTimeout, "drain-timeout", broker.Defaults.DrainTimeout, "on SIGTERM, how long brokers and searchers keep answering the requests they took after leaving their queue groups")
 }
 
 func (f *roleFlags) registerIndexer(fs *flag.FlagSet) {
@@ -79,22 +79,22 @@ func (f *roleFlags) registerSearcher(fs *flag.FlagSet) {
 }
 
 func (f *roleFlags) registerBroker(fs *flag.FlagSet) {
-	fs.DurationVar(&f.defaultTimeout, "search-timeout", 2*time.Second, "deadline of a search that gives no timeout_ms")
-	fs.IntVar(&f.maxInFlight, "max-in-flight", 1024, "searches served at once; more are refused at once with 429 (overloaded)")
+	fs.DurationVar(&f.defaultTimeout, "search-timeout", broker.Defaults.DefaultTimeout, "deadline of a search that gives no timeout_ms")
+	fs.IntVar(&f.maxInFlight, "max-in-flight", broker.Defaults.MaxInFlight, "searches served at once; more are refused at once with 429 (overloaded)")
 	fs.IntVar(&f.teamInFlight, "team-max-in-flight", 0, "searches of one team served at once, unless its limits say otherwise (quarry team set); default --max-in-flight/4")
-	fs.DurationVar(&f.heavySearch, "heavy-search", 20*time.Millisecond, "a team whose recent searches take longer than this on average is heavy: while other teams are active its searches take turns, --heavy-searches at once (negative: never)")
+	fs.DurationVar(&f.heavySearch, "heavy-search", broker.Defaults.HeavyAfter, "a team whose recent searches take longer than this on average is heavy: while other teams are active its searches take turns, --heavy-searches at once (negative: never)")
 	fs.IntVar(&f.heavySearches, "heavy-searches", 0, "searches of heavy teams run at once on this broker while other teams are active (default GOMAXPROCS/2, at least 1)")
-	fs.DurationVar(&f.heavyWait, "heavy-wait", time.Second, "how long a heavy team's search waits for its turn before it is refused with 429")
+	fs.DurationVar(&f.heavyWait, "heavy-wait", broker.Defaults.HeavyWait, "how long a heavy team's search waits for its turn before it is refused with 429")
 	fs.BoolVar(&f.noHedge, "no-hedge", false, "never ask a second replica when a shard is slow")
-	fs.IntVar(&f.statsCache, "stats-cache", 4096, "queries whose global term statistics are cached per index generation (negative: none)")
-	fs.DurationVar(&f.slowQuery, "slow-query", 500*time.Millisecond, "log searches slower than this at warn level, with the request id and the profile (negative: never)")
+	fs.IntVar(&f.statsCache, "stats-cache", broker.Defaults.StatsCacheSize, "queries whose global term statistics are cached per index generation (negative: none)")
+	fs.DurationVar(&f.slowQuery, "slow-query", broker.Defaults.SlowQuery, "log searches slower than this at warn level, with the request id and the profile (negative: never)")
 	fs.IntVar(&f.recordPercent, "record-queries", 0, "record this percentage of search requests for replays (quarry queries export)")
-	fs.Float64Var(&f.fallbackRate, "fallback-error-rate", 0.5, "take a fail-open plugin out when more than this share of its recent calls failed")
-	fs.IntVar(&f.fallbackWindow, "fallback-window", 100, "recent calls the fallback looks at")
-	fs.IntVar(&f.fallbackMin, "fallback-min-calls", 20, "calls before the fallback can act")
+	fs.Float64Var(&f.fallbackRate, "fallback-error-rate", broker.Defaults.FallbackErrorRate, "take a fail-open plugin out when more than this share of its recent calls failed")
+	fs.IntVar(&f.fallbackWindow, "fallback-window", broker.Defaults.FallbackWindow, "recent calls the fallback looks at")
+	fs.IntVar(&f.fallbackMin, "fallback-min-calls", broker.Defaults.FallbackMinCalls, "calls before the fallback can act")
 	fs.UintVar(&f.pluginPages, "plugin-memory-pages", plugins.DefaultMemoryLimitPages, "most memory of one plugin instance, in 64 KiB pages (1024: 64 MiB)")
 	fs.IntVar(&f.teamInstances, "team-max-instances", plugins.DefaultMaxInstances, "most warm plugin instances one team's plugins may hold on this broker (negative: no cap); with --plugin-memory-pages it bounds a team's plugin memory")
-	fs.Float64Var(&f.fallbackSlow, "fallback-slow-rate", 0.01, "take a plugin with a latency budget out when more than this share of its recent calls took longer (0.01: its p99 is over the budget)")
+	fs.Float64Var(&f.fallbackSlow, "fallback-slow-rate", broker.Defaults.FallbackSlowRate, "take a plugin with a latency budget out when more than this share of its recent calls took longer (0.01: its p99 is over the budget)")
 }
 
 // pluginLimits sets the broker's plugin limits on a node's config.
