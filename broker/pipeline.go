@@ -223,14 +223,19 @@ func versionNote(s *Step, canary bool) string {
 }
 
 // rank runs the rankers over the best candidates (the rest keep their
-// place after them) and returns the new order. The steps' time is added to
-// took.
-func (b *Broker) rank(ctx context.Context, pl *Pipeline, q string, rctx []byte, all []api.Hit, plan *planner.Plan, prof *[]api.Stage, reports *[]api.StepReport, took *time.Duration) ([]api.Hit, error) {
-	for i := range pl.Rankers {
-		s, canary := pl.Rankers[i].choose(rctx)
+// place after them), in the run's order of hits.
+func (r *run) rank(ctx context.Context) error {
+	if !r.ranking {
+		return nil
+	}
+	start := time.Now()
+	defer func() { r.rankTook = time.Since(start) }()
+	b, plan, all := r.b, r.plan, r.hits
+	for i := range r.pipeline.Rankers {
+		s, canary := r.pipeline.Rankers[i].choose(r.context)
 		start := time.Now()
 		if s.disabled() {
-			*reports = append(*reports, api.StepReport{Plugin: s.Plugin.Spec().Name, Kind: "ranker", Status: "skipped", Error: "taken out by the automatic fallback"})
+			r.reports = append(r.reports, api.StepReport{Plugin: s.Plugin.Spec().Name, Kind: "ranker", Status: "skipped", Error: "taken out by the automatic fallback"})
 			continue
 		}
 		depth := s.RerankDepth
@@ -240,46 +245,45 @@ func (b *Broker) rank(ctx context.Context, pl *Pipeline, q string, rctx []byte, 
 		depth = min(depth, len(all))
 		if depth == 0 {
 			// Nothing matched: nothing to rank, no call to make.
-			if prof != nil {
-				*prof = append(*prof, api.Stage{Name: "rank " + s.Plugin.Spec().Name, Detail: "no candidates: not called"})
+			if r.profile {
+				r.rankStages = append(r.rankStages, api.Stage{Name: "rank " + s.Plugin.Spec().Name, Detail: "no candidates: not called"})
 			}
 			continue
 		}
 		head, tail := all[:depth], all[depth:]
-		fields := s.Fields
-		in := plugins.RankInput(q, rctx, head, fields)
+		in := plugins.RankInput(r.q, r.context, head, s.Fields)
 		called := time.Now()
 		out, err := s.Plugin.Rank(ctx, in)
 		end := time.Now()
 		b.observe(plan.Index, s, end.Sub(called), err)
 		b.metrics.step(plan.Index, s, end.Sub(start))
-		*took += end.Sub(start)
 		if !canary {
 			b.mirror(plan.Index, s, in, out, err, end.Sub(start))
 		}
 		if err != nil {
-			if err := stepFailed(*s, err, reports); err != nil {
-				return nil, err
+			if err := stepFailed(*s, err, &r.reports); err != nil {
+				return err
 			}
-			if prof != nil {
-				*prof = append(*prof, api.Stage{Name: "rank " + s.Plugin.Spec().Name, TookMS: ms(time.Since(start)), Detail: "skipped: " + err.Error()})
+			if r.profile {
+				r.rankStages = append(r.rankStages, api.Stage{Name: "rank " + s.Plugin.Spec().Name, TookMS: ms(time.Since(start)), Detail: "skipped: " + err.Error()})
 			}
 			continue
 		}
 		ranked := make([]api.Hit, 0, len(all))
-		for _, r := range out.Ranked {
-			h := head[r.Index]
-			h.Score = r.Score
+		for _, e := range out.Ranked {
+			h := head[e.Index]
+			h.Score = e.Score
 			ranked = append(ranked, h)
 		}
 		dropped := len(head) - len(out.Ranked)
 		all = append(ranked, tail...)
-		if prof != nil {
-			*prof = append(*prof, api.Stage{Name: "rank " + s.Plugin.Spec().Name, TookMS: ms(time.Since(start)),
+		if r.profile {
+			r.rankStages = append(r.rankStages, api.Stage{Name: "rank " + s.Plugin.Spec().Name, TookMS: ms(time.Since(start)),
 				Detail: fmt.Sprintf("%s%d candidates, %d dropped", versionNote(s, canary), depth, dropped)})
 		}
 	}
-	return all, nil
+	r.hits = all
+	return nil
 }
 
 // rankerFields are the stored fields the rankers read that the caller did

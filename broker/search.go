@@ -118,153 +118,223 @@ func (o *execOptions) stage(st int, d time.Duration) {
 	}
 }
 
+// execute runs a plan: the state of the search lives in a run, and each
+// stage is a method of it that times itself where it runs.
 func (b *Broker) execute(ctx context.Context, plan *planner.Plan, o execOptions) (*api.SearchResponse, error) {
 	ctx, cancel := context.WithTimeout(ctx, plan.Timeout)
 	defer cancel()
 	shardCtx, cancelShards := context.WithTimeout(ctx, plan.ShardTimeout)
 	defer cancelShards()
-	planned := time.Now()
-	if o.rewritten.IsZero() {
-		o.stage(stagePlan, planned.Sub(o.start))
-	} else {
-		o.stage(stageRewrite, o.rewritten.Sub(o.start))
-		o.stage(stagePlan, planned.Sub(o.rewritten))
-	}
-	var prof []api.Stage
-	if o.profile {
-		prof = append(prof, api.Stage{Name: "plan", TookMS: ms(planned.Sub(o.start)), Detail: planDetail(plan)})
-	}
-	// Rankers order hits: with none to return (size 0) they do not run.
-	ranking := o.pipeline != nil && len(o.pipeline.Rankers) > 0 && plan.Size > 0
-	var extraFields []string
-	if ranking {
-		// Rankers need their candidates and fields from every shard.
-		p := *plan
-		extraFields = rankerFields(o.pipeline, plan.Fields)
-		p.Fields = append(slices.Clip(plan.Fields), extraFields...)
-		for _, s := range o.pipeline.Rankers {
-			p.K = max(p.K, min(s.RerankDepth, plan.MaxWindow))
-		}
-		plan = &p
-	}
-
-	sreq := &wire.ShardRequest{Query: plan.Query, K: plan.K, Sort: plan.Sort, Fields: plan.Fields, Facets: plan.Facets, MaxTerms: plan.MaxTerms}
-	if plan.ExactScoring && !b.cfg.NoExactScoring {
-		// The statistics phase gets a quarter of the shards' time: a shard
-		// that does not answer it must not starve the search itself.
-		statsCtx, cancelStats := context.WithTimeout(shardCtx, plan.ShardTimeout/4)
-		st, hit, err := b.globalStats(statsCtx, plan)
-		cancelStats()
-		if err != nil {
-			return nil, err
-		}
-		sreq.Stats = st
-		if st != nil {
-			sreq.MaxStaleUpdates = b.stats.staleUpdates()
-		}
-		if o.profile {
-			detail := "cache miss: one round trip to every shard"
-			switch {
-			case hit:
-				detail = "cache hit"
-			case st == nil:
-				detail = "incomplete (a shard did not answer in time): shards scored with their own statistics"
-			}
-			prof = append(prof, api.Stage{Name: "stats", TookMS: ms(time.Since(planned)), Detail: detail})
-		}
-	}
-
-	fanStart := time.Now()
-	if plan.ExactScoring && !b.cfg.NoExactScoring {
-		o.stage(stageStats, fanStart.Sub(planned))
-	}
-	results, refreshed := b.searchShards(shardCtx, plan, sreq)
-	fanned := time.Now()
-	o.stage(stageFanOut, fanned.Sub(fanStart))
-
-	resp := &api.SearchResponse{Shards: api.ShardsInfo{Total: len(plan.Shards)}}
-	var good []*wire.ShardResponse
-	for i, r := range results {
-		if r.err != nil {
-			results[i].err = b.shardError(ctx, plan, plan.Shards[i], r.err)
-			resp.Shards.Failed++
-			resp.Shards.Failures = append(resp.Shards.Failures, api.ShardFailure{Shard: plan.Shards[i], Reason: results[i].err.Error()})
-			continue
-		}
-		var sr wire.ShardResponse
-		if err := wire.DecodeShardResponse(r.reply, &sr); err != nil {
-			results[i].err = b.shardError(ctx, plan, plan.Shards[i], err)
-			resp.Shards.Failed++
-			resp.Shards.Failures = append(resp.Shards.Failures, api.ShardFailure{Shard: plan.Shards[i], Reason: results[i].err.Error()})
-			continue
-		}
-		resp.Shards.Successful++
-		results[i].resp = &sr
-		good = append(good, &sr)
-		b.stats.noteGeneration(plan.Index, sr.Generation)
-	}
-	if resp.Shards.Failed > 0 && (!plan.AllowPartial || resp.Shards.Successful == 0 || anyClientError(results)) {
-		return nil, shardsFailed(resp.Shards, results)
-	}
-	var rankStages []api.Stage
-	var ranked time.Duration // the rankers' time, within the merge's
-	var rerank func([]api.Hit) ([]api.Hit, error)
-	if ranking {
-		var stages *[]api.Stage
-		if o.profile {
-			stages = &rankStages
-		}
-		rerank = func(all []api.Hit) ([]api.Hit, error) {
-			return b.rank(ctx, o.pipeline, o.q, o.context, all, plan, stages, &o.reports, &ranked)
-		}
-	}
-	if err := merge(resp, good, plan, rerank); err != nil {
+	r := &run{b: b, plan: plan, execOptions: o}
+	r.planned()
+	if err := r.statistics(shardCtx); err != nil {
 		return nil, err
 	}
-	if len(plan.Sort) > 0 {
-		decodeSortValues(b.sortTypesOf(plan.Index), plan.Sort, resp.Hits)
+	r.fanOut(shardCtx)
+	if err := r.collect(ctx); err != nil {
+		return nil, err
 	}
-	if len(extraFields) > 0 {
-		for i := range resp.Hits {
-			for _, f := range extraFields {
-				delete(resp.Hits[i].Fields, f)
+	r.merge()
+	if err := r.rank(ctx); err != nil {
+		return nil, err
+	}
+	r.page()
+	r.finish()
+	return r.resp, nil
+}
+
+// run is one search from its plan to its response.
+type run struct {
+	b    *Broker
+	plan *planner.Plan
+	execOptions
+
+	// planned: the plan is made; prof holds the stages from the plan on.
+	plannedAt time.Time
+	prof      []api.Stage
+	// ranking: rankers run, over candidates that carry extraFields (the
+	// fields they read that the caller did not ask for).
+	ranking     bool
+	extraFields []string
+	// statistics and fan-out
+	sreq             *wire.ShardRequest
+	statsDetail      string
+	results          []shardResult
+	refreshed        bool
+	fanStart, fanned time.Time
+	// collect, merge, rank, page (mergeTook: collect, merge and page)
+	resp       *api.SearchResponse
+	good       []*wire.ShardResponse
+	hits       []api.Hit // every candidate, in order, before the page
+	mergeTook  time.Duration
+	rankStages []api.Stage
+	rankTook   time.Duration
+}
+
+// planned records the rewrite and plan stages, and widens the plan for
+// the rankers: their candidates (the deepest rerank depth) with the
+// fields they read, from every shard.
+func (r *run) planned() {
+	r.plannedAt = time.Now()
+	if r.rewritten.IsZero() {
+		r.stage(stagePlan, r.plannedAt.Sub(r.start))
+	} else {
+		r.stage(stageRewrite, r.rewritten.Sub(r.start))
+		r.stage(stagePlan, r.plannedAt.Sub(r.rewritten))
+	}
+	if r.profile {
+		r.prof = append(r.prof, api.Stage{Name: "plan", TookMS: ms(r.plannedAt.Sub(r.start)), Detail: planDetail(r.plan)})
+	}
+	// Rankers order hits: with none to return (size 0) they do not run.
+	r.ranking = r.pipeline != nil && len(r.pipeline.Rankers) > 0 && r.plan.Size > 0
+	if r.ranking {
+		p := *r.plan
+		r.extraFields = rankerFields(r.pipeline, r.plan.Fields)
+		p.Fields = append(slices.Clip(r.plan.Fields), r.extraFields...)
+		for _, s := range r.pipeline.Rankers {
+			p.K = max(p.K, min(s.RerankDepth, r.plan.MaxWindow))
+		}
+		r.plan = &p
+	}
+	r.sreq = &wire.ShardRequest{Query: r.plan.Query, K: r.plan.K, Sort: r.plan.Sort, Fields: r.plan.Fields, Facets: r.plan.Facets, MaxTerms: r.plan.MaxTerms}
+}
+
+// statistics gives the shard request the query's global term statistics
+// (exact scoring), from the cache or one round trip to every shard.
+func (r *run) statistics(shardCtx context.Context) error {
+	if !r.plan.ExactScoring || r.b.cfg.NoExactScoring {
+		return nil
+	}
+	// The statistics phase gets a quarter of the shards' time: a shard
+	// that does not answer it must not starve the search itself.
+	statsCtx, cancel := context.WithTimeout(shardCtx, r.plan.ShardTimeout/4)
+	st, hit, err := r.b.globalStats(statsCtx, r.plan)
+	cancel()
+	if err != nil {
+		return err
+	}
+	r.sreq.Stats = st
+	if st != nil {
+		r.sreq.MaxStaleUpdates = r.b.stats.staleUpdates()
+	}
+	took := time.Since(r.plannedAt)
+	r.stage(stageStats, took)
+	if r.profile {
+		detail := "cache miss: one round trip to every shard"
+		switch {
+		case hit:
+			detail = "cache hit"
+		case st == nil:
+			detail = "incomplete (a shard did not answer in time): shards scored with their own statistics"
+		}
+		r.prof = append(r.prof, api.Stage{Name: "stats", TookMS: ms(took), Detail: detail})
+	}
+	return nil
+}
+
+// fanOut asks every shard, again with fresh statistics if one found them
+// stale.
+func (r *run) fanOut(shardCtx context.Context) {
+	r.fanStart = time.Now()
+	r.results, r.refreshed = r.b.searchShards(shardCtx, r.plan, r.sreq)
+	r.fanned = time.Now()
+	r.stage(stageFanOut, r.fanned.Sub(r.fanStart))
+}
+
+// collect decodes the shards' answers, and fails the search when a shard
+// failed and the request does not take partial results (or every shard
+// failed, or one refused the request itself).
+func (r *run) collect(ctx context.Context) error {
+	start := time.Now()
+	defer func() { r.mergeTook += time.Since(start) }() // decoding is the merge's
+	plan := r.plan
+	r.resp = &api.SearchResponse{Shards: api.ShardsInfo{Total: len(plan.Shards)}}
+	for i, res := range r.results {
+		err := res.err
+		var sr wire.ShardResponse
+		if err == nil {
+			err = wire.DecodeShardResponse(res.reply, &sr)
+		}
+		if err != nil {
+			r.results[i].err = r.b.shardError(ctx, plan, plan.Shards[i], err)
+			r.resp.Shards.Failed++
+			r.resp.Shards.Failures = append(r.resp.Shards.Failures, api.ShardFailure{Shard: plan.Shards[i], Reason: r.results[i].err.Error()})
+			continue
+		}
+		r.resp.Shards.Successful++
+		r.results[i].resp = &sr
+		r.good = append(r.good, &sr)
+		r.b.stats.noteGeneration(plan.Index, sr.Generation)
+	}
+	if r.resp.Shards.Failed > 0 && (!plan.AllowPartial || r.resp.Shards.Successful == 0 || anyClientError(r.results)) {
+		return shardsFailed(r.resp.Shards, r.results)
+	}
+	return nil
+}
+
+// merge puts every shard's candidates in one order and sums totals and
+// facets.
+func (r *run) merge() {
+	start := time.Now()
+	r.hits = mergeShards(r.resp, r.good, r.plan)
+	r.mergeTook += time.Since(start)
+}
+
+// page cuts the from/size window, decodes its sort values and takes the
+// rankers' extra fields out of it.
+func (r *run) page() {
+	start := time.Now()
+	pageOf(r.resp, r.hits, r.plan)
+	if len(r.plan.Sort) > 0 {
+		decodeSortValues(r.b.sortTypesOf(r.plan.Index), r.plan.Sort, r.resp.Hits)
+	}
+	if len(r.extraFields) > 0 {
+		for i := range r.resp.Hits {
+			for _, f := range r.extraFields {
+				delete(r.resp.Hits[i].Fields, f)
 			}
 		}
 	}
-	resp.Pipeline = o.reports
+	r.resp.Pipeline = r.reports
+	r.mergeTook += time.Since(start)
+}
+
+// finish records the merge and rank times and writes the profile.
+func (r *run) finish() {
 	done := time.Now()
-	resp.TookMS = ms(done.Sub(o.start))
-	o.stage(stageMerge, done.Sub(fanned)-ranked)
-	if rerank != nil {
-		o.stage(stageRank, ranked)
+	r.resp.TookMS = ms(done.Sub(r.start))
+	r.stage(stageMerge, r.mergeTook)
+	if r.ranking {
+		r.stage(stageRank, r.rankTook)
 	}
-	if o.profile {
-		prof = append(o.prelude, prof...)
-		prof = append(prof, api.Stage{Name: "fan-out", TookMS: ms(fanned.Sub(fanStart)),
-			Detail: fmt.Sprintf("%d shards, k=%d, shard deadline %s", len(plan.Shards), plan.K, plan.ShardTimeout)})
-		if refreshed {
-			prof[len(prof)-1].Detail += "; statistics refreshed (a shard had more updates since they were counted than the bound) and every shard asked again"
-		}
-		for i, r := range results {
-			st := api.Stage{Name: "shard " + strconv.Itoa(plan.Shards[i]), TookMS: ms(r.took)}
-			switch {
-			case r.resp != nil:
-				search, queue := time.Duration(r.resp.TookNS), time.Duration(r.resp.QueueNS)
-				st.Detail = fmt.Sprintf("search %.3fms, queue %.3fms, transport %.3fms, replica %s, generation %d, seq %d",
-					ms(search), ms(queue), ms(r.took-search-queue), r.resp.Replica, r.resp.Generation, r.resp.Seq)
-			case r.err != nil:
-				st.Detail = "failed: " + r.err.Error()
-			}
-			if r.hedged {
-				st.Detail += fmt.Sprintf(" (hedged, hedge won: %v)", r.hedgeWon)
-			}
-			prof = append(prof, st)
-		}
-		prof = append(prof, api.Stage{Name: "merge", TookMS: ms(done.Sub(fanned))})
-		prof = append(prof, rankStages...)
-		resp.Profile = &api.Profile{Stages: prof}
+	if !r.profile {
+		return
 	}
-	return resp, nil
+	plan := r.plan
+	prof := append(r.prelude, r.prof...)
+	prof = append(prof, api.Stage{Name: "fan-out", TookMS: ms(r.fanned.Sub(r.fanStart)),
+		Detail: fmt.Sprintf("%d shards, k=%d, shard deadline %s", len(plan.Shards), plan.K, plan.ShardTimeout)})
+	if r.refreshed {
+		prof[len(prof)-1].Detail += "; statistics refreshed (a shard had more updates since they were counted than the bound) and every shard asked again"
+	}
+	for i, res := range r.results {
+		st := api.Stage{Name: "shard " + strconv.Itoa(plan.Shards[i]), TookMS: ms(res.took)}
+		switch {
+		case res.resp != nil:
+			search, queue := time.Duration(res.resp.TookNS), time.Duration(res.resp.QueueNS)
+			st.Detail = fmt.Sprintf("search %.3fms, queue %.3fms, transport %.3fms, replica %s, generation %d, seq %d",
+				ms(search), ms(queue), ms(res.took-search-queue), res.resp.Replica, res.resp.Generation, res.resp.Seq)
+		case res.err != nil:
+			st.Detail = "failed: " + res.err.Error()
+		}
+		if res.hedged {
+			st.Detail += fmt.Sprintf(" (hedged, hedge won: %v)", res.hedgeWon)
+		}
+		prof = append(prof, st)
+	}
+	prof = append(prof, api.Stage{Name: "merge", TookMS: ms(r.mergeTook)})
+	prof = append(prof, r.rankStages...)
+	r.resp.Profile = &api.Profile{Stages: prof}
 }
 
 func planDetail(p *planner.Plan) string {
@@ -554,11 +624,12 @@ func replyError(reply *nats.Msg, err error) error {
 	return nil
 }
 
-// merge combines shard responses: hits k-way by score (ties by id, so
-// results are deterministic) or by their encoded sort values (SortKeys),
-// then the from/size window; totals summed; facets merged. The page's
-// sort values are decoded afterwards (decodeSortValues).
-func merge(out *api.SearchResponse, shards []*wire.ShardResponse, plan *planner.Plan, rerank func([]api.Hit) ([]api.Hit, error)) error {
+// mergeShards combines shard responses: totals summed and facets merged
+// into out, and every hit in one order, returned: k-way by score (ties by
+// id, so results are deterministic) or by their encoded sort values
+// (SortKeys). pageOf then cuts the from/size window; the page's sort
+// values are decoded afterwards (decodeSortValues).
+func mergeShards(out *api.SearchResponse, shards []*wire.ShardResponse, plan *planner.Plan) []api.Hit {
 	var all []api.Hit
 	var facets search.FacetResults
 	for _, s := range shards {
@@ -593,18 +664,6 @@ func merge(out *api.SearchResponse, shards []*wire.ShardResponse, plan *planner.
 		}
 		return cmp.Compare(a.ID, b.ID)
 	})
-	if rerank != nil {
-		var err error
-		if all, err = rerank(all); err != nil {
-			return err
-		}
-	}
-	from := min(plan.From, len(all))
-	end := min(from+plan.Size, len(all))
-	out.Hits = all[from:end]
-	if out.Hits == nil {
-		out.Hits = []api.Hit{}
-	}
 	if facets != nil {
 		out.Facets = map[string]api.FacetResult{}
 		for name, f := range facets {
@@ -622,7 +681,17 @@ func merge(out *api.SearchResponse, shards []*wire.ShardResponse, plan *planner.
 			out.Facets[name] = fr
 		}
 	}
-	return nil
+	return all
+}
+
+// pageOf puts the from/size window of all in out.
+func pageOf(out *api.SearchResponse, all []api.Hit, plan *planner.Plan) {
+	from := min(plan.From, len(all))
+	end := min(from+plan.Size, len(all))
+	out.Hits = all[from:end]
+	if out.Hits == nil {
+		out.Hits = []api.Hit{}
+	}
 }
 
 // sortDescending reports, per sort key, whether it orders descending: a

@@ -51,7 +51,8 @@ func TestMerge(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			var resp api.SearchResponse
-			merge(&resp, shards, &planner.Plan{From: c.req.From, Size: c.req.EffectiveSize()}, nil)
+			plan := &planner.Plan{From: c.req.From, Size: c.req.EffectiveSize()}
+			pageOf(&resp, mergeShards(&resp, shards, plan), plan)
 			if resp.Total != 42 {
 				t.Fatalf("total %d", resp.Total)
 			}
@@ -74,7 +75,8 @@ func TestMergeSorted(t *testing.T) {
 		{Hits: []api.Hit{{ID: "b", SortKeys: []string{"a"}}, {ID: "d", SortKeys: []string{"c"}}}},
 	}
 	var resp api.SearchResponse
-	merge(&resp, shards, &planner.Plan{Size: 10, Sort: []string{"-name"}}, nil)
+	plan := &planner.Plan{Size: 10, Sort: []string{"-name"}}
+	pageOf(&resp, mergeShards(&resp, shards, plan), plan)
 	if got := ids(resp.Hits); len(got) != 4 || got[0] != "c" || got[3] != "b" {
 		t.Fatalf("descending sort: %v", got)
 	}

@@ -112,9 +112,7 @@ func BenchmarkSortedMerge(b *testing.B) {
 			}
 		}
 		var resp api.SearchResponse
-		if err := merge(&resp, shards, plan, nil); err != nil {
-			b.Fatal(err)
-		}
+		pageOf(&resp, mergeShards(&resp, shards, plan), plan)
 		decodeSortValues(types, plan.Sort, resp.Hits)
 		if resp.Hits[0].Sort[0] != 39.5 {
 			b.Fatalf("first hit %v", resp.Hits[0])
