@@ -195,6 +195,20 @@ func TestHedgingRescuesSlowReplica(t *testing.T) {
 	startRoles(t, core.NATSURL(), nil, &searcher.Config{}, nil)
 	startRoles(t, core.NATSURL(), nil, &searcher.Config{FaultDelay: 5 * time.Second, FaultEvery: 25}, nil)
 	waitTotal(t, c, "h", "", 100)
+	// Both replicas serve before the count starts (on a loaded machine the
+	// slow one could still be catching up, and no hedge would be needed).
+	replicas := map[string]bool{}
+	waitUntil(t, 20*time.Second, "both replicas answer", func() bool {
+		r, err := c.Search(ctx, "h", &api.SearchRequest{Q: "noodles", TimeoutMS: 10000, Profile: true})
+		if err == nil && r.Profile != nil {
+			for _, st := range r.Profile.Stages {
+				if i := strings.Index(st.Detail, "replica "); i >= 0 {
+					replicas[strings.Fields(st.Detail[i+len("replica "):])[0]] = true
+				}
+			}
+		}
+		return len(replicas) >= 2
+	})
 
 	var slowest time.Duration
 	for range 300 {
