@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -64,8 +65,10 @@ func goBuild(tb testing.TB, dir, mode string) []byte {
 
 // C compiles a freestanding C file (no libc) to a WebAssembly module:
 //
-//	clang --target=wasm32 -O2 -nostdlib -Wl,--no-entry -o out.wasm src args...
+//	clang --target=wasm32 -O2 -nostdlib -Wl,--no-entry -I sdk/c -o out.wasm src args...
 //
+// where sdk/c (the C SDK's quarry.h) is the repository's, wherever the
+// test runs.
 // with clang and wasm-ld (Debian packages clang and lld). Where wasm-ld
 // is installed only under a versioned name (wasm-ld-14), clang is given
 // its path. Builds are cached per test binary.
@@ -86,7 +89,7 @@ func C(tb testing.TB, src string, args ...string) []byte {
 		tb.Fatalf("build %s: no clang on PATH (install Debian's clang and lld)", src)
 	}
 	out := filepath.Join(tb.TempDir(), strings.TrimSuffix(filepath.Base(abs), ".c")+".wasm")
-	cmdArgs := []string{"--target=wasm32", "-O2", "-nostdlib", "-Wl,--no-entry", "-o", out, abs}
+	cmdArgs := []string{"--target=wasm32", "-O2", "-nostdlib", "-Wl,--no-entry", "-I", CSDK, "-o", out, abs}
 	if ld := findTool("wasm-ld"); ld == "" {
 		tb.Fatalf("build %s: no wasm-ld on PATH (install Debian's lld)", src)
 	} else if filepath.Base(ld) != "wasm-ld" {
@@ -103,6 +106,12 @@ func C(tb testing.TB, src string, args ...string) []byte {
 	built[key] = b
 	return b
 }
+
+// CSDK is the directory of the C SDK's header, sdk/c/quarry.h.
+var CSDK = func() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..", "sdk", "c")
+}()
 
 // findTool returns the path of name on PATH or, failing that, of its
 // newest versioned name (name-14, name-15…), or "".
