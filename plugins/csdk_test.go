@@ -17,22 +17,33 @@ import (
 	"github.com/quarrysearch/quarry/sdk/abi"
 )
 
-// The C SDK's own tests (sdk/c/quarry.h): sdk/c/test/sdk_test.c, built
-// with clang, called with wazero directly (its reader, through an echo
-// export) and through the host (its hooks and writers).
+// The C and AssemblyScript SDKs' own tests: each has a test module
+// (sdk/c/test/sdk_test.c, sdk/assemblyscript/tests/sdk_test.ts) with the
+// same exports, built with the language's compiler, called with wazero
+// directly (its reader, through an echo export) and through the host (its
+// hooks and writers). A missing compiler fails the tests.
 
-const cSDKTest = "../sdk/c/test/sdk_test.c"
+func cSDKModule(t *testing.T) []byte { return wasmtest.C(t, "../sdk/c/test/sdk_test.c") }
 
-// cEcho is the test module instantiated on a bare wazero runtime, with
+func asSDKModule(t *testing.T) []byte {
+	return wasmtest.AssemblyScript(t, "../sdk/assemblyscript", "tests/sdk_test.ts", "--config", "tests/asconfig.json")
+}
+
+func TestCSDKReader(t *testing.T)  { testSDKReader(t, cSDKModule(t)) }
+func TestCSDKHooks(t *testing.T)   { testSDKHooks(t, cSDKModule(t)) }
+func TestASSDKReader(t *testing.T) { testSDKReader(t, asSDKModule(t)) }
+func TestASSDKHooks(t *testing.T)  { testSDKHooks(t, asSDKModule(t)) }
+
+// sdkEcho is a test module instantiated on a bare wazero runtime, with
 // the ABI's two imports.
-type cEcho struct {
+type sdkEcho struct {
 	mod   wapi.Module
 	alloc wapi.Function
 	echo  wapi.Function
 	rank  wapi.Function
 }
 
-func newCEcho(t *testing.T) *cEcho {
+func newSDKEcho(t *testing.T, wasm []byte) *sdkEcho {
 	t.Helper()
 	ctx := context.Background()
 	rt := wazero.NewRuntime(ctx)
@@ -44,16 +55,16 @@ func newCEcho(t *testing.T) *cEcho {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mod, err := rt.Instantiate(ctx, wasmtest.C(t, cSDKTest))
+	mod, err := rt.Instantiate(ctx, wasm)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &cEcho{mod: mod, alloc: mod.ExportedFunction("quarry_alloc"), echo: mod.ExportedFunction("echo_rank"), rank: mod.ExportedFunction("quarry_rank")}
+	return &sdkEcho{mod: mod, alloc: mod.ExportedFunction("quarry_alloc"), echo: mod.ExportedFunction("echo_rank"), rank: mod.ExportedFunction("quarry_rank")}
 }
 
 // call writes req where quarry_alloc says and calls fn on it: the
 // response's status byte and body.
-func (e *cEcho) call(t *testing.T, fn wapi.Function, req []byte) (byte, []byte) {
+func (e *sdkEcho) call(t *testing.T, fn wapi.Function, req []byte) (byte, []byte) {
 	t.Helper()
 	ctx := context.Background()
 	r, err := e.alloc.Call(ctx, uint64(max(len(req), 1)))
@@ -113,12 +124,12 @@ func randomRankRequest(rng *rand.Rand, n int) *abi.RankRequest {
 	return req
 }
 
-// The reader: every request decoded by quarry.h and encoded again from
+// testSDKReader: every request decoded by the SDK and encoded again from
 // what its accessors read is the request (numbers columns read in place,
 // values columns, lists, ids, scores); a request cut short anywhere, or
 // with a byte too many, is status 1, never a trap.
-func TestCSDKReader(t *testing.T) {
-	e := newCEcho(t)
+func testSDKReader(t *testing.T, wasm []byte) {
+	e := newSDKEcho(t, wasm)
 	rng := rand.New(rand.NewPCG(3, 5))
 	reqs := []*abi.RankRequest{docRankRequest(), {Q: "none"}, randomRankRequest(rng, 0)}
 	for n := range 40 {
@@ -166,11 +177,10 @@ func TestCSDKReader(t *testing.T) {
 	}
 }
 
-// The hooks and writers, through the host (whose decoder refuses any
-// response that breaks a rule of the ABI).
-func TestCSDKHooks(t *testing.T) {
+// testSDKHooks: the hooks and writers, through the host (whose decoder
+// refuses any response that breaks a rule of the ABI).
+func testSDKHooks(t *testing.T, wasm []byte) {
 	ctx := context.Background()
-	wasm := wasmtest.C(t, cSDKTest)
 	load := func(kind Kind, config string) *Plugin {
 		p, err := testRuntime(t).Load(ctx, Spec{Name: "csdk", Kind: kind, Config: []byte(config), Instances: 1, Budget: time.Second}, wasm)
 		if err != nil {
