@@ -341,7 +341,7 @@ ld=""
 if ! command -v wasm-ld >/dev/null; then
   for l in /usr/bin/wasm-ld-*; do [ -x "$l" ] && ld="-fuse-ld=$l"; done
 fi
-clang --target=wasm32 -O2 -nostdlib -Wl,--no-entry -Wall $ld -I . -o [[.Name]].wasm [[.Name]].c
+clang --target=wasm32 -O2 -mbulk-memory -nostdlib -Wl,--no-entry -Wall $ld -I . -o [[.Name]].wasm [[.Name]].c
 `,
 		"NAME.c": `[[if .Ranker]]/*
  * [[.Name]]: a Quarry ranker in C. Each candidate's score becomes

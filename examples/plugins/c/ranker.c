@@ -13,7 +13,7 @@
  * It reads the field in either column kind: a numbers column in place, or
  * a values column (when some candidate's value is not a number).
  *
- * Build: clang --target=wasm32 -O2 -nostdlib -Wl,--no-entry -I ../../../sdk/c -o ranker.wasm ranker.c
+ * Build: clang --target=wasm32 -O2 -mbulk-memory -nostdlib -Wl,--no-entry -I ../../../sdk/c -o ranker.wasm ranker.c
  */
 #include "quarry.h"
 

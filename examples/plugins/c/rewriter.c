@@ -4,7 +4,7 @@
  * one space, trimming both ends: "  Spicy   NOODLES " becomes
  * "spicy noodles". Text already tidy is left alone.
  *
- * Build: clang --target=wasm32 -O2 -nostdlib -Wl,--no-entry -I ../../../sdk/c -o rewriter.wasm rewriter.c
+ * Build: clang --target=wasm32 -O2 -mbulk-memory -nostdlib -Wl,--no-entry -I ../../../sdk/c -o rewriter.wasm rewriter.c
  */
 #include "quarry.h"
 
