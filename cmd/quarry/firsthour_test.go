@@ -184,7 +184,7 @@ func TestBoolFlagsRender(t *testing.T) {
 	defer func() { flagSets = nil }()
 	subs := map[string][]string{
 		"index":    {"create", "query", "ls", "show", "rm"},
-		"plugin":   {"push", "ls", "show", "activate", "rollback", "rm", "canary", "promote", "shadow", "shadow-stats", "events", "test", "run"},
+		"plugin":   {"push", "ls", "show", "activate", "rollback", "rm", "canary", "promote", "shadow", "shadow-stats", "events", "test", "run", "new"},
 		"pipeline": {"show", "set"},
 		"queries":  {"export"},
 		"team":     {"set", "ls"},

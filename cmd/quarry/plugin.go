@@ -34,6 +34,8 @@ const pluginUsage = `Usage: quarry plugin COMMAND ...
   events INDEX                    what the platform did on its own (automatic fallbacks and rollbacks)
   test INDEX NAME FILE.wasm --queries FILE.ndjson
                                   replay recorded queries on the live version and on FILE.wasm; print the diff
+  new NAME --lang go|c|assemblyscript --kind rewriter|ranker [--dir DIR] [--sdk DIR]
+                                  write a plugin folder (plugin, test, build.sh, sample requests) that builds and passes its test
   run FILE.wasm --kind ... [REQUESTS.ndjson|-]
                                   run a built plugin on sample requests (one JSON object a line):
       rewriter: {"q": "pop", "query": {...}, "filter": {...}, "context": {...}, "size": 10}
@@ -53,6 +55,8 @@ func runPlugin(ctx context.Context, args []string) error {
 		return pluginAdmin(ctx, args[0], args[1:])
 	case "test":
 		return runPluginTest(ctx, args[1:])
+	case "new":
+		return runPluginNew(ctx, args[1:])
 	case "run":
 	default:
 		fmt.Fprintf(os.Stderr, "quarry plugin: unknown subcommand %q\n\n%s", args[0], pluginUsage)
