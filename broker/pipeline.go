@@ -143,20 +143,22 @@ func stepFailed(s Step, err error, reports *[]api.StepReport) error {
 	return nil
 }
 
-// rewrite runs the rewriters steps on req (changing it), adding the plan
-// hints they ask for to hints. With mirrors, a live rewriter call whose
-// shadow samples this query is added to it, for mirrorRewrites.
-func (b *Broker) rewrite(ctx context.Context, index string, steps []Step, req *api.SearchRequest, hints *planner.Hints, prof *[]api.Stage, reports *[]api.StepReport, mirrors *[]rewriteMirror) error {
+// rewrite runs the rewriter steps on the run's request (changing it),
+// adding the plan hints they ask for to its hints. When the run mirrors,
+// a live rewriter call whose shadow samples this query is kept in
+// r.mirrors, for mirrorRewrites.
+func (r *run) rewrite(ctx context.Context, index string, steps []Step) error {
+	b, req, hints := r.b, &r.req, r.hints
 	for i := range steps {
 		s, canary := steps[i].choose(req.Context)
 		start := time.Now()
 		if s.disabled() {
-			*reports = append(*reports, api.StepReport{Plugin: s.Plugin.Spec().Name, Kind: "rewriter", Status: "skipped", Error: "taken out by the automatic fallback"})
+			r.reports = append(r.reports, api.StepReport{Plugin: s.Plugin.Spec().Name, Kind: "rewriter", Status: "skipped", Error: "taken out by the automatic fallback"})
 			continue
 		}
-		mirror := mirrors != nil && !canary && s.Shadow != nil && rand.IntN(100) < s.ShadowPercent
+		mirror := r.mirroring && !canary && s.Shadow != nil && rand.IntN(100) < s.ShadowPercent
 		if mirror { // the request as this rewriter gets it
-			*mirrors = append(*mirrors, rewriteMirror{at: i, req: *req, hints: *hints})
+			r.mirrors = append(r.mirrors, rewriteMirror{at: i, req: *req, hints: *hints})
 		}
 		in := plugins.RewriteInput(req)
 		out, err := s.Plugin.Rewrite(ctx, &in)
@@ -164,27 +166,27 @@ func (b *Broker) rewrite(ctx context.Context, index string, steps []Step, req *a
 		b.metrics.step(index, s, took)
 		b.observe(index, s, took, err)
 		if mirror {
-			m := &(*mirrors)[len(*mirrors)-1]
+			m := &r.mirrors[len(r.mirrors)-1]
 			m.took, m.err = took, err
 		}
 		if err != nil {
-			if err := stepFailed(*s, err, reports); err != nil {
+			if err := stepFailed(*s, err, &r.reports); err != nil {
 				return err
 			}
-			if prof != nil {
-				*prof = append(*prof, api.Stage{Name: "rewrite " + s.Plugin.Spec().Name, TookMS: ms(time.Since(start)), Detail: "skipped: " + err.Error()})
+			if r.profile {
+				r.prelude = append(r.prelude, api.Stage{Name: "rewrite " + s.Plugin.Spec().Name, TookMS: ms(time.Since(start)), Detail: "skipped: " + err.Error()})
 			}
 			continue
 		}
 		before := req.Q
 		if err := applyRewrite(req, hints, out); err != nil {
-			if err := stepFailed(*s, err, reports); err != nil {
+			if err := stepFailed(*s, err, &r.reports); err != nil {
 				return err
 			}
 			continue
 		}
-		if prof != nil {
-			*prof = append(*prof, api.Stage{Name: "rewrite " + s.Plugin.Spec().Name, TookMS: ms(time.Since(start)),
+		if r.profile {
+			r.prelude = append(r.prelude, api.Stage{Name: "rewrite " + s.Plugin.Spec().Name, TookMS: ms(time.Since(start)),
 				Detail: fmt.Sprintf("%sq %q → %q; query changed %v; filter changed %v; rerank depth %d",
 					versionNote(s, canary), before, req.Q, out.Flags&abi.FlagQuery != 0, out.Flags&abi.FlagFilter != 0, out.RerankDepth)})
 		}
@@ -232,7 +234,7 @@ func (r *run) rank(ctx context.Context) error {
 	defer func() { r.rankTook = time.Since(start) }()
 	b, plan, all := r.b, r.plan, r.hits
 	for i := range r.pipeline.Rankers {
-		s, canary := r.pipeline.Rankers[i].choose(r.context)
+		s, canary := r.pipeline.Rankers[i].choose(r.req.Context)
 		start := time.Now()
 		if s.disabled() {
 			r.reports = append(r.reports, api.StepReport{Plugin: s.Plugin.Spec().Name, Kind: "ranker", Status: "skipped", Error: "taken out by the automatic fallback"})
@@ -251,7 +253,7 @@ func (r *run) rank(ctx context.Context) error {
 			continue
 		}
 		head, tail := all[:depth], all[depth:]
-		in := plugins.RankInput(r.q, r.context, head, s.Fields)
+		in := plugins.RankInput(r.req.Q, r.req.Context, head, s.Fields)
 		called := time.Now()
 		out, err := s.Plugin.Rank(ctx, in)
 		end := time.Now()

@@ -45,7 +45,7 @@ func (b *Broker) search(ctx context.Context, index string, req *api.SearchReques
 	if err := req.Validate(); err != nil {
 		return nil, err
 	}
-	opts := execOptions{profile: req.Profile, start: start, pipeline: b.pipeline(index), userFields: req.Fields, metrics: b.metrics.index(index), times: times}
+	opts := execOptions{profile: req.Profile, start: start, pipeline: b.pipeline(index), metrics: b.metrics.index(index), times: times}
 	if req.Variant != nil {
 		pl, err := b.variant(ctx, index, opts.pipeline, req.Variant)
 		if err != nil {
@@ -53,33 +53,22 @@ func (b *Broker) search(ctx context.Context, index string, req *api.SearchReques
 		}
 		opts.pipeline = pl
 	}
-	r := *req // rewriters change a copy
-	var hints *planner.Hints
-	var mirrors []rewriteMirror // rewriter calls whose shadows this query samples
+	r := &run{b: b, execOptions: opts, req: *req, mirroring: req.Variant == nil} // replays are not mirrored
 	if opts.pipeline != nil && len(opts.pipeline.Rewriters) > 0 {
-		var prof *[]api.Stage
-		if req.Profile {
-			prof = &opts.prelude
-		}
-		var mp *[]rewriteMirror
-		if req.Variant == nil { // replays are not mirrored
-			mp = &mirrors
-		}
-		hints = &planner.Hints{}
-		if err := b.rewrite(ctx, index, opts.pipeline.Rewriters, &r, hints, prof, &opts.reports, mp); err != nil {
-			b.mirrorRewrites(index, def, opts.pipeline, mirrors, nil)
+		r.hints = &planner.Hints{}
+		if err := r.rewrite(ctx, index, opts.pipeline.Rewriters); err != nil {
+			b.mirrorRewrites(index, def, opts.pipeline, r.mirrors, nil)
 			return nil, err
 		}
-		opts.rewritten = time.Now()
+		r.rewritten = time.Now()
 	}
-	opts.q, opts.context = r.Q, r.Context
-	plan, err := b.planner.Plan(&r, def, hints)
+	plan, err := b.planner.Plan(&r.req, def, r.hints)
 	var resp *api.SearchResponse
 	if err == nil {
-		resp, err = b.execute(ctx, plan, opts)
+		resp, err = r.execute(ctx, plan)
 	}
-	if len(mirrors) > 0 {
-		b.mirrorRewrites(index, def, opts.pipeline, mirrors, resp)
+	if len(r.mirrors) > 0 {
+		b.mirrorRewrites(index, def, opts.pipeline, r.mirrors, resp)
 	}
 	return resp, err
 }
@@ -87,18 +76,18 @@ func (b *Broker) search(ctx context.Context, index string, req *api.SearchReques
 // Execute runs a plan as it is, without plugins. start is when the request
 // arrived (for took_ms).
 func (b *Broker) Execute(ctx context.Context, plan *planner.Plan, profile bool, start time.Time) (*api.SearchResponse, error) {
-	return b.execute(ctx, plan, execOptions{profile: profile, start: start, userFields: plan.Fields})
+	r := &run{b: b, execOptions: execOptions{profile: profile, start: start}}
+	return r.execute(ctx, plan)
 }
 
+// execOptions are what a run is made with, and what it gathers before its
+// plan: the rewriters' profile stages and step reports.
 type execOptions struct {
-	profile    bool
-	start      time.Time
-	pipeline   *Pipeline
-	q          string
-	context    []byte
-	userFields []string
-	prelude    []api.Stage // rewriter stages
-	reports    []api.StepReport
+	profile  bool
+	start    time.Time
+	pipeline *Pipeline
+	prelude  []api.Stage // rewriter stages
+	reports  []api.StepReport
 	// metrics, when set, gets the request's stage times; rewritten is
 	// when the rewriters ended (zero: there were none).
 	metrics   *indexMetrics
@@ -118,14 +107,14 @@ func (o *execOptions) stage(st int, d time.Duration) {
 	}
 }
 
-// execute runs a plan: the state of the search lives in a run, and each
-// stage is a method of it that times itself where it runs.
-func (b *Broker) execute(ctx context.Context, plan *planner.Plan, o execOptions) (*api.SearchResponse, error) {
+// execute runs a plan: each stage is a method of the run that times
+// itself where it runs.
+func (r *run) execute(ctx context.Context, plan *planner.Plan) (*api.SearchResponse, error) {
 	ctx, cancel := context.WithTimeout(ctx, plan.Timeout)
 	defer cancel()
 	shardCtx, cancelShards := context.WithTimeout(ctx, plan.ShardTimeout)
 	defer cancelShards()
-	r := &run{b: b, plan: plan, execOptions: o}
+	r.plan = plan
 	r.planned()
 	if err := r.statistics(shardCtx); err != nil {
 		return nil, err
@@ -143,11 +132,21 @@ func (b *Broker) execute(ctx context.Context, plan *planner.Plan, o execOptions)
 	return r.resp, nil
 }
 
-// run is one search from its plan to its response.
+// run is one search from its request to its response: the request as
+// the rewriters change it, the plan, and each stage's state and time.
 type run struct {
-	b    *Broker
-	plan *planner.Plan
+	b *Broker
 	execOptions
+
+	// rewrite: the request as the rewriters leave it and the hints they
+	// give the planner; with mirroring, the live rewriter calls whose
+	// shadows this query samples.
+	req       api.SearchRequest
+	hints     *planner.Hints
+	mirroring bool
+	mirrors   []rewriteMirror
+
+	plan *planner.Plan
 
 	// planned: the plan is made; prof holds the stages from the plan on.
 	plannedAt time.Time

@@ -180,19 +180,18 @@ func (b *Broker) shadowRewrite(ctx context.Context, index string, def api.IndexD
 // asked for: only the order is compared.
 func (b *Broker) shadowSearch(ctx context.Context, index string, def api.IndexDefinition, rewriters, rankers []Step, req *api.SearchRequest, hints *planner.Hints) ([]string, error) {
 	req.Fields, req.Facets, req.Profile = nil, nil, false
-	var reports []api.StepReport
-	if err := b.rewrite(ctx, index, rewriters, req, hints, nil, &reports, nil); err != nil {
+	r := &run{b: b, execOptions: execOptions{start: time.Now()}, req: *req, hints: hints}
+	if err := r.rewrite(ctx, index, rewriters); err != nil {
 		return nil, err
 	}
-	plan, err := b.planner.Plan(req, def, hints)
+	plan, err := b.planner.Plan(&r.req, def, r.hints)
 	if err != nil {
 		return nil, err
 	}
-	pl := &Pipeline{Rankers: rankers}
-	if len(rankers) == 0 {
-		pl = nil
+	if len(rankers) > 0 {
+		r.pipeline = &Pipeline{Rankers: rankers}
 	}
-	resp, err := b.execute(ctx, plan, execOptions{start: time.Now(), pipeline: pl, q: req.Q, context: req.Context})
+	resp, err := r.execute(ctx, plan)
 	if err != nil {
 		return nil, err
 	}
