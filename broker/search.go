@@ -29,10 +29,16 @@ import (
 // plan, the query's term statistics (cached per generation), the fan-out to
 // every shard, the merge, the rankers, the page.
 func (b *Broker) Search(ctx context.Context, index string, req *api.SearchRequest) (*api.SearchResponse, error) {
+	if err := req.Validate(); err != nil {
+		return nil, err
+	}
 	return b.search(ctx, index, req, nil)
 }
 
-// search is Search, keeping the stage times in times when it is not nil.
+// search is Search of a request already validated (DecodeRequest,
+// Search), keeping the stage times in times when it is not nil. The
+// planner checks the request again after the rewriters, who may have
+// changed it.
 func (b *Broker) search(ctx context.Context, index string, req *api.SearchRequest, times *stageTimes) (*api.SearchResponse, error) {
 	start := time.Now()
 	def, ok := b.Index(index)
@@ -41,9 +47,6 @@ func (b *Broker) search(ctx context.Context, index string, req *api.SearchReques
 			return nil, api.BadRequest("%v", err)
 		}
 		return nil, api.NotFound("index %q does not exist", index)
-	}
-	if err := req.Validate(); err != nil {
-		return nil, err
 	}
 	opts := execOptions{profile: req.Profile, start: start, pipeline: b.pipeline(index), metrics: b.metrics.index(index), times: times}
 	if req.Variant != nil {
