@@ -9,11 +9,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"time"
 
 	"github.com/quarrysearch/quarry/api"
+	"github.com/quarrysearch/quarry/internal/gobuild"
 	"github.com/quarrysearch/quarry/internal/meta"
 	"github.com/quarrysearch/quarry/plugins"
 )
@@ -198,7 +198,7 @@ func NativePipeline(f *PipelineFile, natives map[string]plugins.NativeFactory) (
 }
 
 // BuildGoPlugin builds the Go plugin package in dir to WebAssembly with the
-// Go toolchain (GOOS=wasip1 GOARCH=wasm -buildmode=c-shared) into buildDir.
+// Go toolchain (internal/gobuild) into buildDir.
 func BuildGoPlugin(ctx context.Context, dir, buildDir string) ([]byte, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
@@ -209,11 +209,8 @@ func BuildGoPlugin(ctx context.Context, dir, buildDir string) ([]byte, error) {
 	}
 	h := sha256.Sum256([]byte(abs))
 	out := filepath.Join(buildDir, filepath.Base(abs)+"-"+hex.EncodeToString(h[:4])+".wasm")
-	cmd := exec.CommandContext(ctx, "go", "build", "-buildmode=c-shared", "-o", out, ".")
-	cmd.Dir = abs
-	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0")
-	if msg, err := cmd.CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("build Go plugin %s: %v\n%s", dir, err, msg)
+	if err := gobuild.Build(ctx, abs, out, gobuild.Reactor); err != nil {
+		return nil, fmt.Errorf("build Go plugin: %w", err)
 	}
 	return os.ReadFile(out)
 }

@@ -2,21 +2,21 @@ package demo_test
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"flag"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
-	"strings"
 	"testing"
 
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/quarrysearch/quarry/broker"
 	"github.com/quarrysearch/quarry/internal/demo"
+	"github.com/quarrysearch/quarry/internal/gobuild"
 )
 
 var update = flag.Bool("update", false, "rebuild the embedded demo plugins and pipeline from examples/")
@@ -24,11 +24,10 @@ var update = flag.Bool("update", false, "rebuild the embedded demo plugins and p
 // source is the demo pipeline as the examples give it.
 const source = "../../examples/pipelines/menu.json"
 
-// build is how each embedded module is built, in its plugin's directory:
-// -trimpath makes the output depend on the source and the toolchain only,
-// and GOFLAGS is emptied because the go command records it in the module
-// (CI's GOFLAGS=-mod=readonly changed every byte-for-byte comparison).
-const build = "GOOS=wasip1 GOARCH=wasm CGO_ENABLED=0 GOFLAGS= go build -trimpath -buildvcs=false -buildmode=c-shared"
+// build is how each embedded module is built, in its plugin's directory
+// (internal/gobuild: reproducible, so the same source and toolchain give
+// the same bytes).
+var build = gobuild.Line(gobuild.Reactor)
 
 // TestEmbeddedCurrent rebuilds the demo's plugins from examples/plugins
 // and its pipeline from examples/pipelines/menu.json, and checks that the
@@ -113,22 +112,14 @@ func TestEmbeddedCurrent(t *testing.T) {
 func buildPlugin(t *testing.T, dir string) []byte {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), "p.wasm")
-	args := strings.Fields(build)
-	env := 0
-	for strings.Contains(args[env], "=") {
-		env++
+	if err := gobuild.Build(context.Background(), dir, out, gobuild.Reactor); err != nil {
+		t.Fatal(err)
 	}
-	cmd := exec.Command(args[env], append(args[env+1:], "-o", out, ".")...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), args[:env]...)
-	if msg, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build %s: %v\n%s", dir, err, msg)
-	}
-	b, err := os.ReadFile(out)
+	wasm, err := os.ReadFile(out)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return b
+	return wasm
 }
 
 func write(t *testing.T, name string, b []byte) {

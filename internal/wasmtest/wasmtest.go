@@ -6,6 +6,8 @@
 package wasmtest
 
 import (
+	"context"
+	"github.com/quarrysearch/quarry/internal/gobuild"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -25,7 +27,7 @@ var (
 // .wasm bytes. Builds are cached per test binary.
 func GoPlugin(tb testing.TB, dir string) []byte {
 	tb.Helper()
-	return goBuild(tb, dir, "-buildmode=c-shared")
+	return goBuild(tb, dir, gobuild.Reactor)
 }
 
 // GoCommand builds the Go package main in dir as a WASI command (the
@@ -34,10 +36,10 @@ func GoPlugin(tb testing.TB, dir string) []byte {
 // per test binary.
 func GoCommand(tb testing.TB, dir string) []byte {
 	tb.Helper()
-	return goBuild(tb, dir, "-buildmode=default")
+	return goBuild(tb, dir, gobuild.Command)
 }
 
-func goBuild(tb testing.TB, dir, mode string) []byte {
+func goBuild(tb testing.TB, dir string, mode gobuild.Mode) []byte {
 	tb.Helper()
 	abs, err := filepath.Abs(dir)
 	if err != nil {
@@ -45,16 +47,13 @@ func goBuild(tb testing.TB, dir, mode string) []byte {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	key := abs + " " + mode
+	key := abs + " " + string(mode)
 	if b, ok := built[key]; ok {
 		return b
 	}
 	out := filepath.Join(tb.TempDir(), filepath.Base(abs)+".wasm")
-	cmd := exec.Command("go", "build", mode, "-o", out, ".")
-	cmd.Dir = abs
-	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0")
-	if msg, err := cmd.CombinedOutput(); err != nil {
-		tb.Fatalf("build plugin %s (%s): %v\n%s", dir, mode, err, msg)
+	if err := gobuild.Build(context.Background(), abs, out, mode); err != nil {
+		tb.Fatal(err)
 	}
 	b, err := os.ReadFile(out)
 	if err != nil {
