@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/quarrysearch/quarry/api"
+	"github.com/quarrysearch/quarry/internal/meta"
 	"github.com/quarrysearch/quarry/plugins"
 )
 
@@ -161,27 +162,16 @@ func (b *Broker) observe(index string, s *Step, took time.Duration, err error) {
 // tripping at once make one change; nothing is written if the step no
 // longer runs the version.
 func (b *Broker) takeOut(ctx context.Context, index string, kind plugins.Kind, name, version string, ev api.PluginEvent) {
-	for range 5 {
-		cur, err := b.store.Pipeline(ctx, index)
-		if err != nil {
-			b.cfg.Logger.Error("automatic fallback: read the pipeline", "index", index, "err", err)
-			return
-		}
+	_, err := b.store.ChangePipeline(ctx, index, fmt.Sprintf("automatic fallback: %s %s taken out", name, version), func(cur *api.PipelineSpec) error {
 		st := findStep(cur, kind, name)
 		if st == nil || api.ShortDigest(st.Digest) != version || st.TakenOut != nil {
-			return
+			return meta.ErrNoChange
 		}
 		st.TakenOut = &api.TakenOut{Time: ev.Time, Reason: ev.Reason}
-		cur.RestoredFrom, cur.Source = 0, ""
-		cur.Change = fmt.Sprintf("automatic fallback: %s %s taken out", name, version)
-		_, err = b.store.UpdatePipeline(ctx, index, cur, cur.Revision)
-		if errors.Is(err, api.ErrConflict) {
-			continue
-		}
-		if err != nil {
-			b.cfg.Logger.Error("automatic fallback: write the pipeline", "index", index, "err", err)
-		}
-		return
+		return nil
+	})
+	if err != nil {
+		b.cfg.Logger.Error("automatic fallback: take the step out of the pipeline", "index", index, "plugin", name, "err", err)
 	}
 }
 

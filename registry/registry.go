@@ -242,26 +242,7 @@ func (s *Service) list(ctx context.Context, index string) (map[string]any, error
 // fallback took out stays out (TakenOut is kept) unless change puts a
 // version of it live again.
 func (s *Service) update(ctx context.Context, index, change string, fn func(*api.PipelineSpec) error) (*api.PipelineSpec, error) {
-	for range 5 {
-		spec, err := s.store.Pipeline(ctx, index)
-		if err != nil {
-			return nil, err
-		}
-		rev := spec.Revision
-		spec.RestoredFrom, spec.Source = 0, "" // set again only by a rollback, a pipeline file
-		if err := fn(spec); err != nil {
-			return nil, err
-		}
-		spec.Change = change
-		_, err = s.store.UpdatePipeline(ctx, index, spec, rev)
-		if err == nil {
-			return s.store.Pipeline(ctx, index)
-		}
-		if !errors.Is(err, api.ErrConflict) {
-			return nil, err
-		}
-	}
-	return nil, api.Errorf(api.CodeConflict, "pipeline of %q is being changed concurrently; try again", index)
+	return s.store.ChangePipeline(ctx, index, change, fn)
 }
 
 // activate puts a validated version live: its step replaces the plugin's

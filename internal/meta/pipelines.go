@@ -36,6 +36,44 @@ func (s *Store) PipelineHistory(ctx context.Context, index string) ([]*api.Pipel
 	return out, nil
 }
 
+// ErrNoChange, returned by a ChangePipeline edit, means there is nothing to
+// write: ChangePipeline then writes nothing and returns (nil, nil).
+var ErrNoChange = errors.New("no change")
+
+// ChangePipeline is the one way a pipeline changes (the registry's admin
+// operations, the brokers' automatic fallback): it reads the index's
+// pipeline, lets edit change it, and stores it with compare-and-set on the
+// revision it read, labelled change (PipelineSpec.Change), reading and
+// editing again when another writer came first (five tries, then an
+// api.ErrConflict error). RestoredFrom and Source are cleared before edit
+// runs: only a rollback and a pipeline file set them. It returns the
+// stored pipeline as read back, or (nil, nil) when edit returns
+// ErrNoChange; any other error of edit is returned as it is.
+func (s *Store) ChangePipeline(ctx context.Context, index, change string, edit func(*api.PipelineSpec) error) (*api.PipelineSpec, error) {
+	for range 5 {
+		spec, err := s.Pipeline(ctx, index)
+		if err != nil {
+			return nil, err
+		}
+		rev := spec.Revision
+		spec.RestoredFrom, spec.Source = 0, ""
+		if err := edit(spec); errors.Is(err, ErrNoChange) {
+			return nil, nil
+		} else if err != nil {
+			return nil, err
+		}
+		spec.Change = change
+		_, err = s.UpdatePipeline(ctx, index, spec, rev)
+		if err == nil {
+			return s.Pipeline(ctx, index)
+		}
+		if !errors.Is(err, api.ErrConflict) {
+			return nil, err
+		}
+	}
+	return nil, api.Errorf(api.CodeConflict, "pipeline of %q is being changed concurrently; try again", index)
+}
+
 // UpdatePipeline stores spec as the index's pipeline if the stored one is
 // still at revision rev (compare-and-set; rev 0: the index has no
 // pipeline yet), and returns the new revision. If the pipeline changed
