@@ -132,14 +132,14 @@ func (b *Broker) pipeline(index string) *Pipeline {
 	return b.pipelines[index]
 }
 
-// stepFailed applies a step's policy to its error: nil to go on (and a
-// report), or the query's error.
-func stepFailed(s Step, err error, reports *[]api.StepReport) error {
+// stepFailed applies a step's policy to its error: nil to go on (with a
+// report of the skipped step), or the query's error.
+func (r *run) stepFailed(s *Step, err error) error {
 	spec := s.Plugin.Spec()
 	if s.Policy == api.FailClosed {
 		return api.Errorf(api.CodeUnavailable, "%s %s failed (fail-closed): %v", spec.Kind, spec.Name, err)
 	}
-	*reports = append(*reports, api.StepReport{Plugin: spec.Name, Kind: string(spec.Kind), Status: "skipped", Error: err.Error()})
+	r.reports = append(r.reports, api.StepReport{Plugin: spec.Name, Kind: string(spec.Kind), Status: "skipped", Error: err.Error()})
 	return nil
 }
 
@@ -170,7 +170,7 @@ func (r *run) rewrite(ctx context.Context, index string, steps []Step) error {
 			m.took, m.err = took, err
 		}
 		if err != nil {
-			if err := stepFailed(*s, err, &r.reports); err != nil {
+			if err := r.stepFailed(s, err); err != nil {
 				return err
 			}
 			if r.profile {
@@ -180,7 +180,7 @@ func (r *run) rewrite(ctx context.Context, index string, steps []Step) error {
 		}
 		before := req.Q
 		if err := applyRewrite(req, hints, out); err != nil {
-			if err := stepFailed(*s, err, &r.reports); err != nil {
+			if err := r.stepFailed(s, err); err != nil {
 				return err
 			}
 			continue
@@ -263,7 +263,7 @@ func (r *run) rank(ctx context.Context) error {
 			b.mirror(plan.Index, s, in, out, err, end.Sub(start))
 		}
 		if err != nil {
-			if err := stepFailed(*s, err, &r.reports); err != nil {
+			if err := r.stepFailed(s, err); err != nil {
 				return err
 			}
 			if r.profile {
