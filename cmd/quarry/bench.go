@@ -13,8 +13,10 @@ import (
 	"time"
 
 	"github.com/quarrysearch/quarry/api"
+	"github.com/quarrysearch/quarry/indexer"
 	"github.com/quarrysearch/quarry/internal/catalog"
 	"github.com/quarrysearch/quarry/internal/loadgen"
+	"github.com/quarrysearch/quarry/internal/shard"
 )
 
 // The kinds of measurement quarry bench makes of every setup.
@@ -50,6 +52,12 @@ type benchConfig struct {
 	// each run in turn, WriteRounds times.
 	WriteRates  []float64
 	WriteRounds int
+	// ProfileDir, when set, receives a CPU profile of every mixed run
+	// and the process's mutex and block profiles after it.
+	ProfileDir string
+	// Writes paces how Quarry's searcher applies updates, and
+	// IndexerWrites its indexer (the roles' flags of the same names).
+	Writes, IndexerWrites shard.WriteOptions
 }
 
 const benchAbout = `Measures Quarry side by side with bleve, on the same documents and the same
@@ -119,6 +127,7 @@ func parseBench(args []string) (*benchConfig, *runtimeFlags, error) {
 	fs.StringVar(&loops, "loops", "open,closed", "measurements to make of each setup: open (fixed rate), closed (max throughput), mixed (the open loop while documents are upserted at each of --write-rates; Quarry's setups only), comma-separated")
 	var writeRates string
 	fs.StringVar(&writeRates, "write-rates", "0,1,10,100", "mixed loop: upserts a second during the searches, comma-separated, each measured in turn (0: no writes, the reference)")
+	fs.StringVar(&cfg.ProfileDir, "profile-dir", "", "mixed loop: write a CPU profile of each run (SETUP-RATE-ROUND.cpu.pprof) and the mutex and block profiles so far after it (.mutex.pprof, .block.pprof) into DIR, for go tool pprof")
 	fs.IntVar(&cfg.WriteRounds, "write-rounds", 1, "mixed loop: how many times to run every write rate in turn (alternating them; the ratios are the rounds' medians)")
 	fs.Float64Var(&cfg.Rate, "rate", 50, "open loop: queries sent a second (keep it well below every setup's closed-loop throughput, or the latencies measure a growing queue; 50 is about half of quarry-wasm's on 2 cores)")
 	fs.DurationVar(&cfg.Duration, "duration", 5*time.Second, "measured time of each setup's open loop and of its closed loop (for a p99.9, make it at least 1000/--rate seconds)")
@@ -139,6 +148,9 @@ func parseBench(args []string) (*benchConfig, *runtimeFlags, error) {
 	fs.StringVar(&cfg.Out, "out", "", "write the JSON report to FILE")
 	fs.StringVar(&cfg.DataDir, "data", "", "directory for the indexes (default: a temporary one, removed afterwards)")
 	fs.StringVar(&cfg.PluginCache, "plugin-cache", "", "directory keeping built and compiled plugins between runs (default: in --data)")
+	var rf roleFlags
+	rf.registerWrites(fs)
+	fs.DurationVar(&rf.indexerApply, "indexer-apply-interval", indexer.DefaultApplyInterval, "the indexer's least time between two batches applied to a shard, as quarry serve's flag; negative: apply as they arrive")
 	rtf.register(fs)
 	rtf.logLevel = "error" // the roles' warnings (slow queries…) would flood the output under load
 	fs.Lookup("log-level").DefValue = "error"
@@ -146,6 +158,9 @@ func parseBench(args []string) (*benchConfig, *runtimeFlags, error) {
 		return nil, nil, err
 	}
 	cfg.Seed = seed
+	cfg.Writes = rf.writes
+	cfg.IndexerWrites = rf.writes
+	cfg.IndexerWrites.ApplyInterval = rf.indexerApply
 	var err error
 	if cfg.Setups, err = benchList("--setups", setups, benchSetupNames); err != nil {
 		return nil, nil, err

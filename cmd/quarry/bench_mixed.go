@@ -4,7 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -155,13 +158,29 @@ func (f *freshnessWatch) left() int {
 // benchMixed runs the mixed workload on s: for each round, the searches
 // of the open loop once at every write rate, in turn.
 func benchMixed(ctx context.Context, cfg *benchConfig, s *benchSetup, queries []api.SearchRequest, progress io.Writer) ([]*benchMixedRun, error) {
+	if cfg.ProfileDir != "" {
+		if err := os.MkdirAll(cfg.ProfileDir, 0o755); err != nil {
+			return nil, fmt.Errorf("--profile-dir: %w", err)
+		}
+		runtime.SetMutexProfileFraction(10)
+		runtime.SetBlockProfileRate(int(100 * time.Microsecond))
+		defer runtime.SetMutexProfileFraction(0)
+		defer runtime.SetBlockProfileRate(0)
+	}
 	var out []*benchMixedRun
 	for round := 1; round <= cfg.WriteRounds; round++ {
 		for _, rate := range cfg.WriteRates {
 			if err := ctx.Err(); err != nil {
 				return out, err
 			}
+			stop, err := startProfiles(cfg.ProfileDir, fmt.Sprintf("%s-%g-%d", s.name, rate, round))
+			if err != nil {
+				return out, err
+			}
 			run, err := benchMixedOnce(ctx, cfg, s, queries, rate)
+			if perr := stop(); err == nil {
+				err = perr
+			}
 			if err != nil {
 				return out, fmt.Errorf("%s, mixed loop at %g upserts/s: %w", s.name, rate, err)
 			}
@@ -176,6 +195,44 @@ func benchMixed(ctx context.Context, cfg *benchConfig, s *benchSetup, queries []
 		}
 	}
 	return out, nil
+}
+
+// startProfiles starts a CPU profile into dir/name.cpu.pprof (nothing
+// without dir); the function it returns stops it and writes the mutex and
+// block profiles.
+func startProfiles(dir, name string) (func() error, error) {
+	if dir == "" {
+		return func() error { return nil }, nil
+	}
+	base := filepath.Join(dir, name)
+	f, err := os.Create(base + ".cpu.pprof")
+	if err != nil {
+		return nil, fmt.Errorf("--profile-dir: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("cpu profile: %w", err)
+	}
+	return func() error {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			return fmt.Errorf("cpu profile: %w", err)
+		}
+		for _, p := range []string{"mutex", "block"} {
+			pf, err := os.Create(base + "." + p + ".pprof")
+			if err != nil {
+				return fmt.Errorf("--profile-dir: %w", err)
+			}
+			err = pprof.Lookup(p).WriteTo(pf, 0)
+			if cerr := pf.Close(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				return fmt.Errorf("%s profile: %w", p, err)
+			}
+		}
+		return nil
+	}, nil
 }
 
 // benchMixedOnce measures the searches at cfg.Rate while upserting at

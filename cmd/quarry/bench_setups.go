@@ -135,10 +135,10 @@ func (e *benchEnv) ready(setup string, start time.Time) {
 
 // startBenchSetups builds every selected setup on the same documents. On
 // error, what was started is closed.
-func startBenchSetups(ctx context.Context, cfg *benchConfig, docs []byte, log *slog.Logger, progress io.Writer) (env *benchEnv, err error) {
-	env = &benchEnv{cfg: cfg, log: log, progress: progress}
+func startBenchSetups(ctx context.Context, cfg *benchConfig, docs []byte, log *slog.Logger, progress io.Writer) (_ *benchEnv, err error) {
+	env := &benchEnv{cfg: cfg, log: log, progress: progress}
 	defer func() {
-		if err != nil {
+		if err != nil { // env, not the nil returned with err
 			env.Close()
 		}
 	}()
@@ -330,7 +330,7 @@ func (e *benchEnv) bleveAlias(docs []byte) (*benchSetup, error) {
 func (e *benchEnv) quarry(ctx context.Context, docs []byte, pf *broker.PipelineFile, want map[string]bool) error {
 	start := time.Now()
 	n, err := node.Start(ctx, node.Config{DataDir: filepath.Join(e.cfg.DataDir, "quarry"), NATSHost: "127.0.0.1", NATSPort: -1,
-		Indexer: &indexer.Config{SnapshotInterval: -1}, Searcher: &searcher.Config{}, Broker: &broker.Config{}, Logger: e.log})
+		Indexer: &indexer.Config{SnapshotInterval: -1, Writes: e.cfg.IndexerWrites}, Searcher: &searcher.Config{Writes: e.cfg.Writes}, Broker: &broker.Config{}, Logger: e.log})
 	if err != nil {
 		return fmt.Errorf("setup %s: start the roles: %w", setupQuarry, err)
 	}
