@@ -24,6 +24,12 @@ import (
 	"github.com/quarrysearch/quarry/internal/subject"
 )
 
+// DefaultApplyInterval is the indexer's least time between two batches
+// applied to a shard (Config.Writes.ApplyInterval): its replicas serve no
+// search, so fewer, larger batches (fewer segments to build and merge)
+// cost only a snapshot's wait for the last updates, at most this long.
+const DefaultApplyInterval = time.Second
+
 // Config configures an indexer. The zero value of every field but DataDir
 // is a documented default.
 type Config struct {
@@ -36,6 +42,12 @@ type Config struct {
 	SnapshotInterval time.Duration
 	// MaxBatch caps documents per bleve batch (default 512).
 	MaxBatch int
+	// Writes paces how the indexer's replicas apply updates: in `quarry
+	// serve` they share the cores with the searchers
+	// (shard.WriteOptions; the zero value of a field is its default, but
+	// ApplyInterval's is DefaultApplyInterval: nobody searches the
+	// indexer's replicas, so it gathers updates for longer).
+	Writes shard.WriteOptions
 	// SnapshotTimeout bounds one snapshot of one index (default 5m).
 	SnapshotTimeout time.Duration
 	// Registerer gets the indexer's Prometheus metrics (nil: a registry
@@ -56,6 +68,9 @@ func (c *Config) Validate() error {
 	}
 	if c.SnapshotInterval == 0 {
 		c.SnapshotInterval = time.Minute
+	}
+	if c.Writes.ApplyInterval == 0 {
+		c.Writes.ApplyInterval = DefaultApplyInterval
 	}
 	if c.SnapshotTimeout <= 0 {
 		c.SnapshotTimeout = 5 * time.Minute
@@ -229,7 +244,7 @@ func (ix *Indexer) load(ctx context.Context, def api.IndexDefinition) (*indexSta
 	}
 	for i := range def.Shards {
 		cfg := shard.Config{Index: def.Name, Shard: i, Mapping: m, Dir: filepath.Join(st.dir, strconv.Itoa(i)),
-			Store: ix.store, MaxBatch: ix.cfg.MaxBatch, Logger: ix.cfg.Logger}
+			Store: ix.store, MaxBatch: ix.cfg.MaxBatch, Writes: ix.cfg.Writes, Logger: ix.cfg.Logger}
 		r, err := ix.openReplica(ctx, cfg, manifest)
 		if err == nil {
 			err = r.Start(ctx)

@@ -65,6 +65,11 @@ type Config struct {
 	HeavyWorkers int
 	// MaxBatch caps documents per bleve batch when replaying (default 512).
 	MaxBatch int
+	// Writes paces how replicas apply updates so that searches do not pay
+	// for them: the least time between batches, the persister's nap and
+	// the merge planner's floor (shard.WriteOptions; the zero value is
+	// its defaults).
+	Writes shard.WriteOptions
 	// CatchUpTimeout bounds the replay of a new replica before it serves
 	// (default 10m).
 	CatchUpTimeout time.Duration
@@ -379,7 +384,7 @@ func (s *Searcher) openReplica(ctx context.Context, st *indexState, i int, m met
 		return nil, err
 	}
 	cfg := shard.Config{Index: st.def.Name, Shard: i, Mapping: mapping, Store: s.store,
-		MaxBatch: s.cfg.MaxBatch, Logger: s.cfg.Logger,
+		MaxBatch: s.cfg.MaxBatch, Writes: s.cfg.Writes, Logger: s.cfg.Logger,
 		Dir: filepath.Join(st.dir, fmt.Sprintf("%d-g%d-%s", i, m.Generation, nuid.Next()))}
 	if err := os.MkdirAll(st.dir, 0o755); err != nil {
 		return nil, err

@@ -13,8 +13,10 @@ import (
 	"time"
 
 	"github.com/quarrysearch/quarry/api"
+	"github.com/quarrysearch/quarry/indexer"
 	"github.com/quarrysearch/quarry/internal/catalog"
 	"github.com/quarrysearch/quarry/internal/loadgen"
+	"github.com/quarrysearch/quarry/internal/shard"
 )
 
 // The kinds of measurement quarry bench makes of every setup.
@@ -46,6 +48,16 @@ type benchConfig struct {
 	Out            string
 	DataDir        string
 	PluginCache    string
+	// WriteRates and WriteRounds: the mixed loop's upserts a second,
+	// each run in turn, WriteRounds times.
+	WriteRates  []float64
+	WriteRounds int
+	// ProfileDir, when set, receives a CPU profile of every mixed run
+	// and the process's mutex and block profiles after it.
+	ProfileDir string
+	// Writes paces how Quarry's searcher applies updates, and
+	// IndexerWrites its indexer (the roles' flags of the same names).
+	Writes, IndexerWrites shard.WriteOptions
 }
 
 const benchAbout = `Measures Quarry side by side with bleve, on the same documents and the same
@@ -69,6 +81,15 @@ request as 'quarry plugin test --queries' reads them) or are generated from
 the sample catalogue. Prints p50, p90, p99, p99.9, max, throughput and
 errors per setup and the ratios; --out writes the JSON report, which
 'quarry bench plot REPORT' turns into an SVG latency plot.
+
+--loops mixed measures Quarry's setups (not bleve's) in the open loop
+while documents of the index are upserted at each of --write-rates a
+second (0: none), one rate after another in the same run, --write-rounds
+times: the searches' p50, p99 and p99.9 per write rate, their ratios to
+the run without writes, and each upsert's freshness (from the call until
+the searcher of its shard has applied it, so that searches see it).
+
+  quarry bench --setups quarry --loops mixed --rate 100 --duration 30s
 
 The defaults take about a minute and a half on 2 cores (the first run also
 builds the example plugins with the Go toolchain: run from the repository's
@@ -103,7 +124,11 @@ func parseBench(args []string) (*benchConfig, *runtimeFlags, error) {
 	)
 	cfg := &benchConfig{}
 	fs.StringVar(&setups, "setups", "all", "setups to run, comma-separated: "+strings.Join(benchSetupNames, ", ")+", or all")
-	fs.StringVar(&loops, "loops", "open,closed", "measurements to make of each setup: open (fixed rate), closed (max throughput), or both")
+	fs.StringVar(&loops, "loops", "open,closed", "measurements to make of each setup: open (fixed rate), closed (max throughput), mixed (the open loop while documents are upserted at each of --write-rates; Quarry's setups only), comma-separated")
+	var writeRates string
+	fs.StringVar(&writeRates, "write-rates", "0,1,10,100", "mixed loop: upserts a second during the searches, comma-separated, each measured in turn (0: no writes, the reference)")
+	fs.StringVar(&cfg.ProfileDir, "profile-dir", "", "mixed loop: write a CPU profile of each run (SETUP-RATE-ROUND.cpu.pprof) and the mutex and block profiles so far after it (.mutex.pprof, .block.pprof) into DIR, for go tool pprof")
+	fs.IntVar(&cfg.WriteRounds, "write-rounds", 1, "mixed loop: how many times to run every write rate in turn (alternating them; the ratios are the rounds' medians)")
 	fs.Float64Var(&cfg.Rate, "rate", 50, "open loop: queries sent a second (keep it well below every setup's closed-loop throughput, or the latencies measure a growing queue; 50 is about half of quarry-wasm's on 2 cores)")
 	fs.DurationVar(&cfg.Duration, "duration", 5*time.Second, "measured time of each setup's open loop and of its closed loop (for a p99.9, make it at least 1000/--rate seconds)")
 	fs.DurationVar(&cfg.Warmup, "warmup", time.Second, "before each measurement, this long of the same load, not counted")
@@ -123,6 +148,9 @@ func parseBench(args []string) (*benchConfig, *runtimeFlags, error) {
 	fs.StringVar(&cfg.Out, "out", "", "write the JSON report to FILE")
 	fs.StringVar(&cfg.DataDir, "data", "", "directory for the indexes (default: a temporary one, removed afterwards)")
 	fs.StringVar(&cfg.PluginCache, "plugin-cache", "", "directory keeping built and compiled plugins between runs (default: in --data)")
+	var rf roleFlags
+	rf.registerWrites(fs)
+	fs.DurationVar(&rf.indexerApply, "indexer-apply-interval", indexer.DefaultApplyInterval, "the indexer's least time between two batches applied to a shard, as quarry serve's flag; negative: apply as they arrive")
 	rtf.register(fs)
 	rtf.logLevel = "error" // the roles' warnings (slow queries…) would flood the output under load
 	fs.Lookup("log-level").DefValue = "error"
@@ -130,11 +158,17 @@ func parseBench(args []string) (*benchConfig, *runtimeFlags, error) {
 		return nil, nil, err
 	}
 	cfg.Seed = seed
+	cfg.Writes = rf.writes
+	cfg.IndexerWrites = rf.writes
+	cfg.IndexerWrites.ApplyInterval = rf.indexerApply
 	var err error
 	if cfg.Setups, err = benchList("--setups", setups, benchSetupNames); err != nil {
 		return nil, nil, err
 	}
-	if cfg.Loops, err = benchList("--loops", loops, []string{loopOpen, loopClosed}); err != nil {
+	if cfg.Loops, err = benchList("--loops", loops, []string{loopOpen, loopClosed, loopMixed}); err != nil {
+		return nil, nil, err
+	}
+	if cfg.WriteRates, err = parseRates(writeRates); err != nil {
 		return nil, nil, err
 	}
 	for _, f := range strings.Split(fields, ",") {
@@ -146,6 +180,12 @@ func parseBench(args []string) (*benchConfig, *runtimeFlags, error) {
 		return nil, nil, err
 	}
 	return cfg, &rtf, nil
+}
+
+// isQuarrySetup reports whether a setup runs Quarry (and so can take
+// writes).
+func isQuarrySetup(name string) bool {
+	return name == setupQuarry || name == setupQuarryWasm || name == setupQuarryNative
 }
 
 // benchList parses a comma-separated choice among names ("all": every
@@ -196,6 +236,10 @@ func (c *benchConfig) check() error {
 		return api.BadRequest("--max-outstanding must be at least 1, got %d", c.MaxOutstanding)
 	case c.Timeout <= 0:
 		return api.BadRequest("--timeout must be more than 0, got %s", c.Timeout)
+	case c.WriteRounds < 1 || c.WriteRounds > 1000:
+		return api.BadRequest("--write-rounds must be 1 to 1,000, got %d", c.WriteRounds)
+	case slices.Contains(c.Loops, loopMixed) && !slices.ContainsFunc(c.Setups, isQuarrySetup):
+		return api.BadRequest("--loops mixed measures Quarry's setups: add quarry, quarry-wasm or quarry-native to --setups")
 	case c.Check < 0:
 		return api.BadRequest("--check must be 0 or more, got %d", c.Check)
 	case float64(c.Duration+c.Warmup)/float64(time.Second)*c.Rate > 1e8:
@@ -259,6 +303,19 @@ func bench(ctx context.Context, cfg *benchConfig, log *slog.Logger, out, progres
 	rep := newBenchReport(cfg, command, started, len(queries), source)
 	rep.Checks = checks
 	for _, loop := range cfg.Loops {
+		if loop == loopMixed {
+			for _, s := range env.setups {
+				if s.writer == nil {
+					continue
+				}
+				runs, err := benchMixed(ctx, cfg, s, queries, progress)
+				if err != nil {
+					return err
+				}
+				rep.Mixed = append(rep.Mixed, runs...)
+			}
+			continue
+		}
 		for _, s := range env.setups {
 			if err := ctx.Err(); err != nil {
 				return err

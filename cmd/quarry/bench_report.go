@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -32,6 +33,8 @@ type benchReport struct {
 	Setups  []*benchSetupReport `json:"setups"`
 	Ratios  []benchRatio        `json:"ratios"`
 	Checks  []benchCheck        `json:"checks,omitempty"`
+	// Mixed is the mixed loop's runs (--loops mixed), in the order run.
+	Mixed []*benchMixedRun `json:"mixed,omitempty"`
 }
 
 // benchMachine is where the run ran.
@@ -45,21 +48,23 @@ type benchMachine struct {
 
 // benchReportConfig is the run's settings.
 type benchReportConfig struct {
-	Setups         []string `json:"setups"`
-	Loops          []string `json:"loops"`
-	Docs           int      `json:"docs"`
-	Shards         int      `json:"shards"`
-	Seed           uint64   `json:"seed"`
-	Queries        int      `json:"queries"`
-	QuerySource    string   `json:"query_source"`
-	Rate           float64  `json:"rate"`
-	DurationS      float64  `json:"duration_s"`
-	WarmupS        float64  `json:"warmup_s"`
-	Concurrency    int      `json:"concurrency"`
-	Pipeline       string   `json:"pipeline,omitempty"`
-	SpinUS         float64  `json:"spin_us"`
-	MaxOutstanding int      `json:"max_outstanding"`
-	TimeoutS       float64  `json:"timeout_s"`
+	Setups         []string  `json:"setups"`
+	Loops          []string  `json:"loops"`
+	WriteRates     []float64 `json:"write_rates,omitempty"`
+	WriteRounds    int       `json:"write_rounds,omitempty"`
+	Docs           int       `json:"docs"`
+	Shards         int       `json:"shards"`
+	Seed           uint64    `json:"seed"`
+	Queries        int       `json:"queries"`
+	QuerySource    string    `json:"query_source"`
+	Rate           float64   `json:"rate"`
+	DurationS      float64   `json:"duration_s"`
+	WarmupS        float64   `json:"warmup_s"`
+	Concurrency    int       `json:"concurrency"`
+	Pipeline       string    `json:"pipeline,omitempty"`
+	SpinUS         float64   `json:"spin_us"`
+	MaxOutstanding int       `json:"max_outstanding"`
+	TimeoutS       float64   `json:"timeout_s"`
 }
 
 // benchSetupReport is one setup's measurements.
@@ -160,6 +165,9 @@ func newBenchReport(cfg *benchConfig, command string, started time.Time, queries
 		Config: benchReportConfig{Setups: cfg.Setups, Loops: cfg.Loops, Docs: cfg.Docs, Shards: cfg.Shards, Seed: cfg.Seed,
 			Queries: queries, QuerySource: source, Rate: cfg.Rate, DurationS: cfg.Duration.Seconds(), WarmupS: cfg.Warmup.Seconds(),
 			Concurrency: cfg.Concurrency, SpinUS: us(cfg.Spin), MaxOutstanding: cfg.MaxOutstanding, TimeoutS: cfg.Timeout.Seconds()}}
+	if slices.Contains(cfg.Loops, loopMixed) {
+		r.Config.WriteRates, r.Config.WriteRounds = cfg.WriteRates, cfg.WriteRounds
+	}
 	for _, s := range cfg.Setups {
 		if s == setupQuarryWasm || s == setupQuarryNative {
 			r.Config.Pipeline = cfg.Pipeline
@@ -311,15 +319,20 @@ func (r *benchReport) writeText(w io.Writer) {
 	fmt.Fprintf(w, "\n%s documents, %d shards, %d queries (%s); %d CPUs, GOMAXPROCS %d, %s %s/%s\n",
 		thousands(int64(c.Docs)), c.Shards, c.Queries, c.QuerySource, r.Machine.CPUs, r.Machine.GOMAXPROCS, r.Machine.Go, r.Machine.GOOS, r.Machine.GOARCH)
 	for _, l := range c.Loops {
+		if l == loopMixed {
+			continue
+		}
 		if l == loopOpen {
 			fmt.Fprintf(w, "open loop: %g queries/s for %gs after %gs of warm-up, latency from each query's scheduled time\n", c.Rate, c.DurationS, c.WarmupS)
 		} else {
 			fmt.Fprintf(w, "closed loop: %d callers for %gs after %gs of warm-up\n", c.Concurrency, c.DurationS, c.WarmupS)
 		}
 	}
-	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "setup\tloop\tqueries\terrors\tq/s\tp50\tp90\tp99\tp99.9\tmax\t")
+	if len(r.Setups) > 0 {
+		fmt.Fprintln(w)
+		fmt.Fprintln(tw, "setup\tloop\tqueries\terrors\tq/s\tp50\tp90\tp99\tp99.9\tmax\t")
+	}
 	for _, s := range r.Setups {
 		for _, run := range []struct {
 			name string
@@ -347,6 +360,7 @@ func (r *benchReport) writeText(w io.Writer) {
 		}
 		tw.Flush()
 	}
+	writeMixedText(w, r.Mixed, c.Rate)
 	var lag float64
 	for _, s := range r.Setups {
 		if s.Open != nil && s.Open.SendLag != nil {

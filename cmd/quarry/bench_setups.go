@@ -63,6 +63,9 @@ type benchSetup struct {
 	// before runs before each of the setup's measurements (Quarry's
 	// setups share a broker: it installs the setup's pipeline).
 	before func()
+	// writer upserts documents for the mixed loop (Quarry's setups; nil
+	// for the others).
+	writer *benchWriter
 }
 
 // benchHit is a hit as the checks compare them.
@@ -132,10 +135,10 @@ func (e *benchEnv) ready(setup string, start time.Time) {
 
 // startBenchSetups builds every selected setup on the same documents. On
 // error, what was started is closed.
-func startBenchSetups(ctx context.Context, cfg *benchConfig, docs []byte, log *slog.Logger, progress io.Writer) (env *benchEnv, err error) {
-	env = &benchEnv{cfg: cfg, log: log, progress: progress}
+func startBenchSetups(ctx context.Context, cfg *benchConfig, docs []byte, log *slog.Logger, progress io.Writer) (_ *benchEnv, err error) {
+	env := &benchEnv{cfg: cfg, log: log, progress: progress}
 	defer func() {
-		if err != nil {
+		if err != nil { // env, not the nil returned with err
 			env.Close()
 		}
 	}()
@@ -327,7 +330,7 @@ func (e *benchEnv) bleveAlias(docs []byte) (*benchSetup, error) {
 func (e *benchEnv) quarry(ctx context.Context, docs []byte, pf *broker.PipelineFile, want map[string]bool) error {
 	start := time.Now()
 	n, err := node.Start(ctx, node.Config{DataDir: filepath.Join(e.cfg.DataDir, "quarry"), NATSHost: "127.0.0.1", NATSPort: -1,
-		Indexer: &indexer.Config{SnapshotInterval: -1}, Searcher: &searcher.Config{}, Broker: &broker.Config{}, Logger: e.log})
+		Indexer: &indexer.Config{SnapshotInterval: -1, Writes: e.cfg.IndexerWrites}, Searcher: &searcher.Config{Writes: e.cfg.Writes}, Broker: &broker.Config{}, Logger: e.log})
 	if err != nil {
 		return fmt.Errorf("setup %s: start the roles: %w", setupQuarry, err)
 	}
@@ -373,8 +376,9 @@ func (e *benchEnv) quarry(ctx context.Context, docs []byte, pf *broker.PipelineF
 		return hits, nil
 	}
 	setPipeline := func(p *broker.Pipeline) func() { return func() { n.Broker.SetPipeline(benchIndex, p) } }
+	writer := quarryWriter(c, n, docs, e.cfg.Shards)
 	if want[setupQuarry] {
-		e.setups = append(e.setups, &benchSetup{name: setupQuarry, search: search, before: setPipeline(nil),
+		e.setups = append(e.setups, &benchSetup{name: setupQuarry, search: search, before: setPipeline(nil), writer: writer,
 			about: fmt.Sprintf("Quarry, %d shards, no plugins: client → NATS → broker → searchers, every role in this process", e.cfg.Shards)})
 	}
 	if want[setupQuarryWasm] {
@@ -390,7 +394,7 @@ func (e *benchEnv) quarry(ctx context.Context, docs []byte, pf *broker.PipelineF
 			return fmt.Errorf("setup %s: %w", setupQuarryWasm, err)
 		}
 		e.ready(setupQuarryWasm, start)
-		e.setups = append(e.setups, &benchSetup{name: setupQuarryWasm, search: search, before: setPipeline(pl),
+		e.setups = append(e.setups, &benchSetup{name: setupQuarryWasm, search: search, before: setPipeline(pl), writer: writer,
 			about: "Quarry with the pipeline " + pipelineSummary(pf) + " in WebAssembly (wazero)"})
 	}
 	if want[setupQuarryNative] {
@@ -398,10 +402,50 @@ func (e *benchEnv) quarry(ctx context.Context, docs []byte, pf *broker.PipelineF
 		if err != nil {
 			return fmt.Errorf("setup %s: %w", setupQuarryNative, err)
 		}
-		e.setups = append(e.setups, &benchSetup{name: setupQuarryNative, search: search, before: setPipeline(pl),
+		e.setups = append(e.setups, &benchSetup{name: setupQuarryNative, search: search, before: setPipeline(pl), writer: writer,
 			about: "Quarry with the same pipeline natively (the same Go code and encoding, no WebAssembly)"})
 	}
 	return nil
+}
+
+// quarryWriter upserts the catalogue's documents again, unchanged (so
+// that the hits and scores of the searches do not move), each a Put of
+// its own through the client, in a fixed pseudo-random order; the
+// searcher's applied sequences come from the node.
+func quarryWriter(c *client.Client, n *node.Node, docs []byte, shards int) *benchWriter {
+	type line struct {
+		doc   []byte
+		shard int
+	}
+	var lines []line
+	for l := range bytes.Lines(docs) {
+		var d struct {
+			ID string `json:"id"`
+		}
+		if json.Unmarshal(l, &d) != nil || d.ID == "" {
+			continue // bulk loading checked them
+		}
+		lines = append(lines, line{bytes.TrimSpace(l), subject.ShardOf(d.ID, shards)})
+	}
+	return &benchWriter{
+		put: func(ctx context.Context, i int) (int, uint64, error) {
+			l := lines[(i*7919)%len(lines)]
+			seq, err := c.Put(ctx, benchIndex, l.doc)
+			if err != nil {
+				return 0, 0, fmt.Errorf("upsert: %w", err)
+			}
+			return l.shard, seq, nil
+		},
+		applied: func() []uint64 {
+			out := make([]uint64, shards)
+			for _, st := range n.Searcher.Stats() {
+				if st.Index == benchIndex && st.Shard < shards {
+					out[st.Shard] = st.Seq
+				}
+			}
+			return out
+		},
+	}
 }
 
 // waitServed waits until the node's searcher serves docs documents and

@@ -271,3 +271,78 @@ func TestBenchFlags(t *testing.T) {
 		t.Errorf("quarry bench plot missing.json: exit %d, %q", code, errOut)
 	}
 }
+
+// TestBenchMixed runs quarry bench's mixed loop briefly on the quarry
+// setup (real NATS, indexer, searcher and broker in process): searches
+// at each write rate in turn, two rounds, and every acknowledged upsert
+// seen applied by the searcher, with its freshness measured.
+func TestBenchMixed(t *testing.T) {
+	dir := t.TempDir()
+	report := filepath.Join(dir, "report.json")
+	out, errOut, code := cli(t, "", "bench", "--setups", "quarry", "--loops", "mixed", "--write-rates", "0,20", "--write-rounds", "2",
+		"--docs", "300", "--shards", "2", "--rate", "40", "--duration", "500ms", "--warmup", "100ms", "--query-count", "20", "--check", "5",
+		"--data", filepath.Join(dir, "data"), "--out", report)
+	if code != 0 {
+		t.Fatalf("quarry bench: exit %d\n%s\n%s", code, out, errOut)
+	}
+	t.Logf("%s", out)
+	for _, want := range []string{"mixed loop: 40 searches/s", "fresh p99", "search latency with writes over the same round's without"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the output lacks %q", want)
+		}
+	}
+	raw, err := os.ReadFile(report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep benchReport
+	if err := json.Unmarshal(raw, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Setups) != 0 || len(rep.Config.WriteRates) != 2 || rep.Config.WriteRounds != 2 {
+		t.Errorf("report: setups %d, config %+v", len(rep.Setups), rep.Config)
+	}
+	if len(rep.Mixed) != 4 {
+		t.Fatalf("%d mixed runs, want 4 (2 rates, 2 rounds)", len(rep.Mixed))
+	}
+	for i, r := range rep.Mixed {
+		wantRate, wantRound := []float64{0, 20}[i%2], i/2+1
+		if r.Setup != setupQuarry || r.WriteRate != wantRate || r.Round != wantRound {
+			t.Errorf("run %d: %s at %g, round %d; want quarry at %g, round %d", i, r.Setup, r.WriteRate, r.Round, wantRate, wantRound)
+		}
+		if r.Search == nil || r.Search.OK == 0 || r.Search.Errors != 0 || r.Search.Latency.P50US <= 0 {
+			t.Errorf("run %d: searches %+v", i, r.Search)
+			continue
+		}
+		if r.WriteErrors != 0 || r.Unseen != 0 {
+			t.Errorf("run %d: %d upserts failed (%v), %d not applied", i, r.WriteErrors, r.WriteErrorSamples, r.Unseen)
+		}
+		if wantRate == 0 {
+			if r.Writes != 0 || r.Freshness != nil {
+				t.Errorf("run %d without writes: %d writes, freshness %+v", i, r.Writes, r.Freshness)
+			}
+			continue
+		}
+		// 20/s for 0.6 s: about 12 upserts, each one's freshness known.
+		if r.Writes < 5 || r.Freshness == nil || r.Freshness.Count != r.Writes || r.Freshness.P50US <= 0 || r.Freshness.P99US > r.Freshness.MaxUS {
+			t.Errorf("run %d: %d writes, freshness %+v", i, r.Writes, r.Freshness)
+		}
+	}
+}
+
+// TestBenchMixedNeedsQuarry: the mixed loop writes into Quarry's index, so
+// a run of bleve setups alone is refused at once.
+func TestBenchMixedNeedsQuarry(t *testing.T) {
+	for _, args := range [][]string{
+		{"--setups", "bleve", "--loops", "mixed"},
+		{"--setups", "quarry", "--loops", "mixed", "--write-rates", "0,-1"},
+		{"--setups", "quarry", "--loops", "mixed", "--write-rounds", "0"},
+	} {
+		out, errOut, code := cli(t, "", append([]string{"bench"}, args...)...)
+		if code == 0 {
+			t.Errorf("quarry bench %v: exit 0\n%s", args, out)
+		} else if !strings.Contains(errOut, "--") {
+			t.Errorf("quarry bench %v: %s", args, errOut)
+		}
+	}
+}

@@ -24,6 +24,7 @@ import (
 	"github.com/quarrysearch/quarry/internal/demo"
 	"github.com/quarrysearch/quarry/internal/embednats"
 	"github.com/quarrysearch/quarry/internal/node"
+	"github.com/quarrysearch/quarry/internal/shard"
 	"github.com/quarrysearch/quarry/plugins"
 	"github.com/quarrysearch/quarry/searcher"
 )
@@ -56,6 +57,19 @@ type roleFlags struct {
 	drainTimeout     time.Duration
 	slowQuery        time.Duration
 	slowShard        time.Duration
+	writes           shard.WriteOptions
+	indexerApply     time.Duration
+}
+
+// registerWrites adds the flags pacing how replicas apply updates (the
+// indexer's and the searcher's alike; registered once per command).
+func (f *roleFlags) registerWrites(fs *flag.FlagSet) {
+	if fs.Lookup("apply-interval") != nil {
+		return
+	}
+	fs.DurationVar(&f.writes.ApplyInterval, "apply-interval", shard.DefaultApplyInterval, "searchers: least time between two batches of updates applied to a shard: updates arriving sooner wait and are applied together (fewer segments for searches to read and merge; each waits at most this long); negative: apply as they arrive")
+	fs.DurationVar(&f.writes.PersistNap, "persist-nap", shard.DefaultPersistNap, "how long fresh in-memory segments wait before scorch writes them as one file, merged in memory (negative: no nap, bleve's default)")
+	fs.IntVar(&f.writes.MergeFloor, "merge-floor", shard.DefaultMergeFloor, "scorch merge planner's floor segment size, in documents: small segments merge with small ones instead of into the shard's large ones (negative: bleve's default, 2000)")
 }
 
 // registerDrain adds the shutdown flag every long-running command takes.
@@ -66,6 +80,8 @@ func (f *roleFlags) registerDrain(fs *flag.FlagSet) {
 func (f *roleFlags) registerIndexer(fs *flag.FlagSet) {
 	fs.DurationVar(&f.snapshotInterval, "snapshot-interval", time.Minute, "how often an index that changed is snapshotted (0 or negative: only after bulk ingests)")
 	fs.IntVar(&f.maxBatch, "max-batch", 512, "most documents applied to a shard in one bleve batch")
+	fs.DurationVar(&f.indexerApply, "indexer-apply-interval", indexer.DefaultApplyInterval, "the indexer's least time between two batches applied to a shard (its replicas serve no search: longer batches cost it less, and a snapshot waits at most this long for the last updates); negative: apply as they arrive")
+	f.registerWrites(fs)
 }
 
 func (f *roleFlags) registerSearcher(fs *flag.FlagSet) {
@@ -76,6 +92,7 @@ func (f *roleFlags) registerSearcher(fs *flag.FlagSet) {
 	fs.BoolVar(&f.faultStats, "fault-stats", false, "fault injection: delay the term-statistics phase instead of the search (with --fault-delay)")
 	fs.DurationVar(&f.heavyAfter, "heavy-request", 10*time.Millisecond, "a team whose recent shard requests take longer than this on average is heavy: while other teams are active it runs at most --heavy-workers at once (negative: never)")
 	fs.IntVar(&f.heavyWorkers, "heavy-workers", 0, "shard requests of a heavy team run at once while other teams are active (default GOMAXPROCS/2, at least 1)")
+	f.registerWrites(fs)
 }
 
 func (f *roleFlags) registerBroker(fs *flag.FlagSet) {
@@ -114,11 +131,13 @@ func (f *roleFlags) indexer() *indexer.Config {
 	if iv <= 0 {
 		iv = -1
 	}
-	return &indexer.Config{SnapshotInterval: iv, MaxBatch: f.maxBatch}
+	w := f.writes
+	w.ApplyInterval = f.indexerApply
+	return &indexer.Config{SnapshotInterval: iv, MaxBatch: f.maxBatch, Writes: w}
 }
 
 func (f *roleFlags) searcher() *searcher.Config {
-	return &searcher.Config{Workers: f.workers, MaxBatch: f.maxBatch, FaultDelay: f.faultDelay, FaultEvery: f.faultEvery, FaultStats: f.faultStats, DrainTimeout: f.drainTimeout,
+	return &searcher.Config{Workers: f.workers, MaxBatch: f.maxBatch, Writes: f.writes, FaultDelay: f.faultDelay, FaultEvery: f.faultEvery, FaultStats: f.faultStats, DrainTimeout: f.drainTimeout,
 		SlowRequest: f.slowShard, HeavyAfter: f.heavyAfter, HeavyWorkers: f.heavyWorkers}
 }
 

@@ -42,10 +42,61 @@ type Config struct {
 	// MaxSnapshotBytes caps a downloaded snapshot's unpacked size
 	// (default 16 GiB).
 	MaxSnapshotBytes int64
-	Logger           *slog.Logger
+	// Writes paces how updates are applied (WriteOptions).
+	Writes WriteOptions
+	Logger *slog.Logger
+}
+
+// WriteOptions pace how a replica applies the stream's updates, so that
+// searches do not pay for writes (docs/RATIONALE.md, "Writes and the
+// search tail"). The zero value of every field is its default.
+type WriteOptions struct {
+	// ApplyInterval is the least time between the starts of two batches:
+	// updates that arrive sooner wait, and go into the next batch
+	// together. An update after a quiet spell is applied at once; under a
+	// stream of updates each waits at most this long, and the index gets
+	// at most one new segment per interval. Default 50ms; negative: apply
+	// updates as they arrive.
+	ApplyInterval time.Duration
+	// PersistNap is how long scorch's persister waits before writing
+	// fresh in-memory segments as files, so that the segments of many
+	// batches are merged in memory and written as one file, not merged
+	// again and again on disk (scorch's PersisterNapTimeMSec). Updates are
+	// searchable before they are persisted, and the stream, not the index,
+	// is what must be durable. Default 1s; negative: no nap (bleve's
+	// default).
+	PersistNap time.Duration
+	// MergeFloor is the size, in documents, under which scorch's merge
+	// planner counts a segment as this size (its FloorSegmentSize).
+	// bleve's 2,000 makes a one-document segment look as large as a shard
+	// of a few thousand documents, so the planner merges fresh small
+	// segments into the shard's large ones, rewriting them for every few
+	// updates; a small floor merges small segments with small ones.
+	// Default 10; negative: bleve's default (2,000).
+	MergeFloor int
+}
+
+// Defaults of WriteOptions.
+const (
+	DefaultApplyInterval = 50 * time.Millisecond
+	DefaultPersistNap    = time.Second
+	DefaultMergeFloor    = 10
+)
+
+func (w *WriteOptions) defaults() {
+	if w.ApplyInterval == 0 {
+		w.ApplyInterval = DefaultApplyInterval
+	}
+	if w.PersistNap == 0 {
+		w.PersistNap = DefaultPersistNap
+	}
+	if w.MergeFloor == 0 {
+		w.MergeFloor = DefaultMergeFloor
+	}
 }
 
 func (c *Config) defaults() {
+	c.Writes.defaults()
 	if c.MaxBatch <= 0 {
 		c.MaxBatch = 512
 	}
@@ -68,6 +119,7 @@ type Replica struct {
 	applyMu sync.Mutex    // held while a batch is applied or the index copied
 	// pending, indexed, deleted and rejected: see Progress.
 	pending, indexed, deleted, rejected atomic.Uint64
+	batches                             atomic.Uint64
 	// updates remembers the sequences of the latest updates applied, to
 	// tell how many a search's statistics miss.
 	updates updateLog
@@ -91,16 +143,24 @@ type Replica struct {
 
 // scorchConfig: the index is rebuilt from snapshot + stream after a crash,
 // so batches need not wait for fsync (unsafe_batch), which keeps update
-// visibility in milliseconds.
-func scorchConfig() map[string]any {
-	return map[string]any{"unsafe_batch": true}
+// visibility in milliseconds. The persister's nap and the merge planner's
+// floor come from w (see WriteOptions).
+func scorchConfig(w WriteOptions) map[string]any {
+	cfg := map[string]any{"unsafe_batch": true}
+	if w.PersistNap > 0 {
+		cfg["scorchPersisterOptions"] = map[string]any{"PersisterNapTimeMSec": int(w.PersistNap / time.Millisecond)}
+	}
+	if w.MergeFloor > 0 {
+		cfg["scorchMergePlanOptions"] = map[string]any{"FloorSegmentSize": w.MergeFloor}
+	}
+	return cfg
 }
 
 // OpenLocal opens the index in cfg.Dir, or creates an empty one if there is
 // none (or it cannot be opened).
 func OpenLocal(cfg Config) (*Replica, error) {
 	cfg.defaults()
-	idx, err := bleve.OpenUsing(cfg.Dir, scorchConfig())
+	idx, err := bleve.OpenUsing(cfg.Dir, scorchConfig(cfg.Writes))
 	if err != nil {
 		if _, statErr := os.Stat(cfg.Dir); statErr == nil {
 			cfg.Logger.Warn("local index unusable, starting empty", "dir", cfg.Dir, "err", err)
@@ -108,7 +168,7 @@ func OpenLocal(cfg Config) (*Replica, error) {
 				return nil, err
 			}
 		}
-		idx, err = bleve.NewUsing(cfg.Dir, cfg.Mapping, IndexType, scorch.Name, scorchConfig())
+		idx, err = bleve.NewUsing(cfg.Dir, cfg.Mapping, IndexType, scorch.Name, scorchConfig(cfg.Writes))
 		if err != nil {
 			return nil, fmt.Errorf("create index %s/%d: %w", cfg.Index, cfg.Shard, err)
 		}
@@ -130,7 +190,7 @@ func OpenSnapshot(ctx context.Context, cfg Config, generation uint64, snap meta.
 	if err := snapshot.Unpack(obj, cfg.Dir, snap.Digest, cfg.MaxSnapshotBytes); err != nil {
 		return nil, fmt.Errorf("snapshot %s: %w", snap.Object, err)
 	}
-	idx, err := bleve.OpenUsing(cfg.Dir, scorchConfig())
+	idx, err := bleve.OpenUsing(cfg.Dir, scorchConfig(cfg.Writes))
 	if err != nil {
 		os.RemoveAll(cfg.Dir)
 		return nil, fmt.Errorf("open snapshot %s: %w", snap.Object, err)
@@ -180,12 +240,15 @@ type Progress struct {
 	// replica was opened: documents indexed, deletes, and messages skipped
 	// (a bad subject, malformed JSON, a document bleve refused).
 	Indexed, Deleted, Rejected uint64
+	// Batches counts the bleve batches applied since the replica was
+	// opened (each a new segment; see WriteOptions.ApplyInterval).
+	Batches uint64
 }
 
 // Progress reports what the replica has applied of the stream.
 func (r *Replica) Progress() Progress {
 	return Progress{Seq: r.seq.Load(), Pending: r.pending.Load(),
-		Indexed: r.indexed.Load(), Deleted: r.deleted.Load(), Rejected: r.rejected.Load()}
+		Indexed: r.indexed.Load(), Deleted: r.deleted.Load(), Rejected: r.rejected.Load(), Batches: r.batches.Load()}
 }
 
 // DocCount is the number of documents in the replica.
@@ -278,6 +341,9 @@ func (r *Replica) WaitSeq(ctx context.Context, seq uint64) error {
 
 func (r *Replica) applyLoop(ctx context.Context, msgs <-chan jetstream.Msg) {
 	batch := make([]jetstream.Msg, 0, r.cfg.MaxBatch)
+	var last time.Time // when the last batch started
+	wait := time.NewTimer(0)
+	defer wait.Stop()
 	for {
 		batch = batch[:0]
 		select {
@@ -286,6 +352,33 @@ func (r *Replica) applyLoop(ctx context.Context, msgs <-chan jetstream.Msg) {
 		case <-ctx.Done():
 			return
 		}
+		// Within ApplyInterval of the last batch, gather what arrives
+		// until the interval is over (or the batch is full): one segment
+		// for all of them.
+		// (The interval is checked first: time.Since of the zero time
+		// saturates, and a negative interval minus it would overflow.)
+		if iv := r.cfg.Writes.ApplyInterval; iv > 0 && !last.IsZero() && time.Since(last) < iv {
+			d := iv - time.Since(last)
+			wait.Reset(d)
+		gather:
+			for len(batch) < r.cfg.MaxBatch {
+				select {
+				case m := <-msgs:
+					batch = append(batch, m)
+				case <-wait.C:
+					break gather
+				case <-ctx.Done():
+					return
+				}
+			}
+			if !wait.Stop() {
+				select { // drained by the loop, or fired meanwhile
+				case <-wait.C:
+				default:
+				}
+			}
+		}
+		last = time.Now()
 	drain:
 		for len(batch) < r.cfg.MaxBatch {
 			select {
@@ -358,6 +451,7 @@ func (r *Replica) apply(msgs []jetstream.Msg) error {
 		return fmt.Errorf("apply batch up to %d: %w", last, err)
 	}
 	r.pending.Store(pending)
+	r.batches.Add(1)
 	r.indexed.Add(indexed)
 	r.deleted.Add(deleted)
 	r.rejected.Add(rejected)
