@@ -399,10 +399,15 @@ func TestIndexerKill9MidBuild(t *testing.T) {
 			return len(m) > 0
 		}
 		if when == "publishing" {
-			first := subject.SegmentObject(index, prev.Generation+1, 0)
+			first := subject.SegmentObjectPrefix(index, prev.Generation+1, 0)
 			ready = func() bool {
-				_, err := store.Segments.GetInfo(ctx, first)
-				return err == nil
+				objs, _ := store.Segments.List(ctx)
+				for _, o := range objs {
+					if strings.HasPrefix(o.Name, first) {
+						return true
+					}
+				}
+				return false
 			}
 		}
 		for !ready() {

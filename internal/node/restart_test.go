@@ -88,7 +88,7 @@ func TestCorruptSnapshotRefused(t *testing.T) {
 	bad.Shards = append([]meta.ShardSnapshot(nil), m.Shards...)
 	// Shard 0: garbage bytes. Shard 1: the real generation-1 bytes, with a
 	// digest that does not match them.
-	obj := subject.SegmentObject("d", 2, 0)
+	obj := subject.SegmentObject("d", 2, 0, "sha256=garbage")
 	if _, err := store.Segments.PutBytes(ctx, obj, []byte("definitely not a snapshot")); err != nil {
 		t.Fatal(err)
 	}

@@ -58,7 +58,7 @@ func (r *Replica) Publish(ctx context.Context, tmpDir string, generation uint64)
 	if _, err := packed.Seek(0, 0); err != nil {
 		return snap, err
 	}
-	name := subject.SegmentObject(r.cfg.Index, generation, r.cfg.Shard)
+	name := subject.SegmentObject(r.cfg.Index, generation, r.cfg.Shard, digest)
 	if _, err := r.cfg.Store.Segments.Put(ctx, jetstreamMeta(name), packed); err != nil {
 		return snap, fmt.Errorf("upload %s: %w", name, err)
 	}

@@ -82,8 +82,32 @@ func Unpack(r io.Reader, dir, want string, maxBytes int64) (err error) {
 			os.RemoveAll(dir)
 		}
 	}()
+	// The stream is checked whole before any of it is read: it is copied
+	// to a file beside dir while its digest is made. (The digest used to
+	// be made of what the decompressor read, and the stream's tail was
+	// drained around it: now and then a snapshot's digest did not match
+	// its own bytes.)
+	f, err := os.CreateTemp(filepath.Dir(dir), ".unpack-*")
+	if err != nil {
+		return fmt.Errorf("unpack: %w", err)
+	}
+	defer os.Remove(f.Name())
+	defer f.Close()
 	h := sha256.New()
-	zr, err := zstd.NewReader(io.TeeReader(r, h), zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(uint64(max(maxBytes, 1<<20))))
+	n, err := io.Copy(io.MultiWriter(f, h), io.LimitReader(r, maxBytes+1))
+	if err != nil {
+		return fmt.Errorf("unpack: read the snapshot: %w", err)
+	}
+	if n > maxBytes {
+		return fmt.Errorf("unpack: snapshot is over the limit of %d bytes", maxBytes)
+	}
+	if got := DigestPrefix + hex.EncodeToString(h.Sum(nil)); got != want {
+		return fmt.Errorf("%w: got %s, manifest says %s", ErrDigestMismatch, got, want)
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return fmt.Errorf("unpack: %w", err)
+	}
+	zr, err := zstd.NewReader(f, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(uint64(max(maxBytes, 1<<20))))
 	if err != nil {
 		return err
 	}
@@ -124,14 +148,6 @@ func Unpack(r io.Reader, dir, want string, maxBytes int64) (err error) {
 		if err != nil {
 			return fmt.Errorf("unpack %q: %w", hdr.Name, err)
 		}
-	}
-	// Drain what the tar reader left (padding, zstd frame end) so the
-	// digest covers every byte.
-	if _, err := io.Copy(io.Discard, r); err != nil {
-		return fmt.Errorf("unpack: %w", err)
-	}
-	if got := DigestPrefix + hex.EncodeToString(h.Sum(nil)); got != want {
-		return fmt.Errorf("%w: got %s, manifest says %s", ErrDigestMismatch, got, want)
 	}
 	return nil
 }

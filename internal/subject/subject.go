@@ -252,7 +252,18 @@ func ValidUploadID(id string) error {
 	return nil
 }
 
-// SegmentObject names the object holding one shard's snapshot of a generation.
-func SegmentObject(index string, generation uint64, shard int) string {
-	return fmt.Sprintf("%s/%d/%d", index, generation, shard)
+// SegmentObject names the object holding one shard's snapshot of a
+// generation, with the first 16 hex digits of its digest ("sha256=<hex>"):
+// an object's bytes never change under its name, so a manifest can never
+// name an object another upload of the same generation overwrote.
+// SegmentObjectPrefix is the name up to the digest.
+func SegmentObject(index string, generation uint64, shard int, digest string) string {
+	d := strings.TrimPrefix(digest, "sha256=")
+	return SegmentObjectPrefix(index, generation, shard) + d[:min(16, len(d))]
+}
+
+// SegmentObjectPrefix is what every SegmentObject of a shard's snapshot of
+// a generation starts with.
+func SegmentObjectPrefix(index string, generation uint64, shard int) string {
+	return fmt.Sprintf("%s/%d/%d-", index, generation, shard)
 }
