@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 
 	"github.com/nats-io/nats.go"
@@ -75,7 +76,8 @@ func (s *Store) AssembleUpload(ctx context.Context, index, id string) ([]byte, e
 	}
 	var out []byte
 	var bad error // a chunk that does not fit, returned as is
-	pending, err := s.readSubject(ctx, subject.UploadsStream, subject.Upload(index, id), 0, func(m jetstream.Msg) error {
+	var pending int
+	read := func(m jetstream.Msg) error {
 		off, err := strconv.ParseInt(m.Headers().Get(subject.HeaderUploadOffset), 10, 64)
 		switch {
 		case err != nil:
@@ -88,6 +90,16 @@ func (s *Store) AssembleUpload(ctx context.Context, index, id string) ([]byte, e
 			out = append(out, m.Data()...)
 		}
 		return bad
+	}
+	// While a cluster member is lost, JetStream may not answer for a
+	// moment (no responders, a leader being elected): read again then.
+	err := untilReady(ctx, slog.Default(), "upload "+id, func(ctx context.Context) (err error) {
+		out, bad = out[:0], nil
+		pending, err = s.readSubject(ctx, subject.UploadsStream, subject.Upload(index, id), 0, read)
+		if bad != nil {
+			return nil // not JetStream's: returned below as it is
+		}
+		return err
 	})
 	if bad != nil {
 		return nil, bad
