@@ -24,6 +24,7 @@ import (
 	"github.com/quarrysearch/quarry/client"
 	"github.com/quarrysearch/quarry/indexer"
 	"github.com/quarrysearch/quarry/internal/catalog"
+	"github.com/quarrysearch/quarry/internal/corpus"
 	"github.com/quarrysearch/quarry/internal/indexmap"
 	"github.com/quarrysearch/quarry/internal/shard"
 	"github.com/quarrysearch/quarry/internal/subject"
@@ -312,14 +313,14 @@ func e2eCheckSame(b *testing.B, one, alias bleve.Index, c *client.Client) (alias
 			b.Fatalf("%q: %d hits one index, %d alias, %d quarry", q, len(want.Hits), len(a.Hits), len(got.Hits))
 		}
 		for i, w := range want.Hits {
-			if got.Hits[i].ID != w.ID || !sameScore(got.Hits[i].Score, w.Score) {
+			if got.Hits[i].ID != w.ID || !corpus.SameScore(got.Hits[i].Score, w.Score) {
 				b.Errorf("%q hit %d: quarry %s %.12f, one index %s %.12f", q, i, got.Hits[i].ID, got.Hits[i].Score, w.ID, w.Score)
 			}
 			hits++
 			if a.Hits[i].ID != w.ID {
 				ids++
 			}
-			if !sameScore(a.Hits[i].Score, w.Score) {
+			if !corpus.SameScore(a.Hits[i].Score, w.Score) {
 				scores++
 			}
 		}

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -36,64 +35,14 @@ import (
 // distributed scoring"); bleve's own statistics are not (they move with
 // segment merges and sharding).
 
-// postingsStats counts the reference's statistics from the postings of idx
-// through bleve's public reader: the live documents, and per field the
-// sum of every term's frequency over live documents (every field when
-// fields is empty).
+// postingsStats is the reference's statistics (corpus.PostingsStats).
 func postingsStats(tb testing.TB, idx bleve.Index, fields ...string) *search.BM25Stats {
 	tb.Helper()
-	adv, err := idx.Advanced()
+	st, err := corpus.PostingsStats(idx, fields...)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	r, err := adv.Reader()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer r.Close()
-	docs, err := r.DocCount()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if len(fields) == 0 {
-		if fields, err = r.Fields(); err != nil {
-			tb.Fatal(err)
-		}
-	}
-	out := &search.BM25Stats{DocCount: float64(docs), FieldCardinality: map[string]int{}}
-	for _, f := range fields {
-		d, err := r.FieldDict(f)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		var terms []string
-		for de, err := d.Next(); de != nil || err != nil; de, err = d.Next() {
-			if err != nil {
-				tb.Fatal(err)
-			}
-			terms = append(terms, de.Term)
-		}
-		d.Close()
-		total := 0
-		for _, term := range terms {
-			tfr, err := r.TermFieldReader(context.Background(), []byte(term), f, true, false, false)
-			if err != nil {
-				tb.Fatal(err)
-			}
-			for p, err := tfr.Next(nil); p != nil || err != nil; p, err = tfr.Next(nil) {
-				if err != nil {
-					tb.Fatal(err)
-				}
-				total += int(p.Freq)
-			}
-			tfr.Close()
-		}
-		out.FieldCardinality[f] = total
-	}
-	// bleve's optimization of an unscored filter reads its terms as one
-	// searcher of field "*", which asks for statistics and scores nothing.
-	out.FieldCardinality["*"] = 0
-	return out
+	return st
 }
 
 // refSearch runs req on the reference, scored with st (nil: bleve's own
@@ -116,10 +65,6 @@ func refSearch(tb testing.TB, idx bleve.Index, st *search.BM25Stats, req api.Sea
 	return res
 }
 
-func sameScore(a, b float64) bool {
-	return math.Abs(a-b) <= 1e-9*math.Max(1, math.Abs(b))
-}
-
 // hitsDiffer says where got (the hits from position from on) differs from
 // want (the reference from position 0): "" when each hit is the
 // reference's at its position, with a score within a relative 1e-9. Hits
@@ -134,14 +79,14 @@ func hitsDiffer(got []api.Hit, want []*search.DocumentMatch, from int) string {
 			return fmt.Sprintf("hit %d: %s %.12f, the reference has %d hits", p, h.ID, h.Score, len(want))
 		}
 		lo, hi := p, p+1
-		for lo > 0 && sameScore(want[lo-1].Score, want[p].Score) {
+		for lo > 0 && corpus.SameScore(want[lo-1].Score, want[p].Score) {
 			lo--
 		}
-		for hi < len(want) && sameScore(want[hi].Score, want[p].Score) {
+		for hi < len(want) && corpus.SameScore(want[hi].Score, want[p].Score) {
 			hi++
 		}
 		in := slices.ContainsFunc(want[lo:hi], func(w *search.DocumentMatch) bool { return w.ID == h.ID })
-		if !in || seen[h.ID] || !sameScore(h.Score, want[p].Score) {
+		if !in || seen[h.ID] || !corpus.SameScore(h.Score, want[p].Score) {
 			return fmt.Sprintf("hit %d: %s %.12f, the reference %s %.12f", p, h.ID, h.Score, want[p].ID, want[p].Score)
 		}
 		seen[h.ID] = true

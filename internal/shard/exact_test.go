@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -22,64 +21,14 @@ import (
 	"github.com/quarrysearch/quarry/internal/wire"
 )
 
-// postingsStats is the reference's statistics, counted directly from the
-// postings of a bleve index through bleve's public reader: the live
-// documents, and per field (of fields; nil: every field) the sum of every
-// term's frequency over live documents.
+// postingsStats is the reference's statistics (corpus.PostingsStats).
 func postingsStats(tb testing.TB, idx bleve.Index, fields ...string) *search.BM25Stats {
 	tb.Helper()
-	adv, err := idx.Advanced()
+	st, err := corpus.PostingsStats(idx, fields...)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	r, err := adv.Reader()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer r.Close()
-	docs, err := r.DocCount()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if fields == nil {
-		if fields, err = r.Fields(); err != nil {
-			tb.Fatal(err)
-		}
-	}
-	out := &search.BM25Stats{DocCount: float64(docs), FieldCardinality: map[string]int{}}
-	for _, f := range fields {
-		d, err := r.FieldDict(f)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		var terms []string
-		for de, err := d.Next(); de != nil || err != nil; de, err = d.Next() {
-			if err != nil {
-				tb.Fatal(err)
-			}
-			terms = append(terms, de.Term)
-		}
-		d.Close()
-		total := 0
-		for _, term := range terms {
-			tfr, err := r.TermFieldReader(context.Background(), []byte(term), f, true, false, false)
-			if err != nil {
-				tb.Fatal(err)
-			}
-			for p, err := tfr.Next(nil); p != nil || err != nil; p, err = tfr.Next(nil) {
-				if err != nil {
-					tb.Fatal(err)
-				}
-				total += int(p.Freq)
-			}
-			tfr.Close()
-		}
-		out.FieldCardinality[f] = total
-	}
-	// bleve's optimization of an unscored filter reads its terms as one
-	// searcher of field "*", which asks for statistics and scores nothing.
-	out.FieldCardinality["*"] = 0
-	return out
+	return st
 }
 
 // refHit is one hit of a reference or sharded search.
@@ -151,10 +100,6 @@ func shardedSearch(tb testing.TB, reps []*Replica, req wire.ShardRequest) ([]ref
 	return all[:min(len(all), req.K)], total
 }
 
-func sameScore(a, b float64) bool {
-	return math.Abs(a-b) <= 1e-9*math.Max(1, math.Abs(b))
-}
-
 // sameHits reports where got differs from want: the same ids in the same
 // order with scores within a relative 1e-9. Hits whose scores are within
 // that of each other are a tie (floating-point sums in another order may
@@ -166,12 +111,12 @@ func sameHits(got, want []refHit) string {
 			return fmt.Sprintf("hit %d: %s %.12f, the reference has %d hits", i, got[i].ID, got[i].Score, len(want))
 		}
 		j := i + 1
-		for j < len(want) && sameScore(want[j].Score, want[i].Score) {
+		for j < len(want) && corpus.SameScore(want[j].Score, want[i].Score) {
 			j++
 		}
 		group := want[i:j]
 		for k := i; k < min(j, len(got)); k++ {
-			if !slices.ContainsFunc(group, func(h refHit) bool { return h.ID == got[k].ID }) || !sameScore(got[k].Score, want[i].Score) {
+			if !slices.ContainsFunc(group, func(h refHit) bool { return h.ID == got[k].ID }) || !corpus.SameScore(got[k].Score, want[i].Score) {
 				return fmt.Sprintf("hit %d: %s %.12f, the reference %s %.12f", k, got[k].ID, got[k].Score, want[k].ID, want[k].Score)
 			}
 		}
