@@ -389,14 +389,8 @@ func (r *statsReader) FieldDictRegexpAutomaton(field, regex string) (index.Field
 	if err != nil || a == nil {
 		return fd, a, err
 	}
-	d, ok := r.dict(field)
-	if !ok {
-		return fd, a, nil
-	}
-	if err := fd.Close(); err != nil {
-		return nil, nil, err
-	}
-	return d.list(func(t string) (bool, uint8) { return a.MatchesRegex(t), 0 }), a, nil
+	fd, err = r.indexDict(field, fd, func(t string) (bool, uint8) { return a.MatchesRegex(t), 0 })
+	return fd, a, err
 }
 
 func (r *statsReader) FieldDictFuzzy(field, term string, fuzziness int, prefix string) (index.FieldDict, error) {
@@ -417,19 +411,26 @@ func (r *statsReader) FieldDictFuzzyAutomaton(field, term string, fuzziness int,
 	if err != nil || a == nil {
 		return fd, a, err
 	}
-	d, ok := r.dict(field)
-	if !ok {
-		return fd, a, nil
-	}
-	if err := fd.Close(); err != nil {
-		return nil, nil, err
-	}
-	return d.list(func(t string) (bool, uint8) {
+	fd, err = r.indexDict(field, fd, func(t string) (bool, uint8) {
 		if !strings.HasPrefix(t, prefix) {
 			return false, 0
 		}
 		return a.MatchAndDistance(t)
-	}), a, nil
+	})
+	return fd, a, err
+}
+
+// indexDict is, with statistics for field, the index's dictionary matched
+// by match in place of the shard's own fd (closed unread); without, fd.
+func (r *statsReader) indexDict(field string, fd index.FieldDict, match func(string) (bool, uint8)) (index.FieldDict, error) {
+	d, ok := r.dict(field)
+	if !ok {
+		return fd, nil
+	}
+	if err := fd.Close(); err != nil {
+		return nil, err
+	}
+	return d.list(match), nil
 }
 
 func (r *statsReader) GetSpatialAnalyzerPlugin(typ string) (index.SpatialAnalyzerPlugin, error) {
