@@ -41,20 +41,36 @@ func GoCommand(tb testing.TB, dir string) []byte {
 
 func goBuild(tb testing.TB, dir string, mode gobuild.Mode) []byte {
 	tb.Helper()
-	abs, err := filepath.Abs(dir)
+	abs := absPath(tb, dir)
+	return cached(tb, abs+" "+string(mode), filepath.Base(abs)+".wasm", func(out string) {
+		if err := gobuild.Build(context.Background(), abs, out, mode); err != nil {
+			tb.Fatal(err)
+		}
+	})
+}
+
+// absPath is path made absolute.
+func absPath(tb testing.TB, path string) string {
+	tb.Helper()
+	abs, err := filepath.Abs(path)
 	if err != nil {
 		tb.Fatal(err)
 	}
+	return abs
+}
+
+// cached returns the module built under key, or runs build with the path
+// of a file named name for it to write the module to, and keeps it for the
+// rest of the test binary. One build runs at a time.
+func cached(tb testing.TB, key, name string, build func(out string)) []byte {
+	tb.Helper()
 	mu.Lock()
 	defer mu.Unlock()
-	key := abs + " " + string(mode)
 	if b, ok := built[key]; ok {
 		return b
 	}
-	out := filepath.Join(tb.TempDir(), filepath.Base(abs)+".wasm")
-	if err := gobuild.Build(context.Background(), abs, out, mode); err != nil {
-		tb.Fatal(err)
-	}
+	out := filepath.Join(tb.TempDir(), name)
+	build(out)
 	b, err := os.ReadFile(out)
 	if err != nil {
 		tb.Fatal(err)
@@ -70,43 +86,30 @@ func goBuild(tb testing.TB, dir string, mode gobuild.Mode) []byte {
 // where sdk/c (the C SDK's quarry.h) is the repository's, wherever the
 // test runs. -mbulk-memory (memory.copy and memory.fill, which wazero
 // runs) makes copies of unknown size a single instruction: the C ranker
-// over 1,000 candidates takes 25% less time with it.
-// with clang and wasm-ld (Debian packages clang and lld). Where wasm-ld
+// over 1,000 candidates takes 25% less time with it. It builds with
+// clang and wasm-ld (Debian packages clang and lld). Where wasm-ld
 // is installed only under a versioned name (wasm-ld-14), clang is given
 // its path. Builds are cached per test binary.
 func C(tb testing.TB, src string, args ...string) []byte {
 	tb.Helper()
-	abs, err := filepath.Abs(src)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	mu.Lock()
-	defer mu.Unlock()
+	abs := absPath(tb, src)
 	key := strings.Join(append([]string{abs}, args...), " ")
-	if b, ok := built[key]; ok {
-		return b
-	}
-	clang := findTool("clang")
-	if clang == "" {
-		tb.Fatalf("build %s: no clang on PATH (install Debian's clang and lld)", src)
-	}
-	out := filepath.Join(tb.TempDir(), strings.TrimSuffix(filepath.Base(abs), ".c")+".wasm")
-	cmdArgs := []string{"--target=wasm32", "-O2", "-mbulk-memory", "-nostdlib", "-Wl,--no-entry", "-I", CSDK, "-o", out, abs}
-	if ld := findTool("wasm-ld"); ld == "" {
-		tb.Fatalf("build %s: no wasm-ld on PATH (install Debian's lld)", src)
-	} else if filepath.Base(ld) != "wasm-ld" {
-		cmdArgs = append(cmdArgs, "-fuse-ld="+ld)
-	}
-	cmdArgs = append(cmdArgs, args...)
-	if msg, err := exec.Command(clang, cmdArgs...).CombinedOutput(); err != nil {
-		tb.Fatalf("build %s: %s %s: %v\n%s", src, clang, strings.Join(cmdArgs, " "), err, msg)
-	}
-	b, err := os.ReadFile(out)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	built[key] = b
-	return b
+	return cached(tb, key, strings.TrimSuffix(filepath.Base(abs), ".c")+".wasm", func(out string) {
+		clang := findTool("clang")
+		if clang == "" {
+			tb.Fatalf("build %s: no clang on PATH (install Debian's clang and lld)", src)
+		}
+		cmdArgs := []string{"--target=wasm32", "-O2", "-mbulk-memory", "-nostdlib", "-Wl,--no-entry", "-I", CSDK, "-o", out, abs}
+		if ld := findTool("wasm-ld"); ld == "" {
+			tb.Fatalf("build %s: no wasm-ld on PATH (install Debian's lld)", src)
+		} else if filepath.Base(ld) != "wasm-ld" {
+			cmdArgs = append(cmdArgs, "-fuse-ld="+ld)
+		}
+		cmdArgs = append(cmdArgs, args...)
+		if msg, err := exec.Command(clang, cmdArgs...).CombinedOutput(); err != nil {
+			tb.Fatalf("build %s: %s %s: %v\n%s", src, clang, strings.Join(cmdArgs, " "), err, msg)
+		}
+	})
 }
 
 // CSDK is the directory of the C SDK's header, sdk/c/quarry.h.
@@ -213,32 +216,19 @@ const ASConfig = "node_modules/@quarrysearch/sdk/asconfig.json"
 // test. Builds are cached per test binary.
 func AssemblyScript(tb testing.TB, dir, entry string, args ...string) []byte {
 	tb.Helper()
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	mu.Lock()
-	defer mu.Unlock()
+	abs := absPath(tb, dir)
 	key := strings.Join(append([]string{"asc", abs, entry}, args...), " ")
-	if b, ok := built[key]; ok {
-		return b
-	}
-	if _, err := exec.LookPath("node"); err != nil {
-		tb.Fatalf("build %s: no node on PATH (install Debian's nodejs and npm)", entry)
-	}
-	NPMInstall(tb, abs)
-	out := filepath.Join(tb.TempDir(), strings.TrimSuffix(filepath.Base(entry), ".ts")+".wasm")
-	cmd := exec.Command(filepath.Join(abs, "node_modules", ".bin", "asc"), append([]string{entry, "-o", out}, args...)...)
-	cmd.Dir = abs
-	if msg, err := cmd.CombinedOutput(); err != nil {
-		tb.Fatalf("build %s in %s: asc: %v\n%s", entry, dir, err, msg)
-	}
-	b, err := os.ReadFile(out)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	built[key] = b
-	return b
+	return cached(tb, key, strings.TrimSuffix(filepath.Base(entry), ".ts")+".wasm", func(out string) {
+		if _, err := exec.LookPath("node"); err != nil {
+			tb.Fatalf("build %s: no node on PATH (install Debian's nodejs and npm)", entry)
+		}
+		NPMInstall(tb, abs)
+		cmd := exec.Command(filepath.Join(abs, "node_modules", ".bin", "asc"), append([]string{entry, "-o", out}, args...)...)
+		cmd.Dir = abs
+		if msg, err := cmd.CombinedOutput(); err != nil {
+			tb.Fatalf("build %s in %s: asc: %v\n%s", entry, dir, err, msg)
+		}
+	})
 }
 
 // NPMInstall runs `npm ci` in the npm project dir unless its
