@@ -455,7 +455,7 @@ func (b *Broker) handle(req micro.Request) {
 				b.respondError(req.Reply(), err)
 				return
 			}
-			defer turn()
+			defer turn.end()
 		}
 		ctx := tracenats.Extract(context.Background(), nats.Header(req.Headers()))
 		if trace.RequestID(ctx) == "" {

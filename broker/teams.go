@@ -121,11 +121,20 @@ func (t *teamLimits) admit(team string, now time.Time) (*teamState, error) {
 // search for a heavy team to wait for its turn.
 const otherTeamWindow = time.Second
 
+// A turn is one search's hold on its team's admission state, from when
+// it may start to its reply: end it then.
+type turn struct {
+	limits *teamLimits
+	st     *teamState
+	start  time.Time
+	heavy  bool // it holds one of the heavy teams' turns
+}
+
 // turn waits, if st's team is heavy and another team is active, for one
-// of the heavy teams' turns, then starts timing the search; the caller
-// calls end when the search has answered. Past Config.HeavyWait it
-// refuses the search as overloaded.
-func (t *teamLimits) turn(st *teamState) (end func(), err error) {
+// of the heavy teams' turns, then starts timing the search. Past
+// Config.HeavyWait it refuses the search as overloaded. It does not
+// allocate unless it refuses.
+func (t *teamLimits) turn(st *teamState) (turn, error) {
 	start := time.Now()
 	st.lastSeen.Store(start.UnixNano())
 	heavy := t.heavy(st, start)
@@ -135,18 +144,21 @@ func (t *teamLimits) turn(st *teamState) (end func(), err error) {
 		select {
 		case t.turns <- struct{}{}:
 		case <-timer.C:
-			return nil, &api.Error{Code: api.CodeOverloaded, RetryAfterMS: int(t.heavyWait.Milliseconds()),
+			return turn{}, &api.Error{Code: api.CodeOverloaded, RetryAfterMS: int(t.heavyWait.Milliseconds()),
 				Message: fmt.Sprintf("team %s's searches take %s on average (heavy) and waited %s for a turn while other teams search; try again",
 					st.name, time.Duration(st.costNS.Load()).Round(time.Millisecond), t.heavyWait)}
 		}
 		start = time.Now()
 	}
-	return func() {
-		st.observe(time.Since(start))
-		if heavy {
-			<-t.turns
-		}
-	}, nil
+	return turn{limits: t, st: st, start: start, heavy: heavy}, nil
+}
+
+// end adds the search's time to its team's mean and gives its turn back.
+func (tr turn) end() {
+	tr.st.observe(time.Since(tr.start))
+	if tr.heavy {
+		<-tr.limits.turns
+	}
 }
 
 // heavy reports whether st's recent searches are heavy while another team

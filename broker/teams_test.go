@@ -19,24 +19,24 @@ func TestHeavyTurns(t *testing.T) {
 	light.observe(time.Millisecond)
 
 	// Alone, a heavy team is not held back: two searches at once.
-	end1, err := limits.turn(heavy)
+	t1, err := limits.turn(heavy)
 	if err != nil {
 		t.Fatal(err)
 	}
-	end2, err := limits.turn(heavy)
+	t2, err := limits.turn(heavy)
 	if err != nil {
 		t.Fatalf("a heavy team alone waited: %v", err)
 	}
-	end1()
-	end2()
+	t1.end()
+	t2.end()
 	heavy.costNS.Store(int64(40 * time.Millisecond))
 
 	// Another team starts a search: the heavy team's searches take turns.
-	endLight, err := limits.turn(light)
+	tLight, err := limits.turn(light)
 	if err != nil {
 		t.Fatal(err)
 	}
-	end1, err = limits.turn(heavy)
+	t1, err = limits.turn(heavy)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,27 +51,35 @@ func TestHeavyTurns(t *testing.T) {
 	}
 	// The light team is never held back.
 	for range 3 {
-		end, err := limits.turn(light)
+		tr, err := limits.turn(light)
 		if err != nil {
 			t.Fatalf("the light team waited: %v", err)
 		}
-		defer end()
+		defer tr.end()
 	}
 	// A turn given back is taken by the next heavy search.
 	done := make(chan error, 1)
 	go func() {
-		end, err := limits.turn(heavy)
+		tr, err := limits.turn(heavy)
 		if err == nil {
-			end()
+			tr.end()
 		}
 		done <- err
 	}()
 	time.Sleep(5 * time.Millisecond)
-	end1()
+	t1.end()
 	if err := <-done; err != nil {
 		t.Fatalf("the next heavy search after a turn was given back: %v", err)
 	}
-	endLight()
+	tLight.end()
+
+	// A search's turn costs no allocation (it runs for every search).
+	if n := testing.AllocsPerRun(100, func() {
+		tr, _ := limits.turn(light)
+		tr.end()
+	}); n != 0 {
+		t.Errorf("a turn allocates %v times", n)
+	}
 
 	// Negative HeavyAfter: never heavy.
 	cfg.HeavyAfter = -1
