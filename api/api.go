@@ -22,6 +22,9 @@ const (
 	DefaultMaxDocBytes = 1 << 20
 	// MaxShards caps the shards of one index.
 	MaxShards = 256
+	// MaxReplicas caps the JetStream replicas of Quarry's streams (as
+	// JetStream does).
+	MaxReplicas = 5
 )
 
 // SearchRequest is a query against one index.
@@ -556,4 +559,12 @@ func HTTPStatus(c Code) int {
 		return 504
 	}
 	return 500
+}
+
+// CheckReplicas refuses a JetStream replica count outside 1 to MaxReplicas.
+func CheckReplicas(n int) error {
+	if n < 1 || n > MaxReplicas {
+		return BadRequest("replicas must be 1 to %d, got %d", MaxReplicas, n)
+	}
+	return nil
 }

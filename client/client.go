@@ -76,9 +76,6 @@ func New(ctx context.Context, nc *nats.Conn, opts Options) (*Client, error) {
 // name). It is the one place a deployment's replication changes (`quarry
 // init`); roles and clients adopt it.
 func Init(ctx context.Context, nc *nats.Conn, replicas int) (map[string]int, error) {
-	if replicas < 1 || replicas > 5 {
-		return nil, api.BadRequest("replicas must be 1 to 5, got %d", replicas)
-	}
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return nil, fmt.Errorf("jetstream: %w", err)

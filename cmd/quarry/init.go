@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"text/tabwriter"
@@ -27,8 +28,8 @@ func runInit(ctx context.Context, args []string) error {
 	if _, err := parse(fs, args, 0, 0); err != nil {
 		return err
 	}
-	if *replicas < 1 || *replicas > 5 {
-		return api.BadRequest("--replicas must be 1 to 5, got %d", *replicas)
+	if err := api.CheckReplicas(*replicas); err != nil {
+		return fmt.Errorf("--%w", err)
 	}
 	opts, err := nf.options()
 	if err != nil {
@@ -47,13 +48,7 @@ func runInit(ctx context.Context, args []string) error {
 	}
 	w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "STREAM\tREPLICAS")
-	for _, name := range slices.Sorted(func(yield func(string) bool) {
-		for n := range got {
-			if !yield(n) {
-				return
-			}
-		}
-	}) {
+	for _, name := range slices.Sorted(maps.Keys(got)) {
 		fmt.Fprintf(w, "%s\t%d\n", name, got[name])
 	}
 	return w.Flush()

@@ -450,8 +450,10 @@ func runRole(ctx context.Context, role string, args []string) error {
 	if err != nil {
 		return err
 	}
-	if *replicas < 0 || *replicas > 5 {
-		return api.BadRequest("--replicas must be 1 to 5, got %d", *replicas)
+	if *replicas != 0 {
+		if err := api.CheckReplicas(*replicas); err != nil {
+			return fmt.Errorf("--%w", err)
+		}
 	}
 	cfg := node.Config{DataDir: *data, NATSURL: nf.url, NATSOptions: opts, Replicas: *replicas, MetricsAddr: *metricsAddr, Logger: log}
 	switch role {

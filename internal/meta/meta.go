@@ -70,11 +70,10 @@ type Store struct {
 
 // Open creates or binds to every resource.
 func Open(ctx context.Context, js jetstream.JetStream, opts Options) (*Store, error) {
-	if opts.Replicas < 0 || opts.Replicas > 5 {
-		return nil, fmt.Errorf("replicas must be 1 to 5 (0: the deployment's), got %d", opts.Replicas)
-	}
-	if opts.Rescale && opts.Replicas == 0 {
-		return nil, errors.New("rescale needs a replica count")
+	if opts.Replicas != 0 || opts.Rescale {
+		if err := api.CheckReplicas(opts.Replicas); err != nil {
+			return nil, err
+		}
 	}
 	if opts.ManifestHistory <= 0 {
 		opts.ManifestHistory = 8
