@@ -35,14 +35,7 @@ func TestBench(t *testing.T) {
 			t.Errorf("the output lacks %q", want)
 		}
 	}
-	raw, err := os.ReadFile(report)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rep benchReport
-	if err := json.Unmarshal(raw, &rep); err != nil {
-		t.Fatal(err)
-	}
+	rep := readBenchReport(t, report)
 	if rep.Version != benchReportVersion || rep.Machine.CPUs == 0 || rep.Config.Docs != 300 || rep.Config.Queries != 20 || !strings.Contains(rep.Command, "--docs 300") {
 		t.Errorf("report header: version %d, machine %+v, config %+v, command %q", rep.Version, rep.Machine, rep.Config, rep.Command)
 	}
@@ -291,14 +284,7 @@ func TestBenchMixed(t *testing.T) {
 			t.Errorf("the output lacks %q", want)
 		}
 	}
-	raw, err := os.ReadFile(report)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rep benchReport
-	if err := json.Unmarshal(raw, &rep); err != nil {
-		t.Fatal(err)
-	}
+	rep := readBenchReport(t, report)
 	if len(rep.Setups) != 0 || len(rep.Config.WriteRates) != 2 || rep.Config.WriteRounds != 2 {
 		t.Errorf("report: setups %d, config %+v", len(rep.Setups), rep.Config)
 	}
@@ -345,4 +331,18 @@ func TestBenchMixedNeedsQuarry(t *testing.T) {
 			t.Errorf("quarry bench %v: %s", args, errOut)
 		}
 	}
+}
+
+// readBenchReport reads the JSON report `quarry bench --report` wrote.
+func readBenchReport(t *testing.T, path string) benchReport {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep benchReport
+	if err := json.Unmarshal(raw, &rep); err != nil {
+		t.Fatal(err)
+	}
+	return rep
 }
