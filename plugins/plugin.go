@@ -15,12 +15,12 @@ import (
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
-	"github.com/tetratelabs/wazero/sys"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	oteltrace "go.opentelemetry.io/otel/trace"
 
 	"github.com/quarrysearch/quarry/internal/trace"
+	"github.com/quarrysearch/quarry/plugins/internal/preempt"
 	"github.com/quarrysearch/quarry/sdk/abi"
 )
 
@@ -88,6 +88,33 @@ type instance struct {
 	buf, bufLen uint32
 	req         []byte // the encoded request, reused
 	mem         uint32 // memory size counted in Plugin.memBytes
+	// interrupt, when the module is instrumented (see preempt), makes
+	// the instance trap at its next function call or loop iteration
+	// once set; nil under Config.CloseOnContextDone.
+	interrupt api.MutableGlobal
+	timer     *time.Timer // sets interrupt; stopped between calls
+	// poisoned: an interrupt was set; the instance must not be reused.
+	poisoned bool
+}
+
+// arm makes the instance trap at the deadline of ctx (the call's budget,
+// or its caller's deadline if sooner); disarm, called once the guest has
+// returned, marks the instance poisoned if the interrupt fired. Under
+// Config.CloseOnContextDone wazero does this itself. One timer per
+// instance, reset per call: nothing is allocated.
+func (in *instance) arm(ctx context.Context) {
+	if in.timer == nil {
+		return
+	}
+	if d, ok := ctx.Deadline(); ok {
+		in.timer.Reset(time.Until(d))
+	}
+}
+
+func (in *instance) disarm() {
+	if in.timer != nil && !in.timer.Stop() {
+		in.poisoned = true
+	}
 }
 
 // validate checks a spec's kind and fills in its defaults.
@@ -121,6 +148,14 @@ func (r *Runtime) Load(ctx context.Context, spec Spec, wasm []byte) (*Plugin, er
 	}
 	if err := r.reserve(spec.Name, spec.Instances); err != nil {
 		return nil, err
+	}
+	if !r.cfg.CloseOnContextDone {
+		instrumented, err := preempt.Instrument(wasm)
+		if err != nil {
+			r.release(spec.Instances)
+			return nil, fmt.Errorf("plugin %s: %w: %v", spec.Name, ErrNotWasm, err)
+		}
+		wasm = instrumented
 	}
 	cm, err := r.rt.CompileModule(ctx, wasm)
 	if err != nil {
@@ -177,13 +212,30 @@ func (p *Plugin) newInstance(ctx context.Context) (*instance, error) {
 		mod.Close(context.Background())
 		return nil, fmt.Errorf("%w: a plugin must define a memory (requests and responses go in its first memory)", ErrMissingExport)
 	}
+	in := &instance{mod: mod, alloc: mod.ExportedFunction(abi.ExportAlloc), hook: mod.ExportedFunction(p.spec.Kind.export())}
+	if !p.rt.cfg.CloseOnContextDone {
+		g, ok := mod.ExportedGlobal(preempt.Export).(api.MutableGlobal)
+		if !ok {
+			mod.Close(context.Background())
+			return nil, fmt.Errorf("%w: the instrumented module has no %s global", ErrInit, preempt.Export)
+		}
+		in.interrupt = g
+		in.timer = time.AfterFunc(time.Hour, func() { g.Set(1) })
+		in.timer.Stop()
+	}
 	if init := mod.ExportedFunction(abi.ExportInitialize); init != nil {
-		if _, err := init.Call(ctx); err != nil {
+		in.arm(ctx)
+		_, err := init.Call(ctx)
+		in.disarm()
+		if in.poisoned {
+			mod.Close(context.Background())
+			return nil, fmt.Errorf("%w: %s: budget of %s exceeded", ErrInit, abi.ExportInitialize, p.spec.InitBudget)
+		}
+		if err != nil {
 			mod.Close(context.Background())
 			return nil, fmt.Errorf("%w: %s: %v", ErrInit, abi.ExportInitialize, describe(ctx, err))
 		}
 	}
-	in := &instance{mod: mod, alloc: mod.ExportedFunction(abi.ExportAlloc), hook: mod.ExportedFunction(p.spec.Kind.export())}
 	p.live.Add(1)
 	p.noteMemory(in)
 	return in, nil
@@ -217,6 +269,9 @@ func (p *Plugin) noteMemory(in *instance) {
 
 // closeInstance closes an instance and stops counting it.
 func (p *Plugin) closeInstance(ctx context.Context, in *instance) {
+	if in.timer != nil {
+		in.timer.Stop()
+	}
 	in.mod.Close(ctx)
 	p.live.Add(-1)
 	p.memBytes.Add(-int64(in.mem))
@@ -287,8 +342,7 @@ func (e *CallError) Error() string { return fmt.Sprintf("plugin %s: %s: %v", e.P
 func (e *CallError) Unwrap() error { return e.Err }
 
 func describe(ctx context.Context, err error) error {
-	var exit *sys.ExitError
-	if errors.As(err, &exit) && ctx.Err() != nil {
+	if ctx.Err() != nil { // wazero's exit on a done context, or the interrupt's trap
 		return fmt.Errorf("budget exceeded: %w", ctx.Err())
 	}
 	return err
@@ -363,7 +417,7 @@ func (p *Plugin) call(ctx context.Context, encode func([]byte) []byte, decode fu
 			p.closeInstance(context.Background(), in)
 			p.rt.release(1)
 			return
-		case discard:
+		case discard || in.poisoned:
 			p.closeInstance(context.Background(), in)
 			in = nil
 		default:
@@ -374,9 +428,11 @@ func (p *Plugin) call(ctx context.Context, encode func([]byte) []byte, decode fu
 	in.req = encode(in.req[:0])
 	req := in.req
 	if uint32(len(req)) > in.bufLen || in.bufLen == 0 {
+		in.arm(ctx)
 		res, err := in.alloc.Call(ctx, uint64(max(len(req), 4096)))
+		in.disarm()
 		if err != nil {
-			return p.failure(ctx, err)
+			return p.failure(ctx, in, err)
 		}
 		in.buf, in.bufLen = uint32(res[0]), uint32(max(len(req), 4096))
 	}
@@ -386,9 +442,11 @@ func (p *Plugin) call(ctx context.Context, encode func([]byte) []byte, decode fu
 		return &CallError{Plugin: p.spec.Name, Kind: KindMalformed, Err: fmt.Errorf("%s returned %d: a %d-byte request there would end at byte %d, past the end of memory (%d bytes)",
 			abi.ExportAlloc, ptr, len(req), uint64(ptr)+uint64(len(req)), mem.Size())}
 	}
+	in.arm(ctx)
 	res, err := in.hook.Call(ctx, uint64(ptr), uint64(len(req)))
+	in.disarm()
 	if err != nil {
-		return p.failure(ctx, err)
+		return p.failure(ctx, in, err)
 	}
 	optr, olen := uint32(res[0]>>32), uint32(res[0])
 	if int(olen) > p.spec.MaxOutput {
@@ -411,10 +469,10 @@ func (p *Plugin) call(ctx context.Context, encode func([]byte) []byte, decode fu
 }
 
 // failure classifies an error from a call into the guest.
-func (p *Plugin) failure(ctx context.Context, err error) error {
+func (p *Plugin) failure(ctx context.Context, in *instance, err error) error {
 	kind := KindTrap
 	switch {
-	case ctx.Err() != nil:
+	case ctx.Err() != nil || in.poisoned: // the interrupt may fire before ctx's own timer
 		kind = KindTimeout
 		err = fmt.Errorf("budget of %s exceeded", p.spec.Budget)
 	case isMemoryError(err):

