@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
@@ -161,7 +162,7 @@ func runServe(ctx context.Context, args []string) error {
 	httpAddr := fs.String("http", "127.0.0.1:7700", "HTTP API listen address (empty: none)")
 	var hf httpAuthFlags
 	hf.register(fs)
-	metricsAddr := metricsFlag(fs)
+	mf := addMetricsFlags(fs)
 	demo := fs.Bool("demo", false, "create and load the demo index \"menu\" (20,000 catalogue items, 4 shards, the spelling → synonyms → georank pipeline) if it does not exist")
 	var pipelines pipelineFlag
 	fs.Var(&pipelines, "pipeline", "INDEX=FILE: run the index through the plugin pipeline in FILE (repeatable)")
@@ -196,7 +197,7 @@ func runServe(ctx context.Context, args []string) error {
 	cfg := node.Config{
 		HTTPAuth: hf.required(*httpAddr),
 		DataDir:  *data, NATSHost: *natsHost, NATSPort: *natsPort, NATSConfigFile: *natsConfig, NATSSync: time.Duration(natsSync), NATSOptions: natsOpts, HTTPAddr: *httpAddr,
-		MetricsAddr: *metricsAddr, Indexer: rf.indexer(), Searcher: rf.searcher(), Broker: rf.broker(), Logger: log,
+		MetricsAddr: *mf.addr, Profiling: *mf.pprof, Indexer: rf.indexer(), Searcher: rf.searcher(), Broker: rf.broker(), Logger: log,
 	}
 	if err := rf.pluginLimits(&cfg); err != nil {
 		return err
@@ -391,6 +392,12 @@ func loadDemo(ctx context.Context, n *node.Node, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	buf = bytes.Buffer{}
+	// Loading took several times the memory serving needs (the catalogue,
+	// the batches, the segments built and merged): give the freed part
+	// back to the operating system now rather than as the scavenger gets
+	// to it (docs/performance.md, "Memory of quarry serve --demo").
+	debug.FreeOSMemory()
 	log.Info("demo ready", "index", name, "docs", res.Stored, "generation", res.Snapshot.Generation,
 		"took", time.Since(start).Round(time.Millisecond), "try", `quarry search menu "spicy noodles"`)
 	return nil
@@ -414,7 +421,7 @@ func runRole(ctx context.Context, role string, args []string) error {
 	if role == "broker" {
 		hf.register(fs)
 	}
-	metricsAddr := metricsFlag(fs)
+	mf := addMetricsFlags(fs)
 	replicas := fs.Int("replicas", 0, "JetStream replicas of Quarry's streams and buckets, 1 to 5; they must match the deployment's if it has any (`quarry init` changes it) (default: the deployment's, else 1)")
 	var pipelines pipelineFlag
 	if role == "broker" {
@@ -455,7 +462,7 @@ func runRole(ctx context.Context, role string, args []string) error {
 			return fmt.Errorf("--%w", err)
 		}
 	}
-	cfg := node.Config{DataDir: *data, NATSURL: nf.url, NATSOptions: opts, Replicas: *replicas, MetricsAddr: *metricsAddr, Logger: log}
+	cfg := node.Config{DataDir: *data, NATSURL: nf.url, NATSOptions: opts, Replicas: *replicas, MetricsAddr: *mf.addr, Profiling: *mf.pprof, Logger: log}
 	switch role {
 	case "indexer":
 		cfg.Indexer = rf.indexer()

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"path"
-	"sync"
 
 	"github.com/klauspost/compress/zstd"
 )
@@ -38,21 +37,16 @@ type ManifestEntry struct {
 	SHA256 string `json:"sha256"`
 }
 
-var (
-	once    sync.Once
-	modules map[string][]byte
-	loadErr error
-)
-
 // Pipeline returns the demo pipeline file (its steps name "wasm" modules)
-// and the modules by the names it gives them, decompressed.
+// and the modules by the names it gives them, decompressed. Each call
+// decompresses them anew: the demo registers them once, and keeping 10 MB
+// of modules for the life of the process costs more than that.
 func Pipeline() (file []byte, mods map[string][]byte, err error) {
-	once.Do(func() { modules, loadErr = load() })
-	if loadErr != nil {
-		return nil, nil, loadErr
+	if mods, err = load(); err != nil {
+		return nil, nil, err
 	}
 	file, err = files.ReadFile("plugins/menu.json")
-	return file, modules, err
+	return file, mods, err
 }
 
 // ReadManifest returns the embedded modules' manifest.

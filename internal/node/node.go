@@ -62,6 +62,9 @@ type Config struct {
 	// own, for roles without the HTTP API; empty: none. The HTTP API
 	// serves /metrics too.
 	MetricsAddr string
+	// Profiling also serves Go's profiles (net/http/pprof) under
+	// /debug/pprof/ on the MetricsAddr listener; it needs MetricsAddr.
+	Profiling bool
 	// MaxBulkBytes caps an NDJSON upload over HTTP (default 1 GiB).
 	MaxBulkBytes int64
 	// Replicas is the JetStream replication factor of Quarry's resources.
@@ -146,6 +149,9 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	}
 	if cfg.MaxBulkBytes <= 0 {
 		cfg.MaxBulkBytes = 1 << 30
+	}
+	if cfg.Profiling && cfg.MetricsAddr == "" {
+		return nil, settingErr(SettingMetricsAddr, "profiles are served on the metrics listener: set its address too")
 	}
 	// Absolute from here on: nothing below may depend on the working
 	// directory (plugins are built in their own directories).

@@ -65,3 +65,28 @@ func TestReadinessWithoutHTTP(t *testing.T) {
 		}
 	}
 }
+
+// TestProfiling: Go's profiles are served on the metrics listener only
+// when asked for, and asking without a metrics listener is refused.
+func TestProfiling(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := Start(ctx, Config{DataDir: t.TempDir(), NATSPort: -1, Profiling: true, Searcher: &searcher.Config{}, Logger: testLogger()}); err == nil || !strings.Contains(err.Error(), "metrics listener") {
+		t.Fatalf("profiling without a metrics listener: %v, want an error naming it", err)
+	}
+	for _, profiling := range []bool{false, true} {
+		n, err := Start(ctx, Config{DataDir: t.TempDir(), NATSPort: -1, MetricsAddr: "127.0.0.1:0", Profiling: profiling, Searcher: &searcher.Config{}, Logger: testLogger()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.Get("http://" + n.MetricsAddr + "/debug/pprof/heap")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if want := map[bool]int{false: 404, true: 200}[profiling]; resp.StatusCode != want {
+			t.Errorf("profiling %v: /debug/pprof/heap answered %d, want %d", profiling, resp.StatusCode, want)
+		}
+		n.Close()
+	}
+}
