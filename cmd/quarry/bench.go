@@ -52,8 +52,8 @@ type benchConfig struct {
 	// each run in turn, WriteRounds times.
 	WriteRates  []float64
 	WriteRounds int
-	// ProfileDir, when set, receives a CPU profile of every mixed run
-	// and the process's mutex and block profiles after it.
+	// ProfileDir, when set, receives a CPU profile of every closed loop
+	// and mixed run, and the process's mutex and block profiles after it.
 	ProfileDir string
 	// Writes paces how Quarry's searcher applies updates, and
 	// IndexerWrites its indexer (the roles' flags of the same names).
@@ -127,7 +127,7 @@ func parseBench(args []string) (*benchConfig, *runtimeFlags, error) {
 	fs.StringVar(&loops, "loops", "open,closed", "measurements to make of each setup: open (fixed rate), closed (max throughput), mixed (the open loop while documents are upserted at each of --write-rates; Quarry's setups only), comma-separated")
 	var writeRates string
 	fs.StringVar(&writeRates, "write-rates", "0,1,10,100", "mixed loop: upserts a second during the searches, comma-separated, each measured in turn (0: no writes, the reference)")
-	fs.StringVar(&cfg.ProfileDir, "profile-dir", "", "mixed loop: write a CPU profile of each run (SETUP-RATE-ROUND.cpu.pprof) and the mutex and block profiles so far after it (.mutex.pprof, .block.pprof) into DIR, for go tool pprof")
+	fs.StringVar(&cfg.ProfileDir, "profile-dir", "", "write a CPU profile of each closed loop (SETUP-closed.cpu.pprof) and of each mixed run (SETUP-RATE-ROUND.cpu.pprof) and the mutex and block profiles so far after it (.mutex.pprof, .block.pprof) into DIR, for go tool pprof")
 	fs.IntVar(&cfg.WriteRounds, "write-rounds", 1, "mixed loop: how many times to run every write rate in turn (alternating them; the ratios are the rounds' medians)")
 	fs.Float64Var(&cfg.Rate, "rate", 50, "open loop: queries sent a second (keep it well below every setup's closed-loop throughput, or the latencies measure a growing queue; 50 is about half of quarry-wasm's on 2 cores)")
 	fs.DurationVar(&cfg.Duration, "duration", 5*time.Second, "measured time of each setup's open loop and of its closed loop (for a p99.9, make it at least 1000/--rate seconds)")
@@ -333,8 +333,15 @@ func bench(ctx context.Context, cfg *benchConfig, log *slog.Logger, out, progres
 				res, err = loadgen.OpenLoop(ctx, loadgen.OpenConfig{Rate: cfg.Rate, Duration: cfg.Duration, Warmup: cfg.Warmup,
 					MaxInFlight: cfg.MaxOutstanding, Spin: cfg.Spin, Timeout: cfg.Timeout}, target)
 			} else {
+				stop, perr := startProfiles(cfg.ProfileDir, s.name+"-closed")
+				if perr != nil {
+					return perr
+				}
 				res, err = loadgen.ClosedLoop(ctx, loadgen.ClosedConfig{Concurrency: cfg.Concurrency, Duration: cfg.Duration, Warmup: cfg.Warmup,
 					Timeout: cfg.Timeout}, target)
+				if perr := stop(); perr != nil && err == nil {
+					err = perr
+				}
 			}
 			if err != nil {
 				return fmt.Errorf("%s, %s loop: %w", s.name, loop, err)

@@ -204,6 +204,9 @@ func startProfiles(dir, name string) (func() error, error) {
 	if dir == "" {
 		return func() error { return nil }, nil
 	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("--profile-dir: %w", err)
+	}
 	base := filepath.Join(dir, name)
 	f, err := os.Create(base + ".cpu.pprof")
 	if err != nil {

@@ -97,6 +97,11 @@ type benchRun struct {
 	// Latency: from the scheduled send time (open loop), from the send
 	// (closed loop).
 	Latency benchDist `json:"latency"`
+	// CPUPerQueryUS is the process's CPU time in the closed loop's
+	// measured part over its successful queries: what a query costs every
+	// role in the process together (the capacity model's input,
+	// docs/scaling.md).
+	CPUPerQueryUS float64 `json:"cpu_per_query_us,omitempty"`
 	// Service (from the actual send) and SendLag (the sender's lateness)
 	// of an open loop.
 	Service *benchDist `json:"service,omitempty"`
@@ -216,6 +221,9 @@ func (r *benchReport) add(s *benchSetup, loop string, res *loadgen.Result) *benc
 		run.Service, run.SendLag = &service, &lag
 		sr.Open = run
 	} else {
+		if res.OK > 0 {
+			run.CPUPerQueryUS = float64(res.CPU.Microseconds()) / float64(res.OK)
+		}
 		sr.Closed = run
 	}
 	return run
@@ -331,7 +339,7 @@ func (r *benchReport) writeText(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	if len(r.Setups) > 0 {
 		fmt.Fprintln(w)
-		fmt.Fprintln(tw, "setup\tloop\tqueries\terrors\tq/s\tp50\tp90\tp99\tp99.9\tmax\t")
+		fmt.Fprintln(tw, "setup\tloop\tqueries\terrors\tq/s\tp50\tp90\tp99\tp99.9\tmax\tcpu/query\t")
 	}
 	for _, s := range r.Setups {
 		for _, run := range []struct {
@@ -346,8 +354,12 @@ func (r *benchReport) writeText(w io.Writer) {
 			if run.name == loopOpen {
 				loop = fmt.Sprintf("open %g/s", run.run.Rate)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%.0f\t%s\t%s\t%s\t%s\t%s\t\n", s.Name, loop, thousands(run.run.OK), run.run.Errors, run.run.Throughput,
-				fmtUS(l.P50US), fmtUS(l.P90US), fmtUS(l.P99US), fmtUS(l.P999US), fmtUS(l.MaxUS))
+			cpu := ""
+			if run.run.CPUPerQueryUS > 0 {
+				cpu = fmtUS(run.run.CPUPerQueryUS)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t\n", s.Name, loop, thousands(run.run.OK), run.run.Errors, run.run.Throughput,
+				fmtUS(l.P50US), fmtUS(l.P90US), fmtUS(l.P99US), fmtUS(l.P999US), fmtUS(l.MaxUS), cpu)
 		}
 	}
 	tw.Flush()

@@ -48,6 +48,11 @@ func ClosedLoop(ctx context.Context, cfg ClosedConfig, target Target) (*Result, 
 	var next atomic.Int64
 	start := time.Now()
 	from, to := start.Add(cfg.Warmup), start.Add(cfg.Warmup+cfg.Duration)
+	// The process's CPU time at the measured part's start, and after the
+	// last answer (the few requests answered after the end and not
+	// counted add a little).
+	var cpuFrom atomic.Int64
+	t0 := time.AfterFunc(cfg.Warmup, func() { cpuFrom.Store(int64(ProcessCPU())) })
 	var wg sync.WaitGroup
 	for range cfg.Concurrency {
 		wg.Go(func() {
@@ -72,5 +77,10 @@ func ClosedLoop(ctx context.Context, cfg ClosedConfig, target Target) (*Result, 
 	res := rec.result(cfg.Duration)
 	res.Service, res.SendLag = res.Latency, &Histogram{}
 	res.Concurrency = cfg.Concurrency
+	cpuTo := ProcessCPU()
+	if t0.Stop() { // ended before the measured part (ctx)
+		cpuFrom.Store(int64(cpuTo))
+	}
+	res.CPU = cpuTo - time.Duration(cpuFrom.Load())
 	return res, ctx.Err()
 }

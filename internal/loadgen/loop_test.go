@@ -104,6 +104,36 @@ func TestClosedLoop(t *testing.T) {
 	}
 }
 
+// TestClosedLoopCPU: the CPU a closed loop reports is what its target
+// burned in the measured part, not the warm-up's or the sleeping callers'.
+func TestClosedLoopCPU(t *testing.T) {
+	spin := func(d time.Duration) {
+		for start := ProcessCPU(); ProcessCPU()-start < d; {
+		}
+	}
+	for _, tc := range []struct {
+		name   string
+		target Target
+		min    time.Duration
+		max    time.Duration
+	}{
+		{"sleeping", func(context.Context, int) error { time.Sleep(2 * time.Millisecond); return nil }, 0, 60 * time.Millisecond},
+		{"spinning", func(context.Context, int) error { spin(time.Millisecond); return nil }, 150 * time.Millisecond, 700 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// One caller for 300 ms after 200 ms of warm-up: a spinning
+			// target burns about 300 ms of CPU in the measured part.
+			res, err := ClosedLoop(context.Background(), ClosedConfig{Concurrency: 1, Duration: 300 * time.Millisecond, Warmup: 200 * time.Millisecond}, tc.target)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.CPU < tc.min || res.CPU > tc.max {
+				t.Errorf("CPU %v, want %v to %v", res.CPU, tc.min, tc.max)
+			}
+		})
+	}
+}
+
 func TestCancel(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()

@@ -40,6 +40,10 @@ type Result struct {
 	// Concurrency is the closed loop's number of callers, or the most
 	// requests an open loop had in flight at once.
 	Concurrency int
+	// CPU is the process's CPU time (user and system) during a closed
+	// loop's measured part: with the target in the process, what the
+	// requests cost (ProcessCPU; 0 where the platform does not say).
+	CPU time.Duration
 }
 
 // maxErrorSamples bounds Result.ErrorSamples.
