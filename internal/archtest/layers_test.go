@@ -31,6 +31,9 @@ var forbidden = []struct {
 	{"indexer", []string{"broker", "searcher", "client", "internal/node", "cmd/"}, nil},
 	{"client", []string{"broker", "searcher", "indexer", "internal/node", "cmd/"}, nil},
 	{"internal/httpapi", []string{"broker", "searcher", "indexer", "internal/node"}, nil},
+	// The console is static files: it reaches Quarry only through the
+	// HTTP API its pages call, never through Go imports.
+	{"internal/console", []string{"internal/", "api", "client", "broker", "searcher", "indexer", "registry", "plugins", "planner", "cmd/"}, nil},
 	// The plugin host knows wazero and the ABI, not NATS or the services.
 	// (internal/trace is a leaf without NATS: request ids and spans.)
 	{"plugins", []string{"internal/", "client", "broker", "searcher", "indexer", "cmd/", "planner"}, []string{"internal/trace"}},

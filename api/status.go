@@ -1,0 +1,67 @@
+package api
+
+import "time"
+
+// IndexInfo is what a team may read of its own index through the admin
+// API (operation index.show; HTTP GET /v1/indexes/{index}/info): its
+// definition, its current snapshot generation and, per shard, the
+// snapshot's figures and the searcher replicas that answer for it now.
+type IndexInfo struct {
+	IndexDefinition
+	// Generation is the current snapshot generation (0: none yet).
+	Generation uint64 `json:"generation"`
+	// SnapshotCreated is when that generation was published.
+	SnapshotCreated time.Time `json:"snapshot_created,omitzero"`
+	// ShardStatus has one entry per shard, in shard order.
+	ShardStatus []ShardStatus `json:"shard_status"`
+}
+
+// ShardStatus is one shard of an IndexInfo.
+type ShardStatus struct {
+	Shard int `json:"shard"`
+	// SnapshotDocs, SnapshotSeq and SnapshotBytes are the current
+	// generation's: its documents, the last stream sequence it includes,
+	// its packed size.
+	SnapshotDocs  uint64 `json:"snapshot_docs"`
+	SnapshotSeq   uint64 `json:"snapshot_seq"`
+	SnapshotBytes int64  `json:"snapshot_bytes"`
+	// Replicas are the ids of the searcher processes that answered the
+	// shard's replica discovery (subject quarry.v1.replicas.<index>.<shard>)
+	// within a moment, sorted; none: no searcher serves the shard.
+	Replicas []string `json:"replicas"`
+}
+
+// ServiceInfo is one instance of a NATS micro service Quarry runs (the
+// broker's "quarry", the admin API's "quarry-admin"), as micro discovery
+// ($SRV.INFO and $SRV.STATS) reports it.
+type ServiceInfo struct {
+	Name        string    `json:"name"`
+	ID          string    `json:"id"`
+	Version     string    `json:"version"`
+	Description string    `json:"description,omitempty"`
+	Started     time.Time `json:"started,omitzero"`
+	// Endpoints are the instance's endpoints with their figures.
+	Endpoints []EndpointInfo `json:"endpoints"`
+}
+
+// EndpointInfo is one micro endpoint of a ServiceInfo.
+type EndpointInfo struct {
+	Name     string `json:"name"`
+	Subject  string `json:"subject"`
+	Requests int    `json:"num_requests"`
+	Errors   int    `json:"num_errors"`
+	// LastError is the last error's text, if any.
+	LastError string `json:"last_error,omitempty"`
+	// Data is the endpoint's own figures (the broker's search endpoint:
+	// its served counts, docs/api.md), as it gave them.
+	Data any `json:"data,omitempty"`
+}
+
+// Roles is what one look at NATS finds running: every micro service
+// instance, and the searcher replicas of every index's shards.
+type Roles struct {
+	Services []ServiceInfo `json:"services"`
+	// Searchers maps a searcher replica id to the shards it serves,
+	// "index/shard".
+	Searchers map[string][]string `json:"searchers"`
+}

@@ -1,0 +1,54 @@
+// Roles: what runs on NATS (micro discovery: brokers, admin APIs; replica
+// discovery: searchers) and this node's own health and readiness.
+
+import { get } from '../api.js';
+import { h, table, num, ago } from '../dom.js';
+
+async function probe(path) {
+  const resp = await fetch(path);
+  return { ok: resp.ok, status: resp.status, text: (await resp.text()).trim() };
+}
+
+export async function render(root, state, alive) {
+  root.append(h('h1', {}, 'Roles'));
+  const [health, ready] = await Promise.all([probe('/healthz'), probe('/readyz')]);
+  if (!alive()) return;
+  root.append(h('div', { class: 'card', id: 'node' }, h('h2', {}, 'This node'),
+    table(['probe', 'status', 'answer'], [
+      h('tr', {}, h('td', {}, 'GET /healthz'), h('td', {}, badge(health)), h('td', { class: 'small mono' }, health.text)),
+      h('tr', {}, h('td', {}, 'GET /readyz'), h('td', {}, badge(ready)), h('td', { class: 'small mono' }, ready.text.slice(0, 400))),
+    ])));
+  if (!state.me.operator) {
+    root.append(h('p', { class: 'muted' }, 'What else runs on NATS is for operators (GET /v1/roles needs an operator token), as NATS discovery subjects are for operators\' NATS users.'));
+    return;
+  }
+  const roles = await get('/v1/roles');
+  if (!alive()) return;
+  const byName = new Map();
+  for (const svc of roles.services) {
+    if (!byName.has(svc.name)) byName.set(svc.name, []);
+    byName.get(svc.name).push(svc);
+  }
+  const label = { quarry: 'Brokers (micro service quarry)', 'quarry-admin': 'Admin APIs (micro service quarry-admin, beside each broker)' };
+  for (const [name, list] of byName) {
+    const rows = list.map(svc => h('tr', { class: 'service', dataset: { name: svc.name } },
+      h('td', { class: 'mono small' }, svc.id), h('td', {}, svc.version), h('td', { class: 'small' }, ago(svc.started)),
+      h('td', { class: 'num' }, num(svc.endpoints.reduce((a, e) => a + e.num_requests, 0))),
+      h('td', { class: 'num' }, num(svc.endpoints.reduce((a, e) => a + e.num_errors, 0))),
+      h('td', { class: 'small' }, svc.endpoints.filter(e => e.last_error).map(e => e.name + ': ' + e.last_error).join('; ') || '–')));
+    root.append(h('div', { class: 'card' }, h('h2', {}, label[name] || name),
+      h('p', { class: 'muted small' }, list[0].description || ''),
+      table(['instance', 'version', 'started', h('th', { class: 'num' }, 'requests'), h('th', { class: 'num' }, 'errors'), 'last error'], rows, { class: 'services' })));
+  }
+  if (!roles.services.length) root.append(h('p', { class: 'bad' }, 'No micro service answered: no broker is running.'));
+  const searchers = Object.entries(roles.searchers).sort();
+  root.append(h('div', { class: 'card' }, h('h2', {}, 'Searchers (replica discovery)'),
+    searchers.length ? table(['replica', 'serves (index/shard)'], searchers.map(([id, shards]) =>
+      h('tr', { class: 'searcher' }, h('td', { class: 'mono small' }, id), h('td', {}, shards.sort().join(', ')))), { id: 'searchers' })
+      : h('p', { class: 'bad' }, 'No searcher answered for any shard.')));
+  root.append(h('p', { class: 'muted small' }, 'Indexers answer no discovery subject yet; this node\'s /readyz lists its own roles.'));
+}
+
+function badge(p) {
+  return h('span', { class: 'badge ' + (p.ok ? 'ok' : 'bad') }, p.ok ? 'ok' : 'HTTP ' + p.status);
+}
