@@ -65,3 +65,47 @@ type Roles struct {
 	// "index/shard".
 	Searchers map[string][]string `json:"searchers"`
 }
+
+// LoggedQuery is one search a broker answered, as its query log keeps it
+// (what the console's Traffic page shows): the text searched, the hits it
+// found and how long it took.
+type LoggedQuery struct {
+	// Q is the request's q, or "query: " and its bleve query's JSON when
+	// it had none; at most 200 bytes.
+	Q      string    `json:"q"`
+	Total  uint64    `json:"total"`
+	TookMS float64   `json:"took_ms"`
+	Time   time.Time `json:"time"`
+	// Stages are the times of each stage, for a slow query.
+	Stages []Stage `json:"stages,omitempty"`
+}
+
+// BrokerQueries is one broker's query log of an index: its last searches
+// and its last slow ones (over the broker's slow-query time), oldest
+// first. Brokers answer subject quarry.v1.brokers.queries with it.
+type BrokerQueries struct {
+	Broker string        `json:"broker"`
+	Index  string        `json:"index"`
+	Recent []LoggedQuery `json:"recent"`
+	Slow   []LoggedQuery `json:"slow"`
+}
+
+// QueryCount is a query text and how often it was searched.
+type QueryCount struct {
+	Q     string `json:"q"`
+	Count int    `json:"count"`
+}
+
+// QueryReport sums every broker's query log of an index (admin operation
+// queries.report; HTTP GET /v1/indexes/{index}/queries): the searches
+// most asked for, those that found nothing, and the slowest, with the
+// time of each stage.
+type QueryReport struct {
+	Index string `json:"index"`
+	// Brokers answered; Searches is how many searches their logs hold.
+	Brokers  int           `json:"brokers"`
+	Searches int           `json:"searches"`
+	Top      []QueryCount  `json:"top"`
+	Zero     []QueryCount  `json:"zero_results"`
+	Slow     []LoggedQuery `json:"slow"`
+}

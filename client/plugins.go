@@ -311,3 +311,12 @@ func (c *Client) IndexInfo(ctx context.Context, index string) (*api.IndexInfo, e
 	err := c.admin(ctx, index, "index.show", nil, &info)
 	return &info, err
 }
+
+// QueryReport sums every broker's query log of an index through the admin
+// API: the most searched texts, those that found nothing and the slowest
+// searches with their stages.
+func (c *Client) QueryReport(ctx context.Context, index string) (*api.QueryReport, error) {
+	var rep api.QueryReport
+	err := c.admin(ctx, index, "queries.report", nil, &rep)
+	return &rep, err
+}

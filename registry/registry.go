@@ -67,7 +67,7 @@ type Request struct {
 }
 
 // Operations of the admin API.
-var operations = []string{"plugin.upload", "plugin.register", "plugin.ls", "plugin.activate", "plugin.rm", "plugin.rollback", "plugin.canary", "plugin.promote", "plugin.shadow", "shadow.stats", "plugin.events", "pipeline.show", "pipeline.set", "pipeline.history", "index.show"}
+var operations = []string{"plugin.upload", "plugin.register", "plugin.ls", "plugin.activate", "plugin.rm", "plugin.rollback", "plugin.canary", "plugin.promote", "plugin.shadow", "shadow.stats", "plugin.events", "pipeline.show", "pipeline.set", "pipeline.history", "index.show", "queries.report"}
 
 // Run serves the admin API until ctx is done.
 func (s *Service) Run(ctx context.Context) error {
@@ -167,6 +167,8 @@ func (s *Service) Do(ctx context.Context, index, op string, r *Request) (any, er
 		return s.history(ctx, index)
 	case "index.show":
 		return s.indexInfo(ctx, index)
+	case "queries.report":
+		return s.queryReport(ctx, index)
 	}
 	return nil, api.BadRequest("unknown admin operation %q", op)
 }

@@ -1,8 +1,11 @@
 package registry
 
 import (
+	"cmp"
 	"context"
+	"encoding/json"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -77,4 +80,65 @@ func (s *Service) replicas(index string, shard int) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// brokersWait is how long queries.report gathers the brokers' answers.
+const brokersWait = 300 * time.Millisecond
+
+// reportSize caps each list of a query report.
+const reportSize = 20
+
+// queryReport asks every broker for its query log of the index and sums
+// them: the most searched texts, those that found nothing, the slowest
+// searches.
+func (s *Service) queryReport(ctx context.Context, index string) (*api.QueryReport, error) {
+	rep := &api.QueryReport{Index: index, Top: []api.QueryCount{}, Zero: []api.QueryCount{}, Slow: []api.LoggedQuery{}}
+	inbox := s.nc.NewRespInbox()
+	sub, err := s.nc.SubscribeSync(inbox)
+	if err != nil {
+		return nil, err
+	}
+	defer sub.Unsubscribe()
+	if err := s.nc.PublishRequest(subject.BrokerQueries, inbox, []byte(index)); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, brokersWait)
+	defer cancel()
+	top, zero := map[string]int{}, map[string]int{}
+	for {
+		m, err := sub.NextMsgWithContext(ctx)
+		if err != nil {
+			break // the wait is over
+		}
+		var bq api.BrokerQueries
+		if json.Unmarshal(m.Data, &bq) != nil || bq.Index != index {
+			continue
+		}
+		rep.Brokers++
+		rep.Searches += len(bq.Recent)
+		for _, q := range bq.Recent {
+			top[q.Q]++
+			if q.Total == 0 {
+				zero[q.Q]++
+			}
+		}
+		rep.Slow = append(rep.Slow, bq.Slow...)
+	}
+	rep.Top, rep.Zero = counts(top), counts(zero)
+	slices.SortFunc(rep.Slow, func(a, b api.LoggedQuery) int { return cmp.Compare(b.TookMS, a.TookMS) })
+	rep.Slow = rep.Slow[:min(len(rep.Slow), reportSize)]
+	return rep, nil
+}
+
+// counts lists the most frequent texts first (ties by text), at most
+// reportSize.
+func counts(m map[string]int) []api.QueryCount {
+	out := make([]api.QueryCount, 0, len(m))
+	for q, n := range m {
+		out = append(out, api.QueryCount{Q: q, Count: n})
+	}
+	slices.SortFunc(out, func(a, b api.QueryCount) int {
+		return cmp.Or(cmp.Compare(b.Count, a.Count), strings.Compare(a.Q, b.Q))
+	})
+	return out[:min(len(out), reportSize)]
 }

@@ -81,6 +81,7 @@ func Handler(c *client.Client, opts Options) http.Handler {
 	route("POST /v1/indexes/{index}/pipeline/rollback", team, h.rollbackPipeline)
 	route("GET /v1/indexes/{index}/pipeline/history", team, h.pipelineHistory)
 	route("GET /v1/indexes/{index}/info", team, h.indexInfo)
+	route("GET /v1/indexes/{index}/queries", team, h.queryReport)
 	route("GET /v1/roles", operator, h.roles)
 	route("GET /v1/me", anyToken, func(w http.ResponseWriter, r *http.Request) { h.me(w, r, opts.Guard) })
 	// The console: static pages that call the routes above with the
@@ -464,6 +465,11 @@ func (h *handler) pipelineHistory(w http.ResponseWriter, r *http.Request) {
 func (h *handler) indexInfo(w http.ResponseWriter, r *http.Request) {
 	info, err := h.c.IndexInfo(r.Context(), r.PathValue("index"))
 	h.reply(w, info, err)
+}
+
+func (h *handler) queryReport(w http.ResponseWriter, r *http.Request) {
+	rep, err := h.c.QueryReport(r.Context(), r.PathValue("index"))
+	h.reply(w, rep, err)
 }
 
 func (h *handler) roles(w http.ResponseWriter, r *http.Request) {

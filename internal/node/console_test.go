@@ -203,7 +203,8 @@ func TestConsole(t *testing.T) {
 	n := startConfig(t, Config{HTTPAuth: true, Indexer: &indexer.Config{}, Searcher: &searcher.Config{},
 		// No automatic fallback: a slow plugin under -race must not
 		// change the pipeline the test rolls back.
-		Broker: &broker.Config{FallbackErrorRate: 1}})
+		// Every search counts as slow, for the traffic page's list.
+		Broker: &broker.Config{FallbackErrorRate: 1, SlowQuery: time.Nanosecond}})
 	ctx := context.Background()
 	c := n.Client()
 
@@ -391,8 +392,23 @@ func TestConsole(t *testing.T) {
 	b.noErrors("playground")
 	b.screenshot("playground")
 
+	if r, err := c.Search(ctx, "menu", &api.SearchRequest{Q: "xqzzyv"}); err != nil || r.Total != 0 {
+		t.Fatalf("a search for nothing: %v %v", r, err)
+	}
 	b.page("traffic")
 	b.until(`document.querySelector('#traffic-indexes tr[data-index="menu"]') !== null`)
+	if eval[bool](b, `document.querySelector("#traffic-indexes thead tr").children.length !== document.querySelector('#traffic-indexes tr[data-index="menu"]').children.length`) {
+		t.Error("the traffic table's header and rows have different numbers of cells")
+	}
+	if top := eval[string](b, `document.getElementById("top-queries").innerText`); !strings.Contains(top, "spicy noodels") {
+		t.Errorf("top queries: %q, want the playground's", top)
+	}
+	if zero := eval[string](b, `document.getElementById("zero-queries").innerText`); !strings.Contains(zero, "xqzzyv") {
+		t.Errorf("zero-result queries: %q, want xqzzyv", zero)
+	}
+	if n := eval[int](b, `document.querySelectorAll("#slow-queries details.slow svg.waterfall").length`); n == 0 {
+		t.Error("no slow query with its stages")
+	}
 	b.noErrors("traffic")
 	b.screenshot("traffic")
 

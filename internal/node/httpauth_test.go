@@ -93,6 +93,7 @@ func TestHTTPTeamIsolation(t *testing.T) {
 		{"POST", "/v1/indexes/menu/pipeline/rollback", "", true},
 		{"GET", "/v1/indexes/menu/pipeline/history", "", true},
 		{"GET", "/v1/indexes/menu/info", "", true},
+		{"GET", "/v1/indexes/menu/queries", "", true},
 		{"GET", "/v1/roles", "", false},
 		{"GET", "/v1/indexes", "", false},
 		{"GET", "/v1/indexes/menu", "", false},

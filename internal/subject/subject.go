@@ -71,6 +71,10 @@ const (
 	// PipelineStatus is where every broker (no queue group) answers which
 	// pipeline revision it runs for each index (api.PipelineStatus).
 	PipelineStatus = "quarry.v1.brokers.pipelines"
+	// BrokerQueries is where every broker (no queue group) answers a
+	// request naming an index with its query log of it
+	// (api.BrokerQueries).
+	BrokerQueries = "quarry.v1.brokers.queries"
 )
 
 // Headers carried on Quarry messages.

@@ -3,7 +3,8 @@
 // /metrics) every two seconds.
 
 import { get, idx, metrics, pick, bucketsBy, quantile } from '../api.js';
-import { h, fill, table, ms, num } from '../dom.js';
+import { h, fill, table, ms, num, ago, errorBox } from '../dom.js';
+import { waterfall } from './playground.js';
 
 const every = 2000;
 
@@ -14,6 +15,21 @@ export async function render(root, state, alive) {
   const body = h('div', {});
   root.append(body, h('p', { class: 'muted small' },
     'From this node\'s broker (GET /metrics), refreshed every 2 s: rates over the last interval, latency quantiles over the last interval when it had queries, else since the broker started. Other brokers export their own.'));
+  const report = h('div', { id: 'queries' });
+  const refresh = h('button', { type: 'button', class: 'plain', id: 'refresh-queries' }, 'Refresh');
+  if (state.index) {
+    root.append(h('h2', {}, 'Queries of ', state.index, ' ', refresh), report);
+    const load = async () => {
+      refresh.disabled = true;
+      try {
+        const rep = await get(idx(state.index) + '/queries');
+        if (alive()) fill(report, queries(rep));
+      } catch (err) { if (alive()) fill(report, errorBox(err)); }
+      refresh.disabled = false;
+    };
+    refresh.addEventListener('click', load);
+    await load();
+  }
   let prev = null, timer = null;
   const tick = async () => {
     let samples;
@@ -72,11 +88,12 @@ function view(state, teams, prev, now) {
     teamRows.set(team, { all: add(t.all, all), recent: recent ? add(t.recent, recent) : null });
     rows.push(row(index, team, all, recent, secs));
   }
-  const heads = ['', h('th', { class: 'num' }, 'queries/s'), h('th', { class: 'num' }, 'p50'), h('th', { class: 'num' }, 'p99'), h('th', { class: 'num' }, 'p99.9'),
+  // Header cells are elements: each table gets its own.
+  const heads = () => ['', h('th', { class: 'num' }, 'queries/s'), h('th', { class: 'num' }, 'p50'), h('th', { class: 'num' }, 'p99'), h('th', { class: 'num' }, 'p99.9'),
     h('th', { class: 'num' }, 'errors'), h('th', { class: 'num' }, 'refused (overload)'), h('th', { class: 'num' }, 'answered, since start')];
   return [
-    h('div', { class: 'card' }, h('h2', {}, 'By index'), table(['index', 'team', ...heads.slice(1)], rows, { id: 'traffic-indexes' })),
-    h('div', { class: 'card' }, h('h2', {}, 'By team'), table(['team', ...heads.slice(1)],
+    h('div', { class: 'card' }, h('h2', {}, 'By index'), table(['index', 'team', ...heads().slice(1)], rows, { id: 'traffic-indexes' })),
+    h('div', { class: 'card' }, h('h2', {}, 'By team'), table(['team', ...heads().slice(1)],
       [...teamRows].map(([team, f]) => row(null, team, f.all, f.recent, secs)), { id: 'traffic-teams' })),
   ];
 }
@@ -93,4 +110,22 @@ function row(index, team, all, recent, secs) {
     h('td', { class: 'num' }, num(all.ok)),
   ];
   return index === null ? h('tr', {}, h('td', {}, team), cells) : h('tr', { dataset: { index } }, h('td', {}, index), h('td', {}, team), cells);
+}
+
+// queries draws the brokers' query logs of one index: the most searched
+// texts, those that found nothing, the slowest searches with their stages.
+function queries(rep) {
+  const list = (items, id, empty) => items.length
+    ? table(['q', h('th', { class: 'num' }, 'searches')], items.map(c => h('tr', {}, h('td', { class: 'mono' }, c.q || '(empty q)'), h('td', { class: 'num' }, num(c.count)))), { id })
+    : h('p', { class: 'muted' }, empty);
+  const slow = rep.slow.map(q => h('details', { class: 'slow' },
+    h('summary', {}, h('b', {}, ms(q.took_ms)), ' ', h('span', { class: 'mono' }, q.q || '(empty q)'), ' · ', num(q.total), ' hits · ', h('span', { class: 'muted small' }, ago(q.time))),
+    waterfall(q.stages || [], q.took_ms)));
+  return [
+    h('p', { class: 'muted small' }, 'The last ', num(rep.searches), ' searches the ', rep.brokers === 1 ? 'broker' : rep.brokers + ' brokers', ' answered for this index (each keeps its last 1,000 and its last 20 slow ones, over --slow-query).'),
+    h('div', { class: 'cols' },
+      h('div', { class: 'card' }, h('h3', {}, 'Top queries'), list(rep.top, 'top-queries', 'No search yet.')),
+      h('div', { class: 'card' }, h('h3', {}, 'Zero results'), list(rep.zero_results, 'zero-queries', 'Every search found something.'))),
+    h('div', { class: 'card', id: 'slow-queries' }, h('h3', {}, 'Slow queries'), slow.length ? slow : h('p', { class: 'muted' }, 'None over the slow-query time.')),
+  ];
 }
