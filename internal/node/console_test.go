@@ -412,6 +412,11 @@ func TestConsole(t *testing.T) {
 	b.noErrors("traffic")
 	b.screenshot("traffic")
 
+	// The plugins page again, with the searches' calls and latencies.
+	b.page("plugins")
+	b.noErrors("plugins (again)")
+	b.screenshot("plugins")
+
 	b.page("roles")
 	b.noErrors("roles")
 

@@ -51,10 +51,10 @@ function livePipeline(live, steps, hist, act) {
     h('td', {}, st.canary ? h('span', { class: 'badge warn' }, 'canary ' + short(st.canary.step.digest) + ' at ' + st.canary.percent + '%' + (st.canary.sticky_key ? ' by ' + st.canary.sticky_key : '')) : null,
       st.shadow ? h('span', { class: 'badge' }, 'shadow ' + short(st.shadow.step.digest) + ' at ' + st.shadow.percent + '%') : null,
       st.taken_out ? h('span', { class: 'badge bad' }, 'taken out') : null),
-    h('td', { class: 'actions' },
+    h('td', {}, h('div', { class: 'actions' },
       st.canary ? h('button', { type: 'button', class: 'promote', onclick: () => act('Promote ' + st.plugin, '/plugins/' + encodeURIComponent(st.plugin) + '/promote') }, 'Promote') : null,
       st.canary ? h('button', { type: 'button', class: 'plain', onclick: () => act('End canary of ' + st.plugin, '/plugins/' + encodeURIComponent(st.plugin) + '/canary?percent=0') }, 'End canary') : null,
-      st.shadow ? h('button', { type: 'button', class: 'plain', onclick: () => act('End shadow of ' + st.plugin, '/plugins/' + encodeURIComponent(st.plugin) + '/shadow?percent=0') }, 'End shadow') : null)));
+      st.shadow ? h('button', { type: 'button', class: 'plain', onclick: () => act('End shadow of ' + st.plugin, '/plugins/' + encodeURIComponent(st.plugin) + '/shadow?percent=0') }, 'End shadow') : null))));
   return h('div', { class: 'card', id: 'live' },
     h('h2', {}, 'Live pipeline'),
     kv([
