@@ -389,6 +389,12 @@ func TestConsole(t *testing.T) {
 	}
 	b.do(chromedp.Click(chromedp.CSS("#hits tr.hit button.explain-btn")))
 	b.until(`!document.querySelector("#hits tr.explain").hidden`)
+	// The hit's score explanation, from the index: BM25 with the whole
+	// index's document count (2,000 over the 2 shards), not a shard's.
+	b.until(`document.querySelector("#hits tr.explain ul.expl") !== null`)
+	if expl := eval[string](b, `document.querySelector("#hits tr.explain ul.expl").textContent`); !strings.Contains(expl, "maxDocs=2000)") || strings.ContainsRune(expl, 0) {
+		t.Errorf("the score explanation reads %.300q; want BM25 over maxDocs=2000, without raw bytes", expl)
+	}
 	b.noErrors("playground")
 	b.screenshot("playground")
 

@@ -52,7 +52,7 @@ export async function render(root, state, alive) {
       if (!spec) spec = await get(idx(state.index) + '/pipeline').catch(() => null);
       const resp = await post(idx(state.index) + '/search', req);
       if (!alive()) return;
-      fill(out, results(resp, spec, req));
+      fill(out, results(resp, spec, req, state.index));
       out.dataset.done = 'true';
     } catch (err) {
       out.replaceChildren(errorBox(err));
@@ -60,7 +60,7 @@ export async function render(root, state, alive) {
   });
 }
 
-function results(resp, spec, req) {
+function results(resp, spec, req, index) {
   const stages = resp.profile ? resp.profile.stages : [];
   const rewrites = stages.filter(st => st.name.startsWith('rewrite '));
   const plan = stages.find(st => st.name === 'plan');
@@ -75,7 +75,7 @@ function results(resp, spec, req) {
     rewrites.length ? h('div', { class: 'card' }, h('h2', {}, 'Rewrites'), rewriteDiff(rewrites, req.q)) : null,
     h('div', { class: 'card' }, h('h2', {}, 'Stages, to scale'), waterfall(stages, resp.took_ms),
       plan ? h('details', {}, h('summary', { class: 'small muted' }, 'the plan'), h('pre', {}, plan.detail)) : null),
-    h('div', { class: 'card' }, h('h2', {}, 'Hits'), hits(resp, finalQ || '', plan ? plan.detail : '')),
+    h('div', { class: 'card' }, h('h2', {}, 'Hits'), hits(resp, finalQ || '', plan ? plan.detail : '', req, index)),
   ];
 }
 
@@ -191,14 +191,19 @@ function highlight(text, terms) {
   return parts.map(p => terms.includes(p.toLowerCase()) ? h('mark', {}, p) : p);
 }
 
-function hits(resp, q, planDetail) {
+function hits(resp, q, planDetail, req, index) {
   if (!resp.hits.length) return h('p', { class: 'muted' }, 'No hits.');
   const top = resp.hits[0].score || 1;
   const terms = words(q);
   const rows = [];
   resp.hits.forEach((hit, i) => {
-    const explainRow = h('tr', { class: 'explain', hidden: true }, h('td', { colspan: 5 }, explain(hit, i, top, terms, planDetail)));
-    const btn = h('button', { class: 'plain explain-btn', type: 'button', onclick: () => { explainRow.hidden = !explainRow.hidden; } }, 'why?');
+    const tree = h('div', { class: 'explanation' });
+    const explainRow = h('tr', { class: 'explain', hidden: true }, h('td', { colspan: 5 }, explain(hit, i, top, terms, planDetail), tree));
+    let asked = false;
+    const btn = h('button', { class: 'plain explain-btn', type: 'button', onclick: () => {
+      explainRow.hidden = !explainRow.hidden;
+      if (!asked) { asked = true; scoreExplanation(tree, req, index, hit.id); }
+    } }, 'why?');
     rows.push(h('tr', { class: 'hit', dataset: { id: hit.id } },
       h('td', { class: 'num' }, resp.hits.length > 0 ? i + 1 : ''),
       h('td', { class: 'mono' }, hit.id),
@@ -230,4 +235,30 @@ function explain(hit, i, top, terms, planDetail) {
       query ? ['query run (BM25, global statistics)', h('code', {}, query)] : null,
     ]),
     h('details', {}, h('summary', { class: 'small muted' }, 'every field'), h('pre', {}, JSON.stringify(fields, null, 2))));
+}
+
+// scoreExplanation asks the index for one hit's score explanation: the
+// same request with "explain": true, filtered to the hit (a filter does
+// not change scores), and draws bleve's tree.
+async function scoreExplanation(el, req, index, id) {
+  fill(el, h('p', { class: 'muted small' }, 'Asking for the score explanation…'));
+  const ids = { ids: [id] };
+  const one = { ...req, explain: true, profile: false, size: 1, from: 0, fields: [], filter: req.filter ? { conjuncts: [req.filter, ids] } : ids };
+  try {
+    const resp = await post(idx(index) + '/search', one);
+    const hit = resp.hits.find(x => x.id === id);
+    if (!hit || !hit.explanation) { fill(el, h('p', { class: 'muted' }, 'The index gave no explanation for this hit.')); return; }
+    fill(el, h('h3', {}, 'Score explanation (BM25 with the index-wide statistics, before rankers)'), h('ul', { class: 'expl' }, explNode(hit.explanation, 0)));
+  } catch (err) { fill(el, errorBox(err)); }
+}
+
+// explNode draws one node of an explanation and, folded below two
+// levels, its children. Messages hold bleve's internal document number
+// as its 8 raw bytes (" in ········)"): those are left out.
+function explNode(e, depth) {
+  const msg = String(e.message || '').replace(/ in [\s\S]{8}\)/g, ')').replace(/[\u0000-\u001f]/g, '');
+  const head = [h('b', { class: 'mono' }, Number(e.value).toFixed(4)), ' ', msg];
+  const kids = (e.children || []).map(c => explNode(c, depth + 1));
+  if (!kids.length) return h('li', {}, head);
+  return h('li', {}, depth < 2 ? [head, h('ul', {}, kids)] : h('details', {}, h('summary', {}, head), h('ul', {}, kids)));
 }
