@@ -29,6 +29,10 @@ type ShardStatus struct {
 	// shard's replica discovery (subject quarry.v1.replicas.<index>.<shard>)
 	// within a moment, sorted; none: no searcher serves the shard.
 	Replicas []string `json:"replicas"`
+	// Serving is what each searcher serving the shard says of its replica
+	// in micro discovery (quarry-searcher's status): generation, applied
+	// sequence, replay lag, documents; by replica id.
+	Serving []ReplicaShard `json:"serving"`
 }
 
 // ServiceInfo is one instance of a NATS micro service Quarry runs (the
@@ -108,4 +112,34 @@ type QueryReport struct {
 	Top      []QueryCount  `json:"top"`
 	Zero     []QueryCount  `json:"zero_results"`
 	Slow     []LoggedQuery `json:"slow"`
+}
+
+// RoleStatus is what a searcher or an indexer says of itself in micro
+// discovery: its micro services quarry-searcher and quarry-indexer carry
+// it as their status endpoint's data (`nats micro stats quarry-searcher`)
+// and answer it on that endpoint.
+type RoleStatus struct {
+	Role string `json:"role"` // searcher or indexer
+	// ID is the process's id (a searcher's is its replica id).
+	ID       string `json:"id"`
+	Ready    bool   `json:"ready"`
+	Draining bool   `json:"draining,omitempty"`
+	// Shards are the shard replicas it holds: a searcher's serve searches,
+	// an indexer's follow the stream to build snapshots.
+	Shards []ReplicaShard `json:"shards"`
+}
+
+// ReplicaShard is one shard replica of a RoleStatus.
+type ReplicaShard struct {
+	Index string `json:"index"`
+	Shard int    `json:"shard"`
+	// Generation is the snapshot generation the replica was opened from;
+	// Seq the last stream sequence it applied; Lag the messages of the
+	// shard the stream held after it, as of its last batch.
+	Generation uint64 `json:"generation"`
+	Seq        uint64 `json:"seq"`
+	Lag        uint64 `json:"lag"`
+	Docs       uint64 `json:"docs"`
+	// Replica, in an IndexInfo, is the searcher it belongs to.
+	Replica string `json:"replica,omitempty"`
 }

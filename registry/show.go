@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nats-io/nats.go/micro"
+
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/internal/subject"
 )
@@ -40,9 +42,11 @@ func (s *Service) indexInfo(ctx context.Context, index string) (*api.IndexInfo, 
 	}
 	info := &api.IndexInfo{IndexDefinition: def, Generation: m.Generation, SnapshotCreated: m.Created, ShardStatus: make([]api.ShardStatus, def.Shards)}
 	var wg sync.WaitGroup
+	var serving []api.RoleStatus
+	wg.Go(func() { serving = s.searcherStatus() })
 	for sh := range def.Shards {
 		st := &info.ShardStatus[sh]
-		st.Shard = sh
+		st.Shard, st.Serving = sh, []api.ReplicaShard{}
 		for _, snap := range m.Shards {
 			if snap.Shard == sh {
 				st.SnapshotDocs, st.SnapshotSeq, st.SnapshotBytes = snap.Docs, snap.Seq, snap.Size
@@ -51,7 +55,54 @@ func (s *Service) indexInfo(ctx context.Context, index string) (*api.IndexInfo, 
 		wg.Go(func() { st.Replicas = s.replicas(index, sh) })
 	}
 	wg.Wait()
+	for _, st := range serving {
+		for _, rs := range st.Shards {
+			if rs.Index == index && rs.Shard >= 0 && rs.Shard < len(info.ShardStatus) {
+				rs.Replica = st.ID
+				info.ShardStatus[rs.Shard].Serving = append(info.ShardStatus[rs.Shard].Serving, rs)
+			}
+		}
+	}
+	for i := range info.ShardStatus {
+		slices.SortFunc(info.ShardStatus[i].Serving, func(a, b api.ReplicaShard) int { return strings.Compare(a.Replica, b.Replica) })
+	}
 	return info, nil
+}
+
+// searcherStatus gathers, within replicaWait, what every searcher says of
+// itself in micro discovery ($SRV.STATS.quarry-searcher).
+func (s *Service) searcherStatus() []api.RoleStatus {
+	var out []api.RoleStatus
+	subj, err := micro.ControlSubject(micro.StatsVerb, subject.SearcherService, "")
+	if err != nil {
+		return nil
+	}
+	inbox := s.nc.NewRespInbox()
+	sub, err := s.nc.SubscribeSync(inbox)
+	if err != nil {
+		return nil
+	}
+	defer sub.Unsubscribe()
+	if err := s.nc.PublishRequest(subj, inbox, nil); err != nil {
+		return nil
+	}
+	deadline := time.Now().Add(replicaWait)
+	for {
+		m, err := sub.NextMsg(time.Until(deadline))
+		if err != nil {
+			return out
+		}
+		var stats micro.Stats
+		if json.Unmarshal(m.Data, &stats) != nil {
+			continue
+		}
+		for _, e := range stats.Endpoints {
+			var st api.RoleStatus
+			if e.Name == "status" && json.Unmarshal(e.Data, &st) == nil && st.ID != "" {
+				out = append(out, st)
+			}
+		}
+	}
 }
 
 // replicas asks every searcher serving a shard for its replica id, as the

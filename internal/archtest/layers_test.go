@@ -25,6 +25,8 @@ var forbidden = []struct {
 	{"internal/shard", []string{"client", "broker", "searcher", "indexer"}, nil},
 	{"internal/snapshot", []string{"internal/", "client", "broker", "searcher", "indexer"}, nil},
 	{"internal/catalog", []string{"internal/", "client", "broker", "searcher", "indexer"}, nil},
+	// A role's micro service for discovery: subjects and NATS only.
+	{"internal/rolestatus", []string{"internal/", "client", "broker", "searcher", "indexer"}, []string{"internal/subject"}},
 	// Services do not import each other or the client.
 	{"broker", []string{"searcher", "indexer", "client", "internal/node", "cmd/"}, nil},
 	{"searcher", []string{"broker", "indexer", "client", "internal/node", "cmd/"}, nil},

@@ -261,6 +261,10 @@ func TestConsole(t *testing.T) {
 		if len(st.Replicas) != 1 {
 			t.Errorf("index.show: shard %d has replicas %v, want the one searcher", st.Shard, st.Replicas)
 		}
+		// What the searcher says of its replica in micro discovery.
+		if len(st.Serving) != 1 || st.Serving[0].Replica != n.Searcher.ID() || st.Serving[0].Docs != st.SnapshotDocs || st.Serving[0].Generation != info.Generation {
+			t.Errorf("index.show: shard %d is served by %+v; want searcher %s at generation %d with %d documents", st.Shard, st.Serving, n.Searcher.ID(), info.Generation, st.SnapshotDocs)
+		}
 	}
 	if info.Team != "food" || info.Generation == 0 || snapDocs != 2000 || len(info.ShardStatus) != 2 {
 		t.Errorf("index.show: team %q, generation %d, %d snapshot documents over %d shards; want food, a generation, 2000 over 2", info.Team, info.Generation, snapDocs, len(info.ShardStatus))
@@ -319,6 +323,9 @@ func TestConsole(t *testing.T) {
 	}
 	if rows := eval[int](b, `document.querySelectorAll('.card.index[data-index="menu"] table.shards tbody tr').length`); rows != 2 {
 		t.Errorf("menu's shard table has %d rows, want 2", rows)
+	}
+	if gen := eval[string](b, `document.querySelector('.card.index[data-index="menu"] table.shards tbody tr').children[2].textContent`); gen != fmt.Sprint(info.Generation) {
+		t.Errorf("shard 0's replica shows generation %q, want %d", gen, info.Generation)
 	}
 	b.noErrors("indexes")
 	b.screenshot("indexes")
@@ -458,8 +465,14 @@ func TestConsole(t *testing.T) {
 		t.Errorf("the operator's index picker offers %v, want [books menu]", got)
 	}
 	o.page("roles")
-	if names := eval[[]string](o, `[...document.querySelectorAll("tr.service")].map(r => r.dataset.name)`); !slices.Contains(names, "quarry") || !slices.Contains(names, "quarry-admin") {
-		t.Errorf("the roles page shows services %v, want quarry and quarry-admin", names)
+	names := eval[[]string](o, `[...document.querySelectorAll("tr.service")].map(r => r.dataset.name)`)
+	for _, want := range []string{"quarry", "quarry-admin", "quarry-searcher", "quarry-indexer"} {
+		if !slices.Contains(names, want) {
+			t.Errorf("the roles page shows services %v, no %s", names, want)
+		}
+	}
+	if ready := eval[int](o, `[...document.querySelectorAll('tr.service[data-name="quarry-searcher"] .badge')].filter(b => b.textContent === "ready").length`); ready != 1 {
+		t.Errorf("the roles page shows %d ready searchers, want 1", ready)
 	}
 	if searchers := eval[int](o, `document.querySelectorAll("#searchers tr.searcher").length`); searchers != 1 {
 		t.Errorf("the roles page shows %d searchers, want 1", searchers)

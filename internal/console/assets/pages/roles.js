@@ -29,24 +29,41 @@ export async function render(root, state, alive) {
     if (!byName.has(svc.name)) byName.set(svc.name, []);
     byName.get(svc.name).push(svc);
   }
-  const label = { quarry: 'Brokers (micro service quarry)', 'quarry-admin': 'Admin APIs (micro service quarry-admin, beside each broker)' };
-  for (const [name, list] of byName) {
-    const rows = list.map(svc => h('tr', { class: 'service', dataset: { name: svc.name } },
-      h('td', { class: 'mono small' }, svc.id), h('td', {}, svc.version), h('td', { class: 'small' }, ago(svc.started)),
-      h('td', { class: 'num' }, num(svc.endpoints.reduce((a, e) => a + e.num_requests, 0))),
-      h('td', { class: 'num' }, num(svc.endpoints.reduce((a, e) => a + e.num_errors, 0))),
-      h('td', { class: 'small' }, svc.endpoints.filter(e => e.last_error).map(e => e.name + ': ' + e.last_error).join('; ') || '–')));
+  const label = {
+    quarry: 'Brokers (micro service quarry)', 'quarry-admin': 'Admin APIs (micro service quarry-admin, beside each broker)',
+    'quarry-searcher': 'Searchers (micro service quarry-searcher)', 'quarry-indexer': 'Indexers (micro service quarry-indexer)',
+  };
+  const order = ['quarry', 'quarry-searcher', 'quarry-indexer', 'quarry-admin'];
+  const names = [...byName.keys()].sort((a, b) => (order.indexOf(a) + 1 || 99) - (order.indexOf(b) + 1 || 99) || a.localeCompare(b));
+  for (const name of names) {
+    const list = byName.get(name);
+    const rows = list.map(svc => {
+      // A searcher's or indexer's status endpoint carries what it says
+      // of itself (api.RoleStatus).
+      const status = (svc.endpoints.find(e => e.name === 'status') || {}).data;
+      return h('tr', { class: 'service', dataset: { name: svc.name } },
+        h('td', { class: 'mono small' }, svc.id), h('td', {}, svc.version), h('td', { class: 'small' }, ago(svc.started)),
+        h('td', {}, status ? h('span', { class: 'badge ' + (status.draining ? 'warn' : status.ready ? 'ok' : 'bad') }, status.draining ? 'draining' : status.ready ? 'ready' : 'loading') : h('span', { class: 'badge ok' }, 'answering')),
+        h('td', { class: 'small' }, status ? shardList(status.shards) : '–'),
+        h('td', { class: 'num' }, num(svc.endpoints.reduce((a, e) => a + e.num_requests, 0))),
+        h('td', { class: 'num' }, num(svc.endpoints.reduce((a, e) => a + e.num_errors, 0))),
+        h('td', { class: 'small' }, svc.endpoints.filter(e => e.last_error).map(e => e.name + ': ' + e.last_error).join('; ') || '–'));
+    });
     root.append(h('div', { class: 'card' }, h('h2', {}, label[name] || name),
       h('p', { class: 'muted small' }, list[0].description || ''),
-      table(['instance', 'version', 'started', h('th', { class: 'num' }, 'requests'), h('th', { class: 'num' }, 'errors'), 'last error'], rows, { class: 'services' })));
+      table(['instance', 'version', 'started', 'state', 'shards (generation, lag)', h('th', { class: 'num' }, 'requests'), h('th', { class: 'num' }, 'errors'), 'last error'], rows, { class: 'services' })));
   }
   if (!roles.services.length) root.append(h('p', { class: 'bad' }, 'No micro service answered: no broker is running.'));
   const searchers = Object.entries(roles.searchers).sort();
-  root.append(h('div', { class: 'card' }, h('h2', {}, 'Searchers (replica discovery)'),
+  root.append(h('div', { class: 'card' }, h('h2', {}, 'Shard replicas answering (the discovery brokers route by)'),
     searchers.length ? table(['replica', 'serves (index/shard)'], searchers.map(([id, shards]) =>
       h('tr', { class: 'searcher' }, h('td', { class: 'mono small' }, id), h('td', {}, shards.sort().join(', ')))), { id: 'searchers' })
       : h('p', { class: 'bad' }, 'No searcher answered for any shard.')));
-  root.append(h('p', { class: 'muted small' }, 'Indexers answer no discovery subject yet; this node\'s /readyz lists its own roles.'));
+}
+
+function shardList(shards) {
+  if (!shards || !shards.length) return 'none';
+  return shards.map(s => s.index + '/' + s.shard + ' (g' + s.generation + (s.lag ? ', lag ' + s.lag : '') + ')').join(', ');
 }
 
 function badge(p) {
