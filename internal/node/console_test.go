@@ -347,8 +347,10 @@ func TestConsole(t *testing.T) {
 	if st, _ := live.Step("georank"); st == nil {
 		t.Errorf("the rollback did not bring georank back: %+v", live)
 	}
-	if !strings.Contains(eval[string](b, `document.getElementById("history").innerText`), "rollback to revision") {
-		t.Error("the history does not show the rollback")
+	for _, id := range []string{"history", "events"} {
+		if !strings.Contains(eval[string](b, fmt.Sprintf(`document.getElementById(%q).innerText`, id)), "rollback to revision") {
+			t.Errorf("the %s does not show the rollback", id)
+		}
 	}
 	b.noErrors("plugins")
 	b.screenshot("plugins")

@@ -35,7 +35,7 @@ export async function render(root, state, alive) {
       shadows.length ? h('div', { class: 'card' }, h('h2', {}, 'Shadows'), shadowTable(shadows)) : null,
       h('div', { class: 'card' }, h('h2', {}, 'Versions'), versionTable(list.versions, live, samples, state.index, act)),
       h('div', { class: 'card' }, h('h2', {}, 'History'), historyTable(hist, live)),
-      h('div', { class: 'card' }, h('h2', {}, 'Events'), timeline(events)));
+      h('div', { class: 'card' }, h('h2', {}, 'Events'), timeline(events, hist)));
   };
   await draw();
 }
@@ -130,9 +130,16 @@ function historyTable(hist, live) {
   return table([h('th', { class: 'num' }, 'revision'), 'written (UTC)', 'by', 'steps'], rows, { id: 'history' });
 }
 
-function timeline(events) {
-  if (!events.length) return h('p', { class: 'muted' }, 'No events: no automatic fallback, rollback or refused pipeline.');
-  return h('ul', { class: 'timeline', id: 'events' }, [...events].reverse().map(e => h('li', {},
-    h('b', {}, e.event), ' ', e.plugin, ' ', h('span', { class: 'mono' }, short(e.version)), ' · ', e.reason,
-    h('div', { class: 'muted small' }, new Date(e.time).toISOString().replace('T', ' ').slice(0, 19) + ' UTC · ' + ago(e.time) + (e.broker ? ' · broker ' + e.broker : '')))));
+// timeline puts the plugin events (automatic fallbacks and rollbacks,
+// refused pipelines) and every pipeline change of the kept history on one
+// time line, newest first.
+function timeline(events, hist) {
+  const items = [
+    ...events.map(e => ({ time: e.time, kind: 'event', head: [h('b', {}, e.event), ' ', e.plugin, ' ', h('span', { class: 'mono' }, short(e.version)), ' · ', e.reason], who: e.broker ? 'broker ' + e.broker : '' })),
+    ...hist.map(p => ({ time: p.updated, kind: 'change', head: [h('b', {}, 'revision ' + p.revision), ' · ', p.change || 'pipeline written'], who: '' })),
+  ].filter(x => x.time).sort((a, b) => new Date(b.time) - new Date(a.time));
+  if (!items.length) return h('p', { class: 'muted' }, 'Nothing yet.');
+  return h('ul', { class: 'timeline', id: 'events' }, items.map(x => h('li', { class: x.kind },
+    x.head,
+    h('div', { class: 'muted small' }, new Date(x.time).toISOString().replace('T', ' ').slice(0, 19) + ' UTC · ' + ago(x.time) + (x.who ? ' · ' + x.who : '')))));
 }

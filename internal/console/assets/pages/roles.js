@@ -42,7 +42,8 @@ export async function render(root, state, alive) {
       // of itself (api.RoleStatus).
       const status = (svc.endpoints.find(e => e.name === 'status') || {}).data;
       return h('tr', { class: 'service', dataset: { name: svc.name } },
-        h('td', { class: 'mono small' }, svc.id), h('td', {}, svc.version), h('td', { class: 'small' }, ago(svc.started)),
+        // A searcher by its replica id (as the Indexes page names it).
+        h('td', { class: 'mono small', title: 'micro service instance ' + svc.id }, status && status.id ? status.id : svc.id), h('td', {}, svc.version), h('td', { class: 'small' }, ago(svc.started)),
         h('td', {}, status ? h('span', { class: 'badge ' + (status.draining ? 'warn' : status.ready ? 'ok' : 'bad') }, status.draining ? 'draining' : status.ready ? 'ready' : 'loading') : h('span', { class: 'badge ok' }, 'answering')),
         h('td', { class: 'small' }, status ? shardList(status.shards) : '–'),
         h('td', { class: 'num' }, num(svc.endpoints.reduce((a, e) => a + e.num_requests, 0))),
