@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/micro"
@@ -31,14 +32,34 @@ func (c *Client) Roles(ctx context.Context, wait time.Duration) (*api.Roles, err
 	out := &api.Roles{Services: []api.ServiceInfo{}, Searchers: map[string][]string{}}
 	infoSubj, _ := micro.ControlSubject(micro.InfoVerb, "", "")
 	statsSubj, _ := micro.ControlSubject(micro.StatsVerb, "", "")
+	// Every question at once: the answers come within one wait.
+	var infoAns, statsAns [][]byte
+	type shardRef struct {
+		index string
+		shard int
+	}
+	var refs []shardRef
+	for _, def := range defs {
+		for sh := range def.Shards {
+			refs = append(refs, shardRef{def.Name, sh})
+		}
+	}
+	replicaAns := make([][][]byte, len(refs))
+	var wg sync.WaitGroup
+	wg.Go(func() { infoAns = c.gather(ctx, infoSubj, wait) })
+	wg.Go(func() { statsAns = c.gather(ctx, statsSubj, wait) })
+	for i, r := range refs {
+		wg.Go(func() { replicaAns[i] = c.gather(ctx, subject.Replicas(r.index, r.shard), wait) })
+	}
+	wg.Wait()
 	infos, stats := map[string]micro.Info{}, map[string]micro.Stats{}
-	for _, m := range c.gather(ctx, infoSubj, wait) {
+	for _, m := range infoAns {
 		var i micro.Info
 		if json.Unmarshal(m, &i) == nil && i.ID != "" {
 			infos[i.ID] = i
 		}
 	}
-	for _, m := range c.gather(ctx, statsSubj, wait) {
+	for _, m := range statsAns {
 		var s micro.Stats
 		if json.Unmarshal(m, &s) == nil && s.ID != "" {
 			stats[s.ID] = s
@@ -58,12 +79,10 @@ func (c *Client) Roles(ctx context.Context, wait time.Duration) (*api.Roles, err
 	slices.SortFunc(out.Services, func(a, b api.ServiceInfo) int {
 		return strings.Compare(a.Name+"/"+a.ID, b.Name+"/"+b.ID)
 	})
-	for _, def := range defs {
-		for sh := range def.Shards {
-			for _, m := range c.gather(ctx, subject.Replicas(def.Name, sh), wait/3) {
-				if id := string(m); id != "" && len(id) <= 64 {
-					out.Searchers[id] = append(out.Searchers[id], def.Name+"/"+strconv.Itoa(sh))
-				}
+	for i, r := range refs {
+		for _, m := range replicaAns[i] {
+			if id := string(m); id != "" && len(id) <= 64 {
+				out.Searchers[id] = append(out.Searchers[id], r.index+"/"+strconv.Itoa(r.shard))
 			}
 		}
 	}
