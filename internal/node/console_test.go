@@ -23,6 +23,7 @@ import (
 	"github.com/quarrysearch/quarry/indexer"
 	"github.com/quarrysearch/quarry/internal/catalog"
 	"github.com/quarrysearch/quarry/internal/demo"
+	"github.com/quarrysearch/quarry/internal/wasmtest"
 	"github.com/quarrysearch/quarry/searcher"
 )
 
@@ -274,6 +275,12 @@ func TestConsole(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A second version of spelling, not live: for the canary and promote
+	// buttons.
+	candidate, err := c.PushPlugin(ctx, "menu", "spelling", wasmtest.WAT(t, identityWAT), client.PushOptions{Kind: "rewriter"})
+	if err != nil {
+		t.Fatal(err)
+	}
 	food, _, err := c.CreateToken(ctx, "food", false, "console test")
 	if err != nil {
 		t.Fatal(err)
@@ -431,6 +438,22 @@ func TestConsole(t *testing.T) {
 	b.page("plugins")
 	b.noErrors("plugins (again)")
 	b.screenshot("plugins")
+
+	// A canary of the second spelling version at 50%, then promoted, from
+	// the page.
+	row := fmt.Sprintf(`tr.version[data-digest=%q]`, candidate.Digest)
+	b.do(chromedp.SetValue(chromedp.CSS(row+` input[type="number"]`), "50"), chromedp.Click(chromedp.CSS(row+` button.canary`)))
+	b.until(`[...document.querySelectorAll('tr.live-step[data-plugin="spelling"] .badge')].some(b => b.textContent.includes("canary") && b.textContent.includes("50%"))`)
+	if live, err := c.Pipeline(ctx, "menu"); err != nil || live.Rewriters[0].Canary == nil || live.Rewriters[0].Canary.Step.Digest != candidate.Digest || live.Rewriters[0].Canary.Percent != 50 {
+		t.Fatalf("after the canary button the live pipeline is %+v (%v)", live, err)
+	}
+	b.screenshot("plugins-canary")
+	b.do(chromedp.Click(chromedp.CSS(`tr.live-step[data-plugin="spelling"] button.promote`)))
+	b.until(fmt.Sprintf(`(document.querySelector('tr.live-step[data-plugin="spelling"]') || {textContent: ""}).textContent.includes(%q) && !document.querySelector('tr.live-step[data-plugin="spelling"] button.promote')`, candidate.Digest[len("sha256:"):][:12]))
+	if live, err := c.Pipeline(ctx, "menu"); err != nil || live.Rewriters[0].Digest != candidate.Digest || live.Rewriters[0].Canary != nil {
+		t.Errorf("after the promote button the live pipeline is %+v (%v)", live, err)
+	}
+	b.noErrors("plugins (canary, promote)")
 
 	b.page("roles")
 	b.noErrors("roles")

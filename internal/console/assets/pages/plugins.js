@@ -72,8 +72,12 @@ function livePipeline(live, steps, hist, act) {
 
 function versionTable(versions, live, samples, index, act) {
   if (!versions.length) return h('p', { class: 'muted' }, 'No version pushed (quarry plugin push).');
-  const liveDigest = new Map();
-  for (const st of [...(live.rewriters || []), ...(live.rankers || [])]) liveDigest.set(st.plugin, st.digest);
+  const liveDigest = new Map(), trying = new Map(); // trying: digest → "canary 10%"
+  for (const st of [...(live.rewriters || []), ...(live.rankers || [])]) {
+    liveDigest.set(st.plugin, st.digest);
+    if (st.canary) trying.set(st.canary.step.digest, 'canary ' + st.canary.percent + '%');
+    if (st.shadow) trying.set(st.shadow.step.digest, 'shadow ' + st.shadow.percent + '%');
+  }
   const durations = bucketsBy(samples, 'quarry_plugin_call_duration_seconds', ['index', 'plugin', 'version']);
   const rows = versions.map(v => {
     const want = { index, plugin: v.name, version: short(v.digest) };
@@ -87,7 +91,7 @@ function versionTable(versions, live, samples, index, act) {
       h('td', {}, v.name), h('td', {}, v.kind), h('td', { class: 'mono' }, short(v.digest)),
       h('td', {}, v.valid ? h('span', { class: 'badge ok' }, 'valid') : h('span', { class: 'badge bad', title: v.error || '' }, 'refused'),
         v.error ? h('div', { class: 'small error' }, v.error) : null),
-      h('td', {}, isLive ? h('span', { class: 'badge ok' }, 'live') : ''),
+      h('td', {}, isLive ? h('span', { class: 'badge ok' }, 'live') : trying.has(v.digest) ? h('span', { class: 'badge warn' }, trying.get(v.digest)) : ''),
       h('td', { class: 'small' }, ago(v.pushed), h('div', { class: 'muted' }, bytes(v.size))),
       h('td', { class: 'num' }, num(calls)),
       h('td', { class: 'small' }, errs.length ? h('span', { class: 'bad' }, errs.join(', ')) : '0'),
