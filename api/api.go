@@ -60,6 +60,10 @@ type SearchRequest struct {
 	AllowPartial *bool `json:"allow_partial,omitempty"`
 	// Profile asks for the plan and a timing per stage in the response.
 	Profile bool `json:"profile,omitempty"`
+	// Explain asks for each hit's Explanation: how its retrieval score
+	// was computed (bleve's explanation, with the index-wide statistics
+	// Quarry scores with).
+	Explain bool `json:"explain,omitempty"`
 	// Variant runs a pushed, validated version of one of the index's live
 	// plugins in place of the live version, for this request only: what
 	// `quarry plugin test` replays recorded queries with.
@@ -250,6 +254,11 @@ type Hit struct {
 	ID     string         `json:"id"`
 	Score  float64        `json:"score"`
 	Fields map[string]any `json:"fields,omitempty"`
+	// Explanation, when the request asked to explain, is how the shard
+	// computed the hit's retrieval score, as a tree of {"value",
+	// "message", "children"} (bleve's search.Explanation); a ranker may
+	// have changed Score since.
+	Explanation json.RawMessage `json:"explanation,omitempty"`
 	// Sort holds, when the request sorts, the hit's value of each sort
 	// key, typed: a float64 for a number, an RFC 3339 string for a date, a
 	// string for text (the indexed term), a bool for a boolean field, a

@@ -210,7 +210,9 @@ type Broker struct {
 	planner  *planner.Planner
 	inflight chan struct{}
 	// served are the search endpoint's figures for `nats micro stats`.
-	served   endpointStats
+	served endpointStats
+	// queries is the query log the admin API reads (queries.report).
+	queries  queryLog
 	stats    *statsCache
 	shadows  *shadows
 	shards   shardStates
@@ -315,6 +317,11 @@ func (b *Broker) Run(ctx context.Context) error {
 		return fmt.Errorf("broker: subscribe %s: %w", subject.PipelineStatus, err)
 	}
 	defer status.Unsubscribe()
+	queries, err := b.nc.Subscribe(subject.BrokerQueries, b.answerQueries)
+	if err != nil {
+		return fmt.Errorf("broker: subscribe %s: %w", subject.BrokerQueries, err)
+	}
+	defer queries.Unsubscribe()
 	close(b.ready)
 	go b.publishShadows(ctx, shadowPublishEvery)
 	teamsDone := make(chan struct{})
@@ -364,6 +371,7 @@ func (b *Broker) applyIndex(e jetstream.KeyValueEntry) {
 	if e.Operation() != jetstream.KeyValuePut {
 		b.metrics.drop(e.Key())
 		b.sortTypes.drop(e.Key())
+		b.queries.forget(e.Key())
 	}
 }
 
@@ -535,6 +543,9 @@ func (b *Broker) SearchJSON(ctx context.Context, index string, data []byte) (out
 	if took := time.Since(start); b.cfg.SlowQuery > 0 && took > b.cfg.SlowQuery {
 		times[stageDecode] = decoded
 		b.logSlow(ctx, index, sreq, resp, took, &times)
+		b.queries.add(index, sreq, resp.Total, took, &times)
+	} else {
+		b.queries.add(index, sreq, resp.Total, took, nil)
 	}
 	encStart := time.Now()
 	out, err = json.Marshal(resp)

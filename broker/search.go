@@ -3,6 +3,7 @@ package broker
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -171,6 +172,9 @@ type run struct {
 	mergeTook  time.Duration
 	rankStages []api.Stage
 	rankTook   time.Duration
+	// explanations are the candidates' score explanations, by id, when
+	// the request asked to explain.
+	explanations map[string]json.RawMessage
 }
 
 // planned records the rewrite and plan stages, and widens the plan for
@@ -198,7 +202,7 @@ func (r *run) planned() {
 		}
 		r.plan = &p
 	}
-	r.sreq = &wire.ShardRequest{Query: r.plan.Query, K: r.plan.K, Sort: r.plan.Sort, Fields: r.plan.Fields, Facets: r.plan.Facets, MaxTerms: r.plan.MaxTerms}
+	r.sreq = &wire.ShardRequest{Query: r.plan.Query, K: r.plan.K, Sort: r.plan.Sort, Fields: r.plan.Fields, Facets: r.plan.Facets, MaxTerms: r.plan.MaxTerms, Explain: r.req.Explain}
 }
 
 // statistics gives the shard request the query's global term statistics
@@ -279,7 +283,25 @@ func (r *run) collect(ctx context.Context) error {
 func (r *run) merge() {
 	start := time.Now()
 	r.hits = mergeShards(r.resp, r.good, r.plan)
+	if r.sreq.Explain {
+		r.takeExplanations()
+	}
 	r.mergeTook += time.Since(start)
+}
+
+// takeExplanations moves each candidate's score explanation out of its
+// fields (wire.ExplanationField), before a ranker sees them.
+func (r *run) takeExplanations() {
+	r.explanations = make(map[string]json.RawMessage, len(r.hits))
+	for i := range r.hits {
+		h := &r.hits[i]
+		if e, ok := h.Fields[wire.ExplanationField]; ok {
+			delete(h.Fields, wire.ExplanationField)
+			if raw, err := json.Marshal(e); err == nil {
+				r.explanations[h.ID] = raw
+			}
+		}
+	}
 }
 
 // page cuts the from/size window, decodes its sort values and takes the
@@ -295,6 +317,11 @@ func (r *run) page() {
 			for _, f := range r.extraFields {
 				delete(r.resp.Hits[i].Fields, f)
 			}
+		}
+	}
+	for i := range r.resp.Hits {
+		if e, ok := r.explanations[r.resp.Hits[i].ID]; ok {
+			r.resp.Hits[i].Explanation = e
 		}
 	}
 	r.resp.Pipeline = r.reports

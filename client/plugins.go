@@ -294,3 +294,29 @@ func (c *Client) RecordedQueries(ctx context.Context, index string, limit int) (
 	}
 	return st.RecordedQueries(ctx, index, limit)
 }
+
+// PipelineHistory lists the index's pipeline revisions the registry keeps
+// (64), oldest first.
+func (c *Client) PipelineHistory(ctx context.Context, index string) ([]*api.PipelineSpec, error) {
+	var hist []*api.PipelineSpec
+	err := c.admin(ctx, index, "pipeline.history", nil, &hist)
+	return hist, err
+}
+
+// IndexInfo returns what a team may read of its own index through the
+// admin API: its definition, snapshot generation, and each shard's
+// snapshot figures and serving replicas.
+func (c *Client) IndexInfo(ctx context.Context, index string) (*api.IndexInfo, error) {
+	var info api.IndexInfo
+	err := c.admin(ctx, index, "index.show", nil, &info)
+	return &info, err
+}
+
+// QueryReport sums every broker's query log of an index through the admin
+// API: the most searched texts, those that found nothing and the slowest
+// searches with their stages.
+func (c *Client) QueryReport(ctx context.Context, index string) (*api.QueryReport, error) {
+	var rep api.QueryReport
+	err := c.admin(ctx, index, "queries.report", nil, &rep)
+	return &rep, err
+}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nuid"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/quarrysearch/quarry/api"
@@ -105,6 +106,7 @@ type Indexer struct {
 	indexes map[string]*indexState
 	failed  map[string]error // indexes that could not be loaded, and why
 	ready   chan struct{}
+	id      string // in micro discovery
 }
 
 type indexState struct {
@@ -119,7 +121,7 @@ func New(nc *nats.Conn, store *meta.Store, cfg Config) (*Indexer, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	ix := &Indexer{nc: nc, store: store, cfg: cfg, indexes: map[string]*indexState{}, failed: map[string]error{}, ready: make(chan struct{})}
+	ix := &Indexer{nc: nc, store: store, cfg: cfg, indexes: map[string]*indexState{}, failed: map[string]error{}, ready: make(chan struct{}), id: nuid.Next()}
 	var err error
 	if ix.metrics, err = newMetrics(ix, cfg.Registerer); err != nil {
 		return nil, err
@@ -165,6 +167,11 @@ func (ix *Indexer) Run(ctx context.Context) error {
 		return fmt.Errorf("indexer: subscribe: %w", err)
 	}
 	defer sub.Unsubscribe()
+	svc, err := ix.serveStatus()
+	if err != nil {
+		return fmt.Errorf("indexer: %w", err)
+	}
+	defer svc.Stop()
 	readyOnce := sync.OnceFunc(func() { close(ix.ready) })
 	for {
 		select {

@@ -67,7 +67,7 @@ type Request struct {
 }
 
 // Operations of the admin API.
-var operations = []string{"plugin.upload", "plugin.register", "plugin.ls", "plugin.activate", "plugin.rm", "plugin.rollback", "plugin.canary", "plugin.promote", "plugin.shadow", "shadow.stats", "plugin.events", "pipeline.show", "pipeline.set"}
+var operations = []string{"plugin.upload", "plugin.register", "plugin.ls", "plugin.activate", "plugin.rm", "plugin.rollback", "plugin.canary", "plugin.promote", "plugin.shadow", "shadow.stats", "plugin.events", "pipeline.show", "pipeline.set", "pipeline.history", "index.show", "queries.report"}
 
 // Run serves the admin API until ctx is done.
 func (s *Service) Run(ctx context.Context) error {
@@ -163,6 +163,12 @@ func (s *Service) Do(ctx context.Context, index, op string, r *Request) (any, er
 		return spec, err
 	case "pipeline.set":
 		return s.setPipeline(ctx, index, r.Spec)
+	case "pipeline.history":
+		return s.history(ctx, index)
+	case "index.show":
+		return s.indexInfo(ctx, index)
+	case "queries.report":
+		return s.queryReport(ctx, index)
 	}
 	return nil, api.BadRequest("unknown admin operation %q", op)
 }

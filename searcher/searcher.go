@@ -240,6 +240,11 @@ func (s *Searcher) Run(ctx context.Context) error {
 		return fmt.Errorf("searcher: watch manifests: %w", err)
 	}
 	defer mw.Stop()
+	svc, err := s.serveStatus()
+	if err != nil {
+		return fmt.Errorf("searcher: %w", err)
+	}
+	defer svc.Stop()
 	var initial []*indexState
 	for {
 		select {
@@ -589,7 +594,10 @@ type Stats struct {
 	Shard      int
 	Generation uint64
 	Seq        uint64
-	Docs       uint64
+	// Lag is the replay lag: messages of the shard the stream held after
+	// the last one applied, as of the last batch.
+	Lag  uint64
+	Docs uint64
 }
 
 // ForceMerge merges the segments of every shard of index this searcher
@@ -614,7 +622,8 @@ func (s *Searcher) Stats() []Stats {
 	var out []Stats
 	for _, sh := range s.shardStates() {
 		docs, _ := sh.replica.DocCount()
-		out = append(out, Stats{Index: sh.index, Shard: sh.shard, Generation: sh.replica.Generation(), Seq: sh.replica.Seq(), Docs: docs})
+		p := sh.replica.Progress()
+		out = append(out, Stats{Index: sh.index, Shard: sh.shard, Generation: sh.replica.Generation(), Seq: p.Seq, Lag: p.Pending, Docs: docs})
 	}
 	slices.SortFunc(out, func(a, b Stats) int {
 		if a.Index != b.Index {

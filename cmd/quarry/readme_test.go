@@ -174,6 +174,7 @@ func TestREADMEAsWritten(t *testing.T) {
 
 	p := startDemo(t, clone, data, words(t, demo))
 	waitReady(t, "http://127.0.0.1:7700", 5*time.Minute)
+	checkConsole(t, "http://127.0.0.1:7700")
 	out := run(t, clone, words(t, search)...)
 	if !strings.Contains(strings.ToLower(out), "noodle") {
 		t.Errorf("%s found no noodles:\n%s", search, out)
@@ -184,6 +185,31 @@ func TestREADMEAsWritten(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(data, "quarry", "serve", "nats")); err != nil {
 		t.Errorf("no data in the user's data directory: %v", err)
+	}
+}
+
+// checkConsole checks that the README's tour starts where the demo serves
+// its console, and that it does: the page, and the demo index offered to
+// the open (loopback) API. TestConsole (internal/node) drives the pages.
+func checkConsole(t *testing.T, base string) {
+	t.Helper()
+	raw, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, tour, _ := strings.Cut(string(raw), "\n## A short tour\n"); !strings.HasPrefix(strings.TrimSpace(tour), "Open "+base+" ") {
+		t.Errorf("README's tour does not start with \"Open %s\": %.80q", base, strings.TrimSpace(tour))
+	}
+	for path, want := range map[string]string{"/": `src="/console/app.js"`, "/v1/me": `"indexes":["menu"]`} {
+		resp, err := http.Get(base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || !strings.Contains(string(body), want) {
+			t.Errorf("GET %s: %d %.300s, want %s", path, resp.StatusCode, body, want)
+		}
 	}
 }
 

@@ -25,12 +25,17 @@ var forbidden = []struct {
 	{"internal/shard", []string{"client", "broker", "searcher", "indexer"}, nil},
 	{"internal/snapshot", []string{"internal/", "client", "broker", "searcher", "indexer"}, nil},
 	{"internal/catalog", []string{"internal/", "client", "broker", "searcher", "indexer"}, nil},
+	// A role's micro service for discovery: subjects and NATS only.
+	{"internal/rolestatus", []string{"internal/", "client", "broker", "searcher", "indexer"}, []string{"internal/subject"}},
 	// Services do not import each other or the client.
 	{"broker", []string{"searcher", "indexer", "client", "internal/node", "cmd/"}, nil},
 	{"searcher", []string{"broker", "indexer", "client", "internal/node", "cmd/"}, nil},
 	{"indexer", []string{"broker", "searcher", "client", "internal/node", "cmd/"}, nil},
 	{"client", []string{"broker", "searcher", "indexer", "internal/node", "cmd/"}, nil},
 	{"internal/httpapi", []string{"broker", "searcher", "indexer", "internal/node"}, nil},
+	// The console is static files: it reaches Quarry only through the
+	// HTTP API its pages call, never through Go imports.
+	{"internal/console", []string{"internal/", "api", "client", "broker", "searcher", "indexer", "registry", "plugins", "planner", "cmd/"}, nil},
 	// The plugin host knows wazero and the ABI, not NATS or the services.
 	// (internal/trace is a leaf without NATS: request ids and spans.)
 	{"plugins", []string{"internal/", "client", "broker", "searcher", "indexer", "cmd/", "planner"}, []string{"internal/trace"}},

@@ -10,5 +10,11 @@
 //	POST   /v1/indexes/{index}/documents    NDJSON upserts (?snapshot=true to publish a generation)
 //	GET    /v1/indexes/{index}/documents/{id}  the document as written (from the stream)
 //	DELETE /v1/indexes/{index}/documents/{id}
+//	GET    /v1/indexes/{index}/info         a team's view of its index: snapshot, shards, replicas
+//	GET    /v1/indexes/{index}/pipeline/history  the pipeline's kept revisions
+//	GET    /v1/indexes/{index}/queries      top, zero-result and slow queries from the brokers' logs
+//	GET    /v1/roles                        micro services and searcher replicas on NATS (operators)
+//	GET    /v1/me                           who the token is and the indexes it may use
 //	GET    /healthz                         alive
+//	GET    /                                the console (internal/console)
 package httpapi

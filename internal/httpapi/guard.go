@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 
@@ -116,6 +117,7 @@ const (
 	open     access = iota // anyone (health)
 	team                   // the index's team, or an operator
 	operator               // operators only
+	anyToken               // any known token, of a team or an operator
 )
 
 // check authorizes r for a route of the given access: nil, or the error
@@ -142,7 +144,7 @@ func (g *Guard) check(r *http.Request, a access) error {
 	switch {
 	case !known:
 		return &api.Error{Code: api.CodeUnauthorized, Message: "unknown or revoked token"}
-	case t.Operator:
+	case t.Operator || a == anyToken:
 		return nil
 	case a == operator:
 		return api.Errorf(api.CodeForbidden, "team %s's token may not do this: it is for operator tokens (team tokens search their indexes and manage their plugins and pipelines)", t.Team)
@@ -150,4 +152,35 @@ func (g *Guard) check(r *http.Request, a access) error {
 		return api.Errorf(api.CodeForbidden, "team %s's token may not use index %q", t.Team, index)
 	}
 	return nil
+}
+
+// Identity is who a request's token is (GET /v1/me): what the console
+// shows and which indexes it offers.
+type Identity struct {
+	// Auth is whether the HTTP API asks for tokens at all.
+	Auth     bool   `json:"auth"`
+	Team     string `json:"team,omitempty"`
+	Operator bool   `json:"operator"`
+	Name     string `json:"name,omitempty"`
+	// Indexes are those the token may use: its team's, or every index
+	// for an operator.
+	Indexes []string `json:"indexes"`
+}
+
+// identity is the Identity of r's token, which check has accepted.
+func (g *Guard) identity(r *http.Request) Identity {
+	raw, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	t := g.tokens[api.TokenKey(raw)]
+	who := Identity{Team: t.Team, Operator: t.Operator, Name: t.Name}
+	if !t.Operator {
+		for index, owner := range g.teams {
+			if owner == t.Team {
+				who.Indexes = append(who.Indexes, index)
+			}
+		}
+		slices.Sort(who.Indexes)
+	}
+	return who
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/api/strictjson"
 	"github.com/quarrysearch/quarry/client"
+	"github.com/quarrysearch/quarry/internal/console"
 	"github.com/quarrysearch/quarry/internal/trace"
 )
 
@@ -78,6 +79,15 @@ func Handler(c *client.Client, opts Options) http.Handler {
 	route("GET /v1/indexes/{index}/pipeline", team, h.getPipeline)
 	route("PUT /v1/indexes/{index}/pipeline", team, h.setPipeline)
 	route("POST /v1/indexes/{index}/pipeline/rollback", team, h.rollbackPipeline)
+	route("GET /v1/indexes/{index}/pipeline/history", team, h.pipelineHistory)
+	route("GET /v1/indexes/{index}/info", team, h.indexInfo)
+	route("GET /v1/indexes/{index}/queries", team, h.queryReport)
+	route("GET /v1/roles", operator, h.roles)
+	route("GET /v1/me", anyToken, func(w http.ResponseWriter, r *http.Request) { h.me(w, r, opts.Guard) })
+	// The console: static pages that call the routes above with the
+	// token the user gives them (internal/console).
+	mux.Handle("GET /{$}", console.Handler())
+	mux.Handle("GET /console/", console.Handler())
 	return mux
 }
 
@@ -445,4 +455,49 @@ func (h *handler) pluginEvents(w http.ResponseWriter, r *http.Request) {
 func (h *handler) rollbackPipeline(w http.ResponseWriter, r *http.Request) {
 	spec, err := h.c.RollbackPipeline(r.Context(), r.PathValue("index"))
 	h.reply(w, spec, err)
+}
+
+func (h *handler) pipelineHistory(w http.ResponseWriter, r *http.Request) {
+	hist, err := h.c.PipelineHistory(r.Context(), r.PathValue("index"))
+	h.reply(w, hist, err)
+}
+
+func (h *handler) indexInfo(w http.ResponseWriter, r *http.Request) {
+	info, err := h.c.IndexInfo(r.Context(), r.PathValue("index"))
+	h.reply(w, info, err)
+}
+
+func (h *handler) queryReport(w http.ResponseWriter, r *http.Request) {
+	rep, err := h.c.QueryReport(r.Context(), r.PathValue("index"))
+	h.reply(w, rep, err)
+}
+
+func (h *handler) roles(w http.ResponseWriter, r *http.Request) {
+	roles, err := h.c.Roles(r.Context(), 0)
+	h.reply(w, roles, err)
+}
+
+// me answers who the request's token is: its team, whether it is an
+// operator's, and the indexes it may use (a team's own; every index for
+// an operator, or when the API is open).
+func (h *handler) me(w http.ResponseWriter, r *http.Request, g *Guard) {
+	who := Identity{Operator: true}
+	if g != nil {
+		who = g.identity(r)
+	}
+	if who.Operator {
+		defs, err := h.c.Indexes(r.Context())
+		if err != nil {
+			h.fail(w, err)
+			return
+		}
+		for _, d := range defs {
+			who.Indexes = append(who.Indexes, d.Name)
+		}
+	}
+	if who.Indexes == nil {
+		who.Indexes = []string{}
+	}
+	who.Auth = g != nil
+	writeJSON(w, 200, who)
 }

@@ -108,6 +108,9 @@ func TestTeamIsolation(t *testing.T) {
 		{"list plugins", func(ctx context.Context) error { _, err := books.Plugins(ctx, "menu"); return err }},
 		{"show pipeline", func(ctx context.Context) error { _, err := books.Pipeline(ctx, "menu"); return err }},
 		{"events", func(ctx context.Context) error { _, err := books.PluginEvents(ctx, "menu"); return err }},
+		{"pipeline history", func(ctx context.Context) error { _, err := books.PipelineHistory(ctx, "menu"); return err }},
+		{"index info", func(ctx context.Context) error { _, err := books.IndexInfo(ctx, "menu"); return err }},
+		{"query report", func(ctx context.Context) error { _, err := books.QueryReport(ctx, "menu"); return err }},
 	}
 	for _, d := range denied {
 		t.Run("books cannot "+d.name, func(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -79,7 +80,7 @@ func BuildRequest(req *wire.ShardRequest) (*bleve.SearchRequest, error) {
 			return nil, api.BadRequest("bad query: %v", err)
 		}
 	}
-	sreq := bleve.NewSearchRequestOptions(q, req.K, 0, false)
+	sreq := bleve.NewSearchRequestOptions(q, req.K, 0, req.Explain)
 	sreq.Fields = req.Fields
 	if len(req.Sort) > 0 {
 		sreq.SortBy(req.Sort)
@@ -182,6 +183,12 @@ func ToResponse(res *bleve.SearchResult, seq, generation uint64, took time.Durat
 		// The encoded sort values: they compare correctly across shards,
 		// and the broker decodes those of the hits it returns.
 		out.Hits[i] = api.Hit{ID: h.ID, Score: score, Fields: h.Fields, SortKeys: h.Sort}
+		if h.Expl != nil {
+			fields := make(map[string]any, len(h.Fields)+1)
+			maps.Copy(fields, h.Fields)
+			fields[wire.ExplanationField] = h.Expl
+			out.Hits[i].Fields = fields
+		}
 	}
 	return out
 }

@@ -68,9 +68,21 @@ const (
 	AdminPrefix = "quarry.v1.admin"
 	// AdminService is the admin API's micro service name.
 	AdminService = "quarry-admin"
+	// SearcherService and IndexerService are the micro services each
+	// searcher and indexer process registers, for discovery: their
+	// status endpoint (StatusPrefix) answers an api.RoleStatus.
+	SearcherService = "quarry-searcher"
+	IndexerService  = "quarry-indexer"
+	// StatusPrefix is the subject prefix of those status endpoints:
+	// StatusPrefix.<service>.<id>.
+	StatusPrefix = "quarry.v1.status"
 	// PipelineStatus is where every broker (no queue group) answers which
 	// pipeline revision it runs for each index (api.PipelineStatus).
 	PipelineStatus = "quarry.v1.brokers.pipelines"
+	// BrokerQueries is where every broker (no queue group) answers a
+	// request naming an index with its query log of it
+	// (api.BrokerQueries).
+	BrokerQueries = "quarry.v1.brokers.queries"
 )
 
 // Headers carried on Quarry messages.
@@ -267,3 +279,7 @@ func SegmentObject(index string, generation uint64, shard int, digest string) st
 func SegmentObjectPrefix(index string, generation uint64, shard int) string {
 	return fmt.Sprintf("%s/%d/%d-", index, generation, shard)
 }
+
+// Status is the status endpoint's subject of one searcher or indexer
+// process.
+func Status(service, id string) string { return StatusPrefix + "." + service + "." + id }

@@ -37,7 +37,16 @@ type ShardRequest struct {
 	// statistics may miss; past it the shard answers CodeStaleStats
 	// instead of searching. 0: no bound.
 	MaxStaleUpdates int `json:"max_stale_updates,omitempty"`
+	// Explain asks for each hit's score explanation, sent back as the
+	// hit's field ExplanationField (so the binary response needs no new
+	// layout).
+	Explain bool `json:"explain,omitempty"`
 }
+
+// ExplanationField is the stored-field name under which a shard returns a
+// hit's score explanation when ShardRequest.Explain asks for it; the
+// broker takes it out into api.Hit.Explanation.
+const ExplanationField = "_quarry_explanation"
 
 // PhaseStats is ShardRequest.Phase for the statistics pre-search.
 const PhaseStats = "stats"

@@ -1,0 +1,33 @@
+package searcher
+
+import (
+	"github.com/nats-io/nats.go/micro"
+
+	"github.com/quarrysearch/quarry/api"
+	"github.com/quarrysearch/quarry/internal/rolestatus"
+	"github.com/quarrysearch/quarry/internal/subject"
+)
+
+// Version is the searcher's micro service version.
+const Version = "0.1.0"
+
+// Status is what the searcher says of itself in micro discovery: whether
+// it is ready or draining, and every shard it serves with its
+// generation, applied sequence, replay lag and documents.
+func (s *Searcher) Status() api.RoleStatus {
+	st := api.RoleStatus{Role: "searcher", ID: s.id, Draining: s.Draining(), Shards: []api.ReplicaShard{}}
+	select {
+	case <-s.ready:
+		st.Ready = true
+	default:
+	}
+	for _, sh := range s.Stats() {
+		st.Shards = append(st.Shards, api.ReplicaShard{Index: sh.Index, Shard: sh.Shard, Generation: sh.Generation, Seq: sh.Seq, Lag: sh.Lag, Docs: sh.Docs})
+	}
+	return st
+}
+
+// serveStatus registers the quarry-searcher micro service.
+func (s *Searcher) serveStatus() (micro.Service, error) {
+	return rolestatus.Serve(s.nc, subject.SearcherService, Version, "Quarry searcher: shard replicas from snapshots and the stream", s.id, func() any { return s.Status() })
+}
