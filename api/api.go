@@ -481,6 +481,9 @@ const (
 	// CodeQueryTooComplex: the request is over one of the index's cost
 	// limits (QueryLimits); the message names it. HTTP 400.
 	CodeQueryTooComplex Code = "query_too_complex"
+	// CodeGateFailed: a plugin version did not pass the index's relevance
+	// gate, so it was not put live; Error.Gate has the figures. HTTP 412.
+	CodeGateFailed Code = "gate_failed"
 )
 
 // Error is an API error with a code. errors.Is matches two Errors with the
@@ -491,6 +494,8 @@ type Error struct {
 	// RetryAfterMS, on an overloaded error, is how long to wait before
 	// trying again (HTTP: the Retry-After header, in whole seconds).
 	RetryAfterMS int `json:"retry_after_ms,omitempty"`
+	// Gate, on a gate_failed error, is what the gate found.
+	Gate *GateResult `json:"gate,omitempty"`
 }
 
 func (e *Error) Error() string { return e.Message }
@@ -512,6 +517,8 @@ var (
 	ErrTimeout     = &Error{Code: CodeTimeout, Message: "timeout"}
 	// ErrQueryTooComplex matches any CodeQueryTooComplex error.
 	ErrQueryTooComplex = &Error{Code: CodeQueryTooComplex, Message: "query too complex"}
+	// ErrGateFailed matches any CodeGateFailed error.
+	ErrGateFailed = &Error{Code: CodeGateFailed, Message: "gate failed"}
 )
 
 // BadRequest makes a CodeBadRequest error.
@@ -551,6 +558,8 @@ func HTTPStatus(c Code) int {
 		return 403
 	case CodeConflict:
 		return 409
+	case CodeGateFailed:
+		return 412
 	case CodeOverloaded:
 		return 429
 	case CodeUnavailable:
