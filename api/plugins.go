@@ -185,6 +185,9 @@ type PluginVersion struct {
 	// failed.
 	Valid bool   `json:"valid"`
 	Error string `json:"error,omitempty"`
+	// Gate is what the index's relevance gate found the last time the
+	// version was activated or promoted (nil: no gate ran).
+	Gate *GateResult `json:"gate,omitempty"`
 }
 
 // ShadowTally is one broker's running sums for a shadow (ranker or

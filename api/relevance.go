@@ -7,10 +7,12 @@ import (
 
 // Limits of judgement lists.
 const (
-	// MaxJudgementBytes caps a judgement list's NDJSON.
-	MaxJudgementBytes = 4 << 20
+	// MaxJudgementBytes caps a judgement list's NDJSON: with JSON's
+	// escaping, a list and its stored form fit NATS's default payload
+	// limit of 1 MiB.
+	MaxJudgementBytes = 512 << 10
 	// MaxJudgedQueries caps the queries of one judgement list.
-	MaxJudgedQueries = 10000
+	MaxJudgedQueries = 5000
 	// MaxRatingsPerQuery caps the rated documents of one query.
 	MaxRatingsPerQuery = 1000
 	// MaxRating is the highest grade: ratings are 0 (not relevant) to 3
@@ -106,6 +108,9 @@ type GateSetResult struct {
 	Lower  float64 `json:"lower"`
 	P      float64 `json:"p"`
 	Passed bool    `json:"passed"`
+	// Error, when the set could not be evaluated (a search failed), says
+	// why; the set then fails.
+	Error string `json:"error,omitempty"`
 }
 
 // EvalRequest asks for an evaluation of an index's live pipeline, and a

@@ -83,9 +83,15 @@ func (c *Client) PushPlugin(ctx context.Context, index, name string, wasm []byte
 const uploadChunkBytes = 512 << 10
 
 // ActivatePlugin puts a validated version of a plugin live on an index.
-func (c *Client) ActivatePlugin(ctx context.Context, index, name, digest string) (*api.PipelineSpec, error) {
+// When the index has a relevance gate, the version must pass it: else an
+// api.ErrGateFailed error whose Gate has the figures (see Force).
+func (c *Client) ActivatePlugin(ctx context.Context, index, name, digest string, opts ...GoLiveOption) (*api.PipelineSpec, error) {
 	var spec api.PipelineSpec
-	err := c.admin(ctx, index, "plugin.activate", map[string]any{"name": name, "digest": digest}, &spec)
+	body := map[string]any{"name": name, "digest": digest}
+	for _, o := range opts {
+		o(body)
+	}
+	err := c.admin(ctx, index, "plugin.activate", body, &spec)
 	return &spec, err
 }
 
@@ -98,10 +104,15 @@ func (c *Client) CanaryPlugin(ctx context.Context, index, name, digest string, p
 	return &spec, err
 }
 
-// PromotePlugin makes a plugin's canary its live version.
-func (c *Client) PromotePlugin(ctx context.Context, index, name string) (*api.PipelineSpec, error) {
+// PromotePlugin makes a plugin's canary its live version; like
+// ActivatePlugin, it must pass the index's relevance gate if it has one.
+func (c *Client) PromotePlugin(ctx context.Context, index, name string, opts ...GoLiveOption) (*api.PipelineSpec, error) {
 	var spec api.PipelineSpec
-	err := c.admin(ctx, index, "plugin.promote", map[string]any{"name": name}, &spec)
+	body := map[string]any{"name": name}
+	for _, o := range opts {
+		o(body)
+	}
+	err := c.admin(ctx, index, "plugin.promote", body, &spec)
 	return &spec, err
 }
 

@@ -64,10 +64,27 @@ type Request struct {
 	Samples []api.SearchRequest `json:"samples,omitempty"`
 	Step    api.StepSpec        `json:"step"`
 	Spec    *api.PipelineSpec   `json:"spec,omitempty"`
+	// Force, with a Reason, puts a version live (activate, promote)
+	// although the index's relevance gate refuses it, and records a
+	// plugin event saying so.
+	Force  bool   `json:"force,omitempty"`
+	Reason string `json:"reason,omitempty"`
+	// NDJSON is a judgement list (judgements.push; Name names it).
+	NDJSON string `json:"ndjson,omitempty"`
+	// Version picks a judgement list's version (judgements.show; 0: the
+	// latest).
+	Version int `json:"version,omitempty"`
+	// Gate sets the index's relevance gate, Clear removes it
+	// (judgements.gate; neither: show it).
+	Gate  *api.Gate `json:"gate,omitempty"`
+	Clear bool      `json:"clear,omitempty"`
+	// Eval asks for an evaluation (judgements.eval).
+	Eval *api.EvalRequest `json:"eval,omitempty"`
 }
 
 // Operations of the admin API.
-var operations = []string{"plugin.upload", "plugin.register", "plugin.ls", "plugin.activate", "plugin.rm", "plugin.rollback", "plugin.canary", "plugin.promote", "plugin.shadow", "shadow.stats", "plugin.events", "pipeline.show", "pipeline.set"}
+var operations = []string{"plugin.upload", "plugin.register", "plugin.ls", "plugin.activate", "plugin.rm", "plugin.rollback", "plugin.canary", "plugin.promote", "plugin.shadow", "shadow.stats", "plugin.events", "pipeline.show", "pipeline.set",
+	"judgements.push", "judgements.ls", "judgements.show", "judgements.rm", "judgements.gate", "judgements.eval"}
 
 // Run serves the admin API until ctx is done.
 func (s *Service) Run(ctx context.Context) error {
@@ -134,7 +151,8 @@ func (s *Service) respondError(req micro.Request, err error) {
 
 // Do runs one admin operation on an index.
 func (s *Service) Do(ctx context.Context, index, op string, r *Request) (any, error) {
-	if _, err := s.store.Index(ctx, index); err != nil {
+	def, err := s.store.Index(ctx, index)
+	if err != nil {
 		return nil, err
 	}
 	switch op {
@@ -143,7 +161,7 @@ func (s *Service) Do(ctx context.Context, index, op string, r *Request) (any, er
 	case "plugin.ls":
 		return s.list(ctx, index)
 	case "plugin.activate":
-		return s.activate(ctx, index, r.Name, r.Digest)
+		return s.activate(ctx, index, r)
 	case "plugin.rm":
 		return s.remove(ctx, index, r.Name)
 	case "plugin.rollback":
@@ -151,7 +169,7 @@ func (s *Service) Do(ctx context.Context, index, op string, r *Request) (any, er
 	case "plugin.canary":
 		return s.canary(ctx, index, r)
 	case "plugin.promote":
-		return s.promote(ctx, index, r.Name)
+		return s.promote(ctx, index, r)
 	case "plugin.shadow":
 		return s.shadow(ctx, index, r)
 	case "shadow.stats":
@@ -163,6 +181,18 @@ func (s *Service) Do(ctx context.Context, index, op string, r *Request) (any, er
 		return spec, err
 	case "pipeline.set":
 		return s.setPipeline(ctx, index, r.Spec)
+	case "judgements.push":
+		return s.pushJudgements(ctx, def, r)
+	case "judgements.ls":
+		return s.store.JudgementSets(ctx, index)
+	case "judgements.show":
+		return s.showJudgements(ctx, index, r)
+	case "judgements.rm":
+		return s.removeJudgements(ctx, index, r.Name)
+	case "judgements.gate":
+		return s.gate(ctx, index, r)
+	case "judgements.eval":
+		return s.evaluate(ctx, index, r.Eval)
 	}
 	return nil, api.BadRequest("unknown admin operation %q", op)
 }
@@ -246,13 +276,18 @@ func (s *Service) update(ctx context.Context, index, change string, fn func(*api
 }
 
 // activate puts a validated version live: its step replaces the plugin's
-// step, or is appended to its kind's steps.
-func (s *Service) activate(ctx context.Context, index, name, digest string) (*api.PipelineSpec, error) {
+// step, or is appended to its kind's steps. The index's relevance gate,
+// if it has one, must pass first (or r.Force).
+func (s *Service) activate(ctx context.Context, index string, r *Request) (*api.PipelineSpec, error) {
+	name := r.Name
 	if err := validName(name); err != nil {
 		return nil, err
 	}
-	v, err := s.store.ValidPluginVersion(ctx, index, name, digest)
+	v, err := s.store.ValidPluginVersion(ctx, index, name, r.Digest)
 	if err != nil {
+		return nil, err
+	}
+	if err := s.runGate(ctx, index, v, r.Force, r.Reason); err != nil {
 		return nil, err
 	}
 	return s.update(ctx, index, fmt.Sprintf("plugin activate %s %s", name, api.ShortDigest(v.Digest)), func(spec *api.PipelineSpec) error {
@@ -415,12 +450,35 @@ func (s *Service) candidate(ctx context.Context, index, op string, r *Request, s
 	})
 }
 
-// promote makes a plugin's canary its live version.
-func (s *Service) promote(ctx context.Context, index, name string) (*api.PipelineSpec, error) {
+// promote makes a plugin's canary its live version. The index's
+// relevance gate, if it has one, must pass first (or r.Force); the
+// promotion then goes through only if the canary is still the version
+// the gate ran on.
+func (s *Service) promote(ctx context.Context, index string, r *Request) (*api.PipelineSpec, error) {
+	name := r.Name
+	spec, err := s.store.Pipeline(ctx, index)
+	if err != nil {
+		return nil, err
+	}
+	st, _ := spec.Step(name)
+	if st == nil || st.Canary == nil {
+		return nil, api.BadRequest("plugin %s has no canary on index %q", name, index)
+	}
+	digest := st.Canary.Step.Digest
+	v, err := s.store.ValidPluginVersion(ctx, index, name, digest)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.runGate(ctx, index, v, r.Force, r.Reason); err != nil {
+		return nil, err
+	}
 	return s.update(ctx, index, "plugin promote "+name, func(spec *api.PipelineSpec) error {
 		st, _ := spec.Step(name)
 		if st == nil || st.Canary == nil {
 			return api.BadRequest("plugin %s has no canary on index %q", name, index)
+		}
+		if st.Canary.Step.Digest != digest {
+			return api.Errorf(api.CodeConflict, "the canary of %s changed during the promotion; try again", name)
 		}
 		*st = st.Canary.Step
 		return nil

@@ -19,11 +19,11 @@ func pluginAdmin(ctx context.Context, op string, args []string) error {
 		"push":         {"INDEX NAME FILE.wasm", "Uploads a plugin version (content-addressed), validates it (compile, ABI, imports,\nsample requests within its budget) and, with --activate, puts it live."},
 		"ls":           {"INDEX", "Lists an index's pushed plugin versions and its live pipeline."},
 		"show":         {"INDEX NAME", "Shows one plugin's versions and its live step."},
-		"activate":     {"INDEX NAME DIGEST", "Puts a validated version of a plugin live (brokers swap it in without a restart)."},
+		"activate":     {"INDEX NAME DIGEST", "Puts a validated version of a plugin live (brokers swap it in without a restart).\nWhen the index has a relevance gate (quarry judgements gate), the version must pass it."},
 		"rollback":     {"INDEX", "Restores the index's previous pipeline."},
 		"rm":           {"INDEX NAME", "Takes a plugin out of the index's pipeline."},
 		"canary":       {"INDEX NAME DIGEST", "Sends --percent of the queries to a candidate version of a live plugin\n(sticky by a context field with --sticky; --percent 0 ends the canary)."},
-		"promote":      {"INDEX NAME", "Makes a plugin's canary its live version."},
+		"promote":      {"INDEX NAME", "Makes a plugin's canary its live version, if it passes the index's relevance gate."},
 		"shadow":       {"INDEX NAME DIGEST", "Runs a candidate version of a live plugin on --percent of the queries, only to\ncompare it with the live one (--percent 0 ends the shadow); see shadow-stats.\nA ranker's shadow reorders the live ranker's candidates; a rewriter's shadow\nrewrites the request and the rest of the search runs again in the background\n(real extra load, bounded per broker) to compare the final top 10."},
 		"events":       {"INDEX", "Lists what the platform did to the index's plugins on its own (automatic fallbacks:\nfail-open steps taken out, fail-closed ones rolled back to their last good version)."},
 		"shadow-stats": {"INDEX NAME", "Compares a plugin's shadow with the live version: overlap@10, rank correlation,\nlatency and errors, over every broker."},
@@ -43,6 +43,12 @@ func pluginAdmin(ctx context.Context, op string, args []string) error {
 	if op == "canary" {
 		fs.IntVar(&percent, "percent", 10, "share of queries for the candidate, 0-100 (0 ends the canary)")
 		fs.StringVar(&sticky, "sticky", "", "context field that keeps a user on one version (e.g. user)")
+	}
+	var force bool
+	var reason string
+	if op == "activate" || op == "promote" {
+		fs.BoolVar(&force, "force", false, "put the version live although the index's relevance gate refuses it (needs --reason; recorded as a plugin event)")
+		fs.StringVar(&reason, "reason", "", "why --force: recorded with the event")
 	}
 	if op == "push" {
 		fs.StringVar(&kind, "kind", "", "rewriter or ranker (required)")
@@ -134,9 +140,9 @@ func pluginAdmin(ctx context.Context, op string, args []string) error {
 		case "canary":
 			spec, err = c.CanaryPlugin(ctx, index, pos[1], pos[2], percent, sticky)
 		case "promote":
-			spec, err = c.PromotePlugin(ctx, index, pos[1])
+			spec, err = c.PromotePlugin(ctx, index, pos[1], goLive(force, reason)...)
 		case "activate":
-			spec, err = c.ActivatePlugin(ctx, index, pos[1], pos[2])
+			spec, err = c.ActivatePlugin(ctx, index, pos[1], pos[2], goLive(force, reason)...)
 		case "rollback":
 			spec, err = c.RollbackPipeline(ctx, index)
 		case "rm":
@@ -180,9 +186,45 @@ func pluginAdmin(ctx context.Context, op string, args []string) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", v.Name, v.Kind, "sha256:"+api.ShortDigest(v.Digest), humanBytes(v.Size), v.Pushed.Local().Format(time.DateTime), valid)
 	}
 	tw.Flush()
+	if op == "show" {
+		for _, v := range l.Versions {
+			if v.Gate != nil {
+				fmt.Printf("\ngate on sha256:%s: %s\n", api.ShortDigest(v.Digest), gateVerdict(v.Gate))
+			}
+		}
+	}
 	fmt.Println()
 	printPipeline(l.Pipeline)
 	return nil
+}
+
+// goLive is the client options of --force and --reason.
+func goLive(force bool, reason string) []client.GoLiveOption {
+	if !force {
+		return nil
+	}
+	return []client.GoLiveOption{client.Force(reason)}
+}
+
+// gateVerdict says what a gate found for a version, with the figures.
+func gateVerdict(r *api.GateResult) string {
+	verdict := "passed"
+	switch {
+	case r.Forced:
+		verdict = "FAILED, forced live: " + r.Reason
+	case !r.Passed:
+		verdict = "FAILED, refused"
+	}
+	out := fmt.Sprintf("%s (%s, %s)", verdict, gateLine(&r.Gate), r.Time.Local().Format(time.DateTime))
+	for _, s := range r.Sets {
+		if s.Error != "" {
+			out += fmt.Sprintf("\n  set %s: %s", s.Set, s.Error)
+			continue
+		}
+		out += fmt.Sprintf("\n  set %s v%d, %d queries: live %.4f, candidate %.4f, diff %+.4f, lower bound %+.4f (max drop %g), p=%.4f",
+			s.Set, s.Version, s.Queries, s.Live, s.Candidate, s.Diff, s.Lower, r.Gate.MaxDrop, s.P)
+	}
+	return out
 }
 
 func printPipeline(spec *api.PipelineSpec) {

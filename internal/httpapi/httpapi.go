@@ -78,6 +78,14 @@ func Handler(c *client.Client, opts Options) http.Handler {
 	route("GET /v1/indexes/{index}/pipeline", team, h.getPipeline)
 	route("PUT /v1/indexes/{index}/pipeline", team, h.setPipeline)
 	route("POST /v1/indexes/{index}/pipeline/rollback", team, h.rollbackPipeline)
+	route("GET /v1/indexes/{index}/judgements", team, h.listJudgements)
+	route("PUT /v1/indexes/{index}/judgements/{name}", team, h.pushJudgements)
+	route("GET /v1/indexes/{index}/judgements/{name}", team, h.showJudgements)
+	route("DELETE /v1/indexes/{index}/judgements/{name}", team, h.removeJudgements)
+	route("POST /v1/indexes/{index}/judgements/{name}/eval", team, h.evaluate)
+	route("GET /v1/indexes/{index}/gate", team, h.getGate)
+	route("PUT /v1/indexes/{index}/gate", team, h.setGate)
+	route("DELETE /v1/indexes/{index}/gate", team, h.removeGate)
 	return mux
 }
 
@@ -365,8 +373,30 @@ func (h *handler) pushPlugin(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handler) activatePlugin(w http.ResponseWriter, r *http.Request) {
-	spec, err := h.c.ActivatePlugin(r.Context(), r.PathValue("index"), r.PathValue("name"), r.URL.Query().Get("digest"))
+	opts, err := goLive(r)
+	if err != nil {
+		h.fail(w, err)
+		return
+	}
+	spec, err := h.c.ActivatePlugin(r.Context(), r.PathValue("index"), r.PathValue("name"), r.URL.Query().Get("digest"), opts...)
 	h.reply(w, spec, err)
+}
+
+// goLive reads force and reason, the relevance gate's override.
+func goLive(r *http.Request) ([]client.GoLiveOption, error) {
+	q := r.URL.Query()
+	v := q.Get("force")
+	if v == "" {
+		return nil, nil
+	}
+	force, err := strconv.ParseBool(v)
+	if err != nil {
+		return nil, api.BadRequest("force must be true or false, got %q", v)
+	}
+	if !force {
+		return nil, nil
+	}
+	return []client.GoLiveOption{client.Force(q.Get("reason"))}, nil
 }
 
 func (h *handler) removePlugin(w http.ResponseWriter, r *http.Request) {
@@ -415,7 +445,12 @@ func (h *handler) canaryPlugin(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handler) promotePlugin(w http.ResponseWriter, r *http.Request) {
-	spec, err := h.c.PromotePlugin(r.Context(), r.PathValue("index"), r.PathValue("name"))
+	opts, err := goLive(r)
+	if err != nil {
+		h.fail(w, err)
+		return
+	}
+	spec, err := h.c.PromotePlugin(r.Context(), r.PathValue("index"), r.PathValue("name"), opts...)
 	h.reply(w, spec, err)
 }
 

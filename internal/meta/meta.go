@@ -60,6 +60,9 @@ type Store struct {
 	Tokens jetstream.KeyValue
 	// Events records plugin events (automatic fallbacks).
 	Events jetstream.KeyValue
+	// Judgements holds each index's judgement lists, versioned, and its
+	// relevance gate (see judgements.go).
+	Judgements jetstream.KeyValue
 	// Queries holds recorded search requests (a sample, when brokers are
 	// asked to record).
 	Queries jetstream.Stream
@@ -98,6 +101,7 @@ func Open(ctx context.Context, js jetstream.JetStream, opts Options) (*Store, er
 		{&s.Events, jetstream.KeyValueConfig{Bucket: subject.EventsBucket, Description: "Quarry plugin events", TTL: 7 * 24 * time.Hour}},
 		{&s.Teams, jetstream.KeyValueConfig{Bucket: subject.TeamsBucket, Description: "Quarry team limits", History: 8}},
 		{&s.Tokens, jetstream.KeyValueConfig{Bucket: subject.TokensBucket, Description: "Quarry HTTP API tokens, by sha256"}},
+		{&s.Judgements, jetstream.KeyValueConfig{Bucket: subject.JudgementsBucket, Description: "Quarry judgement lists and relevance gates", History: JudgementHistory}},
 	}
 	for _, b := range buckets {
 		b.cfg.Storage, b.cfg.Replicas = jetstream.FileStorage, repl.of("KV_"+b.cfg.Bucket)
@@ -293,6 +297,9 @@ func (s *Store) DeleteIndex(ctx context.Context, name string) error {
 	}
 	if err := s.Manifests.Purge(ctx, name); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
 		return fmt.Errorf("delete manifest of %q: %w", name, err)
+	}
+	if err := s.purgeJudgements(ctx, name); err != nil {
+		return err
 	}
 	return s.deleteObjects(ctx, name+"/", func(string) bool { return true })
 }

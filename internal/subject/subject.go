@@ -45,6 +45,10 @@ const (
 	// TokensBucket holds HTTP API tokens (api.Token), by the sha256 of
 	// the token: never the token itself.
 	TokensBucket = "quarry-tokens"
+	// JudgementsBucket holds each index's judgement lists (keyed
+	// <index>.set.<name>, with history: each push is a version) and its
+	// relevance gate (<index>.gate).
+	JudgementsBucket = "quarry-judgements"
 	// UploadsStream stages plugin binaries uploaded in chunks through the
 	// admin API, one subject per upload: quarry.v1.uploads.<index>.<id>.
 	UploadsStream = "QUARRY_UPLOADS"

@@ -1,0 +1,297 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/quarrysearch/quarry/api"
+	"github.com/quarrysearch/quarry/client"
+	"github.com/quarrysearch/quarry/internal/httpapi"
+	"github.com/quarrysearch/quarry/internal/wasmtest"
+)
+
+// relevanceIndex makes an index whose documents carry a rating that the
+// judgements follow, so that a ranker boosting the rating is better than
+// the live BM25 order and one burying it is worse. It returns the
+// judgement list (NDJSON).
+func relevanceIndex(t *testing.T, c *client.Client, index string) []byte {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := c.CreateIndex(ctx, index, 2, nil); err != nil {
+		t.Fatal(err)
+	}
+	type doc struct {
+		ID     string  `json:"id"`
+		Text   string  `json:"text"`
+		Rating float64 `json:"rating"`
+	}
+	var docs []doc
+	var body bytes.Buffer
+	for i := range 40 {
+		d := doc{ID: fmt.Sprintf("d%02d", i), Text: "noodles " + []string{"soup", "rice"}[i%2] + " " + []string{"spicy", "mild", "sweet"}[i%3],
+			Rating: float64(1 + (i*7)%5)}
+		docs = append(docs, d)
+		b, _ := json.Marshal(d)
+		body.Write(append(b, '\n'))
+	}
+	if _, err := c.Bulk(ctx, index, &body, client.BulkOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitTotal(t, c, index, "noodles", 40)
+	// Graded by rating: 5 → 3, 4 → 2, 3 → 1, the rest rated 0.
+	var list bytes.Buffer
+	for _, q := range []string{"noodles", "soup", "rice", "spicy", "mild", "sweet", "soup spicy", "rice mild", "noodles sweet", "rice sweet"} {
+		ratings := map[string]int{}
+		for _, d := range docs {
+			for _, w := range strings.Fields(q) {
+				if strings.Contains(d.Text, w) {
+					ratings[d.ID] = max(0, int(d.Rating)-2)
+				}
+			}
+		}
+		b, _ := json.Marshal(map[string]any{"q": q, "ratings": ratings})
+		list.Write(append(b, '\n'))
+	}
+	return list.Bytes()
+}
+
+// The relevance loop from the CLI, the client and HTTP: judgement lists
+// pushed (bad ones refused by line), evaluated the same twice, a gate
+// that refuses a ranker made worse on purpose and passes a better or an
+// equal one, its override recorded as an event, and its result shown
+// with the version.
+func TestJudgementsEvalGate(t *testing.T) {
+	url, c := cluster(t, true)
+	nf := []string{"--nats", url}
+	ctx := context.Background()
+	const index = "rel"
+	list := relevanceIndex(t, c, index)
+	dir := t.TempDir()
+	write := func(name string, b []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	run := func(wantCode int, args ...string) string {
+		t.Helper()
+		out, errOut, code := cli(t, "", append(args, nf...)...)
+		if code != wantCode {
+			t.Fatalf("quarry %s: exit %d, want %d\n%s\n%s", strings.Join(args, " "), code, wantCode, out, errOut)
+		}
+		return out + errOut
+	}
+
+	// Judgement lists: pushed, versioned, listed, shown; bad ones refused
+	// naming the line, and nothing stored.
+	golden := write("golden.ndjson", list)
+	if out := run(0, "judgements", "push", index, "golden", golden); !strings.Contains(out, "pushed judgements golden version 1") || !strings.Contains(out, "10 queries") {
+		t.Fatal(out)
+	}
+	bad := write("bad.ndjson", append(slices.Clone(list), []byte(`{"q":"x","ratings":{"d01":7}}`+"\n")...))
+	if out := run(2, "judgements", "push", index, "golden", bad); !strings.Contains(out, `line 11: ratings["d01"] must be 0 to 3, got 7`) {
+		t.Fatal(out)
+	}
+	if _, err := c.PushJudgements(ctx, index, "Bad Name", list); !errors.Is(err, api.ErrBadRequest) {
+		t.Fatalf("bad name: %v", err)
+	}
+	run(0, "judgements", "push", index, "golden", golden) // version 2
+	if out := run(0, "judgements", "ls", index); !strings.Contains(out, "golden") || !strings.Contains(out, " 2 ") {
+		t.Fatal(out)
+	}
+	if out := run(0, "judgements", "show", index, "golden", "--version", "1"); !strings.Contains(out, "version 1") || !strings.Contains(out, `"soup spicy"`) {
+		t.Fatal(out)
+	}
+	if out := run(2, "judgements", "show", index, "nope"); !strings.Contains(out, "no judgement list nope") {
+		t.Fatal(out)
+	}
+
+	// The live pipeline alone, the same figures twice.
+	live1 := run(0, "eval", index, "--judgements", "golden")
+	live2 := run(0, "eval", index, "--judgements", "golden")
+	if live1 != live2 || !strings.Contains(live1, "ndcg@10") || !strings.Contains(live1, "version 2: 10 queries") {
+		t.Fatalf("two evaluations differ or are wrong:\n%s\n---\n%s", live1, live2)
+	}
+
+	// A better ranker (the rating boosted) and one made worse on purpose.
+	boost := wasmtest.C(t, "../../examples/plugins/c/ranker.c")
+	worse := wasmtest.C(t, "testdata/worse.c")
+	step := api.StepSpec{Config: json.RawMessage(`{"field":"rating","weight":10}`), Fields: []string{"rating"}, RerankDepth: 50}
+	good, err := c.PushPlugin(ctx, index, "boost", boost, client.PushOptions{Kind: "ranker", Step: step})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := run(0, "eval", index, "--judgements", "golden", "--variant", "boost="+api.ShortDigest(good.Digest))
+	rep, err := c.Evaluate(ctx, index, api.EvalRequest{Set: "golden", Variant: &api.Variant{Plugin: "boost", Digest: good.Digest}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if nd := rep.Summary[0]; nd.Metric != "ndcg" || nd.Diff.Mean <= 0.05 || nd.Diff.Low <= 0 || nd.Candidate.Mean < 0.99 {
+		t.Fatalf("the boost should be better: %+v %+v\n%s", nd.Diff, nd.Candidate, out)
+	}
+
+	// The gate: bad settings refused, then set.
+	if out := run(2, "judgements", "gate", index, "--set", "golden", "--metric", "err"); !strings.Contains(out, "gate metric must be one of") {
+		t.Fatal(out)
+	}
+	if out := run(2, "judgements", "gate", index, "--set", "nope"); !strings.Contains(out, "no judgement list nope") {
+		t.Fatal(out)
+	}
+	if out := run(0, "judgements", "gate", index, "--set", "golden", "--metric", "ndcg", "--k", "10", "--max-drop", "0.01", "--confidence", "0.95"); !strings.Contains(out, "ndcg@10 must not drop by more than 0.01 at 95% confidence on golden") {
+		t.Fatal(out)
+	}
+	if out := run(2, "judgements", "rm", index, "golden"); !strings.Contains(out, "used by the gate") {
+		t.Fatal(out)
+	}
+
+	// An improved ranker passes the gate (a plugin not yet live: the
+	// candidate is the pipeline with it added).
+	if out := run(0, "plugin", "activate", index, "boost", good.Digest); !strings.Contains(out, "ranker   boost") {
+		t.Fatal(out)
+	}
+	if out := run(0, "plugin", "show", index, "boost"); !strings.Contains(out, "gate on sha256:"+api.ShortDigest(good.Digest)+": passed") {
+		t.Fatal(out)
+	}
+
+	// The worse one, evaluated from its file against the live boost: worse,
+	// the same figures twice.
+	wasm := write("worse.wasm", worse)
+	e1 := run(0, "eval", index, "--judgements", "golden", "--variant", "boost="+wasm)
+	e2 := run(0, "eval", index, "--judgements", "golden", "--variant", "boost="+wasm)
+	if e1 != e2 {
+		t.Fatalf("two evaluations differ:\n%s\n---\n%s", e1, e2)
+	}
+	t.Logf("quarry eval with the worse ranker:\n%s", e1)
+	l, err := c.Plugins(ctx, index)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bad1 string
+	for _, v := range l.Versions {
+		if v.Digest != good.Digest {
+			bad1 = v.Digest
+		}
+	}
+	// Refused over NATS (the CLI and the client) with the figures; the
+	// pipeline is unchanged.
+	out = run(1, "plugin", "activate", index, "boost", bad1)
+	if !strings.Contains(out, "refused by the relevance gate") || !strings.Contains(out, "FAILED") || !strings.Contains(out, "lower bound") {
+		t.Fatal(out)
+	}
+	t.Logf("quarry plugin activate with the worse ranker:\n%s", out)
+	_, err = c.ActivatePlugin(ctx, index, "boost", bad1)
+	var ae *api.Error
+	if !errors.Is(err, api.ErrGateFailed) || !errors.As(err, &ae) || ae.Gate == nil || ae.Gate.Passed || ae.Gate.Sets[0].Diff >= 0 {
+		t.Fatalf("want a gate_failed error with the figures: %#v", err)
+	}
+	if spec, _ := c.Pipeline(ctx, index); spec.Rankers[0].Digest != good.Digest {
+		t.Fatalf("a refused version went live: %+v", spec.Rankers)
+	}
+	if out := run(0, "plugin", "show", index, "boost"); !strings.Contains(out, "gate on sha256:"+api.ShortDigest(bad1)+": FAILED, refused") {
+		t.Fatal(out)
+	}
+	// Over HTTP: 412 and the same error, with the gate's figures.
+	srv := httptest.NewServer(httpapi.Handler(c, httpapi.Options{}))
+	defer srv.Close()
+	resp, err := http.Post(srv.URL+"/v1/indexes/"+index+"/plugins/boost/activate?digest="+bad1, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	var he struct{ Error api.Error }
+	if resp.StatusCode != 412 || json.Unmarshal(b, &he) != nil || he.Error.Code != api.CodeGateFailed || he.Error.Gate == nil {
+		t.Fatalf("HTTP activate: %d %s", resp.StatusCode, b)
+	}
+
+	// A canary of the worse one cannot be promoted either.
+	if _, err := c.CanaryPlugin(ctx, index, "boost", bad1, 10, ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.PromotePlugin(ctx, index, "boost"); !errors.Is(err, api.ErrGateFailed) {
+		t.Fatalf("promote: %v", err)
+	}
+	// --force needs a reason; with one it goes live and says so.
+	if out := run(2, "plugin", "promote", index, "boost", "--force"); !strings.Contains(out, "--force needs a --reason") {
+		t.Fatal(out)
+	}
+	run(0, "plugin", "promote", index, "boost", "--force", "--reason", "rollout test")
+	if spec, _ := c.Pipeline(ctx, index); spec.Rankers[0].Digest != bad1 {
+		t.Fatalf("a forced promotion did not go live: %+v", spec.Rankers)
+	}
+	if out := run(0, "plugin", "events", index); !strings.Contains(out, "gate overridden: rollout test") {
+		t.Fatal(out)
+	}
+	if out := run(0, "plugin", "show", index, "boost"); !strings.Contains(out, "FAILED, forced live: rollout test") {
+		t.Fatal(out)
+	}
+	// Back to the boost (an improvement over what is live), then the boost
+	// again: an equal version passes.
+	waitRanker(t, c, index, bad1)
+	run(0, "plugin", "activate", index, "boost", good.Digest)
+	waitRanker(t, c, index, good.Digest)
+	run(0, "plugin", "activate", index, "boost", good.Digest)
+	v, err := c.Plugins(ctx, index)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ver := range v.Versions {
+		if ver.Digest == good.Digest && (ver.Gate == nil || !ver.Gate.Passed || ver.Gate.Sets[0].Diff != 0) {
+			t.Fatalf("an equal version: %+v", ver.Gate)
+		}
+	}
+
+	// HTTP: the lists, the gate and an evaluation.
+	req, _ := http.NewRequest("PUT", srv.URL+"/v1/indexes/"+index+"/judgements/other", strings.NewReader("{\"q\":\"a\",\"ratings\":{\"d\":9}}\n"))
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 400 {
+		t.Fatalf("HTTP bad list: %v %v", resp, err)
+	}
+	req, _ = http.NewRequest("PUT", srv.URL+"/v1/indexes/"+index+"/judgements/other", bytes.NewReader(list))
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 201 {
+		t.Fatalf("HTTP push: %v %v", resp, err)
+	}
+	resp, err = http.Post(srv.URL+"/v1/indexes/"+index+"/judgements/other/eval", "application/json", strings.NewReader(`{"k":5}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var hrep api.EvalReport
+	if err := json.NewDecoder(resp.Body).Decode(&hrep); err != nil || resp.StatusCode != 200 || hrep.K != 5 || len(hrep.Queries) != 10 {
+		t.Fatalf("HTTP eval: %d %+v %v", resp.StatusCode, hrep, err)
+	}
+	resp.Body.Close()
+	if resp, err := http.Get(srv.URL + "/v1/indexes/" + index + "/gate"); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("HTTP gate: %v %v", resp, err)
+	}
+	run(0, "judgements", "gate", index, "--off")
+	run(0, "judgements", "rm", index, "golden")
+	if out := run(0, "judgements", "ls", index); strings.Contains(out, "golden") {
+		t.Fatal(out)
+	}
+}
+
+// waitRanker waits until the broker runs digest as the index's ranker.
+func waitRanker(t *testing.T, c *client.Client, index, digest string) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		r, err := c.Search(context.Background(), index, &api.SearchRequest{Q: "noodles", Profile: true})
+		if err == nil && strings.Contains(fmt.Sprint(r.Profile.Stages), api.ShortDigest(digest)) {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("the broker never ran %s", digest)
+}
