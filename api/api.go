@@ -235,6 +235,9 @@ type SearchResponse struct {
 	// the caller's (NATS header Quarry-Request-Id, HTTP X-Request-Id) or
 	// one the broker made.
 	RequestID string `json:"request_id,omitempty"`
+	// QueryID names this search, unique (the broker makes it): what user
+	// events about its results carry (api.UserEvent.QueryID).
+	QueryID string `json:"query_id,omitempty"`
 }
 
 // StepReport says what happened to one plugin step of the pipeline.

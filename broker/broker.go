@@ -19,6 +19,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nats.go/micro"
+	"github.com/nats-io/nuid"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -531,7 +532,7 @@ func (b *Broker) SearchJSON(ctx context.Context, index string, data []byte) (out
 		b.metrics.answered(index, start, err)
 		return nil, err
 	}
-	resp.RequestID = trace.RequestID(ctx)
+	resp.RequestID, resp.QueryID = trace.RequestID(ctx), nuid.Next()
 	if took := time.Since(start); b.cfg.SlowQuery > 0 && took > b.cfg.SlowQuery {
 		times[stageDecode] = decoded
 		b.logSlow(ctx, index, sreq, resp, took, &times)

@@ -85,3 +85,25 @@ type GoLiveOption func(map[string]any)
 func Force(reason string) GoLiveOption {
 	return func(m map[string]any) { m["force"], m["reason"] = true, reason }
 }
+
+// PutEvents stores what users did with an index's search results
+// (clicks, add-to-cart, purchases, dwell; api.UserEvent, at most
+// api.MaxEventsPerRequest a call) in the index's user events, kept 30
+// days. A batch with a bad event is refused whole, naming it.
+func (c *Client) PutEvents(ctx context.Context, index string, evs []api.UserEvent) (*api.EventsResult, error) {
+	if err := api.ValidateEvents(evs); err != nil {
+		return nil, err
+	}
+	var out api.EventsResult
+	err := c.admin(ctx, index, "events.put", map[string]any{"events": evs}, &out)
+	return &out, err
+}
+
+// JudgementsFromEvents builds a judgement list from an index's user
+// events with a position-debiased click model (docs/relevance.md); push
+// its queries with PushJudgements to keep it.
+func (c *Client) JudgementsFromEvents(ctx context.Context, index string, req api.FromEventsRequest) (*api.FromEventsReport, error) {
+	var out api.FromEventsReport
+	err := c.admin(ctx, index, "judgements.from-events", map[string]any{"from_events": req}, &out)
+	return &out, err
+}

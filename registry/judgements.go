@@ -260,3 +260,44 @@ func (s *Service) searcher(index string, variant *api.Variant) relevance.SearchF
 		return &resp, nil
 	}
 }
+
+// putEvents stores user events of an index after checking every one: a
+// batch with a bad event is refused whole, naming it.
+func (s *Service) putEvents(ctx context.Context, def api.IndexDefinition, evs []api.UserEvent) (*api.EventsResult, error) {
+	if err := api.ValidateEvents(evs); err != nil {
+		return nil, err
+	}
+	n, err := s.store.PutUserEvents(ctx, def, evs)
+	if err != nil {
+		return nil, err
+	}
+	return &api.EventsResult{Accepted: n}, nil
+}
+
+// fromEvents builds a judgement list from an index's user events with
+// the position-debiased click model (relevance.FromEvents).
+func (s *Service) fromEvents(ctx context.Context, index string, r *api.FromEventsRequest) (*api.FromEventsReport, error) {
+	if r == nil {
+		r = &api.FromEventsRequest{}
+	}
+	var since time.Time
+	if r.Since != "" {
+		d, err := time.ParseDuration(r.Since)
+		if err != nil || d <= 0 {
+			return nil, api.BadRequest("since must be a positive duration such as 168h, got %q", r.Since)
+		}
+		since = time.Now().Add(-d)
+	}
+	if r.MinQueries < 0 || r.Eta < 0 || r.Eta > 4 {
+		return nil, api.BadRequest("min_queries must be >= 0 and eta between 0 and 4, got %d and %g", r.MinQueries, r.Eta)
+	}
+	evs, err := s.store.ReadUserEvents(ctx, index, since)
+	if err != nil {
+		return nil, err
+	}
+	qs, skipped := relevance.FromEvents(evs, relevance.ClickModel{Eta: r.Eta, MinQueries: r.MinQueries})
+	if qs == nil {
+		qs = []api.JudgedQuery{}
+	}
+	return &api.FromEventsReport{Index: index, Events: len(evs), Queries: qs, Skipped: skipped}, nil
+}

@@ -80,11 +80,17 @@ type Request struct {
 	Clear bool      `json:"clear,omitempty"`
 	// Eval asks for an evaluation (judgements.eval).
 	Eval *api.EvalRequest `json:"eval,omitempty"`
+	// Events are user events to store (events.put).
+	Events []api.UserEvent `json:"events,omitempty"`
+	// FromEvents asks for a judgement list built from the index's user
+	// events (judgements.from-events).
+	FromEvents *api.FromEventsRequest `json:"from_events,omitempty"`
 }
 
 // Operations of the admin API.
 var operations = []string{"plugin.upload", "plugin.register", "plugin.ls", "plugin.activate", "plugin.rm", "plugin.rollback", "plugin.canary", "plugin.promote", "plugin.shadow", "shadow.stats", "plugin.events", "pipeline.show", "pipeline.set",
-	"judgements.push", "judgements.ls", "judgements.show", "judgements.rm", "judgements.gate", "judgements.eval"}
+	"judgements.push", "judgements.ls", "judgements.show", "judgements.rm", "judgements.gate", "judgements.eval",
+	"events.put", "judgements.from-events"}
 
 // Run serves the admin API until ctx is done.
 func (s *Service) Run(ctx context.Context) error {
@@ -193,6 +199,10 @@ func (s *Service) Do(ctx context.Context, index, op string, r *Request) (any, er
 		return s.gate(ctx, index, r)
 	case "judgements.eval":
 		return s.evaluate(ctx, index, r.Eval)
+	case "events.put":
+		return s.putEvents(ctx, def, r.Events)
+	case "judgements.from-events":
+		return s.fromEvents(ctx, index, r.FromEvents)
 	}
 	return nil, api.BadRequest("unknown admin operation %q", op)
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -24,6 +25,9 @@ const judgementsUsage = `Usage: quarry judgements COMMAND ...
   gate INDEX --set NAME[,NAME] --metric ndcg|mrr|precision|recall [--k 10] [--max-drop 0.01] [--confidence 0.95]
                                   plugin activate and promote then refuse a version that fails it
   gate INDEX [--off]              show (or remove) the index's gate
+  from-events INDEX NAME [--since 168h] [--min-queries 5] [--eta 1] [--push]
+                                  build a list from users' clicks, carts and purchases (quarry events);
+                                  print it as NDJSON, or with --push store it as NAME
 
 A judgement list is NDJSON, one query a line, with graded ratings 0-3:
   {"q": "pad thai", "ratings": {"r0012-i03": 3, "r0140-i01": 1, "r0007-i11": 0}}
@@ -41,11 +45,12 @@ func runJudgements(ctx context.Context, args []string) error {
 	}
 	op := args[0]
 	about := map[string][2]string{
-		"push": {"INDEX NAME FILE.ndjson|-", "Stores a judgement list as the next version of NAME; a bad line refuses the whole list, naming the line."},
-		"ls":   {"INDEX", "Lists the index's judgement lists."},
-		"show": {"INDEX NAME", "Prints a judgement list's queries and ratings."},
-		"rm":   {"INDEX NAME", "Removes a judgement list and its earlier versions."},
-		"gate": {"INDEX", "Sets, shows or removes the index's relevance gate: plugin activate and promote\nrun it and refuse a version whose metric drops by more than --max-drop at --confidence."},
+		"push":        {"INDEX NAME FILE.ndjson|-", "Stores a judgement list as the next version of NAME; a bad line refuses the whole list, naming the line."},
+		"ls":          {"INDEX", "Lists the index's judgement lists."},
+		"show":        {"INDEX NAME", "Prints a judgement list's queries and ratings."},
+		"rm":          {"INDEX NAME", "Removes a judgement list and its earlier versions."},
+		"from-events": {"INDEX NAME", "Builds a judgement list from the index's user events with a position-debiased click\nmodel (docs/relevance.md) and prints it as NDJSON, or with --push stores it as NAME."},
+		"gate":        {"INDEX", "Sets, shows or removes the index's relevance gate: plugin activate and promote\nrun it and refuse a version whose metric drops by more than --max-drop at --confidence."},
 	}
 	a, ok := about[op]
 	if !ok {
@@ -59,8 +64,16 @@ func runJudgements(ctx context.Context, args []string) error {
 	var version, k int
 	var sets, metric string
 	var maxDrop, confidence float64
-	var off bool
+	var off, push bool
+	var since string
+	var minQueries int
+	var eta float64
 	switch op {
+	case "from-events":
+		fs.StringVar(&since, "since", "", "read the events of this long ago on, e.g. 168h (default: every event kept, 30 days)")
+		fs.IntVar(&minQueries, "min-queries", relevance.DefaultMinQueries, "leave out texts searched fewer times")
+		fs.Float64Var(&eta, "eta", relevance.DefaultEta, "position bias: rank p is examined with probability (1/p)^eta")
+		fs.BoolVar(&push, "push", false, "store the list as NAME instead of printing it")
 	case "show":
 		fs.IntVar(&version, "version", 0, "the version to show (default: the latest)")
 	case "gate":
@@ -71,7 +84,7 @@ func runJudgements(ctx context.Context, args []string) error {
 		fs.Float64Var(&confidence, "confidence", relevance.DefaultConfidence, "confidence of the bound on the drop")
 		fs.BoolVar(&off, "off", false, "remove the gate")
 	}
-	n := map[string]int{"push": 3, "ls": 1, "show": 2, "rm": 2, "gate": 1}[op]
+	n := map[string]int{"push": 3, "ls": 1, "show": 2, "rm": 2, "gate": 1, "from-events": 2}[op]
 	pos, err := parse(fs, args[1:], n, n)
 	if err != nil {
 		return err
@@ -146,6 +159,34 @@ func runJudgements(ctx context.Context, args []string) error {
 			}
 			fmt.Printf("%4d  %-30.30q  %s\n", q.Line, text, strings.Join(parts, " "))
 		}
+		return nil
+	case "from-events":
+		rep, err := c.JudgementsFromEvents(ctx, index, api.FromEventsRequest{Since: since, MinQueries: minQueries, Eta: eta})
+		if err != nil {
+			return err
+		}
+		if len(rep.Queries) == 0 {
+			return api.BadRequest("%d events of %s gave no query with a relevant document (%d texts searched too few times or clicked too little; see --min-queries)", rep.Events, index, rep.Skipped)
+		}
+		var buf strings.Builder
+		for _, q := range rep.Queries {
+			q.Line = 0
+			b, err := json.Marshal(q)
+			if err != nil {
+				return err
+			}
+			buf.Write(append(b, '\n'))
+		}
+		if !push {
+			fmt.Print(buf.String())
+			fmt.Fprintf(os.Stderr, "%d queries from %d events (%d texts left out)\n", len(rep.Queries), rep.Events, rep.Skipped)
+			return nil
+		}
+		set, err := c.PushJudgements(ctx, index, pos[1], []byte(buf.String()))
+		if err != nil {
+			return err
+		}
+		fmt.Printf("pushed judgements %s version %d to %s: %d queries from %d events (%d texts left out)\n", set.Name, set.Version, index, set.NumQueries, rep.Events, rep.Skipped)
 		return nil
 	case "rm":
 		if err := c.RemoveJudgements(ctx, index, pos[1]); err != nil {
@@ -326,4 +367,69 @@ func printEval(w io.Writer, rep *api.EvalReport) {
 		fmt.Fprintf(w, "\n%d queries failed and are left out of the summary (both sides)\n", failed)
 	}
 	fmt.Fprintf(w, "\n(zero_relevant: the share of queries with no relevant document in the top %d; lower is better)\n", rep.K)
+}
+
+// runEvents runs quarry events: store user events.
+func runEvents(ctx context.Context, args []string) error {
+	fs := newFlags("events", "INDEX FILE.ndjson|-",
+		"Stores what users did with an index's search results, one event a line (OpenSearch UBI's shape):\n"+
+			`  {"action_name": "click", "query_id": "…", "user_query": "pad thai", "client_id": "u1",`+"\n"+
+			`   "event_attributes": {"object": {"object_id": "r0012-i03"}, "position": {"ordinal": 3}}}`+"\n"+
+			"action_name: click, add_to_cart, purchase or dwell (with event_attributes.dwell_time, seconds);\n"+
+			"query_id is the search response's. A file with a bad event is refused whole, naming its line.\n"+
+			"quarry judgements from-events builds a judgement list from them.")
+	var nf natsFlags
+	nf.register(fs)
+	pos, err := parse(fs, args, 2, 2)
+	if err != nil {
+		return err
+	}
+	in := io.Reader(os.Stdin)
+	if pos[1] != "-" {
+		f, err := os.Open(pos[1])
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		in = f
+	}
+	raw, err := io.ReadAll(io.LimitReader(in, 64<<20))
+	if err != nil {
+		return err
+	}
+	var evs []api.UserEvent
+	lines := []int{}
+	for i, line := range strings.Split(string(raw), "\n") {
+		if line = strings.TrimSpace(line); line == "" {
+			continue
+		}
+		var e api.UserEvent
+		if err := api.DecodeStrict("event", []byte(line), &e); err != nil {
+			return api.BadRequest("%s: line %d: %v", pos[1], i+1, err)
+		}
+		if err := e.Validate(); err != nil {
+			return api.BadRequest("%s: line %d: %v", pos[1], i+1, err)
+		}
+		evs = append(evs, e)
+		lines = append(lines, i+1)
+	}
+	if len(evs) == 0 {
+		return api.BadRequest("%s: no events", pos[1])
+	}
+	nc, c, err := nf.connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	stored := 0
+	for from := 0; from < len(evs); from += api.MaxEventsPerRequest {
+		batch := evs[from:min(from+api.MaxEventsPerRequest, len(evs))]
+		res, err := c.PutEvents(ctx, pos[0], batch)
+		if err != nil {
+			return fmt.Errorf("events from line %d on (%d stored before): %w", lines[from], stored, err)
+		}
+		stored += res.Accepted
+	}
+	fmt.Printf("stored %d events of %s\n", stored, pos[0])
+	return nil
 }

@@ -54,6 +54,7 @@ func init() {
 		"pipeline":   {"show or set an index's plugin pipeline", runPipeline},
 		"queries":    {"export recorded search requests (for plugin test replays)", runQueries},
 		"judgements": {"push, list, show or remove judgement lists; set the relevance gate", runJudgements},
+		"events":     {"store what users did with search results (clicks, carts, purchases, dwell)", runEvents},
 		"eval":       {"measure the live pipeline and a candidate on a judgement list (nDCG, MRR, P@k, R@k)", runEval},
 		"team":       {"set or list a team's limits (rate, searches in flight)", runTeam},
 		"token":      {"create, list or revoke HTTP API tokens", runToken},

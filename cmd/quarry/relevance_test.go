@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -19,6 +20,7 @@ import (
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/client"
 	"github.com/quarrysearch/quarry/internal/httpapi"
+	"github.com/quarrysearch/quarry/internal/relevance"
 	"github.com/quarrysearch/quarry/internal/wasmtest"
 )
 
@@ -294,4 +296,137 @@ func waitRanker(t *testing.T, c *client.Client, index, digest string) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	t.Fatalf("the broker never ran %s", digest)
+}
+
+// Users with a known preference (the ratings of relevanceIndex) search,
+// look down the page with a position bias and click, buy and bounce;
+// their events go in over the CLI and HTTP, and the judgement list built
+// from them with the click model tells the better ranker from the live
+// order, as the true ratings do.
+func TestJudgementsFromEvents(t *testing.T) {
+	url, c := cluster(t, true)
+	nf := []string{"--nats", url}
+	ctx := context.Background()
+	const index = "clk"
+	truth := relevanceIndex(t, c, index)
+	qs, err := relevance.Decode(bytes.NewReader(truth))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(15, 1))
+	var evs []api.UserEvent
+	for _, q := range qs {
+		for u := range 30 {
+			resp, err := c.Search(ctx, index, &api.SearchRequest{Q: q.Q, Size: 10})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if resp.QueryID == "" {
+				t.Fatal("a search response without a query_id")
+			}
+			for i, h := range resp.Hits {
+				p := i + 1
+				if rng.Float64() >= 1/float64(p) { // not looked at
+					continue
+				}
+				g := q.Ratings[h.ID]
+				if rng.Float64() >= []float64{0.05, 0.3, 0.6, 0.9}[g] {
+					continue
+				}
+				e := api.UserEvent{ActionName: "click", QueryID: resp.QueryID, UserQuery: q.Q, ClientID: fmt.Sprint("u", u),
+					EventAttributes: api.EventAttributes{Object: api.EventObject{ObjectID: h.ID, ObjectIDField: "id"}, Position: api.EventPosition{Ordinal: p}}}
+				evs = append(evs, e)
+				if g == 0 && rng.Float64() < 0.5 { // came straight back
+					e.ActionName, e.EventAttributes.DwellTime = "dwell", 2
+					evs = append(evs, e)
+				}
+				if g == 3 && rng.Float64() < 0.3 {
+					e.ActionName = "purchase"
+					evs = append(evs, e)
+				}
+			}
+		}
+	}
+	// Half over the CLI, half over HTTP; bad events refused, naming them.
+	half := len(evs) / 2
+	var file bytes.Buffer
+	for _, e := range evs[:half] {
+		b, _ := json.Marshal(e)
+		file.Write(append(b, '\n'))
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "events.ndjson")
+	os.WriteFile(path, file.Bytes(), 0o644)
+	if out, errOut, code := cli(t, "", append([]string{"events", index, path}, nf...)...); code != 0 || !strings.Contains(out, fmt.Sprintf("stored %d events", half)) {
+		t.Fatalf("quarry events: %d %s %s", code, out, errOut)
+	}
+	bad := filepath.Join(dir, "bad.ndjson")
+	os.WriteFile(bad, append(slices.Clone(file.Bytes()[:bytes.IndexByte(file.Bytes(), '\n')+1]), []byte(`{"action_name":"like","query_id":"x","user_query":"a","event_attributes":{"object":{"object_id":"d"},"position":{"ordinal":1}}}`+"\n")...), 0o644)
+	if _, errOut, code := cli(t, "", append([]string{"events", index, bad}, nf...)...); code != 2 || !strings.Contains(errOut, `line 2: action_name must be one of click, add_to_cart, purchase, dwell, got "like"`) {
+		t.Fatalf("bad events: %d %s", code, errOut)
+	}
+	srv := httptest.NewServer(httpapi.Handler(c, httpapi.Options{}))
+	defer srv.Close()
+	body, _ := json.Marshal(evs[half:])
+	resp, err := http.Post(srv.URL+"/v1/indexes/"+index+"/events", "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res api.EventsResult
+	if err := json.NewDecoder(resp.Body).Decode(&res); err != nil || resp.StatusCode != 200 || res.Accepted != len(evs)-half {
+		t.Fatalf("HTTP events: %d %+v %v", resp.StatusCode, res, err)
+	}
+	resp.Body.Close()
+	resp, err = http.Post(srv.URL+"/v1/indexes/"+index+"/events", "application/json", strings.NewReader(`[{"action_name":"click"}]`))
+	if err != nil || resp.StatusCode != 400 {
+		t.Fatalf("HTTP bad event: %v %v", resp, err)
+	}
+
+	// The list from the events, printed, then pushed.
+	out, errOut, code := cli(t, "", append([]string{"judgements", "from-events", index, "clicks"}, nf...)...)
+	if code != 0 || !strings.Contains(errOut, fmt.Sprintf("from %d events", len(evs))) {
+		t.Fatalf("from-events: %d %s %s", code, out, errOut)
+	}
+	built, err := relevance.Decode(strings.NewReader(out))
+	if err != nil {
+		t.Fatalf("from-events printed a list that does not decode: %v\n%s", err, out)
+	}
+	// What it calls relevant is, on the whole, what users prefer.
+	var hi, lo []float64
+	for _, b := range built {
+		var tq api.JudgedQuery
+		for _, q := range qs {
+			if q.Q == b.Q {
+				tq = q
+			}
+		}
+		for id, g := range b.Ratings {
+			if g >= 2 {
+				hi = append(hi, float64(tq.Ratings[id]))
+			} else {
+				lo = append(lo, float64(tq.Ratings[id]))
+			}
+		}
+	}
+	if len(built) < 8 || relevance.Mean(hi) < relevance.Mean(lo)+1 {
+		t.Fatalf("%d queries; true grade of what it grades >= 2: %.2f, of the rest %.2f\n%s", len(built), relevance.Mean(hi), relevance.Mean(lo), out)
+	}
+	t.Logf("%d events → %d queries; true grade of those graded >= 2: %.2f (%d), of the rest: %.2f (%d)", len(evs), len(built), relevance.Mean(hi), len(hi), relevance.Mean(lo), len(lo))
+	if out, errOut, code := cli(t, "", append([]string{"judgements", "from-events", index, "clicks", "--push"}, nf...)...); code != 0 || !strings.Contains(out, "pushed judgements clicks version 1") {
+		t.Fatalf("from-events --push: %d %s %s", code, out, errOut)
+	}
+	boost := wasmtest.C(t, "../../examples/plugins/c/ranker.c")
+	good, err := c.PushPlugin(ctx, index, "boost", boost, client.PushOptions{Kind: "ranker",
+		Step: api.StepSpec{Config: json.RawMessage(`{"field":"rating","weight":10}`), Fields: []string{"rating"}, RerankDepth: 50}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := c.Evaluate(ctx, index, api.EvalRequest{Set: "clicks", Variant: &api.Variant{Plugin: "boost", Digest: good.Digest}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if nd := rep.Summary[0]; nd.Diff.Mean <= 0 || nd.Diff.Low <= 0 {
+		t.Fatalf("on the clicks' list the better ranker should be better: %+v", nd)
+	}
+	t.Logf("nDCG@10 on the clicks' list: live %.3f, boost %.3f", rep.Summary[0].Live.Mean, rep.Summary[0].Candidate.Mean)
 }

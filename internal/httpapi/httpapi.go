@@ -83,6 +83,7 @@ func Handler(c *client.Client, opts Options) http.Handler {
 	route("GET /v1/indexes/{index}/judgements/{name}", team, h.showJudgements)
 	route("DELETE /v1/indexes/{index}/judgements/{name}", team, h.removeJudgements)
 	route("POST /v1/indexes/{index}/judgements/{name}/eval", team, h.evaluate)
+	route("POST /v1/indexes/{index}/events", team, h.putEvents)
 	route("GET /v1/indexes/{index}/gate", team, h.getGate)
 	route("PUT /v1/indexes/{index}/gate", team, h.setGate)
 	route("DELETE /v1/indexes/{index}/gate", team, h.removeGate)

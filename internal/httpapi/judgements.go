@@ -103,3 +103,34 @@ func (h *handler) removeGate(w http.ResponseWriter, r *http.Request) {
 	}
 	w.WriteHeader(204)
 }
+
+// putEvents takes user events: a JSON array, or NDJSON (one event a
+// line). A bad event refuses the whole body, naming it.
+func (h *handler) putEvents(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxSearchBody))
+	if err != nil {
+		h.fail(w, err)
+		return
+	}
+	var evs []api.UserEvent
+	if b := bytes.TrimSpace(body); len(b) > 0 && b[0] == '[' {
+		if err := api.DecodeStrict("events", b, &evs); err != nil {
+			h.fail(w, err)
+			return
+		}
+	} else {
+		for i, line := range bytes.Split(body, []byte("\n")) {
+			if line = bytes.TrimSpace(line); len(line) == 0 {
+				continue
+			}
+			var e api.UserEvent
+			if err := api.DecodeStrict("event", line, &e); err != nil {
+				h.fail(w, api.BadRequest("line %d: %v", i+1, err))
+				return
+			}
+			evs = append(evs, e)
+		}
+	}
+	res, err := h.c.PutEvents(r.Context(), r.PathValue("index"), evs)
+	h.reply(w, res, err)
+}

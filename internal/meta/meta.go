@@ -69,6 +69,9 @@ type Store struct {
 	// Uploads stages plugin binaries uploaded in chunks through the admin
 	// API until they are registered.
 	Uploads jetstream.Stream
+	// UserEvents holds what users did with results (api.UserEvent), per
+	// index, for UserEventsMaxAge (see events.go).
+	UserEvents jetstream.Stream
 }
 
 // Open creates or binds to every resource.
@@ -141,6 +144,8 @@ func Open(ctx context.Context, js jetstream.JetStream, opts Options) (*Store, er
 		{&s.Uploads, jetstream.StreamConfig{Name: subject.UploadsStream, Description: "Quarry plugin uploads in progress",
 			Subjects: []string{subject.UploadsPrefix + ".>"}, MaxAge: time.Hour, MaxBytes: 1 << 30, Discard: jetstream.DiscardNew,
 			Duplicates: 10 * time.Minute}},
+		{&s.UserEvents, jetstream.StreamConfig{Name: subject.UserEventsStream, Description: "Quarry user events on search results (clicks, purchases…), per index",
+			Subjects: []string{subject.UserEventsPrefix + ".>"}, MaxAge: UserEventsMaxAge, MaxBytes: UserEventsMaxBytes, Discard: jetstream.DiscardOld}},
 		// Atomic batches let a bulk ingest have many documents stored,
 		// and synced to disk, with one acknowledgement (client.Bulk).
 		{&s.Docs, jetstream.StreamConfig{Name: subject.DocsStream, Description: "Quarry documents: one subject per document, latest kept",
@@ -297,6 +302,9 @@ func (s *Store) DeleteIndex(ctx context.Context, name string) error {
 	}
 	if err := s.Manifests.Purge(ctx, name); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
 		return fmt.Errorf("delete manifest of %q: %w", name, err)
+	}
+	if err := s.UserEvents.Purge(ctx, jetstream.WithPurgeSubject(subject.UserEventsPrefix+"."+name)); err != nil {
+		return fmt.Errorf("purge the user events of %q: %w", name, err)
 	}
 	if err := s.purgeJudgements(ctx, name); err != nil {
 		return err

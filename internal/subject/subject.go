@@ -49,6 +49,12 @@ const (
 	// <index>.set.<name>, with history: each push is a version) and its
 	// relevance gate (<index>.gate).
 	JudgementsBucket = "quarry-judgements"
+	// UserEventsStream holds what users did with search results (clicks,
+	// add-to-cart, purchases, dwell), subject quarry.v1.events.<index>,
+	// kept for UserEventsMaxAge; docs/relevance.md.
+	UserEventsStream = "QUARRY_EVENTS"
+	// UserEventsPrefix is UserEventsStream's subject prefix.
+	UserEventsPrefix = "quarry.v1.events"
 	// UploadsStream stages plugin binaries uploaded in chunks through the
 	// admin API, one subject per upload: quarry.v1.uploads.<index>.<id>.
 	UploadsStream = "QUARRY_UPLOADS"
