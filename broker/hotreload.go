@@ -110,6 +110,9 @@ func (l *loader) step(ctx context.Context, index string, kind plugins.Kind, s ap
 			return Step{}, fmt.Errorf("canary: %w", err)
 		}
 		st.Canary, st.CanaryPercent, st.StickyKey = &c, s.Canary.Percent, s.Canary.StickyKey
+		if s.Canary.Interleave != nil && kind == plugins.Ranker {
+			st.interleave = &interleaving{live: s.Digest, candidate: s.Canary.Step.Digest}
+		}
 	}
 	if s.Shadow != nil {
 		sh, err := l.step(ctx, index, kind, s.Shadow.Step, keys)

@@ -104,6 +104,26 @@ func (c *Client) CanaryPlugin(ctx context.Context, index, name, digest string, p
 	return &spec, err
 }
 
+// InterleavePlugin starts an interleaving experiment on a live ranker:
+// percent of the queries (sticky by the context field stickyKey) get a
+// team-draft interleaving of the live and the candidate version's
+// rankings; clicks sent with PutEvents credit the side that placed what
+// was clicked, and when test (zero fields: the defaults) decides, the
+// candidate is promoted or rolled back by itself. Percent 0 ends it.
+func (c *Client) InterleavePlugin(ctx context.Context, index, name, digest string, percent int, stickyKey string, test api.InterleaveSpec) (*api.PipelineSpec, error) {
+	var spec api.PipelineSpec
+	err := c.admin(ctx, index, "plugin.canary", map[string]any{"name": name, "digest": digest, "percent": percent, "sticky_key": stickyKey, "interleave": test}, &spec)
+	return &spec, err
+}
+
+// CanaryStats returns a plugin's interleaving experiment's tally: the
+// running one, or the latest.
+func (c *Client) CanaryStats(ctx context.Context, index, name string) (*api.CanaryStats, error) {
+	var st api.CanaryStats
+	err := c.admin(ctx, index, "canary.stats", map[string]any{"name": name}, &st)
+	return &st, err
+}
+
 // PromotePlugin makes a plugin's canary its live version; like
 // ActivatePlugin, it must pass the index's relevance gate if it has one.
 func (c *Client) PromotePlugin(ctx context.Context, index, name string, opts ...GoLiveOption) (*api.PipelineSpec, error) {

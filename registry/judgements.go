@@ -271,6 +271,7 @@ func (s *Service) putEvents(ctx context.Context, def api.IndexDefinition, evs []
 	if err != nil {
 		return nil, err
 	}
+	s.credit(ctx, def.Name, evs)
 	return &api.EventsResult{Accepted: n}, nil
 }
 

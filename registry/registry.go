@@ -85,12 +85,14 @@ type Request struct {
 	// FromEvents asks for a judgement list built from the index's user
 	// events (judgements.from-events).
 	FromEvents *api.FromEventsRequest `json:"from_events,omitempty"`
+	// Interleave makes a canary an interleaving experiment (rankers).
+	Interleave *api.InterleaveSpec `json:"interleave,omitempty"`
 }
 
 // Operations of the admin API.
 var operations = []string{"plugin.upload", "plugin.register", "plugin.ls", "plugin.activate", "plugin.rm", "plugin.rollback", "plugin.canary", "plugin.promote", "plugin.shadow", "shadow.stats", "plugin.events", "pipeline.show", "pipeline.set",
 	"judgements.push", "judgements.ls", "judgements.show", "judgements.rm", "judgements.gate", "judgements.eval",
-	"events.put", "judgements.from-events"}
+	"events.put", "judgements.from-events", "canary.stats"}
 
 // Run serves the admin API until ctx is done.
 func (s *Service) Run(ctx context.Context) error {
@@ -203,6 +205,8 @@ func (s *Service) Do(ctx context.Context, index, op string, r *Request) (any, er
 		return s.putEvents(ctx, def, r.Events)
 	case "judgements.from-events":
 		return s.fromEvents(ctx, index, r.FromEvents)
+	case "canary.stats":
+		return s.canaryStats(ctx, index, r.Name)
 	}
 	return nil, api.BadRequest("unknown admin operation %q", op)
 }
@@ -416,13 +420,24 @@ func checkBudgets(st api.StepSpec) error {
 // canary sends a share of queries to a candidate version (percent 0 ends
 // the canary).
 func (s *Service) canary(ctx context.Context, index string, r *Request) (*api.PipelineSpec, error) {
-	return s.candidate(ctx, index, "plugin canary", r, func(st, cand *api.StepSpec) {
+	if err := s.checkInterleave(ctx, index, r); err != nil {
+		return nil, err
+	}
+	op := "plugin canary"
+	if r.Interleave != nil {
+		op = "plugin canary --interleave"
+	}
+	spec, err := s.candidate(ctx, index, op, r, func(st, cand *api.StepSpec) {
 		if cand == nil {
 			st.Canary = nil
 			return
 		}
-		st.Canary = &api.CanarySpec{Step: *cand, Percent: r.Percent, StickyKey: r.StickyKey}
+		st.Canary = &api.CanarySpec{Step: *cand, Percent: r.Percent, StickyKey: r.StickyKey, Interleave: r.Interleave}
 	})
+	if err == nil && r.Interleave != nil && r.Percent > 0 {
+		err = s.startTally(ctx, index, spec, r.Name)
+	}
+	return spec, err
 }
 
 // candidate puts a validated version of a live plugin beside its step

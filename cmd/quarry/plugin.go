@@ -28,6 +28,9 @@ const pluginUsage = `Usage: quarry plugin COMMAND ...
   rm INDEX NAME                   take a plugin out of the pipeline
   canary INDEX NAME DIGEST --percent N [--sticky KEY]
                                   send N% of the queries to a candidate version
+  canary INDEX NAME DIGEST --interleave [--percent N] [--sticky KEY] [--delta 0.1 --alpha 0.05 --beta 0.05 --max-queries 2000]
+                                  rankers: interleave live and candidate for N% of the users; clicks decide; promoted or rolled back by itself
+  canary-stats INDEX NAME         the interleaving experiment's wins, losses, ties and test
   promote INDEX NAME [--force --reason TEXT]
                                   make the canary the live version (if it passes the gate)
   shadow INDEX NAME DIGEST --percent N
@@ -53,7 +56,7 @@ func runPlugin(ctx context.Context, args []string) error {
 		return nil
 	}
 	switch args[0] {
-	case "push", "ls", "show", "activate", "rollback", "rm", "canary", "promote", "shadow", "shadow-stats", "events":
+	case "push", "ls", "show", "activate", "rollback", "rm", "canary", "promote", "shadow", "shadow-stats", "canary-stats", "events":
 		return pluginAdmin(ctx, args[0], args[1:])
 	case "test":
 		return runPluginTest(ctx, args[1:])

@@ -26,6 +26,7 @@ func pluginAdmin(ctx context.Context, op string, args []string) error {
 		"promote":      {"INDEX NAME", "Makes a plugin's canary its live version, if it passes the index's relevance gate."},
 		"shadow":       {"INDEX NAME DIGEST", "Runs a candidate version of a live plugin on --percent of the queries, only to\ncompare it with the live one (--percent 0 ends the shadow); see shadow-stats.\nA ranker's shadow reorders the live ranker's candidates; a rewriter's shadow\nrewrites the request and the rest of the search runs again in the background\n(real extra load, bounded per broker) to compare the final top 10."},
 		"events":       {"INDEX", "Lists what the platform did to the index's plugins on its own (automatic fallbacks:\nfail-open steps taken out, fail-closed ones rolled back to their last good version)."},
+		"canary-stats": {"INDEX NAME", "Shows a plugin's interleaving experiment (plugin canary --interleave): queries won, lost and tied,\nthe sequential test's state and, once it decided, what Quarry did."},
 		"shadow-stats": {"INDEX NAME", "Compares a plugin's shadow with the live version: overlap@10, rank correlation,\nlatency and errors, over every broker."},
 	}[op]
 	fs := newFlags("plugin "+op, about[0], about[1])
@@ -40,9 +41,16 @@ func pluginAdmin(ctx context.Context, op string, args []string) error {
 	if op == "shadow" {
 		fs.IntVar(&percent, "percent", 100, "share of queries mirrored to the candidate, 0-100 (0 ends the shadow)")
 	}
+	var interleave bool
+	var test api.InterleaveSpec
 	if op == "canary" {
 		fs.IntVar(&percent, "percent", 10, "share of queries for the candidate, 0-100 (0 ends the canary)")
 		fs.StringVar(&sticky, "sticky", "", "context field that keeps a user on one version (e.g. user)")
+		fs.BoolVar(&interleave, "interleave", false, "rankers: interleave the live and the candidate rankings (team-draft) for the share; clicks decide, and the candidate is promoted or rolled back by itself (docs/relevance.md)")
+		fs.Float64Var(&test.Delta, "delta", 0, "--interleave: the difference in the share of won queries the test tells (default 0.1)")
+		fs.Float64Var(&test.Alpha, "alpha", 0, "--interleave: chance of promoting a candidate worse by delta (default 0.05)")
+		fs.Float64Var(&test.Beta, "beta", 0, "--interleave: chance of rolling back a candidate better by delta (default 0.05)")
+		fs.IntVar(&test.MaxQueries, "max-queries", 0, "--interleave: decided queries after which, undecided, the candidate is rolled back (default 2000)")
 	}
 	var force bool
 	var reason string
@@ -62,7 +70,7 @@ func pluginAdmin(ctx context.Context, op string, args []string) error {
 		fs.BoolVar(&activate, "activate", false, "put the version live once validated")
 		fs.StringVar(&samplesFile, "samples", "", "requests the version must handle before it is valid, one a line (JSON search requests or plain text); the index's recorded queries are added")
 	}
-	n := map[string]int{"push": 3, "ls": 1, "show": 2, "activate": 3, "rollback": 1, "rm": 2, "canary": 3, "promote": 2, "shadow": 3, "shadow-stats": 2, "events": 1}[op]
+	n := map[string]int{"push": 3, "ls": 1, "show": 2, "activate": 3, "rollback": 1, "rm": 2, "canary": 3, "promote": 2, "shadow": 3, "shadow-stats": 2, "canary-stats": 2, "events": 1}[op]
 	pos, err := parse(fs, args, n, n)
 	if err != nil {
 		return err
@@ -121,6 +129,22 @@ func pluginAdmin(ctx context.Context, op string, args []string) error {
 			fmt.Println("no events")
 		}
 		return nil
+	case "canary-stats":
+		st, err := c.CanaryStats(ctx, index, pos[1])
+		if err != nil {
+			return err
+		}
+		if *jsonOut {
+			return printJSON(st)
+		}
+		fmt.Printf("interleaving of %s on %s: candidate sha256:%s against live sha256:%s, %s\n", st.Plugin, st.Index, api.ShortDigest(st.Candidate), api.ShortDigest(st.Live), st.State)
+		fmt.Printf("  queries won by the candidate %d, by the live version %d, tied %d (%d clicks credited)\n", st.Wins, st.Losses, st.Ties, st.Clicks)
+		fmt.Printf("  log likelihood ratio %.3f: promote at %.3f, roll back at %.3f (delta %g, alpha %g, beta %g, at most %d queries)\n",
+			st.LLR, st.Upper, st.Lower, st.Test.Delta, st.Test.Alpha, st.Test.Beta, st.Test.MaxQueries)
+		if st.Reason != "" {
+			fmt.Printf("  %s at %s: %s\n", st.State, st.Decided.Local().Format(time.DateTime), st.Reason)
+		}
+		return nil
 	case "shadow-stats":
 		st, err := c.ShadowStats(ctx, index, pos[1])
 		if err != nil {
@@ -138,7 +162,11 @@ func pluginAdmin(ctx context.Context, op string, args []string) error {
 		case "shadow":
 			spec, err = c.ShadowPlugin(ctx, index, pos[1], pos[2], percent)
 		case "canary":
-			spec, err = c.CanaryPlugin(ctx, index, pos[1], pos[2], percent, sticky)
+			if interleave {
+				spec, err = c.InterleavePlugin(ctx, index, pos[1], pos[2], percent, sticky, test)
+			} else {
+				spec, err = c.CanaryPlugin(ctx, index, pos[1], pos[2], percent, sticky)
+			}
 		case "promote":
 			spec, err = c.PromotePlugin(ctx, index, pos[1], goLive(force, reason)...)
 		case "activate":
@@ -277,7 +305,11 @@ func printCandidates(s api.StepSpec) {
 		if c.StickyKey != "" {
 			sticky = "sticky by " + c.StickyKey
 		}
-		fmt.Printf("    canary %d%% (%s) → %s  %s\n", c.Percent, sticky, "sha256:"+api.ShortDigest(c.Step.Digest), stepDetail(c.Step))
+		mode := "canary"
+		if c.Interleave != nil {
+			mode = "interleaving canary"
+		}
+		fmt.Printf("    %s %d%% (%s) → %s  %s\n", mode, c.Percent, sticky, "sha256:"+api.ShortDigest(c.Step.Digest), stepDetail(c.Step))
 	}
 	if sh := s.Shadow; sh != nil {
 		fmt.Printf("    shadow %d%% → %s  %s\n", sh.Percent, "sha256:"+api.ShortDigest(sh.Step.Digest), stepDetail(sh.Step))

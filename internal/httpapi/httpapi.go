@@ -71,6 +71,7 @@ func Handler(c *client.Client, opts Options) http.Handler {
 	route("POST /v1/indexes/{index}/plugins/{name}/activate", team, h.activatePlugin)
 	route("DELETE /v1/indexes/{index}/plugins/{name}", team, h.removePlugin)
 	route("POST /v1/indexes/{index}/plugins/{name}/canary", team, h.canaryPlugin)
+	route("GET /v1/indexes/{index}/plugins/{name}/canary", team, h.canaryStats)
 	route("POST /v1/indexes/{index}/plugins/{name}/promote", team, h.promotePlugin)
 	route("POST /v1/indexes/{index}/plugins/{name}/shadow", team, h.shadowPlugin)
 	route("GET /v1/indexes/{index}/plugins/{name}/shadow", team, h.shadowStats)
@@ -441,8 +442,40 @@ func (h *handler) canaryPlugin(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q := r.URL.Query()
+	if v := q.Get("interleave"); v != "" {
+		on, err := strconv.ParseBool(v)
+		if err != nil {
+			h.fail(w, api.BadRequest("interleave must be true or false, got %q", v))
+			return
+		}
+		if on {
+			var test api.InterleaveSpec
+			for name, dst := range map[string]*float64{"delta": &test.Delta, "alpha": &test.Alpha, "beta": &test.Beta} {
+				if v := q.Get(name); v != "" {
+					if *dst, err = strconv.ParseFloat(v, 64); err != nil {
+						h.fail(w, api.BadRequest("%s must be a number, got %q", name, v))
+						return
+					}
+				}
+			}
+			if v := q.Get("max_queries"); v != "" {
+				if test.MaxQueries, err = strconv.Atoi(v); err != nil {
+					h.fail(w, api.BadRequest("max_queries must be a number, got %q", v))
+					return
+				}
+			}
+			spec, err := h.c.InterleavePlugin(r.Context(), r.PathValue("index"), r.PathValue("name"), q.Get("digest"), p, q.Get("sticky"), test)
+			h.reply(w, spec, err)
+			return
+		}
+	}
 	spec, err := h.c.CanaryPlugin(r.Context(), r.PathValue("index"), r.PathValue("name"), q.Get("digest"), p, q.Get("sticky"))
 	h.reply(w, spec, err)
+}
+
+func (h *handler) canaryStats(w http.ResponseWriter, r *http.Request) {
+	st, err := h.c.CanaryStats(r.Context(), r.PathValue("index"), r.PathValue("name"))
+	h.reply(w, st, err)
 }
 
 func (h *handler) promotePlugin(w http.ResponseWriter, r *http.Request) {

@@ -63,6 +63,10 @@ type Store struct {
 	// Judgements holds each index's judgement lists, versioned, and its
 	// relevance gate (see judgements.go).
 	Judgements jetstream.KeyValue
+	// Interleave holds interleaved searches (api.InterleavedQuery) for a
+	// day; InterleaveTallies the experiments' tallies (api.CanaryStats).
+	Interleave        jetstream.KeyValue
+	InterleaveTallies jetstream.KeyValue
 	// Queries holds recorded search requests (a sample, when brokers are
 	// asked to record).
 	Queries jetstream.Stream
@@ -104,6 +108,8 @@ func Open(ctx context.Context, js jetstream.JetStream, opts Options) (*Store, er
 		{&s.Events, jetstream.KeyValueConfig{Bucket: subject.EventsBucket, Description: "Quarry plugin events", TTL: 7 * 24 * time.Hour}},
 		{&s.Teams, jetstream.KeyValueConfig{Bucket: subject.TeamsBucket, Description: "Quarry team limits", History: 8}},
 		{&s.Tokens, jetstream.KeyValueConfig{Bucket: subject.TokensBucket, Description: "Quarry HTTP API tokens, by sha256"}},
+		{&s.Interleave, jetstream.KeyValueConfig{Bucket: subject.InterleaveBucket, Description: "Quarry interleaved searches: which side placed each result", TTL: 24 * time.Hour}},
+		{&s.InterleaveTallies, jetstream.KeyValueConfig{Bucket: subject.InterleaveTalliesBucket, Description: "Quarry interleaving experiments' tallies"}},
 		{&s.Judgements, jetstream.KeyValueConfig{Bucket: subject.JudgementsBucket, Description: "Quarry judgement lists and relevance gates", History: JudgementHistory}},
 	}
 	for _, b := range buckets {

@@ -131,6 +131,16 @@ func TestTeamIsolation(t *testing.T) {
 			_, err := books.Evaluate(ctx, "menu", api.EvalRequest{Set: "golden"})
 			return err
 		}},
+		{"send user events", func(ctx context.Context) error {
+			_, err := books.PutEvents(ctx, "menu", []api.UserEvent{{ActionName: "click", QueryID: "q1", UserQuery: "spicy",
+				EventAttributes: api.EventAttributes{Object: api.EventObject{ObjectID: "menu-1"}, Position: api.EventPosition{Ordinal: 1}}}})
+			return err
+		}},
+		{"build judgements from events", func(ctx context.Context) error {
+			_, err := books.JudgementsFromEvents(ctx, "menu", api.FromEventsRequest{})
+			return err
+		}},
+		{"read canary stats", func(ctx context.Context) error { _, err := books.CanaryStats(ctx, "menu", "suffix"); return err }},
 	}
 	for _, d := range denied {
 		t.Run("books cannot "+d.name, func(t *testing.T) {

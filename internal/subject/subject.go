@@ -49,6 +49,12 @@ const (
 	// <index>.set.<name>, with history: each push is a version) and its
 	// relevance gate (<index>.gate).
 	JudgementsBucket = "quarry-judgements"
+	// InterleaveBucket holds what brokers recorded of interleaved searches
+	// (api.InterleavedQuery), keyed <index>.<query_id>, for a day.
+	InterleaveBucket = "quarry-interleave"
+	// InterleaveTalliesBucket holds interleaving experiments' tallies
+	// (api.CanaryStats), keyed <index>.<plugin>.<hex digest>.
+	InterleaveTalliesBucket = "quarry-interleave-tallies"
 	// UserEventsStream holds what users did with search results (clicks,
 	// add-to-cart, purchases, dwell), subject quarry.v1.events.<index>,
 	// kept for UserEventsMaxAge; docs/relevance.md.
