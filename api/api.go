@@ -66,10 +66,16 @@ type SearchRequest struct {
 	Variant *Variant `json:"variant,omitempty"`
 }
 
-// Variant names a plugin version to use for one request.
+// Variant names a plugin version to use for one request, or a whole
+// candidate pipeline.
 type Variant struct {
-	Plugin string `json:"plugin"`
-	Digest string `json:"digest"`
+	Plugin string `json:"plugin,omitempty"`
+	Digest string `json:"digest,omitempty"`
+	// Pipeline, in place of Plugin and Digest, runs this pipeline instead
+	// of the live one: every step must name a pushed, validated version of
+	// the index's plugins, which runs with the settings it was pushed with
+	// (`quarry eval --pipeline`).
+	Pipeline *PipelineSpec `json:"pipeline,omitempty"`
 }
 
 // FacetRequest asks for the top Size terms of Field.

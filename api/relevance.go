@@ -122,6 +122,9 @@ type EvalRequest struct {
 	// a plugin in place of the live one (or added, if the plugin is not
 	// live).
 	Variant *Variant `json:"variant,omitempty"`
+	// Pipeline, in place of Variant, is a whole candidate pipeline: every
+	// step a pushed, validated version of the index's plugins.
+	Pipeline *PipelineSpec `json:"pipeline,omitempty"`
 	// Confidence of the intervals (default 0.95).
 	Confidence float64 `json:"confidence,omitempty"`
 }

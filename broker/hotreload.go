@@ -308,6 +308,9 @@ func (b *Broker) variant(ctx context.Context, index string, pl *Pipeline, v *api
 	if l == nil {
 		return nil, api.Errorf(api.CodeUnavailable, "this broker does not load plugins from the registry")
 	}
+	if v.Pipeline != nil {
+		return b.variantPipeline(ctx, l, index, v.Pipeline)
+	}
 	if pl == nil {
 		pl = &Pipeline{}
 	}

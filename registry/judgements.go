@@ -127,6 +127,19 @@ func (s *Service) evaluate(ctx context.Context, index string, e *api.EvalRequest
 		cand    relevance.SearchFunc
 		variant *api.Variant
 	)
+	switch {
+	case e.Variant != nil && e.Pipeline != nil:
+		return nil, api.BadRequest("give a variant or a pipeline, not both")
+	case e.Variant != nil && e.Variant.Pipeline != nil:
+		return nil, api.BadRequest("a whole candidate pipeline goes in the eval's pipeline, not its variant")
+	case e.Pipeline != nil:
+		p := &api.PipelineSpec{Index: index, Rewriters: e.Pipeline.Rewriters, Rankers: e.Pipeline.Rankers}
+		if err := s.checkSpec(ctx, index, p); err != nil {
+			return nil, err
+		}
+		variant = &api.Variant{Pipeline: p}
+		cand = s.searcher(index, variant)
+	}
 	if e.Variant != nil {
 		if err := validName(e.Variant.Plugin); err != nil {
 			return nil, err

@@ -370,6 +370,23 @@ func (s *Service) setPipeline(ctx context.Context, index string, spec *api.Pipel
 	if spec == nil {
 		return nil, api.BadRequest("pipeline.set needs a spec")
 	}
+	if err := s.checkSpec(ctx, index, spec); err != nil {
+		return nil, err
+	}
+	change := spec.Change
+	if change == "" {
+		change = "pipeline set"
+	}
+	return s.update(ctx, index, change, func(cur *api.PipelineSpec) error {
+		cur.Rewriters, cur.Rankers, cur.Source = spec.Rewriters, spec.Rankers, spec.Source
+		return nil
+	})
+}
+
+// checkSpec checks that every step of a pipeline names a version pushed
+// to the index that passed validation, with its kind, a valid config
+// and budgets.
+func (s *Service) checkSpec(ctx context.Context, index string, spec *api.PipelineSpec) error {
 	check := func(kind plugins.Kind, steps []api.StepSpec) error {
 		for i, st := range steps {
 			v, err := s.store.ValidPluginVersion(ctx, index, st.Plugin, st.Digest)
@@ -389,19 +406,9 @@ func (s *Service) setPipeline(ctx context.Context, index string, spec *api.Pipel
 		return nil
 	}
 	if err := check(plugins.Rewriter, spec.Rewriters); err != nil {
-		return nil, err
+		return err
 	}
-	if err := check(plugins.Ranker, spec.Rankers); err != nil {
-		return nil, err
-	}
-	change := spec.Change
-	if change == "" {
-		change = "pipeline set"
-	}
-	return s.update(ctx, index, change, func(cur *api.PipelineSpec) error {
-		cur.Rewriters, cur.Rankers, cur.Source = spec.Rewriters, spec.Rankers, spec.Source
-		return nil
-	})
+	return check(plugins.Ranker, spec.Rankers)
 }
 
 // checkBudgets checks a step's time budgets: latency_budget_ms, the call

@@ -3,15 +3,19 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/quarrysearch/quarry/api"
+	"github.com/quarrysearch/quarry/broker"
+	"github.com/quarrysearch/quarry/client"
 	"github.com/quarrysearch/quarry/internal/relevance"
 )
 
@@ -237,7 +241,7 @@ func sortedKeys(m map[string]int) []string {
 
 // runEval runs quarry eval.
 func runEval(ctx context.Context, args []string) error {
-	fs := newFlags("eval", "INDEX --judgements NAME [--variant PLUGIN=FILE.wasm|PLUGIN=DIGEST] [--k 10]",
+	fs := newFlags("eval", "INDEX --judgements NAME [--variant PLUGIN=FILE.wasm|PLUGIN=DIGEST | --pipeline FILE] [--k 10]",
 		"Runs each query of a judgement list through the index's live pipeline and, with --variant,\n"+
 			"through the same pipeline with a candidate version of one plugin (a .wasm file is pushed and\n"+
 			"validated, not activated; a plugin not yet live is added, as activating it would), and prints\n"+
@@ -248,6 +252,7 @@ func runEval(ctx context.Context, args []string) error {
 	nf.register(fs)
 	set := fs.String("judgements", "", "the judgement list (required)")
 	variant := fs.String("variant", "", "the candidate: PLUGIN=FILE.wasm, or PLUGIN=DIGEST of a pushed version")
+	pipelineFile := fs.String("pipeline", "", "the candidate: a whole pipeline file (as quarry serve --pipeline takes; its plugins are pushed, not activated)")
 	k := fs.Int("k", relevance.DefaultK, "depth")
 	confidence := fs.Float64("confidence", relevance.DefaultConfidence, "confidence of the intervals")
 	kind := fs.String("kind", "", "the candidate's kind, rewriter or ranker (default: the live plugin's)")
@@ -262,6 +267,15 @@ func runEval(ctx context.Context, args []string) error {
 	}
 	if _, err := relevance.CheckOptions(relevance.Options{K: *k, Confidence: *confidence}); err != nil {
 		return err
+	}
+	if *variant != "" && *pipelineFile != "" {
+		return api.BadRequest("--variant and --pipeline: give one")
+	}
+	var pf *broker.PipelineFile
+	if *pipelineFile != "" {
+		if pf, err = broker.ReadPipelineFile(*pipelineFile); err != nil {
+			return err
+		}
 	}
 	var name, target string
 	if *variant != "" {
@@ -292,6 +306,11 @@ func runEval(ctx context.Context, args []string) error {
 		}
 		req.Variant = &api.Variant{Plugin: name, Digest: digest}
 	}
+	if pf != nil {
+		if req.Pipeline, err = pushPipelineFile(ctx, c, index, *pipelineFile, pf); err != nil {
+			return err
+		}
+	}
 	rep, err := c.Evaluate(ctx, index, req)
 	if err != nil {
 		return err
@@ -303,6 +322,49 @@ func runEval(ctx context.Context, args []string) error {
 	return nil
 }
 
+// pushPipelineFile pushes every step of a pipeline file (its Go plugins
+// built with the local toolchain) as a version, validated, not
+// activated, and returns the pipeline of those versions.
+func pushPipelineFile(ctx context.Context, c *client.Client, index, path string, f *broker.PipelineFile) (*api.PipelineSpec, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, err
+	}
+	base := filepath.Dir(abs)
+	buildDir, err := os.MkdirTemp("", "quarry-eval-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(buildDir)
+	spec := &api.PipelineSpec{Index: index}
+	for _, k := range []struct {
+		kind  string
+		steps []broker.StepFile
+		into  *[]api.StepSpec
+	}{{"rewriter", f.Rewriters, &spec.Rewriters}, {"ranker", f.Rankers, &spec.Rankers}} {
+		for i, s := range k.steps {
+			var wasm []byte
+			switch {
+			case s.Wasm != "" && s.Go == "":
+				wasm, err = os.ReadFile(filepath.Join(base, s.Wasm))
+			case s.Go != "" && s.Wasm == "":
+				wasm, err = broker.BuildGoPlugin(ctx, filepath.Join(base, s.Go), buildDir)
+			default:
+				err = errors.New(`give exactly one of "wasm" and "go"`)
+			}
+			if err != nil {
+				return nil, fmt.Errorf("--pipeline %s: %s %d (%s): %w", path, k.kind, i, s.Plugin, err)
+			}
+			st := s.Spec(wasm)
+			if _, err := c.PushPlugin(ctx, index, s.Plugin, wasm, client.PushOptions{Kind: k.kind, Step: st}); err != nil {
+				return nil, fmt.Errorf("--pipeline %s: %s %s: %w", path, k.kind, s.Plugin, err)
+			}
+			*k.into = append(*k.into, st)
+		}
+	}
+	return spec, nil
+}
+
 func fileExists(path string) bool {
 	st, err := os.Stat(path)
 	return err == nil && !st.IsDir()
@@ -311,8 +373,18 @@ func fileExists(path string) bool {
 // printEval prints an evaluation: a line per query, then the summary.
 func printEval(w io.Writer, rep *api.EvalReport) {
 	cand := ""
-	if rep.Variant != nil {
-		cand = fmt.Sprintf("; candidate %s %s", rep.Variant.Plugin, "sha256:"+api.ShortDigest(rep.Variant.Digest))
+	switch v := rep.Variant; {
+	case v != nil && v.Pipeline != nil:
+		var steps []string
+		for _, st := range append(slices.Clone(v.Pipeline.Rewriters), v.Pipeline.Rankers...) {
+			steps = append(steps, st.Plugin+" "+api.ShortDigest(st.Digest))
+		}
+		cand = "; candidate pipeline: " + strings.Join(steps, ", ")
+		if len(steps) == 0 {
+			cand = "; candidate pipeline: no plugins"
+		}
+	case v != nil:
+		cand = fmt.Sprintf("; candidate %s %s", v.Plugin, "sha256:"+api.ShortDigest(v.Digest))
 	}
 	fmt.Fprintf(w, "evaluation of %s on judgements %s version %d: %d queries, k=%d%s\n\n", rep.Index, rep.Set, rep.Version, len(rep.Queries), rep.K, cand)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)

@@ -131,12 +131,28 @@ func TestJudgementsEvalGate(t *testing.T) {
 	// A better ranker (the rating boosted) and one made worse on purpose.
 	boost := wasmtest.C(t, "../../examples/plugins/c/ranker.c")
 	worse := wasmtest.C(t, "testdata/worse.c")
+
+	// A whole candidate pipeline from a file, beside the live one (no
+	// plugins yet).
+	write("boost.wasm", boost)
+	pf := write("pipeline.json", []byte(`{"rankers": [{"plugin": "boost", "wasm": "boost.wasm", "fields": ["rating"], "rerank_depth": 50, "config": {"field": "rating", "weight": 10}}]}`))
+	out := run(0, "eval", index, "--judgements", "golden", "--pipeline", pf)
+	if !strings.Contains(out, "candidate pipeline: boost ") {
+		t.Fatal(out)
+	}
+	var prep api.EvalReport
+	if err := json.Unmarshal([]byte(run(0, "eval", index, "--judgements", "golden", "--pipeline", pf, "--json")), &prep); err != nil || prep.Summary[0].Diff == nil || prep.Summary[0].Diff.Mean <= 0.05 {
+		t.Fatalf("the boost pipeline should be better: %+v %v\n%s", prep.Summary, err, out)
+	}
+	if out := run(2, "eval", index, "--judgements", "golden", "--pipeline", pf, "--variant", "boost=x"); !strings.Contains(out, "give one") {
+		t.Fatal(out)
+	}
 	step := api.StepSpec{Config: json.RawMessage(`{"field":"rating","weight":10}`), Fields: []string{"rating"}, RerankDepth: 50}
 	good, err := c.PushPlugin(ctx, index, "boost", boost, client.PushOptions{Kind: "ranker", Step: step})
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := run(0, "eval", index, "--judgements", "golden", "--variant", "boost="+api.ShortDigest(good.Digest))
+	out = run(0, "eval", index, "--judgements", "golden", "--variant", "boost="+api.ShortDigest(good.Digest))
 	rep, err := c.Evaluate(ctx, index, api.EvalRequest{Set: "golden", Variant: &api.Variant{Plugin: "boost", Digest: good.Digest}})
 	if err != nil {
 		t.Fatal(err)
