@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +18,7 @@ import (
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/client"
 	"github.com/quarrysearch/quarry/internal/catalog"
+	"github.com/quarrysearch/quarry/internal/httpapi"
 	"github.com/quarrysearch/quarry/internal/wasmtest"
 )
 
@@ -54,9 +58,19 @@ func TestInterleavingSimulation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The test's settings are checked.
-	if _, err := c.InterleavePlugin(ctx, index, "rank", better.Digest, 50, "user", api.InterleaveSpec{Delta: 0.6}); err == nil {
-		t.Fatal("--interleave with a delta of 0.6 was taken")
+	// The test's settings are checked, over NATS and HTTP; no experiment
+	// has run yet.
+	if _, err := c.InterleavePlugin(ctx, index, "rank", better.Digest, 50, "user", api.InterleaveSpec{Delta: 0.6}); !errors.Is(err, api.ErrBadRequest) || !strings.Contains(err.Error(), "delta must be between 0 and 0.5") {
+		t.Fatalf("--interleave with a delta of 0.6: %v", err)
+	}
+	srv := httptest.NewServer(httpapi.Handler(c, httpapi.Options{}))
+	defer srv.Close()
+	resp, err := http.Post(srv.URL+"/v1/indexes/"+index+"/plugins/rank/canary?digest="+better.Digest+"&percent=50&interleave=true&alpha=0.9", "", nil)
+	if err != nil || resp.StatusCode != 400 {
+		t.Fatalf("HTTP interleave with alpha 0.9: %v %v", resp, err)
+	}
+	if _, err := c.CanaryStats(ctx, index, "rank"); !errors.Is(err, api.ErrNotFound) {
+		t.Fatalf("canary stats before any experiment: %v", err)
 	}
 	seeds := 3
 	if *interleaveLong {
@@ -83,6 +97,15 @@ func TestInterleavingSimulation(t *testing.T) {
 		}
 	}
 	t.Logf("most searches to decide over %d seeds: better candidate %d, worse candidate %d", seeds, most[0], most[1])
+	resp, err = http.Get(srv.URL + "/v1/indexes/" + index + "/plugins/rank/canary")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st api.CanaryStats
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil || resp.StatusCode != 200 || st.State != "rolled back" || st.Reason == "" {
+		t.Fatalf("HTTP canary stats: %d %+v %v", resp.StatusCode, st, err)
+	}
+	resp.Body.Close()
 	evs, err := c.PluginEvents(ctx, index)
 	if err != nil {
 		t.Fatal(err)
