@@ -30,6 +30,10 @@ type PipelineSpec struct {
 	// digest of what it said (SourceFile): a broker restarted with the
 	// same file does not write it again over later changes.
 	Source string `json:"source,omitempty"`
+	// Gate, on a revision the relevance gate let through (plugin
+	// activate, promote, pipeline set on an index with a gate), is what
+	// it found.
+	Gate *GateResult `json:"gate,omitempty"`
 }
 
 // Step returns plugin name's step in the pipeline and whether it is a

@@ -182,10 +182,15 @@ func (c *Client) Pipeline(ctx context.Context, index string) (*api.PipelineSpec,
 }
 
 // SetPipeline replaces an index's whole pipeline. Every step must name a
-// validated version pushed to the index.
-func (c *Client) SetPipeline(ctx context.Context, index string, spec *api.PipelineSpec) (*api.PipelineSpec, error) {
+// validated version pushed to the index, and the pipeline must pass the
+// index's relevance gate if it has one (see Force).
+func (c *Client) SetPipeline(ctx context.Context, index string, spec *api.PipelineSpec, opts ...GoLiveOption) (*api.PipelineSpec, error) {
 	var out api.PipelineSpec
-	err := c.admin(ctx, index, "pipeline.set", map[string]any{"spec": spec}, &out)
+	body := map[string]any{"spec": spec}
+	for _, o := range opts {
+		o(body)
+	}
+	err := c.admin(ctx, index, "pipeline.set", body, &out)
 	return &out, err
 }
 

@@ -167,17 +167,55 @@ func (s *Service) evaluate(ctx context.Context, index string, e *api.EvalRequest
 // live (activated, or promoted from a canary), records what it found
 // with the version, and refuses with a CodeGateFailed error carrying the
 // figures when it fails, unless force (with a reason), which records a
-// plugin event instead.
-func (s *Service) runGate(ctx context.Context, index string, v *api.PluginVersion, force bool, reason string) error {
+// plugin event instead. It returns the result (nil: no gate).
+func (s *Service) runGate(ctx context.Context, index string, v *api.PluginVersion, force bool, reason string) (*api.GateResult, error) {
+	if err := checkForce(force, reason); err != nil {
+		return nil, err
+	}
+	res, err := s.evaluateGate(ctx, index, &api.Variant{Plugin: v.Name, Digest: v.Digest}, force, reason)
+	if err != nil || res == nil {
+		return nil, err
+	}
+	res.Plugin, res.Digest = v.Name, v.Digest
+	v.Gate = res
+	if err := s.store.PutPluginVersion(ctx, v); err != nil {
+		return nil, err
+	}
+	return res, s.enforceGate(ctx, index, res, fmt.Sprintf("plugin %s %s", v.Name, api.ShortDigest(v.Digest)), v.Name, api.ShortDigest(v.Digest))
+}
+
+// runPipelineGate is runGate for a whole pipeline about to replace the
+// live one (pipeline.set); the result is stored with the new revision.
+func (s *Service) runPipelineGate(ctx context.Context, index string, spec *api.PipelineSpec, force bool, reason string) (*api.GateResult, error) {
+	if err := checkForce(force, reason); err != nil {
+		return nil, err
+	}
+	p := &api.PipelineSpec{Index: index, Rewriters: spec.Rewriters, Rankers: spec.Rankers}
+	res, err := s.evaluateGate(ctx, index, &api.Variant{Pipeline: p}, force, reason)
+	if err != nil || res == nil {
+		return nil, err
+	}
+	res.Plugin = "pipeline"
+	return res, s.enforceGate(ctx, index, res, "the pipeline", "pipeline", "set")
+}
+
+func checkForce(force bool, reason string) error {
 	if force && strings.TrimSpace(reason) == "" {
 		return api.BadRequest("--force needs a --reason: it is recorded with the event")
 	}
+	return nil
+}
+
+// evaluateGate runs the index's gate (nil, nil if it has none) on the
+// candidate variant against the live pipeline, every set in turn; with
+// force, a failed result is marked forced with the reason.
+func (s *Service) evaluateGate(ctx context.Context, index string, variant *api.Variant, force bool, reason string) (*api.GateResult, error) {
 	g, err := s.store.Gate(ctx, index)
 	if err != nil || g == nil {
-		return err
+		return nil, err
 	}
-	res := &api.GateResult{Plugin: v.Name, Digest: v.Digest, Time: time.Now().UTC().Truncate(time.Millisecond), Gate: *g, Passed: true}
-	cand := s.searcher(index, &api.Variant{Plugin: v.Name, Digest: v.Digest})
+	res := &api.GateResult{Time: time.Now().UTC().Truncate(time.Millisecond), Gate: *g, Passed: true}
+	cand := s.searcher(index, variant)
 	for _, name := range g.Sets {
 		sr := api.GateSetResult{Set: name}
 		set, err := s.store.JudgementSet(ctx, index, name, 0)
@@ -190,7 +228,7 @@ func (s *Service) runGate(ctx context.Context, index string, v *api.PluginVersio
 		}
 		if err != nil {
 			if api.CodeOf(err) == api.CodeInternal && ctx.Err() == nil {
-				return fmt.Errorf("gate on set %s: %w", name, err)
+				return nil, fmt.Errorf("gate on set %s: %w", name, err)
 			}
 			sr.Set, sr.Passed, sr.Error = name, false, err.Error()
 		}
@@ -200,9 +238,15 @@ func (s *Service) runGate(ctx context.Context, index string, v *api.PluginVersio
 	if !res.Passed && force {
 		res.Forced, res.Reason = true, reason
 	}
-	v.Gate = res
-	if err := s.store.PutPluginVersion(ctx, v); err != nil {
-		return err
+	return res, nil
+}
+
+// enforceGate refuses what (a version, the pipeline) when res failed and
+// was not forced, with the figures; a forced one is recorded as a plugin
+// event of plugin at version.
+func (s *Service) enforceGate(ctx context.Context, index string, res *api.GateResult, what, plugin, version string) error {
+	if res.Passed {
+		return nil
 	}
 	figures := relevance.Describe(res)
 	for _, sr := range res.Sets {
@@ -210,15 +254,12 @@ func (s *Service) runGate(ctx context.Context, index string, v *api.PluginVersio
 			figures += "; set " + sr.Set + ": " + sr.Error
 		}
 	}
-	if res.Passed {
-		return nil
-	}
-	if !force {
+	if !res.Forced {
 		return &api.Error{Code: api.CodeGateFailed, Gate: res,
-			Message: fmt.Sprintf("plugin %s %s refused by the relevance gate of %q: %s (--force --reason \"...\" overrides)", v.Name, api.ShortDigest(v.Digest), index, figures)}
+			Message: fmt.Sprintf("%s refused by the relevance gate of %q: %s (--force --reason \"...\" overrides)", what, index, figures)}
 	}
-	s.recordEvent(ctx, api.PluginEvent{Index: index, Plugin: v.Name, Version: api.ShortDigest(v.Digest), Time: res.Time,
-		Event: "gate overridden", Reason: reason + "; " + figures})
+	s.recordEvent(ctx, api.PluginEvent{Index: index, Plugin: plugin, Version: version, Time: res.Time,
+		Event: "gate overridden", Reason: res.Reason + "; " + figures})
 	return nil
 }
 

@@ -188,7 +188,7 @@ func (s *Service) Do(ctx context.Context, index, op string, r *Request) (any, er
 		spec, err := s.store.Pipeline(ctx, index)
 		return spec, err
 	case "pipeline.set":
-		return s.setPipeline(ctx, index, r.Spec)
+		return s.setPipeline(ctx, index, r)
 	case "judgements.push":
 		return s.pushJudgements(ctx, def, r)
 	case "judgements.ls":
@@ -301,10 +301,12 @@ func (s *Service) activate(ctx context.Context, index string, r *Request) (*api.
 	if err != nil {
 		return nil, err
 	}
-	if err := s.runGate(ctx, index, v, r.Force, r.Reason); err != nil {
+	res, err := s.runGate(ctx, index, v, r.Force, r.Reason)
+	if err != nil {
 		return nil, err
 	}
 	return s.update(ctx, index, fmt.Sprintf("plugin activate %s %s", name, api.ShortDigest(v.Digest)), func(spec *api.PipelineSpec) error {
+		spec.Gate = res
 		steps := &spec.Rewriters
 		if v.Kind == string(plugins.Ranker) {
 			steps = &spec.Rankers
@@ -365,12 +367,18 @@ func (s *Service) rollback(ctx context.Context, index string) (*api.PipelineSpec
 }
 
 // setPipeline replaces the whole pipeline; every step must name a version
-// that was pushed to this index and passed validation, with its kind.
-func (s *Service) setPipeline(ctx context.Context, index string, spec *api.PipelineSpec) (*api.PipelineSpec, error) {
+// that was pushed to this index and passed validation, with its kind,
+// and the index's relevance gate, if it has one, must pass (or r.Force).
+func (s *Service) setPipeline(ctx context.Context, index string, r *Request) (*api.PipelineSpec, error) {
+	spec := r.Spec
 	if spec == nil {
 		return nil, api.BadRequest("pipeline.set needs a spec")
 	}
 	if err := s.checkSpec(ctx, index, spec); err != nil {
+		return nil, err
+	}
+	res, err := s.runPipelineGate(ctx, index, spec, r.Force, r.Reason)
+	if err != nil {
 		return nil, err
 	}
 	change := spec.Change
@@ -378,7 +386,7 @@ func (s *Service) setPipeline(ctx context.Context, index string, spec *api.Pipel
 		change = "pipeline set"
 	}
 	return s.update(ctx, index, change, func(cur *api.PipelineSpec) error {
-		cur.Rewriters, cur.Rankers, cur.Source = spec.Rewriters, spec.Rankers, spec.Source
+		cur.Rewriters, cur.Rankers, cur.Source, cur.Gate = spec.Rewriters, spec.Rankers, spec.Source, res
 		return nil
 	})
 }
@@ -501,10 +509,12 @@ func (s *Service) promote(ctx context.Context, index string, r *Request) (*api.P
 	if err != nil {
 		return nil, err
 	}
-	if err := s.runGate(ctx, index, v, r.Force, r.Reason); err != nil {
+	res, err := s.runGate(ctx, index, v, r.Force, r.Reason)
+	if err != nil {
 		return nil, err
 	}
 	return s.update(ctx, index, "plugin promote "+name, func(spec *api.PipelineSpec) error {
+		spec.Gate = res
 		st, _ := spec.Step(name)
 		if st == nil || st.Canary == nil {
 			return api.BadRequest("plugin %s has no canary on index %q", name, index)

@@ -264,6 +264,9 @@ func printPipeline(spec *api.PipelineSpec) {
 	if len(spec.Rewriters)+len(spec.Rankers) == 0 {
 		fmt.Println("  (no plugins)")
 	}
+	if spec.Gate != nil {
+		fmt.Printf("  relevance gate: %s\n", strings.ReplaceAll(gateVerdict(spec.Gate), "\n", "\n  "))
+	}
 	for _, s := range spec.Rewriters {
 		fmt.Printf("  rewriter %-12s %s  %s\n", s.Plugin, "sha256:"+api.ShortDigest(s.Digest), stepDetail(s))
 		printCandidates(s)
@@ -344,10 +347,10 @@ func stepDetail(s api.StepSpec) string {
 
 func runPipeline(ctx context.Context, args []string) error {
 	if len(args) == 0 || (args[0] != "show" && args[0] != "set") {
-		fmt.Fprint(os.Stderr, "Usage: quarry pipeline show INDEX [--json]\n       quarry pipeline set INDEX FILE.json\n\n"+
+		fmt.Fprint(os.Stderr, "Usage: quarry pipeline show INDEX [--json]\n       quarry pipeline set INDEX FILE.json [--force --reason TEXT]\n\n"+
 			"Shows an index's live plugin pipeline, or replaces it with FILE (api.PipelineSpec JSON:\n"+
 			`{"rewriters": [{"plugin": "...", "digest": "sha256:...", "config": {...}, "budget_ms": 20}], "rankers": [...]}`+").\n"+
-			"Every step must name a validated version pushed to the index.\n")
+			"Every step must name a validated version pushed to the index; with a relevance gate\n(quarry judgements gate), the pipeline must pass it.\n")
 		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
 			return nil
 		}
@@ -358,9 +361,13 @@ func runPipeline(ctx context.Context, args []string) error {
 	var nf natsFlags
 	nf.register(fs)
 	jsonOut := fs.Bool("json", false, "print JSON")
+	var force bool
+	var reason string
 	n := 1
 	if op == "set" {
 		n = 2
+		fs.BoolVar(&force, "force", false, "set the pipeline although the index's relevance gate refuses it (needs --reason; recorded as a plugin event)")
+		fs.StringVar(&reason, "reason", "", "why --force: recorded with the event")
 	}
 	pos, err := parse(fs, args[1:], n, n)
 	if err != nil {
@@ -383,7 +390,7 @@ func runPipeline(ctx context.Context, args []string) error {
 		if err := json.Unmarshal(b, &in); err != nil {
 			return api.BadRequest("pipeline file %s: %v", pos[1], err)
 		}
-		spec, err = c.SetPipeline(ctx, pos[0], &in)
+		spec, err = c.SetPipeline(ctx, pos[0], &in, goLive(force, reason)...)
 	}
 	if err != nil {
 		return err

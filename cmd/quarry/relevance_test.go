@@ -221,6 +221,15 @@ func TestJudgementsEvalGate(t *testing.T) {
 	if out := run(0, "plugin", "show", index, "boost"); !strings.Contains(out, "gate on sha256:"+api.ShortDigest(bad1)+": FAILED, refused") {
 		t.Fatal(out)
 	}
+	// A whole pipeline set with it is refused too; the live revision
+	// shows the gate that let its version through.
+	badSpec := write("bad-pipeline.json", []byte(`{"rankers": [{"plugin": "boost", "digest": "`+bad1+`", "fields": ["rating"], "rerank_depth": 50}]}`))
+	if out := run(1, "pipeline", "set", index, badSpec); !strings.Contains(out, "the pipeline refused by the relevance gate") {
+		t.Fatal(out)
+	}
+	if out := run(0, "pipeline", "show", index); !strings.Contains(out, "relevance gate: passed") || !strings.Contains(out, "boost        sha256:"+api.ShortDigest(good.Digest)) {
+		t.Fatal(out)
+	}
 	// Over HTTP: 412 and the same error, with the gate's figures.
 	srv := httptest.NewServer(httpapi.Handler(c, httpapi.Options{}))
 	defer srv.Close()

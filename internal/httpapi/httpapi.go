@@ -417,7 +417,12 @@ func (h *handler) setPipeline(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, err)
 		return
 	}
-	out, err := h.c.SetPipeline(r.Context(), r.PathValue("index"), &spec)
+	opts, err := goLive(r)
+	if err != nil {
+		h.fail(w, err)
+		return
+	}
+	out, err := h.c.SetPipeline(r.Context(), r.PathValue("index"), &spec, opts...)
 	h.reply(w, out, err)
 }
 
