@@ -244,7 +244,8 @@ func runEval(ctx context.Context, args []string) error {
 	fs := newFlags("eval", "INDEX --judgements NAME [--variant PLUGIN=FILE.wasm|PLUGIN=DIGEST | --pipeline FILE] [--k 10]",
 		"Runs each query of a judgement list through the index's live pipeline and, with --variant,\n"+
 			"through the same pipeline with a candidate version of one plugin (a .wasm file is pushed and\n"+
-			"validated, not activated; a plugin not yet live is added, as activating it would), and prints\n"+
+			"validated, not activated; a plugin not yet live is added, as activating it would), or with\n"+
+			"--pipeline through a whole candidate pipeline file (its plugins pushed, not activated), and prints\n"+
 			"nDCG@k, reciprocal rank, precision@k and recall@k per query, and in sum with bootstrap\n"+
 			"confidence intervals, the paired difference and a paired randomization test (docs/relevance.md).\n"+
 			"Two runs on the same index print the same numbers.")
