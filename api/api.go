@@ -70,10 +70,16 @@ type SearchRequest struct {
 	Variant *Variant `json:"variant,omitempty"`
 }
 
-// Variant names a plugin version to use for one request.
+// Variant names a plugin version to use for one request, or a whole
+// candidate pipeline.
 type Variant struct {
-	Plugin string `json:"plugin"`
-	Digest string `json:"digest"`
+	Plugin string `json:"plugin,omitempty"`
+	Digest string `json:"digest,omitempty"`
+	// Pipeline, in place of Plugin and Digest, runs this pipeline instead
+	// of the live one: every step must name a pushed, validated version of
+	// the index's plugins, which runs with the settings it was pushed with
+	// (`quarry eval --pipeline`).
+	Pipeline *PipelineSpec `json:"pipeline,omitempty"`
 }
 
 // FacetRequest asks for the top Size terms of Field.
@@ -239,6 +245,9 @@ type SearchResponse struct {
 	// the caller's (NATS header Quarry-Request-Id, HTTP X-Request-Id) or
 	// one the broker made.
 	RequestID string `json:"request_id,omitempty"`
+	// QueryID names this search, unique (the broker makes it): what user
+	// events about its results carry (api.UserEvent.QueryID).
+	QueryID string `json:"query_id,omitempty"`
 }
 
 // StepReport says what happened to one plugin step of the pipeline.
@@ -490,6 +499,9 @@ const (
 	// CodeQueryTooComplex: the request is over one of the index's cost
 	// limits (QueryLimits); the message names it. HTTP 400.
 	CodeQueryTooComplex Code = "query_too_complex"
+	// CodeGateFailed: a plugin version did not pass the index's relevance
+	// gate, so it was not put live; Error.Gate has the figures. HTTP 412.
+	CodeGateFailed Code = "gate_failed"
 )
 
 // Error is an API error with a code. errors.Is matches two Errors with the
@@ -500,6 +512,8 @@ type Error struct {
 	// RetryAfterMS, on an overloaded error, is how long to wait before
 	// trying again (HTTP: the Retry-After header, in whole seconds).
 	RetryAfterMS int `json:"retry_after_ms,omitempty"`
+	// Gate, on a gate_failed error, is what the gate found.
+	Gate *GateResult `json:"gate,omitempty"`
 }
 
 func (e *Error) Error() string { return e.Message }
@@ -521,6 +535,8 @@ var (
 	ErrTimeout     = &Error{Code: CodeTimeout, Message: "timeout"}
 	// ErrQueryTooComplex matches any CodeQueryTooComplex error.
 	ErrQueryTooComplex = &Error{Code: CodeQueryTooComplex, Message: "query too complex"}
+	// ErrGateFailed matches any CodeGateFailed error.
+	ErrGateFailed = &Error{Code: CodeGateFailed, Message: "gate failed"}
 )
 
 // BadRequest makes a CodeBadRequest error.
@@ -560,6 +576,8 @@ func HTTPStatus(c Code) int {
 		return 403
 	case CodeConflict:
 		return 409
+	case CodeGateFailed:
+		return 412
 	case CodeOverloaded:
 		return 429
 	case CodeUnavailable:

@@ -30,6 +30,10 @@ type PipelineSpec struct {
 	// digest of what it said (SourceFile): a broker restarted with the
 	// same file does not write it again over later changes.
 	Source string `json:"source,omitempty"`
+	// Gate, on a revision the relevance gate let through (plugin
+	// activate, promote, pipeline set on an index with a gate), is what
+	// it found.
+	Gate *GateResult `json:"gate,omitempty"`
 }
 
 // Step returns plugin name's step in the pipeline and whether it is a
@@ -169,6 +173,71 @@ type CanarySpec struct {
 	// queries with the same value always get the same version. Without
 	// it, or when a query lacks the field, the choice is random.
 	StickyKey string `json:"sticky_key,omitempty"`
+	// Interleave, when set, makes the canary an interleaving experiment
+	// (rankers only): the chosen queries get a team-draft interleaving of
+	// the live and the candidate rankings, users' clicks credit the side
+	// that placed what they clicked, and a sequential test promotes the
+	// candidate or rolls it back by itself (docs/relevance.md).
+	Interleave *InterleaveSpec `json:"interleave,omitempty"`
+}
+
+// InterleaveSpec is an interleaving experiment's sequential test; zero
+// fields take the defaults (docs/relevance.md, "Interleaving").
+type InterleaveSpec struct {
+	// Delta is the difference in the share of won queries the test is
+	// built to tell: H+ "the candidate wins 0.5+Delta" against H- "0.5 -
+	// Delta" (default 0.1).
+	Delta float64 `json:"delta,omitempty"`
+	// Alpha bounds the chance of promoting a candidate that is worse by
+	// Delta, Beta of rolling back one better by Delta (default 0.05 each).
+	Alpha float64 `json:"alpha,omitempty"`
+	Beta  float64 `json:"beta,omitempty"`
+	// MaxQueries ends the experiment with the candidate rolled back when
+	// this many queries had a winner and the test has not decided
+	// (default 2000).
+	MaxQueries int `json:"max_queries,omitempty"`
+}
+
+// InterleavedQuery is what a broker records of one interleaved search
+// (KV bucket quarry-interleave, key <index>.<query_id>, a day): which
+// side placed each document shown, and the clicks credited so far.
+type InterleavedQuery struct {
+	Plugin string `json:"plugin"`
+	// Candidate and Live are the two versions' digests.
+	Candidate string `json:"candidate"`
+	Live      string `json:"live"`
+	// Teams maps a document id to the side that placed it: 1 live, 2
+	// candidate.
+	Teams map[string]uint8 `json:"teams"`
+	// Clicked are the documents whose clicks were credited, once each.
+	Clicked         []string `json:"clicked,omitempty"`
+	LiveClicks      int      `json:"live_clicks,omitempty"`
+	CandidateClicks int      `json:"candidate_clicks,omitempty"`
+}
+
+// CanaryStats is an interleaving experiment's running tally (`quarry
+// plugin canary-stats`): of the interleaved queries with credited clicks,
+// how many the candidate won, lost and tied, the sequential test's state
+// and, once it decided, what Quarry did.
+type CanaryStats struct {
+	Index     string `json:"index"`
+	Plugin    string `json:"plugin"`
+	Candidate string `json:"candidate"`
+	Live      string `json:"live"`
+	Wins      int    `json:"wins"`
+	Losses    int    `json:"losses"`
+	Ties      int    `json:"ties"`
+	Clicks    int    `json:"clicks"`
+	// LLR is the test's log likelihood ratio, Upper and Lower its
+	// boundaries.
+	LLR   float64        `json:"llr"`
+	Upper float64        `json:"upper"`
+	Lower float64        `json:"lower"`
+	Test  InterleaveSpec `json:"test"`
+	// State is running, promoted, or rolled back.
+	State   string    `json:"state"`
+	Decided time.Time `json:"decided,omitzero"`
+	Reason  string    `json:"reason,omitempty"`
 }
 
 // PluginVersion is a pushed plugin binary and what validation said of it.
@@ -185,6 +254,9 @@ type PluginVersion struct {
 	// failed.
 	Valid bool   `json:"valid"`
 	Error string `json:"error,omitempty"`
+	// Gate is what the index's relevance gate found the last time the
+	// version was activated or promoted (nil: no gate ran).
+	Gate *GateResult `json:"gate,omitempty"`
 }
 
 // ShadowTally is one broker's running sums for a shadow (ranker or

@@ -19,6 +19,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nats.go/micro"
+	"github.com/nats-io/nuid"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -534,12 +535,13 @@ func (b *Broker) SearchJSON(ctx context.Context, index string, data []byte) (out
 		b.nc.Publish(subject.QueriesPrefix+"."+index, data)
 	}
 	var times stageTimes // for the slow-query log
-	resp, err := b.search(ctx, index, sreq, &times)
+	qid := nuid.Next()
+	resp, err := b.search(withQueryID(ctx, qid), index, sreq, &times)
 	if err != nil {
 		b.metrics.answered(index, start, err)
 		return nil, err
 	}
-	resp.RequestID = trace.RequestID(ctx)
+	resp.RequestID, resp.QueryID = trace.RequestID(ctx), qid
 	if took := time.Since(start); b.cfg.SlowQuery > 0 && took > b.cfg.SlowQuery {
 		times[stageDecode] = decoded
 		b.logSlow(ctx, index, sreq, resp, took, &times)

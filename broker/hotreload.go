@@ -110,6 +110,9 @@ func (l *loader) step(ctx context.Context, index string, kind plugins.Kind, s ap
 			return Step{}, fmt.Errorf("canary: %w", err)
 		}
 		st.Canary, st.CanaryPercent, st.StickyKey = &c, s.Canary.Percent, s.Canary.StickyKey
+		if s.Canary.Interleave != nil && kind == plugins.Ranker {
+			st.interleave = &interleaving{live: s.Digest, candidate: s.Canary.Step.Digest}
+		}
 	}
 	if s.Shadow != nil {
 		sh, err := l.step(ctx, index, kind, s.Shadow.Step, keys)
@@ -295,7 +298,9 @@ func (b *Broker) watchPipelines(ctx context.Context, l *loader, applied map[stri
 }
 
 // variant returns pl with one plugin's live step replaced by a pushed,
-// validated version of it (for replays), or an error naming what is wrong.
+// validated version of it (for replays and relevance evaluations), or,
+// when the plugin is not live, with the version added after its kind's
+// steps, as activating it would; or an error naming what is wrong.
 func (b *Broker) variant(ctx context.Context, index string, pl *Pipeline, v *api.Variant) (*Pipeline, error) {
 	b.mu.RLock()
 	l := b.loader
@@ -303,8 +308,11 @@ func (b *Broker) variant(ctx context.Context, index string, pl *Pipeline, v *api
 	if l == nil {
 		return nil, api.Errorf(api.CodeUnavailable, "this broker does not load plugins from the registry")
 	}
+	if v.Pipeline != nil {
+		return b.variantPipeline(ctx, l, index, v.Pipeline)
+	}
 	if pl == nil {
-		return nil, api.BadRequest("variant: index %q has no pipeline", index)
+		pl = &Pipeline{}
 	}
 	ver, err := b.store.ValidPluginVersion(ctx, index, v.Plugin, v.Digest)
 	if err != nil {
@@ -331,5 +339,15 @@ func (b *Broker) variant(ctx context.Context, index string, pl *Pipeline, v *api
 		steps[i] = st
 		return out, nil
 	}
-	return nil, api.BadRequest("variant: plugin %s is not live on index %q", v.Plugin, index)
+	plugin, _, err := l.plugin(ctx, index, kind, ver.Step)
+	if err != nil {
+		return nil, err
+	}
+	st := Step{Plugin: plugin, Policy: cmp.Or(ver.Step.Policy, api.FailOpen), Fields: ver.Step.Fields, RerankDepth: ver.Step.RerankDepth}
+	if kind == plugins.Ranker {
+		out.Rankers = append(out.Rankers, st)
+	} else {
+		out.Rewriters = append(out.Rewriters, st)
+	}
+	return out, nil
 }

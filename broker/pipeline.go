@@ -45,6 +45,10 @@ type Step struct {
 	// holds the step to (see Config.FallbackSlowRate).
 	LatencyBudget time.Duration
 
+	// interleave, when set, makes the canary an interleaving experiment
+	// (interleave.go).
+	interleave *interleaving
+
 	health *health // set for registry pipelines: automatic fallback
 	// quiet marks the copy of a step a shadow search runs: its calls do
 	// not count toward the live step's health.
@@ -255,7 +259,7 @@ func (r *run) rank(ctx context.Context) error {
 		head, tail := all[:depth], all[depth:]
 		in := plugins.RankInput(r.req.Q, r.req.Context, head, s.Fields)
 		called := time.Now()
-		out, err := s.Plugin.Rank(ctx, in)
+		out, err := r.rankCall(ctx, &r.pipeline.Rankers[i], s, canary, in)
 		end := time.Now()
 		b.observe(plan.Index, s, end.Sub(called), err)
 		b.metrics.step(plan.Index, s, end.Sub(start))

@@ -409,6 +409,8 @@ func codeFromStatus(s int) api.Code {
 		return api.CodeForbidden
 	case 409:
 		return api.CodeConflict
+	case 412:
+		return api.CodeGateFailed
 	case 429:
 		return api.CodeOverloaded
 	case 503:

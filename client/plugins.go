@@ -83,9 +83,15 @@ func (c *Client) PushPlugin(ctx context.Context, index, name string, wasm []byte
 const uploadChunkBytes = 512 << 10
 
 // ActivatePlugin puts a validated version of a plugin live on an index.
-func (c *Client) ActivatePlugin(ctx context.Context, index, name, digest string) (*api.PipelineSpec, error) {
+// When the index has a relevance gate, the version must pass it: else an
+// api.ErrGateFailed error whose Gate has the figures (see Force).
+func (c *Client) ActivatePlugin(ctx context.Context, index, name, digest string, opts ...GoLiveOption) (*api.PipelineSpec, error) {
 	var spec api.PipelineSpec
-	err := c.admin(ctx, index, "plugin.activate", map[string]any{"name": name, "digest": digest}, &spec)
+	body := map[string]any{"name": name, "digest": digest}
+	for _, o := range opts {
+		o(body)
+	}
+	err := c.admin(ctx, index, "plugin.activate", body, &spec)
 	return &spec, err
 }
 
@@ -98,10 +104,35 @@ func (c *Client) CanaryPlugin(ctx context.Context, index, name, digest string, p
 	return &spec, err
 }
 
-// PromotePlugin makes a plugin's canary its live version.
-func (c *Client) PromotePlugin(ctx context.Context, index, name string) (*api.PipelineSpec, error) {
+// InterleavePlugin starts an interleaving experiment on a live ranker:
+// percent of the queries (sticky by the context field stickyKey) get a
+// team-draft interleaving of the live and the candidate version's
+// rankings; clicks sent with PutEvents credit the side that placed what
+// was clicked, and when test (zero fields: the defaults) decides, the
+// candidate is promoted or rolled back by itself. Percent 0 ends it.
+func (c *Client) InterleavePlugin(ctx context.Context, index, name, digest string, percent int, stickyKey string, test api.InterleaveSpec) (*api.PipelineSpec, error) {
 	var spec api.PipelineSpec
-	err := c.admin(ctx, index, "plugin.promote", map[string]any{"name": name}, &spec)
+	err := c.admin(ctx, index, "plugin.canary", map[string]any{"name": name, "digest": digest, "percent": percent, "sticky_key": stickyKey, "interleave": test}, &spec)
+	return &spec, err
+}
+
+// CanaryStats returns a plugin's interleaving experiment's tally: the
+// running one, or the latest.
+func (c *Client) CanaryStats(ctx context.Context, index, name string) (*api.CanaryStats, error) {
+	var st api.CanaryStats
+	err := c.admin(ctx, index, "canary.stats", map[string]any{"name": name}, &st)
+	return &st, err
+}
+
+// PromotePlugin makes a plugin's canary its live version; like
+// ActivatePlugin, it must pass the index's relevance gate if it has one.
+func (c *Client) PromotePlugin(ctx context.Context, index, name string, opts ...GoLiveOption) (*api.PipelineSpec, error) {
+	var spec api.PipelineSpec
+	body := map[string]any{"name": name}
+	for _, o := range opts {
+		o(body)
+	}
+	err := c.admin(ctx, index, "plugin.promote", body, &spec)
 	return &spec, err
 }
 
@@ -151,10 +182,15 @@ func (c *Client) Pipeline(ctx context.Context, index string) (*api.PipelineSpec,
 }
 
 // SetPipeline replaces an index's whole pipeline. Every step must name a
-// validated version pushed to the index.
-func (c *Client) SetPipeline(ctx context.Context, index string, spec *api.PipelineSpec) (*api.PipelineSpec, error) {
+// validated version pushed to the index, and the pipeline must pass the
+// index's relevance gate if it has one (see Force).
+func (c *Client) SetPipeline(ctx context.Context, index string, spec *api.PipelineSpec, opts ...GoLiveOption) (*api.PipelineSpec, error) {
 	var out api.PipelineSpec
-	err := c.admin(ctx, index, "pipeline.set", map[string]any{"spec": spec}, &out)
+	body := map[string]any{"spec": spec}
+	for _, o := range opts {
+		o(body)
+	}
+	err := c.admin(ctx, index, "pipeline.set", body, &out)
 	return &out, err
 }
 

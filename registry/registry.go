@@ -64,10 +64,36 @@ type Request struct {
 	Samples []api.SearchRequest `json:"samples,omitempty"`
 	Step    api.StepSpec        `json:"step"`
 	Spec    *api.PipelineSpec   `json:"spec,omitempty"`
+	// Force, with a Reason, puts a version live (activate, promote)
+	// although the index's relevance gate refuses it, and records a
+	// plugin event saying so.
+	Force  bool   `json:"force,omitempty"`
+	Reason string `json:"reason,omitempty"`
+	// NDJSON is a judgement list (judgements.push; Name names it).
+	NDJSON string `json:"ndjson,omitempty"`
+	// Version picks a judgement list's version (judgements.show; 0: the
+	// latest).
+	Version int `json:"version,omitempty"`
+	// Gate sets the index's relevance gate, Clear removes it
+	// (judgements.gate; neither: show it).
+	Gate  *api.Gate `json:"gate,omitempty"`
+	Clear bool      `json:"clear,omitempty"`
+	// Eval asks for an evaluation (judgements.eval).
+	Eval *api.EvalRequest `json:"eval,omitempty"`
+	// Events are user events to store (events.put).
+	Events []api.UserEvent `json:"events,omitempty"`
+	// FromEvents asks for a judgement list built from the index's user
+	// events (judgements.from-events).
+	FromEvents *api.FromEventsRequest `json:"from_events,omitempty"`
+	// Interleave makes a canary an interleaving experiment (rankers).
+	Interleave *api.InterleaveSpec `json:"interleave,omitempty"`
 }
 
 // Operations of the admin API.
-var operations = []string{"plugin.upload", "plugin.register", "plugin.ls", "plugin.activate", "plugin.rm", "plugin.rollback", "plugin.canary", "plugin.promote", "plugin.shadow", "shadow.stats", "plugin.events", "pipeline.show", "pipeline.set", "pipeline.history", "index.show", "queries.report"}
+var operations = []string{"plugin.upload", "plugin.register", "plugin.ls", "plugin.activate", "plugin.rm", "plugin.rollback", "plugin.canary", "plugin.promote", "plugin.shadow", "shadow.stats", "plugin.events", "pipeline.show", "pipeline.set",
+	"pipeline.history", "index.show", "queries.report",
+	"judgements.push", "judgements.ls", "judgements.show", "judgements.rm", "judgements.gate", "judgements.eval",
+	"events.put", "judgements.from-events", "canary.stats"}
 
 // Run serves the admin API until ctx is done.
 func (s *Service) Run(ctx context.Context) error {
@@ -134,7 +160,8 @@ func (s *Service) respondError(req micro.Request, err error) {
 
 // Do runs one admin operation on an index.
 func (s *Service) Do(ctx context.Context, index, op string, r *Request) (any, error) {
-	if _, err := s.store.Index(ctx, index); err != nil {
+	def, err := s.store.Index(ctx, index)
+	if err != nil {
 		return nil, err
 	}
 	switch op {
@@ -143,7 +170,7 @@ func (s *Service) Do(ctx context.Context, index, op string, r *Request) (any, er
 	case "plugin.ls":
 		return s.list(ctx, index)
 	case "plugin.activate":
-		return s.activate(ctx, index, r.Name, r.Digest)
+		return s.activate(ctx, index, r)
 	case "plugin.rm":
 		return s.remove(ctx, index, r.Name)
 	case "plugin.rollback":
@@ -151,7 +178,7 @@ func (s *Service) Do(ctx context.Context, index, op string, r *Request) (any, er
 	case "plugin.canary":
 		return s.canary(ctx, index, r)
 	case "plugin.promote":
-		return s.promote(ctx, index, r.Name)
+		return s.promote(ctx, index, r)
 	case "plugin.shadow":
 		return s.shadow(ctx, index, r)
 	case "shadow.stats":
@@ -162,13 +189,31 @@ func (s *Service) Do(ctx context.Context, index, op string, r *Request) (any, er
 		spec, err := s.store.Pipeline(ctx, index)
 		return spec, err
 	case "pipeline.set":
-		return s.setPipeline(ctx, index, r.Spec)
+		return s.setPipeline(ctx, index, r)
 	case "pipeline.history":
 		return s.history(ctx, index)
 	case "index.show":
 		return s.indexInfo(ctx, index)
 	case "queries.report":
 		return s.queryReport(ctx, index)
+	case "judgements.push":
+		return s.pushJudgements(ctx, def, r)
+	case "judgements.ls":
+		return s.store.JudgementSets(ctx, index)
+	case "judgements.show":
+		return s.showJudgements(ctx, index, r)
+	case "judgements.rm":
+		return s.removeJudgements(ctx, index, r.Name)
+	case "judgements.gate":
+		return s.gate(ctx, index, r)
+	case "judgements.eval":
+		return s.evaluate(ctx, index, r.Eval)
+	case "events.put":
+		return s.putEvents(ctx, def, r.Events)
+	case "judgements.from-events":
+		return s.fromEvents(ctx, index, r.FromEvents)
+	case "canary.stats":
+		return s.canaryStats(ctx, index, r.Name)
 	}
 	return nil, api.BadRequest("unknown admin operation %q", op)
 }
@@ -252,16 +297,23 @@ func (s *Service) update(ctx context.Context, index, change string, fn func(*api
 }
 
 // activate puts a validated version live: its step replaces the plugin's
-// step, or is appended to its kind's steps.
-func (s *Service) activate(ctx context.Context, index, name, digest string) (*api.PipelineSpec, error) {
+// step, or is appended to its kind's steps. The index's relevance gate,
+// if it has one, must pass first (or r.Force).
+func (s *Service) activate(ctx context.Context, index string, r *Request) (*api.PipelineSpec, error) {
+	name := r.Name
 	if err := validName(name); err != nil {
 		return nil, err
 	}
-	v, err := s.store.ValidPluginVersion(ctx, index, name, digest)
+	v, err := s.store.ValidPluginVersion(ctx, index, name, r.Digest)
+	if err != nil {
+		return nil, err
+	}
+	res, err := s.runGate(ctx, index, v, r.Force, r.Reason)
 	if err != nil {
 		return nil, err
 	}
 	return s.update(ctx, index, fmt.Sprintf("plugin activate %s %s", name, api.ShortDigest(v.Digest)), func(spec *api.PipelineSpec) error {
+		spec.Gate = res
 		steps := &spec.Rewriters
 		if v.Kind == string(plugins.Ranker) {
 			steps = &spec.Rankers
@@ -322,11 +374,34 @@ func (s *Service) rollback(ctx context.Context, index string) (*api.PipelineSpec
 }
 
 // setPipeline replaces the whole pipeline; every step must name a version
-// that was pushed to this index and passed validation, with its kind.
-func (s *Service) setPipeline(ctx context.Context, index string, spec *api.PipelineSpec) (*api.PipelineSpec, error) {
+// that was pushed to this index and passed validation, with its kind,
+// and the index's relevance gate, if it has one, must pass (or r.Force).
+func (s *Service) setPipeline(ctx context.Context, index string, r *Request) (*api.PipelineSpec, error) {
+	spec := r.Spec
 	if spec == nil {
 		return nil, api.BadRequest("pipeline.set needs a spec")
 	}
+	if err := s.checkSpec(ctx, index, spec); err != nil {
+		return nil, err
+	}
+	res, err := s.runPipelineGate(ctx, index, spec, r.Force, r.Reason)
+	if err != nil {
+		return nil, err
+	}
+	change := spec.Change
+	if change == "" {
+		change = "pipeline set"
+	}
+	return s.update(ctx, index, change, func(cur *api.PipelineSpec) error {
+		cur.Rewriters, cur.Rankers, cur.Source, cur.Gate = spec.Rewriters, spec.Rankers, spec.Source, res
+		return nil
+	})
+}
+
+// checkSpec checks that every step of a pipeline names a version pushed
+// to the index that passed validation, with its kind, a valid config
+// and budgets.
+func (s *Service) checkSpec(ctx context.Context, index string, spec *api.PipelineSpec) error {
 	check := func(kind plugins.Kind, steps []api.StepSpec) error {
 		for i, st := range steps {
 			v, err := s.store.ValidPluginVersion(ctx, index, st.Plugin, st.Digest)
@@ -346,19 +421,9 @@ func (s *Service) setPipeline(ctx context.Context, index string, spec *api.Pipel
 		return nil
 	}
 	if err := check(plugins.Rewriter, spec.Rewriters); err != nil {
-		return nil, err
+		return err
 	}
-	if err := check(plugins.Ranker, spec.Rankers); err != nil {
-		return nil, err
-	}
-	change := spec.Change
-	if change == "" {
-		change = "pipeline set"
-	}
-	return s.update(ctx, index, change, func(cur *api.PipelineSpec) error {
-		cur.Rewriters, cur.Rankers, cur.Source = spec.Rewriters, spec.Rankers, spec.Source
-		return nil
-	})
+	return check(plugins.Ranker, spec.Rankers)
 }
 
 // checkBudgets checks a step's time budgets: latency_budget_ms, the call
@@ -377,13 +442,24 @@ func checkBudgets(st api.StepSpec) error {
 // canary sends a share of queries to a candidate version (percent 0 ends
 // the canary).
 func (s *Service) canary(ctx context.Context, index string, r *Request) (*api.PipelineSpec, error) {
-	return s.candidate(ctx, index, "plugin canary", r, func(st, cand *api.StepSpec) {
+	if err := s.checkInterleave(ctx, index, r); err != nil {
+		return nil, err
+	}
+	op := "plugin canary"
+	if r.Interleave != nil {
+		op = "plugin canary --interleave"
+	}
+	spec, err := s.candidate(ctx, index, op, r, func(st, cand *api.StepSpec) {
 		if cand == nil {
 			st.Canary = nil
 			return
 		}
-		st.Canary = &api.CanarySpec{Step: *cand, Percent: r.Percent, StickyKey: r.StickyKey}
+		st.Canary = &api.CanarySpec{Step: *cand, Percent: r.Percent, StickyKey: r.StickyKey, Interleave: r.Interleave}
 	})
+	if err == nil && r.Interleave != nil && r.Percent > 0 {
+		err = s.startTally(ctx, index, spec, r.Name)
+	}
+	return spec, err
 }
 
 // candidate puts a validated version of a live plugin beside its step
@@ -421,12 +497,37 @@ func (s *Service) candidate(ctx context.Context, index, op string, r *Request, s
 	})
 }
 
-// promote makes a plugin's canary its live version.
-func (s *Service) promote(ctx context.Context, index, name string) (*api.PipelineSpec, error) {
+// promote makes a plugin's canary its live version. The index's
+// relevance gate, if it has one, must pass first (or r.Force); the
+// promotion then goes through only if the canary is still the version
+// the gate ran on.
+func (s *Service) promote(ctx context.Context, index string, r *Request) (*api.PipelineSpec, error) {
+	name := r.Name
+	spec, err := s.store.Pipeline(ctx, index)
+	if err != nil {
+		return nil, err
+	}
+	st, _ := spec.Step(name)
+	if st == nil || st.Canary == nil {
+		return nil, api.BadRequest("plugin %s has no canary on index %q", name, index)
+	}
+	digest := st.Canary.Step.Digest
+	v, err := s.store.ValidPluginVersion(ctx, index, name, digest)
+	if err != nil {
+		return nil, err
+	}
+	res, err := s.runGate(ctx, index, v, r.Force, r.Reason)
+	if err != nil {
+		return nil, err
+	}
 	return s.update(ctx, index, "plugin promote "+name, func(spec *api.PipelineSpec) error {
+		spec.Gate = res
 		st, _ := spec.Step(name)
 		if st == nil || st.Canary == nil {
 			return api.BadRequest("plugin %s has no canary on index %q", name, index)
+		}
+		if st.Canary.Step.Digest != digest {
+			return api.Errorf(api.CodeConflict, "the canary of %s changed during the promotion; try again", name)
 		}
 		*st = st.Canary.Step
 		return nil

@@ -7,6 +7,7 @@
 //	quarry get                          read one document by id
 //	quarry search                       query an index
 //	quarry team|token                   team limits, HTTP API tokens
+//	quarry judgements|eval              judgement lists, the relevance gate, offline metrics
 //
 // Run `quarry COMMAND --help` for each command's flags.
 package main
@@ -37,24 +38,27 @@ var commands map[string]command
 
 func init() {
 	commands = map[string]command{
-		"serve":    {"run every role in one process on an embedded NATS server", runServe},
-		"indexer":  {"run the indexer against a NATS deployment", runIndexer},
-		"searcher": {"run a searcher against a NATS deployment", runSearcher},
-		"broker":   {"run a broker (and the HTTP API) against a NATS deployment", runBroker},
-		"init":     {"decide a NATS deployment's replication: create Quarry's streams and buckets at --replicas", runInit},
-		"index":    {"create, list, show or remove indexes", runIndex},
-		"ingest":   {"bulk-load NDJSON documents and publish a new generation", runIngest},
-		"put":      {"upsert one JSON document", runPut},
-		"delete":   {"delete one document by id", runDelete},
-		"get":      {"print one document by id, as stored", runGet},
-		"search":   {"search an index", runSearch},
-		"bench":    {"measure Quarry side by side with bleve, and WASM plugins with native ones", runBench},
-		"plugin":   {"push, list, activate, roll back and remove plugins; run one locally", runPlugin},
-		"pipeline": {"show or set an index's plugin pipeline", runPipeline},
-		"queries":  {"export recorded search requests (for plugin test replays)", runQueries},
-		"team":     {"set or list a team's limits (rate, searches in flight)", runTeam},
-		"token":    {"create, list or revoke HTTP API tokens", runToken},
-		"version":  {"print the version", func(context.Context, []string) error { fmt.Println("quarry", version); return nil }},
+		"serve":      {"run every role in one process on an embedded NATS server", runServe},
+		"indexer":    {"run the indexer against a NATS deployment", runIndexer},
+		"searcher":   {"run a searcher against a NATS deployment", runSearcher},
+		"broker":     {"run a broker (and the HTTP API) against a NATS deployment", runBroker},
+		"init":       {"decide a NATS deployment's replication: create Quarry's streams and buckets at --replicas", runInit},
+		"index":      {"create, list, show or remove indexes", runIndex},
+		"ingest":     {"bulk-load NDJSON documents and publish a new generation", runIngest},
+		"put":        {"upsert one JSON document", runPut},
+		"delete":     {"delete one document by id", runDelete},
+		"get":        {"print one document by id, as stored", runGet},
+		"search":     {"search an index", runSearch},
+		"bench":      {"measure Quarry side by side with bleve, and WASM plugins with native ones", runBench},
+		"plugin":     {"push, list, activate, roll back and remove plugins; run one locally", runPlugin},
+		"pipeline":   {"show or set an index's plugin pipeline", runPipeline},
+		"queries":    {"export recorded search requests (for plugin test replays)", runQueries},
+		"judgements": {"push, list, show or remove judgement lists; set the relevance gate", runJudgements},
+		"events":     {"store what users did with search results (clicks, carts, purchases, dwell)", runEvents},
+		"eval":       {"measure the live pipeline and a candidate on a judgement list (nDCG, MRR, P@k, R@k)", runEval},
+		"team":       {"set or list a team's limits (rate, searches in flight)", runTeam},
+		"token":      {"create, list or revoke HTTP API tokens", runToken},
+		"version":    {"print the version", func(context.Context, []string) error { fmt.Println("quarry", version); return nil }},
 	}
 }
 
@@ -68,7 +72,7 @@ func usage(w io.Writer) {
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		fmt.Fprintf(w, "  %-9s %s\n", n, commands[n].summary)
+		fmt.Fprintf(w, "  %-10s %s\n", n, commands[n].summary)
 	}
 	fmt.Fprintf(w, "\nRun 'quarry COMMAND --help' for a command's flags.\n")
 }

@@ -22,12 +22,17 @@ const pluginUsage = `Usage: quarry plugin COMMAND ...
                                   upload a version, validate it (and put it live)
   ls INDEX [--json]               pushed versions and the live pipeline
   show INDEX NAME [--json]        one plugin's versions and its live step
-  activate INDEX NAME DIGEST      put a validated version live
+  activate INDEX NAME DIGEST [--force --reason TEXT]
+                                  put a validated version live (if it passes the index's relevance gate)
   rollback INDEX                  restore the previous pipeline
   rm INDEX NAME                   take a plugin out of the pipeline
   canary INDEX NAME DIGEST --percent N [--sticky KEY]
                                   send N% of the queries to a candidate version
-  promote INDEX NAME              make the canary the live version
+  canary INDEX NAME DIGEST --interleave [--percent N] [--sticky KEY] [--delta 0.1 --alpha 0.05 --beta 0.05 --max-queries 2000]
+                                  rankers: interleave live and candidate for N% of the users; clicks decide; promoted or rolled back by itself
+  canary-stats INDEX NAME         the interleaving experiment's wins, losses, ties and test
+  promote INDEX NAME [--force --reason TEXT]
+                                  make the canary the live version (if it passes the gate)
   shadow INDEX NAME DIGEST --percent N
                                   run a candidate version (ranker or rewriter) on mirrored queries, for comparison
   shadow-stats INDEX NAME         overlap@10, rank correlation, latency and errors of the shadow
@@ -51,7 +56,7 @@ func runPlugin(ctx context.Context, args []string) error {
 		return nil
 	}
 	switch args[0] {
-	case "push", "ls", "show", "activate", "rollback", "rm", "canary", "promote", "shadow", "shadow-stats", "events":
+	case "push", "ls", "show", "activate", "rollback", "rm", "canary", "promote", "shadow", "shadow-stats", "canary-stats", "events":
 		return pluginAdmin(ctx, args[0], args[1:])
 	case "test":
 		return runPluginTest(ctx, args[1:])

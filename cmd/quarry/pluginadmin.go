@@ -19,13 +19,14 @@ func pluginAdmin(ctx context.Context, op string, args []string) error {
 		"push":         {"INDEX NAME FILE.wasm", "Uploads a plugin version (content-addressed), validates it (compile, ABI, imports,\nsample requests within its budget) and, with --activate, puts it live."},
 		"ls":           {"INDEX", "Lists an index's pushed plugin versions and its live pipeline."},
 		"show":         {"INDEX NAME", "Shows one plugin's versions and its live step."},
-		"activate":     {"INDEX NAME DIGEST", "Puts a validated version of a plugin live (brokers swap it in without a restart)."},
+		"activate":     {"INDEX NAME DIGEST", "Puts a validated version of a plugin live (brokers swap it in without a restart).\nWhen the index has a relevance gate (quarry judgements gate), the version must pass it."},
 		"rollback":     {"INDEX", "Restores the index's previous pipeline."},
 		"rm":           {"INDEX NAME", "Takes a plugin out of the index's pipeline."},
 		"canary":       {"INDEX NAME DIGEST", "Sends --percent of the queries to a candidate version of a live plugin\n(sticky by a context field with --sticky; --percent 0 ends the canary)."},
-		"promote":      {"INDEX NAME", "Makes a plugin's canary its live version."},
+		"promote":      {"INDEX NAME", "Makes a plugin's canary its live version, if it passes the index's relevance gate."},
 		"shadow":       {"INDEX NAME DIGEST", "Runs a candidate version of a live plugin on --percent of the queries, only to\ncompare it with the live one (--percent 0 ends the shadow); see shadow-stats.\nA ranker's shadow reorders the live ranker's candidates; a rewriter's shadow\nrewrites the request and the rest of the search runs again in the background\n(real extra load, bounded per broker) to compare the final top 10."},
 		"events":       {"INDEX", "Lists what the platform did to the index's plugins on its own (automatic fallbacks:\nfail-open steps taken out, fail-closed ones rolled back to their last good version)."},
+		"canary-stats": {"INDEX NAME", "Shows a plugin's interleaving experiment (plugin canary --interleave): queries won, lost and tied,\nthe sequential test's state and, once it decided, what Quarry did."},
 		"shadow-stats": {"INDEX NAME", "Compares a plugin's shadow with the live version: overlap@10, rank correlation,\nlatency and errors, over every broker."},
 	}[op]
 	fs := newFlags("plugin "+op, about[0], about[1])
@@ -40,9 +41,22 @@ func pluginAdmin(ctx context.Context, op string, args []string) error {
 	if op == "shadow" {
 		fs.IntVar(&percent, "percent", 100, "share of queries mirrored to the candidate, 0-100 (0 ends the shadow)")
 	}
+	var interleave bool
+	var test api.InterleaveSpec
 	if op == "canary" {
 		fs.IntVar(&percent, "percent", 10, "share of queries for the candidate, 0-100 (0 ends the canary)")
 		fs.StringVar(&sticky, "sticky", "", "context field that keeps a user on one version (e.g. user)")
+		fs.BoolVar(&interleave, "interleave", false, "rankers: interleave the live and the candidate rankings (team-draft) for the share; clicks decide, and the candidate is promoted or rolled back by itself (docs/relevance.md)")
+		fs.Float64Var(&test.Delta, "delta", 0, "--interleave: the difference in the share of won queries the test tells (default 0.1)")
+		fs.Float64Var(&test.Alpha, "alpha", 0, "--interleave: chance of promoting a candidate worse by delta (default 0.05)")
+		fs.Float64Var(&test.Beta, "beta", 0, "--interleave: chance of rolling back a candidate better by delta (default 0.05)")
+		fs.IntVar(&test.MaxQueries, "max-queries", 0, "--interleave: decided queries after which, undecided, the candidate is rolled back (default 2000)")
+	}
+	var force bool
+	var reason string
+	if op == "activate" || op == "promote" {
+		fs.BoolVar(&force, "force", false, "put the version live although the index's relevance gate refuses it (needs --reason; recorded as a plugin event)")
+		fs.StringVar(&reason, "reason", "", "why --force: recorded with the event")
 	}
 	if op == "push" {
 		fs.StringVar(&kind, "kind", "", "rewriter or ranker (required)")
@@ -56,7 +70,7 @@ func pluginAdmin(ctx context.Context, op string, args []string) error {
 		fs.BoolVar(&activate, "activate", false, "put the version live once validated")
 		fs.StringVar(&samplesFile, "samples", "", "requests the version must handle before it is valid, one a line (JSON search requests or plain text); the index's recorded queries are added")
 	}
-	n := map[string]int{"push": 3, "ls": 1, "show": 2, "activate": 3, "rollback": 1, "rm": 2, "canary": 3, "promote": 2, "shadow": 3, "shadow-stats": 2, "events": 1}[op]
+	n := map[string]int{"push": 3, "ls": 1, "show": 2, "activate": 3, "rollback": 1, "rm": 2, "canary": 3, "promote": 2, "shadow": 3, "shadow-stats": 2, "canary-stats": 2, "events": 1}[op]
 	pos, err := parse(fs, args, n, n)
 	if err != nil {
 		return err
@@ -115,6 +129,22 @@ func pluginAdmin(ctx context.Context, op string, args []string) error {
 			fmt.Println("no events")
 		}
 		return nil
+	case "canary-stats":
+		st, err := c.CanaryStats(ctx, index, pos[1])
+		if err != nil {
+			return err
+		}
+		if *jsonOut {
+			return printJSON(st)
+		}
+		fmt.Printf("interleaving of %s on %s: candidate sha256:%s against live sha256:%s, %s\n", st.Plugin, st.Index, api.ShortDigest(st.Candidate), api.ShortDigest(st.Live), st.State)
+		fmt.Printf("  queries won by the candidate %d, by the live version %d, tied %d (%d clicks credited)\n", st.Wins, st.Losses, st.Ties, st.Clicks)
+		fmt.Printf("  log likelihood ratio %.3f: promote at %.3f, roll back at %.3f (delta %g, alpha %g, beta %g, at most %d queries)\n",
+			st.LLR, st.Upper, st.Lower, st.Test.Delta, st.Test.Alpha, st.Test.Beta, st.Test.MaxQueries)
+		if st.Reason != "" {
+			fmt.Printf("  %s at %s: %s\n", st.State, st.Decided.Local().Format(time.DateTime), st.Reason)
+		}
+		return nil
 	case "shadow-stats":
 		st, err := c.ShadowStats(ctx, index, pos[1])
 		if err != nil {
@@ -132,11 +162,15 @@ func pluginAdmin(ctx context.Context, op string, args []string) error {
 		case "shadow":
 			spec, err = c.ShadowPlugin(ctx, index, pos[1], pos[2], percent)
 		case "canary":
-			spec, err = c.CanaryPlugin(ctx, index, pos[1], pos[2], percent, sticky)
+			if interleave {
+				spec, err = c.InterleavePlugin(ctx, index, pos[1], pos[2], percent, sticky, test)
+			} else {
+				spec, err = c.CanaryPlugin(ctx, index, pos[1], pos[2], percent, sticky)
+			}
 		case "promote":
-			spec, err = c.PromotePlugin(ctx, index, pos[1])
+			spec, err = c.PromotePlugin(ctx, index, pos[1], goLive(force, reason)...)
 		case "activate":
-			spec, err = c.ActivatePlugin(ctx, index, pos[1], pos[2])
+			spec, err = c.ActivatePlugin(ctx, index, pos[1], pos[2], goLive(force, reason)...)
 		case "rollback":
 			spec, err = c.RollbackPipeline(ctx, index)
 		case "rm":
@@ -180,9 +214,45 @@ func pluginAdmin(ctx context.Context, op string, args []string) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", v.Name, v.Kind, "sha256:"+api.ShortDigest(v.Digest), humanBytes(v.Size), v.Pushed.Local().Format(time.DateTime), valid)
 	}
 	tw.Flush()
+	if op == "show" {
+		for _, v := range l.Versions {
+			if v.Gate != nil {
+				fmt.Printf("\ngate on sha256:%s: %s\n", api.ShortDigest(v.Digest), gateVerdict(v.Gate))
+			}
+		}
+	}
 	fmt.Println()
 	printPipeline(l.Pipeline)
 	return nil
+}
+
+// goLive is the client options of --force and --reason.
+func goLive(force bool, reason string) []client.GoLiveOption {
+	if !force {
+		return nil
+	}
+	return []client.GoLiveOption{client.Force(reason)}
+}
+
+// gateVerdict says what a gate found for a version, with the figures.
+func gateVerdict(r *api.GateResult) string {
+	verdict := "passed"
+	switch {
+	case r.Forced:
+		verdict = "FAILED, forced live: " + r.Reason
+	case !r.Passed:
+		verdict = "FAILED, refused"
+	}
+	out := fmt.Sprintf("%s (%s, %s)", verdict, gateLine(&r.Gate), r.Time.Local().Format(time.DateTime))
+	for _, s := range r.Sets {
+		if s.Error != "" {
+			out += fmt.Sprintf("\n  set %s: %s", s.Set, s.Error)
+			continue
+		}
+		out += fmt.Sprintf("\n  set %s v%d, %d queries: live %.4f, candidate %.4f, diff %+.4f, lower bound %+.4f (max drop %g), p=%.4f",
+			s.Set, s.Version, s.Queries, s.Live, s.Candidate, s.Diff, s.Lower, r.Gate.MaxDrop, s.P)
+	}
+	return out
 }
 
 func printPipeline(spec *api.PipelineSpec) {
@@ -193,6 +263,9 @@ func printPipeline(spec *api.PipelineSpec) {
 	fmt.Println("):")
 	if len(spec.Rewriters)+len(spec.Rankers) == 0 {
 		fmt.Println("  (no plugins)")
+	}
+	if spec.Gate != nil {
+		fmt.Printf("  relevance gate: %s\n", strings.ReplaceAll(gateVerdict(spec.Gate), "\n", "\n  "))
 	}
 	for _, s := range spec.Rewriters {
 		fmt.Printf("  rewriter %-12s %s  %s\n", s.Plugin, "sha256:"+api.ShortDigest(s.Digest), stepDetail(s))
@@ -235,7 +308,11 @@ func printCandidates(s api.StepSpec) {
 		if c.StickyKey != "" {
 			sticky = "sticky by " + c.StickyKey
 		}
-		fmt.Printf("    canary %d%% (%s) → %s  %s\n", c.Percent, sticky, "sha256:"+api.ShortDigest(c.Step.Digest), stepDetail(c.Step))
+		mode := "canary"
+		if c.Interleave != nil {
+			mode = "interleaving canary"
+		}
+		fmt.Printf("    %s %d%% (%s) → %s  %s\n", mode, c.Percent, sticky, "sha256:"+api.ShortDigest(c.Step.Digest), stepDetail(c.Step))
 	}
 	if sh := s.Shadow; sh != nil {
 		fmt.Printf("    shadow %d%% → %s  %s\n", sh.Percent, "sha256:"+api.ShortDigest(sh.Step.Digest), stepDetail(sh.Step))
@@ -270,10 +347,10 @@ func stepDetail(s api.StepSpec) string {
 
 func runPipeline(ctx context.Context, args []string) error {
 	if len(args) == 0 || (args[0] != "show" && args[0] != "set") {
-		fmt.Fprint(os.Stderr, "Usage: quarry pipeline show INDEX [--json]\n       quarry pipeline set INDEX FILE.json\n\n"+
+		fmt.Fprint(os.Stderr, "Usage: quarry pipeline show INDEX [--json]\n       quarry pipeline set INDEX FILE.json [--force --reason TEXT]\n\n"+
 			"Shows an index's live plugin pipeline, or replaces it with FILE (api.PipelineSpec JSON:\n"+
 			`{"rewriters": [{"plugin": "...", "digest": "sha256:...", "config": {...}, "budget_ms": 20}], "rankers": [...]}`+").\n"+
-			"Every step must name a validated version pushed to the index.\n")
+			"Every step must name a validated version pushed to the index; with a relevance gate\n(quarry judgements gate), the pipeline must pass it.\n")
 		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
 			return nil
 		}
@@ -284,9 +361,13 @@ func runPipeline(ctx context.Context, args []string) error {
 	var nf natsFlags
 	nf.register(fs)
 	jsonOut := fs.Bool("json", false, "print JSON")
+	var force bool
+	var reason string
 	n := 1
 	if op == "set" {
 		n = 2
+		fs.BoolVar(&force, "force", false, "set the pipeline although the index's relevance gate refuses it (needs --reason; recorded as a plugin event)")
+		fs.StringVar(&reason, "reason", "", "why --force: recorded with the event")
 	}
 	pos, err := parse(fs, args[1:], n, n)
 	if err != nil {
@@ -309,7 +390,7 @@ func runPipeline(ctx context.Context, args []string) error {
 		if err := json.Unmarshal(b, &in); err != nil {
 			return api.BadRequest("pipeline file %s: %v", pos[1], err)
 		}
-		spec, err = c.SetPipeline(ctx, pos[0], &in)
+		spec, err = c.SetPipeline(ctx, pos[0], &in, goLive(force, reason)...)
 	}
 	if err != nil {
 		return err

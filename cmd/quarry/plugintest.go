@@ -60,28 +60,7 @@ func runPluginTest(ctx context.Context, args []string) error {
 	}
 	defer nc.Close()
 	index, name := pos[0], pos[1]
-	live, err := c.Pipeline(ctx, index)
-	if err != nil {
-		return err
-	}
-	liveStep, ranker := live.Step(name)
-	if liveStep != nil && *kind == "" {
-		*kind = string(plugins.Rewriter)
-		if ranker {
-			*kind = string(plugins.Ranker)
-		}
-	}
-	if liveStep == nil {
-		return api.NotFound("plugin %s is not live on index %q: nothing to compare with", name, index)
-	}
-	step := *liveStep
-	step.Digest, step.Canary, step.Shadow, step.Config = "", nil, nil, nil
-	if *configFile != "" {
-		if step.Config, err = os.ReadFile(*configFile); err != nil {
-			return err
-		}
-	}
-	v, err := c.PushPlugin(ctx, index, name, wasm, client.PushOptions{Kind: *kind, Step: step})
+	v, err := pushCandidate(ctx, c, index, name, wasm, *kind, *configFile, false)
 	if err != nil {
 		return err
 	}
@@ -161,6 +140,42 @@ func runPluginTest(ctx context.Context, args []string) error {
 		return fmt.Errorf("%d of %d queries failed", failed, n+failed)
 	}
 	return nil
+}
+
+// pushCandidate pushes wasm as a candidate version of plugin name
+// (validated, not activated) with the live step's settings: its kind
+// (unless kind is given), budgets, fields and depth, and the
+// configuration in configFile (none if ""). A plugin that is not live is
+// refused unless notLive, when kind is required and the settings are the
+// defaults.
+func pushCandidate(ctx context.Context, c *client.Client, index, name string, wasm []byte, kind, configFile string, notLive bool) (*api.PluginVersion, error) {
+	live, err := c.Pipeline(ctx, index)
+	if err != nil {
+		return nil, err
+	}
+	liveStep, ranker := live.Step(name)
+	if liveStep != nil && kind == "" {
+		kind = string(plugins.Rewriter)
+		if ranker {
+			kind = string(plugins.Ranker)
+		}
+	}
+	var step api.StepSpec
+	switch {
+	case liveStep != nil:
+		step = *liveStep
+		step.Digest, step.Canary, step.Shadow, step.Config, step.TakenOut = "", nil, nil, nil, nil
+	case !notLive:
+		return nil, api.NotFound("plugin %s is not live on index %q: nothing to compare with", name, index)
+	case kind == "":
+		return nil, api.BadRequest("plugin %s is not live on index %q: give its --kind (rewriter or ranker)", name, index)
+	}
+	if configFile != "" {
+		if step.Config, err = os.ReadFile(configFile); err != nil {
+			return nil, err
+		}
+	}
+	return c.PushPlugin(ctx, index, name, wasm, client.PushOptions{Kind: kind, Step: step})
 }
 
 // parseRequestLine reads one line of a queries file: a search request in

@@ -72,6 +72,7 @@ func Handler(c *client.Client, opts Options) http.Handler {
 	route("POST /v1/indexes/{index}/plugins/{name}/activate", team, h.activatePlugin)
 	route("DELETE /v1/indexes/{index}/plugins/{name}", team, h.removePlugin)
 	route("POST /v1/indexes/{index}/plugins/{name}/canary", team, h.canaryPlugin)
+	route("GET /v1/indexes/{index}/plugins/{name}/canary", team, h.canaryStats)
 	route("POST /v1/indexes/{index}/plugins/{name}/promote", team, h.promotePlugin)
 	route("POST /v1/indexes/{index}/plugins/{name}/shadow", team, h.shadowPlugin)
 	route("GET /v1/indexes/{index}/plugins/{name}/shadow", team, h.shadowStats)
@@ -88,6 +89,15 @@ func Handler(c *client.Client, opts Options) http.Handler {
 	// token the user gives them (internal/console).
 	mux.Handle("GET /{$}", console.Handler())
 	mux.Handle("GET /console/", console.Handler())
+	route("GET /v1/indexes/{index}/judgements", team, h.listJudgements)
+	route("PUT /v1/indexes/{index}/judgements/{name}", team, h.pushJudgements)
+	route("GET /v1/indexes/{index}/judgements/{name}", team, h.showJudgements)
+	route("DELETE /v1/indexes/{index}/judgements/{name}", team, h.removeJudgements)
+	route("POST /v1/indexes/{index}/judgements/{name}/eval", team, h.evaluate)
+	route("POST /v1/indexes/{index}/events", team, h.putEvents)
+	route("GET /v1/indexes/{index}/gate", team, h.getGate)
+	route("PUT /v1/indexes/{index}/gate", team, h.setGate)
+	route("DELETE /v1/indexes/{index}/gate", team, h.removeGate)
 	return mux
 }
 
@@ -375,8 +385,30 @@ func (h *handler) pushPlugin(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handler) activatePlugin(w http.ResponseWriter, r *http.Request) {
-	spec, err := h.c.ActivatePlugin(r.Context(), r.PathValue("index"), r.PathValue("name"), r.URL.Query().Get("digest"))
+	opts, err := goLive(r)
+	if err != nil {
+		h.fail(w, err)
+		return
+	}
+	spec, err := h.c.ActivatePlugin(r.Context(), r.PathValue("index"), r.PathValue("name"), r.URL.Query().Get("digest"), opts...)
 	h.reply(w, spec, err)
+}
+
+// goLive reads force and reason, the relevance gate's override.
+func goLive(r *http.Request) ([]client.GoLiveOption, error) {
+	q := r.URL.Query()
+	v := q.Get("force")
+	if v == "" {
+		return nil, nil
+	}
+	force, err := strconv.ParseBool(v)
+	if err != nil {
+		return nil, api.BadRequest("force must be true or false, got %q", v)
+	}
+	if !force {
+		return nil, nil
+	}
+	return []client.GoLiveOption{client.Force(q.Get("reason"))}, nil
 }
 
 func (h *handler) removePlugin(w http.ResponseWriter, r *http.Request) {
@@ -395,7 +427,12 @@ func (h *handler) setPipeline(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, err)
 		return
 	}
-	out, err := h.c.SetPipeline(r.Context(), r.PathValue("index"), &spec)
+	opts, err := goLive(r)
+	if err != nil {
+		h.fail(w, err)
+		return
+	}
+	out, err := h.c.SetPipeline(r.Context(), r.PathValue("index"), &spec, opts...)
 	h.reply(w, out, err)
 }
 
@@ -420,12 +457,49 @@ func (h *handler) canaryPlugin(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q := r.URL.Query()
+	if v := q.Get("interleave"); v != "" {
+		on, err := strconv.ParseBool(v)
+		if err != nil {
+			h.fail(w, api.BadRequest("interleave must be true or false, got %q", v))
+			return
+		}
+		if on {
+			var test api.InterleaveSpec
+			for name, dst := range map[string]*float64{"delta": &test.Delta, "alpha": &test.Alpha, "beta": &test.Beta} {
+				if v := q.Get(name); v != "" {
+					if *dst, err = strconv.ParseFloat(v, 64); err != nil {
+						h.fail(w, api.BadRequest("%s must be a number, got %q", name, v))
+						return
+					}
+				}
+			}
+			if v := q.Get("max_queries"); v != "" {
+				if test.MaxQueries, err = strconv.Atoi(v); err != nil {
+					h.fail(w, api.BadRequest("max_queries must be a number, got %q", v))
+					return
+				}
+			}
+			spec, err := h.c.InterleavePlugin(r.Context(), r.PathValue("index"), r.PathValue("name"), q.Get("digest"), p, q.Get("sticky"), test)
+			h.reply(w, spec, err)
+			return
+		}
+	}
 	spec, err := h.c.CanaryPlugin(r.Context(), r.PathValue("index"), r.PathValue("name"), q.Get("digest"), p, q.Get("sticky"))
 	h.reply(w, spec, err)
 }
 
+func (h *handler) canaryStats(w http.ResponseWriter, r *http.Request) {
+	st, err := h.c.CanaryStats(r.Context(), r.PathValue("index"), r.PathValue("name"))
+	h.reply(w, st, err)
+}
+
 func (h *handler) promotePlugin(w http.ResponseWriter, r *http.Request) {
-	spec, err := h.c.PromotePlugin(r.Context(), r.PathValue("index"), r.PathValue("name"))
+	opts, err := goLive(r)
+	if err != nil {
+		h.fail(w, err)
+		return
+	}
+	spec, err := h.c.PromotePlugin(r.Context(), r.PathValue("index"), r.PathValue("name"), opts...)
 	h.reply(w, spec, err)
 }
 

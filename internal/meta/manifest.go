@@ -96,3 +96,10 @@ func isWrongSeq(err error) bool {
 	var apiErr *jetstream.APIError
 	return errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence
 }
+
+// IsWrongRevision reports whether a KV update with compare-and-set failed
+// because the key moved past the revision it named (another writer came
+// first), or a create because the key exists.
+func IsWrongRevision(err error) bool {
+	return errors.Is(err, jetstream.ErrKeyExists) || isWrongSeq(err)
+}

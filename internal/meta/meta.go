@@ -60,12 +60,22 @@ type Store struct {
 	Tokens jetstream.KeyValue
 	// Events records plugin events (automatic fallbacks).
 	Events jetstream.KeyValue
+	// Judgements holds each index's judgement lists, versioned, and its
+	// relevance gate (see judgements.go).
+	Judgements jetstream.KeyValue
+	// Interleave holds interleaved searches (api.InterleavedQuery) for a
+	// day; InterleaveTallies the experiments' tallies (api.CanaryStats).
+	Interleave        jetstream.KeyValue
+	InterleaveTallies jetstream.KeyValue
 	// Queries holds recorded search requests (a sample, when brokers are
 	// asked to record).
 	Queries jetstream.Stream
 	// Uploads stages plugin binaries uploaded in chunks through the admin
 	// API until they are registered.
 	Uploads jetstream.Stream
+	// UserEvents holds what users did with results (api.UserEvent), per
+	// index, for UserEventsMaxAge (see events.go).
+	UserEvents jetstream.Stream
 }
 
 // Open creates or binds to every resource.
@@ -98,6 +108,9 @@ func Open(ctx context.Context, js jetstream.JetStream, opts Options) (*Store, er
 		{&s.Events, jetstream.KeyValueConfig{Bucket: subject.EventsBucket, Description: "Quarry plugin events", TTL: 7 * 24 * time.Hour}},
 		{&s.Teams, jetstream.KeyValueConfig{Bucket: subject.TeamsBucket, Description: "Quarry team limits", History: 8}},
 		{&s.Tokens, jetstream.KeyValueConfig{Bucket: subject.TokensBucket, Description: "Quarry HTTP API tokens, by sha256"}},
+		{&s.Interleave, jetstream.KeyValueConfig{Bucket: subject.InterleaveBucket, Description: "Quarry interleaved searches: which side placed each result", TTL: 24 * time.Hour}},
+		{&s.InterleaveTallies, jetstream.KeyValueConfig{Bucket: subject.InterleaveTalliesBucket, Description: "Quarry interleaving experiments' tallies"}},
+		{&s.Judgements, jetstream.KeyValueConfig{Bucket: subject.JudgementsBucket, Description: "Quarry judgement lists and relevance gates", History: JudgementHistory}},
 	}
 	for _, b := range buckets {
 		b.cfg.Storage, b.cfg.Replicas = jetstream.FileStorage, repl.of("KV_"+b.cfg.Bucket)
@@ -137,6 +150,8 @@ func Open(ctx context.Context, js jetstream.JetStream, opts Options) (*Store, er
 		{&s.Uploads, jetstream.StreamConfig{Name: subject.UploadsStream, Description: "Quarry plugin uploads in progress",
 			Subjects: []string{subject.UploadsPrefix + ".>"}, MaxAge: time.Hour, MaxBytes: 1 << 30, Discard: jetstream.DiscardNew,
 			Duplicates: 10 * time.Minute}},
+		{&s.UserEvents, jetstream.StreamConfig{Name: subject.UserEventsStream, Description: "Quarry user events on search results (clicks, purchases…), per index",
+			Subjects: []string{subject.UserEventsPrefix + ".>"}, MaxAge: UserEventsMaxAge, MaxBytes: UserEventsMaxBytes, Discard: jetstream.DiscardOld}},
 		// Atomic batches let a bulk ingest have many documents stored,
 		// and synced to disk, with one acknowledgement (client.Bulk).
 		{&s.Docs, jetstream.StreamConfig{Name: subject.DocsStream, Description: "Quarry documents: one subject per document, latest kept",
@@ -293,6 +308,12 @@ func (s *Store) DeleteIndex(ctx context.Context, name string) error {
 	}
 	if err := s.Manifests.Purge(ctx, name); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
 		return fmt.Errorf("delete manifest of %q: %w", name, err)
+	}
+	if err := s.UserEvents.Purge(ctx, jetstream.WithPurgeSubject(subject.UserEventsPrefix+"."+name)); err != nil {
+		return fmt.Errorf("purge the user events of %q: %w", name, err)
+	}
+	if err := s.purgeJudgements(ctx, name); err != nil {
+		return err
 	}
 	return s.deleteObjects(ctx, name+"/", func(string) bool { return true })
 }

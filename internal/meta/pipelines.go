@@ -45,8 +45,9 @@ var ErrNoChange = errors.New("no change")
 // pipeline, lets edit change it, and stores it with compare-and-set on the
 // revision it read, labelled change (PipelineSpec.Change), reading and
 // editing again when another writer came first (five tries, then an
-// api.ErrConflict error). RestoredFrom and Source are cleared before edit
-// runs: only a rollback and a pipeline file set them. It returns the
+// api.ErrConflict error). RestoredFrom, Source and Gate are cleared
+// before edit runs: only a rollback, a pipeline file and the relevance
+// gate set them. It returns the
 // stored pipeline as read back, or (nil, nil) when edit returns
 // ErrNoChange; any other error of edit is returned as it is.
 func (s *Store) ChangePipeline(ctx context.Context, index, change string, edit func(*api.PipelineSpec) error) (*api.PipelineSpec, error) {
@@ -56,7 +57,7 @@ func (s *Store) ChangePipeline(ctx context.Context, index, change string, edit f
 			return nil, err
 		}
 		rev := spec.Revision
-		spec.RestoredFrom, spec.Source = 0, ""
+		spec.RestoredFrom, spec.Source, spec.Gate = 0, "", nil
 		if err := edit(spec); errors.Is(err, ErrNoChange) {
 			return nil, nil
 		} else if err != nil {

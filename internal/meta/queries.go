@@ -37,7 +37,17 @@ var errStalled = errors.New("stalled")
 // holds on subj, handing each to each, and returns how many there were to
 // read. An error from each ends the reading and is returned.
 func (s *Store) readSubject(ctx context.Context, stream, subj string, limit int, each func(jetstream.Msg) error) (pending int, err error) {
-	cons, err := s.JS.OrderedConsumer(ctx, stream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{subj}})
+	return s.readSubjectSince(ctx, stream, subj, time.Time{}, limit, each)
+}
+
+// readSubjectSince is readSubject from the messages stored at or after
+// since (zero: all).
+func (s *Store) readSubjectSince(ctx context.Context, stream, subj string, since time.Time, limit int, each func(jetstream.Msg) error) (pending int, err error) {
+	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{subj}}
+	if !since.IsZero() {
+		cfg.DeliverPolicy, cfg.OptStartTime = jetstream.DeliverByStartTimePolicy, &since
+	}
+	cons, err := s.JS.OrderedConsumer(ctx, stream, cfg)
 	if err != nil {
 		return 0, err
 	}

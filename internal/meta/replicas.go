@@ -19,13 +19,14 @@ import (
 func streamNames() []string {
 	names := []string{subject.DocsStream}
 	for _, b := range []string{subject.IndexesBucket, subject.ManifestsBucket, subject.PipelinesBucket, subject.PluginVersionsBucket,
-		subject.ShadowBucket, subject.EventsBucket, subject.TeamsBucket, subject.TokensBucket} {
+		subject.ShadowBucket, subject.EventsBucket, subject.TeamsBucket, subject.TokensBucket, subject.JudgementsBucket,
+		subject.InterleaveBucket, subject.InterleaveTalliesBucket} {
 		names = append(names, "KV_"+b)
 	}
 	for _, b := range []string{subject.SegmentsBucket, subject.PluginsBucket} {
 		names = append(names, "OBJ_"+b)
 	}
-	return append(names, subject.QueriesStream, subject.UploadsStream)
+	return append(names, subject.QueriesStream, subject.UploadsStream, subject.UserEventsStream)
 }
 
 // ReplicasError says that a role or command asked for a replication

@@ -84,6 +84,14 @@ func TestTeamIsolation(t *testing.T) {
 	if r, err := food.Search(ctx, "menu", &api.SearchRequest{Q: "spicy"}); err != nil || r.Total == 0 {
 		t.Fatalf("food searches its own index: %v", err)
 	}
+	// Judgement lists too: a team's own, recorded as its.
+	judgements := []byte(`{"q":"spicy","ratings":{"menu-1":3}}` + "\n")
+	if set, err := food.PushJudgements(ctx, "menu", "golden", judgements); err != nil || set.Team != "food" {
+		t.Fatalf("food pushes judgements to its own index: %+v %v", set, err)
+	}
+	if sets, err := food.JudgementSets(ctx, "menu"); err != nil || len(sets) != 1 {
+		t.Fatalf("food lists its judgements: %+v %v", sets, err)
+	}
 	before, err := ops.Pipeline(ctx, "menu")
 	if err != nil || len(before.Rewriters) != 1 {
 		t.Fatalf("menu pipeline: %+v %v", before, err)
@@ -111,6 +119,31 @@ func TestTeamIsolation(t *testing.T) {
 		{"pipeline history", func(ctx context.Context) error { _, err := books.PipelineHistory(ctx, "menu"); return err }},
 		{"index info", func(ctx context.Context) error { _, err := books.IndexInfo(ctx, "menu"); return err }},
 		{"query report", func(ctx context.Context) error { _, err := books.QueryReport(ctx, "menu"); return err }},
+		{"push judgements", func(ctx context.Context) error {
+			_, err := books.PushJudgements(ctx, "menu", "golden", judgements)
+			return err
+		}},
+		{"list judgements", func(ctx context.Context) error { _, err := books.JudgementSets(ctx, "menu"); return err }},
+		{"show judgements", func(ctx context.Context) error { _, err := books.JudgementSet(ctx, "menu", "golden", 0); return err }},
+		{"remove judgements", func(ctx context.Context) error { return books.RemoveJudgements(ctx, "menu", "golden") }},
+		{"set the gate", func(ctx context.Context) error {
+			_, err := books.SetGate(ctx, "menu", &api.Gate{Sets: []string{"golden"}, Metric: "ndcg"})
+			return err
+		}},
+		{"evaluate", func(ctx context.Context) error {
+			_, err := books.Evaluate(ctx, "menu", api.EvalRequest{Set: "golden"})
+			return err
+		}},
+		{"send user events", func(ctx context.Context) error {
+			_, err := books.PutEvents(ctx, "menu", []api.UserEvent{{ActionName: "click", QueryID: "q1", UserQuery: "spicy",
+				EventAttributes: api.EventAttributes{Object: api.EventObject{ObjectID: "menu-1"}, Position: api.EventPosition{Ordinal: 1}}}})
+			return err
+		}},
+		{"build judgements from events", func(ctx context.Context) error {
+			_, err := books.JudgementsFromEvents(ctx, "menu", api.FromEventsRequest{})
+			return err
+		}},
+		{"read canary stats", func(ctx context.Context) error { _, err := books.CanaryStats(ctx, "menu", "suffix"); return err }},
 	}
 	for _, d := range denied {
 		t.Run("books cannot "+d.name, func(t *testing.T) {

@@ -45,6 +45,22 @@ const (
 	// TokensBucket holds HTTP API tokens (api.Token), by the sha256 of
 	// the token: never the token itself.
 	TokensBucket = "quarry-tokens"
+	// JudgementsBucket holds each index's judgement lists (keyed
+	// <index>.set.<name>, with history: each push is a version) and its
+	// relevance gate (<index>.gate).
+	JudgementsBucket = "quarry-judgements"
+	// InterleaveBucket holds what brokers recorded of interleaved searches
+	// (api.InterleavedQuery), keyed <index>.<query_id>, for a day.
+	InterleaveBucket = "quarry-interleave"
+	// InterleaveTalliesBucket holds interleaving experiments' tallies
+	// (api.CanaryStats), keyed <index>.<plugin>.<hex digest>.
+	InterleaveTalliesBucket = "quarry-interleave-tallies"
+	// UserEventsStream holds what users did with search results (clicks,
+	// add-to-cart, purchases, dwell), subject quarry.v1.events.<index>,
+	// kept for UserEventsMaxAge; docs/relevance.md.
+	UserEventsStream = "QUARRY_EVENTS"
+	// UserEventsPrefix is UserEventsStream's subject prefix.
+	UserEventsPrefix = "quarry.v1.events"
 	// UploadsStream stages plugin binaries uploaded in chunks through the
 	// admin API, one subject per upload: quarry.v1.uploads.<index>.<id>.
 	UploadsStream = "QUARRY_UPLOADS"
