@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/quarrysearch/quarry/api"
+	"github.com/quarrysearch/quarry/broker"
 	"github.com/quarrysearch/quarry/indexer"
 	"github.com/quarrysearch/quarry/internal/catalog"
 	"github.com/quarrysearch/quarry/internal/loadgen"
@@ -58,6 +59,9 @@ type benchConfig struct {
 	// Writes paces how Quarry's searcher applies updates, and
 	// IndexerWrites its indexer (the roles' flags of the same names).
 	Writes, IndexerWrites shard.WriteOptions
+	// StatsCache is the broker's statistics cache size (negative: none,
+	// every query pays the statistics phase).
+	StatsCache int
 }
 
 const benchAbout = `Measures Quarry side by side with bleve, on the same documents and the same
@@ -135,6 +139,7 @@ func parseBench(args []string) (*benchConfig, *runtimeFlags, error) {
 	fs.IntVar(&cfg.Concurrency, "concurrency", 8, "closed loop: concurrent callers")
 	fs.IntVar(&cfg.Docs, "docs", catalog.DefaultSize, "documents: N items of the sample catalogue (generated with --seed)")
 	fs.IntVar(&cfg.Shards, "shards", 4, "shards of the Quarry index and of the bleve alias")
+	fs.IntVar(&cfg.StatsCache, "stats-cache", broker.Defaults.StatsCacheSize, "Quarry: queries whose global term statistics the broker caches (negative: none, so every query pays the statistics phase, as a query seen for the first time does)")
 	fs.Uint64Var(&seed, "seed", catalog.DefaultSeed, "seed of the catalogue and of the generated queries")
 	fs.StringVar(&cfg.QueriesFile, "queries", "", "FILE of queries, one a line (text, or a JSON search request); default: generated from the catalogue")
 	fs.IntVar(&cfg.QueryCount, "query-count", 1000, "generated queries (without --queries); the runs cycle through them")
