@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -69,7 +70,7 @@ func TestCLIGet(t *testing.T) {
 	if _, errOut, code := cli(t, "", "get", "--help"); code != 0 || !strings.Contains(errOut, "Usage: quarry get [flags] INDEX ID") || !strings.Contains(errOut, "source of truth") {
 		t.Errorf("get --help: %d %s", code, errOut)
 	}
-	if out, _, _ := cli(t, "", "--help"); !strings.Contains(out, "get       print one document by id") {
+	if out, _, _ := cli(t, "", "--help"); !regexp.MustCompile(`(?m)^\s+get\s+print one document by id`).MatchString(out) {
 		t.Errorf("quarry --help does not list get:\n%s", out)
 	}
 }
