@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/quarrysearch/quarry/sdk/abi"
 )
@@ -81,7 +82,8 @@ func (p *Plugin) callNative(ctx context.Context, encode func([]byte) []byte, dec
 		return &CallError{Plugin: p.spec.Name, Kind: KindTrap, Err: perr}
 	}
 	in.out = out
-	if ctx.Err() != nil {
+	if d, ok := ctx.Deadline(); ctx.Err() != nil || ok && !time.Now().Before(d) { // the context's timer may fire late on a busy machine
+
 		return &CallError{Plugin: p.spec.Name, Kind: KindTimeout, Err: fmt.Errorf("budget of %s exceeded", p.spec.Budget)}
 	}
 	if len(out) > p.spec.MaxOutput {

@@ -97,17 +97,14 @@ type instance struct {
 	poisoned bool
 }
 
-// arm makes the instance trap at the deadline of ctx (the call's budget,
-// or its caller's deadline if sooner); disarm, called once the guest has
+// arm makes the instance trap at deadline (the call's budget, or its
+// caller's deadline if sooner); disarm, called once the guest has
 // returned, marks the instance poisoned if the interrupt fired. Under
 // Config.CloseOnContextDone wazero does this itself. One timer per
 // instance, reset per call: nothing is allocated.
-func (in *instance) arm(ctx context.Context) {
-	if in.timer == nil {
-		return
-	}
-	if d, ok := ctx.Deadline(); ok {
-		in.timer.Reset(time.Until(d))
+func (in *instance) arm(deadline time.Time) {
+	if in.timer != nil {
+		in.timer.Reset(time.Until(deadline))
 	}
 }
 
@@ -224,7 +221,8 @@ func (p *Plugin) newInstance(ctx context.Context) (*instance, error) {
 		in.timer.Stop()
 	}
 	if init := mod.ExportedFunction(abi.ExportInitialize); init != nil {
-		in.arm(ctx)
+		deadline, _ := ctx.Deadline() // InitBudget's, or sooner
+		in.arm(deadline)
 		_, err := init.Call(ctx)
 		in.disarm()
 		if in.poisoned {
@@ -354,10 +352,12 @@ func describe(ctx context.Context, err error) error {
 // the team's instance budget (Config.MaxInstances), closed when it
 // returns; only with the budget spent does it wait for a pooled one, until
 // its own deadline. extra reports an instance outside the pool.
-func (p *Plugin) acquire(ctx context.Context) (in *instance, extra bool, err error) {
+func (p *Plugin) acquire(ctx context.Context, deadline time.Time) (in *instance, extra bool, err error) {
 	select {
 	case in = <-p.pool:
-	default:
+	default: // the slow path: what it allocates, it may
+		ctx, cancel := context.WithDeadline(ctx, deadline)
+		defer cancel()
 		if p.rt.reserve(p.spec.Name, 1) == nil {
 			p.Metrics.grown.Add(1)
 			if in, err = p.newInstance(ctx); err != nil {
@@ -399,12 +399,23 @@ func (p *Plugin) call(ctx context.Context, encode func([]byte) []byte, decode fu
 			span.End()
 		}()
 	}
-	ctx, cancel := context.WithTimeout(context.WithValue(ctx, callCtxKey{}, p), p.spec.Budget)
-	defer cancel()
-	if p.native != nil {
-		return p.callNative(ctx, encode, decode)
+	ctx = context.WithValue(ctx, callCtxKey{}, p)
+	deadline := start.Add(p.spec.Budget)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
 	}
-	in, extra, err := p.acquire(ctx)
+	// The instance's own timer keeps the budget (arm); a context with a
+	// deadline costs a timer and three allocations a call, so only
+	// native plugins and wazero's own way get one.
+	if p.native != nil || p.rt.cfg.CloseOnContextDone {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, deadline)
+		defer cancel()
+		if p.native != nil {
+			return p.callNative(ctx, encode, decode)
+		}
+	}
+	in, extra, err := p.acquire(ctx, deadline)
 	if err != nil {
 		return err
 	}
@@ -428,7 +439,7 @@ func (p *Plugin) call(ctx context.Context, encode func([]byte) []byte, decode fu
 	in.req = encode(in.req[:0])
 	req := in.req
 	if uint32(len(req)) > in.bufLen || in.bufLen == 0 {
-		in.arm(ctx)
+		in.arm(deadline)
 		res, err := in.alloc.Call(ctx, uint64(max(len(req), 4096)))
 		in.disarm()
 		if err != nil {
@@ -442,7 +453,7 @@ func (p *Plugin) call(ctx context.Context, encode func([]byte) []byte, decode fu
 		return &CallError{Plugin: p.spec.Name, Kind: KindMalformed, Err: fmt.Errorf("%s returned %d: a %d-byte request there would end at byte %d, past the end of memory (%d bytes)",
 			abi.ExportAlloc, ptr, len(req), uint64(ptr)+uint64(len(req)), mem.Size())}
 	}
-	in.arm(ctx)
+	in.arm(deadline)
 	res, err := in.hook.Call(ctx, uint64(ptr), uint64(len(req)))
 	in.disarm()
 	if err != nil {
