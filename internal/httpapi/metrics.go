@@ -3,9 +3,11 @@ package httpapi
 import (
 	"log/slog"
 	"net/http"
+	"slices"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	dto "github.com/prometheus/client_model/go"
 )
 
 // Metrics serves the metrics g gathers in the Prometheus text format (GET
@@ -24,6 +26,64 @@ func Metrics(g prometheus.Gatherer, log *slog.Logger) http.Handler {
 			log.Debug("metrics: the client went away before the page was sent", "remote", r.RemoteAddr, "err", cw.err)
 		}
 	})
+}
+
+// GuardedMetrics is Metrics behind guard (nil: Metrics itself): an
+// operator's token gets every series; a team's token only the series
+// labelled with one of its indexes (index="…") or with its team
+// (team="…"), so the page tells a team nothing of another team's indexes,
+// plugins or traffic; no token, or an unknown one, gets 401.
+func GuardedMetrics(g prometheus.Gatherer, log *slog.Logger, guard *Guard) http.Handler {
+	if guard == nil {
+		return Metrics(g, log)
+	}
+	all := Metrics(g, log)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := guard.check(r, anyToken); err != nil {
+			(&handler{log: log}).fail(w, err)
+			return
+		}
+		who := guard.identity(r)
+		if who.Operator {
+			all.ServeHTTP(w, r)
+			return
+		}
+		Metrics(prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) {
+			mfs, err := g.Gather()
+			return teamSeries(mfs, who.Team, who.Indexes), err
+		}), log).ServeHTTP(w, r)
+	})
+}
+
+// teamSeries keeps the series of mfs labelled with one of indexes or with
+// team, and the families left with any.
+func teamSeries(mfs []*dto.MetricFamily, team string, indexes []string) []*dto.MetricFamily {
+	out := mfs[:0]
+	for _, mf := range mfs {
+		kept := mf.Metric[:0]
+		for _, m := range mf.Metric {
+			if teamOwns(m, team, indexes) {
+				kept = append(kept, m)
+			}
+		}
+		if len(kept) > 0 {
+			mf.Metric = kept
+			out = append(out, mf)
+		}
+	}
+	return out
+}
+
+func teamOwns(m *dto.Metric, team string, indexes []string) bool {
+	for _, l := range m.GetLabel() {
+		switch l.GetName() {
+		case "index":
+			return slices.Contains(indexes, l.GetValue())
+		case "team":
+			return team != "" && l.GetValue() == team
+		}
+	}
+	return false
 }
 
 // clientWriter keeps the first error writing the response (the client

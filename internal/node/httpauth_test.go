@@ -141,6 +141,33 @@ func TestHTTPTeamIsolation(t *testing.T) {
 	if code, body := do(t, hc, "GET", base+"/v1/indexes", op, ""); code != 200 || !strings.Contains(body, `"books"`) {
 		t.Fatalf("operator lists indexes: %d %s", code, body)
 	}
+	// /metrics: a team reads its own indexes' series only, the operator
+	// all of them, nobody without a token.
+	if code, _ := do(t, hc, "GET", base+"/metrics", "", ""); code != 401 {
+		t.Errorf("/metrics without a token: %d, want 401", code)
+	}
+	for _, who := range []struct {
+		name, token string
+		see, hide   []string
+	}{
+		{"team books", books, []string{`index="books"`}, []string{`index="menu"`, "go_goroutines"}},
+		{"the operator", op, []string{`index="books"`, `index="menu"`, "go_goroutines"}, nil},
+	} {
+		code, body := do(t, hc, "GET", base+"/metrics", who.token, "")
+		if code != 200 {
+			t.Fatalf("/metrics as %s: %d %.200s", who.name, code, body)
+		}
+		for _, s := range who.see {
+			if !strings.Contains(body, s) {
+				t.Errorf("/metrics as %s has no %s", who.name, s)
+			}
+		}
+		for _, s := range who.hide {
+			if strings.Contains(body, s) {
+				t.Errorf("/metrics as %s shows %s", who.name, s)
+			}
+		}
+	}
 	// Revoked: refused within moments.
 	tokens, err := c.Tokens(ctx)
 	if err != nil || len(tokens) != 3 {

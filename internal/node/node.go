@@ -290,7 +290,9 @@ func (n *Node) start(ctx context.Context) (err error) {
 		mux := http.NewServeMux()
 		mux.Handle("/", httpapi.Handler(n.client, opts))
 		mux.HandleFunc("GET /readyz", n.serveReady)
-		mux.Handle("GET /metrics", httpapi.Metrics(n.Metrics, cfg.Logger))
+		// With tokens, a team reads only its own indexes' series here; the
+		// --metrics listener (for the operators' network) serves them all.
+		mux.Handle("GET /metrics", httpapi.GuardedMetrics(n.Metrics, cfg.Logger, opts.Guard))
 		n.http = &http.Server{Handler: httpapi.Strict(mux), ReadHeaderTimeout: 10 * time.Second}
 		n.run(tierBroker, "http", func(context.Context) error {
 			if err := n.http.Serve(httpLn); !errors.Is(err, http.ErrServerClosed) {

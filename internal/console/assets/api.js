@@ -45,10 +45,12 @@ export const post = (path, body) => call('POST', path, body);
 
 export const idx = (name) => '/v1/indexes/' + encodeURIComponent(name);
 
-// metrics reads this node's Prometheus metrics (GET /metrics, open like
-// /healthz) into samples: [{name, labels, value}].
+// metrics reads this node's Prometheus metrics (GET /metrics: with
+// tokens, a team's token gets its own indexes' series only) into samples:
+// [{name, labels, value}].
 export async function metrics() {
-  const resp = await fetch('/metrics');
+  const t = token();
+  const resp = await fetch('/metrics', t ? { headers: { 'Authorization': 'Bearer ' + t } } : {});
   if (!resp.ok) throw new APIError(resp.status, 'metrics', 'GET /metrics: HTTP ' + resp.status);
   return parseMetrics(await resp.text());
 }
