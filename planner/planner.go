@@ -296,6 +296,9 @@ func parse(name string, raw json.RawMessage) (query.Query, error) {
 		}
 		return nil, api.BadRequest("%s: %v", name, err)
 	}
+	if err := checkKeys(raw, q); err != nil {
+		return nil, api.BadRequest("%s: %v", name, err)
+	}
 	return q, validate(name, q)
 }
 

@@ -1,0 +1,64 @@
+package planner
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/quarrysearch/quarry/api"
+)
+
+// TestQueryKeys: a key bleve would ignore is refused, naming the query
+// kind, the key and the keys it has, at any depth; every kind of query
+// with only its own keys goes through.
+func TestQueryKeys(t *testing.T) {
+	p := testPlanner(t)
+	def := api.IndexDefinition{Name: "x", Shards: 1}
+	refused := []struct{ query, want string }{
+		{`{"match":"pizza","feild":"name"}`, `a match query has no key "feild" (it has analyzer, boost, field, fuzziness, match, operator, prefix_length)`},
+		{`{"match_phrase":"pad thai","fields":"name"}`, `a match phrase query has no key "fields"`},
+		{`{"term":"x","field":"a","fuzzy":1}`, `a term query has no key "fuzzy"`},
+		{`{"conjuncts":[{"match":"a"},{"match":"b","Field":"name"}]}`, `a match query has no key "Field"`},
+		{`{"must":{"conjuncts":[{"term":"x","feild":"f"}]}}`, `a term query has no key "feild"`},
+		{`{"should":{"disjuncts":[{"match":"a"}],"minimum":1}}`, `a disjunction query has no key "minimum"`},
+		{`{"min":1,"max":5,"field":"price","inclusive":true}`, `a numeric range query has no key "inclusive"`},
+		{`{"match_all":{},"boost":1,"field":"x"}`, `a match all query has no key "field"`},
+		{`{"query":"pizza","default_field":"name"}`, `a query string query has no key "default_field"`},
+		// {"fuzzy": …} is no bleve query: its fuzziness made it a fuzzy
+		// query of the empty term, the key dropped.
+		{`{"fuzzy":"piza","field":"name","fuzziness":1}`, `a fuzzy query has no key "fuzzy"`},
+	}
+	for _, c := range refused {
+		_, err := p.Plan(&api.SearchRequest{Query: json.RawMessage(c.query)}, def, nil)
+		if !errors.Is(err, api.ErrBadRequest) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: got %v, want a bad request naming %q", c.query, err, c.want)
+		}
+	}
+	accepted := []string{
+		`{"match":"pizza","field":"name","fuzziness":1,"prefix_length":1,"operator":"and","boost":2,"analyzer":"standard"}`,
+		`{"match_phrase":"pad thai","field":"name","boost":1}`,
+		`{"term":"pizza","field":"name"}`,
+		`{"terms":["pad","thai"],"field":"name"}`,
+		`{"prefix":"piz","field":"name"}`,
+		`{"wildcard":"pi*a","field":"name"}`,
+		`{"regexp":"pi.*","field":"name"}`,
+		`{"term":"piza","field":"name","fuzziness":1}`,
+		`{"min":1,"max":5,"inclusive_min":true,"inclusive_max":false,"field":"price"}`,
+		`{"start":"2020-01-01T00:00:00Z","end":"2021-01-01T00:00:00Z","inclusive_start":true,"field":"date"}`,
+		`{"bool":true,"field":"vegan"}`,
+		`{"ids":["a","b"]}`,
+		`{"match_all":{}}`,
+		`{"match_none":{}}`,
+		`{"query":"+pizza -pineapple"}`,
+		`{"conjuncts":[{"match":"a"},{"disjuncts":[{"term":"b","field":"name"}],"min":1}]}`,
+		`{"must":{"conjuncts":[{"match":"a"}]},"should":{"disjuncts":[{"match":"b"}],"min":0},"must_not":{"disjuncts":[{"match":"c"}]},"boost":1}`,
+		`{"location":{"lat":52.5,"lon":13.4},"distance":"3km","field":"location"}`,
+		`{"top_left":[13,53],"bottom_right":[14,52],"field":"location"}`,
+	}
+	for _, q := range accepted {
+		if _, err := p.Plan(&api.SearchRequest{Query: json.RawMessage(q)}, def, nil); err != nil {
+			t.Errorf("%s: %v", q, err)
+		}
+	}
+}
