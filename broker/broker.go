@@ -116,6 +116,11 @@ type Config struct {
 	// CompressThreshold is the request size above which shard requests are
 	// zstd compressed (default wire.CompressThreshold).
 	CompressThreshold int
+	// PluginLogRate is the plugin log lines per second each team may
+	// send from a broker (PluginLogsConfig.Rate: 0 is
+	// DefaultPluginLogRate, negative none); the rest are dropped and
+	// counted.
+	PluginLogRate float64
 	// QueueGroup is shared by every broker (default "quarry-broker").
 	QueueGroup string
 	Logger     *slog.Logger

@@ -64,10 +64,12 @@ type Request struct {
 	Samples []api.SearchRequest `json:"samples,omitempty"`
 	Step    api.StepSpec        `json:"step"`
 	Spec    *api.PipelineSpec   `json:"spec,omitempty"`
+	// Logs filters plugin.logs.
+	Logs api.PluginLogsRequest `json:"logs,omitzero"`
 }
 
 // Operations of the admin API.
-var operations = []string{"plugin.upload", "plugin.register", "plugin.ls", "plugin.activate", "plugin.rm", "plugin.rollback", "plugin.canary", "plugin.promote", "plugin.shadow", "shadow.stats", "plugin.events", "pipeline.show", "pipeline.set", "pipeline.history", "index.show", "queries.report"}
+var operations = []string{"plugin.upload", "plugin.register", "plugin.ls", "plugin.activate", "plugin.rm", "plugin.rollback", "plugin.canary", "plugin.promote", "plugin.shadow", "shadow.stats", "plugin.events", "pipeline.show", "pipeline.set", "pipeline.history", "index.show", "queries.report", "plugin.logs"}
 
 // Run serves the admin API until ctx is done.
 func (s *Service) Run(ctx context.Context) error {
@@ -169,6 +171,8 @@ func (s *Service) Do(ctx context.Context, index, op string, r *Request) (any, er
 		return s.indexInfo(ctx, index)
 	case "queries.report":
 		return s.queryReport(ctx, index)
+	case "plugin.logs":
+		return s.pluginLogs(ctx, index, r.Name, r.Logs)
 	}
 	return nil, api.BadRequest("unknown admin operation %q", op)
 }

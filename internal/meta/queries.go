@@ -37,7 +37,13 @@ var errStalled = errors.New("stalled")
 // holds on subj, handing each to each, and returns how many there were to
 // read. An error from each ends the reading and is returned.
 func (s *Store) readSubject(ctx context.Context, stream, subj string, limit int, each func(jetstream.Msg) error) (pending int, err error) {
-	cons, err := s.JS.OrderedConsumer(ctx, stream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{subj}})
+	return s.readFrom(ctx, stream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{subj}}, limit, each)
+}
+
+// readFrom is readSubject with the consumer's configuration: where to
+// start, and which subjects.
+func (s *Store) readFrom(ctx context.Context, stream string, cfg jetstream.OrderedConsumerConfig, limit int, each func(jetstream.Msg) error) (pending int, err error) {
+	cons, err := s.JS.OrderedConsumer(ctx, stream, cfg)
 	if err != nil {
 		return 0, err
 	}

@@ -25,7 +25,7 @@ func streamNames() []string {
 	for _, b := range []string{subject.SegmentsBucket, subject.PluginsBucket} {
 		names = append(names, "OBJ_"+b)
 	}
-	return append(names, subject.QueriesStream, subject.UploadsStream)
+	return append(names, subject.QueriesStream, subject.UploadsStream, subject.PluginLogsStream)
 }
 
 // ReplicasError says that a role or command asked for a replication
