@@ -534,8 +534,10 @@ func (b *Broker) SearchJSON(ctx context.Context, index string, data []byte) (out
 		return nil, err
 	}
 	decoded := time.Since(start)
-	if b.cfg.RecordPercent > 0 && rand.IntN(100) < b.cfg.RecordPercent {
-		// Recorded as received, after validation: fire and forget.
+	if b.cfg.RecordPercent > 0 && sreq.Variant == nil && rand.IntN(100) < b.cfg.RecordPercent {
+		// Recorded as received, after validation: fire and forget. A
+		// replay (a variant: quarry plugin test, quarry dev) is not
+		// traffic to record.
 		b.nc.Publish(subject.QueriesPrefix+"."+index, data)
 	}
 	var times stageTimes // for the slow-query log

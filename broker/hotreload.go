@@ -295,7 +295,10 @@ func (b *Broker) watchPipelines(ctx context.Context, l *loader, applied map[stri
 }
 
 // variant returns pl with one plugin's live step replaced by a pushed,
-// validated version of it (for replays), or an error naming what is wrong.
+// validated version of it (for replays), or, when the plugin is not live
+// on the index, with the version added as the last step of its kind (for
+// `quarry dev`: a new plugin against the live pipeline); or an error
+// naming what is wrong.
 func (b *Broker) variant(ctx context.Context, index string, pl *Pipeline, v *api.Variant) (*Pipeline, error) {
 	b.mu.RLock()
 	l := b.loader
@@ -304,7 +307,7 @@ func (b *Broker) variant(ctx context.Context, index string, pl *Pipeline, v *api
 		return nil, api.Errorf(api.CodeUnavailable, "this broker does not load plugins from the registry")
 	}
 	if pl == nil {
-		return nil, api.BadRequest("variant: index %q has no pipeline", index)
+		pl = &Pipeline{}
 	}
 	ver, err := b.store.ValidPluginVersion(ctx, index, v.Plugin, v.Digest)
 	if err != nil {
@@ -312,24 +315,26 @@ func (b *Broker) variant(ctx context.Context, index string, pl *Pipeline, v *api
 	}
 	kind := plugins.Kind(ver.Kind)
 	out := &Pipeline{Rewriters: slices.Clone(pl.Rewriters), Rankers: slices.Clone(pl.Rankers)}
-	steps := out.Rewriters
+	steps := &out.Rewriters
 	if kind == plugins.Ranker {
-		steps = out.Rankers
+		steps = &out.Rankers
 	}
-	for i := range steps {
-		if steps[i].Plugin.Spec().Name != v.Plugin {
+	plugin, _, err := l.plugin(ctx, index, kind, ver.Step)
+	if err != nil {
+		return nil, err
+	}
+	for i := range *steps {
+		if (*steps)[i].Plugin.Spec().Name != v.Plugin {
 			continue
 		}
-		plugin, _, err := l.plugin(ctx, index, kind, ver.Step)
-		if err != nil {
-			return nil, err
-		}
-		st := steps[i]
+		st := (*steps)[i]
 		st.Plugin, st.Canary, st.Shadow = plugin, nil, nil
 		st.health = nil // a variant's failures are not the live version's
 		st.Fields, st.RerankDepth = ver.Step.Fields, ver.Step.RerankDepth
-		steps[i] = st
+		(*steps)[i] = st
 		return out, nil
 	}
-	return nil, api.BadRequest("variant: plugin %s is not live on index %q", v.Plugin, index)
+	*steps = append(*steps, Step{Plugin: plugin, Policy: cmp.Or(ver.Step.Policy, api.FailOpen), Fields: ver.Step.Fields,
+		RerankDepth: ver.Step.RerankDepth, LatencyBudget: time.Duration(ver.Step.LatencyBudgetMS) * time.Millisecond})
+	return out, nil
 }
