@@ -118,6 +118,29 @@ func TestPluginDevLoop(t *testing.T) {
 			if lc.kind == "ranker" && !strings.Contains(out, "0 changed, 0 failed") {
 				t.Fatalf("a log line changed the ranking:\n%s", out)
 			}
+			if lc.lang == "c" {
+				// The brokers' lines, read back by the team's command.
+				logs := quarry(t, "plugin", "logs", "dishes", name, "--since", "1h", "--limit", "3")
+				if n := strings.Count(logs, "dev loop: ranking"); n != 3 || !strings.Contains(logs, " info  "+name+"@") || !strings.Contains(logs, "req=") {
+					t.Fatalf("plugin logs: %d lines of the edit, want 3 with level, version and request id:\n%s", n, logs)
+				}
+				// A plugin that fails: the round says so with its lines,
+				// and --once exits non-zero.
+				broken := bytes.Replace(b, []byte(`quarry_logs(QUARRY_LOG_INFO, "dev loop: ranking");`), []byte(`quarry_logs(QUARRY_LOG_ERROR, "dev loop: about to fail"); return "dev loop: broken on purpose";`), 1)
+				if err := os.WriteFile(src, broken, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				out, _, code := cli(t, "", append(append([]string{"dev", "dishes", dir, "--once"}, lc.fields...), nf...)...)
+				for _, want := range []string{"sample line 1 failed: plugin " + name + ": plugin_error: dev loop: broken on purpose", "guest log error dev loop: about to fail", "FAILED"} {
+					if code == 0 || !strings.Contains(out, want) {
+						t.Fatalf("dev of a broken plugin: exit %d, want non-zero and %q:\n%s", code, want, out)
+					}
+				}
+				if err := os.WriteFile(src, b, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				quarry(t, append([]string{"dev", "dishes", dir, "--once"}, lc.fields...)...) // fixed: builds the edit again
+			}
 
 			// Push the edit and canary it.
 			pushed := push()
@@ -136,5 +159,53 @@ func TestPluginDevLoop(t *testing.T) {
 			}
 			quarry(t, "plugin", "rm", "dishes", name) // the next language starts from the same pipeline
 		})
+	}
+}
+
+// quarry dev refuses what it cannot use, naming it, before it connects.
+func TestDevBadInput(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"dev", "dishes", filepath.Join(dir, "missing"), "--once"}, "not a folder"},
+		{[]string{"dev", "dishes", dir, "--once", "--name", "Bad Name"}, `plugin name "Bad Name"`},
+		{[]string{"dev", "dishes", dir, "--once", "--queries", "-1"}, "--queries -1"},
+		{[]string{"dev", "dishes"}, "Usage: quarry dev"},
+	} {
+		_, errOut, code := cli(t, "", c.args...)
+		if code == 0 || !strings.Contains(errOut, c.want) {
+			t.Errorf("quarry %s: exit %d %q, want an error with %q", strings.Join(c.args, " "), code, errOut, c.want)
+		}
+	}
+}
+
+// A save changes the folder's fingerprint; a build's output, node_modules
+// and got.ndjson do not.
+func TestSourceState(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, text string) {
+		t.Helper()
+		p := filepath.Join(dir, name)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("boost.c", "int x;")
+	write("config.json", "{}")
+	before, _ := sourceState(dir)
+	write("boost.wasm", "built")
+	write("got.ndjson", "{}")
+	write("node_modules/x/index.ts", "export {}")
+	if now, _ := sourceState(dir); now != before {
+		t.Fatalf("build output changed the state:\n%s\n%s", before, now)
+	}
+	time.Sleep(10 * time.Millisecond)
+	write("boost.c", "int y;")
+	now, newest := sourceState(dir)
+	if now == before || newest != "boost.c" {
+		t.Fatalf("a save of boost.c: changed %v, newest %q", now != before, newest)
 	}
 }
