@@ -118,10 +118,11 @@ func (l *PluginLogs) PluginLog(line plugins.LogLine) {
 		l.dropped.WithLabelValues(line.Team).Inc()
 		return
 	}
+	dropped := t.dropped.Swap(0)
 	select {
-	case l.queue <- queuedLine{line: line, dropped: t.dropped.Swap(0)}:
+	case l.queue <- queuedLine{line: line, dropped: dropped}:
 	default:
-		t.dropped.Add(1)
+		t.dropped.Add(dropped + 1) // still to be told, with this one
 		l.dropped.WithLabelValues(line.Team).Inc()
 	}
 }

@@ -132,3 +132,25 @@ func BenchmarkPluginLogCall(b *testing.B) {
 }
 
 func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// A full queue drops lines at once, without waiting, and the next line
+// queued carries their count.
+func TestPluginLogsQueueFull(t *testing.T) {
+	logs, err := NewPluginLogs(nil, PluginLogsConfig{Rate: 1e9, Burst: 1 << 20, Queue: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	for range 5 {
+		logs.PluginLog(logLine("food", "x"))
+	}
+	if took := time.Since(start); took > 100*time.Millisecond {
+		t.Fatalf("5 lines into a full queue took %s", took)
+	}
+	<-logs.queue
+	logs.PluginLog(logLine("food", "after"))
+	<-logs.queue
+	if q := <-logs.queue; q.line.Message != "after" || q.dropped != 3 {
+		t.Fatalf("the line after a full queue: %+v, want it to carry the 3 dropped", q)
+	}
+}

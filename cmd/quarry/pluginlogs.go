@@ -55,6 +55,9 @@ func runPluginLogs(ctx context.Context, args []string) error {
 		for _, l := range logs.Lines {
 			print(l)
 		}
+		if len(logs.Lines) == 0 {
+			fmt.Fprintf(os.Stderr, "no lines kept for plugin %s of team %s (%s) that match\n", logs.Plugin, logs.Team, logs.Subject)
+		}
 		return nil
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt)
