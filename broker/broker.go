@@ -117,6 +117,11 @@ type Config struct {
 	// CompressThreshold is the request size above which shard requests are
 	// zstd compressed (default wire.CompressThreshold).
 	CompressThreshold int
+	// PluginLogRate is the plugin log lines per second each team may
+	// send from a broker (PluginLogsConfig.Rate: 0 is
+	// DefaultPluginLogRate, negative none); the rest are dropped and
+	// counted.
+	PluginLogRate float64
 	// QueueGroup is shared by every broker (default "quarry-broker").
 	QueueGroup string
 	Logger     *slog.Logger
@@ -530,8 +535,10 @@ func (b *Broker) SearchJSON(ctx context.Context, index string, data []byte) (out
 		return nil, err
 	}
 	decoded := time.Since(start)
-	if b.cfg.RecordPercent > 0 && rand.IntN(100) < b.cfg.RecordPercent {
-		// Recorded as received, after validation: fire and forget.
+	if b.cfg.RecordPercent > 0 && sreq.Variant == nil && rand.IntN(100) < b.cfg.RecordPercent {
+		// Recorded as received, after validation: fire and forget. A
+		// replay (a variant: quarry plugin test, quarry dev) is not
+		// traffic to record.
 		b.nc.Publish(subject.QueriesPrefix+"."+index, data)
 	}
 	var times stageTimes // for the slow-query log

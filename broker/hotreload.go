@@ -299,8 +299,9 @@ func (b *Broker) watchPipelines(ctx context.Context, l *loader, applied map[stri
 
 // variant returns pl with one plugin's live step replaced by a pushed,
 // validated version of it (for replays and relevance evaluations), or,
-// when the plugin is not live, with the version added after its kind's
-// steps, as activating it would; or an error naming what is wrong.
+// when the plugin is not live on the index, with the version added as the
+// last step of its kind, as activating it would (for `quarry dev`: a new
+// plugin against the live pipeline); or an error naming what is wrong.
 func (b *Broker) variant(ctx context.Context, index string, pl *Pipeline, v *api.Variant) (*Pipeline, error) {
 	b.mu.RLock()
 	l := b.loader
@@ -320,34 +321,26 @@ func (b *Broker) variant(ctx context.Context, index string, pl *Pipeline, v *api
 	}
 	kind := plugins.Kind(ver.Kind)
 	out := &Pipeline{Rewriters: slices.Clone(pl.Rewriters), Rankers: slices.Clone(pl.Rankers)}
-	steps := out.Rewriters
+	steps := &out.Rewriters
 	if kind == plugins.Ranker {
-		steps = out.Rankers
-	}
-	for i := range steps {
-		if steps[i].Plugin.Spec().Name != v.Plugin {
-			continue
-		}
-		plugin, _, err := l.plugin(ctx, index, kind, ver.Step)
-		if err != nil {
-			return nil, err
-		}
-		st := steps[i]
-		st.Plugin, st.Canary, st.Shadow = plugin, nil, nil
-		st.health = nil // a variant's failures are not the live version's
-		st.Fields, st.RerankDepth = ver.Step.Fields, ver.Step.RerankDepth
-		steps[i] = st
-		return out, nil
+		steps = &out.Rankers
 	}
 	plugin, _, err := l.plugin(ctx, index, kind, ver.Step)
 	if err != nil {
 		return nil, err
 	}
-	st := Step{Plugin: plugin, Policy: cmp.Or(ver.Step.Policy, api.FailOpen), Fields: ver.Step.Fields, RerankDepth: ver.Step.RerankDepth}
-	if kind == plugins.Ranker {
-		out.Rankers = append(out.Rankers, st)
-	} else {
-		out.Rewriters = append(out.Rewriters, st)
+	for i := range *steps {
+		if (*steps)[i].Plugin.Spec().Name != v.Plugin {
+			continue
+		}
+		st := (*steps)[i]
+		st.Plugin, st.Canary, st.Shadow = plugin, nil, nil
+		st.health = nil // a variant's failures are not the live version's
+		st.Fields, st.RerankDepth = ver.Step.Fields, ver.Step.RerankDepth
+		(*steps)[i] = st
+		return out, nil
 	}
+	*steps = append(*steps, Step{Plugin: plugin, Policy: cmp.Or(ver.Step.Policy, api.FailOpen), Fields: ver.Step.Fields,
+		RerankDepth: ver.Step.RerankDepth, LatencyBudget: time.Duration(ver.Step.LatencyBudgetMS) * time.Millisecond})
 	return out, nil
 }

@@ -65,7 +65,6 @@ type Plugin struct {
 	compiled wazero.CompiledModule
 	pool     chan *instance
 	log      *slog.Logger
-	stdout   *lineLogger
 	seed     uint64
 	closed   atomic.Bool
 	// native, set by LoadNative, holds the instances of a plugin run in
@@ -95,6 +94,9 @@ type instance struct {
 	timer     *time.Timer // sets interrupt; stopped between calls
 	// poisoned: an interrupt was set; the instance must not be reused.
 	poisoned bool
+	// stdout and stderr are the instance's own, so a line names the
+	// request of the call that wrote it.
+	stdout, stderr *lineLogger
 }
 
 // arm makes the instance trap at deadline (the call's budget, or its
@@ -169,7 +171,7 @@ func (r *Runtime) Load(ctx context.Context, spec Spec, wasm []byte) (*Plugin, er
 	}
 	log := r.cfg.Logger.With("plugin", spec.Name, "version", spec.Version)
 	p := &Plugin{spec: spec, rt: r, compiled: cm, pool: make(chan *instance, spec.Instances), log: log,
-		stdout: &lineLogger{log: log}, seed: seedOf(spec.Name + "@" + spec.Version)}
+		seed: seedOf(spec.Name + "@" + spec.Version)}
 	for range spec.Instances {
 		in, err := p.newInstance(ctx)
 		if err != nil {
@@ -198,8 +200,9 @@ func (p *Plugin) Spec() Spec { return p.spec }
 func (p *Plugin) newInstance(ctx context.Context) (*instance, error) {
 	ctx, cancel := context.WithTimeout(context.WithValue(ctx, callCtxKey{}, p), p.spec.InitBudget)
 	defer cancel()
+	stdout, stderr := &lineLogger{p: p, source: "stdout"}, &lineLogger{p: p, source: "stderr"}
 	mc := wazero.NewModuleConfig().WithName("").WithStartFunctions().
-		WithStdout(p.stdout).WithStderr(p.stdout).
+		WithStdout(stdout).WithStderr(stderr).
 		WithRandSource(rand.NewChaCha8(seed32(p.seed)))
 	mod, err := p.rt.rt.InstantiateModule(ctx, p.compiled, mc)
 	if err != nil {
@@ -209,7 +212,8 @@ func (p *Plugin) newInstance(ctx context.Context) (*instance, error) {
 		mod.Close(context.Background())
 		return nil, fmt.Errorf("%w: a plugin must define a memory (requests and responses go in its first memory)", ErrMissingExport)
 	}
-	in := &instance{mod: mod, alloc: mod.ExportedFunction(abi.ExportAlloc), hook: mod.ExportedFunction(p.spec.Kind.export())}
+	in := &instance{mod: mod, alloc: mod.ExportedFunction(abi.ExportAlloc), hook: mod.ExportedFunction(p.spec.Kind.export()),
+		stdout: stdout, stderr: stderr}
 	if !p.rt.cfg.CloseOnContextDone {
 		g, ok := mod.ExportedGlobal(preempt.Export).(api.MutableGlobal)
 		if !ok {
@@ -436,6 +440,10 @@ func (p *Plugin) call(ctx context.Context, encode func([]byte) []byte, decode fu
 		}
 		p.pool <- in
 	}()
+	if id := trace.RequestID(ctx); id != in.stdout.reqID {
+		in.stdout.setRequest(id)
+		in.stderr.setRequest(id)
+	}
 	in.req = encode(in.req[:0])
 	req := in.req
 	if uint32(len(req)) > in.bufLen || in.bufLen == 0 {

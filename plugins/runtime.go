@@ -1,15 +1,14 @@
 package plugins
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
@@ -48,7 +47,13 @@ type Config struct {
 	// faster on loop-heavy guests; this switch is kept to measure the two
 	// side by side.
 	CloseOnContextDone bool
-	Logger             *slog.Logger
+	// Logger gets the plugins' lines when LogSink is nil.
+	Logger *slog.Logger
+	// LogSink, when set, gets every line the plugins write (the log
+	// import, stdout, stderr) in place of Logger. It must not block.
+	LogSink LogSink
+	// Team names the runtime's team in LogLines (Teams sets it).
+	Team string
 }
 
 // Runtime compiles and runs plugins. Brokers keep one per team (see
@@ -173,6 +178,11 @@ func hostLog(ctx context.Context, m api.Module, level, ptr, n uint32) {
 	if !ok {
 		return
 	}
+	if sink := p.rt.cfg.LogSink; sink != nil {
+		sink.PluginLog(LogLine{Time: time.Now(), Team: p.rt.cfg.Team, Plugin: p.spec.Name, Version: p.spec.Version,
+			Level: levelName(level), Source: "log", RequestID: trace.RequestID(ctx), Message: string(b)})
+		return
+	}
 	lvl := slog.LevelInfo
 	switch level {
 	case abi.LevelDebug:
@@ -279,31 +289,3 @@ var (
 	ErrForbiddenImport = errors.New("import not provided to plugins")
 	ErrInit            = errors.New("plugin initialization failed")
 )
-
-// lineLogger turns a guest's stdout/stderr into log lines tagged with the
-// plugin, capped per line.
-type lineLogger struct {
-	mu  sync.Mutex
-	log *slog.Logger
-	buf bytes.Buffer
-}
-
-func (l *lineLogger) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.buf.Write(p)
-	for {
-		line, err := l.buf.ReadString('\n')
-		if err != nil {
-			if l.buf.Len() == 0 && len(line) > 0 && len(line) < maxLogMessage {
-				l.buf.WriteString(line) // keep the partial line
-			} else if len(line) > 0 {
-				l.log.Info(line)
-			}
-			return len(p), nil
-		}
-		l.log.Info(strings.TrimRight(line, "\n"))
-	}
-}
-
-var _ io.Writer = (*lineLogger)(nil)

@@ -37,6 +37,7 @@ func (t *Teams) Runtime(ctx context.Context, team string) (*Runtime, error) {
 	if cfg.CacheDir != "" {
 		cfg.CacheDir = filepath.Join(cfg.CacheDir, team)
 	}
+	cfg.Team = team
 	if cfg.Logger != nil {
 		cfg.Logger = cfg.Logger.With("team", team)
 	}

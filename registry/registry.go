@@ -87,13 +87,15 @@ type Request struct {
 	FromEvents *api.FromEventsRequest `json:"from_events,omitempty"`
 	// Interleave makes a canary an interleaving experiment (rankers).
 	Interleave *api.InterleaveSpec `json:"interleave,omitempty"`
+	// Logs filters plugin.logs.
+	Logs api.PluginLogsRequest `json:"logs,omitzero"`
 }
 
 // Operations of the admin API.
 var operations = []string{"plugin.upload", "plugin.register", "plugin.ls", "plugin.activate", "plugin.rm", "plugin.rollback", "plugin.canary", "plugin.promote", "plugin.shadow", "shadow.stats", "plugin.events", "pipeline.show", "pipeline.set",
 	"pipeline.history", "index.show", "queries.report",
 	"judgements.push", "judgements.ls", "judgements.show", "judgements.rm", "judgements.gate", "judgements.eval",
-	"events.put", "judgements.from-events", "canary.stats"}
+	"events.put", "judgements.from-events", "canary.stats", "plugin.logs"}
 
 // Run serves the admin API until ctx is done.
 func (s *Service) Run(ctx context.Context) error {
@@ -214,6 +216,8 @@ func (s *Service) Do(ctx context.Context, index, op string, r *Request) (any, er
 		return s.fromEvents(ctx, index, r.FromEvents)
 	case "canary.stats":
 		return s.canaryStats(ctx, index, r.Name)
+	case "plugin.logs":
+		return s.pluginLogs(ctx, index, r.Name, r.Logs)
 	}
 	return nil, api.BadRequest("unknown admin operation %q", op)
 }

@@ -51,6 +51,7 @@ func init() {
 		"search":     {"search an index", runSearch},
 		"bench":      {"measure Quarry side by side with bleve, and WASM plugins with native ones", runBench},
 		"plugin":     {"push, list, activate, roll back and remove plugins; run one locally", runPlugin},
+		"dev":        {"rebuild a plugin folder on every save and compare it, as a variant, with the live pipeline", runDev},
 		"pipeline":   {"show or set an index's plugin pipeline", runPipeline},
 		"queries":    {"export recorded search requests (for plugin test replays)", runQueries},
 		"judgements": {"push, list, show or remove judgement lists; set the relevance gate", runJudgements},

@@ -82,6 +82,13 @@ func cli(t *testing.T, stdin string, args ...string) (string, string, int) {
 // processes to use.
 func cluster(t *testing.T, withSearcher bool) (url string, c *client.Client) {
 	t.Helper()
+	return clusterWith(t, withSearcher, func(*node.Config) {})
+}
+
+// clusterWith is cluster with the node's configuration changed by tune
+// first.
+func clusterWith(t *testing.T, withSearcher bool, tune func(*node.Config)) (url string, c *client.Client) {
+	t.Helper()
 	s := natstest.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -90,6 +97,7 @@ func cluster(t *testing.T, withSearcher bool) (url string, c *client.Client) {
 	if withSearcher {
 		cfg.Searcher = &searcher.Config{}
 	}
+	tune(&cfg)
 	n, err := node.Start(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -37,6 +37,8 @@ const pluginUsage = `Usage: quarry plugin COMMAND ...
                                   run a candidate version (ranker or rewriter) on mirrored queries, for comparison
   shadow-stats INDEX NAME         overlap@10, rank correlation, latency and errors of the shadow
   events INDEX                    what the platform did on its own (automatic fallbacks and rollbacks)
+  logs INDEX NAME [--follow] [--version V] [--since D]
+                                  the plugin's log lines (log import, stdout, stderr) with their request ids
   test INDEX NAME FILE.wasm --queries FILE.ndjson
                                   replay recorded queries on the live version and on FILE.wasm; print the diff
   new NAME --lang go|c|assemblyscript --kind rewriter|ranker [--dir DIR] [--sdk DIR]
@@ -60,6 +62,8 @@ func runPlugin(ctx context.Context, args []string) error {
 		return pluginAdmin(ctx, args[0], args[1:])
 	case "test":
 		return runPluginTest(ctx, args[1:])
+	case "logs":
+		return runPluginLogs(ctx, args[1:])
 	case "new":
 		return runPluginNew(ctx, args[1:])
 	case "run":

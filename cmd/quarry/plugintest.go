@@ -89,20 +89,9 @@ func runPluginTest(ctx context.Context, args []string) error {
 		if err != nil {
 			return err
 		}
-		req.Profile, req.Variant = false, nil
-		res := replayResult{Line: line, Q: req.Q}
-		a, err := c.Search(ctx, index, &req)
-		if err == nil {
-			req.Variant = &api.Variant{Plugin: name, Digest: v.Digest}
-			var b *api.SearchResponse
-			if b, err = c.Search(ctx, index, &req); err == nil {
-				res.Live, res.Candidate = ids(a), ids(b)
-				res.OverlapAt10 = rankcmp.OverlapAt(10, res.Live, res.Candidate)
-				res.Same = strings.Join(res.Live, ",") == strings.Join(res.Candidate, ",")
-			}
-		}
-		if err != nil {
-			res.Error = err.Error()
+		req.Profile = false
+		res, _, _ := replay(ctx, c, index, req, line, &api.Variant{Plugin: name, Digest: v.Digest})
+		if res.Error != "" {
 			failed++
 		} else {
 			n++
@@ -176,6 +165,28 @@ func pushCandidate(ctx context.Context, c *client.Client, index, name string, wa
 		}
 	}
 	return c.PushPlugin(ctx, index, name, wasm, client.PushOptions{Kind: kind, Step: step})
+}
+
+// replay runs req on the index's live pipeline and with variant (a
+// pushed version in place of, or beside, the live one) and compares the
+// two; it returns both answers (nil on an error, which res names).
+func replay(ctx context.Context, c *client.Client, index string, req api.SearchRequest, line int, variant *api.Variant) (res replayResult, live, cand *api.SearchResponse) {
+	req.Variant = nil
+	res = replayResult{Line: line, Q: req.Q}
+	live, err := c.Search(ctx, index, &req)
+	if err == nil {
+		req.Variant = variant
+		if cand, err = c.Search(ctx, index, &req); err == nil {
+			res.Live, res.Candidate = ids(live), ids(cand)
+			res.OverlapAt10 = rankcmp.OverlapAt(10, res.Live, res.Candidate)
+			res.Same = strings.Join(res.Live, ",") == strings.Join(res.Candidate, ",")
+		}
+	}
+	if err != nil {
+		res.Error = err.Error()
+		return res, nil, nil
+	}
+	return res, live, cand
 }
 
 // parseRequestLine reads one line of a queries file: a search request in

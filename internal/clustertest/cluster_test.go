@@ -104,8 +104,8 @@ func TestDeployCluster(t *testing.T) {
 		return true
 	})
 	out := cli("init", "--user", "quarry", "--replicas", "3")
-	if n := strings.Count(out, "  3\n"); n != 17 {
-		t.Fatalf("quarry init --replicas 3: %d streams at 3 replicas, want 17:\n%s", n, out)
+	if n := strings.Count(out, "  3\n"); n != 18 {
+		t.Fatalf("quarry init --replicas 3: %d streams at 3 replicas, want 18:\n%s", n, out)
 	}
 	t.Logf("quarry init --replicas 3 done %s after the members started", time.Since(began).Round(time.Millisecond))
 	var varz struct {

@@ -76,6 +76,7 @@ func Handler(c *client.Client, opts Options) http.Handler {
 	route("POST /v1/indexes/{index}/plugins/{name}/promote", team, h.promotePlugin)
 	route("POST /v1/indexes/{index}/plugins/{name}/shadow", team, h.shadowPlugin)
 	route("GET /v1/indexes/{index}/plugins/{name}/shadow", team, h.shadowStats)
+	route("GET /v1/indexes/{index}/plugins/{name}/logs", team, h.pluginLogs)
 	route("GET /v1/indexes/{index}/events", team, h.pluginEvents)
 	route("GET /v1/indexes/{index}/pipeline", team, h.getPipeline)
 	route("PUT /v1/indexes/{index}/pipeline", team, h.setPipeline)

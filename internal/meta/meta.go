@@ -76,7 +76,18 @@ type Store struct {
 	// UserEvents holds what users did with results (api.UserEvent), per
 	// index, for UserEventsMaxAge (see events.go).
 	UserEvents jetstream.Stream
+	// PluginLogs keeps the recent lines of the plugins brokers run, in
+	// memory (see PluginLogsStreamConfig).
+	PluginLogs jetstream.Stream
 }
+
+// PluginLogsStreamConfig bounds the kept plugin lines: in memory (lines
+// are for debugging: losing them with the server costs nothing, and a
+// line never waits for a disk), api.MaxPluginLogLines per team and
+// plugin, a day, 64 MiB in all; the oldest go first.
+var PluginLogsStreamConfig = jetstream.StreamConfig{Name: subject.PluginLogsStream, Description: "Quarry plugin log lines, recent ones per team and plugin",
+	Subjects: []string{subject.PluginLogsPrefix + ".>"}, Storage: jetstream.MemoryStorage, MaxMsgsPerSubject: api.MaxPluginLogLines,
+	MaxAge: 24 * time.Hour, MaxBytes: 64 << 20, MaxMsgSize: 32 << 10, Discard: jetstream.DiscardOld}
 
 // Open creates or binds to every resource.
 func Open(ctx context.Context, js jetstream.JetStream, opts Options) (*Store, error) {
@@ -157,9 +168,13 @@ func Open(ctx context.Context, js jetstream.JetStream, opts Options) (*Store, er
 		{&s.Docs, jetstream.StreamConfig{Name: subject.DocsStream, Description: "Quarry documents: one subject per document, latest kept",
 			Subjects: []string{subject.DocsPrefix + ".>"}, MaxMsgsPerSubject: 1, Duplicates: 2 * time.Minute, AllowDirect: true,
 			AllowAtomicPublish: true}},
+		{&s.PluginLogs, PluginLogsStreamConfig},
 	}
 	for _, st := range streams {
-		st.cfg.Storage, st.cfg.Replicas = jetstream.FileStorage, repl.of(st.cfg.Name)
+		if st.cfg.Storage != jetstream.MemoryStorage {
+			st.cfg.Storage = jetstream.FileStorage
+		}
+		st.cfg.Replicas = repl.of(st.cfg.Name)
 		var stream jetstream.Stream
 		err := untilReady(ctx, opts.Logger, "stream "+st.cfg.Name, func(ctx context.Context) (err error) {
 			stream, err = js.CreateOrUpdateStream(ctx, st.cfg)

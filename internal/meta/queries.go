@@ -37,7 +37,7 @@ var errStalled = errors.New("stalled")
 // holds on subj, handing each to each, and returns how many there were to
 // read. An error from each ends the reading and is returned.
 func (s *Store) readSubject(ctx context.Context, stream, subj string, limit int, each func(jetstream.Msg) error) (pending int, err error) {
-	return s.readSubjectSince(ctx, stream, subj, time.Time{}, limit, each)
+	return s.readFrom(ctx, stream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{subj}}, limit, each)
 }
 
 // readSubjectSince is readSubject from the messages stored at or after
@@ -47,6 +47,12 @@ func (s *Store) readSubjectSince(ctx context.Context, stream, subj string, since
 	if !since.IsZero() {
 		cfg.DeliverPolicy, cfg.OptStartTime = jetstream.DeliverByStartTimePolicy, &since
 	}
+	return s.readFrom(ctx, stream, cfg, limit, each)
+}
+
+// readFrom is readSubject with the consumer's configuration: where to
+// start, and which subjects.
+func (s *Store) readFrom(ctx context.Context, stream string, cfg jetstream.OrderedConsumerConfig, limit int, each func(jetstream.Msg) error) (pending int, err error) {
 	cons, err := s.JS.OrderedConsumer(ctx, stream, cfg)
 	if err != nil {
 		return 0, err

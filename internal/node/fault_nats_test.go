@@ -512,8 +512,8 @@ func TestReplicationDecidedOnce(t *testing.T) {
 	}
 	allAt := func(got map[string]int, want int) {
 		t.Helper()
-		if len(got) != 17 {
-			t.Errorf("%d streams, want Quarry's 17: %v", len(got), got)
+		if len(got) != 18 {
+			t.Errorf("%d streams, want Quarry's 18: %v", len(got), got)
 		}
 		for name, n := range got {
 			if n != want {
@@ -546,7 +546,7 @@ func TestReplicationDecidedOnce(t *testing.T) {
 		Indexer: &indexer.Config{SnapshotInterval: -1}})
 	var re *meta.ReplicasError
 	if !errors.As(err, &re) || re.Want != 1 || re.Existing[subject.DocsStream] != 3 ||
-		!strings.Contains(err.Error(), "--replicas 1, but this deployment's JetStream streams exist at 3 (QUARRY_DOCS and 16 more)") ||
+		!strings.Contains(err.Error(), "--replicas 1, but this deployment's JetStream streams exist at 3 (QUARRY_DOCS and 17 more)") ||
 		!strings.Contains(err.Error(), "quarry init --replicas 1") {
 		t.Fatalf("a role at --replicas 1 on an R3 deployment: %v", err)
 	}

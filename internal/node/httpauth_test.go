@@ -87,6 +87,7 @@ func TestHTTPTeamIsolation(t *testing.T) {
 		{"POST", "/v1/indexes/menu/plugins/evil/promote", "", true},
 		{"POST", "/v1/indexes/menu/plugins/evil/shadow", `{"digest":"x","percent":5}`, true},
 		{"GET", "/v1/indexes/menu/plugins/evil/shadow", "", true},
+		{"GET", "/v1/indexes/menu/plugins/evil/logs?since=1h", "", true},
 		{"GET", "/v1/indexes/menu/events", "", true},
 		{"GET", "/v1/indexes/menu/pipeline", "", true},
 		{"PUT", "/v1/indexes/menu/pipeline", `{"rewriters":[]}`, true},
@@ -132,6 +133,14 @@ func TestHTTPTeamIsolation(t *testing.T) {
 				t.Errorf("%s %s as %s: refused (%d %.200s)", r.method, r.path, who.name, code, body)
 			}
 		}
+	}
+	// A team reads its own plugin's logs over HTTP; bad parameters are
+	// named.
+	if code, body := do(t, hc, "GET", base+"/v1/indexes/menu/plugins/evil/logs?limit=5&version=ab", food, ""); code != 200 || !strings.Contains(body, `"subject":"quarry.v1.logs.food.evil"`) {
+		t.Fatalf("team food reads its plugin logs: %d %s", code, body)
+	}
+	if code, body := do(t, hc, "GET", base+"/v1/indexes/menu/plugins/evil/logs?since=yesterday", food, ""); code != 400 || !strings.Contains(body, `since \"yesterday\": want a duration`) {
+		t.Fatalf("since=yesterday: %d %s", code, body)
 	}
 	// The index is still there: nothing a team did reached it.
 	if code, body := do(t, hc, "POST", base+"/v1/indexes/books/search", books, `{"q":"noodles"}`); code != 200 || !strings.Contains(body, `"total":10`) {

@@ -264,7 +264,15 @@ func (n *Node) start(ctx context.Context) (err error) {
 		limits := plugins.Config{MemoryLimitPages: cfg.PluginMemoryPages, MaxInstances: cfg.TeamMaxInstances, Logger: cfg.Logger}
 		cached := limits
 		cached.CacheDir = filepath.Join(n.pluginDir(), "compiled")
-		n.plugins = plugins.NewTeams(cached) // one runtime per team
+		// Plugin log lines go to each team's subject, never waited for.
+		logs, err := broker.NewPluginLogs(n.nc, broker.PluginLogsConfig{Rate: c.PluginLogRate, Registerer: n.Metrics})
+		if err != nil {
+			return fmt.Errorf("plugin logs: %w", err)
+		}
+		n.run(tierBroker, "plugin-logs", logs.Run)
+		teams := cached
+		teams.LogSink = logs
+		n.plugins = plugins.NewTeams(teams) // one runtime per team
 		if err := n.Metrics.Register(n.plugins.Collector()); err != nil {
 			return fmt.Errorf("team plugin metrics: %w", err)
 		}

@@ -81,6 +81,12 @@ func TestTeamIsolation(t *testing.T) {
 	if _, err := books.PushPlugin(ctx, "books", "suffix", suffix, client.PushOptions{Kind: "rewriter"}); err != nil {
 		t.Fatalf("books pushes to its own index: %v", err)
 	}
+	logger := wasmtest.WATFile(t, "../../examples/plugins/wat/logger.wat")
+	lv, err := food.PushPlugin(ctx, "menu", "logger", logger, client.PushOptions{Kind: "rewriter", Activate: true})
+	if err != nil {
+		t.Fatalf("food pushes its logging plugin: %v", err)
+	}
+	waitRewriter(t, n.Broker, "menu", short(lv.Digest))
 	if r, err := food.Search(ctx, "menu", &api.SearchRequest{Q: "spicy"}); err != nil || r.Total == 0 {
 		t.Fatalf("food searches its own index: %v", err)
 	}
@@ -92,8 +98,9 @@ func TestTeamIsolation(t *testing.T) {
 	if sets, err := food.JudgementSets(ctx, "menu"); err != nil || len(sets) != 1 {
 		t.Fatalf("food lists its judgements: %+v %v", sets, err)
 	}
+	foodLogs(t, ctx, n, food, books)
 	before, err := ops.Pipeline(ctx, "menu")
-	if err != nil || len(before.Rewriters) != 1 {
+	if err != nil || len(before.Rewriters) != 2 {
 		t.Fatalf("menu pipeline: %+v %v", before, err)
 	}
 
@@ -144,6 +151,13 @@ func TestTeamIsolation(t *testing.T) {
 			return err
 		}},
 		{"read canary stats", func(ctx context.Context) error { _, err := books.CanaryStats(ctx, "menu", "suffix"); return err }},
+		{"read plugin logs", func(ctx context.Context) error {
+			_, err := books.PluginLogs(ctx, "menu", "logger", api.PluginLogsRequest{})
+			return err
+		}},
+		{"follow plugin logs", func(ctx context.Context) error {
+			return books.FollowPluginLogs(ctx, "menu", "logger", api.PluginLogsRequest{}, func(api.PluginLogLine) error { return nil })
+		}},
 	}
 	for _, d := range denied {
 		t.Run("books cannot "+d.name, func(t *testing.T) {
@@ -198,8 +212,8 @@ func TestTeamIsolation(t *testing.T) {
 	if err != nil || after.Revision != before.Revision {
 		t.Fatalf("team books changed team food's pipeline: revision %d → %d (%v)", before.Revision, after.Revision, err)
 	}
-	if l, err := food.Plugins(ctx, "menu"); err != nil || len(l.Versions) != 1 {
-		t.Fatalf("menu has versions %+v (%v), want food's one", l, err)
+	if l, err := food.Plugins(ctx, "menu"); err != nil || len(l.Versions) != 2 {
+		t.Fatalf("menu has versions %+v (%v), want food's two", l, err)
 	}
 }
 

@@ -66,6 +66,13 @@ const (
 	UploadsStream = "QUARRY_UPLOADS"
 	// UploadsPrefix is UploadsStream's subject prefix.
 	UploadsPrefix = "quarry.v1.uploads"
+	// PluginLogsStream keeps the recent lines of every team's plugins (in
+	// memory, bounded per subject and by age): subject
+	// quarry.v1.logs.<team>.<plugin>, where brokers publish them.
+	PluginLogsStream = "QUARRY_PLUGIN_LOGS"
+	// PluginLogsPrefix is PluginLogsStream's subject prefix; a team may
+	// subscribe to PluginLogsPrefix.<team>.> (docs/teams.md).
+	PluginLogsPrefix = "quarry.v1.logs"
 )
 
 // Request/reply services.
@@ -262,6 +269,9 @@ func Snapshot(index string) string {
 
 // Admin is the admin subject of an operation on an index.
 func Admin(index, op string) string { return AdminPrefix + "." + index + "." + op }
+
+// PluginLogs is the subject of a team's plugin's log lines.
+func PluginLogs(team, plugin string) string { return PluginLogsPrefix + "." + team + "." + plugin }
 
 // Upload is the staging subject of one chunked upload to an index.
 func Upload(index, id string) string { return UploadsPrefix + "." + index + "." + id }

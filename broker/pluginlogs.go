@@ -1,0 +1,158 @@
+package broker
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/time/rate"
+
+	"github.com/quarrysearch/quarry/api"
+	"github.com/quarrysearch/quarry/internal/subject"
+	"github.com/quarrysearch/quarry/internal/trace"
+	"github.com/quarrysearch/quarry/plugins"
+)
+
+// Defaults of PluginLogsConfig.
+const (
+	DefaultPluginLogRate  = 100
+	DefaultPluginLogBurst = 500
+	DefaultPluginLogQueue = 4096
+)
+
+// PluginLogsConfig bounds what a broker sends of its plugins' lines.
+type PluginLogsConfig struct {
+	// Rate and Burst are the lines per second (and the burst) each team
+	// may send from this broker (default DefaultPluginLogRate and
+	// DefaultPluginLogBurst; Rate < 0: none at all). Lines over them are
+	// dropped and counted.
+	Rate  float64
+	Burst int
+	// Queue is how many lines wait for the publisher at most (default
+	// DefaultPluginLogQueue); past it lines are dropped and counted.
+	Queue int
+	// Registerer gets the lines sent and dropped per team (nil: none).
+	Registerer prometheus.Registerer
+}
+
+// PluginLogs is a plugins.LogSink that publishes each team's plugin lines
+// on quarry.v1.logs.<team>.<plugin> (kept by the QUARRY_PLUGIN_LOGS
+// stream). A plugin call never waits for it: PluginLog takes a line only
+// within the team's rate and while the queue has room, without blocking,
+// and one goroutine (Run) encodes and publishes. Each line carries how many
+// of the team's lines were dropped before it.
+type PluginLogs struct {
+	nc    *nats.Conn
+	cfg   PluginLogsConfig
+	id    string // this broker's, in each line's id
+	count atomic.Uint64
+	queue chan queuedLine
+
+	mu    sync.Mutex
+	teams map[string]*teamLog
+
+	sent, dropped *prometheus.CounterVec
+}
+
+type teamLog struct {
+	limiter *rate.Limiter
+	dropped atomic.Int64 // since the last line queued
+}
+
+type queuedLine struct {
+	line    plugins.LogLine
+	dropped int64
+}
+
+// NewPluginLogs makes the sink; Run publishes what it takes.
+func NewPluginLogs(nc *nats.Conn, cfg PluginLogsConfig) (*PluginLogs, error) {
+	if cfg.Rate == 0 {
+		cfg.Rate = DefaultPluginLogRate
+	}
+	if cfg.Burst <= 0 {
+		cfg.Burst = DefaultPluginLogBurst
+	}
+	if cfg.Queue <= 0 {
+		cfg.Queue = DefaultPluginLogQueue
+	}
+	l := &PluginLogs{nc: nc, cfg: cfg, id: trace.NewRequestID()[:8], queue: make(chan queuedLine, cfg.Queue), teams: map[string]*teamLog{},
+		sent: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "quarry_plugin_log_lines_total",
+			Help: "Plugin log lines this broker published, per team."}, []string{"team"}),
+		dropped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "quarry_plugin_log_lines_dropped_total",
+			Help: "Plugin log lines this broker dropped (over the team's --plugin-log-rate, or a full queue), per team."}, []string{"team"})}
+	if cfg.Registerer != nil {
+		for _, c := range []prometheus.Collector{l.sent, l.dropped} {
+			if err := cfg.Registerer.Register(c); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return l, nil
+}
+
+func (l *PluginLogs) team(name string) *teamLog {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	t := l.teams[name]
+	if t == nil {
+		lim := rate.NewLimiter(rate.Limit(l.cfg.Rate), l.cfg.Burst)
+		if l.cfg.Rate < 0 {
+			lim = rate.NewLimiter(0, 0)
+		}
+		t = &teamLog{limiter: lim}
+		l.teams[name] = t
+	}
+	return t
+}
+
+// PluginLog takes a line if the team's rate and the queue allow, at once;
+// otherwise it counts it dropped.
+func (l *PluginLogs) PluginLog(line plugins.LogLine) {
+	t := l.team(line.Team)
+	if !t.limiter.Allow() {
+		t.dropped.Add(1)
+		l.dropped.WithLabelValues(line.Team).Inc()
+		return
+	}
+	dropped := t.dropped.Swap(0)
+	select {
+	case l.queue <- queuedLine{line: line, dropped: dropped}:
+	default:
+		t.dropped.Add(dropped + 1) // still to be told, with this one
+		l.dropped.WithLabelValues(line.Team).Inc()
+	}
+}
+
+// Run publishes the queued lines until ctx is done.
+func (l *PluginLogs) Run(ctx context.Context) error {
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case q := <-l.queue:
+			l.publish(q)
+		}
+	}
+}
+
+func (l *PluginLogs) publish(q queuedLine) {
+	in := q.line
+	out := api.PluginLogLine{Time: in.Time.UTC(), ID: l.id + "-" + strconv.FormatUint(l.count.Add(1), 10), Team: in.Team,
+		Plugin: in.Plugin, Version: in.Version, Level: in.Level, Source: in.Source, RequestID: in.RequestID,
+		Message: in.Message, Dropped: q.dropped}
+	b, err := json.Marshal(out)
+	if err != nil {
+		return
+	}
+	// A core publish: buffered by the connection, never waiting for the
+	// stream's acknowledgement.
+	if l.nc.Publish(subject.PluginLogs(in.Team, in.Plugin), b) == nil {
+		l.sent.WithLabelValues(in.Team).Inc()
+	}
+}
+
+var _ plugins.LogSink = (*PluginLogs)(nil)

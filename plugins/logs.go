@@ -1,0 +1,98 @@
+package plugins
+
+import (
+	"bytes"
+	"strings"
+	"sync"
+	"time"
+)
+
+// LogLine is one line a plugin wrote: a call of the log import, or a line
+// of its stdout or stderr.
+type LogLine struct {
+	Time time.Time
+	// Team is the runtime's (Config.Team); Plugin and Version its Spec's.
+	Team, Plugin, Version string
+	// Level is debug, info, warn or error (stdout is info, stderr warn).
+	Level string
+	// Source is "log" (the log import), "stdout" or "stderr".
+	Source string
+	// RequestID is the request the call served (internal/trace), if any:
+	// empty while an instance starts.
+	RequestID string
+	// Message is the line, at most 4 KiB, without its newline.
+	Message string
+}
+
+// LogSink receives the lines of a runtime's plugins (Config.LogSink). It
+// is called on the goroutine of the plugin call, inside it: it must not
+// block, and should drop lines rather than wait (the broker's sink sends
+// them to NATS from a goroutine of its own, with a rate per team).
+type LogSink interface {
+	PluginLog(LogLine)
+}
+
+// levelNames are the ABI's log levels by number (abi.LevelDebug…).
+var levelNames = [...]string{"debug", "info", "warn", "error"}
+
+func levelName(l uint32) string {
+	if int(l) < len(levelNames) {
+		return levelNames[l]
+	}
+	return "info"
+}
+
+// lineLogger turns a guest's stdout or stderr into log lines tagged with
+// the plugin (and, with a LogSink, the call's request id), capped per
+// line. Each instance has its own pair: an instance serves one call at a
+// time, so reqID is the request of the call writing.
+type lineLogger struct {
+	p      *Plugin
+	source string // stdout or stderr
+
+	mu    sync.Mutex
+	buf   bytes.Buffer
+	reqID string
+}
+
+func (l *lineLogger) setRequest(id string) {
+	l.mu.Lock()
+	l.reqID = id
+	l.mu.Unlock()
+}
+
+func (l *lineLogger) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.buf.Write(b)
+	for {
+		line, err := l.buf.ReadString('\n')
+		if err != nil {
+			if l.buf.Len() == 0 && len(line) > 0 && len(line) < maxLogMessage {
+				l.buf.WriteString(line) // keep the partial line
+			} else if len(line) > 0 {
+				l.emit(line[:min(len(line), maxLogMessage)])
+			}
+			return len(b), nil
+		}
+		line = strings.TrimRight(line, "\n")
+		l.emit(line[:min(len(line), maxLogMessage)])
+	}
+}
+
+func (l *lineLogger) emit(line string) {
+	level := "info"
+	if l.source == "stderr" {
+		level = "warn"
+	}
+	if sink := l.p.rt.cfg.LogSink; sink != nil {
+		sink.PluginLog(LogLine{Time: time.Now(), Team: l.p.rt.cfg.Team, Plugin: l.p.spec.Name, Version: l.p.spec.Version,
+			Level: level, Source: l.source, RequestID: l.reqID, Message: line})
+		return
+	}
+	if l.reqID != "" {
+		l.p.log.Info(line, "source", l.source, "request_id", l.reqID)
+		return
+	}
+	l.p.log.Info(line, "source", l.source)
+}

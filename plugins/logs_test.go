@@ -1,0 +1,67 @@
+package plugins
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/quarrysearch/quarry/internal/trace"
+	"github.com/quarrysearch/quarry/internal/wasmtest"
+	"github.com/quarrysearch/quarry/sdk/abi"
+)
+
+// lines is a LogSink that keeps what it gets.
+type lines struct {
+	mu  sync.Mutex
+	got []LogLine
+}
+
+func (l *lines) PluginLog(line LogLine) {
+	l.mu.Lock()
+	l.got = append(l.got, line)
+	l.mu.Unlock()
+}
+
+// A plugin's log import and stdout both reach the runtime's LogSink, each
+// line with the team, plugin, version, level, source and the request id of
+// the call that wrote it.
+func TestLogSink(t *testing.T) {
+	ctx := context.Background()
+	sink := &lines{}
+	teams := NewTeams(Config{LogSink: sink})
+	defer teams.Close(ctx)
+	rt, err := teams.Runtime(ctx, "food")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := rt.Load(ctx, Spec{Name: "logger", Version: "1a2b3c4d5e6f", Kind: Rewriter, Instances: 1},
+		wasmtest.WATFile(t, "../examples/plugins/wat/logger.wat"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close(ctx)
+	for _, id := range []string{"req-1", "req-2"} {
+		if _, err := p.Rewrite(trace.WithRequestID(ctx, id), &abi.RewriteRequest{Q: "x"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sink.mu.Lock()
+	defer sink.mu.Unlock()
+	want := []LogLine{
+		{Team: "food", Plugin: "logger", Version: "1a2b3c4d5e6f", Level: "info", Source: "log", RequestID: "req-1", Message: "rewrite: q left as it is"},
+		{Team: "food", Plugin: "logger", Version: "1a2b3c4d5e6f", Level: "info", Source: "stdout", RequestID: "req-1", Message: "hello from stdout"},
+		{Team: "food", Plugin: "logger", Version: "1a2b3c4d5e6f", Level: "info", Source: "log", RequestID: "req-2", Message: "rewrite: q left as it is"},
+		{Team: "food", Plugin: "logger", Version: "1a2b3c4d5e6f", Level: "info", Source: "stdout", RequestID: "req-2", Message: "hello from stdout"},
+	}
+	got := slices.Clone(sink.got)
+	for i := range got {
+		if got[i].Time.IsZero() {
+			t.Errorf("line %d has no time", i)
+		}
+		got[i].Time = want[0].Time
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("lines:\n got %+v\nwant %+v", got, want)
+	}
+}
