@@ -290,8 +290,33 @@ func devRun(ctx context.Context, c *client.Client, o *devOptions, w io.Writer, r
 	}
 	since := time.Now()
 	devCompare(ctx, c, o, kind, v.Digest, reqs, nSamples, w, rep)
+	devRelevance(ctx, c, o, v.Digest, w, rep)
 	devLogs(ctx, c, o, v.Digest, since, w)
 	return nil
+}
+
+// devRelevance evaluates the version against the live pipeline on each of
+// the index's judgement lists (docs/relevance.md), and says so when the
+// index has none.
+func devRelevance(ctx context.Context, c *client.Client, o *devOptions, digest string, w io.Writer, rep *devReport) {
+	sets, err := c.JudgementSets(ctx, o.index)
+	if err != nil {
+		rep.fail("judgement lists: %v", err)
+		return
+	}
+	if len(sets) == 0 {
+		fmt.Fprintf(w, "\nno judgement lists on %s: with one (quarry judgements push %s NAME FILE), each round prints nDCG, MRR, P and R against the live pipeline\n", o.index, o.index)
+		return
+	}
+	for _, set := range sets {
+		ev, err := c.Evaluate(ctx, o.index, api.EvalRequest{Set: set.Name, Variant: &api.Variant{Plugin: o.name, Digest: digest}})
+		if err != nil {
+			rep.fail("judgements %s: %v", set.Name, err)
+			continue
+		}
+		fmt.Fprintf(w, "\njudgements %s (version %d, %d queries, k=%d):\n", set.Name, ev.Version, len(ev.Queries), ev.K)
+		printEvalSummary(w, ev)
+	}
 }
 
 // scaffoldKind reads the kind quarry plugin new wrote into DIR/test.sh.

@@ -88,6 +88,14 @@ func TestPluginDevLoop(t *testing.T) {
 			if lc.kind == "ranker" && !strings.Contains(out, "overlap@10") {
 				t.Fatalf("dev output lacks the ranker's moved hits:\n%s", out)
 			}
+			if lc.lang == "go" && !strings.Contains(out, "no judgement lists on dishes") {
+				t.Fatalf("dev output does not say the index has no judgement lists:\n%s", out)
+			}
+			if lc.lang == "c" { // from here on the index has a judgement list
+				if _, err := c.PushJudgements(ctx, "dishes", "golden", []byte(`{"q":"noodles","ratings":{"d01":3,"d04":2}}`+"\n"+`{"q":"rice","ratings":{"d02":3}}`+"\n")); err != nil {
+					t.Fatal(err)
+				}
+			}
 			push := func(more ...string) string {
 				t.Helper()
 				args := []string{"plugin", "push", "dishes", name, filepath.Join(dir, name+".wasm"), "--kind", lc.kind, "--config", filepath.Join(dir, "config.json")}
@@ -113,7 +121,11 @@ func TestPluginDevLoop(t *testing.T) {
 			}
 			out = quarry(t, append([]string{"dev", "dishes", dir, "--once"}, lc.fields...)...)
 			t.Logf("quarry dev after the edit:\n%s", out)
-			for _, want := range []string{"samples: 3 of 3 as expected.ndjson says", "in place of the live version", "plugin log (", "dev loop: "} {
+			wantAfter := []string{"samples: 3 of 3 as expected.ndjson says", "in place of the live version", "plugin log (", "dev loop: "}
+			if lc.lang != "go" {
+				wantAfter = append(wantAfter, "judgements golden (version 1, 2 queries, k=10)", "ndcg@10")
+			}
+			for _, want := range wantAfter {
 				if !strings.Contains(out, want) {
 					t.Fatalf("dev output after the edit lacks %q:\n%s", want, out)
 				}

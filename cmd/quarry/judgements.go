@@ -409,7 +409,13 @@ func printEval(w io.Writer, rep *api.EvalReport) {
 	}
 	tw.Flush()
 	fmt.Fprintln(w)
-	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	printEvalSummary(w, rep)
+}
+
+// printEvalSummary prints an evaluation's summary: each metric, live and
+// candidate, with intervals, the difference and its p.
+func printEvalSummary(w io.Writer, rep *api.EvalReport) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	ci := fmt.Sprintf("%g%% CI", rep.Confidence*100)
 	if rep.Variant == nil {
 		fmt.Fprintf(tw, "METRIC\tLIVE\t%s\n", ci)
