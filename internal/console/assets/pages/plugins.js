@@ -29,10 +29,13 @@ export async function render(root, state, alive) {
     const steps = [...(live.rewriters || []).map(s => ['rewriter', s]), ...(live.rankers || []).map(s => ['ranker', s])];
     const shadows = await Promise.all(steps.filter(([, s]) => s.shadow).map(([, s]) =>
       get(base + '/plugins/' + encodeURIComponent(s.plugin) + '/shadow').catch(err => ({ plugin: s.plugin, error: err }))));
+    const interleaved = await Promise.all(steps.filter(([, s]) => s.canary && s.canary.interleave).map(([, s]) =>
+      get(base + '/plugins/' + encodeURIComponent(s.plugin) + '/canary').catch(err => ({ plugin: s.plugin, error: err }))));
     if (!alive()) return;
     fill(body,
       livePipeline(live, steps, hist, act),
       shadows.length ? h('div', { class: 'card' }, h('h2', {}, 'Shadows'), shadowTable(shadows)) : null,
+      interleaved.length ? h('div', { class: 'card', id: 'interleaving' }, h('h2', {}, 'Interleaving'), interleaveTable(interleaved)) : null,
       h('div', { class: 'card' }, h('h2', {}, 'Versions'), versionTable(list.versions, live, samples, state.index, act)),
       h('div', { class: 'card' }, h('h2', {}, 'History'), historyTable(hist, live)),
       h('div', { class: 'card' }, h('h2', {}, 'Events'), timeline(events, hist)));
@@ -70,6 +73,31 @@ function livePipeline(live, steps, hist, act) {
       confirm));
 }
 
+// gateBadge says what the index's relevance gate found when the version
+// was last activated or promoted (docs/relevance.md).
+function gateBadge(g) {
+  if (!g) return null;
+  const sets = (g.sets || []).map(r => r.set + ': ' + JSON.stringify(r)).join('\n');
+  if (g.passed) return h('div', {}, h('span', { class: 'badge ok gate', title: sets }, 'gate passed'));
+  if (g.forced) return h('div', {}, h('span', { class: 'badge warn gate', title: sets }, 'gate forced: ' + (g.reason || '')));
+  return h('div', {}, h('span', { class: 'badge bad gate', title: sets }, 'gate refused'));
+}
+
+// interleaveTable is each interleaving experiment's running tally and its
+// sequential test (plugin canary --interleave).
+function interleaveTable(stats) {
+  const rows = stats.map(st => st.error
+    ? h('tr', {}, h('td', {}, st.plugin), h('td', { colspan: 7, class: 'error' }, st.error.message))
+    : h('tr', { class: 'interleave', dataset: { plugin: st.plugin } },
+      h('td', {}, st.plugin), h('td', { class: 'mono' }, short(st.candidate) + ' vs ' + short(st.live)),
+      h('td', { class: 'num' }, num(st.wins)), h('td', { class: 'num' }, num(st.losses)), h('td', { class: 'num' }, num(st.ties)),
+      h('td', { class: 'num' }, num(st.clicks)),
+      h('td', { class: 'num' }, (st.llr || 0).toFixed(2) + ' in [' + (st.lower || 0).toFixed(2) + ', ' + (st.upper || 0).toFixed(2) + ']'),
+      h('td', {}, h('span', { class: 'badge' + (st.state === 'promoted' ? ' ok' : st.state === 'running' ? ' warn' : ' bad') }, st.state || 'running'), st.reason ? h('div', { class: 'small muted' }, st.reason) : null)));
+  return table(['plugin', 'candidate vs live', h('th', { class: 'num' }, 'candidate won'), h('th', { class: 'num' }, 'live won'), h('th', { class: 'num' }, 'ties'),
+    h('th', { class: 'num' }, 'clicks'), h('th', { class: 'num' }, 'log likelihood ratio'), 'state'], rows);
+}
+
 function versionTable(versions, live, samples, index, act) {
   if (!versions.length) return h('p', { class: 'muted' }, 'No version pushed (quarry plugin push).');
   const liveDigest = new Map(), trying = new Map(); // trying: digest → "canary 10%"
@@ -90,7 +118,7 @@ function versionTable(versions, live, samples, index, act) {
     return h('tr', { class: 'version', dataset: { plugin: v.name, digest: v.digest } },
       h('td', {}, v.name), h('td', {}, v.kind), h('td', { class: 'mono' }, short(v.digest)),
       h('td', {}, v.valid ? h('span', { class: 'badge ok' }, 'valid') : h('span', { class: 'badge bad', title: v.error || '' }, 'refused'),
-        v.error ? h('div', { class: 'small error' }, v.error) : null),
+        v.error ? h('div', { class: 'small error' }, v.error) : null, gateBadge(v.gate)),
       h('td', {}, isLive ? h('span', { class: 'badge ok' }, 'live') : trying.has(v.digest) ? h('span', { class: 'badge warn' }, trying.get(v.digest)) : ''),
       h('td', { class: 'small' }, ago(v.pushed), h('div', { class: 'muted' }, bytes(v.size))),
       h('td', { class: 'num' }, num(calls)),
