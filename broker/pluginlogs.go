@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -37,6 +38,11 @@ type PluginLogsConfig struct {
 	Queue int
 	// Registerer gets the lines sent and dropped per team (nil: none).
 	Registerer prometheus.Registerer
+	// Logger, when set, also gets every line taken (the publisher logs
+	// it, not the plugin call), with its plugin, version, team and
+	// request id: an operator following one request through the
+	// process's log sees its plugins' lines, within the same rate.
+	Logger *slog.Logger
 }
 
 // PluginLogs is a plugins.LogSink that publishes each team's plugin lines
@@ -144,6 +150,18 @@ func (l *PluginLogs) publish(q queuedLine) {
 	out := api.PluginLogLine{Time: in.Time.UTC(), ID: l.id + "-" + strconv.FormatUint(l.count.Add(1), 10), Team: in.Team,
 		Plugin: in.Plugin, Version: in.Version, Level: in.Level, Source: in.Source, RequestID: in.RequestID,
 		Message: in.Message, Dropped: q.dropped}
+	if log := l.cfg.Logger; log != nil {
+		lvl := slog.LevelInfo
+		switch in.Level {
+		case "debug":
+			lvl = slog.LevelDebug
+		case "warn":
+			lvl = slog.LevelWarn
+		case "error":
+			lvl = slog.LevelError
+		}
+		log.Log(context.Background(), lvl, in.Message, "plugin", in.Plugin, "version", in.Version, "team", in.Team, "source", in.Source, "request_id", in.RequestID)
+	}
 	b, err := json.Marshal(out)
 	if err != nil {
 		return

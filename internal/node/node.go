@@ -265,7 +265,7 @@ func (n *Node) start(ctx context.Context) (err error) {
 		cached := limits
 		cached.CacheDir = filepath.Join(n.pluginDir(), "compiled")
 		// Plugin log lines go to each team's subject, never waited for.
-		logs, err := broker.NewPluginLogs(n.nc, broker.PluginLogsConfig{Rate: c.PluginLogRate, Registerer: n.Metrics})
+		logs, err := broker.NewPluginLogs(n.nc, broker.PluginLogsConfig{Rate: c.PluginLogRate, Registerer: n.Metrics, Logger: cfg.Logger})
 		if err != nil {
 			return fmt.Errorf("plugin logs: %w", err)
 		}

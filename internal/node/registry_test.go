@@ -373,7 +373,7 @@ const slowWAT = `(module (memory 1)
     (local $i i32)
     (if (i32.eq (i32.load (local.get $p)) (i32.const 7))
       (then
-        (local.set $i (i32.const 300000))
+        (local.set $i (i32.const 20000000))
         (loop $spin
           (local.set $i (i32.sub (local.get $i) (i32.const 1)))
           (br_if $spin (local.get $i)))))
