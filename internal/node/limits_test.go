@@ -427,7 +427,13 @@ func TestNoisyNeighbour(t *testing.T) {
 	// the limits (those over them cost nothing to refuse).
 	heavy := heavyRequests(words)[:6]
 	stop := make(chan struct{})
-	var sent, refused, slowRefusal atomic.Int64
+	var sent, refused atomic.Int64
+	// What reached team A's shards: refused searches must not (counted by
+	// the searchers, not timed: a timed bound flaked on a loaded CI host).
+	shardRequests := func() float64 {
+		return max(0, sum(scrape(t, "http://"+n.HTTPAddr+"/metrics"), "quarry_searcher_requests_total", map[string]string{"index": "noisy"}))
+	}
+	reachedBefore := shardRequests()
 	var loop sync.WaitGroup
 	loop.Go(func() {
 		hc := &http.Client{Timeout: 30 * time.Second}
@@ -443,12 +449,9 @@ func TestNoisyNeighbour(t *testing.T) {
 			}
 			inflight.Go(func() {
 				sent.Add(1)
-				code, took, err := postTimed(hc, base+"noisy/search", heavy[i%len(heavy)])
+				code, _, err := postTimed(hc, base+"noisy/search", heavy[i%len(heavy)])
 				if err == nil && code == 429 {
 					refused.Add(1)
-					if took > time.Second { // answered without searching
-						slowRefusal.Add(1)
-					}
 				}
 			})
 		}
@@ -466,8 +469,12 @@ func TestNoisyNeighbour(t *testing.T) {
 	if s, r := sent.Load(), refused.Load(); r < s/2 {
 		t.Errorf("only %d of team A's %d searches were refused at 5x its rate", r, s)
 	}
-	if slowRefusal.Load() > 0 {
-		t.Errorf("%d refusals took over a second", slowRefusal.Load())
+	// Each admitted search asks each of the 2 shards twice at most
+	// (statistics, search), plus a few hedges.
+	admitted, reached := sent.Load()-refused.Load(), shardRequests()-reachedBefore
+	t.Logf("team A's shards got %.0f requests for its %d admitted searches", reached, admitted)
+	if reached > float64(4*admitted+4) {
+		t.Errorf("team A's shards got %.0f requests for its %d admitted searches (%d refused): refused searches reached them", reached, admitted, refused.Load())
 	}
 	if p50a, p50d := quantile(alone, 0.5), quantile(during, 0.5); !*long && p50d > 3*p50a {
 		t.Errorf("team B's median went from %s to %s beside team A (over 3x)", p50a, p50d)
