@@ -2,7 +2,6 @@ package planner
 
 import (
 	"encoding/json"
-	"fmt"
 	"reflect"
 	"slices"
 	"strings"
@@ -70,7 +69,7 @@ func checkKeys(raw json.RawMessage, q query.Query) error {
 		return nil // not JSON: bleve has said what it thinks
 	}
 	if unknown != nil {
-		return fmt.Errorf("a %s query has no key %q (it has %s)", kindName(v.Type()), unquote(unknown), strings.Join(fields.keys, ", "))
+		return &unknownKeyError{kind: kindName(v.Type()), key: unquote(unknown), keys: fields.keys}
 	}
 	for i, sub := range subs {
 		if sub == nil {
@@ -82,6 +81,16 @@ func checkKeys(raw json.RawMessage, q query.Query) error {
 	}
 	return nil
 }
+
+// unknownKeyError is a key that a kind of query has not; badQuery words
+// it.
+type unknownKeyError struct {
+	kind string   // the kind as the API names it: "match phrase"
+	key  string   // as sent
+	keys []string // the kind's, sorted
+}
+
+func (e *unknownKeyError) Error() string { return queryProblem(e) }
 
 // checkSub checks the queries in one field of a parsed query: a query, or
 // a list of them.
