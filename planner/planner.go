@@ -279,25 +279,10 @@ func withFilter(q query.Query, filter json.RawMessage) (query.Query, error) {
 func parse(name string, raw json.RawMessage) (query.Query, error) {
 	q, err := query.ParseQuery(raw)
 	if err != nil {
-		var typeErr *json.UnmarshalTypeError
-		var syntaxErr *json.SyntaxError
-		switch {
-		case strings.Contains(err.Error(), "match operator"):
-			// bleve's message shows a pointer, not the value
-			return nil, api.BadRequest(`%s: a match query's operator must be "or" or "and"`, name)
-		case errors.As(err, &typeErr) || errors.As(err, &syntaxErr):
-			// encoding/json's words name Go types (query.Boost,
-			// map[string]interface {}): say it in the API's.
-			return nil, api.BadRequest("%s: %s", name, strictjson.Describe(err))
-		case strings.Contains(err.Error(), "error found in #"):
-			// a geo shape's GeoJSON, read by jsoniter, whose words
-			// ("readObjectStart: expect { or n") are its own
-			return nil, api.BadRequest("%s: a geo shape's geometry is not valid GeoJSON", name)
-		}
-		return nil, api.BadRequest("%s: %v", name, err)
+		return nil, badQuery(name, err)
 	}
 	if err := checkKeys(raw, q); err != nil {
-		return nil, api.BadRequest("%s: %v", name, err)
+		return nil, badQuery(name, err)
 	}
 	return q, validate(name, q)
 }
@@ -305,8 +290,44 @@ func parse(name string, raw json.RawMessage) (query.Query, error) {
 func validate(name string, q query.Query) error {
 	if v, ok := q.(query.ValidatableQuery); ok {
 		if err := v.Validate(); err != nil {
-			return api.BadRequest("%s: %v", name, err)
+			return badQuery(name, err)
 		}
 	}
 	return nil
+}
+
+// badQuery is the API's error for the query named name ("query",
+// "filter", "hints.query") that bleve could not parse or validate, or
+// that holds a key bleve would ignore (an *unknownKeyError): what is
+// wrong in the API's words, never a Go type or a pointer.
+func badQuery(name string, err error) error {
+	return api.BadRequest("%s: %s", name, queryProblem(err))
+}
+
+// queryProblem words what err says is wrong with a query.
+func queryProblem(err error) string {
+	var keyErr *unknownKeyError
+	var typeErr *json.UnmarshalTypeError
+	var syntaxErr *json.SyntaxError
+	switch {
+	case errors.As(err, &keyErr):
+		return fmt.Sprintf("a %s query has no key %q (it has %s)", keyErr.kind, keyErr.key, strings.Join(keyErr.keys, ", "))
+	case strings.Contains(err.Error(), "match operator"):
+		// bleve's message shows a pointer, not the value
+		return `a match query's operator must be "or" or "and"`
+	case errors.As(err, &typeErr) || errors.As(err, &syntaxErr):
+		// encoding/json's words name Go types (query.Boost,
+		// map[string]interface {}): say it in the API's.
+		return strictjson.Describe(err)
+	case strings.Contains(err.Error(), "error found in #"):
+		// a geo shape's GeoJSON, read by jsoniter, whose words
+		// ("readObjectStart: expect { or n") are its own
+		return "a geo shape's geometry is not valid GeoJSON"
+	}
+	// bleve's Validate names its Go type here; the rest is the CIDR
+	// quoted.
+	if cidr, ok := strings.CutPrefix(err.Error(), "IPRangeQuery must be for a network or ip address, "); ok {
+		return fmt.Sprintf("an ip range query's cidr %s is not a network or an IP address", cidr)
+	}
+	return err.Error()
 }

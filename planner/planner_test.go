@@ -122,6 +122,8 @@ func TestPlanQueryErrorsInAPIWords(t *testing.T) {
 		{`{"bool":1}`, "query: bool must be true or false, got a number"},
 		{`[]`, "query: expected an object, got an array"},
 		{`{"geometry":{"shape":5},"field":"g"}`, "query: a geo shape's geometry is not valid GeoJSON"},
+		{`{"cidr":"10.0.0/8","field":"ip"}`, `query: an ip range query's cidr "10.0.0/8" is not a network or an IP address`},
+		{`{"match":"x","feild":"name"}`, `query: a match query has no key "feild" (it has analyzer, boost, field, fuzziness, match, operator, prefix_length)`},
 	}
 	for _, c := range cases {
 		_, err := p.Plan(&api.SearchRequest{Query: json.RawMessage(c.query)}, def, nil)

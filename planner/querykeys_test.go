@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/blevesearch/bleve/v2/search/query"
+
 	"github.com/quarrysearch/quarry/api"
 )
 
@@ -28,6 +30,11 @@ func TestQueryKeys(t *testing.T) {
 		// {"fuzzy": …} is no bleve query: its fuzziness made it a fuzzy
 		// query of the empty term, the key dropped.
 		{`{"fuzzy":"piza","field":"name","fuzziness":1}`, `a fuzzy query has no key "fuzzy"`},
+		// Read as JSON, not as text: spaces, escapes, and a key given
+		// twice (bleve parses the last).
+		{` { "conjuncts" : [ {"match":"a"} , {"term":"b", "x":[1,{"y":"}\"]"}]} ] } `, `a term query has no key "x"`},
+		{`{"m\u0061tch":"a","f\u00e9ld":"x"}`, `a match query has no key "féld"`},
+		{`{"must":{"conjuncts":[{"match":"a"}]},"must":{"conjuncts":[{"match":"a","x":1}]}}`, `a match query has no key "x"`},
 	}
 	for _, c := range refused {
 		_, err := p.Plan(&api.SearchRequest{Query: json.RawMessage(c.query)}, def, nil)
@@ -55,10 +62,58 @@ func TestQueryKeys(t *testing.T) {
 		`{"must":{"conjuncts":[{"match":"a"}]},"should":{"disjuncts":[{"match":"b"}],"min":0},"must_not":{"disjuncts":[{"match":"c"}]},"boost":1}`,
 		`{"location":{"lat":52.5,"lon":13.4},"distance":"3km","field":"location"}`,
 		`{"top_left":[13,53],"bottom_right":[14,52],"field":"location"}`,
+		`{"m\u0061tch":"a","fi\u0065ld":"name"}`,
+		`{"must":{"conjuncts":[{"match":"a","x":1}]},"must":{"conjuncts":[{"match":"a"}]}}`,
 	}
 	for _, q := range accepted {
 		if _, err := p.Plan(&api.SearchRequest{Query: json.RawMessage(q)}, def, nil); err != nil {
 			t.Errorf("%s: %v", q, err)
+		}
+	}
+}
+
+// benchQuery is a search's query as a client might send it: a boolean
+// query of a few match and term clauses and a range filter.
+var benchQuery = json.RawMessage(`{
+	"must": {"conjuncts": [
+		{"match": "pad thai", "field": "name", "operator": "and"},
+		{"term": "vegan", "field": "tags"}
+	]},
+	"should": {"disjuncts": [
+		{"match_phrase": "pad thai", "field": "name", "boost": 2},
+		{"match": "noodles", "field": "description", "fuzziness": 1}
+	]},
+	"must_not": {"disjuncts": [{"term": "peanut", "field": "allergens"}]},
+	"filter": {"min": 5, "max": 20, "inclusive_min": true, "field": "price"}
+}`)
+
+// BenchmarkCheckKeys: checkKeys alone, on benchQuery as bleve parsed it.
+func BenchmarkCheckKeys(b *testing.B) {
+	q, err := query.ParseQuery(benchQuery)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := checkKeys(benchQuery, q); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkPlan: a search request with benchQuery planned, parsing and
+// checking included.
+func BenchmarkPlan(b *testing.B) {
+	p, err := New(Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	def := api.IndexDefinition{Name: "x", Shards: 3}
+	req := &api.SearchRequest{Query: benchQuery, Size: 10}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := p.Plan(req, def, nil); err != nil {
+			b.Fatal(err)
 		}
 	}
 }

@@ -228,29 +228,33 @@ func devRun(ctx context.Context, c *client.Client, o *devOptions, w io.Writer, r
 	}
 	fmt.Fprintf(w, "built %s.wasm (%s, %d bytes) in %s\n", o.name, lang, len(wasm), time.Since(built).Round(time.Millisecond))
 
-	step := api.StepSpec{Fields: o.fields}
+	// The folder's config.json, else the live step's configuration.
+	var config []byte
 	if liveStep != nil {
-		step = *liveStep
-		step.Digest, step.Canary, step.Shadow = "", nil, nil
-		if o.fields != nil {
-			step.Fields = o.fields
-		}
+		config = liveStep.Config
 	}
 	if cfg, err := os.ReadFile(filepath.Join(o.dir, "config.json")); err == nil {
-		step.Config = bytes.TrimSpace(cfg)
+		config = bytes.TrimSpace(cfg)
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
-	step.Instances = 1 // a variant: one warm instance is enough
 
 	// The folder's samples, with the broker's host and limits.
-	samples, err := devSamples(ctx, o.dir, plugins.Kind(kind), step.Config, wasm, w, rep)
+	samples, err := devSamples(ctx, o.dir, plugins.Kind(kind), config, wasm, w, rep)
 	if err != nil {
 		return err
 	}
 
 	// Push (validated, not activated), then compare with the live pipeline.
-	v, err := c.PushPlugin(ctx, o.index, o.name, wasm, client.PushOptions{Kind: kind, Step: step})
+	v, err := pushCandidate(ctx, c, o.index, o.name, wasm, candidate{
+		live:         live,
+		kind:         kind,
+		fields:       o.fields,
+		config:       config,
+		instances:    1, // a variant: one warm instance is enough
+		notLive:      true,
+		keepTakenOut: true,
+	})
 	if err != nil {
 		return fmt.Errorf("push: %w", err)
 	}

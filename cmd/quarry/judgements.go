@@ -299,7 +299,7 @@ func runEval(ctx context.Context, args []string) error {
 			if err != nil {
 				return err
 			}
-			v, err := pushCandidate(ctx, c, index, name, wasm, *kind, *configFile, true)
+			v, err := pushCandidate(ctx, c, index, name, wasm, candidate{kind: *kind, configFile: *configFile, notLive: true})
 			if err != nil {
 				return err
 			}

@@ -60,7 +60,7 @@ func runPluginTest(ctx context.Context, args []string) error {
 	}
 	defer nc.Close()
 	index, name := pos[0], pos[1]
-	v, err := pushCandidate(ctx, c, index, name, wasm, *kind, *configFile, false)
+	v, err := pushCandidate(ctx, c, index, name, wasm, candidate{kind: *kind, configFile: *configFile})
 	if err != nil {
 		return err
 	}
@@ -131,17 +131,44 @@ func runPluginTest(ctx context.Context, args []string) error {
 	return nil
 }
 
+// candidate says how pushCandidate pushes a candidate version. The zero
+// value is quarry plugin test's: the live step's settings, no
+// configuration, and the plugin must be live.
+type candidate struct {
+	// live is the index's pipeline when the caller has it already (nil:
+	// pushCandidate asks for it).
+	live *api.PipelineSpec
+	// kind is rewriter or ranker ("": the live step's).
+	kind string
+	// fields, when not nil, replace the live step's stored fields.
+	fields []string
+	// config is the candidate's configuration (nil: none); configFile,
+	// when set, is read for it instead.
+	config     []byte
+	configFile string
+	// instances, when not 0, replaces the live step's instance count.
+	instances int
+	// notLive accepts a plugin that is not live: kind is then required
+	// and the other settings are the defaults.
+	notLive bool
+	// keepTakenOut keeps the live step's TakenOut in the version's step
+	// (quarry dev's pushes always have).
+	keepTakenOut bool
+}
+
 // pushCandidate pushes wasm as a candidate version of plugin name
 // (validated, not activated) with the live step's settings: its kind
-// (unless kind is given), budgets, fields and depth, and the
-// configuration in configFile (none if ""). A plugin that is not live is
-// refused unless notLive, when kind is required and the settings are the
-// defaults.
-func pushCandidate(ctx context.Context, c *client.Client, index, name string, wasm []byte, kind, configFile string, notLive bool) (*api.PluginVersion, error) {
-	live, err := c.Pipeline(ctx, index)
-	if err != nil {
-		return nil, err
+// (unless cd.kind is given), budgets, fields and depth, changed as cd
+// says. A plugin that is not live is refused unless cd.notLive.
+func pushCandidate(ctx context.Context, c *client.Client, index, name string, wasm []byte, cd candidate) (*api.PluginVersion, error) {
+	live := cd.live
+	if live == nil {
+		var err error
+		if live, err = c.Pipeline(ctx, index); err != nil {
+			return nil, err
+		}
 	}
+	kind := cd.kind
 	liveStep, ranker := live.Step(name)
 	if liveStep != nil && kind == "" {
 		kind = string(plugins.Rewriter)
@@ -153,14 +180,25 @@ func pushCandidate(ctx context.Context, c *client.Client, index, name string, wa
 	switch {
 	case liveStep != nil:
 		step = *liveStep
-		step.Digest, step.Canary, step.Shadow, step.Config, step.TakenOut = "", nil, nil, nil, nil
-	case !notLive:
+		step.Digest, step.Canary, step.Shadow = "", nil, nil
+		if !cd.keepTakenOut {
+			step.TakenOut = nil
+		}
+	case !cd.notLive:
 		return nil, api.NotFound("plugin %s is not live on index %q: nothing to compare with", name, index)
 	case kind == "":
 		return nil, api.BadRequest("plugin %s is not live on index %q: give its --kind (rewriter or ranker)", name, index)
 	}
-	if configFile != "" {
-		if step.Config, err = os.ReadFile(configFile); err != nil {
+	if cd.fields != nil {
+		step.Fields = cd.fields
+	}
+	if cd.instances != 0 {
+		step.Instances = cd.instances
+	}
+	step.Config = cd.config
+	if cd.configFile != "" {
+		var err error
+		if step.Config, err = os.ReadFile(cd.configFile); err != nil {
 			return nil, err
 		}
 	}
