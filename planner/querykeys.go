@@ -180,6 +180,9 @@ func queryFields(t reflect.Type) *keysOf {
 
 // isExtra says whether key (as sent) is the kind's extra key.
 func (k *keysOf) isExtra(key []byte) bool {
+	if k.extra == "" {
+		return false // an empty key is no kind's
+	}
 	if escaped(key) {
 		return unquote(key) == k.extra
 	}

@@ -3,6 +3,7 @@ package planner
 import (
 	"encoding/json"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -35,6 +36,9 @@ func TestQueryKeys(t *testing.T) {
 		{` { "conjuncts" : [ {"match":"a"} , {"term":"b", "x":[1,{"y":"}\"]"}]} ] } `, `a term query has no key "x"`},
 		{`{"m\u0061tch":"a","f\u00e9ld":"x"}`, `a match query has no key "féld"`},
 		{`{"must":{"conjuncts":[{"match":"a"}]},"must":{"conjuncts":[{"match":"a","x":1}]}}`, `a match query has no key "x"`},
+		// An empty key is no kind's (it was taken for the kinds' empty
+		// "extra" key once).
+		{`{"match":"x","":1}`, `a match query has no key ""`},
 	}
 	for _, c := range refused {
 		_, err := p.Plan(&api.SearchRequest{Query: json.RawMessage(c.query)}, def, nil)
@@ -116,4 +120,77 @@ func BenchmarkPlan(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// checkKeysByMaps is checkKeys as it was written first, decoding every
+// level with encoding/json: the reference FuzzCheckKeys holds the
+// in-place reader to. It reports only whether a key is refused.
+func checkKeysByMaps(raw json.RawMessage, q query.Query) bool {
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(raw, &obj) != nil || q == nil {
+		return false
+	}
+	v := reflect.ValueOf(q)
+	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
+		return false
+	}
+	v = v.Elem()
+	fields := queryFields(v.Type())
+	for key, sub := range obj {
+		f, ok := fields.byKey[key]
+		if !ok {
+			if key != "" && fields.extra == key {
+				continue
+			}
+			return true
+		}
+		if f < 0 {
+			continue
+		}
+		fv := v.Field(fields.subs[f])
+		switch {
+		case fv.Type() == queryType:
+			if !fv.IsNil() && checkKeysByMaps(sub, fv.Interface().(query.Query)) {
+				return true
+			}
+		case fv.Kind() == reflect.Slice:
+			var list []json.RawMessage
+			if json.Unmarshal(sub, &list) != nil || len(list) != fv.Len() {
+				continue
+			}
+			for i, s := range list {
+				if q, _ := fv.Index(i).Interface().(query.Query); checkKeysByMaps(s, q) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// FuzzCheckKeys: the in-place reader refuses exactly the queries the
+// reference, which decodes every level, refuses.
+func FuzzCheckKeys(f *testing.F) {
+	for _, s := range []string{
+		`{"match":"pizza","field":"name"}`,
+		`{"match":"pizza","feild":"name"}`,
+		`{"bool":{"must":{"conjuncts":[{"term":"a","field":"x"},{"match_all":{}}]},"should":{"disjuncts":[{"prefix":"p","boost":2}]}}}`,
+		`{"conjuncts":[{"match":"a","\u0066ield":"n"},{"match_phrase":"b c","slop":1}]}`,
+		`{"match":"x","":1}`,
+		`{"match_all":{},"match_all":{}}`,
+		`{"query":"name:pizza"}`,
+		`{"disjuncts":[{"term":"a"},{"term":"b","x":1}],"min":1}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		q, err := query.ParseQuery(raw)
+		if err != nil {
+			return
+		}
+		got := checkKeys(raw, q) != nil
+		if want := checkKeysByMaps(raw, q); got != want {
+			t.Fatalf("%s: refused %v, the reference refused %v", raw, got, want)
+		}
+	})
 }

@@ -247,13 +247,12 @@ func devRun(ctx context.Context, c *client.Client, o *devOptions, w io.Writer, r
 
 	// Push (validated, not activated), then compare with the live pipeline.
 	v, err := pushCandidate(ctx, c, o.index, o.name, wasm, candidate{
-		live:         live,
-		kind:         kind,
-		fields:       o.fields,
-		config:       config,
-		instances:    1, // a variant: one warm instance is enough
-		notLive:      true,
-		keepTakenOut: true,
+		live:      live,
+		kind:      kind,
+		fields:    o.fields,
+		config:    config,
+		instances: 1, // a variant: one warm instance is enough
+		notLive:   true,
 	})
 	if err != nil {
 		return fmt.Errorf("push: %w", err)

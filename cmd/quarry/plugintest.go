@@ -151,9 +151,6 @@ type candidate struct {
 	// notLive accepts a plugin that is not live: kind is then required
 	// and the other settings are the defaults.
 	notLive bool
-	// keepTakenOut keeps the live step's TakenOut in the version's step
-	// (quarry dev's pushes always have).
-	keepTakenOut bool
 }
 
 // pushCandidate pushes wasm as a candidate version of plugin name
@@ -180,10 +177,9 @@ func pushCandidate(ctx context.Context, c *client.Client, index, name string, wa
 	switch {
 	case liveStep != nil:
 		step = *liveStep
-		step.Digest, step.Canary, step.Shadow = "", nil, nil
-		if !cd.keepTakenOut {
-			step.TakenOut = nil
-		}
+		// A version goes live in: never taken out (activating brings a
+		// taken-out step back).
+		step.Digest, step.Canary, step.Shadow, step.TakenOut = "", nil, nil, nil
 	case !cd.notLive:
 		return nil, api.NotFound("plugin %s is not live on index %q: nothing to compare with", name, index)
 	case kind == "":
