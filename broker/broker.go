@@ -90,15 +90,6 @@ type Config struct {
 	// (default 4096; negative: no cache, a statistics round trip on every
 	// request).
 	StatsCacheSize int
-	// NoFetchPhase turns query-then-fetch off: the shards send every
-	// ranker's candidate with the fields the caller asked for and those
-	// the rankers read, each loaded from its stored document. With it on
-	// (the default), a search whose rankers widen the shards' k gets its
-	// candidates with only the rankers' fields, read from doc values
-	// where the mapping keeps them (wire.ShardRequest.DocValues), and the
-	// broker fetches the stored fields of the final page alone, from the
-	// shards that returned it (one more round trip, to those shards).
-	NoFetchPhase bool
 	// NoExactScoring skips the statistics phase: each shard scores with
 	// its own statistics (faster, scores differ across shards).
 	NoExactScoring bool

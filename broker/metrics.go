@@ -64,12 +64,11 @@ const (
 	stageFanOut
 	stageMerge
 	stageRank
-	stageFetch
 	stageEncode
 	numStages
 )
 
-var stageNames = [numStages]string{"decode", "rewrite", "plan", "stats", "fan_out", "merge", "rank", "fetch", "encode"}
+var stageNames = [numStages]string{"decode", "rewrite", "plan", "stats", "fan_out", "merge", "rank", "encode"}
 
 // metrics are the broker's Prometheus metrics. Series of an index are
 // resolved once and cached (indexMetrics), so a request only looks them up.

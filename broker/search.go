@@ -132,11 +132,6 @@ func (r *run) execute(ctx context.Context, plan *planner.Plan) (*api.SearchRespo
 		return nil, err
 	}
 	r.page()
-	if r.fetching {
-		if err := r.fetch(shardCtx); err != nil {
-			return nil, err
-		}
-	}
 	r.finish()
 	return r.resp, nil
 }
@@ -161,11 +156,8 @@ type run struct {
 	plannedAt time.Time
 	prof      []api.Stage
 	// ranking: rankers run, over candidates that carry extraFields (the
-	// fields they read that the caller did not ask for); or, when
-	// fetching, over candidates that carry the rankers' fields alone, and
-	// the page's fields are fetched once it is cut (query-then-fetch).
+	// fields they read that the caller did not ask for).
 	ranking     bool
-	fetching    bool
 	extraFields []string
 	// statistics and fan-out
 	sreq             *wire.ShardRequest
@@ -180,9 +172,6 @@ type run struct {
 	mergeTook  time.Duration
 	rankStages []api.Stage
 	rankTook   time.Duration
-	// fetch: the page's stored fields (fetch.go)
-	fetchTook   time.Duration
-	fetchDetail string
 	// explanations are the candidates' score explanations, by id, when
 	// the request asked to explain.
 	explanations map[string]json.RawMessage
@@ -204,22 +193,16 @@ func (r *run) planned() {
 	}
 	// Rankers order hits: with none to return (size 0) they do not run.
 	r.ranking = r.pipeline != nil && len(r.pipeline.Rankers) > 0 && r.plan.Size > 0
-	r.fetching = r.ranking && !r.b.cfg.NoFetchPhase
 	if r.ranking {
 		p := *r.plan
-		if !r.fetching {
-			r.extraFields = rankerFields(r.pipeline, r.plan.Fields)
-			p.Fields = append(slices.Clip(r.plan.Fields), r.extraFields...)
-		}
+		r.extraFields = rankerFields(r.pipeline, r.plan.Fields)
+		p.Fields = append(slices.Clip(r.plan.Fields), r.extraFields...)
 		for _, s := range r.pipeline.Rankers {
 			p.K = max(p.K, min(s.RerankDepth, r.plan.MaxWindow))
 		}
 		r.plan = &p
 	}
 	r.sreq = &wire.ShardRequest{Query: r.plan.Query, K: r.plan.K, Sort: r.plan.Sort, Fields: r.plan.Fields, Facets: r.plan.Facets, MaxTerms: r.plan.MaxTerms, Explain: r.req.Explain}
-	if r.fetching {
-		r.sreq.Fields, r.sreq.DocValues = rankerFields(r.pipeline, nil), true
-	}
 }
 
 // statistics gives the shard request the query's global term statistics
@@ -353,9 +336,6 @@ func (r *run) finish() {
 	if r.ranking {
 		r.stage(stageRank, r.rankTook)
 	}
-	if r.fetching {
-		r.stage(stageFetch, r.fetchTook)
-	}
 	if !r.profile {
 		return
 	}
@@ -383,9 +363,6 @@ func (r *run) finish() {
 	}
 	prof = append(prof, api.Stage{Name: "merge", TookMS: ms(r.mergeTook)})
 	prof = append(prof, r.rankStages...)
-	if r.fetchDetail != "" {
-		prof = append(prof, api.Stage{Name: "fetch", TookMS: ms(r.fetchTook), Detail: r.fetchDetail})
-	}
 	r.resp.Profile = &api.Profile{Stages: prof}
 }
 
@@ -509,20 +486,6 @@ func (b *Broker) fanOut(ctx context.Context, plan *planner.Plan, sreq *wire.Shar
 		}
 		return results
 	}
-	hdr := shardHeader(ctx, proto)
-	var wg sync.WaitGroup
-	for i, sh := range plan.Shards {
-		wg.Go(func() {
-			results[i] = b.askShard(ctx, plan.Index, sh, proto.Data, hdr, hedge, "")
-		})
-	}
-	wg.Wait()
-	return results
-}
-
-// shardHeader is the header of a shard request encoded in proto: the
-// deadline of ctx, the payload's encoding and the request id.
-func shardHeader(ctx context.Context, proto *nats.Msg) nats.Header {
 	deadline, _ := ctx.Deadline()
 	hdr := nats.Header{subject.HeaderDeadline: []string{strconv.FormatInt(deadline.UnixNano(), 10)}}
 	if enc := proto.Header.Get(subject.HeaderEncoding); enc != "" {
@@ -531,7 +494,14 @@ func shardHeader(ctx context.Context, proto *nats.Msg) nats.Header {
 	if id := trace.RequestID(ctx); id != "" {
 		hdr.Set(trace.HeaderRequestID, id)
 	}
-	return hdr
+	var wg sync.WaitGroup
+	for i, sh := range plan.Shards {
+		wg.Go(func() {
+			results[i] = b.askShard(ctx, plan.Index, sh, proto.Data, hdr, hedge)
+		})
+	}
+	wg.Wait()
+	return results
 }
 
 type attempt struct {
@@ -543,9 +513,8 @@ type attempt struct {
 
 // askShard sends one shard request and, if the shard is slower than its
 // recent hedge quantile, a second one to a different replica; the first
-// good answer wins. prefer, when set and known, is the replica asked
-// first (the one that answered the query phase, for a fetch).
-func (b *Broker) askShard(ctx context.Context, index string, sh int, data []byte, hdr nats.Header, hedge planner.Hedge, prefer string) (res shardResult) {
+// good answer wins.
+func (b *Broker) askShard(ctx context.Context, index string, sh int, data []byte, hdr nats.Header, hedge planner.Hedge) (res shardResult) {
 	start := time.Now()
 	st := b.shards.get(index, sh)
 	b.hedge.requests.Add(1)
@@ -595,9 +564,6 @@ func (b *Broker) askShard(ctx context.Context, index string, sh int, data []byte
 	if hedge.Enabled {
 		st.discover(b.nc, index, sh)
 		primary, _ = st.choosePrimary()
-	}
-	if prefer != "" && st.known(prefer) {
-		primary = prefer
 	}
 	send(primary, false)
 	pending := 1

@@ -47,7 +47,6 @@ type roleFlags struct {
 	heavySearches    int
 	heavyWait        time.Duration
 	noHedge          bool
-	noFetchPhase     bool
 	statsCache       int
 	recordPercent    int
 	pluginLogRate    float64
@@ -106,7 +105,6 @@ func (f *roleFlags) registerBroker(fs *flag.FlagSet) {
 	fs.IntVar(&f.heavySearches, "heavy-searches", 0, "searches of heavy teams run at once on this broker while other teams are active (default GOMAXPROCS/2, at least 1)")
 	fs.DurationVar(&f.heavyWait, "heavy-wait", broker.Defaults.HeavyWait, "how long a heavy team's search waits for its turn before it is refused with 429")
 	fs.BoolVar(&f.noHedge, "no-hedge", false, "never ask a second replica when a shard is slow")
-	fs.BoolVar(&f.noFetchPhase, "no-fetch-phase", false, "with rankers, load every candidate's stored fields on the shards (the way before query-then-fetch) instead of the rankers' fields from doc values and the page's stored fields afterwards")
 	fs.IntVar(&f.statsCache, "stats-cache", broker.Defaults.StatsCacheSize, "queries whose global term statistics are cached per index generation (negative: none)")
 	fs.DurationVar(&f.slowQuery, "slow-query", broker.Defaults.SlowQuery, "log searches slower than this at warn level, with the request id and the profile (negative: never)")
 	fs.IntVar(&f.recordPercent, "record-queries", 0, "record this percentage of search requests for replays (quarry queries export)")
@@ -148,7 +146,7 @@ func (f *roleFlags) searcher() *searcher.Config {
 
 func (f *roleFlags) broker() *broker.Config {
 	return &broker.Config{DefaultTimeout: f.defaultTimeout, MaxInFlight: f.maxInFlight, TeamMaxInFlight: f.teamInFlight,
-		HeavyAfter: f.heavySearch, HeavySearches: f.heavySearches, HeavyWait: f.heavyWait, NoHedge: f.noHedge, NoFetchPhase: f.noFetchPhase, StatsCacheSize: f.statsCache, RecordPercent: f.recordPercent, PluginLogRate: f.pluginLogRate,
+		HeavyAfter: f.heavySearch, HeavySearches: f.heavySearches, HeavyWait: f.heavyWait, NoHedge: f.noHedge, StatsCacheSize: f.statsCache, RecordPercent: f.recordPercent, PluginLogRate: f.pluginLogRate,
 		FallbackErrorRate: f.fallbackRate, FallbackWindow: f.fallbackWindow, FallbackMinCalls: f.fallbackMin, FallbackSlowRate: f.fallbackSlow,
 		DrainTimeout: f.drainTimeout, SlowQuery: f.slowQuery}
 }

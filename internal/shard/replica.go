@@ -114,8 +114,6 @@ type Replica struct {
 	cfg        Config
 	idx        bleve.Index
 	generation uint64
-	// kinds says which fields can be read from doc values.
-	kinds valueKinds
 
 	seq     atomic.Uint64 // last applied stream sequence
 	applyMu sync.Mutex    // held while a batch is applied or the index copied
@@ -210,7 +208,6 @@ func OpenSnapshot(ctx context.Context, cfg Config, generation uint64, snap meta.
 
 func newReplica(cfg Config, idx bleve.Index, generation uint64) (*Replica, error) {
 	r := &Replica{cfg: cfg, idx: idx, generation: generation, done: make(chan struct{}), caughtUp: make(chan struct{})}
-	r.kinds.index, _ = idx.Mapping().(*mapping.IndexMappingImpl)
 	r.warmCtx, r.warmCancel = context.WithCancel(context.Background())
 	v, err := idx.GetInternal(seqKey)
 	if err != nil {

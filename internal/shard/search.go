@@ -22,18 +22,10 @@ import (
 
 // Search runs a shard request on the replica.
 func (r *Replica) Search(ctx context.Context, req *wire.ShardRequest) (*wire.ShardResponse, error) {
-	if req.Phase == wire.PhaseFetch {
-		return r.fetch(ctx, req)
-	}
 	start := time.Now()
 	sreq, err := BuildRequest(req)
 	if err != nil {
 		return nil, err
-	}
-	// With DocValues, the hits' fields are read after the search.
-	var fields []string
-	if req.DocValues {
-		fields, sreq.Fields = sreq.Fields, nil
 	}
 	if req.Stats != nil {
 		if err := r.checkFresh(req); err != nil {
@@ -53,9 +45,6 @@ func (r *Replica) Search(ctx context.Context, req *wire.ShardRequest) (*wire.Sha
 		res, err = topKByScoreThenID(ctx, idx, sreq, req.K)
 	} else {
 		res, err = idx.SearchInContext(ctx, sreq)
-	}
-	if err == nil && len(fields) > 0 {
-		err = r.loadValues(ctx, idx, res.Hits, fields)
 	}
 	seq := r.Seq()
 	r.mu.RUnlock()
@@ -155,8 +144,22 @@ func topKByScoreThenID(ctx context.Context, idx bleve.Index, sreq *bleve.SearchR
 	if len(fields) == 0 || len(res.Hits) == 0 {
 		return res, nil
 	}
-	if err := storedFields(ctx, idx, res.Hits, fields); err != nil {
+	ids := make([]string, len(res.Hits))
+	for i, h := range res.Hits {
+		ids[i] = h.ID
+	}
+	fr := bleve.NewSearchRequestOptions(query.NewDocIDQuery(ids), len(ids), 0, false)
+	fr.Fields = fields
+	fres, err := idx.SearchInContext(ctx, fr)
+	if err != nil {
 		return nil, err
+	}
+	byID := make(map[string]map[string]any, len(fres.Hits))
+	for _, h := range fres.Hits {
+		byID[h.ID] = h.Fields
+	}
+	for _, h := range res.Hits {
+		h.Fields = byID[h.ID]
 	}
 	return res, nil
 }

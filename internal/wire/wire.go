@@ -23,22 +23,9 @@ type ShardRequest struct {
 	Sort   []string                    `json:"sort,omitempty"`
 	Fields []string                    `json:"fields,omitempty"`
 	Facets map[string]api.FacetRequest `json:"facets,omitempty"`
-	// DocValues reads Fields from the index's doc values (its columnar
-	// store) where the field's mapping keeps them and they give back the
-	// stored value exactly: numbers, booleans, geo points and text with
-	// the keyword analyzer. Other fields, and a hit with more than one
-	// value in a field (an array keeps its stored order), come from the
-	// stored document. A ranker's candidates are read this way.
-	DocValues bool `json:"doc_values,omitempty"`
 	// Phase "stats" asks only for the statistics of the query's terms
-	// (a StatsResponse); "fetch" asks for the Fields of the documents IDs
-	// (the page, once the broker has merged and ranked); "" runs the
-	// search.
+	// (a StatsResponse); "" runs the search.
 	Phase string `json:"phase,omitempty"`
-	// IDs are the documents a fetch asks for. A fetch's Query is the same
-	// ids as a bleve docIds query and K their number, so a searcher that
-	// predates the fetch phase answers it as a search, with the same hits.
-	IDs []string `json:"ids,omitempty"`
 	// Stats, when set, are the index-wide statistics to score with.
 	Stats *GlobalStats `json:"stats,omitempty"`
 	// MaxTerms bounds the terms the search reads, expansions included
@@ -63,21 +50,6 @@ const ExplanationField = "_quarry_explanation"
 
 // PhaseStats is ShardRequest.Phase for the statistics pre-search.
 const PhaseStats = "stats"
-
-// PhaseFetch is ShardRequest.Phase for loading the stored fields of the
-// final page (query-then-fetch).
-const PhaseFetch = "fetch"
-
-// NewFetch returns the request for the stored fields of ids.
-func NewFetch(ids, fields []string) (*ShardRequest, error) {
-	q, err := json.Marshal(struct {
-		IDs []string `json:"ids"`
-	}{ids})
-	if err != nil {
-		return nil, err
-	}
-	return &ShardRequest{Phase: PhaseFetch, Query: q, K: len(ids), IDs: ids, Fields: fields}, nil
-}
 
 // CodeStaleStats is a shard's answer to a search whose statistics miss
 // more of its updates than ShardRequest.MaxStaleUpdates allows: the broker
