@@ -40,11 +40,17 @@ func (r *Replica) Search(ctx context.Context, req *wire.ShardRequest) (*wire.Sha
 	}
 	ctx = withTermLimit(ctx, req.MaxTerms)
 
+	// The hits' stored fields are loaded once they are known (loadFields).
+	fields := sreq.Fields
+	sreq.Fields = nil
 	var res *bleve.SearchResult
 	if len(req.Sort) == 0 {
 		res, err = topKByScoreThenID(ctx, idx, sreq, req.K)
 	} else {
 		res, err = idx.SearchInContext(ctx, sreq)
+	}
+	if err == nil {
+		err = loadFields(ctx, idx, res.Hits, fields)
 	}
 	seq := r.Seq()
 	r.mu.RUnlock()
@@ -101,17 +107,16 @@ func BuildRequest(req *wire.ShardRequest) (*bleve.SearchRequest, error) {
 // bleve does that but costs 3× (it loads every candidate's id:
 // BenchmarkShardSearch). Instead:
 //
-//  1. one search by score alone for 4(k+1) hits, without stored fields (a
-//     bigger heap costs little next to scoring, and covers most ties);
+//  1. one search by score alone for 4(k+1) hits (a bigger heap costs
+//     little next to scoring, and covers most ties);
 //  2. only if a tie still straddles the cut, searches for 4× more until
-//     the tied group is whole; ties ordered by id here;
-//  3. the stored fields of the k winners, by id.
+//     the tied group is whole; ties ordered by id here.
+//
+// sreq asks for no stored fields: the caller loads those of the k winners.
 func topKByScoreThenID(ctx context.Context, idx bleve.Index, sreq *bleve.SearchRequest, k int) (*bleve.SearchResult, error) {
 	if k == 0 {
 		return idx.SearchInContext(ctx, sreq)
 	}
-	fields := sreq.Fields
-	sreq.Fields = nil
 	size := 4 * (k + 1)
 	var res *bleve.SearchResult
 	for {
@@ -140,26 +145,6 @@ func topKByScoreThenID(ctx context.Context, idx bleve.Index, sreq *bleve.SearchR
 	})
 	if len(res.Hits) > k {
 		res.Hits = res.Hits[:k]
-	}
-	if len(fields) == 0 || len(res.Hits) == 0 {
-		return res, nil
-	}
-	ids := make([]string, len(res.Hits))
-	for i, h := range res.Hits {
-		ids[i] = h.ID
-	}
-	fr := bleve.NewSearchRequestOptions(query.NewDocIDQuery(ids), len(ids), 0, false)
-	fr.Fields = fields
-	fres, err := idx.SearchInContext(ctx, fr)
-	if err != nil {
-		return nil, err
-	}
-	byID := make(map[string]map[string]any, len(fres.Hits))
-	for _, h := range fres.Hits {
-		byID[h.ID] = h.Fields
-	}
-	for _, h := range res.Hits {
-		h.Fields = byID[h.ID]
 	}
 	return res, nil
 }

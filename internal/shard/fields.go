@@ -1,0 +1,161 @@
+package shard
+
+import (
+	"context"
+	"slices"
+	"sort"
+
+	"github.com/blevesearch/bleve/v2"
+	"github.com/blevesearch/bleve/v2/geo"
+	"github.com/blevesearch/bleve/v2/index/scorch"
+	"github.com/blevesearch/bleve/v2/numeric"
+	"github.com/blevesearch/bleve/v2/search"
+	"github.com/blevesearch/bleve/v2/search/query"
+)
+
+// loadFields gives hits the stored values of fields ("*": every stored
+// field), exactly as bleve's own loading (LoadAndHighlightFields) gives
+// them, for less: bleve runs a search per hit's document (Document),
+// builds every stored field of it as a document.Field, copying each
+// value, then walks the document's fields once per asked field. Here the
+// hits' documents are found in one pass over the index's current
+// snapshot, in index order, and each document's stored fields are
+// visited once, decoding only the asked ones. A hit deleted since has no
+// fields. A document whose asked fields include a date, an IP address or
+// a geo shape (whose values bleve formats in its own ways) is loaded by
+// bleve. BenchmarkLoadFields measures both.
+func loadFields(ctx context.Context, idx bleve.Index, hits []*search.DocumentMatch, fields []string) error {
+	if len(hits) == 0 || len(fields) == 0 {
+		return nil
+	}
+	adv, err := idx.Advanced()
+	if err != nil {
+		return err
+	}
+	reader, err := adv.Reader()
+	if err != nil {
+		return err
+	}
+	defer reader.Close()
+	if sr, ok := reader.(*statsReader); ok {
+		reader = sr.IndexReader
+	}
+	snap, ok := reader.(*scorch.IndexSnapshot)
+	if !ok {
+		return bleveFields(ctx, idx, hits, fields)
+	}
+	all := slices.Contains(fields, "*")
+	byID := make(map[string]*search.DocumentMatch, len(hits))
+	ids := make([]string, len(hits))
+	for i, h := range hits {
+		byID[h.ID], ids[i] = h, h.ID
+	}
+	docs, err := snap.DocIDReaderOnly(ids)
+	if err != nil {
+		return err
+	}
+	defer docs.Close()
+	segs := snap.Segments()
+	offsets := make([]uint64, len(segs)) // the first global doc number of each segment
+	var running uint64
+	for i, s := range segs {
+		offsets[i] = running
+		running += uint64(s.FullSize())
+	}
+	var bleveLoads []*search.DocumentMatch // hits bleve loads
+	for {
+		id, err := docs.Next()
+		if err != nil {
+			return err
+		}
+		if id == nil {
+			break
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		num := id.Value()
+		seg := sort.Search(len(offsets), func(i int) bool { return offsets[i] > num }) - 1
+		var h *search.DocumentMatch
+		odd := false
+		err = segs[seg].VisitDocument(num-offsets[seg], func(name string, typ byte, val []byte, _ []uint64) bool {
+			if name == "_id" { // the first stored field
+				h = byID[string(val)]
+				return h != nil
+			}
+			if !all && !slices.Contains(fields, name) {
+				return true
+			}
+			v, ok := storedValue(typ, val)
+			if !ok {
+				odd = odd || typ == 'd' || typ == 'i' || typ == 's'
+				return !odd
+			}
+			h.AddFieldValue(name, v)
+			return true
+		})
+		if err != nil {
+			return err
+		}
+		if odd && h != nil {
+			h.Fields = nil
+			bleveLoads = append(bleveLoads, h)
+		}
+	}
+	if len(bleveLoads) > 0 {
+		return bleveFields(ctx, idx, bleveLoads, fields)
+	}
+	return nil
+}
+
+// storedValue decodes a stored field's value as bleve's loading does, for
+// the kinds whose value it gives as is: text, a number, a boolean, a geo
+// point. ok is false for the others, and for a value that does not
+// decode (bleve leaves it out too).
+func storedValue(typ byte, val []byte) (v any, ok bool) {
+	switch typ {
+	case 't':
+		return string(val), true
+	case 'n':
+		i, err := numeric.PrefixCoded(val).Int64()
+		if err != nil {
+			return nil, false
+		}
+		return numeric.Int64ToFloat64(i), true
+	case 'b':
+		if len(val) != 1 {
+			return nil, false
+		}
+		return val[0] == 'T', true
+	case 'g':
+		i, err := numeric.PrefixCoded(val).Int64()
+		if err != nil {
+			return nil, false
+		}
+		return []float64{geo.MortonUnhashLon(uint64(i)), geo.MortonUnhashLat(uint64(i))}, true
+	}
+	return nil, false
+}
+
+// bleveFields loads fields of hits the way bleve does, by a search for
+// their ids.
+func bleveFields(ctx context.Context, idx bleve.Index, hits []*search.DocumentMatch, fields []string) error {
+	ids := make([]string, len(hits))
+	for i, h := range hits {
+		ids[i] = h.ID
+	}
+	fr := bleve.NewSearchRequestOptions(query.NewDocIDQuery(ids), len(ids), 0, false)
+	fr.Fields = fields
+	fres, err := idx.SearchInContext(ctx, fr)
+	if err != nil {
+		return err
+	}
+	byID := make(map[string]map[string]any, len(fres.Hits))
+	for _, h := range fres.Hits {
+		byID[h.ID] = h.Fields
+	}
+	for _, h := range hits {
+		h.Fields = byID[h.ID]
+	}
+	return nil
+}

@@ -1,0 +1,160 @@
+package shard
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"reflect"
+	"testing"
+
+	"github.com/blevesearch/bleve/v2/search"
+
+	"github.com/quarrysearch/quarry/internal/catalog"
+	"github.com/quarrysearch/quarry/internal/wire"
+)
+
+// oddCatalog is catalogue items with fields of every kind bleve stores:
+// booleans, extreme numbers, arrays of numbers in no order, dates in two
+// layouts, IP addresses, a field some documents lack, odd Unicode; and a
+// mapping for them.
+func oddCatalog(tb testing.TB, n int) ([]map[string]any, json.RawMessage) {
+	tb.Helper()
+	var docs []map[string]any
+	raw, _ := json.Marshal(catalog.Generate(7, n))
+	if err := json.Unmarshal(raw, &docs); err != nil {
+		tb.Fatal(err)
+	}
+	for i, d := range docs {
+		d["flag"] = i%3 == 0
+		d["weight"] = []float64{-0.0, -1e300, 5e-324, math.MaxFloat64, -273.15, 1e15 + 0.5}[i%6]
+		if i%5 == 0 {
+			d["scores"] = []any{9.5, -2.0, 3.25, 9.5}
+		} else {
+			d["scores"] = float64(i)
+		}
+		if i%7 == 0 {
+			delete(d, "rating")
+		}
+		if i%11 == 0 {
+			d["location"] = map[string]any{"lat": -89.999, "lon": 179.999}
+		}
+		d["note"] = []string{"e\u0301t\u00e9 \U0001F469\u200D\U0001F373", "東京", "שלום"}[i%3]
+		if i%4 == 0 {
+			d["added"] = fmt.Sprintf("2026-0%d-1%dT10:00:00Z", 1+i%9, i%10)
+		}
+		if i%9 == 0 {
+			d["addr"] = fmt.Sprintf("10.0.%d.%d", i%256, i%7)
+		}
+	}
+	var m map[string]any
+	if err := json.Unmarshal(catalog.Mapping(), &m); err != nil {
+		tb.Fatal(err)
+	}
+	props := m["default_mapping"].(map[string]any)["properties"].(map[string]any)
+	field := func(name, typ string) map[string]any {
+		return map[string]any{"enabled": true, "dynamic": false, "fields": []any{map[string]any{
+			"name": name, "type": typ, "store": true, "index": true, "docvalues": true}}}
+	}
+	for name, typ := range map[string]string{"flag": "boolean", "weight": "number", "scores": "number", "note": "text", "added": "datetime", "addr": "IP"} {
+		props[name] = field(name, typ)
+	}
+	mapping, _ := json.Marshal(m)
+	return docs, mapping
+}
+
+// TestLoadFieldsAsBleve: loadFields gives every hit exactly the fields
+// bleve's own loading gives, for every kind of field, arrays, a field a
+// document lacks, "*", and a document deleted since the search.
+func TestLoadFieldsAsBleve(t *testing.T) {
+	t.Parallel()
+	docs, mapping := oddCatalog(t, 600)
+	reps := loadReplicas(t, 2, mapping, docs)
+	ctx := context.Background()
+	q := json.RawMessage(`{"match_all":{}}`)
+	for _, fields := range [][]string{
+		{"rating", "open_hour", "close_hour", "location"},
+		{"name", "price", "tags", "flag", "weight", "scores", "note", "missing"},
+		{"added", "rating", "addr"},
+		{"*"},
+	} {
+		for i, r := range reps {
+			res, err := r.Search(ctx, &wire.ShardRequest{Query: q, K: 1000, Fields: fields})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res.Hits) < 250 {
+				t.Fatalf("shard %d: %d hits", i, len(res.Hits))
+			}
+			hits := make([]*search.DocumentMatch, len(res.Hits))
+			for j, h := range res.Hits {
+				hits[j] = &search.DocumentMatch{ID: h.ID}
+			}
+			if err := bleveFields(ctx, r.idx, hits, fields); err != nil {
+				t.Fatal(err)
+			}
+			for j, h := range res.Hits {
+				if !reflect.DeepEqual(h.Fields, hits[j].Fields) {
+					t.Fatalf("fields %v, shard %d, %s:\nquarry %v\nbleve  %v", fields, i, h.ID, h.Fields, hits[j].Fields)
+				}
+			}
+		}
+	}
+	// A document deleted after the search: no fields, no error.
+	id := docs[3]["id"].(string)
+	r := reps[shardOf(id, len(reps))]
+	deleteDocs(t, reps, []string{id})
+	hits := []*search.DocumentMatch{{ID: id}, {ID: "no-such-document"}}
+	if err := loadFields(ctx, r.idx, hits, []string{"name"}); err != nil || hits[0].Fields != nil || hits[1].Fields != nil {
+		t.Fatalf("deleted document: %v %v", err, hits[0].Fields)
+	}
+}
+
+// BenchmarkLoadFields: the stored fields of a ranker's 50 candidates
+// (georank's four), by bleve and by loadFields, next to the search
+// alone, on a merged index of 5,000 catalogue items.
+//
+//	go test -run XXX -bench LoadFields -benchmem ./internal/shard/
+func BenchmarkLoadFields(b *testing.B) {
+	docs, mapping := oddCatalog(b, 5000)
+	r := loadReplicas(b, 1, mapping, docs)[0]
+	if err := r.ForceMerge(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	req := &wire.ShardRequest{Query: json.RawMessage(`{"match":"chicken","field":"name"}`), K: 50}
+	res, err := r.Search(context.Background(), req)
+	if err != nil || len(res.Hits) != 50 {
+		b.Fatalf("%v %d", err, len(res.Hits))
+	}
+	fields := []string{"rating", "open_hour", "close_hour", "location"}
+	b.Run("search-alone", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := r.Search(context.Background(), req); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	for _, c := range []struct {
+		name string
+		load func(context.Context, []*search.DocumentMatch) error
+	}{
+		{"bleve", func(ctx context.Context, hits []*search.DocumentMatch) error {
+			return bleveFields(ctx, r.idx, hits, fields)
+		}},
+		{"quarry", func(ctx context.Context, hits []*search.DocumentMatch) error {
+			return loadFields(ctx, r.idx, hits, fields)
+		}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			hits := make([]*search.DocumentMatch, len(res.Hits))
+			for b.Loop() {
+				for i, h := range res.Hits {
+					hits[i] = &search.DocumentMatch{ID: h.ID}
+				}
+				if err := c.load(context.Background(), hits); err != nil || len(hits[49].Fields) != 4 {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
