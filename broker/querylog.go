@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/nats-io/nats.go"
 
@@ -20,14 +21,15 @@ const (
 // queryLog keeps, per index, the broker's last searches and its last slow
 // ones: what the console's Traffic page reads (top and zero-result
 // queries, slow queries with their stages) through the admin API.
-// Recording a search copies a few words into a ring under a mutex; a slow
-// one also keeps its stage times.
+// Recording a search copies a few words into a ring under the index's own
+// mutex (searches of different indexes do not wait for each other); a
+// slow one also keeps its stage times.
 type queryLog struct {
-	mu      sync.Mutex
-	indexes map[string]*indexQueries
+	indexes sync.Map // index name → *indexQueries
 }
 
 type indexQueries struct {
+	mu     sync.Mutex
 	recent ring
 	slow   ring
 }
@@ -58,14 +60,22 @@ func (r *ring) list() []api.LoggedQuery {
 
 // queryText is what the log keeps of a request's text.
 func queryText(req *api.SearchRequest) string {
-	q := req.Q
 	if len(req.Query) > 0 {
-		q = "query: " + string(req.Query)
+		return "query: " + clip(req.Query, queryLogText)
 	}
-	if len(q) > queryLogText {
-		q = q[:queryLogText] + "…"
+	return clip(req.Q, queryLogText)
+}
+
+// clip is text cut to at most n bytes, on a character's boundary, with
+// "…" when cut; only what is kept is copied.
+func clip[T ~string | ~[]byte](text T, n int) string {
+	if len(text) <= n {
+		return string(text)
 	}
-	return q
+	for n > 0 && !utf8.RuneStart(text[n]) {
+		n--
+	}
+	return string(text[:n]) + "…"
 }
 
 // add records one answered search; times, for a slow one, its stages.
@@ -80,16 +90,13 @@ func (l *queryLog) add(index string, req *api.SearchRequest, total uint64, took 
 			}
 		}
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.indexes == nil {
-		l.indexes = map[string]*indexQueries{}
+	v, ok := l.indexes.Load(index)
+	if !ok {
+		v, _ = l.indexes.LoadOrStore(index, &indexQueries{})
 	}
-	iq := l.indexes[index]
-	if iq == nil {
-		iq = &indexQueries{}
-		l.indexes[index] = iq
-	}
+	iq := v.(*indexQueries)
+	iq.mu.Lock()
+	defer iq.mu.Unlock()
 	iq.recent.add(q, queryLogSize)
 	if times != nil {
 		iq.slow.add(slow, slowLogSize)
@@ -98,20 +105,19 @@ func (l *queryLog) add(index string, req *api.SearchRequest, total uint64, took 
 
 // of returns the log of one index.
 func (l *queryLog) of(index string) (recent, slow []api.LoggedQuery) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	iq := l.indexes[index]
-	if iq == nil {
+	v, ok := l.indexes.Load(index)
+	if !ok {
 		return []api.LoggedQuery{}, []api.LoggedQuery{}
 	}
+	iq := v.(*indexQueries)
+	iq.mu.Lock()
+	defer iq.mu.Unlock()
 	return iq.recent.list(), iq.slow.list()
 }
 
 // forget drops a deleted index's log.
 func (l *queryLog) forget(index string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	delete(l.indexes, index)
+	l.indexes.Delete(index)
 }
 
 // Queries returns the broker's query log of an index.

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/quarrysearch/quarry/api"
 )
@@ -33,6 +34,12 @@ func TestQueryLog(t *testing.T) {
 	books, _ := l.of("books")
 	if len(books) != 2 || len(books[0].Q) != queryLogText+len("…") || books[1].Q != `query: {"match":"a"}` {
 		t.Errorf("books: %+v", books)
+	}
+	// A cut falls on a character's boundary: the log stays UTF-8.
+	l.add("books", &api.SearchRequest{Q: "a" + strings.Repeat("é", 150)}, 0, 0, nil)
+	books, _ = l.of("books")
+	if q := books[2].Q; !utf8.ValidString(q) || len(q) != queryLogText-1+len("…") {
+		t.Errorf("a cut text: %d bytes, valid UTF-8 %v", len(q), utf8.ValidString(q))
 	}
 	l.forget("books")
 	if books, slow := l.of("books"); len(books) != 0 || len(slow) != 0 {
