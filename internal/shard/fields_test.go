@@ -112,49 +112,54 @@ func TestLoadFieldsAsBleve(t *testing.T) {
 
 // BenchmarkLoadFields: the stored fields of a ranker's 50 candidates
 // (georank's four), by bleve and by loadFields, next to the search
-// alone, on a merged index of 5,000 catalogue items.
+// alone, on an index of 5,000 catalogue items as written (in batches of
+// 100: many segments, while scorch merges them) and merged into one.
 //
 //	go test -run XXX -bench LoadFields -benchmem ./internal/shard/
 func BenchmarkLoadFields(b *testing.B) {
 	docs, mapping := oddCatalog(b, 5000)
 	r := loadReplicas(b, 1, mapping, docs)[0]
-	if err := r.ForceMerge(context.Background()); err != nil {
-		b.Fatal(err)
-	}
 	req := &wire.ShardRequest{Query: json.RawMessage(`{"match":"chicken","field":"name"}`), K: 50}
-	res, err := r.Search(context.Background(), req)
-	if err != nil || len(res.Hits) != 50 {
-		b.Fatalf("%v %d", err, len(res.Hits))
-	}
 	fields := []string{"rating", "open_hour", "close_hour", "location"}
-	b.Run("search-alone", func(b *testing.B) {
-		for b.Loop() {
-			if _, err := r.Search(context.Background(), req); err != nil {
+	for _, layout := range []string{"written", "merged"} {
+		if layout == "merged" {
+			if err := r.ForceMerge(context.Background()); err != nil {
 				b.Fatal(err)
 			}
 		}
-	})
-	for _, c := range []struct {
-		name string
-		load func(context.Context, []*search.DocumentMatch) error
-	}{
-		{"bleve", func(ctx context.Context, hits []*search.DocumentMatch) error {
-			return bleveFields(ctx, r.idx, hits, fields)
-		}},
-		{"quarry", func(ctx context.Context, hits []*search.DocumentMatch) error {
-			return loadFields(ctx, r.idx, hits, fields)
-		}},
-	} {
-		b.Run(c.name, func(b *testing.B) {
-			hits := make([]*search.DocumentMatch, len(res.Hits))
+		res, err := r.Search(context.Background(), req)
+		if err != nil || len(res.Hits) != 50 {
+			b.Fatalf("%v %d", err, len(res.Hits))
+		}
+		b.Run(layout+"/search-alone", func(b *testing.B) {
 			for b.Loop() {
-				for i, h := range res.Hits {
-					hits[i] = &search.DocumentMatch{ID: h.ID}
-				}
-				if err := c.load(context.Background(), hits); err != nil || len(hits[49].Fields) != 4 {
+				if _, err := r.Search(context.Background(), req); err != nil {
 					b.Fatal(err)
 				}
 			}
 		})
+		for _, c := range []struct {
+			name string
+			load func(context.Context, []*search.DocumentMatch) error
+		}{
+			{"bleve", func(ctx context.Context, hits []*search.DocumentMatch) error {
+				return bleveFields(ctx, r.idx, hits, fields)
+			}},
+			{"quarry", func(ctx context.Context, hits []*search.DocumentMatch) error {
+				return loadFields(ctx, r.idx, hits, fields)
+			}},
+		} {
+			b.Run(layout+"/"+c.name, func(b *testing.B) {
+				hits := make([]*search.DocumentMatch, len(res.Hits))
+				for b.Loop() {
+					for i, h := range res.Hits {
+						hits[i] = &search.DocumentMatch{ID: h.ID}
+					}
+					if err := c.load(context.Background(), hits); err != nil || len(hits[49].Fields) != 4 {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
 	}
 }
