@@ -13,7 +13,7 @@ import (
 	"github.com/quarrysearch/quarry/broker"
 	"github.com/quarrysearch/quarry/client"
 	"github.com/quarrysearch/quarry/indexer"
-	"github.com/quarrysearch/quarry/internal/node"
+	"github.com/quarrysearch/quarry/node"
 	"github.com/quarrysearch/quarry/searcher"
 )
 

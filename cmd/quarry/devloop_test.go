@@ -16,7 +16,7 @@ import (
 
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/client"
-	"github.com/quarrysearch/quarry/internal/node"
+	"github.com/quarrysearch/quarry/node"
 )
 
 // The loop from nothing to a canary, in each language, with the quarry

@@ -25,10 +25,10 @@ import (
 	"github.com/quarrysearch/quarry/internal/catalog"
 	"github.com/quarrysearch/quarry/internal/meta"
 	"github.com/quarrysearch/quarry/internal/natstest"
-	"github.com/quarrysearch/quarry/internal/node"
 	"github.com/quarrysearch/quarry/internal/shard"
 	"github.com/quarrysearch/quarry/internal/subject"
 	"github.com/quarrysearch/quarry/internal/wire"
+	"github.com/quarrysearch/quarry/node"
 	"github.com/quarrysearch/quarry/searcher"
 )
 

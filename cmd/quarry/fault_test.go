@@ -16,8 +16,8 @@ import (
 	"github.com/quarrysearch/quarry/client"
 	"github.com/quarrysearch/quarry/indexer"
 	"github.com/quarrysearch/quarry/internal/natstest"
-	"github.com/quarrysearch/quarry/internal/node"
 	"github.com/quarrysearch/quarry/internal/subject"
+	"github.com/quarrysearch/quarry/node"
 )
 
 // role is a quarry process of one role, restartable.

@@ -17,8 +17,8 @@ import (
 
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/client"
+	"github.com/quarrysearch/quarry/httpapi"
 	"github.com/quarrysearch/quarry/internal/catalog"
-	"github.com/quarrysearch/quarry/internal/httpapi"
 	"github.com/quarrysearch/quarry/internal/wasmtest"
 )
 

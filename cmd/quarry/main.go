@@ -25,7 +25,7 @@ import (
 	"syscall"
 
 	"github.com/quarrysearch/quarry/api"
-	"github.com/quarrysearch/quarry/internal/node"
+	"github.com/quarrysearch/quarry/node"
 )
 
 // command is one subcommand.

@@ -20,8 +20,8 @@ import (
 	"github.com/quarrysearch/quarry/indexer"
 	"github.com/quarrysearch/quarry/internal/catalog"
 	"github.com/quarrysearch/quarry/internal/natstest"
-	"github.com/quarrysearch/quarry/internal/node"
 	"github.com/quarrysearch/quarry/internal/wasmtest"
+	"github.com/quarrysearch/quarry/node"
 	"github.com/quarrysearch/quarry/searcher"
 )
 

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/quarrysearch/quarry/api"
-	"github.com/quarrysearch/quarry/internal/httpapi"
+	"github.com/quarrysearch/quarry/httpapi"
 )
 
 // runPluginLogs prints a plugin's log lines: the kept ones, then with

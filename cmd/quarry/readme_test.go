@@ -190,7 +190,7 @@ func TestREADMEAsWritten(t *testing.T) {
 
 // checkConsole checks that the README's tour starts where the demo serves
 // its console, and that it does: the page, and the demo index offered to
-// the open (loopback) API. TestConsole (internal/node) drives the pages.
+// the open (loopback) API. TestConsole (package node) drives the pages.
 func checkConsole(t *testing.T, base string) {
 	t.Helper()
 	raw, err := os.ReadFile("../../README.md")

@@ -19,7 +19,7 @@ import (
 
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/client"
-	"github.com/quarrysearch/quarry/internal/httpapi"
+	"github.com/quarrysearch/quarry/httpapi"
 	"github.com/quarrysearch/quarry/internal/relevance"
 	"github.com/quarrysearch/quarry/internal/wasmtest"
 )

@@ -24,8 +24,8 @@ import (
 	"github.com/quarrysearch/quarry/internal/catalog"
 	"github.com/quarrysearch/quarry/internal/demo"
 	"github.com/quarrysearch/quarry/internal/embednats"
-	"github.com/quarrysearch/quarry/internal/node"
 	"github.com/quarrysearch/quarry/internal/shard"
+	"github.com/quarrysearch/quarry/node"
 	"github.com/quarrysearch/quarry/plugins"
 	"github.com/quarrysearch/quarry/searcher"
 )

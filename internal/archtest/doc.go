@@ -1,5 +1,8 @@
-// Package archtest holds no code: its test checks that imports flow one
-// way, as DESIGN.md's "Layers" section says — cmd → services (broker,
-// searcher, indexer) → shared internal packages and wire types — with no
-// cycles and nothing importing the top layer.
+// Package archtest holds no code: its tests check that imports flow one
+// way, as README.md's "Layout" and docs/RATIONALE.md's "Layers" say —
+// cmd → node (the composition root) and httpapi (the HTTP door, through
+// the client) → services (broker, searcher, indexer, registry) and the
+// client → shared internal packages and wire types — with no cycles,
+// nothing under internal/ importing a service or the top layer, and
+// nothing below importing the top layer.
 package archtest

@@ -9,6 +9,24 @@ import (
 
 const mod = "github.com/quarrysearch/quarry"
 
+// roof are the services and the packages above them: the client, the
+// HTTP door, the composition root (node) and the commands. No package
+// under internal/ imports one (TestImportsFlowDown), nor does its tests
+// (TestInternalTestsStayDown), but for testRoofImports.
+var roof = []string{"broker", "searcher", "indexer", "registry", "client", "httpapi", "node", "cmd/"}
+
+// testRoofImports are the tests under internal/ known to import a roof
+// package, each with why; any other is a failure. They are test-only
+// arrows (no package's code imports them) left for a follow-up.
+var testRoofImports = map[[2]string]string{
+	// Runs the quarry binary as an operator deploys it and talks to it
+	// as users do: a roof package that lives under internal/.
+	{"internal/clustertest", "client"}: "the real-process cluster test uses the Go client",
+	// Checks the embedded demo pipeline against examples/pipelines with
+	// the broker's own pipeline-file reader.
+	{"internal/demo", "broker"}: "TestEmbeddedCurrent reads the pipeline with broker.ReadPipelineFile",
+}
+
 // forbidden lists, per package prefix, module packages it must not import.
 var forbidden = []struct {
 	from string
@@ -17,7 +35,10 @@ var forbidden = []struct {
 	but []string
 }{
 	// Wire types import nothing else of Quarry but subject names.
-	{"api", []string{"internal/", "client", "broker", "searcher", "indexer", "cmd/"}, nil},
+	{"api", []string{"internal/", "client", "broker", "searcher", "indexer", "httpapi", "node", "cmd/"}, nil},
+	// internal/ is the ground: nothing under it imports a service or the
+	// top layer (see roof).
+	{"internal", roof, nil},
 	// Shared internals stay below the services.
 	{"internal/subject", []string{"internal/", "client", "broker", "searcher", "indexer"}, nil},
 	{"internal/wire", []string{"internal/meta", "internal/shard", "client", "broker", "searcher", "indexer"}, nil},
@@ -28,22 +49,24 @@ var forbidden = []struct {
 	// A role's micro service for discovery: subjects and NATS only.
 	{"internal/rolestatus", []string{"internal/", "client", "broker", "searcher", "indexer"}, []string{"internal/subject"}},
 	// Services do not import each other or the client.
-	{"broker", []string{"searcher", "indexer", "client", "internal/node", "cmd/"}, nil},
-	{"searcher", []string{"broker", "indexer", "client", "internal/node", "cmd/"}, nil},
-	{"indexer", []string{"broker", "searcher", "client", "internal/node", "cmd/"}, nil},
-	{"client", []string{"broker", "searcher", "indexer", "internal/node", "cmd/"}, nil},
-	{"internal/httpapi", []string{"broker", "searcher", "indexer", "internal/node"}, nil},
+	{"broker", []string{"searcher", "indexer", "client", "node", "httpapi", "cmd/"}, nil},
+	{"searcher", []string{"broker", "indexer", "client", "node", "httpapi", "cmd/"}, nil},
+	{"indexer", []string{"broker", "searcher", "client", "node", "httpapi", "cmd/"}, nil},
+	{"client", []string{"broker", "searcher", "indexer", "node", "httpapi", "cmd/"}, nil},
+	// The HTTP door reaches the services through the client (over NATS),
+	// never by importing them.
+	{"httpapi", []string{"broker", "searcher", "indexer", "registry", "node", "cmd/"}, nil},
 	// The console is static files: it reaches Quarry only through the
 	// HTTP API its pages call, never through Go imports.
 	{"internal/console", []string{"internal/", "api", "client", "broker", "searcher", "indexer", "registry", "plugins", "planner", "cmd/"}, nil},
 	// The plugin host knows wazero and the ABI, not NATS or the services.
 	// (internal/trace is a leaf without NATS: request ids and spans.)
-	{"plugins", []string{"internal/", "client", "broker", "searcher", "indexer", "cmd/", "planner"}, []string{"internal/trace"}},
+	{"plugins", []string{"internal/", "client", "broker", "searcher", "indexer", "httpapi", "node", "cmd/", "planner"}, []string{"internal/trace"}},
 	{"internal/trace", []string{"internal/", "client", "broker", "searcher", "indexer", "cmd/", "plugins", "planner"}, nil},
 	// The registry (admin service) does not reach into other services.
-	{"registry", []string{"broker", "searcher", "indexer", "client", "internal/node", "cmd/"}, nil},
+	{"registry", []string{"broker", "searcher", "indexer", "client", "node", "httpapi", "cmd/"}, nil},
 	// The planner is pure: wire types only.
-	{"planner", []string{"internal/", "client", "broker", "searcher", "indexer", "cmd/"}, nil},
+	{"planner", []string{"internal/", "client", "broker", "searcher", "indexer", "httpapi", "node", "cmd/"}, nil},
 }
 
 // pureForbidden are outside imports the planner must not have: no NATS, no
@@ -72,7 +95,7 @@ func TestPlannerIsPure(t *testing.T) {
 	for _, dep := range strings.Fields(string(out)) {
 		for _, bad := range pureForbidden {
 			if strings.HasPrefix(dep, bad) || dep == "github.com/blevesearch/bleve/v2" {
-				t.Errorf("planner depends on %s: it must stay pure (DESIGN.md)", dep)
+				t.Errorf("planner depends on %s: it must stay pure (README.md, Layout)", dep)
 			}
 		}
 	}
@@ -102,7 +125,7 @@ func TestImportsFlowDown(t *testing.T) {
 				}
 				for _, bad := range rule.not {
 					if matches(rel, bad) && !slices.Contains(rule.but, rel) {
-						t.Errorf("%s imports %s: imports must flow down (see DESIGN.md, Layers)", pkg, rel)
+						t.Errorf("%s imports %s: imports must flow down (see README.md, Layout; docs/RATIONALE.md, Layers)", pkg, rel)
 					}
 				}
 			}
@@ -120,4 +143,40 @@ func matches(rel, bad string) bool {
 		return strings.HasPrefix(rel, bad)
 	}
 	return rel == bad || strings.HasPrefix(rel, bad+"/")
+}
+
+// TestInternalTestsStayDown: the tests of packages under internal/ do not
+// import the roof either, but for the known ones in testRoofImports.
+func TestInternalTestsStayDown(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .TestImports}} {{.}}{{end}}{{range .XTestImports}} {{.}}{{end}}`, mod+"/internal/...").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	seen := map[[2]string]bool{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		fields := strings.Fields(line)
+		pkg := strings.TrimPrefix(fields[0], mod+"/")
+		for _, imp := range fields[1:] {
+			rel, ok := strings.CutPrefix(imp, mod+"/")
+			if !ok {
+				continue
+			}
+			for _, bad := range roof {
+				if !matches(rel, bad) {
+					continue
+				}
+				key := [2]string{pkg, rel}
+				if _, known := testRoofImports[key]; known {
+					seen[key] = true
+					continue
+				}
+				t.Errorf("%s's tests import %s: internal/ is the ground under the services (see docs/RATIONALE.md, Layers)", pkg, rel)
+			}
+		}
+	}
+	for key := range testRoofImports {
+		if !seen[key] {
+			t.Errorf("%s's tests no longer import %s: take it out of testRoofImports", key[0], key[1])
+		}
+	}
 }

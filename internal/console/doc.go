@@ -1,6 +1,6 @@
 // Package console is Quarry's web console: static pages (HTML, CSS and
 // JavaScript modules, embedded in the binary) that every role serving the
-// HTTP API serves at "/" (internal/httpapi mounts Handler). The pages call
+// HTTP API serves at "/" (package httpapi mounts Handler). The pages call
 // the HTTP JSON API only, with the token the user gives them (kept in the
 // browser tab's sessionStorage), so a team sees and acts on exactly what
 // its token may: its own indexes, through the same routes and the same
@@ -23,6 +23,6 @@
 //   - Traffic: per index and team, queries/s, latency quantiles, errors and
 //     refusals, from the node's Prometheus metrics.
 //
-// The browser tests (internal/node, console_test.go) drive headless
+// The browser tests (node/console_test.go) drive headless
 // Chromium through every page.
 package console

@@ -9,7 +9,7 @@ import (
 	"github.com/blevesearch/bleve/v2/search"
 )
 
-// The reference of exact scoring's tests (internal/shard, internal/node):
+// The reference of exact scoring's tests (internal/shard and the node package):
 // Quarry's BM25 statistics counted a second, independent way, and the
 // tolerance scores are compared with.
 

@@ -123,7 +123,7 @@ func TestHTTPPluginAdmin(t *testing.T) {
 		json.NewDecoder(resp.Body).Decode(&out)
 		return resp.StatusCode, out
 	}
-	wasm := wasmtest.WATFile(t, "../../examples/plugins/wat/suffix.wat")
+	wasm := wasmtest.WATFile(t, "../examples/plugins/wat/suffix.wat")
 	code, out := do("POST", "/v1/indexes/hp/plugins/suffix?kind=rewriter&activate=true&budget_ms=20", wasm)
 	if code != 200 || out["valid"] != true {
 		t.Fatalf("push: %d %v", code, out)

@@ -18,10 +18,10 @@ import (
 // stop words, the AssemblyScript ranker orders by rating and the C one by
 // price within it.
 func TestPipelineSDKPlugins(t *testing.T) {
-	const asDir = "../../examples/plugins/assemblyscript"
+	const asDir = "../examples/plugins/assemblyscript"
 	modules := map[string][]byte{
-		"tidy.wasm":      wasmtest.C(t, "../../examples/plugins/c/rewriter.c"),
-		"cboost.wasm":    wasmtest.C(t, "../../examples/plugins/c/ranker.c"),
+		"tidy.wasm":      wasmtest.C(t, "../examples/plugins/c/rewriter.c"),
+		"cboost.wasm":    wasmtest.C(t, "../examples/plugins/c/ranker.c"),
 		"stopwords.wasm": wasmtest.AssemblyScript(t, asDir, "rewriter/index.ts", "--config", wasmtest.ASConfig),
 		"asboost.wasm":   wasmtest.AssemblyScript(t, asDir, "ranker/index.ts", "--config", wasmtest.ASConfig),
 	}

@@ -24,7 +24,7 @@ import (
 // request). p50/p99-µs are end to end at the client, stats-p50-µs the
 // statistics phase's time from the request's profile.
 //
-//	go test -run XXX -bench ExactScoring -benchtime 2000x ./internal/node/
+//	go test -run XXX -bench ExactScoring -benchtime 2000x ./node/
 func BenchmarkExactScoring(b *testing.B) {
 	g := corpus.New(corpus.Config{Seed: 21, BodyMax: 90})
 	var buf bytes.Buffer

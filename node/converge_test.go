@@ -43,7 +43,7 @@ func TestBrokersConverge(t *testing.T) {
 	n := startRoles(t, ns.URL(), &indexer.Config{SnapshotInterval: -1}, &searcher.Config{}, &broker.Config{})
 	c, ctx := n.Client(), context.Background()
 	noodleIndex(t, c, "conv", "c")
-	v1, err := c.PushPlugin(ctx, "conv", "suffix", wasmtest.WATFile(t, "../../examples/plugins/wat/suffix.wat"), client.PushOptions{Kind: "rewriter", Activate: true})
+	v1, err := c.PushPlugin(ctx, "conv", "suffix", wasmtest.WATFile(t, "../examples/plugins/wat/suffix.wat"), client.PushOptions{Kind: "rewriter", Activate: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -64,9 +64,9 @@ func startWithPipeline(t *testing.T, pipeline string) *Node {
 // A plugin written from the ABI alone (WAT) and Go plugins from the SDK
 // change search results through the broker.
 func TestPipelineChangesResults(t *testing.T) {
-	suffix := wasmtest.WATFile(t, "../../examples/plugins/wat/suffix.wat")
-	spelling := wasmtest.GoPlugin(t, "../../examples/plugins/spelling")
-	ltr := wasmtest.GoPlugin(t, "../../examples/plugins/ltr")
+	suffix := wasmtest.WATFile(t, "../examples/plugins/wat/suffix.wat")
+	spelling := wasmtest.GoPlugin(t, "../examples/plugins/spelling")
+	ltr := wasmtest.GoPlugin(t, "../examples/plugins/ltr")
 	path := writePipeline(t, map[string][]byte{"suffix.wasm": suffix, "spelling.wasm": spelling, "ltr.wasm": ltr}, broker.PipelineFile{
 		Rewriters: []broker.StepFile{
 			{Plugin: "spelling", Wasm: "spelling.wasm", BudgetMS: 2000, Config: json.RawMessage(`{"vocabulary":["noodles","burger"]}`)},
@@ -155,7 +155,7 @@ func TestPipelineFailurePolicies(t *testing.T) {
 // adds to it; a restart with the same file keeps what was pushed since;
 // a changed file is applied again.
 func TestPipelineFileOneTruth(t *testing.T) {
-	suffix := wasmtest.WATFile(t, "../../examples/plugins/wat/suffix.wat")
+	suffix := wasmtest.WATFile(t, "../examples/plugins/wat/suffix.wat")
 	path := writePipeline(t, map[string][]byte{"suffix.wasm": suffix}, broker.PipelineFile{
 		Rewriters: []broker.StepFile{{Plugin: "suffix", Wasm: "suffix.wasm", BudgetMS: 2000}}})
 	data := t.TempDir()

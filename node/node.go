@@ -21,9 +21,9 @@ import (
 
 	"github.com/quarrysearch/quarry/broker"
 	"github.com/quarrysearch/quarry/client"
+	"github.com/quarrysearch/quarry/httpapi"
 	"github.com/quarrysearch/quarry/indexer"
 	"github.com/quarrysearch/quarry/internal/embednats"
-	"github.com/quarrysearch/quarry/internal/httpapi"
 	"github.com/quarrysearch/quarry/internal/meta"
 	"github.com/quarrysearch/quarry/plugins"
 	"github.com/quarrysearch/quarry/registry"

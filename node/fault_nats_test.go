@@ -93,7 +93,7 @@ func TestFaultNATSRestart(t *testing.T) {
 	n := startRoles(t, ns.URL(), &indexer.Config{SnapshotInterval: -1}, &searcher.Config{}, &broker.Config{})
 	c, ctx := n.Client(), context.Background()
 	noodleIndex(t, c, "nr", "n")
-	v1, err := c.PushPlugin(ctx, "nr", "suffix", wasmtest.WATFile(t, "../../examples/plugins/wat/suffix.wat"), client.PushOptions{Kind: "rewriter", Activate: true})
+	v1, err := c.PushPlugin(ctx, "nr", "suffix", wasmtest.WATFile(t, "../examples/plugins/wat/suffix.wat"), client.PushOptions{Kind: "rewriter", Activate: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -357,7 +357,7 @@ func TestFaultNATSClusterLosesNode(t *testing.T) {
 	if *long {
 		rate = 200
 	}
-	suffix := wasmtest.WATFile(t, "../../examples/plugins/wat/suffix.wat")
+	suffix := wasmtest.WATFile(t, "../examples/plugins/wat/suffix.wat")
 	// The application connects to the member the node uses (and knows
 	// the others), so that the other two go down under clients that do
 	// not use them.

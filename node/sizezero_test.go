@@ -71,7 +71,7 @@ func TestHTTPSizeZero(t *testing.T) {
 	check(t, "no pipeline")
 
 	// The C example ranker: small, so quick to validate and compile.
-	ranker := wasmtest.C(t, "../../examples/plugins/c/ranker.c")
+	ranker := wasmtest.C(t, "../examples/plugins/c/ranker.c")
 	cfg := json.RawMessage(`{"field":"rating","weight":0.5}`)
 	path := writePipeline(t, map[string][]byte{"ranker.wasm": ranker}, broker.PipelineFile{Rankers: []broker.StepFile{
 		{Plugin: "deep", Wasm: "ranker.wasm", Fields: []string{"rating"}, Config: cfg, RerankDepth: 50, BudgetMS: 2000, Policy: api.FailClosed},

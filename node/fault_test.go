@@ -17,7 +17,7 @@ import (
 // CI; -quarry.long runs the long ones: more queries, longer loads, the
 // tight bounds of issue 6.
 //
-//	go test ./internal/node -run 'Fault' -quarry.long -v
+//	go test ./node -run 'Fault' -quarry.long -v
 var long = flag.Bool("quarry.long", false, "run the long fault variants")
 
 // waitUntil polls cond until it holds, or fails the test after timeout,

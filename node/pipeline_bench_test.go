@@ -19,12 +19,12 @@ import (
 // without; the queries carry a location and an hour for georank.
 func BenchmarkPipelineShare(b *testing.B) {
 	modules := map[string][]byte{
-		"spelling.wasm": wasmtest.GoPlugin(b, "../../examples/plugins/spelling"),
-		"synonyms.wasm": wasmtest.GoPlugin(b, "../../examples/plugins/synonyms"),
-		"georank.wasm":  wasmtest.GoPlugin(b, "../../examples/plugins/georank"),
+		"spelling.wasm": wasmtest.GoPlugin(b, "../examples/plugins/spelling"),
+		"synonyms.wasm": wasmtest.GoPlugin(b, "../examples/plugins/synonyms"),
+		"georank.wasm":  wasmtest.GoPlugin(b, "../examples/plugins/georank"),
 	}
 	var demo broker.PipelineFile
-	raw, err := os.ReadFile("../../examples/pipelines/menu.json")
+	raw, err := os.ReadFile("../examples/pipelines/menu.json")
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
-	"github.com/quarrysearch/quarry/internal/httpapi"
+	"github.com/quarrysearch/quarry/httpapi"
 )
 
 // newRegistry makes a node's metrics registry, with the Go runtime's and

@@ -72,14 +72,14 @@ func TestRegistryPushActivateRollback(t *testing.T) {
 		}
 	}
 
-	suffix := wasmtest.WATFile(t, "../../examples/plugins/wat/suffix.wat")
+	suffix := wasmtest.WATFile(t, "../examples/plugins/wat/suffix.wat")
 	v, err := c.PushPlugin(ctx, "reg", "suffix", suffix, client.PushOptions{Kind: "rewriter", Activate: true})
 	if err != nil || !v.Valid {
 		t.Fatalf("push suffix: %+v %v", v, err)
 	}
 	waitStages("rewrite suffix")
 
-	ltr := wasmtest.GoPlugin(t, "../../examples/plugins/ltr")
+	ltr := wasmtest.GoPlugin(t, "../examples/plugins/ltr")
 	step := api.StepSpec{Config: json.RawMessage(`{"weights":{"price":-1}}`), Fields: []string{"price"}, RerankDepth: 50, BudgetMS: 2000}
 	if _, err := c.PushPlugin(ctx, "reg", "ltr", ltr, client.PushOptions{Kind: "ranker", Step: step, Activate: true}); err != nil {
 		t.Fatal(err)
@@ -177,7 +177,7 @@ func TestRegistryCanary(t *testing.T) {
 	c := n.Client()
 	ctx := context.Background()
 	noodleIndex(t, c, "can", "c")
-	live, err := c.PushPlugin(ctx, "can", "suffix", wasmtest.WATFile(t, "../../examples/plugins/wat/suffix.wat"), client.PushOptions{Kind: "rewriter", Activate: true})
+	live, err := c.PushPlugin(ctx, "can", "suffix", wasmtest.WATFile(t, "../examples/plugins/wat/suffix.wat"), client.PushOptions{Kind: "rewriter", Activate: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -248,7 +248,7 @@ func TestRegistryShadow(t *testing.T) {
 	c := n.Client()
 	ctx := context.Background()
 	loadCatalog(t, n, "sh", 1, catalogNDJSON(t, 300))
-	ltr := wasmtest.GoPlugin(t, "../../examples/plugins/ltr")
+	ltr := wasmtest.GoPlugin(t, "../examples/plugins/ltr")
 	cheap := api.StepSpec{Config: json.RawMessage(`{"weights":{"price":-1}}`), Fields: []string{"price"}, RerankDepth: 30, BudgetMS: 2000}
 	live, err := c.PushPlugin(ctx, "sh", "ltr", ltr, client.PushOptions{Kind: "ranker", Step: cheap, Activate: true})
 	if err != nil {
@@ -299,7 +299,7 @@ func TestRegistryShadow(t *testing.T) {
 	}
 
 	// Rewriters: on "sh" the shadow search also runs the live ltr ranker.
-	suffix, identity := wasmtest.WATFile(t, "../../examples/plugins/wat/suffix.wat"), wasmtest.WAT(t, identityWAT)
+	suffix, identity := wasmtest.WATFile(t, "../examples/plugins/wat/suffix.wat"), wasmtest.WAT(t, identityWAT)
 	noodleIndex(t, c, "rws", "w")
 	rewriters := []struct {
 		name, index, q string

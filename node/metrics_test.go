@@ -32,9 +32,9 @@ import (
 // hold what happened.
 func TestMetrics(t *testing.T) {
 	path := writePipeline(t, map[string][]byte{
-		"suffix.wasm": wasmtest.WATFile(t, "../../examples/plugins/wat/suffix.wat"),
+		"suffix.wasm": wasmtest.WATFile(t, "../examples/plugins/wat/suffix.wat"),
 		"trap.wasm":   wasmtest.WAT(t, trapWAT),
-		"ltr.wasm":    wasmtest.WATFile(t, "../../plugins/testdata/ltr.wat"),
+		"ltr.wasm":    wasmtest.WATFile(t, "../plugins/testdata/ltr.wat"),
 	}, broker.PipelineFile{
 		// trap traps on "noodles" (fail-open: skipped), before suffix
 		// makes it "noodles spicy".

@@ -27,7 +27,7 @@ import (
 )
 
 // teamsConf is the nats-server configuration docs/teams.md shows.
-const teamsConf = "../../examples/nats/teams.conf"
+const teamsConf = "../examples/nats/teams.conf"
 
 // teamClient connects as a team's NATS user, with the inbox prefix its
 // permissions allow (empty: the default _INBOX).
@@ -71,7 +71,7 @@ func TestTeamIsolation(t *testing.T) {
 
 	food := teamClient(t, n, "food", "_INBOX_food")
 	books := teamClient(t, n, "books", "_INBOX_books")
-	suffix := wasmtest.WATFile(t, "../../examples/plugins/wat/suffix.wat")
+	suffix := wasmtest.WATFile(t, "../examples/plugins/wat/suffix.wat")
 
 	// Each team manages its own index through the admin API alone.
 	v, err := food.PushPlugin(ctx, "menu", "suffix", suffix, client.PushOptions{Kind: "rewriter", Activate: true})
@@ -81,7 +81,7 @@ func TestTeamIsolation(t *testing.T) {
 	if _, err := books.PushPlugin(ctx, "books", "suffix", suffix, client.PushOptions{Kind: "rewriter"}); err != nil {
 		t.Fatalf("books pushes to its own index: %v", err)
 	}
-	logger := wasmtest.WATFile(t, "../../examples/plugins/wat/logger.wat")
+	logger := wasmtest.WATFile(t, "../examples/plugins/wat/logger.wat")
 	lv, err := food.PushPlugin(ctx, "menu", "logger", logger, client.PushOptions{Kind: "rewriter", Activate: true})
 	if err != nil {
 		t.Fatalf("food pushes its logging plugin: %v", err)
@@ -227,7 +227,7 @@ func TestChunkedUpload(t *testing.T) {
 	if _, err := c.CreateIndex(ctx, "up", 1, nil); err != nil {
 		t.Fatal(err)
 	}
-	ltr := wasmtest.GoPlugin(t, "../../examples/plugins/ltr")
+	ltr := wasmtest.GoPlugin(t, "../examples/plugins/ltr")
 	if len(ltr) < 3*512<<10 {
 		t.Fatalf("the ltr plugin is %d bytes: too small to need several chunks", len(ltr))
 	}
@@ -236,7 +236,7 @@ func TestChunkedUpload(t *testing.T) {
 		t.Fatalf("push %d bytes: %+v %v", len(ltr), v, err)
 	}
 
-	suffix := wasmtest.WATFile(t, "../../examples/plugins/wat/suffix.wat")
+	suffix := wasmtest.WATFile(t, "../examples/plugins/wat/suffix.wat")
 	upload := func(id string, offset int, chunk []byte) error {
 		msg := nats.NewMsg(subject.Admin("up", "plugin.upload"))
 		msg.Header.Set(subject.HeaderUpload, id)
@@ -328,7 +328,7 @@ func TestTeamRuntimeLimits(t *testing.T) {
 		}
 		mustBulk(t, c, def.Name, ndjson(9, def.Name))
 	}
-	suffix := wasmtest.WATFile(t, "../../examples/plugins/wat/suffix.wat")
+	suffix := wasmtest.WATFile(t, "../examples/plugins/wat/suffix.wat")
 	push := func(index string, instances int) {
 		t.Helper()
 		if _, err := c.PushPlugin(ctx, index, "suffix", suffix, client.PushOptions{Kind: "rewriter", Activate: true, Step: api.StepSpec{Instances: instances}}); err != nil {
