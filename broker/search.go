@@ -211,6 +211,18 @@ func (r *run) statistics(shardCtx context.Context) error {
 	if !r.plan.ExactScoring || r.b.cfg.NoExactScoring {
 		return nil
 	}
+	if len(r.plan.Shards) == 1 && r.b.stats.get(r.plan.Index, r.plan.Query) == nil {
+		// One shard holds the whole index: it counts the statistics
+		// itself, without a round trip, and sends them back for the
+		// cache (collect).
+		r.sreq.LocalStats = true
+		took := time.Since(r.plannedAt)
+		r.stage(stageStats, took)
+		if r.profile {
+			r.prof = append(r.prof, api.Stage{Name: "stats", TookMS: ms(took), Detail: "counted by the index's one shard as it searches: no round trip"})
+		}
+		return nil
+	}
 	// The statistics phase gets a quarter of the shards' time: a shard
 	// that does not answer it must not starve the search itself.
 	statsCtx, cancel := context.WithTimeout(shardCtx, r.plan.ShardTimeout/4)
@@ -271,6 +283,10 @@ func (r *run) collect(ctx context.Context) error {
 		r.results[i].resp = &sr
 		r.good = append(r.good, &sr)
 		r.b.stats.noteGeneration(plan.Index, sr.Generation)
+		if sr.Stats != nil && r.sreq.LocalStats {
+			r.b.stats.noteGeneration(plan.Index, sr.Stats.Generation)
+			r.b.stats.put(plan.Index, plan.Query, sr.Stats)
+		}
 	}
 	if r.resp.Shards.Failed > 0 && (!plan.AllowPartial || r.resp.Shards.Successful == 0 || anyClientError(r.results)) {
 		return shardsFailed(r.resp.Shards, r.results)

@@ -573,3 +573,37 @@ func TestStatsPhaseTimeout(t *testing.T) {
 		t.Fatalf("the profile does not say the statistics were incomplete: %+v", r.Profile.Stages)
 	}
 }
+
+// On an index of one shard, a query seen for the first time is scored
+// with the shard's own statistics counted as it searches (no statistics
+// round trip), exactly as the statistics phase would; the broker caches
+// what the shard counted, so the same query next is a cache hit.
+func TestOneShardCountsItsStatistics(t *testing.T) {
+	docs := catalogNDJSON(t, 400)
+	n := startRoles(t, "", &indexer.Config{SnapshotInterval: -1}, &searcher.Config{}, &broker.Config{})
+	loadCatalog(t, n, "one", 1, docs)
+	c := n.Client()
+	ctx := context.Background()
+	single := bleveDirect(t, t.TempDir()+"/one", docs)
+	defer single.Close()
+	ref := postingsStats(t, single)
+	req := api.SearchRequest{Q: "spicy noodles", Size: 20, Profile: true, TimeoutMS: 30000}
+	for i, want := range []string{"counted by the index's one shard", "cache hit"} {
+		got, err := c.Search(ctx, "one", &req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var detail string
+		for _, st := range got.Profile.Stages {
+			if st.Name == "stats" {
+				detail = st.Detail
+			}
+		}
+		if !strings.HasPrefix(detail, want) {
+			t.Fatalf("search %d: statistics stage %q, want %q", i, detail, want)
+		}
+		if diff := hitsDiffer(got.Hits, refSearch(t, single, ref, req, 20).Hits, 0); diff != "" {
+			t.Fatalf("search %d: %s", i, diff)
+		}
+	}
+}

@@ -27,6 +27,15 @@ func (r *Replica) Search(ctx context.Context, req *wire.ShardRequest) (*wire.Sha
 	if err != nil {
 		return nil, err
 	}
+	var counted *GlobalStats
+	if req.Stats == nil && req.LocalStats {
+		if counted, err = r.Stats(ctx, req); err != nil {
+			return nil, err
+		}
+		local := *req
+		local.Stats, local.MaxStaleUpdates = counted, 0
+		req = &local
+	}
 	if req.Stats != nil {
 		if err := r.checkFresh(req); err != nil {
 			return nil, err
@@ -64,6 +73,7 @@ func (r *Replica) Search(ctx context.Context, req *wire.ShardRequest) (*wire.Sha
 		return nil, fmt.Errorf("search shard %d: %w", r.cfg.Shard, err)
 	}
 	out := ToResponse(res, seq, r.generation, time.Since(start))
+	out.Stats = counted
 	if len(req.Sort) == 0 {
 		for i := range out.Hits {
 			out.Hits[i].SortKeys = nil // the default tie-break sort: not the caller's

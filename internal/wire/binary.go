@@ -25,6 +25,8 @@ import (
 //	  no longer written (0; older searchers sent bleve's decoded sort
 //	  values there, which are skipped), field count + (name, value)
 //	facets: length + JSON (rare and small; bleve's own encoding)
+//	statistics, only when the request asked the shard to count them
+//	(ShardRequest.LocalStats): length + JSON
 //
 // A string is its length then its bytes. A value is a tag byte then:
 // 's' string, 'n' float64 LE, 't'/'f' bool, 'z' null, 'a' count + values,
@@ -68,14 +70,24 @@ func AppendShardResponse(b []byte, r *ShardResponse) ([]byte, error) {
 		}
 	}
 	if len(r.Facets) == 0 {
-		return binary.AppendUvarint(b, 0), nil
+		b = binary.AppendUvarint(b, 0)
+	} else {
+		fj, err := json.Marshal(r.Facets)
+		if err != nil {
+			return nil, fmt.Errorf("encode facets: %w", err)
+		}
+		b = binary.AppendUvarint(b, uint64(len(fj)))
+		b = append(b, fj...)
 	}
-	fj, err := json.Marshal(r.Facets)
+	if r.Stats == nil {
+		return b, nil
+	}
+	sj, err := json.Marshal(r.Stats)
 	if err != nil {
-		return nil, fmt.Errorf("encode facets: %w", err)
+		return nil, fmt.Errorf("encode statistics: %w", err)
 	}
-	b = binary.AppendUvarint(b, uint64(len(fj)))
-	return append(b, fj...), nil
+	b = binary.AppendUvarint(b, uint64(len(sj)))
+	return append(b, sj...), nil
 }
 
 func appendString(b []byte, s string) []byte {
@@ -333,6 +345,17 @@ func (d *decoder) decode(r *ShardResponse) (err error) {
 		if err := json.Unmarshal(fj, &r.Facets); err != nil {
 			return ErrMalformed
 		}
+	}
+	if len(d.b) == 0 {
+		return nil
+	}
+	sj, err := d.bytes()
+	if err != nil {
+		return err
+	}
+	r.Stats = new(GlobalStats)
+	if err := json.Unmarshal(sj, r.Stats); err != nil {
+		return ErrMalformed
 	}
 	return nil
 }

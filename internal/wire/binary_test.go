@@ -23,6 +23,17 @@ func TestBinaryRoundTrip(t *testing.T) {
 	r.Hits[1].Fields["obj"] = map[string]any{"lat": 1.5}
 	r.Hits[2].Fields = nil
 	r.Facets = search.FacetResults{"c": &search.FacetResult{Field: "cuisine", Total: 3}}
+	withStats := *r
+	withStats.Stats = &GlobalStats{DocCount: 9, FieldTokens: map[string]int{"name": 40}, DocFreq: map[string]map[string]uint64{"name": {"pad": 2}}, Seqs: map[int]uint64{0: 17}, Generation: 3}
+	noFacets := withStats
+	noFacets.Facets = nil
+	for _, r := range []*ShardResponse{r, &withStats, &noFacets} {
+		roundTrip(t, r)
+	}
+}
+
+func roundTrip(t *testing.T, r *ShardResponse) {
+	t.Helper()
 	for _, threshold := range []int{0, 1} {
 		msg := nats.NewMsg("x")
 		if err := EncodeShardResponse(msg, r, threshold); err != nil {

@@ -28,6 +28,12 @@ type ShardRequest struct {
 	Phase string `json:"phase,omitempty"`
 	// Stats, when set, are the index-wide statistics to score with.
 	Stats *GlobalStats `json:"stats,omitempty"`
+	// LocalStats, without Stats, asks the shard to count the query's
+	// statistics itself before it searches, as the statistics phase
+	// would: on an index of one shard they are the index's, and exact
+	// scoring needs no round trip. (A searcher that predates it scores
+	// with bleve's own statistics.)
+	LocalStats bool `json:"local_stats,omitempty"`
 	// MaxTerms bounds the terms the search reads, expansions included
 	// (bleve's term-searcher limit); over it the shard answers
 	// api.CodeQueryTooComplex. 0: no bound.
@@ -165,6 +171,10 @@ type ShardResponse struct {
 	Replica string `json:"replica,omitempty"`
 	// QueueNS is how long the request waited for a worker.
 	QueueNS int64 `json:"queue_ns,omitempty"`
+	// Stats are the statistics the shard counted and scored with when
+	// the request asked it to (ShardRequest.LocalStats): the broker
+	// caches them as a statistics phase's.
+	Stats *GlobalStats `json:"stats,omitempty"`
 }
 
 // CompressThreshold is the default payload size above which messages are
