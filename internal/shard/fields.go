@@ -3,7 +3,6 @@ package shard
 import (
 	"context"
 	"slices"
-	"sort"
 
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/geo"
@@ -18,9 +17,10 @@ import (
 // them, for less: bleve runs a search per hit's document (Document),
 // builds every stored field of it as a document.Field, copying each
 // value, then walks the document's fields once per asked field. Here the
-// hits' documents are found in one pass over the index's current
-// snapshot, in index order, and each document's stored fields are
-// visited once, decoding only the asked ones. A hit deleted since has no
+// hits' documents are found segment by segment in the index's current
+// snapshot, in index order, without a goroutine per segment, and each
+// document's stored fields are visited once, decoding only the asked
+// ones. A hit deleted since has no
 // fields. A document whose asked fields include a date, an IP address or
 // a geo shape (whose values bleve formats in its own ways) is loaded by
 // bleve. BenchmarkLoadFields measures both.
@@ -50,56 +50,51 @@ func loadFields(ctx context.Context, idx bleve.Index, hits []*search.DocumentMat
 	for i, h := range hits {
 		byID[h.ID], ids[i] = h, h.ID
 	}
-	docs, err := snap.DocIDReaderOnly(ids)
-	if err != nil {
-		return err
-	}
-	defer docs.Close()
-	segs := snap.Segments()
-	offsets := make([]uint64, len(segs)) // the first global doc number of each segment
-	var running uint64
-	for i, s := range segs {
-		offsets[i] = running
-		running += uint64(s.FullSize())
-	}
 	var bleveLoads []*search.DocumentMatch // hits bleve loads
-	for {
-		id, err := docs.Next()
-		if err != nil {
-			return err
-		}
-		if id == nil {
+	found := 0
+	// Segment by segment (a live document is in one), each one's
+	// documents in order, until every hit is found.
+	for _, seg := range snap.Segments() {
+		if found == len(hits) {
 			break
 		}
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		num := id.Value()
-		seg := sort.Search(len(offsets), func(i int) bool { return offsets[i] > num }) - 1
-		var h *search.DocumentMatch
-		odd := false
-		err = segs[seg].VisitDocument(num-offsets[seg], func(name string, typ byte, val []byte, _ []uint64) bool {
-			if name == "_id" { // the first stored field
-				h = byID[string(val)]
-				return h != nil
-			}
-			if !all && !slices.Contains(fields, name) {
-				return true
-			}
-			v, ok := storedValue(typ, val)
-			if !ok {
-				odd = odd || typ == 'd' || typ == 'i' || typ == 's'
-				return !odd
-			}
-			h.AddFieldValue(name, v)
-			return true
-		})
+		nums, err := seg.DocNumbers(ids)
 		if err != nil {
 			return err
 		}
-		if odd && h != nil {
-			h.Fields = nil
-			bleveLoads = append(bleveLoads, h)
+		for it := nums.Iterator(); it.HasNext(); {
+			var h *search.DocumentMatch
+			odd := false
+			err := seg.VisitDocument(uint64(it.Next()), func(name string, typ byte, val []byte, _ []uint64) bool {
+				if name == "_id" { // the first stored field
+					h = byID[string(val)]
+					return h != nil
+				}
+				if !all && !slices.Contains(fields, name) {
+					return true
+				}
+				v, ok := storedValue(typ, val)
+				if !ok {
+					odd = odd || typ == 'd' || typ == 'i' || typ == 's'
+					return !odd
+				}
+				h.AddFieldValue(name, v)
+				return true
+			})
+			if err != nil {
+				return err
+			}
+			if h == nil {
+				continue
+			}
+			found++
+			if odd {
+				h.Fields = nil
+				bleveLoads = append(bleveLoads, h)
+			}
 		}
 	}
 	if len(bleveLoads) > 0 {
