@@ -202,7 +202,28 @@ func (r *run) planned() {
 		}
 		r.plan = &p
 	}
-	r.sreq = &wire.ShardRequest{Query: r.plan.Query, K: r.plan.K, Sort: r.plan.Sort, Fields: r.plan.Fields, Facets: r.plan.Facets, MaxTerms: r.plan.MaxTerms, Explain: r.req.Explain}
+	r.sreq = &wire.ShardRequest{Query: r.plan.Query, K: r.plan.K, Sort: r.plan.Sort, Fields: r.plan.Fields, Facets: shardFacets(r.plan), MaxTerms: r.plan.MaxTerms, Explain: r.req.Explain}
+}
+
+// defaultFacetSize is a facet's size when the request gives none.
+const defaultFacetSize = 10
+
+// shardFacets are the facets each shard counts: on an index of several
+// shards, more terms than the caller asked for (size × 1.5 + 10, as
+// Elasticsearch's shard_size), so that a term just outside one shard's
+// top terms is still counted there and the merged top terms and counts
+// are right in all but skewed cases; the merge keeps the caller's size.
+func shardFacets(p *planner.Plan) map[string]api.FacetRequest {
+	if len(p.Shards) < 2 || len(p.Facets) == 0 {
+		return p.Facets
+	}
+	out := make(map[string]api.FacetRequest, len(p.Facets))
+	for name, f := range p.Facets {
+		f.Size = cmp.Or(f.Size, defaultFacetSize)
+		f.Size += f.Size/2 + 10
+		out[name] = f
+	}
+	return out
 }
 
 // statistics gives the shard request the query's global term statistics
@@ -712,11 +733,7 @@ func mergeShards(out *api.SearchResponse, shards []*wire.ShardResponse, plan *pl
 	if facets != nil {
 		out.Facets = map[string]api.FacetResult{}
 		for name, f := range facets {
-			size := plan.Facets[name].Size
-			if size == 0 {
-				size = 10
-			}
-			facets.Fixup(name, size)
+			facets.Fixup(name, cmp.Or(plan.Facets[name].Size, defaultFacetSize))
 			fr := api.FacetResult{Field: f.Field, Total: f.Total, Missing: f.Missing, Other: f.Other}
 			if f.Terms != nil {
 				for _, t := range f.Terms.Terms() {
