@@ -525,3 +525,40 @@ func TestIndexStats(t *testing.T) {
 		t.Fatalf("IndexStats %+v, the postings %+v", got, want)
 	}
 }
+
+// Terms that are not UTF-8 are scored with the index's statistics too:
+// bleve's to_lower turns words with İ or ẞ into such terms, which JSON
+// cannot carry as keys (GlobalStats' JSON sends them base64-encoded).
+// Before, a shard scored them with its own document frequency.
+func TestExactScoringNonUTF8Terms(t *testing.T) {
+	g := corpus.New(corpus.Config{Seed: 5, BodyMax: 40})
+	var docs []map[string]any
+	for i := range 300 {
+		d := g.Next().Record()
+		switch {
+		case i%3 == 0:
+			d["body"] = fmt.Sprint(d["body"], " İSTANBUL İzmir")
+		case i%7 == 0:
+			d["body"] = fmt.Sprint(d["body"], " GROẞE STRAẞE İstanbul")
+		}
+		docs = append(docs, d)
+	}
+	raw := corpus.Mapping("bm25")
+	ref := referenceIndex(t, raw, docs)
+	refStats := postingsStats(t, ref, "title", "body", "_all")
+	reps := loadReplicas(t, 3, raw, docs)
+	for _, qj := range []string{`{"match":"İstanbul","field":"body"}`, `{"match":"straße İzmir","field":"body"}`, `{"match":"İSTANBUL GROẞE"}`} {
+		q, err := query.ParseQuery(json.RawMessage(qj))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := referenceSearch(t, ref, refStats, q, 40)
+		if len(want) == 0 {
+			t.Fatalf("%s matches nothing", qj)
+		}
+		got, _ := shardedSearch(t, reps, wire.ShardRequest{Query: json.RawMessage(qj), K: 20})
+		if diff := sameHits(got, want); diff != "" {
+			t.Errorf("%s: %s", qj, diff)
+		}
+	}
+}

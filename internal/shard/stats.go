@@ -58,9 +58,12 @@ func init() {
 type GlobalStats = wire.GlobalStats
 
 // recorder collects the (field, term) pairs a query reads and their local
-// document frequencies, and every field it reads. Terms that are not
-// UTF-8 (IP addresses), which JSON cannot carry, are left out and their
-// field marked local; past max terms the statistics are marked truncated.
+// document frequencies, and every field it reads. A term that is not
+// UTF-8 (an IP address's bytes; bleve's to_lower makes such terms of
+// words with İ or ẞ) is recorded (GlobalStats' JSON carries it
+// base64-encoded), and its field marked local: its expansions stay each
+// shard's own, as a broker that predates those terms would leave them.
+// Past max terms the statistics are marked truncated.
 type recorder struct {
 	stats  GlobalStats
 	count  int
@@ -72,11 +75,8 @@ func newRecorder(max int) *recorder { return &recorder{max: max, fields: map[str
 
 func (r *recorder) add(field string, term []byte, n uint64) {
 	r.fields[field] = true
-	if !utf8.Valid(term) {
-		if !slices.Contains(r.stats.Local, field) {
-			r.stats.Local = append(r.stats.Local, field)
-		}
-		return
+	if !utf8.Valid(term) && !slices.Contains(r.stats.Local, field) {
+		r.stats.Local = append(r.stats.Local, field)
 	}
 	if r.stats.DocFreq == nil {
 		r.stats.DocFreq = map[string]map[string]uint64{}

@@ -117,6 +117,10 @@ func FuzzUnmarshalShardResponse(f *testing.F) {
 		b, _ := AppendShardResponse(nil, sampleResponse(n))
 		f.Add(b)
 	}
+	withStats := sampleResponse(2)
+	withStats.Stats = &GlobalStats{DocCount: 3, DocFreq: map[string]map[string]uint64{"f": {"a": 1, "\xff": 2}}}
+	b, _ := AppendShardResponse(nil, withStats)
+	f.Add(b)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var r ShardResponse
 		if err := UnmarshalShardResponse(b, &r); err != nil {

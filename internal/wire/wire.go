@@ -1,10 +1,13 @@
 package wire
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/blevesearch/bleve/v2/search"
 	"github.com/klauspost/compress/zstd"
@@ -252,6 +255,68 @@ func Decode(msg *nats.Msg, v any) error {
 	}
 	if err := json.Unmarshal(b, v); err != nil {
 		return fmt.Errorf("decode %T: %w", v, err)
+	}
+	return nil
+}
+
+// globalStatsFields is GlobalStats without its JSON methods.
+type globalStatsFields GlobalStats
+
+// globalStatsJSON is GlobalStats as JSON: terms that are not UTF-8
+// (bleve's to_lower makes them from words with İ or ẞ; an IP address
+// field's terms are bytes), which a JSON key cannot carry, travel in
+// DocFreqBytes, base64-encoded, instead of DocFreq.
+type globalStatsJSON struct {
+	*globalStatsFields
+	DocFreqBytes map[string]map[string]uint64 `json:"doc_freq_bytes,omitempty"`
+}
+
+// MarshalJSON writes s, its terms that are not UTF-8 base64-encoded in
+// doc_freq_bytes.
+func (s GlobalStats) MarshalJSON() ([]byte, error) {
+	out := globalStatsJSON{globalStatsFields: (*globalStatsFields)(&s)}
+	for field, terms := range s.DocFreq {
+		for t, n := range terms {
+			if utf8.ValidString(t) {
+				continue
+			}
+			if out.DocFreqBytes == nil {
+				// Copy before taking terms out: s shares its maps.
+				out.DocFreqBytes = map[string]map[string]uint64{}
+				out.DocFreq = maps.Clone(s.DocFreq)
+			}
+			if out.DocFreqBytes[field] == nil {
+				out.DocFreqBytes[field] = map[string]uint64{}
+				out.DocFreq[field] = maps.Clone(terms)
+			}
+			out.DocFreqBytes[field][base64.StdEncoding.EncodeToString([]byte(t))] = n
+			delete(out.DocFreq[field], t)
+		}
+	}
+	return json.Marshal(out)
+}
+
+// UnmarshalJSON reads s, with the terms of doc_freq_bytes back in
+// DocFreq.
+func (s *GlobalStats) UnmarshalJSON(b []byte) error {
+	in := globalStatsJSON{globalStatsFields: (*globalStatsFields)(s)}
+	if err := json.Unmarshal(b, &in); err != nil {
+		return err
+	}
+	for field, terms := range in.DocFreqBytes {
+		for enc, n := range terms {
+			t, err := base64.StdEncoding.DecodeString(enc)
+			if err != nil {
+				return fmt.Errorf("statistics: term %q of field %q is not base64", enc, field)
+			}
+			if s.DocFreq == nil {
+				s.DocFreq = map[string]map[string]uint64{}
+			}
+			if s.DocFreq[field] == nil {
+				s.DocFreq[field] = map[string]uint64{}
+			}
+			s.DocFreq[field][string(t)] = n
+		}
 	}
 	return nil
 }

@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/nats-io/nats.go"
 
@@ -114,4 +116,61 @@ func TestGlobalStatsAdd(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Terms that are not UTF-8 cross JSON unchanged (base64-encoded beside
+// the others), and the statistics they came from are not changed.
+func TestGlobalStatsJSONBytesTerms(t *testing.T) {
+	st := GlobalStats{DocCount: 4, FieldTokens: map[string]int{"name": 9},
+		DocFreq: map[string]map[string]uint64{"name": {"ok": 1, "i\xcc": 2, "\xff\xfe": 3}, "body": {"plain": 4}}}
+	b, err := json.Marshal(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !utf8.Valid(b) || strings.Contains(string(b), "\\ufffd") {
+		t.Fatalf("not clean JSON: %s", b)
+	}
+	var back GlobalStats
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(back.DocFreq, st.DocFreq) || back.DocCount != 4 || back.FieldTokens["name"] != 9 {
+		t.Fatalf("round trip: %+v, want %+v", back, st)
+	}
+	if len(st.DocFreq["name"]) != 3 {
+		t.Fatalf("marshalling changed the statistics: %v", st.DocFreq)
+	}
+	// Through a pointer, inside a request, as on the wire.
+	b, _ = json.Marshal(&ShardRequest{Stats: &st})
+	var req ShardRequest
+	if err := json.Unmarshal(b, &req); err != nil || !reflect.DeepEqual(req.Stats.DocFreq, st.DocFreq) {
+		t.Fatalf("in a request: %v %+v", err, req.Stats)
+	}
+	if err := json.Unmarshal([]byte(`{"doc_freq_bytes":{"name":{"!!":1}}}`), new(GlobalStats)); err == nil {
+		t.Fatal("a term that is not base64 was taken")
+	}
+}
+
+// FuzzGlobalStatsJSON: statistics that decode encode to JSON that decodes
+// to the same terms and counts.
+func FuzzGlobalStatsJSON(f *testing.F) {
+	f.Add([]byte(`{"doc_count":3,"doc_freq":{"f":{"a":1}},"doc_freq_bytes":{"f":{"/w==":2}}}`))
+	f.Add([]byte(`{"doc_freq_bytes":{"g":{"aQ==":1}},"local":["g"]}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var st GlobalStats
+		if json.Unmarshal(b, &st) != nil {
+			return
+		}
+		again, err := json.Marshal(st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back GlobalStats
+		if err := json.Unmarshal(again, &back); err != nil {
+			t.Fatalf("%s does not decode: %v", again, err)
+		}
+		if len(st.DocFreq) > 0 && !reflect.DeepEqual(st.DocFreq, back.DocFreq) {
+			t.Fatalf("doc_freq %v, after a round trip %v", st.DocFreq, back.DocFreq)
+		}
+	})
 }
