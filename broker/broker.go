@@ -122,6 +122,12 @@ type Config struct {
 	// DefaultPluginLogRate, negative none); the rest are dropped and
 	// counted.
 	PluginLogRate float64
+	// PeerHeartbeat is how often each broker tells the others it is up
+	// (subject.BrokerHeartbeat). Brokers count each other so that each
+	// admits its share of a team's rate limit (api.TeamSettings.Rate over
+	// the brokers up); a broker is counted out after 3 missed heartbeats
+	// (default 2s).
+	PeerHeartbeat time.Duration
 	// QueueGroup is shared by every broker (default "quarry-broker").
 	QueueGroup string
 	Logger     *slog.Logger
@@ -136,6 +142,7 @@ var Defaults = Config{
 	DrainTimeout: 10 * time.Second, SlowQuery: 500 * time.Millisecond,
 	FallbackErrorRate: 0.5, FallbackWindow: 100, FallbackMinCalls: 20, FallbackSlowRate: 0.01,
 	StatsCacheSize: 4096, CompressThreshold: wire.CompressThreshold, QueueGroup: "quarry-broker",
+	PeerHeartbeat: 2 * time.Second,
 }
 
 // EnsureDefaults gives every zero field its default (Defaults;
@@ -159,6 +166,7 @@ func (c *Config) EnsureDefaults() {
 	c.StatsCacheSize = cmp.Or(c.StatsCacheSize, d.StatsCacheSize)
 	c.CompressThreshold = cmp.Or(c.CompressThreshold, d.CompressThreshold)
 	c.QueueGroup = cmp.Or(c.QueueGroup, d.QueueGroup)
+	c.PeerHeartbeat = cmp.Or(c.PeerHeartbeat, d.PeerHeartbeat)
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -173,7 +181,7 @@ func (c *Config) Validate() error {
 	for _, d := range []struct {
 		name string
 		v    time.Duration
-	}{{"default timeout", c.DefaultTimeout}, {"max timeout", c.MaxTimeout}, {"heavy wait", c.HeavyWait}, {"drain timeout", c.DrainTimeout}} {
+	}{{"default timeout", c.DefaultTimeout}, {"max timeout", c.MaxTimeout}, {"heavy wait", c.HeavyWait}, {"drain timeout", c.DrainTimeout}, {"peer heartbeat", c.PeerHeartbeat}} {
 		if d.v <= 0 {
 			bad("%s must be above 0, got %s", d.name, d.v)
 		}
@@ -231,6 +239,7 @@ type Broker struct {
 	revisions map[string]uint64 // the registry revision of each pipeline
 	// teamLimits admits each team's searches (rate, in flight).
 	teamLimits *teamLimits
+	peers      *peers  // the brokers up, which share each team's rate
 	loader     *loader // set by WatchPipelines: loads variants too
 	ready      chan struct{}
 	draining   atomic.Bool
@@ -263,6 +272,10 @@ func New(nc *nats.Conn, store *meta.Store, cfg Config) (*Broker, error) {
 	if b.metrics, err = newMetrics(b, cfg.Registerer); err != nil {
 		return nil, err
 	}
+	b.peers = newPeers(b.shadows.id, cfg.PeerHeartbeat, func(n int) {
+		b.teamLimits.setBrokers(n)
+		b.cfg.Logger.Info("brokers up", "brokers", n, "note", "each admits its share of a team's rate limit")
+	})
 	b.pipelinesReady = make(chan struct{})
 	b.pipelinesReadyOnce = sync.OnceFunc(func() { close(b.pipelinesReady) })
 	return b, nil
@@ -338,6 +351,14 @@ func (b *Broker) Run(ctx context.Context) error {
 		}
 	}()
 	defer func() { <-teamsDone }()
+	peersDone := make(chan struct{})
+	go func() {
+		defer close(peersDone)
+		if err := b.peers.run(ctx, b.nc); err != nil {
+			b.cfg.Logger.Error("brokers are no longer counted: each admits a team's whole rate", "err", err)
+		}
+	}()
+	defer func() { <-peersDone }()
 	for {
 		select {
 		case <-ctx.Done():

@@ -15,10 +15,11 @@ import (
 	"github.com/quarrysearch/quarry/api"
 )
 
-// teamLimits admits each team's searches on this broker: at most its rate
-// (a token bucket) and at most its in-flight cap at once, from the
-// quarry-teams bucket (api.TeamSettings), with the broker's defaults for
-// what a team does not set. A team over either gets 429 overloaded at
+// teamLimits admits each team's searches on this broker: at most its
+// share of its rate (a token bucket: the rate over the brokers up, see
+// peers) and at most its in-flight cap at once, from the quarry-teams
+// bucket (api.TeamSettings), with the broker's defaults for what a team
+// does not set. A team over either gets 429 overloaded at
 // once, naming the limit, and the other teams are not touched.
 //
 // Admitted, a heavy team's search waits for its turn (see
@@ -29,6 +30,7 @@ type teamLimits struct {
 	heavyAfter      time.Duration
 	heavyWait       time.Duration
 	turns           chan struct{} // the heavy teams' turns
+	brokers         atomic.Int32  // brokers up, this one included: the rate's divisor
 
 	mu    sync.RWMutex
 	teams map[string]*teamState
@@ -48,13 +50,27 @@ type teamState struct {
 // teamConfig is a team's limits as the broker applies them.
 type teamConfig struct {
 	settings    api.TeamSettings
-	limiter     *rate.Limiter // nil: no rate cap
+	limiter     *rate.Limiter // nil: no rate cap; else settings.Rate / brokers
+	brokers     int           // brokers up when the limiter was made
 	maxInFlight int32
 }
 
 func newTeamLimits(cfg *Config) *teamLimits {
-	return &teamLimits{defaultInFlight: cfg.TeamMaxInFlight, heavyAfter: cfg.HeavyAfter, heavyWait: cfg.HeavyWait,
+	t := &teamLimits{defaultInFlight: cfg.TeamMaxInFlight, heavyAfter: cfg.HeavyAfter, heavyWait: cfg.HeavyWait,
 		turns: make(chan struct{}, cfg.HeavySearches), teams: map[string]*teamState{}}
+	t.brokers.Store(1)
+	return t
+}
+
+// setBrokers divides every team's rate over n brokers from now on.
+func (t *teamLimits) setBrokers(n int) {
+	t.brokers.Store(int32(max(1, n)))
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	for name, st := range t.teams {
+		s := st.limits.Load().settings
+		st.limits.Store(t.config(name, &s))
+	}
 }
 
 // state returns team's state, making it with the defaults if the team is
@@ -91,7 +107,9 @@ func (t *teamLimits) config(team string, s *api.TeamSettings) *teamConfig {
 		if burst <= 0 {
 			burst = max(1, int(math.Ceil(s.Rate)))
 		}
-		c.limiter = rate.NewLimiter(rate.Limit(s.Rate), burst)
+		n := float64(t.brokers.Load())
+		c.brokers = int(n)
+		c.limiter = rate.NewLimiter(rate.Limit(s.Rate/n), max(1, int(math.Ceil(float64(burst)/n))))
 	}
 	return c
 }
@@ -111,8 +129,12 @@ func (t *teamLimits) admit(team string, now time.Time) (*teamState, error) {
 	if c.limiter != nil && !c.limiter.AllowN(now, 1) {
 		st.inFlight.Add(-1)
 		wait := time.Duration(float64(time.Second) / c.settings.Rate)
+		share := ""
+		if c.brokers > 1 {
+			share = fmt.Sprintf(" (%g on each of %d brokers)", c.settings.Rate/float64(c.brokers), c.brokers)
+		}
 		return nil, &api.Error{Code: api.CodeOverloaded, RetryAfterMS: int(max(1, wait.Milliseconds())),
-			Message: fmt.Sprintf("team %s is over its rate limit of %g searches/s on this broker; retry after %s", team, c.settings.Rate, wait.Round(time.Millisecond))}
+			Message: fmt.Sprintf("team %s is over its rate limit of %g searches/s%s; retry after %s", team, c.settings.Rate, share, wait.Round(time.Millisecond))}
 	}
 	return st, nil
 }

@@ -16,7 +16,10 @@ import (
 	"time"
 
 	"github.com/quarrysearch/quarry/api"
+	"github.com/quarrysearch/quarry/broker"
+	"github.com/quarrysearch/quarry/indexer"
 	"github.com/quarrysearch/quarry/internal/corpus"
+	"github.com/quarrysearch/quarry/searcher"
 )
 
 // corpusIndex creates index (shards shards, default mapping) with docs
@@ -482,4 +485,59 @@ func TestNoisyNeighbour(t *testing.T) {
 	if *long && float64(p99d) > long99*float64(p99a) {
 		t.Errorf("team B's p99 went from %s to %s beside team A (over %gx)", p99a, p99d, long99)
 	}
+}
+
+// A team's rate limit holds over the cluster, not per broker: brokers
+// count each other (heartbeats) and each admits its share. With two
+// brokers and a rate of 20/s, a burst of 60 quick searches spread over
+// both by the queue group gets about 20 through, not 40.
+func TestTeamRateSharedByBrokers(t *testing.T) {
+	fast := &broker.Config{PeerHeartbeat: 100 * time.Millisecond}
+	n := startConfig(t, Config{Indexer: &indexer.Config{SnapshotInterval: -1}, Searcher: &searcher.Config{}, Broker: fast})
+	second := &broker.Config{PeerHeartbeat: 100 * time.Millisecond}
+	startRoles(t, n.NATSURL(), nil, nil, second)
+	ctx := context.Background()
+	c := n.Client()
+	if _, err := c.CreateIndexDef(ctx, api.IndexDefinition{Name: "a", Shards: 1, Team: "alpha"}); err != nil {
+		t.Fatal(err)
+	}
+	mustBulk(t, c, "a", ndjson(30, "a"))
+	waitTotal(t, c, "a", "noodles", 10)
+	if _, err := c.SetTeam(ctx, api.TeamSettings{Name: "alpha", Rate: 20, Burst: 20}); err != nil {
+		t.Fatal(err)
+	}
+	burst := func() (admitted int, msg string, took time.Duration) {
+		start := time.Now()
+		for range 60 {
+			_, err := c.Search(ctx, "a", &api.SearchRequest{Q: "noodles"})
+			var e *api.Error
+			switch {
+			case err == nil:
+				admitted++
+			case errors.As(err, &e) && e.Code == api.CodeOverloaded:
+				msg = e.Message
+			default:
+				t.Fatal(err)
+			}
+		}
+		return admitted, msg, time.Since(start)
+	}
+	// Within moments both brokers know of each other and of the limit.
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		_, msg, _ := burst()
+		if strings.Contains(msg, "team alpha is over its rate limit of 20 searches/s (10 on each of 2 brokers)") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the brokers never shared the rate: last refusal %q", msg)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	time.Sleep(1100 * time.Millisecond) // both buckets full again
+	admitted, _, took := burst()
+	if most := 20 + int(20*took.Seconds()) + 2; admitted > most || admitted < 10 {
+		t.Fatalf("%d of 60 searches admitted in %s over two brokers, want 10 to %d", admitted, took, most)
+	}
+	t.Logf("%d of 60 searches admitted in %s over two brokers sharing 20/s", admitted, took)
 }

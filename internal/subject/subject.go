@@ -106,6 +106,10 @@ const (
 	// request naming an index with its query log of it
 	// (api.BrokerQueries).
 	BrokerQueries = "quarry.v1.brokers.queries"
+	// BrokerHeartbeat is where every broker says, every few seconds, that
+	// it is up (its id as the body): brokers count each other to share a
+	// team's rate limit (broker/peers.go).
+	BrokerHeartbeat = "quarry.v1.brokers.heartbeat"
 )
 
 // Headers carried on Quarry messages.
