@@ -340,7 +340,12 @@ func (b *Broker) Run(ctx context.Context) error {
 	}
 	defer queries.Unsubscribe()
 	close(b.ready)
-	go b.publishShadows(ctx, shadowPublishEvery)
+	shadowsDone := make(chan struct{})
+	go func() {
+		defer close(shadowsDone)
+		b.publishShadows(ctx, shadowPublishEvery)
+	}()
+	defer func() { <-shadowsDone }()
 	teamsDone := make(chan struct{})
 	go func() {
 		defer close(teamsDone)
