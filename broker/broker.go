@@ -244,6 +244,10 @@ type Broker struct {
 	ready      chan struct{}
 	draining   atomic.Bool
 	metrics    *metrics
+	// cp is the control-plane writer: the query path's writes to the KV
+	// store (the automatic fallback's, interleaved searches' sides) go
+	// through it; Run starts and stops its goroutine.
+	cp *controlPlane
 
 	pipelinesReady     chan struct{}
 	pipelinesReadyOnce func()
@@ -276,6 +280,7 @@ func New(nc *nats.Conn, store *meta.Store, cfg Config) (*Broker, error) {
 		b.teamLimits.setBrokers(n)
 		b.cfg.Logger.Info("brokers up", "brokers", n, "note", "each admits its share of a team's rate limit")
 	})
+	b.cp = newControlPlane(cfg.Logger, b.metrics.cpDropped, [numLanes]int{fallbackQueue, interleaveQueue}, b.writeControlPlane)
 	b.pipelinesReady = make(chan struct{})
 	b.pipelinesReadyOnce = sync.OnceFunc(func() { close(b.pipelinesReady) })
 	return b, nil
@@ -291,8 +296,15 @@ func (b *Broker) PipelinesReady() <-chan struct{} { return b.pipelinesReady }
 func (b *Broker) Ready() <-chan struct{} { return b.ready }
 
 // Run registers the micro service and keeps the index definitions current
-// until ctx is done.
+// until ctx is done. The broker's background goroutines run as long as
+// Run: the control-plane writer (stopped last, once the requests in
+// flight are answered, writing what they queued within a bound), the
+// shadow tallies' publisher, the team limits' watch and the brokers'
+// heartbeats (peers).
 func (b *Broker) Run(ctx context.Context) error {
+	// Deferred first, so stopped last: after the service and the
+	// requests it took.
+	defer b.cp.start()()
 	w, err := b.store.Follow(ctx, b.store.Indexes, false)
 	if err != nil {
 		return fmt.Errorf("broker: watch indexes: %w", err)
@@ -342,7 +354,12 @@ func (b *Broker) Run(ctx context.Context) error {
 	}
 	defer queries.Unsubscribe()
 	close(b.ready)
-	go b.publishShadows(ctx, shadowPublishEvery)
+	shadowsDone := make(chan struct{})
+	go func() {
+		defer close(shadowsDone)
+		b.publishShadows(ctx, shadowPublishEvery)
+	}()
+	defer func() { <-shadowsDone }()
 	teamsDone := make(chan struct{})
 	go func() {
 		defer close(teamsDone)

@@ -17,7 +17,8 @@ import (
 )
 
 // rollbackTimeout bounds the work of one automatic rollback (reading the
-// pipeline and its history, writing the new revision and the event).
+// pipeline and its history, writing the new revision and the event), or
+// of one take-out (the event and the new revision).
 const rollbackTimeout = 10 * time.Second
 
 // health watches one step's recent calls: how many failed, and how many
@@ -114,7 +115,10 @@ func percent(rate float64) string {
 
 // observe records a step's call (how long it took, and its error) and,
 // if it trips the fallback, acts on it: a fail-open step is taken out at
-// once; a fail-closed one is rolled back in the background.
+// once (this broker skips it from the next call); the writes, the take-out
+// in a new pipeline revision or a fail-closed step's rollback, are left
+// to the broker's control-plane writer (controlplane.go), never waited
+// for.
 func (b *Broker) observe(index string, s *Step, took time.Duration, err error) {
 	if s.health == nil || s.quiet {
 		return
@@ -135,24 +139,17 @@ func (b *Broker) observe(index string, s *Step, took time.Duration, err error) {
 			count, calls, s.LatencyBudget, percent(b.cfg.FallbackSlowRate))
 	}
 	spec := s.Plugin.Spec()
+	w := cpWrite{kind: cpRollBack, index: index, pluginKind: spec.Kind, plugin: spec.Name, version: spec.Version, reason: reason}
 	if s.Policy == api.FailClosed {
 		b.cfg.Logger.Warn("fail-closed plugin tripped the fallback; rolling it back", "index", index, "plugin", spec.Name, "version", spec.Version, "reason", reason)
-		go func() {
-			ctx, cancel := context.WithTimeout(context.Background(), rollbackTimeout)
-			defer cancel()
-			b.rollBack(ctx, index, spec.Kind, spec.Name, spec.Version, reason)
-		}()
+		b.cp.emit(w)
 		return
 	}
 	s.health.disabled.Store(true)
 	b.cfg.Logger.Warn("plugin taken out of the pipeline", "index", index, "plugin", spec.Name, "version", spec.Version, "reason", reason)
-	ev := api.PluginEvent{Index: index, Plugin: spec.Name, Version: spec.Version, Time: time.Now().UTC(), Event: "taken out", Reason: reason}
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), rollbackTimeout)
-		defer cancel()
-		b.recordEvent(ctx, ev)
-		b.takeOut(ctx, index, spec.Kind, spec.Name, spec.Version, ev)
-	}()
+	w.kind = cpTakeOut
+	w.ev = api.PluginEvent{Index: index, Plugin: spec.Name, Version: spec.Version, Time: time.Now().UTC(), Event: "taken out", Reason: reason}
+	b.cp.emit(w)
 }
 
 // takeOut records in a new pipeline revision that the automatic fallback
@@ -191,45 +188,56 @@ func (b *Broker) recordEvent(ctx context.Context, ev api.PluginEvent) {
 
 // rollBack takes a fail-closed plugin version that tripped the fallback out
 // of the index's pipeline: it writes a new pipeline revision with the
-// plugin's last good version (see lastGood), with compare-and-set on the
-// revision it read, so that brokers tripping at once make one change (a
-// broker that loses the race, or finds the version already gone, does
-// nothing). Every broker's pipeline watch then swaps the new revision in.
-// The outcome is recorded as a plugin event, including when there is no
+// plugin's last good version (see lastGood) through meta.ChangePipeline,
+// the one compare-and-set path of pipeline revisions, so that brokers
+// tripping at once make one change: a broker that loses the race (its
+// compare-and-set fails: another broker rolled it back, or a person
+// changed the pipeline) or finds the version already gone does nothing.
+// Every broker's pipeline watch then swaps the new revision in. The
+// outcome is recorded as a plugin event, including when there is no
 // earlier version to roll back to (the step then stays, failing closed).
 func (b *Broker) rollBack(ctx context.Context, index string, kind plugins.Kind, name, version, reason string) {
 	log := b.cfg.Logger.With("index", index, "plugin", name, "version", version)
-	cur, err := b.store.Pipeline(ctx, index)
-	if err != nil {
-		log.Error("automatic rollback: read the pipeline", "err", err)
+	var (
+		r     rollback
+		read  uint64 // the revision the rollback was computed on
+		tried bool
+	)
+	spec, err := b.store.ChangePipeline(ctx, index, fmt.Sprintf("automatic fallback: %s %s rolled back", name, version), func(cur *api.PipelineSpec) error {
+		if tried {
+			// ChangePipeline edits again only when its compare-and-set
+			// failed: someone else changed the pipeline first.
+			return errPipelineChanged
+		}
+		tried, read = true, cur.Revision
+		hist, err := b.store.PipelineHistory(ctx, index)
+		if err != nil {
+			return err
+		}
+		if r = lastGood(cur, hist, kind, name, version); r.outcome == versionGone || r.outcome == noEarlierVersion {
+			return meta.ErrNoChange
+		}
+		return nil
+	})
+	switch {
+	case errors.Is(err, errPipelineChanged):
+		log.Info("automatic rollback: the pipeline changed meanwhile (another broker rolled it back, or a person changed it); nothing to do")
 		return
-	}
-	hist, err := b.store.PipelineHistory(ctx, index)
-	if err != nil {
-		log.Error("automatic rollback: read the pipeline's history", "err", err)
+	case err != nil:
+		log.Error("automatic rollback: change the pipeline", "err", err)
 		return
 	}
 	ev := api.PluginEvent{Index: index, Plugin: name, Version: version, Time: time.Now().UTC()}
-	switch r := lastGood(cur, hist, kind, name, version); r.outcome {
+	switch r.outcome {
 	case versionGone:
-		log.Info("automatic rollback: the pipeline no longer runs this version; nothing to do", "revision", cur.Revision)
+		log.Info("automatic rollback: the pipeline no longer runs this version; nothing to do", "revision", read)
 		return
 	case noEarlierVersion:
 		ev.Event = "not rolled back"
 		ev.Reason = reason + fmt.Sprintf("; no earlier version of %s in the pipeline's history to roll back to, so the step stays as it is and its queries keep failing closed", name)
 		log.Warn("automatic rollback: nothing to roll back to; the step keeps failing closed")
 	default:
-		cur.RestoredFrom, cur.Source = 0, ""
-		cur.Change = fmt.Sprintf("automatic fallback: %s %s rolled back", name, version)
-		rev, err := b.store.UpdatePipeline(ctx, index, cur, cur.Revision)
-		if errors.Is(err, api.ErrConflict) {
-			log.Info("automatic rollback: the pipeline changed meanwhile (another broker rolled it back, or a person changed it); nothing to do")
-			return
-		}
-		if err != nil {
-			log.Error("automatic rollback: write the pipeline", "err", err)
-			return
-		}
+		rev := spec.Revision
 		ev.Event = "rolled back"
 		if r.outcome == canaryEnded {
 			ev.Reason = reason + fmt.Sprintf("; its canary was ended, so every query goes to the live version %s again (pipeline revision %d)", r.to, rev)
@@ -240,6 +248,9 @@ func (b *Broker) rollBack(ctx context.Context, index string, kind plugins.Kind, 
 	}
 	b.recordEvent(ctx, ev)
 }
+
+// errPipelineChanged ends a rollback whose compare-and-set failed.
+var errPipelineChanged = errors.New("the pipeline changed meanwhile")
 
 // rollbackOutcome is what lastGood did to a pipeline.
 type rollbackOutcome uint8

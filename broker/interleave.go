@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"hash/fnv"
 	"math/rand/v2"
-	"time"
 
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/internal/relevance"
@@ -96,19 +95,17 @@ func (b *Broker) interleave(ctx context.Context, index string, step, cand *Step,
 		}
 	}
 	if qid != "" {
-		go b.recordInterleaved(index, qid, rec)
+		b.cp.emit(cpWrite{kind: cpInterleaved, index: index, plugin: rec.Plugin, qid: qid, rec: rec})
 	}
 	return out, nil
 }
 
-// recordInterleaved stores an interleaved search's sides, off the query
-// path; a failure is logged (that search's clicks then count for
-// neither side).
-func (b *Broker) recordInterleaved(index, qid string, rec *api.InterleavedQuery) {
+// recordInterleaved stores an interleaved search's sides; the
+// control-plane writer calls it, off the query path. A failure is logged
+// (that search's clicks then count for neither side).
+func (b *Broker) recordInterleaved(ctx context.Context, index, qid string, rec *api.InterleavedQuery) {
 	raw, err := json.Marshal(rec)
 	if err == nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
 		_, err = b.store.Interleave.Put(ctx, index+"."+qid, raw)
 	}
 	if err != nil {

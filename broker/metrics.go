@@ -78,7 +78,9 @@ type metrics struct {
 	stages   *prometheus.HistogramVec
 	steps    *prometheus.HistogramVec
 	partial  *prometheus.CounterVec
-	known    func(index string) bool
+	// cpDropped counts the control-plane writes dropped, by lane.
+	cpDropped *prometheus.CounterVec
+	known     func(index string) bool
 
 	mu      sync.RWMutex
 	indexes map[string]*indexMetrics
@@ -122,10 +124,13 @@ func newMetrics(b *Broker, reg prometheus.Registerer) (*metrics, error) {
 		partial: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "quarry_broker_partial_results_total",
 			Help: "Search requests answered with results from only some of the index's shards (allow_partial)."},
 			[]string{"index"}),
+		cpDropped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "quarry_broker_control_plane_dropped_total",
+			Help: "Control-plane writes the query path asked for and this broker dropped (its writer's queue full, or still queued when a shutdown's bound ran out), by lane: fallback (a take-out or rollback), interleave (an interleaved search's sides)."},
+			[]string{"lane"}),
 		known:   func(index string) bool { _, ok := b.Index(index); return ok },
 		indexes: map[string]*indexMetrics{},
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.duration, m.stages, m.steps, m.partial, &brokerCollector{b: b},
+	for _, c := range []prometheus.Collector{m.requests, m.duration, m.stages, m.steps, m.partial, m.cpDropped, &brokerCollector{b: b},
 		plugins.NewCollector(b.loadedPlugins)} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("broker: register metrics: %w", err)

@@ -40,15 +40,19 @@ func (s *Store) PipelineHistory(ctx context.Context, index string) ([]*api.Pipel
 // write: ChangePipeline then writes nothing and returns (nil, nil).
 var ErrNoChange = errors.New("no change")
 
-// ChangePipeline is the one way a pipeline changes (the registry's admin
-// operations, the brokers' automatic fallback): it reads the index's
-// pipeline, lets edit change it, and stores it with compare-and-set on the
-// revision it read, labelled change (PipelineSpec.Change), reading and
-// editing again when another writer came first (five tries, then an
-// api.ErrConflict error). RestoredFrom, Source and Gate are cleared
-// before edit runs: only a rollback, a pipeline file and the relevance
-// gate set them. It returns the
-// stored pipeline as read back, or (nil, nil) when edit returns
+// ChangePipeline is the one way a pipeline changes, the one
+// compare-and-set path of pipeline revisions: the registry's admin
+// operations (people, and the interleaving experiments' conclusions) and
+// the brokers' automatic fallback (their control-plane writers: a step
+// taken out, a step rolled back) all write through it. It reads the
+// index's pipeline, lets edit change it, and stores it with
+// compare-and-set on the revision it read, labelled change
+// (PipelineSpec.Change), reading and editing again when another writer
+// came first (five tries, then an api.ErrConflict error); an edit that
+// must not retry returns an error of its own on its second call.
+// RestoredFrom, Source and Gate are cleared before edit runs: only a
+// rollback, a pipeline file and the relevance gate set them. It returns
+// the revision it stored, as read back, or (nil, nil) when edit returns
 // ErrNoChange; any other error of edit is returned as it is.
 func (s *Store) ChangePipeline(ctx context.Context, index, change string, edit func(*api.PipelineSpec) error) (*api.PipelineSpec, error) {
 	for range 5 {
@@ -64,9 +68,14 @@ func (s *Store) ChangePipeline(ctx context.Context, index, change string, edit f
 			return nil, err
 		}
 		spec.Change = change
-		_, err = s.UpdatePipeline(ctx, index, spec, rev)
+		n, err := s.updatePipeline(ctx, index, spec, rev)
 		if err == nil {
-			return s.Pipeline(ctx, index)
+			// The revision written, not whatever is latest by now.
+			e, err := s.Pipelines.GetRevision(ctx, index, n)
+			if err != nil {
+				return nil, err
+			}
+			return DecodePipeline(e)
 		}
 		if !errors.Is(err, api.ErrConflict) {
 			return nil, err
@@ -75,12 +84,13 @@ func (s *Store) ChangePipeline(ctx context.Context, index, change string, edit f
 	return nil, api.Errorf(api.CodeConflict, "pipeline of %q is being changed concurrently; try again", index)
 }
 
-// UpdatePipeline stores spec as the index's pipeline if the stored one is
+// updatePipeline stores spec as the index's pipeline if the stored one is
 // still at revision rev (compare-and-set; rev 0: the index has no
 // pipeline yet), and returns the new revision. If the pipeline changed
 // meanwhile it fails with an api.ErrConflict error and stores nothing.
 // spec itself is not changed; its Index, Updated and Revision are set.
-func (s *Store) UpdatePipeline(ctx context.Context, index string, spec *api.PipelineSpec, rev uint64) (uint64, error) {
+// Only ChangePipeline calls it.
+func (s *Store) updatePipeline(ctx context.Context, index string, spec *api.PipelineSpec, rev uint64) (uint64, error) {
 	c := *spec
 	c.Index, c.Updated, c.Revision = index, time.Now().UTC(), 0
 	b, err := json.Marshal(&c)
