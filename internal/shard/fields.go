@@ -6,7 +6,6 @@ import (
 
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/geo"
-	"github.com/blevesearch/bleve/v2/index/scorch"
 	"github.com/blevesearch/bleve/v2/numeric"
 	"github.com/blevesearch/bleve/v2/search"
 	"github.com/blevesearch/bleve/v2/search/query"
@@ -28,20 +27,12 @@ func loadFields(ctx context.Context, idx bleve.Index, hits []*search.DocumentMat
 	if len(hits) == 0 || len(fields) == 0 {
 		return nil
 	}
-	adv, err := idx.Advanced()
+	snap, closeSnap, err := openSnapshot(idx)
 	if err != nil {
 		return err
 	}
-	reader, err := adv.Reader()
-	if err != nil {
-		return err
-	}
-	defer reader.Close()
-	if sr, ok := reader.(*statsReader); ok {
-		reader = sr.IndexReader
-	}
-	snap, ok := reader.(*scorch.IndexSnapshot)
-	if !ok {
+	defer closeSnap()
+	if snap == nil {
 		return bleveFields(ctx, idx, hits, fields)
 	}
 	all := slices.Contains(fields, "*")

@@ -2,6 +2,7 @@ package shard
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -278,21 +279,35 @@ func (r *Replica) warm(ctx context.Context, fields []string) error {
 		return err
 	}
 	defer r.mu.RUnlock()
-	adv, err := idx.Advanced()
+	snap, closeSnap, err := openSnapshot(idx)
 	if err != nil {
 		return err
+	}
+	defer closeSnap()
+	if snap == nil {
+		return nil
+	}
+	return c.warm(ctx, snap, fields)
+}
+
+// openSnapshot opens idx's current scorch snapshot (nil for an index that is
+// not scorch); the caller closes it.
+func openSnapshot(idx bleve.Index) (*scorch.IndexSnapshot, func(), error) {
+	adv, err := idx.Advanced()
+	if err != nil {
+		return nil, nil, err
 	}
 	reader, err := adv.Reader()
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	defer reader.Close()
+	closeReader := func() { reader.Close() }
+	inner := reader
 	if sr, ok := reader.(*statsReader); ok {
-		if snap, ok := sr.IndexReader.(*scorch.IndexSnapshot); ok {
-			return c.warm(ctx, snap, fields)
-		}
+		inner = sr.IndexReader
 	}
-	return nil
+	snap, _ := inner.(*scorch.IndexSnapshot)
+	return snap, closeReader, nil
 }
 
 // warmLoop counts, in the background, the fields queries have read in
@@ -322,21 +337,13 @@ func (r *Replica) warmLoop(ctx context.Context) {
 // with them scores as Quarry does at any shard count; quarry bench's
 // bleve setup uses it.
 func IndexStats(idx bleve.Index, fields ...string) (*search.BM25Stats, error) {
-	adv, err := idx.Advanced()
+	snap, closeSnap, err := openSnapshot(idx)
 	if err != nil {
 		return nil, fmt.Errorf("index statistics: %w", err)
 	}
-	reader, err := adv.Reader()
-	if err != nil {
-		return nil, fmt.Errorf("index statistics: %w", err)
-	}
-	defer reader.Close()
-	if sr, ok := reader.(*statsReader); ok {
-		reader = sr.IndexReader
-	}
-	snap, ok := reader.(*scorch.IndexSnapshot)
-	if !ok {
-		return nil, fmt.Errorf("index statistics: %T is not a scorch index", reader)
+	defer closeSnap()
+	if snap == nil {
+		return nil, errors.New("index statistics: not a scorch index")
 	}
 	docs, err := snap.DocCount()
 	if err != nil {
