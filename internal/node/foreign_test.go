@@ -11,6 +11,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/url"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -171,8 +172,9 @@ func foreignID(i int) string {
 // wildcards and signs, 512 bytes of 4-byte characters.
 var foreignSpecialIDs = []string{".", "..", "*", ">", "%", "+", " ", "/", strings.Repeat("𝔮", 128)}
 
-// generateForeign makes n documents (n ≥ 700) from seed.
-func generateForeign(seed uint64, n int) *foreignCorpus {
+// generateForeign makes n documents (n ≥ 700) from seed, their bodies
+// from 1 to 4 times kb KB long.
+func generateForeign(seed uint64, n, kb int) *foreignCorpus {
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	fc := &foreignCorpus{}
 
@@ -285,7 +287,7 @@ func generateForeign(seed uint64, n int) *foreignCorpus {
 	for i := range n {
 		d := foreignDoc{id: foreignIDOf(i)}
 		var body strings.Builder
-		target := 2048 + rng.IntN(6*1024)
+		target := kb*1024 + rng.IntN(3*kb*1024)
 		at := make([]int, len(extra[i]))
 		for j := range at {
 			at[j] = rng.IntN(target)
@@ -477,11 +479,12 @@ func httpReachable(id string) bool {
 func TestForeignCorpus(t *testing.T) {
 	start := time.Now()
 	since := func() time.Duration { return time.Since(start).Round(time.Millisecond) }
-	size := 2500
+	size, kb := 2500, 2 // bodies of 2-8 KB
 	if raceEnabled {
-		size = 800 // under the race detector, indexing is several times slower
+		// Under the race detector indexing is several times slower.
+		size, kb = 700, 1
 	}
-	fc := generateForeign(7, size)
+	fc := generateForeign(7, size, kb)
 	var ndjson bytes.Buffer
 	for _, d := range fc.docs {
 		ndjson.Write(d.line)
@@ -489,8 +492,8 @@ func TestForeignCorpus(t *testing.T) {
 	}
 	t.Logf("%d documents, %.1f MB, %d distinct vocabulary words, %d rare words, generated in %v",
 		len(fc.docs), float64(ndjson.Len())/1e6, fc.distinct, len(fc.rare), since())
-	if fc.distinct < 20000 {
-		t.Fatalf("only %d distinct vocabulary words", fc.distinct)
+	if want := min(20000, size*10); fc.distinct < want {
+		t.Fatalf("only %d distinct vocabulary words, want %d", fc.distinct, want)
 	}
 
 	n := startRoles(t, "", &indexer.Config{SnapshotInterval: -1}, &searcher.Config{}, &broker.Config{})
@@ -606,19 +609,50 @@ func TestForeignCorpus(t *testing.T) {
 	for _, r := range fc.rare[:60] {
 		queries = append(queries, r.q)
 	}
+	reqs := make([]map[string]any, 0, len(queries)+10)
+	for _, q := range queries {
+		reqs = append(reqs, map[string]any{"q": q, "size": 30})
+	}
+	// Pages, sorts, facets, and term-level queries on odd scripts.
+	all := json.RawMessage(`{"match_all":{}}`)
+	field := func(kind, text string, more ...any) json.RawMessage {
+		m := map[string]any{kind: text, "field": "body"}
+		for k := 0; k+1 < len(more); k += 2 {
+			m[more[k].(string)] = more[k+1]
+		}
+		b, _ := json.Marshal(m)
+		return b
+	}
+	reqs = append(reqs,
+		map[string]any{"q": fc.common[0], "from": 200, "size": 50},
+		map[string]any{"q": fc.common[1] + " " + fc.common[2], "sort": []string{"_id"}, "from": 50, "size": 100},
+		map[string]any{"query": all, "sort": []string{"-n"}, "from": 100, "size": 50},
+		map[string]any{"query": all, "sort": []string{"title", "_id"}, "size": 50},
+		map[string]any{"query": all, "size": 0, "facets": map[string]any{
+			"tags": map[string]any{"field": "tags", "size": 40}, "title": map[string]any{"field": "title", "size": 40}}},
+		map[string]any{"query": field("match_phrase", "数据库系统的查询优化器")},
+		map[string]any{"query": field("match_phrase", "مرحبا بالعالم")},
+		map[string]any{"query": field("prefix", "ка")},
+		map[string]any{"query": field("prefix", "שׁ")},
+		map[string]any{"query": field("term", "straße", "fuzziness", 1)},
+		map[string]any{"query": field("term", "한국어검색엔진", "fuzziness", 2)},
+		map[string]any{"query": field("wildcard", "caf*")},
+	)
 	var compared, brokenTerms atomic.Int64
-	foreignParallel(len(queries), func(i int) {
-		q := queries[i]
+	foreignParallel(len(reqs), func(i int) {
+		req := reqs[i]
+		req["allow_partial"] = false
+		what, _ := json.Marshal(req)
 		var resps [2]api.SearchResponse
 		for j, index := range indexes {
-			resp, err := foreignSearch(n, index, map[string]any{"q": q, "size": 30, "allow_partial": false}, &retries)
+			resp, err := foreignSearch(n, index, req, &retries)
 			if err != nil {
-				t.Errorf("%s: search %q: %v", index, q, err)
+				t.Errorf("%s: search %.200s: %v", index, what, err)
 				return
 			}
 			resps[j] = resp
 		}
-		if lowerBroken(q) {
+		if q, _ := req["q"].(string); lowerBroken(q) {
 			// Known: an invalid UTF-8 term is scored with each shard's
 			// own document frequency; logged, not asserted.
 			brokenTerms.Add(1)
@@ -631,18 +665,54 @@ func TestForeignCorpus(t *testing.T) {
 		compared.Add(1)
 		one, three := resps[0], resps[1]
 		if one.Total != three.Total || len(one.Hits) != len(three.Hits) {
-			t.Errorf("search %q: 1 shard: total %d, %d hits; 3 shards: total %d, %d hits", q, one.Total, len(one.Hits), three.Total, len(three.Hits))
+			t.Errorf("search %.200s: 1 shard: total %d, %d hits; 3 shards: total %d, %d hits", what, one.Total, len(one.Hits), three.Total, len(three.Hits))
 			return
 		}
+		// Sorted by fields only, a search has no statistics phase and its
+		// scores are each shard's own (docs/api.md): ids, order and sort
+		// values must agree, scores need not.
+		sorted, _ := req["sort"].([]string)
+		scored := len(sorted) == 0 || slices.Contains(sorted, "_score") || slices.Contains(sorted, "-_score")
 		for k := range one.Hits {
 			a, b := one.Hits[k], three.Hits[k]
-			if a.ID != b.ID || math.Abs(a.Score-b.Score) > 1e-9*math.Max(math.Abs(a.Score), math.Abs(b.Score)) {
-				t.Errorf("search %q: hit %d: 1 shard %q %.17g, 3 shards %q %.17g", q, k, a.ID, a.Score, b.ID, b.Score)
+			if a.ID != b.ID || scored && math.Abs(a.Score-b.Score) > 1e-9*math.Max(math.Abs(a.Score), math.Abs(b.Score)) || !reflect.DeepEqual(a.Sort, b.Sort) {
+				t.Errorf("search %.200s: hit %d: 1 shard %q %.17g %v, 3 shards %q %.17g %v", what, k, a.ID, a.Score, a.Sort, b.ID, b.Score, b.Sort)
 				return
 			}
 		}
+		// Facets: the same fields, totals and missing counts. Known: the
+		// terms' counts are not asserted, since each shard sends only its
+		// own top size terms and a term outside one shard's top is not
+		// counted from it (broker mergeShards; docs/api.md), so counts at
+		// 3 shards can be lower than at 1. None may be higher.
+		for name, f1 := range one.Facets {
+			f3, ok := three.Facets[name]
+			if !ok || f1.Field != f3.Field || f1.Total != f3.Total || f1.Missing != f3.Missing {
+				t.Errorf("search %.200s: facet %s: 1 shard %+v, 3 shards %+v", what, name, f1, f3)
+				continue
+			}
+			exact := map[string]int{}
+			for _, tc := range f1.Terms {
+				exact[tc.Term] = tc.Count
+			}
+			low := 0
+			for _, tc := range f3.Terms {
+				if c, ok := exact[tc.Term]; ok && tc.Count > c {
+					t.Errorf("search %.200s: facet %s: term %q counted %d times at 3 shards, %d at 1", what, name, tc.Term, tc.Count, c)
+				} else if ok && tc.Count < c {
+					low++
+				}
+			}
+			if low > 0 {
+				t.Logf("known (facets are merged from each shard's top terms): facet %s: %d of its top %d terms counted lower at 3 shards than at 1",
+					name, low, len(f3.Terms))
+			}
+		}
+		if len(three.Facets) != len(one.Facets) {
+			t.Errorf("search %.200s: %d facets at 1 shard, %d at 3", what, len(one.Facets), len(three.Facets))
+		}
 	})
-	t.Logf("%d queries compared between 1 and 3 shards, %d with a broken term not compared; %d searches tried again after 429 or 504; %v in all",
+	t.Logf("%d searches compared between 1 and 3 shards, %d with a broken term not compared; %d searches tried again after 429 or 504; %v in all",
 		compared.Load(), brokenTerms.Load(), retries.Load(), since())
 
 	// A q over the index's length limit is refused as too complex.
