@@ -479,7 +479,7 @@ func httpReachable(id string) bool {
 func TestForeignCorpus(t *testing.T) {
 	start := time.Now()
 	since := func() time.Duration { return time.Since(start).Round(time.Millisecond) }
-	size, kb := 2500, 2 // bodies of 2-8 KB
+	size, kb := 2000, 2 // bodies of 2-8 KB
 	if raceEnabled {
 		// Under the race detector indexing is several times slower.
 		size, kb = 700, 1
