@@ -84,7 +84,7 @@ func (f *natsFlags) connect(ctx context.Context) (*nats.Conn, *client.Client, er
 	}
 	nc, err := nats.Connect(f.url, append(opts, nats.Name("quarry-cli"))...)
 	if err != nil {
-		return nil, nil, fmt.Errorf("connect to NATS at %s: %w (is `quarry serve` running?)", f.url, err)
+		return nil, nil, fmt.Errorf("connect to NATS at %s: %w (is `quarry serve` running? One on another port: --nats URL or QUARRY_NATS)", f.url, err)
 	}
 	c, err := client.New(ctx, nc, client.Options{RequestTimeout: f.timeout})
 	if err != nil {

@@ -165,7 +165,7 @@ func runServe(ctx context.Context, args []string) error {
 	var hf httpAuthFlags
 	hf.register(fs)
 	mf := addMetricsFlags(fs)
-	demo := fs.Bool("demo", false, "create and load the demo index \"menu\" (20,000 catalogue items, 4 shards, the spelling → synonyms → georank pipeline) if it does not exist")
+	demo := fs.Bool("demo", false, "create and load the demo index \"menu\" (20,000 catalogue items, 4 shards, the spelling → synonyms → georank pipeline) if it does not exist, or finish loading it if a run was stopped while loading it")
 	var pipelines pipelineFlag
 	fs.Var(&pipelines, "pipeline", "INDEX=FILE: run the index through the plugin pipeline in FILE (repeatable)")
 	var rf roleFlags
@@ -217,7 +217,10 @@ func runServe(ctx context.Context, args []string) error {
 	}
 	if *demo {
 		if err := loadDemo(startCtx, n, log); err != nil {
-			return fmt.Errorf("demo: %w", err)
+			if ctx.Err() != nil {
+				return fmt.Errorf("interrupted while loading the demo index; `quarry serve --demo` again finishes it")
+			}
+			return fmt.Errorf("loading the demo index: %w", err)
 		}
 	}
 	if err := pipelines.apply(startCtx, n); err != nil {
@@ -366,15 +369,27 @@ var demoQuery = api.QuerySettings{
 func loadDemo(ctx context.Context, n *node.Node, log *slog.Logger) error {
 	c := n.Client()
 	name := demo.Index
+	items := catalog.Generate(catalog.DefaultSeed, catalog.DefaultSize)
 	if _, err := c.Index(ctx, name); err == nil {
-		log.Info("demo index exists; not loading it again", "index", name)
-		return nil
+		done, err := demoLoaded(ctx, c, name, items[len(items)-1].ID)
+		if err != nil {
+			return err
+		}
+		if done {
+			log.Info("demo index exists; not loading it again", "index", name)
+			return nil
+		}
+		// A first run stopped while loading it (Ctrl-C, a crash): the
+		// pipeline and the documents go in again, each at most once more
+		// (the same pipeline is applied once; documents are upserts).
+		log.Info("demo index exists but its loading did not finish; finishing it", "index", name)
 	} else if !errors.Is(err, api.ErrNotFound) {
 		return err
-	}
-	def := api.IndexDefinition{Name: name, Shards: 4, Mapping: catalog.Mapping(), Query: demoQuery}
-	if _, err := c.CreateIndexDef(ctx, def); err != nil {
-		return err
+	} else {
+		def := api.IndexDefinition{Name: name, Shards: 4, Mapping: catalog.Mapping(), Query: demoQuery}
+		if _, err := c.CreateIndexDef(ctx, def); err != nil {
+			return err
+		}
 	}
 	file, modules, err := demo.Pipeline()
 	if err != nil {
@@ -385,7 +400,7 @@ func loadDemo(ctx context.Context, n *node.Node, log *slog.Logger) error {
 		return err
 	}
 	var buf bytes.Buffer
-	if err := catalog.WriteNDJSON(&buf, catalog.Generate(catalog.DefaultSeed, catalog.DefaultSize)); err != nil {
+	if err := catalog.WriteNDJSON(&buf, items); err != nil {
 		return err
 	}
 	log.Info("loading demo catalogue", "index", name, "docs", catalog.DefaultSize)
@@ -395,6 +410,23 @@ func loadDemo(ctx context.Context, n *node.Node, log *slog.Logger) error {
 		return err
 	}
 	buf = bytes.Buffer{}
+	// Every shard served before the demo is called ready: after an
+	// interrupted first run the searchers replay the stream, which the
+	// load above made longer, before they serve a shard.
+	for {
+		st, err := c.Status(ctx, name)
+		if err != nil {
+			return err
+		}
+		if st.DocsFrom == client.DocsFromSearchers {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 	// Loading took several times the memory serving needs (the catalogue,
 	// the batches, the segments built and merged): give the freed part
 	// back to the operating system now rather than as the scavenger gets
@@ -403,6 +435,28 @@ func loadDemo(ctx context.Context, n *node.Node, log *slog.Logger) error {
 	log.Info("demo ready", "index", name, "docs", res.Stored, "generation", res.Snapshot.Generation,
 		"took", time.Since(start).Round(time.Millisecond), "try", `quarry search menu "spicy noodles"`)
 	return nil
+}
+
+// demoLoaded says whether the demo index's loading finished: its pipeline
+// was registered and the catalogue's last item stored (the bulk load
+// stores the items in order, after the pipeline). A deleted last item was
+// stored too.
+func demoLoaded(ctx context.Context, c *client.Client, name, lastID string) (bool, error) {
+	spec, err := c.Pipeline(ctx, name)
+	if err != nil {
+		return false, err
+	}
+	if spec.Revision == 0 {
+		return false, nil
+	}
+	_, err = c.Get(ctx, name, lastID)
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, api.ErrNotFound):
+		return strings.Contains(err.Error(), "was deleted"), nil
+	}
+	return false, err
 }
 
 // runRole runs one role against an external NATS deployment.
