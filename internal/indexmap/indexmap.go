@@ -52,15 +52,21 @@ func Build(raw json.RawMessage) (*mapping.IndexMappingImpl, error) {
 }
 
 // Canonical returns the mapping as Quarry stores it: re-encoded after
-// Build, so defaults are explicit.
+// Build, so defaults are explicit, and with bleve's to_lower token filter
+// replaced by Quarry's (LowerCaseType), unless the mapping defines its
+// own.
 func Canonical(raw json.RawMessage) (json.RawMessage, error) {
 	m, err := Build(raw)
 	if err != nil {
 		return nil, err
 	}
+	m.CustomAnalysis.TokenFilters = overrideLowerCase(m.CustomAnalysis.TokenFilters)
 	b, err := json.Marshal(m)
 	if err != nil {
 		return nil, fmt.Errorf("encode mapping: %w", err)
+	}
+	if _, err := Build(b); err != nil {
+		return nil, fmt.Errorf("mapping with Quarry's to_lower: %w", err)
 	}
 	return b, nil
 }
