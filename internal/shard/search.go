@@ -87,14 +87,9 @@ func BuildRequest(req *wire.ShardRequest) (*bleve.SearchRequest, error) {
 	if req.K < 0 || req.K > api.MaxWindow {
 		return nil, api.BadRequest("k must be between 0 and %d, got %d", api.MaxWindow, req.K)
 	}
-	q, err := query.ParseQuery(req.Query)
+	q, err := parseQuery(req.Query)
 	if err != nil {
-		return nil, api.BadRequest("bad query: %v", err)
-	}
-	if v, ok := q.(query.ValidatableQuery); ok {
-		if err := v.Validate(); err != nil {
-			return nil, api.BadRequest("bad query: %v", err)
-		}
+		return nil, err
 	}
 	sreq := bleve.NewSearchRequestOptions(q, req.K, 0, req.Explain)
 	sreq.Fields = req.Fields
