@@ -492,3 +492,46 @@ func TestRankStageWebAssembly(t *testing.T) {
 		})
 	}
 }
+
+// Planning for the rankers: the shards return the fields the rankers read
+// that the caller did not ask for (removed from the page later), and as
+// many candidates as the deepest rerank depth (at most the index's
+// window). A ranker's canary takes the place of the live version on its
+// share of the queries, so its fields and depth count too. (A shadow
+// reorders the live version's input: its own do not.)
+func TestPlannedForRankers(t *testing.T) {
+	cases := []struct {
+		name      string
+		asked     []string
+		size      int
+		rankers   []Step
+		wantExtra []string
+		wantK     int
+	}{
+		{"fields and depth", []string{"name"}, 10,
+			[]Step{{Fields: []string{"price", "name"}, RerankDepth: 50}, {Fields: []string{"rating", "price"}, RerankDepth: 20}},
+			[]string{"price", "rating"}, 50},
+		{"all fields asked", []string{"*"}, 10, []Step{{Fields: []string{"price"}}}, nil, 10},
+		{"depth capped by the window", nil, 10, []Step{{RerankDepth: 5000}}, nil, 1000},
+		{"size 0: no ranking", nil, 0, []Step{{Fields: []string{"price"}, RerankDepth: 50}}, nil, 10},
+		{"canary's fields", []string{"name"}, 10,
+			[]Step{{Fields: []string{"price"}, Canary: &Step{Fields: []string{"price", "rating"}}, CanaryPercent: 10}},
+			[]string{"price", "rating"}, 10},
+		{"canary's depth", nil, 10,
+			[]Step{{RerankDepth: 50, Canary: &Step{RerankDepth: 200}, CanaryPercent: 10}}, nil, 200},
+		{"shadow's own are not fetched", nil, 10,
+			[]Step{{Fields: []string{"price"}, Shadow: &Step{Fields: []string{"rating"}, RerankDepth: 300}, ShadowPercent: 10}},
+			[]string{"price"}, 10},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := &run{b: testBroker(t), plan: &planner.Plan{Index: "idx", Size: c.size, K: 10, MaxWindow: 1000, Fields: c.asked},
+				execOptions: execOptions{start: time.Now(), pipeline: &Pipeline{Rankers: c.rankers}}}
+			r.planned()
+			if !slices.Equal(r.extraFields, c.wantExtra) || r.plan.K != c.wantK || r.sreq.K != c.wantK ||
+				!slices.Equal(r.sreq.Fields, append(slices.Clone(c.asked), c.wantExtra...)) {
+				t.Fatalf("extra fields %v, K %d, shard request fields %v K %d; want extra %v, K %d", r.extraFields, r.plan.K, r.sreq.Fields, r.sreq.K, c.wantExtra, c.wantK)
+			}
+		})
+	}
+}

@@ -3,10 +3,12 @@ package broker
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"slices"
 	"testing"
 
 	"github.com/quarrysearch/quarry/internal/relevance"
+	"github.com/quarrysearch/quarry/plugins"
 	"github.com/quarrysearch/quarry/sdk/abi"
 )
 
@@ -276,5 +278,39 @@ func TestRankStageInterleaves(t *testing.T) {
 	}
 	if recs := emitted(r.b); len(recs) != 0 {
 		t.Fatalf("a plain canary recorded %+v", recs)
+	}
+}
+
+// An interleaving runs both versions on the same candidates, each with
+// the fields it reads (a new version may read other fields than the live
+// one).
+func TestRankStageInterleaveFields(t *testing.T) {
+	liveRec, candRec := &recorder{}, &recorder{}
+	canary := &Step{Plugin: nativeRanker(t, "ltr", candRec, reverse), Fields: []string{"name", "price"}}
+	step := Step{Plugin: nativeRanker(t, "ltr", liveRec, identity), Fields: []string{"price"}, Canary: canary, CanaryPercent: 100,
+		interleave: &interleaving{live: "sha256:live", candidate: "sha256:cand"}}
+	r := rankRun(t, step, 0, 3, rankHits())
+	if err := r.rank(withQueryID(context.Background(), "q1")); err != nil {
+		t.Fatal(err)
+	}
+	check := func(who string, rec *recorder, fields []string) {
+		t.Helper()
+		in := rec.lastRank(t)
+		if !slices.Equal(in.Fields, fields) || len(in.Candidates) != 3 {
+			t.Fatalf("the %s version got fields %v and %d candidates, want %v and 3", who, in.Fields, len(in.Candidates), fields)
+		}
+		for i, c := range in.Candidates {
+			h := rankHits()[i]
+			for j, f := range fields {
+				if want := plugins.ValueOf(h.Fields[f]); !reflect.DeepEqual(c.Values[j], want) || c.ID != h.ID {
+					t.Fatalf("the %s version's candidate %d: %+v, want %s %s=%+v", who, i, c, h.ID, f, want)
+				}
+			}
+		}
+	}
+	check("live", liveRec, []string{"price"})
+	check("candidate", candRec, []string{"name", "price"})
+	if got := ids(r.hits); len(got) != 5 || !slices.Contains(got[:2], "d0") || !slices.Contains(got[:2], "d2") {
+		t.Fatalf("hits %v", got)
 	}
 }
