@@ -102,11 +102,11 @@ func TestInterleave(t *testing.T) {
 			in := candidates(c.n)
 			for _, qid := range []string{"q1", "q2", "q3", "q4"} {
 				ctx := withQueryID(context.Background(), qid)
-				out, err := b.interleave(ctx, "menu", step, canary, in, c.shown)
+				out, err := b.interleave(ctx, "menu", step, canary, in, in, c.shown)
 				if err != nil {
 					t.Fatal(err)
 				}
-				again, err := b.interleave(ctx, "menu", step, canary, in, c.shown)
+				again, err := b.interleave(ctx, "menu", step, canary, in, in, c.shown)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -199,7 +199,7 @@ func TestInterleaveQueryIDs(t *testing.T) {
 	in := candidates(4)
 	firsts := map[uint32]int{}
 	for i := range 64 {
-		out, err := b.interleave(withQueryID(context.Background(), fmt.Sprint("query-", i)), "menu", step, canary, in, 4)
+		out, err := b.interleave(withQueryID(context.Background(), fmt.Sprint("query-", i)), "menu", step, canary, in, in, 4)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -209,7 +209,7 @@ func TestInterleaveQueryIDs(t *testing.T) {
 		t.Fatalf("first results over 64 query ids: %v; want each side's best first about half the time", firsts)
 	}
 	emitted(b)
-	if _, err := b.interleave(context.Background(), "menu", step, canary, in, 4); err != nil {
+	if _, err := b.interleave(context.Background(), "menu", step, canary, in, in, 4); err != nil {
 		t.Fatal(err)
 	}
 	if recs := emitted(b); len(recs) != 0 {
@@ -228,7 +228,7 @@ func TestInterleaveFailure(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			b := testBroker(t)
 			step, canary := interleaveSteps(t, c.live, c.cand)
-			if _, err := b.interleave(withQueryID(context.Background(), "q"), "menu", step, canary, candidates(2), 2); err == nil {
+			if _, err := b.interleave(withQueryID(context.Background(), "q"), "menu", step, canary, candidates(2), candidates(2), 2); err == nil {
 				t.Fatal("no error")
 			}
 			if recs := emitted(b); len(recs) != 0 {
