@@ -444,6 +444,17 @@ func TestRankStageChain(t *testing.T) {
 // call with the same bytes, from a data segment.
 func rankWAT(t *testing.T, answer []byte) *plugins.Plugin {
 	t.Helper()
+	return fixedWAT(t, plugins.Ranker, answer)
+}
+
+// fixedWAT is a WebAssembly plugin of kind from the ABI alone that answers
+// every call with the same bytes, from a data segment.
+func fixedWAT(t *testing.T, kind plugins.Kind, answer []byte) *plugins.Plugin {
+	t.Helper()
+	export := abi.ExportRank
+	if kind == plugins.Rewriter {
+		export = abi.ExportRewrite
+	}
 	var data strings.Builder
 	for _, c := range answer {
 		fmt.Fprintf(&data, `\%02x`, c)
@@ -453,14 +464,14 @@ func rankWAT(t *testing.T, answer []byte) *plugins.Plugin {
   (data (i32.const 4096) "%s")
   (func (export "quarry_abi_v1"))
   (func (export "quarry_alloc") (param i32) (result i32) (i32.const 8192))
-  (func (export "quarry_rank") (param i32 i32) (result i64)
-    (i64.or (i64.shl (i64.const 4096) (i64.const 32)) (i64.const %d))))`, data.String(), len(answer)))
+  (func (export "%s") (param i32 i32) (result i64)
+    (i64.or (i64.shl (i64.const 4096) (i64.const 32)) (i64.const %d))))`, data.String(), export, len(answer)))
 	rt, err := plugins.NewRuntime(context.Background(), plugins.Config{MemoryLimitPages: 16, Logger: quietLog()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { rt.Close(context.Background()) })
-	p, err := rt.Load(context.Background(), plugins.Spec{Name: "wat", Kind: plugins.Ranker, Budget: 10 * time.Second, Instances: 1}, wasm)
+	p, err := rt.Load(context.Background(), plugins.Spec{Name: "wat", Kind: kind, Budget: 10 * time.Second, Instances: 1}, wasm)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -600,5 +611,41 @@ func TestStepChoose(t *testing.T) {
 	}
 	if got, isCanary := (&Step{Plugin: p, CanaryPercent: 100}).choose(nil); got.Canary != nil || isCanary {
 		t.Fatal("a step without a canary chose one")
+	}
+}
+
+// A WebAssembly rewriter's answer is applied as a native one's, and
+// refused as one when its query is not JSON.
+func TestRewriteStageWebAssembly(t *testing.T) {
+	cases := []struct {
+		name   string
+		answer abi.RewriteResponse
+		want   func(*api.SearchRequest, *planner.Hints)
+	}{
+		{"q, filter and depth", abi.RewriteResponse{Flags: abi.FlagQ | abi.FlagFilter | abi.FlagRerankDepth, Q: "pad see ew", Filter: []byte(`{"term":"v"}`), RerankDepth: 90},
+			func(r *api.SearchRequest, h *planner.Hints) {
+				r.Q, r.Filter, h.RerankDepth = "pad see ew", json.RawMessage(`{"term":"v"}`), 90
+			}},
+		{"query not JSON", abi.RewriteResponse{Flags: abi.FlagQ | abi.FlagQuery, Q: "x", Query: []byte("{")}, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			req := api.SearchRequest{Q: "thai", Context: json.RawMessage(`{"u":1}`), Size: 5}
+			r := &run{b: testBroker(t), req: req, hints: &planner.Hints{}}
+			if err := r.rewrite(context.Background(), "idx", []Step{{Plugin: fixedWAT(t, plugins.Rewriter, rewriteAnswer(c.answer))}}); err != nil {
+				t.Fatal(err)
+			}
+			want, wantHints := req, planner.Hints{}
+			if c.want != nil {
+				c.want(&want, &wantHints)
+			} else if len(r.reports) != 1 || r.reports[0].Status != "skipped" {
+				t.Fatalf("reports %+v", r.reports)
+			}
+			gotJ, _ := json.Marshal(r.req)
+			wantJ, _ := json.Marshal(want)
+			if string(gotJ) != string(wantJ) || !reflect.DeepEqual(*r.hints, wantHints) {
+				t.Fatalf("got %s %+v, want %s %+v", gotJ, *r.hints, wantJ, wantHints)
+			}
+		})
 	}
 }
