@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"hash/fnv"
 	"math/rand/v2"
+	"slices"
 
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/internal/relevance"
+	"github.com/quarrysearch/quarry/plugins"
 	"github.com/quarrysearch/quarry/sdk/abi"
 )
 
@@ -40,27 +42,33 @@ func queryID(ctx context.Context) string {
 	return id
 }
 
-// rankCall runs ranker s (step's live version or its canary) on in; when
-// s is the canary of an interleaving step, both versions run and the
-// answer is their team-draft interleaving.
-func (r *run) rankCall(ctx context.Context, step, s *Step, canary bool, in *abi.RankRequest) (*abi.RankResponse, error) {
+// rankCall runs ranker s (step's live version or its canary) on in, the
+// input for s made of the candidates head; when s is the canary of an
+// interleaving step, both versions run, each with the fields it reads,
+// and the answer is their team-draft interleaving.
+func (r *run) rankCall(ctx context.Context, step, s *Step, canary bool, in *abi.RankRequest, head []api.Hit) (*abi.RankResponse, error) {
 	if !canary || step.interleave == nil {
 		return s.Plugin.Rank(ctx, in)
 	}
-	return r.b.interleave(ctx, r.plan.Index, step, s, in, r.plan.From+r.plan.Size)
+	liveIn := in
+	if !slices.Equal(step.Fields, s.Fields) {
+		liveIn = plugins.RankInput(r.req.Q, r.req.Context, head, step.Fields)
+	}
+	return r.b.interleave(ctx, r.plan.Index, step, s, liveIn, in, r.plan.From+r.plan.Size)
 }
 
-// interleave ranks in with the live version (step) and the candidate
-// (cand), interleaves the two by team-draft and records which side placed
-// each of the first shown results. A failure of either version is the
-// step's failure. Each result keeps the score the side that placed it
-// gave it, so an interleaved page's scores need not decrease.
-func (b *Broker) interleave(ctx context.Context, index string, step, cand *Step, in *abi.RankRequest, shown int) (*abi.RankResponse, error) {
-	candOut, err := cand.Plugin.Rank(ctx, in)
+// interleave ranks the same candidates with the live version (step, on
+// liveIn) and the candidate (cand, on candIn), interleaves the two by
+// team-draft and records which side placed each of the first shown
+// results. A failure of either version is the step's failure. Each result
+// keeps the score the side that placed it gave it, so an interleaved
+// page's scores need not decrease.
+func (b *Broker) interleave(ctx context.Context, index string, step, cand *Step, liveIn, candIn *abi.RankRequest, shown int) (*abi.RankResponse, error) {
+	candOut, err := cand.Plugin.Rank(ctx, candIn)
 	if err != nil {
 		return nil, err
 	}
-	liveOut, err := step.Plugin.Rank(ctx, in)
+	liveOut, err := step.Plugin.Rank(ctx, liveIn)
 	if err != nil {
 		return nil, err
 	}
@@ -91,7 +99,7 @@ func (b *Broker) interleave(ctx context.Context, index string, step, cand *Step,
 		}
 		out.Ranked[p] = abi.Ranked{Index: uint32(c), Score: score}
 		if p < shown && p < maxInterleavedShown {
-			rec.Teams[in.Candidates[c].ID] = uint8(teams[p])
+			rec.Teams[candIn.Candidates[c].ID] = uint8(teams[p])
 		}
 	}
 	if qid != "" {

@@ -259,7 +259,7 @@ func (r *run) rank(ctx context.Context) error {
 		head, tail := all[:depth], all[depth:]
 		in := plugins.RankInput(r.req.Q, r.req.Context, head, s.Fields)
 		called := time.Now()
-		out, err := r.rankCall(ctx, &r.pipeline.Rankers[i], s, canary, in)
+		out, err := r.rankCall(ctx, &r.pipeline.Rankers[i], s, canary, in, head)
 		end := time.Now()
 		b.observe(plan.Index, s, end.Sub(called), err)
 		b.metrics.step(plan.Index, s, end.Sub(start))
@@ -293,14 +293,20 @@ func (r *run) rank(ctx context.Context) error {
 }
 
 // rankerFields are the stored fields the rankers read that the caller did
-// not ask for.
+// not ask for, their canaries' included (a canary ranks in the live
+// version's place). A shadow reorders the live version's input: its own
+// fields are not fetched.
 func rankerFields(pl *Pipeline, asked []string) []string {
 	if slices.Contains(asked, "*") {
 		return nil
 	}
 	var extra []string
 	for _, s := range pl.Rankers {
-		for _, f := range s.Fields {
+		fields := s.Fields
+		if s.Canary != nil {
+			fields = append(slices.Clip(fields), s.Canary.Fields...)
+		}
+		for _, f := range fields {
 			if !slices.Contains(asked, f) && !slices.Contains(extra, f) {
 				extra = append(extra, f)
 			}

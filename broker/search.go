@@ -198,7 +198,11 @@ func (r *run) planned() {
 		r.extraFields = rankerFields(r.pipeline, r.plan.Fields)
 		p.Fields = append(slices.Clip(r.plan.Fields), r.extraFields...)
 		for _, s := range r.pipeline.Rankers {
-			p.K = max(p.K, min(s.RerankDepth, r.plan.MaxWindow))
+			depth := s.RerankDepth
+			if s.Canary != nil { // it ranks in the live version's place
+				depth = max(depth, s.Canary.RerankDepth)
+			}
+			p.K = max(p.K, min(depth, r.plan.MaxWindow))
 		}
 		r.plan = &p
 	}
