@@ -15,9 +15,12 @@ import (
 // same query every time, and bleve only reads a query when it searches,
 // so parsed queries are kept, by their JSON, for every replica of the
 // process: the shards of one index get the same query.
+//
+// The cache is bounded by count and by each query's size: a parsed query
+// holds about five times its JSON, so at most about 10 MB.
 const (
-	parsedMax      = 2048    // queries kept
-	parsedMaxBytes = 8 << 10 // a longer query's JSON is parsed each time
+	parsedMax      = 1024    // queries kept
+	parsedMaxBytes = 2 << 10 // a longer query's JSON is parsed each time
 )
 
 var parsed = struct {
