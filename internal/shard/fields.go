@@ -19,10 +19,11 @@ import (
 // hits' documents are found segment by segment in the index's current
 // snapshot, in index order, without a goroutine per segment, and each
 // document's stored fields are visited once, decoding only the asked
-// ones. A hit deleted since has no
-// fields. A document whose asked fields include a date, an IP address or
-// a geo shape (whose values bleve formats in its own ways) is loaded by
-// bleve. BenchmarkLoadFields measures both.
+// ones. A hit deleted since has no fields. A document whose asked fields
+// include a date, an IP address or a geo shape (whose values bleve
+// formats in its own ways) is loaded by bleve. (bleve's online mapping
+// updates, which can hide a stored field, are not used by Quarry: a
+// mapping changes with a new index.) BenchmarkLoadFields measures both.
 func loadFields(ctx context.Context, idx bleve.Index, hits []*search.DocumentMatch, fields []string) error {
 	if len(hits) == 0 || len(fields) == 0 {
 		return nil
