@@ -31,6 +31,10 @@ type teamLimits struct {
 	heavyWait       time.Duration
 	turns           chan struct{} // the heavy teams' turns
 	brokers         atomic.Int32  // brokers up, this one included: the rate's divisor
+	// applyMu orders the writers of teams' limits (apply, setBrokers),
+	// so that a change of settings and one of brokers do not undo each
+	// other.
+	applyMu sync.Mutex
 
 	mu    sync.RWMutex
 	teams map[string]*teamState
@@ -64,6 +68,8 @@ func newTeamLimits(cfg *Config) *teamLimits {
 
 // setBrokers divides every team's rate over n brokers from now on.
 func (t *teamLimits) setBrokers(n int) {
+	t.applyMu.Lock() // not between apply's read and write of a team
+	defer t.applyMu.Unlock()
 	t.brokers.Store(int32(max(1, n)))
 	t.mu.RLock()
 	defer t.mu.RUnlock()
@@ -215,6 +221,8 @@ func (st *teamState) observe(took time.Duration) {
 
 // apply installs a team's settings (nil: back to the defaults).
 func (t *teamLimits) apply(team string, s *api.TeamSettings) {
+	t.applyMu.Lock()
+	defer t.applyMu.Unlock()
 	t.state(team).limits.Store(t.config(team, s))
 }
 
