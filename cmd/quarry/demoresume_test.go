@@ -7,7 +7,7 @@ import (
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/internal/catalog"
 	"github.com/quarrysearch/quarry/internal/demo"
-	"github.com/quarrysearch/quarry/internal/node"
+	"github.com/quarrysearch/quarry/node"
 )
 
 // A `quarry serve --demo` stopped while loading (Ctrl-C in the first
