@@ -19,7 +19,6 @@ import (
 
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/internal/meta"
-	"github.com/quarrysearch/quarry/internal/natstest"
 	"github.com/quarrysearch/quarry/plugins"
 )
 
@@ -187,13 +186,7 @@ func TestControlPlaneStop(t *testing.T) {
 // event; a take-out later on is one more revision, and the writer of a
 // broker Run starts writes it.
 func TestRollBackOnce(t *testing.T) {
-	s := natstest.Start(t)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	store, err := meta.Open(ctx, s.JS, meta.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, store, ctx := startStore(t)
 	good, bad := "sha256:"+strings.Repeat("a", 64), "sha256:"+strings.Repeat("b", 64)
 	for _, d := range []string{good, bad} {
 		if _, err := store.ChangePipeline(ctx, "rb", "activate", func(spec *api.PipelineSpec) error {

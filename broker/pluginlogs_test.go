@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/quarrysearch/quarry/api"
-	"github.com/quarrysearch/quarry/internal/meta"
 	"github.com/quarrysearch/quarry/internal/natstest"
 	"github.com/quarrysearch/quarry/internal/trace"
 	"github.com/quarrysearch/quarry/internal/wasmtest"
@@ -23,13 +22,7 @@ func logLine(team, msg string) plugins.LogLine {
 // rate has the rest dropped, and the next line it sends says how many;
 // another team's lines are not touched by it.
 func TestPluginLogsRate(t *testing.T) {
-	s := natstest.Start(t)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	store, err := meta.Open(ctx, s.JS, meta.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, store, ctx := startStore(t)
 	logs, err := NewPluginLogs(s.NC, PluginLogsConfig{Rate: 5, Burst: 5})
 	if err != nil {
 		t.Fatal(err)

@@ -12,8 +12,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/quarrysearch/quarry/api"
-	"github.com/quarrysearch/quarry/internal/meta"
-	"github.com/quarrysearch/quarry/internal/natstest"
 	"github.com/quarrysearch/quarry/planner"
 	"github.com/quarrysearch/quarry/plugins"
 	"github.com/quarrysearch/quarry/sdk/abi"
@@ -325,13 +323,7 @@ func TestMirrorRewriter(t *testing.T) {
 // The tallies are published under <index>.<plugin>.<broker id>, each time
 // they changed, and not rewritten while they did not.
 func TestPublishShadows(t *testing.T) {
-	s := natstest.Start(t)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	store, err := meta.Open(ctx, s.JS, meta.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, store, ctx := startStore(t)
 	b, err := New(s.NC, store, Config{Logger: quietLog()})
 	if err != nil {
 		t.Fatal(err)
