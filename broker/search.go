@@ -236,7 +236,11 @@ func (r *run) statistics(shardCtx context.Context) error {
 	if !r.plan.ExactScoring || r.b.cfg.NoExactScoring {
 		return nil
 	}
-	if len(r.plan.Shards) == 1 && r.b.stats.get(r.plan.Index, r.plan.Query) == nil {
+	st := r.b.stats.get(r.plan.Index, r.plan.Query)
+	hit := st != nil
+	switch {
+	case hit:
+	case len(r.plan.Shards) == 1:
 		// One shard holds the whole index: it counts the statistics
 		// itself, without a round trip, and sends them back for the
 		// cache (collect).
@@ -247,14 +251,17 @@ func (r *run) statistics(shardCtx context.Context) error {
 			r.prof = append(r.prof, api.Stage{Name: "stats", TookMS: ms(took), Detail: "counted by the index's one shard as it searches: no round trip"})
 		}
 		return nil
-	}
-	// The statistics phase gets a quarter of the shards' time: a shard
-	// that does not answer it must not starve the search itself.
-	statsCtx, cancel := context.WithTimeout(shardCtx, r.plan.ShardTimeout/4)
-	st, hit, err := r.b.globalStats(statsCtx, r.plan)
-	cancel()
-	if err != nil {
-		return err
+	default:
+		// The statistics phase gets a quarter of the shards' time: a
+		// shard that does not answer it must not starve the search
+		// itself.
+		statsCtx, cancel := context.WithTimeout(shardCtx, r.plan.ShardTimeout/4)
+		var err error
+		st, err = r.b.countStats(statsCtx, r.plan)
+		cancel()
+		if err != nil {
+			return err
+		}
 	}
 	r.sreq.Stats = st
 	if st != nil {
@@ -469,13 +476,10 @@ func anyClientError(results []shardResult) bool {
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
-// globalStats returns the plan's term statistics summed over every shard,
-// from the cache or from a statistics round trip; nil when a shard did not
+// countStats returns the plan's term statistics summed over every shard,
+// from a statistics round trip, and caches them; nil when a shard did not
 // answer in time (the shards then score with their own statistics).
-func (b *Broker) globalStats(ctx context.Context, plan *planner.Plan) (*wire.GlobalStats, bool, error) {
-	if st := b.stats.get(plan.Index, plan.Query); st != nil {
-		return st, true, nil
-	}
+func (b *Broker) countStats(ctx context.Context, plan *planner.Plan) (*wire.GlobalStats, error) {
 	req := &wire.ShardRequest{Query: plan.Query, Phase: wire.PhaseStats, MaxTerms: plan.MaxTerms}
 	results := b.fanOut(ctx, plan, req, planner.Hedge{})
 	total := &wire.GlobalStats{}
@@ -483,7 +487,7 @@ func (b *Broker) globalStats(ctx context.Context, plan *planner.Plan) (*wire.Glo
 	for i, r := range results {
 		if r.err != nil {
 			if isClientError(r.err) {
-				return nil, false, r.err
+				return nil, r.err
 			}
 			complete = false // the search phase reports this shard
 			continue
@@ -501,11 +505,11 @@ func (b *Broker) globalStats(ctx context.Context, plan *planner.Plan) (*wire.Glo
 		// hold would have no statistics at all (bleve then fails the
 		// search). Shards score with their own statistics instead: not
 		// exact, but an answer.
-		return nil, false, nil
+		return nil, nil
 	}
 	b.stats.noteGeneration(plan.Index, total.Generation)
 	b.stats.put(plan.Index, plan.Query, total)
-	return total, false, nil
+	return total, nil
 }
 
 type shardResult struct {

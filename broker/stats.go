@@ -141,7 +141,7 @@ func (b *Broker) searchShards(ctx context.Context, plan *planner.Plan, sreq *wir
 	}
 	b.stats.drop(plan.Index, plan.Query)
 	statsCtx, cancel := context.WithTimeout(ctx, plan.ShardTimeout/4)
-	st, _, err := b.globalStats(statsCtx, plan)
+	st, err := b.countStats(statsCtx, plan)
 	cancel()
 	retry := *sreq
 	retry.MaxStaleUpdates = 0
