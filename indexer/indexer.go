@@ -395,6 +395,9 @@ func (ix *Indexer) Snapshot(ctx context.Context, st *indexState, minSeq uint64, 
 	if err := ix.store.PutManifest(ctx, next, rev); err != nil {
 		return cur, err
 	}
+	for _, r := range st.replicas {
+		r.SetGeneration(next.Generation) // a searcher serving it reports this generation
+	}
 	if next.Generation > 1 {
 		// Keep the previous generation: a searcher may still be downloading it.
 		if err := ix.store.PruneSnapshots(ctx, name, next.Generation-1); err != nil {
@@ -444,6 +447,49 @@ func (ix *Indexer) waitApplied(ctx context.Context, st *indexState, minSeq uint6
 		}
 	}
 	return nil
+}
+
+// lendPoll is how often Lend looks again for an index still loading.
+const lendPoll = 10 * time.Millisecond
+
+// Lend returns the indexer's replica of shard i of index def, once the
+// indexer has loaded that index, for a searcher in the same process to
+// serve (searcher.Config.Replicas): the process then indexes every update
+// once, not once for the indexer and again for the searcher. The replica
+// stays the indexer's: the borrower neither closes nor destroys it, and
+// stops using it before the indexer stops (node stops searchers first).
+//
+// Lend returns an error wrapping shard.ErrNotLent when this indexer does
+// not hold that index (it serves another one, holds a newer incarnation,
+// or could not load it); the borrower then opens a replica of its own.
+// It waits while the index is loading, until ctx is done.
+func (ix *Indexer) Lend(ctx context.Context, def api.IndexDefinition, i int) (*shard.Replica, error) {
+	if ix.cfg.Index != "" && def.Name != ix.cfg.Index {
+		return nil, fmt.Errorf("index %q: this indexer serves only %q: %w", def.Name, ix.cfg.Index, shard.ErrNotLent)
+	}
+	t := time.NewTicker(lendPoll)
+	defer t.Stop()
+	for {
+		ix.mu.Lock()
+		st, failed := ix.indexes[def.Name], ix.failed[def.Name]
+		ix.mu.Unlock()
+		switch {
+		case st != nil && st.def.Created.Equal(def.Created):
+			if i < 0 || i >= len(st.replicas) {
+				return nil, fmt.Errorf("index %q has no shard %d: %w", def.Name, i, shard.ErrNotLent)
+			}
+			return st.replicas[i], nil
+		case st != nil && st.def.Created.After(def.Created):
+			return nil, fmt.Errorf("index %q was created again: %w", def.Name, shard.ErrNotLent)
+		case failed != nil:
+			return nil, fmt.Errorf("indexer could not load index %q (%v): %w", def.Name, failed, shard.ErrNotLent)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("wait for the indexer to load index %q: %w", def.Name, ctx.Err())
+		case <-t.C:
+		}
+	}
 }
 
 // SnapshotIndex publishes a new generation of an index once it holds every

@@ -44,7 +44,10 @@ func TestMetrics(t *testing.T) {
 	ctx := context.Background()
 	n, err := Start(ctx, Config{DataDir: t.TempDir(), NATSPort: -1, HTTPAddr: "127.0.0.1:0", MetricsAddr: "127.0.0.1:0",
 		Indexer: &indexer.Config{SnapshotInterval: -1}, Searcher: &searcher.Config{},
-		Broker: &broker.Config{}, Logger: testLogger()})
+		// The searcher keeps replicas of its own, so that the snapshot
+		// is swapped in (the swap series below).
+		SeparateReplicas: true,
+		Broker:           &broker.Config{}, Logger: testLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/quarrysearch/quarry/indexer"
 	"github.com/quarrysearch/quarry/internal/embednats"
 	"github.com/quarrysearch/quarry/internal/meta"
+	"github.com/quarrysearch/quarry/internal/shard"
 	"github.com/quarrysearch/quarry/plugins"
 	"github.com/quarrysearch/quarry/registry"
 	"github.com/quarrysearch/quarry/searcher"
@@ -85,7 +86,15 @@ type Config struct {
 	Indexer  *indexer.Config  // nil: no indexer
 	Searcher *searcher.Config // nil: no searcher
 	Broker   *broker.Config   // nil: no broker
-	Logger   *slog.Logger
+	// SeparateReplicas keeps a searcher's replicas apart from the
+	// indexer's when both run in the node, as on separate machines: the
+	// searcher downloads snapshots and follows the stream itself, and
+	// every update is indexed twice in the process. By default the
+	// indexer lends its replicas to the searcher (searcher.Config
+	// .Replicas), which then paces their writes (the searcher's
+	// Writes; the indexer's ApplyInterval is not used).
+	SeparateReplicas bool
+	Logger           *slog.Logger
 }
 
 // Node is a running set of roles.
@@ -233,10 +242,20 @@ func (n *Node) start(ctx context.Context) (err error) {
 	if n.client, err = client.New(ctx, n.nc, client.Options{Replicas: cfg.Replicas}); err != nil {
 		return err
 	}
+	lend := cfg.Indexer != nil && cfg.Searcher != nil && !cfg.SeparateReplicas
 	if cfg.Indexer != nil {
 		c := *cfg.Indexer
 		if c.DataDir == "" {
 			c.DataDir = filepath.Join(cfg.DataDir, "indexer")
+		}
+		if lend {
+			// The replicas are searched: they apply updates the way
+			// the searcher's would, at its freshness.
+			c.Writes = cfg.Searcher.Writes
+			c.Writes.ApplyInterval = cmp.Or(c.Writes.ApplyInterval, shard.DefaultApplyInterval)
+			if cfg.Searcher.MaxBatch > 0 {
+				c.MaxBatch = cfg.Searcher.MaxBatch
+			}
 		}
 		c.Logger, c.Registerer = cfg.Logger, n.Metrics
 		if n.Indexer, err = indexer.New(n.nc, n.store, c); err != nil {
@@ -250,6 +269,9 @@ func (n *Node) start(ctx context.Context) (err error) {
 			c.DataDir = filepath.Join(cfg.DataDir, "searcher")
 		}
 		c.Logger, c.Registerer = cfg.Logger, n.Metrics
+		if lend {
+			c.Replicas = n.Indexer
+		}
 		if n.Searcher, err = searcher.New(n.nc, n.store, c); err != nil {
 			return err
 		}

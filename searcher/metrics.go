@@ -148,6 +148,7 @@ type servedShard struct {
 	index   string
 	shard   int
 	replica *shard.Replica
+	lent    bool // see Stats.Lent
 }
 
 // shardStates lists the served shards.
@@ -157,7 +158,7 @@ func (s *Searcher) shardStates() []servedShard {
 	var out []servedShard
 	for name, st := range s.indexes {
 		for i, sl := range st.shards {
-			out = append(out, servedShard{name, i, sl.cur.Load()})
+			out = append(out, servedShard{name, i, sl.cur.Load(), sl.lent})
 		}
 	}
 	return out

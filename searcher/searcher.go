@@ -73,6 +73,15 @@ type Config struct {
 	// CatchUpTimeout bounds the replay of a new replica before it serves
 	// (default 10m).
 	CatchUpTimeout time.Duration
+	// Replicas, when set, lends the searcher the replicas another role of
+	// the same process keeps up to date: node sets it to the indexer when
+	// both run in one process, so that every update is indexed once, not
+	// once by the indexer and again by the searcher. A lent replica is
+	// served as it is (no snapshot is downloaded, no generation swapped
+	// in: it is the one snapshots are made from) and never closed by the
+	// searcher. Shards the lender does not hold (shard.ErrNotLent) get a
+	// replica of the searcher's own, as without it.
+	Replicas Lender
 	// CompressThreshold is the response size above which replies are zstd
 	// compressed (default wire.CompressThreshold).
 	CompressThreshold int
@@ -88,6 +97,15 @@ type Config struct {
 	// of its own, which nothing serves).
 	Registerer prometheus.Registerer
 	Logger     *slog.Logger
+}
+
+// Lender lends a searcher replicas kept by another role of its process
+// (Config.Replicas; *indexer.Indexer is one).
+type Lender interface {
+	// Lend returns the replica of shard i of index def once it is
+	// loaded; an error wrapping shard.ErrNotLent if the lender does not
+	// hold it.
+	Lend(ctx context.Context, def api.IndexDefinition, i int) (*shard.Replica, error)
 }
 
 // Validate checks the configuration and fills in defaults.
@@ -177,7 +195,9 @@ type indexState struct {
 
 // slot is one served shard: the replica answering, swapped atomically.
 type slot struct {
-	cur      atomic.Pointer[shard.Replica]
+	cur atomic.Pointer[shard.Replica]
+	// lent: cur is Config.Replicas' replica, never swapped or closed here.
+	lent     bool
 	metrics  *shardMetrics
 	sub      *nats.Subscription // the shard's queue group
 	direct   *nats.Subscription // this replica only (routing, hedges)
@@ -350,11 +370,14 @@ func (s *Searcher) load(ctx context.Context, st *indexState) error {
 		return err
 	}
 	for _, i := range s.served(st.def) {
-		r, err := s.openReplica(ctx, st, i, m, true)
+		r, lent, err := s.borrowReplica(ctx, st, i)
+		if err == nil && r == nil {
+			r, err = s.openReplica(ctx, st, i, m, true)
+		}
 		if err != nil {
 			return err
 		}
-		sl := &slot{metrics: s.metrics.shard(st.def.Name, i)}
+		sl := &slot{metrics: s.metrics.shard(st.def.Name, i), lent: lent}
 		sl.cur.Store(r)
 		team := st.def.TeamOf()
 		enqueue := func(msg *nats.Msg) { s.enqueue(team, msg) }
@@ -368,15 +391,40 @@ func (s *Searcher) load(ctx context.Context, st *indexState) error {
 		}
 		if err != nil {
 			sl.unsubscribe()
-			r.Close()
+			if !lent {
+				r.Close()
+			}
 			return fmt.Errorf("subscribe shard %d: %w", i, err)
 		}
 		s.mu.Lock()
 		st.shards[i] = sl
 		s.mu.Unlock()
-		s.cfg.Logger.Info("shard serving", "index", st.def.Name, "shard", i, "generation", r.Generation(), "seq", r.Seq())
+		s.cfg.Logger.Info("shard serving", "index", st.def.Name, "shard", i, "generation", r.Generation(), "seq", r.Seq(), "lent", lent)
 	}
 	return nil
+}
+
+// borrowReplica returns shard i's replica from Config.Replicas once it is
+// caught up, or nil (and no error) when there is no lender or it does not
+// hold the shard.
+func (s *Searcher) borrowReplica(ctx context.Context, st *indexState, i int) (*shard.Replica, bool, error) {
+	if s.cfg.Replicas == nil {
+		return nil, false, nil
+	}
+	cctx, cancel := context.WithTimeout(ctx, s.cfg.CatchUpTimeout)
+	defer cancel()
+	r, err := s.cfg.Replicas.Lend(cctx, st.def, i)
+	if errors.Is(err, shard.ErrNotLent) {
+		s.cfg.Logger.Info("serving a replica of its own", "index", st.def.Name, "shard", i, "why", err)
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("shard %d: %w", i, err)
+	}
+	if err := r.WaitCaughtUp(cctx); err != nil {
+		return nil, false, fmt.Errorf("shard %d: %w", i, err)
+	}
+	return r, true, nil
 }
 
 // openReplica opens shard i from the manifest's snapshot, then replays the
@@ -446,8 +494,8 @@ func (s *Searcher) onManifest(e jetstream.KeyValueEntry) {
 			s.mu.Lock()
 			sl := st.shards[i]
 			s.mu.Unlock()
-			if sl == nil || sl.cur.Load().Generation() >= m.Generation {
-				continue
+			if sl == nil || sl.lent || sl.cur.Load().Generation() >= m.Generation {
+				continue // a lent replica is the one the snapshot was made from
 			}
 			hasSnap := false
 			for _, snap := range m.Shards {
@@ -532,7 +580,9 @@ func (s *Searcher) drop(name string, st *indexState) {
 	<-st.done
 	st.swapMu.Lock() // no swap can start after this: st.ctx is done
 	for _, sl := range shards {
-		sl.cur.Load().Destroy()
+		if !sl.lent { // a lent replica is its lender's to close
+			sl.cur.Load().Destroy()
+		}
 	}
 	st.swapMu.Unlock()
 	os.RemoveAll(st.dir)
@@ -598,6 +648,8 @@ type Stats struct {
 	// the last one applied, as of the last batch.
 	Lag  uint64
 	Docs uint64
+	// Lent: the replica served is Config.Replicas' (the indexer's).
+	Lent bool
 }
 
 // ForceMerge merges the segments of every shard of index this searcher
@@ -623,7 +675,7 @@ func (s *Searcher) Stats() []Stats {
 	for _, sh := range s.shardStates() {
 		docs, _ := sh.replica.DocCount()
 		p := sh.replica.Progress()
-		out = append(out, Stats{Index: sh.index, Shard: sh.shard, Generation: sh.replica.Generation(), Seq: p.Seq, Lag: p.Pending, Docs: docs})
+		out = append(out, Stats{Index: sh.index, Shard: sh.shard, Generation: sh.replica.Generation(), Seq: p.Seq, Lag: p.Pending, Docs: docs, Lent: sh.lent})
 	}
 	slices.SortFunc(out, func(a, b Stats) int {
 		if a.Index != b.Index {

@@ -59,6 +59,9 @@ type benchConfig struct {
 	// Writes paces how Quarry's searcher applies updates, and
 	// IndexerWrites its indexer (the roles' flags of the same names).
 	Writes, IndexerWrites shard.WriteOptions
+	// SeparateReplicas: the searcher keeps replicas of its own
+	// (node.Config.SeparateReplicas, quarry serve's flag).
+	SeparateReplicas bool
 	// StatsCache is the broker's statistics cache size (negative: none,
 	// every query pays the statistics phase).
 	StatsCache int
@@ -155,7 +158,8 @@ func parseBench(args []string) (*benchConfig, *runtimeFlags, error) {
 	fs.StringVar(&cfg.PluginCache, "plugin-cache", "", "directory keeping built and compiled plugins between runs (default: in --data)")
 	var rf roleFlags
 	rf.registerWrites(fs)
-	fs.DurationVar(&rf.indexerApply, "indexer-apply-interval", indexer.DefaultApplyInterval, "the indexer's least time between two batches applied to a shard, as quarry serve's flag; negative: apply as they arrive")
+	fs.DurationVar(&rf.indexerApply, "indexer-apply-interval", indexer.DefaultApplyInterval, "the indexer's least time between two batches applied to a shard with --separate-replicas, as quarry serve's flag; negative: apply as they arrive")
+	fs.BoolVar(&cfg.SeparateReplicas, "separate-replicas", false, "Quarry's searcher keeps replicas of its own instead of serving the indexer's, as quarry serve's flag (every update indexed twice)")
 	rtf.register(fs)
 	rtf.logLevel = "error" // the roles' warnings (slow queries…) would flood the output under load
 	fs.Lookup("log-level").DefValue = "error"

@@ -61,6 +61,7 @@ type roleFlags struct {
 	slowShard        time.Duration
 	writes           shard.WriteOptions
 	indexerApply     time.Duration
+	separateReplicas bool
 }
 
 // registerWrites adds the flags pacing how replicas apply updates (the
@@ -82,7 +83,7 @@ func (f *roleFlags) registerDrain(fs *flag.FlagSet) {
 func (f *roleFlags) registerIndexer(fs *flag.FlagSet) {
 	fs.DurationVar(&f.snapshotInterval, "snapshot-interval", time.Minute, "how often an index that changed is snapshotted (0 or negative: only after bulk ingests)")
 	fs.IntVar(&f.maxBatch, "max-batch", 512, "most documents applied to a shard in one bleve batch")
-	fs.DurationVar(&f.indexerApply, "indexer-apply-interval", indexer.DefaultApplyInterval, "the indexer's least time between two batches applied to a shard (its replicas serve no search: longer batches cost it less, and a snapshot waits at most this long for the last updates); negative: apply as they arrive")
+	fs.DurationVar(&f.indexerApply, "indexer-apply-interval", indexer.DefaultApplyInterval, "the indexer's least time between two batches applied to a shard, when its replicas serve no search (quarry indexer, or quarry serve --separate-replicas; else --apply-interval paces them): longer batches cost it less, and a snapshot waits at most this long for the last updates; negative: apply as they arrive")
 	f.registerWrites(fs)
 }
 
@@ -171,6 +172,7 @@ func runServe(ctx context.Context, args []string) error {
 	var rf roleFlags
 	rf.registerIndexer(fs)
 	rf.registerSearcher(fs)
+	fs.BoolVar(&rf.separateReplicas, "separate-replicas", false, "the searcher keeps replicas of its own (downloaded snapshots, the stream followed again) instead of serving the indexer's, as on separate machines: every update is then indexed twice in this process")
 	rf.registerBroker(fs)
 	rf.registerDrain(fs)
 	var rt runtimeFlags
@@ -199,7 +201,7 @@ func runServe(ctx context.Context, args []string) error {
 	cfg := node.Config{
 		HTTPAuth: hf.required(*httpAddr),
 		DataDir:  *data, NATSHost: *natsHost, NATSPort: *natsPort, NATSConfigFile: *natsConfig, NATSSync: time.Duration(natsSync), NATSOptions: natsOpts, HTTPAddr: *httpAddr,
-		MetricsAddr: *mf.addr, Profiling: *mf.pprof, Indexer: rf.indexer(), Searcher: rf.searcher(), Broker: rf.broker(), Logger: log,
+		MetricsAddr: *mf.addr, Profiling: *mf.pprof, Indexer: rf.indexer(), Searcher: rf.searcher(), Broker: rf.broker(), SeparateReplicas: rf.separateReplicas, Logger: log,
 	}
 	if err := rf.pluginLimits(&cfg); err != nil {
 		return err

@@ -28,6 +28,11 @@ var seqKey = []byte("quarry.seq")
 // ErrClosed is returned by a replica used after Close.
 var ErrClosed = errors.New("shard replica closed")
 
+// ErrNotLent is returned by a lender of replicas (the indexer, to a
+// searcher in the same process) that does not hold the replica asked for:
+// the borrower opens its own.
+var ErrNotLent = errors.New("replica not held by this process")
+
 // Config describes a replica.
 type Config struct {
 	Index string
@@ -111,9 +116,10 @@ func (c *Config) defaults() {
 
 // Replica is one shard's index following the document stream.
 type Replica struct {
-	cfg        Config
-	idx        bleve.Index
-	generation uint64
+	cfg Config
+	idx bleve.Index
+	// generation: see Generation and SetGeneration.
+	generation atomic.Uint64
 
 	seq     atomic.Uint64 // last applied stream sequence
 	applyMu sync.Mutex    // held while a batch is applied or the index copied
@@ -207,7 +213,8 @@ func OpenSnapshot(ctx context.Context, cfg Config, generation uint64, snap meta.
 }
 
 func newReplica(cfg Config, idx bleve.Index, generation uint64) (*Replica, error) {
-	r := &Replica{cfg: cfg, idx: idx, generation: generation, done: make(chan struct{}), caughtUp: make(chan struct{})}
+	r := &Replica{cfg: cfg, idx: idx, done: make(chan struct{}), caughtUp: make(chan struct{})}
+	r.generation.Store(generation)
 	r.warmCtx, r.warmCancel = context.WithCancel(context.Background())
 	v, err := idx.GetInternal(seqKey)
 	if err != nil {
@@ -225,8 +232,14 @@ func newReplica(cfg Config, idx bleve.Index, generation uint64) (*Replica, error
 func (r *Replica) Seq() uint64 { return r.seq.Load() }
 
 // Generation is the snapshot generation the replica was opened from (0 if
-// it was not opened from a snapshot).
-func (r *Replica) Generation() uint64 { return r.generation }
+// it was not opened from a snapshot), or the last one published from it
+// (SetGeneration).
+func (r *Replica) Generation() uint64 { return r.generation.Load() }
+
+// SetGeneration records that a snapshot of the replica was published as
+// generation g: an indexer's replica that a searcher serves reports the
+// generation it now holds at least.
+func (r *Replica) SetGeneration(g uint64) { r.generation.Store(g) }
 
 // Progress is what a replica has applied of its shard's stream.
 type Progress struct {

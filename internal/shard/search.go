@@ -72,7 +72,7 @@ func (r *Replica) Search(ctx context.Context, req *wire.ShardRequest) (*wire.Sha
 		}
 		return nil, fmt.Errorf("search shard %d: %w", r.cfg.Shard, err)
 	}
-	out := ToResponse(res, seq, r.generation, time.Since(start))
+	out := ToResponse(res, seq, r.generation.Load(), time.Since(start))
 	out.Stats = counted
 	if len(req.Sort) == 0 {
 		for i := range out.Hits {
@@ -272,7 +272,7 @@ func (r *Replica) Stats(ctx context.Context, req *wire.ShardRequest) (*GlobalSta
 		return nil, api.Errorf(api.CodeTimeout, "shard %d: statistics: %v", r.cfg.Shard, err)
 	}
 	out := &rec.stats
-	out.Generation = r.generation
+	out.Generation = r.generation.Load()
 	out.Seqs = map[int]uint64{r.cfg.Shard: seq}
 	if out.DocCount, err = reader.DocCount(); err != nil {
 		return nil, fmt.Errorf("shard %d: statistics: %w", r.cfg.Shard, err)
