@@ -74,27 +74,36 @@ func BenchmarkIngest(b *testing.B) {
 			idx.Close()
 		}
 	})
-	b.Run("quarry-serve", func(b *testing.B) {
-		for range b.N {
-			b.StopTimer()
-			n := startRoles(b, "", &indexer.Config{SnapshotInterval: -1}, &searcher.Config{}, &broker.Config{})
-			c := n.Client()
-			if _, err := c.CreateIndex(context.Background(), "menu", 4, catalog.Mapping()); err != nil {
-				b.Fatal(err)
+	// quarry-serve: the searcher serves the indexer's replicas (the
+	// default); separate-replicas: it keeps its own, every document
+	// indexed twice in the process.
+	for _, v := range []struct {
+		name     string
+		separate bool
+	}{{"quarry-serve", false}, {"quarry-serve-separate-replicas", true}} {
+		b.Run(v.name, func(b *testing.B) {
+			for range b.N {
+				b.StopTimer()
+				n := startConfig(b, Config{SeparateReplicas: v.separate,
+					Indexer: &indexer.Config{SnapshotInterval: -1}, Searcher: &searcher.Config{}, Broker: &broker.Config{}})
+				c := n.Client()
+				if _, err := c.CreateIndex(context.Background(), "menu", 4, catalog.Mapping()); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+				start := time.Now()
+				res, err := c.Bulk(context.Background(), "menu", bytes.NewReader(docs), client.BulkOptions{})
+				if err != nil || res.Stored != catalog.DefaultSize {
+					b.Fatal(res, err)
+				}
+				waitDocs(b, n, uint64(res.Stored))
+				b.ReportMetric(float64(catalog.DefaultSize)/time.Since(start).Seconds(), "docs/s")
+				b.StopTimer()
+				n.Close()
+				b.StartTimer()
 			}
-			b.StartTimer()
-			start := time.Now()
-			res, err := c.Bulk(context.Background(), "menu", bytes.NewReader(docs), client.BulkOptions{})
-			if err != nil || res.Stored != catalog.DefaultSize {
-				b.Fatal(res, err)
-			}
-			waitDocs(b, n, uint64(res.Stored))
-			b.ReportMetric(float64(catalog.DefaultSize)/time.Since(start).Seconds(), "docs/s")
-			b.StopTimer()
-			n.Close()
-			b.StartTimer()
-		}
-	})
+		})
+	}
 }
 
 // BenchmarkShardSearch compares one shard's search over NATS (encode,
