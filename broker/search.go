@@ -236,7 +236,7 @@ func (r *run) statistics(shardCtx context.Context) error {
 	if !r.plan.ExactScoring || r.b.cfg.NoExactScoring {
 		return nil
 	}
-	st := r.b.stats.get(r.plan.Index, r.plan.Query)
+	st := r.b.stats.Get(r.plan.Index, r.plan.Query)
 	hit := st != nil
 	switch {
 	case hit:
@@ -265,7 +265,7 @@ func (r *run) statistics(shardCtx context.Context) error {
 	}
 	r.sreq.Stats = st
 	if st != nil {
-		r.sreq.MaxStaleUpdates = r.b.stats.staleUpdates()
+		r.sreq.MaxStaleUpdates = r.b.stats.StaleUpdates()
 	}
 	took := time.Since(r.plannedAt)
 	r.stage(stageStats, took)
@@ -314,10 +314,10 @@ func (r *run) collect(ctx context.Context) error {
 		r.resp.Shards.Successful++
 		r.results[i].resp = &sr
 		r.good = append(r.good, &sr)
-		r.b.stats.noteGeneration(plan.Index, sr.Generation)
+		r.b.stats.NoteGeneration(plan.Index, sr.Generation)
 		if sr.Stats != nil && r.sreq.LocalStats {
-			r.b.stats.noteGeneration(plan.Index, sr.Stats.Generation)
-			r.b.stats.put(plan.Index, plan.Query, sr.Stats)
+			r.b.stats.NoteGeneration(plan.Index, sr.Stats.Generation)
+			r.b.stats.Put(plan.Index, plan.Query, sr.Stats)
 		}
 	}
 	if r.resp.Shards.Failed > 0 && (!plan.AllowPartial || r.resp.Shards.Successful == 0 || anyClientError(r.results)) {
@@ -507,8 +507,8 @@ func (b *Broker) countStats(ctx context.Context, plan *planner.Plan) (*wire.Glob
 		// exact, but an answer.
 		return nil, nil
 	}
-	b.stats.noteGeneration(plan.Index, total.Generation)
-	b.stats.put(plan.Index, plan.Query, total)
+	b.stats.NoteGeneration(plan.Index, total.Generation)
+	b.stats.Put(plan.Index, plan.Query, total)
 	return total, nil
 }
 
