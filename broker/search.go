@@ -9,19 +9,14 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/blevesearch/bleve/v2/search"
-	"github.com/nats-io/nats.go"
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
-	oteltrace "go.opentelemetry.io/otel/trace"
 
 	"github.com/quarrysearch/quarry/api"
+	"github.com/quarrysearch/quarry/broker/internal/fanout"
 	"github.com/quarrysearch/quarry/internal/subject"
 	"github.com/quarrysearch/quarry/internal/trace"
-	"github.com/quarrysearch/quarry/internal/tracenats"
 	"github.com/quarrysearch/quarry/internal/wire"
 	"github.com/quarrysearch/quarry/planner"
 )
@@ -162,7 +157,7 @@ type run struct {
 	// statistics and fan-out
 	sreq             *wire.ShardRequest
 	statsDetail      string
-	results          []shardResult
+	results          []fanout.Result
 	refreshed        bool
 	fanStart, fanned time.Time
 	// collect, merge, rank, page (mergeTook: collect, merge and page)
@@ -257,7 +252,7 @@ func (r *run) statistics(shardCtx context.Context) error {
 		// itself.
 		statsCtx, cancel := context.WithTimeout(shardCtx, r.plan.ShardTimeout/4)
 		var err error
-		st, err = r.b.countStats(statsCtx, r.plan)
+		st, err = r.b.fan.CountStats(statsCtx, r.plan)
 		cancel()
 		if err != nil {
 			return err
@@ -286,7 +281,7 @@ func (r *run) statistics(shardCtx context.Context) error {
 // stale.
 func (r *run) fanOut(shardCtx context.Context) {
 	r.fanStart = time.Now()
-	r.results, r.refreshed = r.b.searchShards(shardCtx, r.plan, r.sreq)
+	r.results, r.refreshed = r.b.fan.Search(shardCtx, r.plan, r.sreq)
 	r.fanned = time.Now()
 	r.stage(stageFanOut, r.fanned.Sub(r.fanStart))
 }
@@ -300,19 +295,19 @@ func (r *run) collect(ctx context.Context) error {
 	plan := r.plan
 	r.resp = &api.SearchResponse{Shards: api.ShardsInfo{Total: len(plan.Shards)}}
 	for i, res := range r.results {
-		err := res.err
+		err := res.Err
 		var sr wire.ShardResponse
 		if err == nil {
-			err = wire.DecodeShardResponse(res.reply, &sr)
+			err = wire.DecodeShardResponse(res.Reply, &sr)
 		}
 		if err != nil {
-			r.results[i].err = r.b.shardError(ctx, plan, plan.Shards[i], err)
+			r.results[i].Err = r.b.shardError(ctx, plan, plan.Shards[i], err)
 			r.resp.Shards.Failed++
-			r.resp.Shards.Failures = append(r.resp.Shards.Failures, api.ShardFailure{Shard: plan.Shards[i], Reason: r.results[i].err.Error()})
+			r.resp.Shards.Failures = append(r.resp.Shards.Failures, api.ShardFailure{Shard: plan.Shards[i], Reason: r.results[i].Err.Error()})
 			continue
 		}
 		r.resp.Shards.Successful++
-		r.results[i].resp = &sr
+		r.results[i].Resp = &sr
 		r.good = append(r.good, &sr)
 		r.b.stats.NoteGeneration(plan.Index, sr.Generation)
 		if sr.Stats != nil && r.sreq.LocalStats {
@@ -395,17 +390,17 @@ func (r *run) finish() {
 		prof[len(prof)-1].Detail += "; statistics refreshed (a shard had more updates since they were counted than the bound) and every shard asked again"
 	}
 	for i, res := range r.results {
-		st := api.Stage{Name: "shard " + strconv.Itoa(plan.Shards[i]), TookMS: ms(res.took)}
+		st := api.Stage{Name: "shard " + strconv.Itoa(plan.Shards[i]), TookMS: ms(res.Took)}
 		switch {
-		case res.resp != nil:
-			search, queue := time.Duration(res.resp.TookNS), time.Duration(res.resp.QueueNS)
+		case res.Resp != nil:
+			search, queue := time.Duration(res.Resp.TookNS), time.Duration(res.Resp.QueueNS)
 			st.Detail = fmt.Sprintf("search %.3fms, queue %.3fms, transport %.3fms, replica %s, generation %d, seq %d",
-				ms(search), ms(queue), ms(res.took-search-queue), res.resp.Replica, res.resp.Generation, res.resp.Seq)
-		case res.err != nil:
-			st.Detail = "failed: " + res.err.Error()
+				ms(search), ms(queue), ms(res.Took-search-queue), res.Resp.Replica, res.Resp.Generation, res.Resp.Seq)
+		case res.Err != nil:
+			st.Detail = "failed: " + res.Err.Error()
 		}
-		if res.hedged {
-			st.Detail += fmt.Sprintf(" (hedged, hedge won: %v)", res.hedgeWon)
+		if res.Hedged {
+			st.Detail += fmt.Sprintf(" (hedged, hedge won: %v)", res.HedgeWon)
 		}
 		prof = append(prof, st)
 	}
@@ -436,38 +431,31 @@ func (b *Broker) shardError(ctx context.Context, plan *planner.Plan, shard int, 
 // caller's own (a bad or too complex request) if a shard said so, in that
 // shard's words; else internal (500) if a shard failed on an internal
 // error (its detail logged by shardError); else timeout or unavailable.
-func shardsFailed(info api.ShardsInfo, results []shardResult) error {
+func shardsFailed(info api.ShardsInfo, results []fanout.Result) error {
 	for _, r := range results {
-		if isClientError(r.err) {
-			return r.err
+		if fanout.IsClientError(r.Err) {
+			return r.Err
 		}
 	}
 	f := info.Failures[0]
 	code := api.CodeUnavailable
 	for _, r := range results {
-		if errors.Is(r.err, api.ErrTimeout) {
+		if errors.Is(r.Err, api.ErrTimeout) {
 			code = api.CodeTimeout
 		}
 	}
 	for _, r := range results {
-		if r.err != nil && api.CodeOf(r.err) == api.CodeInternal {
-			return api.Errorf(api.CodeInternal, "%v; %d of %d shards failed", r.err, info.Failed, info.Total)
+		if r.Err != nil && api.CodeOf(r.Err) == api.CodeInternal {
+			return api.Errorf(api.CodeInternal, "%v; %d of %d shards failed", r.Err, info.Failed, info.Total)
 		}
 	}
 	return api.Errorf(code, "%d of %d shards failed; shard %d: %s", info.Failed, info.Total, f.Shard, f.Reason)
 }
 
-// isClientError reports whether a shard refused the request itself (bad,
-// or over the index's limits): every shard would, so partial results are
-// no answer.
-func isClientError(err error) bool {
-	return errors.Is(err, api.ErrBadRequest) || errors.Is(err, api.ErrQueryTooComplex)
-}
-
 // anyClientError reports whether a shard refused the request itself.
-func anyClientError(results []shardResult) bool {
+func anyClientError(results []fanout.Result) bool {
 	for _, r := range results {
-		if isClientError(r.err) {
+		if fanout.IsClientError(r.Err) {
 			return true
 		}
 	}
@@ -475,228 +463,6 @@ func anyClientError(results []shardResult) bool {
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-
-// countStats returns the plan's term statistics summed over every shard,
-// from a statistics round trip, and caches them; nil when a shard did not
-// answer in time (the shards then score with their own statistics).
-func (b *Broker) countStats(ctx context.Context, plan *planner.Plan) (*wire.GlobalStats, error) {
-	req := &wire.ShardRequest{Query: plan.Query, Phase: wire.PhaseStats, MaxTerms: plan.MaxTerms}
-	results := b.fanOut(ctx, plan, req, planner.Hedge{})
-	total := &wire.GlobalStats{}
-	complete := true
-	for i, r := range results {
-		if r.err != nil {
-			if isClientError(r.err) {
-				return nil, r.err
-			}
-			complete = false // the search phase reports this shard
-			continue
-		}
-		var st wire.GlobalStats
-		if err := wire.Decode(r.reply, &st); err != nil {
-			complete = false
-			results[i].err = err
-			continue
-		}
-		total.Add(&st)
-	}
-	if !complete {
-		// Partial sums would be wrong, and a field only the missing shards
-		// hold would have no statistics at all (bleve then fails the
-		// search). Shards score with their own statistics instead: not
-		// exact, but an answer.
-		return nil, nil
-	}
-	b.stats.NoteGeneration(plan.Index, total.Generation)
-	b.stats.Put(plan.Index, plan.Query, total)
-	return total, nil
-}
-
-type shardResult struct {
-	reply    *nats.Msg
-	resp     *wire.ShardResponse
-	err      error
-	took     time.Duration
-	hedged   bool
-	hedgeWon bool
-}
-
-// fanOut asks every shard of the plan in parallel under ctx's deadline.
-func (b *Broker) fanOut(ctx context.Context, plan *planner.Plan, sreq *wire.ShardRequest, hedge planner.Hedge) []shardResult {
-	results := make([]shardResult, len(plan.Shards))
-	proto := nats.NewMsg("")
-	if err := wire.Encode(proto, sreq, b.cfg.CompressThreshold); err != nil {
-		for i := range results {
-			results[i].err = err
-		}
-		return results
-	}
-	deadline, _ := ctx.Deadline()
-	hdr := nats.Header{subject.HeaderDeadline: []string{strconv.FormatInt(deadline.UnixNano(), 10)}}
-	if enc := proto.Header.Get(subject.HeaderEncoding); enc != "" {
-		hdr.Set(subject.HeaderEncoding, enc)
-	}
-	if id := trace.RequestID(ctx); id != "" {
-		hdr.Set(trace.HeaderRequestID, id)
-	}
-	var wg sync.WaitGroup
-	for i, sh := range plan.Shards {
-		wg.Go(func() {
-			results[i] = b.askShard(ctx, plan.Index, sh, proto.Data, hdr, hedge)
-		})
-	}
-	wg.Wait()
-	return results
-}
-
-type attempt struct {
-	reply   *nats.Msg
-	err     error
-	replica string // "" when sent to the queue group
-	hedge   bool
-}
-
-// askShard sends one shard request and, if the shard is slower than its
-// recent hedge quantile, a second one to a different replica; the first
-// good answer wins.
-func (b *Broker) askShard(ctx context.Context, index string, sh int, data []byte, hdr nats.Header, hedge planner.Hedge) (res shardResult) {
-	start := time.Now()
-	st := b.shards.get(index, sh)
-	b.hedge.requests.Add(1)
-	if trace.Enabled() {
-		// The shard's span, and its context in this shard's headers.
-		var span oteltrace.Span
-		ctx, span = trace.Start(ctx, "quarry.shard", oteltrace.WithSpanKind(oteltrace.SpanKindClient),
-			oteltrace.WithAttributes(attribute.String("quarry.index", index), attribute.Int("quarry.shard", sh)))
-		own := make(nats.Header, len(hdr)+1)
-		for k, v := range hdr {
-			own[k] = v
-		}
-		hdr = tracenats.Inject(ctx, own)
-		defer func() {
-			span.SetAttributes(attribute.Bool("quarry.hedged", res.hedged), attribute.Bool("quarry.hedge_won", res.hedgeWon))
-			if res.err != nil {
-				span.SetStatus(codes.Error, res.err.Error())
-			}
-			span.End()
-		}()
-	}
-	out := make(chan attempt, 4)
-	// A request that loses to a hedge is not cancelled: it runs to its
-	// deadline, so its replica's real latency and outstanding count are
-	// known and the next requests avoid a stuck replica.
-	deadline, _ := ctx.Deadline()
-	reqCtx, cancelReq := context.WithDeadline(context.WithoutCancel(ctx), deadline)
-	var inflight sync.WaitGroup
-	defer func() { go func() { inflight.Wait(); cancelReq() }() }()
-	send := func(replica string, isHedge bool) {
-		subj := st.subjectOf(replica)
-		st.begin(replica)
-		sent := time.Now()
-		inflight.Go(func() {
-			reply, err := b.nc.RequestMsgWithContext(reqCtx, &nats.Msg{Subject: subj, Data: data, Header: hdr})
-			st.end(replica)
-			if replica != "" && (err == nil || errors.Is(err, context.DeadlineExceeded)) {
-				st.observeReplica(replica, time.Since(sent))
-			}
-			out <- attempt{reply: reply, err: err, replica: replica, hedge: isHedge}
-		})
-	}
-	// With two or more known replicas the broker picks the primary itself
-	// (the better of two), so a hedge can go to another; otherwise the
-	// shard's queue group does. Replicas are discovered in the background.
-	primary := ""
-	if hedge.Enabled {
-		st.discover(b.nc, index, sh)
-		primary, _ = st.choosePrimary()
-	}
-	send(primary, false)
-	pending := 1
-	var timer <-chan time.Time
-	var hedgeTimer *time.Timer
-	if hedge.Enabled {
-		delay := hedge.InitialDelay
-		if q, ok := st.quantile(hedge.Quantile); ok {
-			delay = max(q, hedge.MinDelay)
-		}
-		hedgeTimer = time.NewTimer(delay)
-		defer hedgeTimer.Stop()
-		timer = hedgeTimer.C
-	}
-	var lastErr error
-	for pending > 0 {
-		select {
-		case a := <-out:
-			pending--
-			err := replyError(a.reply, a.err)
-			if err == nil {
-				res.reply, res.took = a.reply, time.Since(start)
-				res.hedgeWon = a.hedge
-				if a.hedge {
-					b.hedge.won.Add(1)
-				}
-				replica := a.replica
-				if replica == "" {
-					// A queue-group answer names its replica in the reply.
-					replica = replicaOf(a.reply)
-				}
-				st.observe(res.took, replica)
-				return res
-			}
-			if a.replica != "" && errors.Is(a.err, nats.ErrNoResponders) {
-				// That replica is gone: forget it, ask the queue group.
-				st.forget(a.replica)
-				send("", a.hedge)
-				pending++
-				continue
-			}
-			lastErr = err
-		case <-timer:
-			timer = nil
-			// A primary found gone (no responders) since is a failover,
-			// not extra load: it needs no budget.
-			if gone := primary != "" && !st.known(primary); gone || b.hedge.allow(hedge.MaxFraction) {
-				target, _ := st.chooseHedge(primary)
-				send(target, true)
-				pending++
-				res.hedged = true
-			} else if primary != "" {
-				// Look again later: the primary may be found gone meanwhile.
-				hedgeTimer.Reset(hedgeRecheck)
-				timer = hedgeTimer.C
-			}
-		}
-	}
-	res.err, res.took = lastErr, time.Since(start)
-	return res
-}
-
-// replicaOf reads the replica id of a binary shard response without
-// decoding it all: it follows the fixed header fields.
-func replicaOf(msg *nats.Msg) string {
-	if msg == nil || msg.Header.Get(subject.HeaderEncoding) != "" {
-		return ""
-	}
-	return wire.PeekReplica(msg.Data)
-}
-
-// replyError classifies a failed request or an error reply.
-func replyError(reply *nats.Msg, err error) error {
-	switch {
-	case errors.Is(err, nats.ErrNoResponders):
-		return api.Errorf(api.CodeUnavailable, "no searcher serves this shard")
-	case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout):
-		return api.Errorf(api.CodeTimeout, "no answer before the deadline")
-	case errors.Is(err, context.Canceled):
-		return api.Errorf(api.CodeTimeout, "request cancelled")
-	case err != nil:
-		return api.Errorf(api.CodeUnavailable, "%v", err)
-	}
-	if code := reply.Header.Get(subject.HeaderError); code != "" {
-		return api.Errorf(api.Code(code), "%s", reply.Data)
-	}
-	return nil
-}
 
 // mergeShards combines shard responses: totals summed and facets merged
 // into out, and every hit in one order, returned: k-way by score (ties by

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/quarrysearch/quarry/api"
+	"github.com/quarrysearch/quarry/broker/internal/fanout"
 	"github.com/quarrysearch/quarry/internal/trace"
 	"github.com/quarrysearch/quarry/internal/wire"
 	"github.com/quarrysearch/quarry/planner"
@@ -226,15 +227,15 @@ func TestShardErrorsHideInternals(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			logged.Reset()
-			results := make([]shardResult, len(c.errs))
+			results := make([]fanout.Result, len(c.errs))
 			info := api.ShardsInfo{Total: len(c.errs)}
 			for i, err := range c.errs {
 				if err == nil {
 					continue
 				}
-				results[i].err = b.shardError(ctx, plan, i, err)
+				results[i].Err = b.shardError(ctx, plan, i, err)
 				info.Failed++
-				info.Failures = append(info.Failures, api.ShardFailure{Shard: i, Reason: results[i].err.Error()})
+				info.Failures = append(info.Failures, api.ShardFailure{Shard: i, Reason: results[i].Err.Error()})
 			}
 			err := shardsFailed(info, results)
 			if api.CodeOf(err) != c.code || !strings.Contains(err.Error(), c.want) {
