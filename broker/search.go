@@ -1,17 +1,13 @@
 package broker
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
-
-	"github.com/blevesearch/bleve/v2/search"
 
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/broker/internal/fanout"
@@ -201,28 +197,7 @@ func (r *run) planned() {
 		}
 		r.plan = &p
 	}
-	r.sreq = &wire.ShardRequest{Query: r.plan.Query, K: r.plan.K, Sort: r.plan.Sort, Fields: r.plan.Fields, Facets: shardFacets(r.plan), MaxTerms: r.plan.MaxTerms, Explain: r.req.Explain}
-}
-
-// defaultFacetSize is a facet's size when the request gives none.
-const defaultFacetSize = 10
-
-// shardFacets are the facets each shard counts: on an index of several
-// shards, more terms than the caller asked for (size × 1.5 + 10, as
-// Elasticsearch's shard_size), so that a term just outside one shard's
-// top terms is still counted there and the merged top terms and counts
-// are right in all but skewed cases; the merge keeps the caller's size.
-func shardFacets(p *planner.Plan) map[string]api.FacetRequest {
-	if len(p.Shards) < 2 || len(p.Facets) == 0 {
-		return p.Facets
-	}
-	out := make(map[string]api.FacetRequest, len(p.Facets))
-	for name, f := range p.Facets {
-		f.Size = cmp.Or(f.Size, defaultFacetSize)
-		f.Size += f.Size/2 + 10
-		out[name] = f
-	}
-	return out
+	r.sreq = &wire.ShardRequest{Query: r.plan.Query, K: r.plan.K, Sort: r.plan.Sort, Fields: r.plan.Fields, Facets: fanout.ShardFacets(r.plan), MaxTerms: r.plan.MaxTerms, Explain: r.req.Explain}
 }
 
 // statistics gives the shard request the query's global term statistics
@@ -325,7 +300,8 @@ func (r *run) collect(ctx context.Context) error {
 // facets.
 func (r *run) merge() {
 	start := time.Now()
-	r.hits = mergeShards(r.resp, r.good, r.plan)
+	m := fanout.Merge(r.good, r.plan)
+	r.resp.Total, r.resp.Facets, r.hits = m.Total, m.Facets, m.Hits
 	if r.sreq.Explain {
 		r.takeExplanations()
 	}
@@ -351,7 +327,7 @@ func (r *run) takeExplanations() {
 // rankers' extra fields out of it.
 func (r *run) page() {
 	start := time.Now()
-	pageOf(r.resp, r.hits, r.plan)
+	r.resp.Hits = fanout.Page(r.hits, r.plan)
 	if len(r.plan.Sort) > 0 {
 		decodeSortValues(r.b.sortTypesOf(r.plan.Index), r.plan.Sort, r.resp.Hits)
 	}
@@ -463,82 +439,3 @@ func anyClientError(results []fanout.Result) bool {
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-
-// mergeShards combines shard responses: totals summed and facets merged
-// into out, and every hit in one order, returned: k-way by score (ties by
-// id, so results are deterministic) or by their encoded sort values
-// (SortKeys). pageOf then cuts the from/size window; the page's sort
-// values are decoded afterwards (decodeSortValues).
-func mergeShards(out *api.SearchResponse, shards []*wire.ShardResponse, plan *planner.Plan) []api.Hit {
-	var all []api.Hit
-	var facets search.FacetResults
-	for _, s := range shards {
-		out.Total += s.Total
-		all = append(all, s.Hits...)
-		if s.Facets != nil {
-			if facets == nil {
-				facets = search.FacetResults{}
-			}
-			facets.Merge(s.Facets)
-		}
-	}
-	desc := sortDescending(plan.Sort)
-	slices.SortFunc(all, func(a, b api.Hit) int {
-		if len(plan.Sort) > 0 {
-			for i := range min(len(a.SortKeys), len(b.SortKeys), len(desc)) {
-				var c int
-				if sortKey(plan.Sort[i]) == "_score" {
-					c = cmp.Compare(a.Score, b.Score)
-				} else {
-					c = cmp.Compare(a.SortKeys[i], b.SortKeys[i])
-				}
-				if desc[i] {
-					c = -c
-				}
-				if c != 0 {
-					return c
-				}
-			}
-		} else if c := cmp.Compare(b.Score, a.Score); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.ID, b.ID)
-	})
-	if facets != nil {
-		out.Facets = map[string]api.FacetResult{}
-		for name, f := range facets {
-			facets.Fixup(name, cmp.Or(plan.Facets[name].Size, defaultFacetSize))
-			fr := api.FacetResult{Field: f.Field, Total: f.Total, Missing: f.Missing, Other: f.Other}
-			if f.Terms != nil {
-				for _, t := range f.Terms.Terms() {
-					fr.Terms = append(fr.Terms, api.TermCount{Term: t.Term, Count: t.Count})
-				}
-			}
-			out.Facets[name] = fr
-		}
-	}
-	return all
-}
-
-// pageOf puts the from/size window of all in out.
-func pageOf(out *api.SearchResponse, all []api.Hit, plan *planner.Plan) {
-	from := min(plan.From, len(all))
-	end := min(from+plan.Size, len(all))
-	out.Hits = all[from:end]
-	if out.Hits == nil {
-		out.Hits = []api.Hit{}
-	}
-}
-
-// sortDescending reports, per sort key, whether it orders descending: a
-// "-" prefix, as in bleve ("+" or nothing: ascending).
-func sortDescending(keys []string) []bool {
-	out := make([]bool, len(keys))
-	for i, k := range keys {
-		out[i] = strings.HasPrefix(k, "-")
-	}
-	return out
-}
-
-// sortKey is a sort entry without its direction prefix.
-func sortKey(k string) string { return strings.TrimLeft(k, "+-") }

@@ -13,6 +13,9 @@
 //     when a shard finds them stale. A Result is one shard's answer.
 //   - the statistics cache (StatsCache): the global term statistics of
 //     recent queries, and the bound on how stale they may be.
+//   - the merge: what each shard counts of the facets asked (ShardFacets),
+//     the shards' responses in one order with totals and facets summed
+//     (Merge), and the page of it the caller asked for (Page).
 //
 // It imports the wire types (api, planner, internal/wire), the shared
 // internals below the services and NATS, never the broker or another
