@@ -26,6 +26,7 @@ import (
 	oteltrace "go.opentelemetry.io/otel/trace"
 
 	"github.com/quarrysearch/quarry/api"
+	"github.com/quarrysearch/quarry/broker/internal/fanout"
 	"github.com/quarrysearch/quarry/internal/meta"
 	"github.com/quarrysearch/quarry/internal/subject"
 	"github.com/quarrysearch/quarry/internal/trace"
@@ -226,11 +227,12 @@ type Broker struct {
 	// served are the search endpoint's figures for `nats micro stats`.
 	served endpointStats
 	// queries is the query log the admin API reads (queries.report).
-	queries  queryLog
-	stats    *statsCache
-	shadows  *shadows
-	shards   shardStates
-	hedge    hedgeBudget
+	queries queryLog
+	stats   *fanout.StatsCache
+	shadows *shadows
+	// fan asks the shards (replica choice, hedging, the statistics and
+	// search phases).
+	fan      *fanout.Router
 	fallback fallbackLimits
 
 	mu        sync.RWMutex
@@ -270,8 +272,9 @@ func New(nc *nats.Conn, store *meta.Store, cfg Config) (*Broker, error) {
 	if err != nil {
 		return nil, err
 	}
+	stats := fanout.NewStatsCache(cfg.StatsCacheSize)
 	b := &Broker{nc: nc, store: store, cfg: cfg, planner: p, inflight: make(chan struct{}, cfg.MaxInFlight), teamLimits: newTeamLimits(&cfg),
-		stats: newStatsCache(cfg.StatsCacheSize), shadows: newShadows(), fallback: newFallbackLimits(&cfg),
+		stats: stats, fan: fanout.NewRouter(nc, cfg.CompressThreshold, stats), shadows: newShadows(), fallback: newFallbackLimits(&cfg),
 		defs: map[string]api.IndexDefinition{}, ready: make(chan struct{})}
 	if b.metrics, err = newMetrics(b, cfg.Registerer); err != nil {
 		return nil, err

@@ -1,27 +1,18 @@
 package broker
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
-	"sync"
 	"time"
 
-	"github.com/blevesearch/bleve/v2/search"
-	"github.com/nats-io/nats.go"
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
-	oteltrace "go.opentelemetry.io/otel/trace"
-
 	"github.com/quarrysearch/quarry/api"
+	"github.com/quarrysearch/quarry/broker/internal/fanout"
 	"github.com/quarrysearch/quarry/internal/subject"
 	"github.com/quarrysearch/quarry/internal/trace"
-	"github.com/quarrysearch/quarry/internal/tracenats"
 	"github.com/quarrysearch/quarry/internal/wire"
 	"github.com/quarrysearch/quarry/planner"
 )
@@ -162,7 +153,7 @@ type run struct {
 	// statistics and fan-out
 	sreq             *wire.ShardRequest
 	statsDetail      string
-	results          []shardResult
+	results          []fanout.Result
 	refreshed        bool
 	fanStart, fanned time.Time
 	// collect, merge, rank, page (mergeTook: collect, merge and page)
@@ -206,28 +197,7 @@ func (r *run) planned() {
 		}
 		r.plan = &p
 	}
-	r.sreq = &wire.ShardRequest{Query: r.plan.Query, K: r.plan.K, Sort: r.plan.Sort, Fields: r.plan.Fields, Facets: shardFacets(r.plan), MaxTerms: r.plan.MaxTerms, Explain: r.req.Explain}
-}
-
-// defaultFacetSize is a facet's size when the request gives none.
-const defaultFacetSize = 10
-
-// shardFacets are the facets each shard counts: on an index of several
-// shards, more terms than the caller asked for (size × 1.5 + 10, as
-// Elasticsearch's shard_size), so that a term just outside one shard's
-// top terms is still counted there and the merged top terms and counts
-// are right in all but skewed cases; the merge keeps the caller's size.
-func shardFacets(p *planner.Plan) map[string]api.FacetRequest {
-	if len(p.Shards) < 2 || len(p.Facets) == 0 {
-		return p.Facets
-	}
-	out := make(map[string]api.FacetRequest, len(p.Facets))
-	for name, f := range p.Facets {
-		f.Size = cmp.Or(f.Size, defaultFacetSize)
-		f.Size += f.Size/2 + 10
-		out[name] = f
-	}
-	return out
+	r.sreq = &wire.ShardRequest{Query: r.plan.Query, K: r.plan.K, Sort: r.plan.Sort, Fields: r.plan.Fields, Facets: fanout.ShardFacets(r.plan), MaxTerms: r.plan.MaxTerms, Explain: r.req.Explain}
 }
 
 // statistics gives the shard request the query's global term statistics
@@ -236,7 +206,7 @@ func (r *run) statistics(shardCtx context.Context) error {
 	if !r.plan.ExactScoring || r.b.cfg.NoExactScoring {
 		return nil
 	}
-	st := r.b.stats.get(r.plan.Index, r.plan.Query)
+	st := r.b.stats.Get(r.plan.Index, r.plan.Query)
 	hit := st != nil
 	switch {
 	case hit:
@@ -257,7 +227,7 @@ func (r *run) statistics(shardCtx context.Context) error {
 		// itself.
 		statsCtx, cancel := context.WithTimeout(shardCtx, r.plan.ShardTimeout/4)
 		var err error
-		st, err = r.b.countStats(statsCtx, r.plan)
+		st, err = r.b.fan.CountStats(statsCtx, r.plan)
 		cancel()
 		if err != nil {
 			return err
@@ -265,7 +235,7 @@ func (r *run) statistics(shardCtx context.Context) error {
 	}
 	r.sreq.Stats = st
 	if st != nil {
-		r.sreq.MaxStaleUpdates = r.b.stats.staleUpdates()
+		r.sreq.MaxStaleUpdates = r.b.stats.StaleUpdates()
 	}
 	took := time.Since(r.plannedAt)
 	r.stage(stageStats, took)
@@ -286,7 +256,7 @@ func (r *run) statistics(shardCtx context.Context) error {
 // stale.
 func (r *run) fanOut(shardCtx context.Context) {
 	r.fanStart = time.Now()
-	r.results, r.refreshed = r.b.searchShards(shardCtx, r.plan, r.sreq)
+	r.results, r.refreshed = r.b.fan.Search(shardCtx, r.plan, r.sreq)
 	r.fanned = time.Now()
 	r.stage(stageFanOut, r.fanned.Sub(r.fanStart))
 }
@@ -300,24 +270,24 @@ func (r *run) collect(ctx context.Context) error {
 	plan := r.plan
 	r.resp = &api.SearchResponse{Shards: api.ShardsInfo{Total: len(plan.Shards)}}
 	for i, res := range r.results {
-		err := res.err
+		err := res.Err
 		var sr wire.ShardResponse
 		if err == nil {
-			err = wire.DecodeShardResponse(res.reply, &sr)
+			err = wire.DecodeShardResponse(res.Reply, &sr)
 		}
 		if err != nil {
-			r.results[i].err = r.b.shardError(ctx, plan, plan.Shards[i], err)
+			r.results[i].Err = r.b.shardError(ctx, plan, plan.Shards[i], err)
 			r.resp.Shards.Failed++
-			r.resp.Shards.Failures = append(r.resp.Shards.Failures, api.ShardFailure{Shard: plan.Shards[i], Reason: r.results[i].err.Error()})
+			r.resp.Shards.Failures = append(r.resp.Shards.Failures, api.ShardFailure{Shard: plan.Shards[i], Reason: r.results[i].Err.Error()})
 			continue
 		}
 		r.resp.Shards.Successful++
-		r.results[i].resp = &sr
+		r.results[i].Resp = &sr
 		r.good = append(r.good, &sr)
-		r.b.stats.noteGeneration(plan.Index, sr.Generation)
+		r.b.stats.NoteGeneration(plan.Index, sr.Generation)
 		if sr.Stats != nil && r.sreq.LocalStats {
-			r.b.stats.noteGeneration(plan.Index, sr.Stats.Generation)
-			r.b.stats.put(plan.Index, plan.Query, sr.Stats)
+			r.b.stats.NoteGeneration(plan.Index, sr.Stats.Generation)
+			r.b.stats.Put(plan.Index, plan.Query, sr.Stats)
 		}
 	}
 	if r.resp.Shards.Failed > 0 && (!plan.AllowPartial || r.resp.Shards.Successful == 0 || anyClientError(r.results)) {
@@ -330,7 +300,8 @@ func (r *run) collect(ctx context.Context) error {
 // facets.
 func (r *run) merge() {
 	start := time.Now()
-	r.hits = mergeShards(r.resp, r.good, r.plan)
+	m := fanout.Merge(r.good, r.plan)
+	r.resp.Total, r.resp.Facets, r.hits = m.Total, m.Facets, m.Hits
 	if r.sreq.Explain {
 		r.takeExplanations()
 	}
@@ -356,7 +327,7 @@ func (r *run) takeExplanations() {
 // rankers' extra fields out of it.
 func (r *run) page() {
 	start := time.Now()
-	pageOf(r.resp, r.hits, r.plan)
+	r.resp.Hits = fanout.Page(r.hits, r.plan)
 	if len(r.plan.Sort) > 0 {
 		decodeSortValues(r.b.sortTypesOf(r.plan.Index), r.plan.Sort, r.resp.Hits)
 	}
@@ -395,17 +366,17 @@ func (r *run) finish() {
 		prof[len(prof)-1].Detail += "; statistics refreshed (a shard had more updates since they were counted than the bound) and every shard asked again"
 	}
 	for i, res := range r.results {
-		st := api.Stage{Name: "shard " + strconv.Itoa(plan.Shards[i]), TookMS: ms(res.took)}
+		st := api.Stage{Name: "shard " + strconv.Itoa(plan.Shards[i]), TookMS: ms(res.Took)}
 		switch {
-		case res.resp != nil:
-			search, queue := time.Duration(res.resp.TookNS), time.Duration(res.resp.QueueNS)
+		case res.Resp != nil:
+			search, queue := time.Duration(res.Resp.TookNS), time.Duration(res.Resp.QueueNS)
 			st.Detail = fmt.Sprintf("search %.3fms, queue %.3fms, transport %.3fms, replica %s, generation %d, seq %d",
-				ms(search), ms(queue), ms(res.took-search-queue), res.resp.Replica, res.resp.Generation, res.resp.Seq)
-		case res.err != nil:
-			st.Detail = "failed: " + res.err.Error()
+				ms(search), ms(queue), ms(res.Took-search-queue), res.Resp.Replica, res.Resp.Generation, res.Resp.Seq)
+		case res.Err != nil:
+			st.Detail = "failed: " + res.Err.Error()
 		}
-		if res.hedged {
-			st.Detail += fmt.Sprintf(" (hedged, hedge won: %v)", res.hedgeWon)
+		if res.Hedged {
+			st.Detail += fmt.Sprintf(" (hedged, hedge won: %v)", res.HedgeWon)
 		}
 		prof = append(prof, st)
 	}
@@ -436,38 +407,31 @@ func (b *Broker) shardError(ctx context.Context, plan *planner.Plan, shard int, 
 // caller's own (a bad or too complex request) if a shard said so, in that
 // shard's words; else internal (500) if a shard failed on an internal
 // error (its detail logged by shardError); else timeout or unavailable.
-func shardsFailed(info api.ShardsInfo, results []shardResult) error {
+func shardsFailed(info api.ShardsInfo, results []fanout.Result) error {
 	for _, r := range results {
-		if isClientError(r.err) {
-			return r.err
+		if fanout.IsClientError(r.Err) {
+			return r.Err
 		}
 	}
 	f := info.Failures[0]
 	code := api.CodeUnavailable
 	for _, r := range results {
-		if errors.Is(r.err, api.ErrTimeout) {
+		if errors.Is(r.Err, api.ErrTimeout) {
 			code = api.CodeTimeout
 		}
 	}
 	for _, r := range results {
-		if r.err != nil && api.CodeOf(r.err) == api.CodeInternal {
-			return api.Errorf(api.CodeInternal, "%v; %d of %d shards failed", r.err, info.Failed, info.Total)
+		if r.Err != nil && api.CodeOf(r.Err) == api.CodeInternal {
+			return api.Errorf(api.CodeInternal, "%v; %d of %d shards failed", r.Err, info.Failed, info.Total)
 		}
 	}
 	return api.Errorf(code, "%d of %d shards failed; shard %d: %s", info.Failed, info.Total, f.Shard, f.Reason)
 }
 
-// isClientError reports whether a shard refused the request itself (bad,
-// or over the index's limits): every shard would, so partial results are
-// no answer.
-func isClientError(err error) bool {
-	return errors.Is(err, api.ErrBadRequest) || errors.Is(err, api.ErrQueryTooComplex)
-}
-
 // anyClientError reports whether a shard refused the request itself.
-func anyClientError(results []shardResult) bool {
+func anyClientError(results []fanout.Result) bool {
 	for _, r := range results {
-		if isClientError(r.err) {
+		if fanout.IsClientError(r.Err) {
 			return true
 		}
 	}
@@ -475,304 +439,3 @@ func anyClientError(results []shardResult) bool {
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-
-// countStats returns the plan's term statistics summed over every shard,
-// from a statistics round trip, and caches them; nil when a shard did not
-// answer in time (the shards then score with their own statistics).
-func (b *Broker) countStats(ctx context.Context, plan *planner.Plan) (*wire.GlobalStats, error) {
-	req := &wire.ShardRequest{Query: plan.Query, Phase: wire.PhaseStats, MaxTerms: plan.MaxTerms}
-	results := b.fanOut(ctx, plan, req, planner.Hedge{})
-	total := &wire.GlobalStats{}
-	complete := true
-	for i, r := range results {
-		if r.err != nil {
-			if isClientError(r.err) {
-				return nil, r.err
-			}
-			complete = false // the search phase reports this shard
-			continue
-		}
-		var st wire.GlobalStats
-		if err := wire.Decode(r.reply, &st); err != nil {
-			complete = false
-			results[i].err = err
-			continue
-		}
-		total.Add(&st)
-	}
-	if !complete {
-		// Partial sums would be wrong, and a field only the missing shards
-		// hold would have no statistics at all (bleve then fails the
-		// search). Shards score with their own statistics instead: not
-		// exact, but an answer.
-		return nil, nil
-	}
-	b.stats.noteGeneration(plan.Index, total.Generation)
-	b.stats.put(plan.Index, plan.Query, total)
-	return total, nil
-}
-
-type shardResult struct {
-	reply    *nats.Msg
-	resp     *wire.ShardResponse
-	err      error
-	took     time.Duration
-	hedged   bool
-	hedgeWon bool
-}
-
-// fanOut asks every shard of the plan in parallel under ctx's deadline.
-func (b *Broker) fanOut(ctx context.Context, plan *planner.Plan, sreq *wire.ShardRequest, hedge planner.Hedge) []shardResult {
-	results := make([]shardResult, len(plan.Shards))
-	proto := nats.NewMsg("")
-	if err := wire.Encode(proto, sreq, b.cfg.CompressThreshold); err != nil {
-		for i := range results {
-			results[i].err = err
-		}
-		return results
-	}
-	deadline, _ := ctx.Deadline()
-	hdr := nats.Header{subject.HeaderDeadline: []string{strconv.FormatInt(deadline.UnixNano(), 10)}}
-	if enc := proto.Header.Get(subject.HeaderEncoding); enc != "" {
-		hdr.Set(subject.HeaderEncoding, enc)
-	}
-	if id := trace.RequestID(ctx); id != "" {
-		hdr.Set(trace.HeaderRequestID, id)
-	}
-	var wg sync.WaitGroup
-	for i, sh := range plan.Shards {
-		wg.Go(func() {
-			results[i] = b.askShard(ctx, plan.Index, sh, proto.Data, hdr, hedge)
-		})
-	}
-	wg.Wait()
-	return results
-}
-
-type attempt struct {
-	reply   *nats.Msg
-	err     error
-	replica string // "" when sent to the queue group
-	hedge   bool
-}
-
-// askShard sends one shard request and, if the shard is slower than its
-// recent hedge quantile, a second one to a different replica; the first
-// good answer wins.
-func (b *Broker) askShard(ctx context.Context, index string, sh int, data []byte, hdr nats.Header, hedge planner.Hedge) (res shardResult) {
-	start := time.Now()
-	st := b.shards.get(index, sh)
-	b.hedge.requests.Add(1)
-	if trace.Enabled() {
-		// The shard's span, and its context in this shard's headers.
-		var span oteltrace.Span
-		ctx, span = trace.Start(ctx, "quarry.shard", oteltrace.WithSpanKind(oteltrace.SpanKindClient),
-			oteltrace.WithAttributes(attribute.String("quarry.index", index), attribute.Int("quarry.shard", sh)))
-		own := make(nats.Header, len(hdr)+1)
-		for k, v := range hdr {
-			own[k] = v
-		}
-		hdr = tracenats.Inject(ctx, own)
-		defer func() {
-			span.SetAttributes(attribute.Bool("quarry.hedged", res.hedged), attribute.Bool("quarry.hedge_won", res.hedgeWon))
-			if res.err != nil {
-				span.SetStatus(codes.Error, res.err.Error())
-			}
-			span.End()
-		}()
-	}
-	out := make(chan attempt, 4)
-	// A request that loses to a hedge is not cancelled: it runs to its
-	// deadline, so its replica's real latency and outstanding count are
-	// known and the next requests avoid a stuck replica.
-	deadline, _ := ctx.Deadline()
-	reqCtx, cancelReq := context.WithDeadline(context.WithoutCancel(ctx), deadline)
-	var inflight sync.WaitGroup
-	defer func() { go func() { inflight.Wait(); cancelReq() }() }()
-	send := func(replica string, isHedge bool) {
-		subj := st.subjectOf(replica)
-		st.begin(replica)
-		sent := time.Now()
-		inflight.Go(func() {
-			reply, err := b.nc.RequestMsgWithContext(reqCtx, &nats.Msg{Subject: subj, Data: data, Header: hdr})
-			st.end(replica)
-			if replica != "" && (err == nil || errors.Is(err, context.DeadlineExceeded)) {
-				st.observeReplica(replica, time.Since(sent))
-			}
-			out <- attempt{reply: reply, err: err, replica: replica, hedge: isHedge}
-		})
-	}
-	// With two or more known replicas the broker picks the primary itself
-	// (the better of two), so a hedge can go to another; otherwise the
-	// shard's queue group does. Replicas are discovered in the background.
-	primary := ""
-	if hedge.Enabled {
-		st.discover(b.nc, index, sh)
-		primary, _ = st.choosePrimary()
-	}
-	send(primary, false)
-	pending := 1
-	var timer <-chan time.Time
-	var hedgeTimer *time.Timer
-	if hedge.Enabled {
-		delay := hedge.InitialDelay
-		if q, ok := st.quantile(hedge.Quantile); ok {
-			delay = max(q, hedge.MinDelay)
-		}
-		hedgeTimer = time.NewTimer(delay)
-		defer hedgeTimer.Stop()
-		timer = hedgeTimer.C
-	}
-	var lastErr error
-	for pending > 0 {
-		select {
-		case a := <-out:
-			pending--
-			err := replyError(a.reply, a.err)
-			if err == nil {
-				res.reply, res.took = a.reply, time.Since(start)
-				res.hedgeWon = a.hedge
-				if a.hedge {
-					b.hedge.won.Add(1)
-				}
-				replica := a.replica
-				if replica == "" {
-					// A queue-group answer names its replica in the reply.
-					replica = replicaOf(a.reply)
-				}
-				st.observe(res.took, replica)
-				return res
-			}
-			if a.replica != "" && errors.Is(a.err, nats.ErrNoResponders) {
-				// That replica is gone: forget it, ask the queue group.
-				st.forget(a.replica)
-				send("", a.hedge)
-				pending++
-				continue
-			}
-			lastErr = err
-		case <-timer:
-			timer = nil
-			// A primary found gone (no responders) since is a failover,
-			// not extra load: it needs no budget.
-			if gone := primary != "" && !st.known(primary); gone || b.hedge.allow(hedge.MaxFraction) {
-				target, _ := st.chooseHedge(primary)
-				send(target, true)
-				pending++
-				res.hedged = true
-			} else if primary != "" {
-				// Look again later: the primary may be found gone meanwhile.
-				hedgeTimer.Reset(hedgeRecheck)
-				timer = hedgeTimer.C
-			}
-		}
-	}
-	res.err, res.took = lastErr, time.Since(start)
-	return res
-}
-
-// replicaOf reads the replica id of a binary shard response without
-// decoding it all: it follows the fixed header fields.
-func replicaOf(msg *nats.Msg) string {
-	if msg == nil || msg.Header.Get(subject.HeaderEncoding) != "" {
-		return ""
-	}
-	return wire.PeekReplica(msg.Data)
-}
-
-// replyError classifies a failed request or an error reply.
-func replyError(reply *nats.Msg, err error) error {
-	switch {
-	case errors.Is(err, nats.ErrNoResponders):
-		return api.Errorf(api.CodeUnavailable, "no searcher serves this shard")
-	case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout):
-		return api.Errorf(api.CodeTimeout, "no answer before the deadline")
-	case errors.Is(err, context.Canceled):
-		return api.Errorf(api.CodeTimeout, "request cancelled")
-	case err != nil:
-		return api.Errorf(api.CodeUnavailable, "%v", err)
-	}
-	if code := reply.Header.Get(subject.HeaderError); code != "" {
-		return api.Errorf(api.Code(code), "%s", reply.Data)
-	}
-	return nil
-}
-
-// mergeShards combines shard responses: totals summed and facets merged
-// into out, and every hit in one order, returned: k-way by score (ties by
-// id, so results are deterministic) or by their encoded sort values
-// (SortKeys). pageOf then cuts the from/size window; the page's sort
-// values are decoded afterwards (decodeSortValues).
-func mergeShards(out *api.SearchResponse, shards []*wire.ShardResponse, plan *planner.Plan) []api.Hit {
-	var all []api.Hit
-	var facets search.FacetResults
-	for _, s := range shards {
-		out.Total += s.Total
-		all = append(all, s.Hits...)
-		if s.Facets != nil {
-			if facets == nil {
-				facets = search.FacetResults{}
-			}
-			facets.Merge(s.Facets)
-		}
-	}
-	desc := sortDescending(plan.Sort)
-	slices.SortFunc(all, func(a, b api.Hit) int {
-		if len(plan.Sort) > 0 {
-			for i := range min(len(a.SortKeys), len(b.SortKeys), len(desc)) {
-				var c int
-				if sortKey(plan.Sort[i]) == "_score" {
-					c = cmp.Compare(a.Score, b.Score)
-				} else {
-					c = cmp.Compare(a.SortKeys[i], b.SortKeys[i])
-				}
-				if desc[i] {
-					c = -c
-				}
-				if c != 0 {
-					return c
-				}
-			}
-		} else if c := cmp.Compare(b.Score, a.Score); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.ID, b.ID)
-	})
-	if facets != nil {
-		out.Facets = map[string]api.FacetResult{}
-		for name, f := range facets {
-			facets.Fixup(name, cmp.Or(plan.Facets[name].Size, defaultFacetSize))
-			fr := api.FacetResult{Field: f.Field, Total: f.Total, Missing: f.Missing, Other: f.Other}
-			if f.Terms != nil {
-				for _, t := range f.Terms.Terms() {
-					fr.Terms = append(fr.Terms, api.TermCount{Term: t.Term, Count: t.Count})
-				}
-			}
-			out.Facets[name] = fr
-		}
-	}
-	return all
-}
-
-// pageOf puts the from/size window of all in out.
-func pageOf(out *api.SearchResponse, all []api.Hit, plan *planner.Plan) {
-	from := min(plan.From, len(all))
-	end := min(from+plan.Size, len(all))
-	out.Hits = all[from:end]
-	if out.Hits == nil {
-		out.Hits = []api.Hit{}
-	}
-}
-
-// sortDescending reports, per sort key, whether it orders descending: a
-// "-" prefix, as in bleve ("+" or nothing: ascending).
-func sortDescending(keys []string) []bool {
-	out := make([]bool, len(keys))
-	for i, k := range keys {
-		out[i] = strings.HasPrefix(k, "-")
-	}
-	return out
-}
-
-// sortKey is a sort entry without its direction prefix.
-func sortKey(k string) string { return strings.TrimLeft(k, "+-") }

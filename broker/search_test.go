@@ -11,18 +11,10 @@ import (
 	"time"
 
 	"github.com/quarrysearch/quarry/api"
+	"github.com/quarrysearch/quarry/broker/internal/fanout"
 	"github.com/quarrysearch/quarry/internal/trace"
-	"github.com/quarrysearch/quarry/internal/wire"
 	"github.com/quarrysearch/quarry/planner"
 )
-
-func hits(pairs ...any) []api.Hit {
-	var out []api.Hit
-	for i := 0; i < len(pairs); i += 2 {
-		out = append(out, api.Hit{ID: pairs[i].(string), Score: pairs[i+1].(float64)})
-	}
-	return out
-}
 
 func ids(h []api.Hit) []string {
 	var out []string
@@ -30,56 +22,6 @@ func ids(h []api.Hit) []string {
 		out = append(out, x.ID)
 	}
 	return out
-}
-
-func TestMerge(t *testing.T) {
-	shards := []*wire.ShardResponse{
-		{Hits: hits("a", 3.0, "c", 1.0, "e", 0.5), Total: 30},
-		{Hits: hits("b", 2.0, "d", 1.0), Total: 12},
-	}
-	cases := []struct {
-		name     string
-		req      api.SearchRequest
-		want     []string
-		wantLen0 bool
-	}{
-		{"by score, ties by id", api.SearchRequest{Size: 10}, []string{"a", "b", "c", "d", "e"}, false},
-		{"first page", api.SearchRequest{Size: 2}, []string{"a", "b"}, false},
-		{"second page", api.SearchRequest{Size: 2, From: 2}, []string{"c", "d"}, false},
-		{"past the end", api.SearchRequest{Size: 2, From: 9}, nil, true},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			var resp api.SearchResponse
-			plan := &planner.Plan{From: c.req.From, Size: c.req.EffectiveSize()}
-			pageOf(&resp, mergeShards(&resp, shards, plan), plan)
-			if resp.Total != 42 {
-				t.Fatalf("total %d", resp.Total)
-			}
-			got := ids(resp.Hits)
-			if len(got) != len(c.want) || (c.wantLen0 && resp.Hits == nil) {
-				t.Fatalf("got %v, want %v", got, c.want)
-			}
-			for i := range got {
-				if got[i] != c.want[i] {
-					t.Fatalf("got %v, want %v", got, c.want)
-				}
-			}
-		})
-	}
-}
-
-func TestMergeSorted(t *testing.T) {
-	shards := []*wire.ShardResponse{
-		{Hits: []api.Hit{{ID: "a", SortKeys: []string{"b"}}, {ID: "c", SortKeys: []string{"d"}}}},
-		{Hits: []api.Hit{{ID: "b", SortKeys: []string{"a"}}, {ID: "d", SortKeys: []string{"c"}}}},
-	}
-	var resp api.SearchResponse
-	plan := &planner.Plan{Size: 10, Sort: []string{"-name"}}
-	pageOf(&resp, mergeShards(&resp, shards, plan), plan)
-	if got := ids(resp.Hits); len(got) != 4 || got[0] != "c" || got[3] != "b" {
-		t.Fatalf("descending sort: %v", got)
-	}
 }
 
 func TestDecodeRequest(t *testing.T) {
@@ -226,15 +168,15 @@ func TestShardErrorsHideInternals(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			logged.Reset()
-			results := make([]shardResult, len(c.errs))
+			results := make([]fanout.Result, len(c.errs))
 			info := api.ShardsInfo{Total: len(c.errs)}
 			for i, err := range c.errs {
 				if err == nil {
 					continue
 				}
-				results[i].err = b.shardError(ctx, plan, i, err)
+				results[i].Err = b.shardError(ctx, plan, i, err)
 				info.Failed++
-				info.Failures = append(info.Failures, api.ShardFailure{Shard: i, Reason: results[i].err.Error()})
+				info.Failures = append(info.Failures, api.ShardFailure{Shard: i, Reason: results[i].Err.Error()})
 			}
 			err := shardsFailed(info, results)
 			if api.CodeOf(err) != c.code || !strings.Contains(err.Error(), c.want) {

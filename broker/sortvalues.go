@@ -12,6 +12,7 @@ import (
 	"github.com/blevesearch/bleve/v2/search"
 
 	"github.com/quarrysearch/quarry/api"
+	"github.com/quarrysearch/quarry/broker/internal/fanout"
 	"github.com/quarrysearch/quarry/internal/indexmap"
 )
 
@@ -142,7 +143,7 @@ func decodeSortValues(types *sortTypes, sort []string, hits []api.Hit) {
 	kinds := buf[:0]
 	for _, s := range sort {
 		k := sortKind(0)
-		if f := sortKey(s); f != "_score" && f != "_id" {
+		if f := fanout.SortField(s); f != "_score" && f != "_id" {
 			k = types.kind(f)
 		}
 		kinds = append(kinds, k)
@@ -153,7 +154,7 @@ func decodeSortValues(types *sortTypes, sort []string, hits []api.Hit) {
 		h := &hits[i]
 		row := values[i*n : i*n+n : i*n+n]
 		for j, key := range h.SortKeys[:min(n, len(h.SortKeys))] {
-			switch sortKey(sort[j]) {
+			switch fanout.SortField(sort[j]) {
 			case "_score":
 				row[j] = scoreValue
 			case "_id":

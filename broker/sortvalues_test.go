@@ -12,6 +12,7 @@ import (
 	"github.com/blevesearch/bleve/v2/search"
 
 	"github.com/quarrysearch/quarry/api"
+	"github.com/quarrysearch/quarry/broker/internal/fanout"
 	"github.com/quarrysearch/quarry/internal/wire"
 	"github.com/quarrysearch/quarry/planner"
 )
@@ -111,11 +112,10 @@ func BenchmarkSortedMerge(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
-		var resp api.SearchResponse
-		pageOf(&resp, mergeShards(&resp, shards, plan), plan)
-		decodeSortValues(types, plan.Sort, resp.Hits)
-		if resp.Hits[0].Sort[0] != 39.5 {
-			b.Fatalf("first hit %v", resp.Hits[0])
+		page := fanout.Page(fanout.Merge(shards, plan).Hits, plan)
+		decodeSortValues(types, plan.Sort, page)
+		if page[0].Sort[0] != 39.5 {
+			b.Fatalf("first hit %v", page[0])
 		}
 	}
 }

@@ -48,6 +48,10 @@ var forbidden = []struct {
 	{"internal/catalog", []string{"internal/", "client", "broker", "searcher", "indexer"}, nil},
 	// A role's micro service for discovery: subjects and NATS only.
 	{"internal/rolestatus", []string{"internal/", "client", "broker", "searcher", "indexer"}, []string{"internal/subject"}},
+	// The broker's own packages beneath it (broker/internal/...: the
+	// fan-out) serve the broker's run: they import neither the broker nor
+	// another service nor the top layer.
+	{"broker/internal", []string{"broker", "searcher", "indexer", "registry", "client", "httpapi", "node", "cmd/"}, nil},
 	// Services do not import each other or the client.
 	{"broker", []string{"searcher", "indexer", "client", "node", "httpapi", "cmd/"}, nil},
 	{"searcher", []string{"broker", "indexer", "client", "node", "httpapi", "cmd/"}, nil},

@@ -1,4 +1,4 @@
-package broker
+package fanout
 
 import (
 	"math/rand/v2"
@@ -294,10 +294,4 @@ func (h *hedgeBudget) allow(maxFraction float64) bool {
 			return true
 		}
 	}
-}
-
-// HedgeStats reports shard requests, hedges sent and hedges that answered
-// first, since start.
-func (b *Broker) HedgeStats() (requests, hedges, won int64) {
-	return b.hedge.requests.Load(), b.hedge.hedges.Load(), b.hedge.won.Load()
 }

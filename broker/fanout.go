@@ -1,0 +1,31 @@
+package broker
+
+import (
+	"time"
+
+	"github.com/quarrysearch/quarry/broker/internal/fanout"
+)
+
+// Defaults of the statistics' freshness bound (SetStatsFreshness).
+const (
+	// DefaultStatsMaxUpdates is how many updates of one shard cached
+	// statistics may miss.
+	DefaultStatsMaxUpdates = fanout.DefaultStatsMaxUpdates
+	// DefaultStatsMaxAge is how long statistics are cached.
+	DefaultStatsMaxAge = fanout.DefaultStatsMaxAge
+)
+
+// SetStatsFreshness bounds how stale the cached statistics of a query may
+// be: at most maxUpdates updates of any one shard missed (at most 4,096,
+// what a searcher remembers; 0: DefaultStatsMaxUpdates) and at most maxAge
+// old (0: DefaultStatsMaxAge). Lower bounds cost more statistics round
+// trips while documents change.
+func (b *Broker) SetStatsFreshness(maxUpdates int, maxAge time.Duration) {
+	b.stats.SetFreshness(maxUpdates, maxAge)
+}
+
+// HedgeStats reports shard requests, hedges sent and hedges that answered
+// first, since start.
+func (b *Broker) HedgeStats() (requests, hedges, won int64) {
+	return b.fan.HedgeStats()
+}

@@ -1,0 +1,128 @@
+package fanout
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+
+	"github.com/blevesearch/bleve/v2/search"
+
+	"github.com/quarrysearch/quarry/api"
+	"github.com/quarrysearch/quarry/internal/wire"
+	"github.com/quarrysearch/quarry/planner"
+)
+
+// defaultFacetSize is a facet's size when the request gives none.
+const defaultFacetSize = 10
+
+// ShardFacets are the facets each shard counts: on an index of several
+// shards, more terms than the caller asked for (size × 1.5 + 10, as
+// Elasticsearch's shard_size), so that a term just outside one shard's
+// top terms is still counted there and the merged top terms and counts
+// are right in all but skewed cases; Merge keeps the caller's size.
+func ShardFacets(p *planner.Plan) map[string]api.FacetRequest {
+	if len(p.Shards) < 2 || len(p.Facets) == 0 {
+		return p.Facets
+	}
+	out := make(map[string]api.FacetRequest, len(p.Facets))
+	for name, f := range p.Facets {
+		f.Size = cmp.Or(f.Size, defaultFacetSize)
+		f.Size += f.Size/2 + 10
+		out[name] = f
+	}
+	return out
+}
+
+// Merged is the shards' search responses put together.
+type Merged struct {
+	// Total is the sum of the shards' totals.
+	Total uint64
+	// Facets are the shards' facets merged, each cut to the size the
+	// plan asks for; nil when no shard counted any.
+	Facets map[string]api.FacetResult
+	// Hits are every shard's hits in one order: by score, descending,
+	// ties by id (so results are deterministic), or by their encoded
+	// sort values (api.Hit.SortKeys) when the plan sorts.
+	Hits []api.Hit
+}
+
+// Merge combines shard responses: totals summed, facets merged and every
+// hit in one order (a k-way merge by score or sort values). Page then
+// cuts the from/size window; the page's sort values are the caller's to
+// decode.
+func Merge(shards []*wire.ShardResponse, plan *planner.Plan) Merged {
+	var m Merged
+	var facets search.FacetResults
+	for _, s := range shards {
+		m.Total += s.Total
+		m.Hits = append(m.Hits, s.Hits...)
+		if s.Facets != nil {
+			if facets == nil {
+				facets = search.FacetResults{}
+			}
+			facets.Merge(s.Facets)
+		}
+	}
+	desc := sortDescending(plan.Sort)
+	slices.SortFunc(m.Hits, func(a, b api.Hit) int {
+		if len(plan.Sort) > 0 {
+			for i := range min(len(a.SortKeys), len(b.SortKeys), len(desc)) {
+				var c int
+				if SortField(plan.Sort[i]) == "_score" {
+					c = cmp.Compare(a.Score, b.Score)
+				} else {
+					c = cmp.Compare(a.SortKeys[i], b.SortKeys[i])
+				}
+				if desc[i] {
+					c = -c
+				}
+				if c != 0 {
+					return c
+				}
+			}
+		} else if c := cmp.Compare(b.Score, a.Score); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.ID, b.ID)
+	})
+	if facets != nil {
+		m.Facets = map[string]api.FacetResult{}
+		for name, f := range facets {
+			facets.Fixup(name, cmp.Or(plan.Facets[name].Size, defaultFacetSize))
+			fr := api.FacetResult{Field: f.Field, Total: f.Total, Missing: f.Missing, Other: f.Other}
+			if f.Terms != nil {
+				for _, t := range f.Terms.Terms() {
+					fr.Terms = append(fr.Terms, api.TermCount{Term: t.Term, Count: t.Count})
+				}
+			}
+			m.Facets[name] = fr
+		}
+	}
+	return m
+}
+
+// Page returns the plan's from/size window of hits (empty, not nil, past
+// the end).
+func Page(hits []api.Hit, plan *planner.Plan) []api.Hit {
+	from := min(plan.From, len(hits))
+	end := min(from+plan.Size, len(hits))
+	page := hits[from:end]
+	if page == nil {
+		page = []api.Hit{}
+	}
+	return page
+}
+
+// sortDescending reports, per sort key, whether it orders descending: a
+// "-" prefix, as in bleve ("+" or nothing: ascending).
+func sortDescending(keys []string) []bool {
+	out := make([]bool, len(keys))
+	for i, k := range keys {
+		out[i] = strings.HasPrefix(k, "-")
+	}
+	return out
+}
+
+// SortField is a sort entry ("-price") without its direction prefix: the
+// field, "_score" or "_id".
+func SortField(k string) string { return strings.TrimLeft(k, "+-") }

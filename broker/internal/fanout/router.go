@@ -1,0 +1,322 @@
+package fanout
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	oteltrace "go.opentelemetry.io/otel/trace"
+
+	"github.com/quarrysearch/quarry/api"
+	"github.com/quarrysearch/quarry/internal/subject"
+	"github.com/quarrysearch/quarry/internal/trace"
+	"github.com/quarrysearch/quarry/internal/tracenats"
+	"github.com/quarrysearch/quarry/internal/wire"
+	"github.com/quarrysearch/quarry/planner"
+)
+
+// Router asks the shards of an index over NATS: it chooses the replica
+// of each shard a request goes to, hedges a slow one (within a budget),
+// and runs the statistics and search phases of a plan. What it learns
+// of shards and replicas (latencies, replicas seen, requests
+// outstanding) and its hedge counts live as long as it does: one per
+// broker. It is safe for concurrent use.
+type Router struct {
+	nc       *nats.Conn
+	compress int
+	stats    *StatsCache
+	shards   shardStates
+	hedge    hedgeBudget
+}
+
+// NewRouter returns a Router that sends shard requests on nc, zstd
+// compressed above compressThreshold bytes (wire.Encode), and keeps the
+// statistics the statistics phase counts in stats.
+func NewRouter(nc *nats.Conn, compressThreshold int, stats *StatsCache) *Router {
+	return &Router{nc: nc, compress: compressThreshold, stats: stats}
+}
+
+// HedgeStats reports shard requests, hedges sent and hedges that answered
+// first, since the Router was made.
+func (rt *Router) HedgeStats() (requests, hedges, won int64) {
+	return rt.hedge.requests.Load(), rt.hedge.hedges.Load(), rt.hedge.won.Load()
+}
+
+// Result is one shard's answer to one phase of a plan: its reply, or
+// why there is none.
+type Result struct {
+	// Reply is the shard's answer, undecoded; nil when Err is set.
+	Reply *nats.Msg
+	// Resp is Reply decoded as a search response: the caller that decodes
+	// it keeps it here (the Router never sets it).
+	Resp *wire.ShardResponse
+	// Err is why there is no reply to use: an api error (timeout,
+	// unavailable, the shard's own error reply), or one of encoding or
+	// decoding.
+	Err error
+	// Took is from the first request sent to the answer used, or to the
+	// last failure.
+	Took time.Duration
+	// Hedged is whether a second replica was asked; HedgeWon whether its
+	// answer was the one used.
+	Hedged, HedgeWon bool
+}
+
+// CountStats returns the plan's term statistics summed over every shard,
+// from a statistics round trip, and caches them; nil when a shard did not
+// answer in time (the shards then score with their own statistics). A
+// shard that refuses the query itself (IsClientError) fails it.
+func (rt *Router) CountStats(ctx context.Context, plan *planner.Plan) (*wire.GlobalStats, error) {
+	req := &wire.ShardRequest{Query: plan.Query, Phase: wire.PhaseStats, MaxTerms: plan.MaxTerms}
+	results := rt.fanOut(ctx, plan, req, planner.Hedge{})
+	total := &wire.GlobalStats{}
+	complete := true
+	for i, r := range results {
+		if r.Err != nil {
+			if IsClientError(r.Err) {
+				return nil, r.Err
+			}
+			complete = false // the search phase reports this shard
+			continue
+		}
+		var st wire.GlobalStats
+		if err := wire.Decode(r.Reply, &st); err != nil {
+			complete = false
+			results[i].Err = err
+			continue
+		}
+		total.Add(&st)
+	}
+	if !complete {
+		// Partial sums would be wrong, and a field only the missing shards
+		// hold would have no statistics at all (bleve then fails the
+		// search). Shards score with their own statistics instead: not
+		// exact, but an answer.
+		return nil, nil
+	}
+	rt.stats.NoteGeneration(plan.Index, total.Generation)
+	rt.stats.Put(plan.Index, plan.Query, total)
+	return total, nil
+}
+
+// Search runs the search phase: sreq to every shard of the plan, in
+// parallel under ctx's deadline, hedged as the plan says; a result per
+// shard, in the plan's order. When a shard refuses the statistics as
+// stale (wire.CodeStaleStats: more of its updates since they were
+// counted than the bound), they are counted again and every shard asked
+// once more, without the bound (the statistics are a moment old). It
+// reports whether that happened.
+func (rt *Router) Search(ctx context.Context, plan *planner.Plan, sreq *wire.ShardRequest) ([]Result, bool) {
+	results := rt.fanOut(ctx, plan, sreq, plan.Hedge)
+	if sreq.Stats == nil || sreq.MaxStaleUpdates == 0 || !anyStale(results) {
+		return results, false
+	}
+	rt.stats.Drop(plan.Index, plan.Query)
+	statsCtx, cancel := context.WithTimeout(ctx, plan.ShardTimeout/4)
+	st, err := rt.CountStats(statsCtx, plan)
+	cancel()
+	retry := *sreq
+	retry.MaxStaleUpdates = 0
+	if err == nil {
+		retry.Stats = st // nil when a shard did not answer: each scores with its own
+	}
+	return rt.fanOut(ctx, plan, &retry, plan.Hedge), true
+}
+
+func anyStale(results []Result) bool {
+	for _, r := range results {
+		if r.Err != nil && api.CodeOf(r.Err) == wire.CodeStaleStats {
+			return true
+		}
+	}
+	return false
+}
+
+// IsClientError reports whether a shard refused the request itself (bad,
+// or over the index's limits): every shard would, so partial results are
+// no answer.
+func IsClientError(err error) bool {
+	return errors.Is(err, api.ErrBadRequest) || errors.Is(err, api.ErrQueryTooComplex)
+}
+
+// fanOut asks every shard of the plan in parallel under ctx's deadline.
+func (rt *Router) fanOut(ctx context.Context, plan *planner.Plan, sreq *wire.ShardRequest, hedge planner.Hedge) []Result {
+	results := make([]Result, len(plan.Shards))
+	proto := nats.NewMsg("")
+	if err := wire.Encode(proto, sreq, rt.compress); err != nil {
+		for i := range results {
+			results[i].Err = err
+		}
+		return results
+	}
+	deadline, _ := ctx.Deadline()
+	hdr := nats.Header{subject.HeaderDeadline: []string{strconv.FormatInt(deadline.UnixNano(), 10)}}
+	if enc := proto.Header.Get(subject.HeaderEncoding); enc != "" {
+		hdr.Set(subject.HeaderEncoding, enc)
+	}
+	if id := trace.RequestID(ctx); id != "" {
+		hdr.Set(trace.HeaderRequestID, id)
+	}
+	var wg sync.WaitGroup
+	for i, sh := range plan.Shards {
+		wg.Go(func() {
+			results[i] = rt.askShard(ctx, plan.Index, sh, proto.Data, hdr, hedge)
+		})
+	}
+	wg.Wait()
+	return results
+}
+
+type attempt struct {
+	reply   *nats.Msg
+	err     error
+	replica string // "" when sent to the queue group
+	hedge   bool
+}
+
+// askShard sends one shard request and, if the shard is slower than its
+// recent hedge quantile, a second one to a different replica; the first
+// good answer wins.
+func (rt *Router) askShard(ctx context.Context, index string, sh int, data []byte, hdr nats.Header, hedge planner.Hedge) (res Result) {
+	start := time.Now()
+	st := rt.shards.get(index, sh)
+	rt.hedge.requests.Add(1)
+	if trace.Enabled() {
+		// The shard's span, and its context in this shard's headers.
+		var span oteltrace.Span
+		ctx, span = trace.Start(ctx, "quarry.shard", oteltrace.WithSpanKind(oteltrace.SpanKindClient),
+			oteltrace.WithAttributes(attribute.String("quarry.index", index), attribute.Int("quarry.shard", sh)))
+		own := make(nats.Header, len(hdr)+1)
+		for k, v := range hdr {
+			own[k] = v
+		}
+		hdr = tracenats.Inject(ctx, own)
+		defer func() {
+			span.SetAttributes(attribute.Bool("quarry.hedged", res.Hedged), attribute.Bool("quarry.hedge_won", res.HedgeWon))
+			if res.Err != nil {
+				span.SetStatus(codes.Error, res.Err.Error())
+			}
+			span.End()
+		}()
+	}
+	out := make(chan attempt, 4)
+	// A request that loses to a hedge is not cancelled: it runs to its
+	// deadline, so its replica's real latency and outstanding count are
+	// known and the next requests avoid a stuck replica.
+	deadline, _ := ctx.Deadline()
+	reqCtx, cancelReq := context.WithDeadline(context.WithoutCancel(ctx), deadline)
+	var inflight sync.WaitGroup
+	defer func() { go func() { inflight.Wait(); cancelReq() }() }()
+	send := func(replica string, isHedge bool) {
+		subj := st.subjectOf(replica)
+		st.begin(replica)
+		sent := time.Now()
+		inflight.Go(func() {
+			reply, err := rt.nc.RequestMsgWithContext(reqCtx, &nats.Msg{Subject: subj, Data: data, Header: hdr})
+			st.end(replica)
+			if replica != "" && (err == nil || errors.Is(err, context.DeadlineExceeded)) {
+				st.observeReplica(replica, time.Since(sent))
+			}
+			out <- attempt{reply: reply, err: err, replica: replica, hedge: isHedge}
+		})
+	}
+	// With two or more known replicas the broker picks the primary itself
+	// (the better of two), so a hedge can go to another; otherwise the
+	// shard's queue group does. Replicas are discovered in the background.
+	primary := ""
+	if hedge.Enabled {
+		st.discover(rt.nc, index, sh)
+		primary, _ = st.choosePrimary()
+	}
+	send(primary, false)
+	pending := 1
+	var timer <-chan time.Time
+	var hedgeTimer *time.Timer
+	if hedge.Enabled {
+		delay := hedge.InitialDelay
+		if q, ok := st.quantile(hedge.Quantile); ok {
+			delay = max(q, hedge.MinDelay)
+		}
+		hedgeTimer = time.NewTimer(delay)
+		defer hedgeTimer.Stop()
+		timer = hedgeTimer.C
+	}
+	var lastErr error
+	for pending > 0 {
+		select {
+		case a := <-out:
+			pending--
+			err := replyError(a.reply, a.err)
+			if err == nil {
+				res.Reply, res.Took = a.reply, time.Since(start)
+				res.HedgeWon = a.hedge
+				if a.hedge {
+					rt.hedge.won.Add(1)
+				}
+				replica := a.replica
+				if replica == "" {
+					// A queue-group answer names its replica in the reply.
+					replica = replicaOf(a.reply)
+				}
+				st.observe(res.Took, replica)
+				return res
+			}
+			if a.replica != "" && errors.Is(a.err, nats.ErrNoResponders) {
+				// That replica is gone: forget it, ask the queue group.
+				st.forget(a.replica)
+				send("", a.hedge)
+				pending++
+				continue
+			}
+			lastErr = err
+		case <-timer:
+			timer = nil
+			// A primary found gone (no responders) since is a failover,
+			// not extra load: it needs no budget.
+			if gone := primary != "" && !st.known(primary); gone || rt.hedge.allow(hedge.MaxFraction) {
+				target, _ := st.chooseHedge(primary)
+				send(target, true)
+				pending++
+				res.Hedged = true
+			} else if primary != "" {
+				// Look again later: the primary may be found gone meanwhile.
+				hedgeTimer.Reset(hedgeRecheck)
+				timer = hedgeTimer.C
+			}
+		}
+	}
+	res.Err, res.Took = lastErr, time.Since(start)
+	return res
+}
+
+// replicaOf reads the replica id of a binary shard response without
+// decoding it all: it follows the fixed header fields.
+func replicaOf(msg *nats.Msg) string {
+	if msg == nil || msg.Header.Get(subject.HeaderEncoding) != "" {
+		return ""
+	}
+	return wire.PeekReplica(msg.Data)
+}
+
+// replyError classifies a failed request or an error reply.
+func replyError(reply *nats.Msg, err error) error {
+	switch {
+	case errors.Is(err, nats.ErrNoResponders):
+		return api.Errorf(api.CodeUnavailable, "no searcher serves this shard")
+	case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout):
+		return api.Errorf(api.CodeTimeout, "no answer before the deadline")
+	case errors.Is(err, context.Canceled):
+		return api.Errorf(api.CodeTimeout, "request cancelled")
+	case err != nil:
+		return api.Errorf(api.CodeUnavailable, "%v", err)
+	}
+	if code := reply.Header.Get(subject.HeaderError); code != "" {
+		return api.Errorf(api.Code(code), "%s", reply.Data)
+	}
+	return nil
+}
