@@ -256,6 +256,13 @@ func (ix *Indexer) load(ctx context.Context, def api.IndexDefinition) (*indexSta
 		if err == nil {
 			err = r.Start(ctx)
 		}
+		if err == nil && r.Generation() == 0 {
+			// A local copy was made by this indexer, which published
+			// the manifest from it: once it has replayed the stream's
+			// tail (a searcher it is lent to waits for that) it holds
+			// the current generation's updates and more.
+			r.SetGeneration(manifest.Generation)
+		}
 		if err != nil {
 			for _, r := range st.replicas {
 				r.Close()

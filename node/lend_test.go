@@ -102,6 +102,23 @@ func TestSearcherServesIndexerReplicas(t *testing.T) {
 			waitTotal(t, c, index, "noodles", 2)
 			waitTotal(t, c, index, "dumplings", 0)
 			checkServed(t)
+
+			// Restarted on the same data directory: served at once
+			// from the local copies, at the generation they hold.
+			if snap, err = c.Snapshot(ctx, index, 0); err != nil {
+				t.Fatal(err)
+			}
+			n.Close()
+			n = startConfig(t, Config{DataDir: dir, SeparateReplicas: tc.separate,
+				Indexer: &indexer.Config{SnapshotInterval: -1}, Searcher: &searcher.Config{}, Broker: &broker.Config{}})
+			c = n.Client()
+			waitTotal(t, c, index, "noodles", 2)
+			checkServed(t)
+			for _, st := range n.Searcher.Stats() {
+				if st.Generation != snap.Generation {
+					t.Errorf("after the restart, shard %d at generation %d, want %d", st.Shard, st.Generation, snap.Generation)
+				}
+			}
 		})
 	}
 }
