@@ -27,6 +27,7 @@ import (
 
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/broker/internal/fanout"
+	"github.com/quarrysearch/quarry/broker/internal/pipeline"
 	"github.com/quarrysearch/quarry/internal/meta"
 	"github.com/quarrysearch/quarry/internal/subject"
 	"github.com/quarrysearch/quarry/internal/trace"
@@ -233,7 +234,7 @@ type Broker struct {
 	// fan asks the shards (replica choice, hedging, the statistics and
 	// search phases).
 	fan      *fanout.Router
-	fallback fallbackLimits
+	fallback pipeline.FallbackLimits
 
 	mu        sync.RWMutex
 	defs      map[string]api.IndexDefinition
@@ -241,8 +242,8 @@ type Broker struct {
 	revisions map[string]uint64 // the registry revision of each pipeline
 	// teamLimits admits each team's searches (rate, in flight).
 	teamLimits *teamLimits
-	peers      *peers  // the brokers up, which share each team's rate
-	loader     *loader // set by WatchPipelines: loads variants too
+	peers      *peers           // the brokers up, which share each team's rate
+	loader     *pipeline.Loader // set by WatchPipelines: loads variants too
 	ready      chan struct{}
 	draining   atomic.Bool
 	metrics    *metrics

@@ -227,7 +227,7 @@ func (im *indexMetrics) stage(stage int, d time.Duration) {
 // step observes one pipeline step's time. Shadow copies (quiet steps) are
 // not observed: their calls are not the request's.
 func (m *metrics) step(index string, s *Step, d time.Duration) {
-	if s.quiet {
+	if s.Quiet() {
 		return
 	}
 	im := m.index(index)
@@ -259,21 +259,9 @@ func (b *Broker) loadedPlugins(yield func(string, *plugins.Plugin) bool) {
 		p     *plugins.Plugin
 	}
 	var all []entry
-	var add func(index string, s *Step)
-	add = func(index string, s *Step) {
-		if s == nil || s.Plugin == nil {
-			return
-		}
-		all = append(all, entry{index, s.Plugin})
-		add(index, s.Canary)
-		add(index, s.Shadow)
-	}
 	for index, pl := range b.pipelines {
-		for i := range pl.Rewriters {
-			add(index, &pl.Rewriters[i])
-		}
-		for i := range pl.Rankers {
-			add(index, &pl.Rankers[i])
+		for p := range pl.Plugins {
+			all = append(all, entry{index, p})
 		}
 	}
 	b.mu.RUnlock()

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/quarrysearch/quarry/api"
+	"github.com/quarrysearch/quarry/broker/internal/pipeline"
 	"github.com/quarrysearch/quarry/internal/gobuild"
 	"github.com/quarrysearch/quarry/internal/meta"
 	"github.com/quarrysearch/quarry/plugins"
@@ -147,9 +148,9 @@ func LoadPipelineFile(ctx context.Context, rt *plugins.Runtime, path, buildDir s
 		}
 		spec.Rankers = append(spec.Rankers, st)
 	}
-	l := newLoader(func(context.Context, string) (*plugins.Runtime, string, error) { return rt, "file", nil },
+	l := pipeline.NewLoader(func(context.Context, string) (*plugins.Runtime, string, error) { return rt, "file", nil },
 		func(_ context.Context, digest string) ([]byte, error) { return binaries[digest], nil }, 0)
-	p, _, err := l.build(ctx, spec)
+	p, _, err := l.Build(ctx, spec)
 	if err != nil {
 		return nil, fmt.Errorf("pipeline %s: %w", path, err)
 	}

@@ -186,7 +186,7 @@ func (r *run) planned() {
 	r.ranking = r.pipeline != nil && len(r.pipeline.Rankers) > 0 && r.plan.Size > 0
 	if r.ranking {
 		p := *r.plan
-		r.extraFields = rankerFields(r.pipeline, r.plan.Fields)
+		r.extraFields = r.pipeline.RankerFields(r.plan.Fields)
 		p.Fields = append(slices.Clip(r.plan.Fields), r.extraFields...)
 		for _, s := range r.pipeline.Rankers {
 			depth := s.RerankDepth

@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nuid"
 
 	"github.com/quarrysearch/quarry/api"
+	"github.com/quarrysearch/quarry/broker/internal/pipeline"
 	"github.com/quarrysearch/quarry/internal/rankcmp"
 	"github.com/quarrysearch/quarry/planner"
 	"github.com/quarrysearch/quarry/plugins"
@@ -162,7 +163,7 @@ func (b *Broker) shadowRewrite(ctx context.Context, index string, def api.IndexD
 	}
 	if err == nil && m.err == nil && compare {
 		var top []string
-		if top, err = b.shadowSearch(ctx, index, def, quietSteps(pl.Rewriters[m.at+1:]), quietSteps(pl.Rankers), &req, &hints); err == nil {
+		if top, err = b.shadowSearch(ctx, index, def, pipeline.Quiet(pl.Rewriters[m.at+1:]), pipeline.Quiet(pl.Rankers), &req, &hints); err == nil {
 			r.compared = true
 			r.overlap, r.rho = rankcmp.OverlapAt(shadowTop, liveTop, top), rankcmp.Spearman(liveTop, top)
 		}
@@ -196,23 +197,6 @@ func (b *Broker) shadowSearch(ctx context.Context, index string, def api.IndexDe
 		return nil, err
 	}
 	return topIDs(resp.Hits), nil
-}
-
-// quietSteps copies steps for a shadow search: no shadows of their own,
-// and calls that do not count toward the live steps' health (a step the
-// fallback took out stays out).
-func quietSteps(steps []Step) []Step {
-	out := make([]Step, len(steps))
-	for i, s := range steps {
-		s.Shadow, s.quiet = nil, true
-		if s.Canary != nil {
-			c := *s.Canary
-			c.Shadow, c.quiet = nil, true
-			s.Canary = &c
-		}
-		out[i] = s
-	}
-	return out
 }
 
 // shadowTop is the k of a shadow's overlap@k: the first page.

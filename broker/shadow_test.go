@@ -379,33 +379,3 @@ func TestPublishShadows(t *testing.T) {
 		t.Fatalf("after one more: %+v", got)
 	}
 }
-
-// A shadow search's steps: copies without shadows of their own, whose
-// calls do not count toward the live steps' health, canaries included;
-// the live steps are untouched.
-func TestQuietSteps(t *testing.T) {
-	p := nativeRanker(t, "ltr", nil, order())
-	canary := &Step{Plugin: p, Shadow: &Step{Plugin: p}}
-	live := []Step{{Plugin: p, Canary: canary, CanaryPercent: 10, Shadow: &Step{Plugin: p}, ShadowPercent: 50, health: newHealth(10)}, {Plugin: p}}
-	q := quietSteps(live)
-	if len(q) != 2 || !q[0].quiet || !q[1].quiet || q[0].Shadow != nil || q[0].Canary == canary || !q[0].Canary.quiet || q[0].Canary.Shadow != nil ||
-		q[0].CanaryPercent != 10 || q[0].health != live[0].health {
-		t.Fatalf("quiet steps %+v", q)
-	}
-	if live[0].quiet || live[0].Shadow == nil || canary.quiet || canary.Shadow == nil {
-		t.Fatal("quietSteps changed the live steps")
-	}
-	// A quiet step's calls are not observed.
-	b := testBroker(t)
-	b.observe("idx", &q[0], time.Millisecond, errors.New("failed"))
-	q[0].health.mu.Lock()
-	n := q[0].health.n
-	q[0].health.mu.Unlock()
-	if n != 0 {
-		t.Fatalf("a quiet call was recorded: %d calls", n)
-	}
-	b.observe("idx", &live[0], time.Millisecond, errors.New("failed"))
-	if live[0].health.n != 1 {
-		t.Fatalf("a live call was not recorded: %d calls", live[0].health.n)
-	}
-}
