@@ -20,6 +20,9 @@
 //     choice of the last good version (LastGood).
 //   - interleaving experiments: the team-draft interleaving of a live
 //     ranker and its canary (Interleave).
+//   - pipeline files (File, StepFile, ReadFile, ParseFile, LoadFile,
+//     Native, BuildGoPlugin): a pipeline as a JSON file, for development,
+//     the demo and benchmarks.
 //
 // Writing what the fallback decides (pipeline revisions, plugin events)
 // and what an interleaving records is the broker's control-plane writer's
