@@ -71,7 +71,7 @@ func (b *Broker) takeOut(ctx context.Context, index string, kind plugins.Kind, n
 
 // recordEvent writes a plugin event to the events bucket.
 func (b *Broker) recordEvent(ctx context.Context, ev api.PluginEvent) {
-	ev.Broker = b.shadows.id
+	ev.Broker = b.id
 	raw, err := json.Marshal(ev)
 	if err != nil {
 		b.cfg.Logger.Warn("record plugin event", "err", err)

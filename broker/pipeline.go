@@ -45,7 +45,7 @@ func (b *Broker) SetPipeline(index string, p *Pipeline) {
 func (b *Broker) PipelineStatus() api.PipelineStatus {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
-	return api.PipelineStatus{Broker: b.shadows.id, Revisions: maps.Clone(b.revisions)}
+	return api.PipelineStatus{Broker: b.id, Revisions: maps.Clone(b.revisions)}
 }
 
 // setRevision records the registry revision of an index's pipeline the

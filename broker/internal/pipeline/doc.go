@@ -18,16 +18,20 @@
 //     (FallbackLimits, Step.Observe, Trip: a fail-open step taken out at
 //     once, a fail-closed one to be rolled back), and the rollback's
 //     choice of the last good version (LastGood).
+//   - shadows (Shadows): the bounded background runner of the steps'
+//     shadow calls and shadow searches, and the tallies of their
+//     comparisons with the live steps, which the broker publishes.
 //   - interleaving experiments: the team-draft interleaving of a live
 //     ranker and its canary (Interleave).
 //   - pipeline files (File, StepFile, ReadFile, ParseFile, LoadFile,
 //     Native, BuildGoPlugin): a pipeline as a JSON file, for development,
 //     the demo and benchmarks.
 //
-// Writing what the fallback decides (pipeline revisions, plugin events)
-// and what an interleaving records is the broker's control-plane writer's
-// work, not this package's: it knows no NATS, KV store or metrics. It
-// imports the wire types (api, sdk/abi), the plugin host and the shared
-// internals below the services, never the broker or another service
-// (internal/archtest checks it).
+// Writing what the fallback decides (pipeline revisions, plugin events),
+// what an interleaving records and the shadows' tallies is the broker's
+// work (its control-plane writer's, and its publisher's), not this
+// package's: it knows no NATS, KV store or metrics. It imports the wire
+// types (api, sdk/abi), the plugin host and the shared internals below
+// the services, never the broker or another service (internal/archtest
+// checks it).
 package pipeline
