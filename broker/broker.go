@@ -237,11 +237,11 @@ type Broker struct {
 	// search phases).
 	fan      *fanout.Router
 	fallback pipeline.FallbackLimits
+	// pipelines are the live pipelines, and their registry revisions.
+	pipelines pipeline.Live
 
-	mu        sync.RWMutex
-	defs      map[string]api.IndexDefinition
-	pipelines map[string]*Pipeline
-	revisions map[string]uint64 // the registry revision of each pipeline
+	mu   sync.RWMutex
+	defs map[string]api.IndexDefinition
 	// teamLimits admits each team's searches (rate, in flight).
 	teamLimits *teamLimits
 	peers      *peers           // the brokers up, which share each team's rate

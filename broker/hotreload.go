@@ -97,8 +97,8 @@ func (b *Broker) watchPipelines(ctx context.Context, l *pipeline.Loader, applied
 			}
 			index := e.Key()
 			if e.Operation() != jetstream.KeyValuePut {
-				b.SetPipeline(index, nil)
-				b.setRevision(index, e.Revision())
+				b.pipelines.Set(index, nil)
+				b.pipelines.SetRevision(index, e.Revision())
 				l.Retire(index, nil)
 				applied[index] = e.Revision()
 				continue
@@ -111,8 +111,8 @@ func (b *Broker) watchPipelines(ctx context.Context, l *pipeline.Loader, applied
 					if len(pl.Rewriters)+len(pl.Rankers) == 0 {
 						pl = nil
 					}
-					b.SetPipeline(index, pl)
-					b.setRevision(index, e.Revision())
+					b.pipelines.Set(index, pl)
+					b.pipelines.SetRevision(index, e.Revision())
 					l.Retire(index, keys)
 					applied[index] = e.Revision()
 					b.cfg.Logger.Info("pipeline swapped in", "index", index, "revision", spec.Revision,

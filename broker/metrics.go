@@ -253,18 +253,16 @@ func (m *metrics) step(index string, s *Step, d time.Duration) {
 // loadedPlugins lists the plugins of every index's pipeline, canaries and
 // shadows included.
 func (b *Broker) loadedPlugins(yield func(string, *plugins.Plugin) bool) {
-	b.mu.RLock()
 	type entry struct {
 		index string
 		p     *plugins.Plugin
 	}
 	var all []entry
-	for index, pl := range b.pipelines {
+	for index, pl := range b.pipelines.All {
 		for p := range pl.Plugins {
 			all = append(all, entry{index, p})
 		}
 	}
-	b.mu.RUnlock()
 	for _, e := range all {
 		if !yield(e.index, e.p) {
 			return

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"math/rand/v2"
 	"time"
 
@@ -27,36 +26,12 @@ type Pipeline = pipeline.Pipeline
 
 // SetPipeline installs an index's pipeline (nil: none). Requests already
 // running finish with the pipeline they started with.
-func (b *Broker) SetPipeline(index string, p *Pipeline) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.pipelines == nil {
-		b.pipelines = map[string]*Pipeline{}
-	}
-	if p == nil {
-		delete(b.pipelines, index)
-		return
-	}
-	b.pipelines[index] = p
-}
+func (b *Broker) SetPipeline(index string, p *Pipeline) { b.pipelines.Set(index, p) }
 
 // PipelineStatus says which pipeline revision the broker runs for each
 // index that has one.
 func (b *Broker) PipelineStatus() api.PipelineStatus {
-	b.mu.RLock()
-	defer b.mu.RUnlock()
-	return api.PipelineStatus{Broker: b.id, Revisions: maps.Clone(b.revisions)}
-}
-
-// setRevision records the registry revision of an index's pipeline the
-// broker has swapped in.
-func (b *Broker) setRevision(index string, rev uint64) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.revisions == nil {
-		b.revisions = map[string]uint64{}
-	}
-	b.revisions[index] = rev
+	return api.PipelineStatus{Broker: b.id, Revisions: b.pipelines.Revisions()}
 }
 
 // answerPipelineStatus answers subject.PipelineStatus requests.
@@ -68,12 +43,6 @@ func (b *Broker) answerPipelineStatus(m *nats.Msg) {
 	if err != nil {
 		b.cfg.Logger.Warn("answer pipeline status", "err", err)
 	}
-}
-
-func (b *Broker) pipeline(index string) *Pipeline {
-	b.mu.RLock()
-	defer b.mu.RUnlock()
-	return b.pipelines[index]
 }
 
 // stepFailed applies a step's policy to its error: nil to go on (with a

@@ -40,7 +40,7 @@ func (b *Broker) search(ctx context.Context, index string, req *api.SearchReques
 		}
 		return nil, api.NotFound("index %q does not exist", index)
 	}
-	opts := execOptions{profile: req.Profile, start: start, pipeline: b.pipeline(index), metrics: b.metrics.index(index), times: times}
+	opts := execOptions{profile: req.Profile, start: start, pipeline: b.pipelines.Get(index), metrics: b.metrics.index(index), times: times}
 	if req.Variant != nil {
 		pl, err := b.variant(ctx, index, opts.pipeline, req.Variant)
 		if err != nil {

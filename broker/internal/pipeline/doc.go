@@ -5,6 +5,7 @@
 // of each index, follows the registry, and writes the control plane.
 // This package owns:
 //
+//   - each index's live pipeline and its registry revision (Live).
 //   - the pipeline and its steps (Pipeline, Step): rewriters and rankers,
 //     each with its policy, the fields it reads and its rerank depth, the
 //     canary that takes a share of the queries (Step.Choose, sticky by a
