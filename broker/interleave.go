@@ -13,9 +13,10 @@ import (
 
 // Interleaving experiments (docs/relevance.md, "Interleaving"): a ranker
 // step whose canary interleaves gives the queries the canary takes a
-// team-draft interleaving of the live and the candidate rankings, and
-// records which side placed each result shown, under the search's query
-// id, for the registry to credit users' clicks to.
+// team-draft interleaving of the live and the candidate rankings
+// (pipeline.Interleave), and records which side placed each result
+// shown, under the search's query id, for the registry to credit users'
+// clicks to.
 
 // queryIDKey carries a search's query id in its context.
 type queryIDKey struct{}
