@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"hash/fnv"
 	"math"
 	"reflect"
 	"slices"
@@ -545,72 +544,6 @@ func TestPlannedForRankers(t *testing.T) {
 				t.Fatalf("extra fields %v, K %d, shard request fields %v K %d; want extra %v, K %d", r.extraFields, r.plan.K, r.sreq.Fields, r.sreq.K, c.wantExtra, c.wantK)
 			}
 		})
-	}
-}
-
-// A step's canary takes CanaryPercent of the queries: always the same
-// version for one value of the sticky key, random without it.
-func TestStepChoose(t *testing.T) {
-	p := nativeRanker(t, "ltr", nil, order())
-	canary := &Step{Plugin: p}
-	cases := []struct {
-		name     string
-		percent  int
-		sticky   string
-		ctx      func(i int) string
-		min, max int // canary choices of 1000
-		stable   bool
-	}{
-		{"no canary share", 0, "user", func(i int) string { return fmt.Sprintf(`{"user":%d}`, i) }, 0, 0, true},
-		{"all", 100, "", func(int) string { return "" }, 1000, 1000, true},
-		{"random", 30, "", func(int) string { return "" }, 200, 400, false},
-		{"sticky by user", 30, "user", func(i int) string { return fmt.Sprintf(`{"user":%d}`, i) }, 200, 400, true},
-		{"sticky key absent: random", 30, "user", func(i int) string { return fmt.Sprintf(`{"team":%d}`, i) }, 200, 400, false},
-		{"context not JSON: random", 30, "user", func(int) string { return "not json" }, 200, 400, false},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			s := &Step{Plugin: p, Canary: canary, CanaryPercent: c.percent, StickyKey: c.sticky}
-			n, changed := 0, 0
-			for i := range 1000 {
-				ctx := []byte(c.ctx(i))
-				got, isCanary := s.choose(ctx)
-				if isCanary != (got == canary) {
-					t.Fatalf("choose returned %p, canary %v", got, isCanary)
-				}
-				if isCanary {
-					n++
-				}
-				for range 3 {
-					if _, again := s.choose(ctx); again != isCanary {
-						changed++
-						break
-					}
-				}
-			}
-			if n < c.min || n > c.max {
-				t.Fatalf("the canary took %d of 1000 queries, want %d to %d", n, c.min, c.max)
-			}
-			if c.stable != (changed == 0) {
-				t.Fatalf("%d of 1000 contexts changed version on a second try; stable: %v", changed, c.stable)
-			}
-		})
-	}
-	// The sticky bucket is fnv-32a of the plugin's name and the key's
-	// JSON value, mod 100: below the percent, the canary.
-	for _, percent := range []int{1, 30, 99} {
-		s := &Step{Plugin: p, Canary: canary, CanaryPercent: percent, StickyKey: "user"}
-		for i := range 300 {
-			v := fmt.Sprintf(`"u%d"`, i)
-			h := fnv.New32a()
-			h.Write([]byte("ltr" + v))
-			if _, isCanary := s.choose([]byte(`{"user":` + v + `}`)); isCanary != (int(h.Sum32()%100) < percent) {
-				t.Fatalf("%d%%: user %s (bucket %d) got the canary: %v", percent, v, h.Sum32()%100, isCanary)
-			}
-		}
-	}
-	if got, isCanary := (&Step{Plugin: p, CanaryPercent: 100}).choose(nil); got.Canary != nil || isCanary {
-		t.Fatal("a step without a canary chose one")
 	}
 }
 

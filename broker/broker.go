@@ -27,6 +27,7 @@ import (
 
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/broker/internal/fanout"
+	"github.com/quarrysearch/quarry/broker/internal/pipeline"
 	"github.com/quarrysearch/quarry/internal/meta"
 	"github.com/quarrysearch/quarry/internal/subject"
 	"github.com/quarrysearch/quarry/internal/trace"
@@ -229,20 +230,22 @@ type Broker struct {
 	// queries is the query log the admin API reads (queries.report).
 	queries queryLog
 	stats   *fanout.StatsCache
-	shadows *shadows
+	// id names this broker among the others (a NUID).
+	id      string
+	shadows *pipeline.Shadows
 	// fan asks the shards (replica choice, hedging, the statistics and
 	// search phases).
 	fan      *fanout.Router
-	fallback fallbackLimits
+	fallback pipeline.FallbackLimits
+	// pipelines are the live pipelines, and their registry revisions.
+	pipelines pipeline.Live
 
-	mu        sync.RWMutex
-	defs      map[string]api.IndexDefinition
-	pipelines map[string]*Pipeline
-	revisions map[string]uint64 // the registry revision of each pipeline
+	mu   sync.RWMutex
+	defs map[string]api.IndexDefinition
 	// teamLimits admits each team's searches (rate, in flight).
 	teamLimits *teamLimits
-	peers      *peers  // the brokers up, which share each team's rate
-	loader     *loader // set by WatchPipelines: loads variants too
+	peers      *peers           // the brokers up, which share each team's rate
+	loader     *pipeline.Loader // set by WatchPipelines: loads variants too
 	ready      chan struct{}
 	draining   atomic.Bool
 	metrics    *metrics
@@ -274,12 +277,12 @@ func New(nc *nats.Conn, store *meta.Store, cfg Config) (*Broker, error) {
 	}
 	stats := fanout.NewStatsCache(cfg.StatsCacheSize)
 	b := &Broker{nc: nc, store: store, cfg: cfg, planner: p, inflight: make(chan struct{}, cfg.MaxInFlight), teamLimits: newTeamLimits(&cfg),
-		stats: stats, fan: fanout.NewRouter(nc, cfg.CompressThreshold, stats), shadows: newShadows(), fallback: newFallbackLimits(&cfg),
+		stats: stats, fan: fanout.NewRouter(nc, cfg.CompressThreshold, stats), id: nuid.Next(), shadows: pipeline.NewShadows(), fallback: newFallbackLimits(&cfg),
 		defs: map[string]api.IndexDefinition{}, ready: make(chan struct{})}
 	if b.metrics, err = newMetrics(b, cfg.Registerer); err != nil {
 		return nil, err
 	}
-	b.peers = newPeers(b.shadows.id, cfg.PeerHeartbeat, func(n int) {
+	b.peers = newPeers(b.id, cfg.PeerHeartbeat, func(n int) {
 		b.teamLimits.setBrokers(n)
 		b.cfg.Logger.Info("brokers up", "brokers", n, "note", "each admits its share of a team's rate limit")
 	})

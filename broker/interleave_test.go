@@ -7,6 +7,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/quarrysearch/quarry/broker/internal/pipeline"
 	"github.com/quarrysearch/quarry/internal/relevance"
 	"github.com/quarrysearch/quarry/plugins"
 	"github.com/quarrysearch/quarry/sdk/abi"
@@ -40,7 +41,7 @@ func interleaveSteps(t *testing.T, live, cand func(*abi.RankRequest) []byte) (st
 	t.Helper()
 	canary = &Step{Plugin: nativeRanker(t, "ltr", nil, cand)}
 	step = &Step{Plugin: nativeRanker(t, "ltr", nil, live), Canary: canary, CanaryPercent: 100,
-		interleave: &interleaving{live: "sha256:live", candidate: "sha256:cand"}}
+		Interleave: &pipeline.Interleaving{Live: "sha256:live", Candidate: "sha256:cand"}}
 	return step, canary
 }
 
@@ -177,7 +178,7 @@ func checkTeamDraft(t *testing.T, live, cand []uint32, out []abi.Ranked, teams m
 			t.Fatalf("position %d: %d live picks, %d candidate picks", p, nLive, nCand)
 		}
 		placed[e.Index] = true
-		if p < shown && p < maxInterleavedShown {
+		if p < shown && p < pipeline.MaxInterleavedShown {
 			wantTeams[in.Candidates[e.Index].ID] = team
 		}
 	}
@@ -245,7 +246,7 @@ func TestRankStageInterleaves(t *testing.T) {
 	liveRec, candRec := &recorder{}, &recorder{}
 	canary := &Step{Plugin: nativeRanker(t, "ltr", candRec, reverse)}
 	step := Step{Plugin: nativeRanker(t, "ltr", liveRec, identity), Canary: canary, CanaryPercent: 100,
-		interleave: &interleaving{live: "sha256:live", candidate: "sha256:cand"}}
+		Interleave: &pipeline.Interleaving{Live: "sha256:live", Candidate: "sha256:cand"}}
 	r := rankRun(t, step, 1, 2, rankHits())
 	if err := r.rank(withQueryID(context.Background(), "q1")); err != nil {
 		t.Fatal(err)
@@ -268,7 +269,7 @@ func TestRankStageInterleaves(t *testing.T) {
 
 	// A plain canary: only the canary ranks.
 	liveRec.ranks, candRec.ranks = nil, nil
-	step.interleave = nil
+	step.Interleave = nil
 	r = rankRun(t, step, 0, 5, rankHits())
 	if err := r.rank(withQueryID(context.Background(), "q2")); err != nil {
 		t.Fatal(err)
@@ -288,7 +289,7 @@ func TestRankStageInterleaveFields(t *testing.T) {
 	liveRec, candRec := &recorder{}, &recorder{}
 	canary := &Step{Plugin: nativeRanker(t, "ltr", candRec, reverse), Fields: []string{"name", "price"}}
 	step := Step{Plugin: nativeRanker(t, "ltr", liveRec, identity), Fields: []string{"price"}, Canary: canary, CanaryPercent: 100,
-		interleave: &interleaving{live: "sha256:live", candidate: "sha256:cand"}}
+		Interleave: &pipeline.Interleaving{Live: "sha256:live", Candidate: "sha256:cand"}}
 	r := rankRun(t, step, 0, 3, rankHits())
 	if err := r.rank(withQueryID(context.Background(), "q1")); err != nil {
 		t.Fatal(err)

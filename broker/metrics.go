@@ -227,7 +227,7 @@ func (im *indexMetrics) stage(stage int, d time.Duration) {
 // step observes one pipeline step's time. Shadow copies (quiet steps) are
 // not observed: their calls are not the request's.
 func (m *metrics) step(index string, s *Step, d time.Duration) {
-	if s.quiet {
+	if s.Quiet() {
 		return
 	}
 	im := m.index(index)
@@ -253,30 +253,16 @@ func (m *metrics) step(index string, s *Step, d time.Duration) {
 // loadedPlugins lists the plugins of every index's pipeline, canaries and
 // shadows included.
 func (b *Broker) loadedPlugins(yield func(string, *plugins.Plugin) bool) {
-	b.mu.RLock()
 	type entry struct {
 		index string
 		p     *plugins.Plugin
 	}
 	var all []entry
-	var add func(index string, s *Step)
-	add = func(index string, s *Step) {
-		if s == nil || s.Plugin == nil {
-			return
-		}
-		all = append(all, entry{index, s.Plugin})
-		add(index, s.Canary)
-		add(index, s.Shadow)
-	}
-	for index, pl := range b.pipelines {
-		for i := range pl.Rewriters {
-			add(index, &pl.Rewriters[i])
-		}
-		for i := range pl.Rankers {
-			add(index, &pl.Rankers[i])
+	for index, pl := range b.pipelines.All {
+		for p := range pl.Plugins {
+			all = append(all, entry{index, p})
 		}
 	}
-	b.mu.RUnlock()
 	for _, e := range all {
 		if !yield(e.index, e.p) {
 			return

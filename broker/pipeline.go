@@ -5,118 +5,33 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/fnv"
-	"maps"
 	"math/rand/v2"
-	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go"
 
 	"github.com/quarrysearch/quarry/api"
+	"github.com/quarrysearch/quarry/broker/internal/pipeline"
 	"github.com/quarrysearch/quarry/planner"
 	"github.com/quarrysearch/quarry/plugins"
 	"github.com/quarrysearch/quarry/sdk/abi"
 )
 
-// Step is one plugin of a pipeline.
-type Step struct {
-	Plugin *plugins.Plugin
-	Policy api.Policy
-	// Fields are the stored fields a ranker reads (added to the shard
-	// requests, removed from hits the caller did not ask them for).
-	Fields []string
-	// RerankDepth is how many merged candidates a ranker sees (default:
-	// from+size).
-	RerankDepth int
-	// Canary, when set, takes CanaryPercent of the queries, chosen by
-	// the request context's StickyKey field (random without one).
-	Canary        *Step
-	CanaryPercent int
-	StickyKey     string
-	// Shadow, when set, runs on ShadowPercent of the queries after the
-	// live step, in the background; its results are only compared. A
-	// ranker's shadow reorders the live ranker's candidates; a rewriter's
-	// rewrites the request the live rewriter got, and the rest of the
-	// search runs again for it.
-	Shadow        *Step
-	ShadowPercent int
-	// LatencyBudget, when set, is the call time the automatic fallback
-	// holds the step to (see Config.FallbackSlowRate).
-	LatencyBudget time.Duration
-
-	// interleave, when set, makes the canary an interleaving experiment
-	// (interleave.go).
-	interleave *interleaving
-
-	health *health // set for registry pipelines: automatic fallback
-	// quiet marks the copy of a step a shadow search runs: its calls do
-	// not count toward the live step's health.
-	quiet bool
-}
-
-// choose picks the live step or its canary for one request.
-func (s *Step) choose(rctx []byte) (*Step, bool) {
-	if s.Canary == nil || s.CanaryPercent <= 0 {
-		return s, false
-	}
-	bucket := rand.IntN(100)
-	if s.StickyKey != "" && len(rctx) > 0 {
-		var m map[string]json.RawMessage
-		if json.Unmarshal(rctx, &m) == nil {
-			if v, ok := m[s.StickyKey]; ok {
-				h := fnv.New32a()
-				h.Write([]byte(s.Plugin.Spec().Name))
-				h.Write(v)
-				bucket = int(h.Sum32() % 100)
-			}
-		}
-	}
-	if bucket < s.CanaryPercent {
-		return s.Canary, true
-	}
-	return s, false
-}
+// Step is one plugin of a pipeline (pipeline.Step).
+type Step = pipeline.Step
 
 // Pipeline is an index's plugins: rewriters before the plan, rankers after
-// the merge, each in order.
-type Pipeline struct {
-	Rewriters []Step
-	Rankers   []Step
-}
+// the merge, each in order (pipeline.Pipeline).
+type Pipeline = pipeline.Pipeline
 
 // SetPipeline installs an index's pipeline (nil: none). Requests already
 // running finish with the pipeline they started with.
-func (b *Broker) SetPipeline(index string, p *Pipeline) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.pipelines == nil {
-		b.pipelines = map[string]*Pipeline{}
-	}
-	if p == nil {
-		delete(b.pipelines, index)
-		return
-	}
-	b.pipelines[index] = p
-}
+func (b *Broker) SetPipeline(index string, p *Pipeline) { b.pipelines.Set(index, p) }
 
 // PipelineStatus says which pipeline revision the broker runs for each
 // index that has one.
 func (b *Broker) PipelineStatus() api.PipelineStatus {
-	b.mu.RLock()
-	defer b.mu.RUnlock()
-	return api.PipelineStatus{Broker: b.shadows.id, Revisions: maps.Clone(b.revisions)}
-}
-
-// setRevision records the registry revision of an index's pipeline the
-// broker has swapped in.
-func (b *Broker) setRevision(index string, rev uint64) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.revisions == nil {
-		b.revisions = map[string]uint64{}
-	}
-	b.revisions[index] = rev
+	return api.PipelineStatus{Broker: b.id, Revisions: b.pipelines.Revisions()}
 }
 
 // answerPipelineStatus answers subject.PipelineStatus requests.
@@ -128,12 +43,6 @@ func (b *Broker) answerPipelineStatus(m *nats.Msg) {
 	if err != nil {
 		b.cfg.Logger.Warn("answer pipeline status", "err", err)
 	}
-}
-
-func (b *Broker) pipeline(index string) *Pipeline {
-	b.mu.RLock()
-	defer b.mu.RUnlock()
-	return b.pipelines[index]
 }
 
 // stepFailed applies a step's policy to its error: nil to go on (with a
@@ -154,9 +63,9 @@ func (r *run) stepFailed(s *Step, err error) error {
 func (r *run) rewrite(ctx context.Context, index string, steps []Step) error {
 	b, req, hints := r.b, &r.req, r.hints
 	for i := range steps {
-		s, canary := steps[i].choose(req.Context)
+		s, canary := steps[i].Choose(req.Context)
 		start := time.Now()
-		if s.disabled() {
+		if s.Disabled() {
 			r.reports = append(r.reports, api.StepReport{Plugin: s.Plugin.Spec().Name, Kind: "rewriter", Status: "skipped", Error: "taken out by the automatic fallback"})
 			continue
 		}
@@ -238,9 +147,9 @@ func (r *run) rank(ctx context.Context) error {
 	defer func() { r.rankTook = time.Since(start) }()
 	b, plan, all := r.b, r.plan, r.hits
 	for i := range r.pipeline.Rankers {
-		s, canary := r.pipeline.Rankers[i].choose(r.req.Context)
+		s, canary := r.pipeline.Rankers[i].Choose(r.req.Context)
 		start := time.Now()
-		if s.disabled() {
+		if s.Disabled() {
 			r.reports = append(r.reports, api.StepReport{Plugin: s.Plugin.Spec().Name, Kind: "ranker", Status: "skipped", Error: "taken out by the automatic fallback"})
 			continue
 		}
@@ -290,27 +199,4 @@ func (r *run) rank(ctx context.Context) error {
 	}
 	r.hits = all
 	return nil
-}
-
-// rankerFields are the stored fields the rankers read that the caller did
-// not ask for, their canaries' included (a canary ranks in the live
-// version's place). A shadow reorders the live version's input: its own
-// fields are not fetched.
-func rankerFields(pl *Pipeline, asked []string) []string {
-	if slices.Contains(asked, "*") {
-		return nil
-	}
-	var extra []string
-	for _, s := range pl.Rankers {
-		fields := s.Fields
-		if s.Canary != nil {
-			fields = append(slices.Clip(fields), s.Canary.Fields...)
-		}
-		for _, f := range fields {
-			if !slices.Contains(asked, f) && !slices.Contains(extra, f) {
-				extra = append(extra, f)
-			}
-		}
-	}
-	return extra
 }

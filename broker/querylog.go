@@ -123,7 +123,7 @@ func (l *queryLog) forget(index string) {
 // Queries returns the broker's query log of an index.
 func (b *Broker) Queries(index string) api.BrokerQueries {
 	recent, slow := b.queries.of(index)
-	return api.BrokerQueries{Broker: b.shadows.id, Index: index, Recent: recent, Slow: slow}
+	return api.BrokerQueries{Broker: b.id, Index: index, Recent: recent, Slow: slow}
 }
 
 // answerQueries answers subject.BrokerQueries requests: the body names

@@ -40,7 +40,7 @@ func (b *Broker) search(ctx context.Context, index string, req *api.SearchReques
 		}
 		return nil, api.NotFound("index %q does not exist", index)
 	}
-	opts := execOptions{profile: req.Profile, start: start, pipeline: b.pipeline(index), metrics: b.metrics.index(index), times: times}
+	opts := execOptions{profile: req.Profile, start: start, pipeline: b.pipelines.Get(index), metrics: b.metrics.index(index), times: times}
 	if req.Variant != nil {
 		pl, err := b.variant(ctx, index, opts.pipeline, req.Variant)
 		if err != nil {
@@ -186,7 +186,7 @@ func (r *run) planned() {
 	r.ranking = r.pipeline != nil && len(r.pipeline.Rankers) > 0 && r.plan.Size > 0
 	if r.ranking {
 		p := *r.plan
-		r.extraFields = rankerFields(r.pipeline, r.plan.Fields)
+		r.extraFields = r.pipeline.RankerFields(r.plan.Fields)
 		p.Fields = append(slices.Clip(r.plan.Fields), r.extraFields...)
 		for _, s := range r.pipeline.Rankers {
 			depth := s.RerankDepth

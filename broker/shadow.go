@@ -4,42 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"math/rand/v2"
-	"sync"
 	"time"
 
-	"github.com/nats-io/nuid"
-
 	"github.com/quarrysearch/quarry/api"
+	"github.com/quarrysearch/quarry/broker/internal/pipeline"
 	"github.com/quarrysearch/quarry/internal/rankcmp"
 	"github.com/quarrysearch/quarry/planner"
 	"github.com/quarrysearch/quarry/plugins"
 	"github.com/quarrysearch/quarry/sdk/abi"
 )
-
-// maxShadowCalls bounds shadow calls running at once, ranker calls and
-// rewriter shadow searches alike: mirrored work is dropped rather than
-// queued when the broker is busy.
-const maxShadowCalls = 4
-
-// shadowTimeout bounds one mirrored call, or one rewriter's shadow search
-// (which also keeps to the query's own timeout).
-const shadowTimeout = 5 * time.Second
-
-type shadowTally = api.ShadowTally
-
-// shadows holds the broker's tallies and publishes them to the shadow
-// bucket, where the admin API sums every broker's.
-type shadows struct {
-	id    string
-	sem   chan struct{}
-	mu    sync.Mutex
-	tally map[string]*shadowTally // <index>.<plugin>
-	dirty bool
-}
-
-func newShadows() *shadows {
-	return &shadows{id: nuid.Next(), sem: make(chan struct{}, maxShadowCalls), tally: map[string]*shadowTally{}}
-}
 
 // mirror runs a ranker step's shadow on the same input, if it has one and
 // this query is sampled, after the live call, in the background; it never
@@ -48,70 +21,17 @@ func (b *Broker) mirror(index string, s *Step, req *abi.RankRequest, live *abi.R
 	if s.Shadow == nil || rand.IntN(100) >= s.ShadowPercent {
 		return
 	}
-	b.shadows.run(func(ctx context.Context) {
+	b.shadows.Run(func(ctx context.Context) {
 		start := time.Now()
 		out, err := s.Shadow.Plugin.Rank(ctx, req)
-		r := shadowResult{liveTook: liveTook, shadowTook: time.Since(start), liveErr: liveErr != nil, shadowErr: err != nil}
+		r := pipeline.ShadowResult{LiveTook: liveTook, ShadowTook: time.Since(start), LiveErr: liveErr != nil, ShadowErr: err != nil}
 		if liveErr == nil && err == nil {
-			r.compared = true
+			r.Compared = true
 			a, b := rankedIndexes(live.Ranked), rankedIndexes(out.Ranked)
-			r.overlap, r.rho = rankcmp.OverlapAt(shadowTop, a, b), rankcmp.Spearman(a, b)
+			r.Overlap, r.Rho = rankcmp.OverlapAt(shadowTop, a, b), rankcmp.Spearman(a, b)
 		}
-		b.shadows.add(index+"."+s.Plugin.Spec().Name, r)
+		b.shadows.Add(index+"."+s.Plugin.Spec().Name, r)
 	})
-}
-
-// run runs f in the background with a shadow's time bound, if fewer than
-// maxShadowCalls shadows are running; otherwise it drops it (mirrored work
-// is never queued) and reports false.
-func (sh *shadows) run(f func(ctx context.Context)) bool {
-	select {
-	case sh.sem <- struct{}{}:
-	default:
-		return false
-	}
-	go func() {
-		defer func() { <-sh.sem }()
-		ctx, cancel := context.WithTimeout(context.Background(), shadowTimeout)
-		defer cancel()
-		f(ctx)
-	}()
-	return true
-}
-
-// shadowResult is one mirrored query's comparison.
-type shadowResult struct {
-	liveTook, shadowTook time.Duration
-	liveErr, shadowErr   bool
-	// compared: both succeeded, and overlap and rho are set.
-	compared     bool
-	overlap, rho float64
-}
-
-// add sums one comparison into the tally of key (<index>.<plugin>).
-func (sh *shadows) add(key string, r shadowResult) {
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	t := sh.tally[key]
-	if t == nil {
-		t = &shadowTally{}
-		sh.tally[key] = t
-	}
-	sh.dirty = true
-	t.Calls++
-	t.LiveNS += r.liveTook.Nanoseconds()
-	t.ShadowNS += r.shadowTook.Nanoseconds()
-	if r.liveErr {
-		t.LiveErrors++
-	}
-	if r.shadowErr {
-		t.ShadowErrors++
-	}
-	if r.compared {
-		t.Queries++
-		t.OverlapSum += r.overlap
-		t.RhoSum += r.rho
-	}
 }
 
 // rewriteMirror is a live rewriter call whose shadow a query samples.
@@ -127,7 +47,7 @@ type rewriteMirror struct {
 // whose calls a query sampled (see shadowRewrite), against live, the
 // query's response (nil if it failed: then only the calls are compared).
 // It never delays the query: a shadow that finds the broker busy with
-// maxShadowCalls others is dropped.
+// pipeline.MaxShadowCalls others is dropped.
 func (b *Broker) mirrorRewrites(index string, def api.IndexDefinition, pl *Pipeline, mirrors []rewriteMirror, live *api.SearchResponse) {
 	if len(mirrors) == 0 {
 		return
@@ -137,7 +57,7 @@ func (b *Broker) mirrorRewrites(index string, def api.IndexDefinition, pl *Pipel
 		liveTop = topIDs(live.Hits)
 	}
 	for _, m := range mirrors {
-		if !b.shadows.run(func(ctx context.Context) { b.shadowRewrite(ctx, index, def, pl, m, liveTop, live != nil) }) {
+		if !b.shadows.Run(func(ctx context.Context) { b.shadowRewrite(ctx, index, def, pl, m, liveTop, live != nil) }) {
 			return // busy: skip these mirrors
 		}
 	}
@@ -156,22 +76,22 @@ func (b *Broker) shadowRewrite(ctx context.Context, index string, def api.IndexD
 	in := plugins.RewriteInput(&req)
 	start := time.Now()
 	out, err := live.Shadow.Plugin.Rewrite(ctx, &in)
-	r := shadowResult{liveTook: m.took, shadowTook: time.Since(start), liveErr: m.err != nil}
+	r := pipeline.ShadowResult{LiveTook: m.took, ShadowTook: time.Since(start), LiveErr: m.err != nil}
 	if err == nil {
 		err = applyRewrite(&req, &hints, out)
 	}
 	if err == nil && m.err == nil && compare {
 		var top []string
-		if top, err = b.shadowSearch(ctx, index, def, quietSteps(pl.Rewriters[m.at+1:]), quietSteps(pl.Rankers), &req, &hints); err == nil {
-			r.compared = true
-			r.overlap, r.rho = rankcmp.OverlapAt(shadowTop, liveTop, top), rankcmp.Spearman(liveTop, top)
+		if top, err = b.shadowSearch(ctx, index, def, pipeline.Quiet(pl.Rewriters[m.at+1:]), pipeline.Quiet(pl.Rankers), &req, &hints); err == nil {
+			r.Compared = true
+			r.Overlap, r.Rho = rankcmp.OverlapAt(shadowTop, liveTop, top), rankcmp.Spearman(liveTop, top)
 		}
 	}
 	if err != nil {
-		r.shadowErr = true
+		r.ShadowErr = true
 		b.cfg.Logger.Debug("rewriter shadow failed", "index", index, "plugin", live.Plugin.Spec().Name, "err", err)
 	}
-	b.shadows.add(index+"."+live.Plugin.Spec().Name, r)
+	b.shadows.Add(index+"."+live.Plugin.Spec().Name, r)
 }
 
 // shadowSearch runs the rest of a search for a shadow rewriter's request:
@@ -196,23 +116,6 @@ func (b *Broker) shadowSearch(ctx context.Context, index string, def api.IndexDe
 		return nil, err
 	}
 	return topIDs(resp.Hits), nil
-}
-
-// quietSteps copies steps for a shadow search: no shadows of their own,
-// and calls that do not count toward the live steps' health (a step the
-// fallback took out stays out).
-func quietSteps(steps []Step) []Step {
-	out := make([]Step, len(steps))
-	for i, s := range steps {
-		s.Shadow, s.quiet = nil, true
-		if s.Canary != nil {
-			c := *s.Canary
-			c.Shadow, c.quiet = nil, true
-			s.Canary = &c
-		}
-		out[i] = s
-	}
-	return out
 }
 
 // shadowTop is the k of a shadow's overlap@k: the first page.
@@ -247,19 +150,13 @@ func (b *Broker) publishShadows(ctx context.Context, every time.Duration) {
 			return
 		case <-t.C:
 		}
-		b.shadows.mu.Lock()
-		if !b.shadows.dirty {
-			b.shadows.mu.Unlock()
+		changed := b.shadows.Changed()
+		if changed == nil {
 			continue
 		}
-		snap := map[string][]byte{}
-		for k, v := range b.shadows.tally {
-			snap[k+"."+b.shadows.id], _ = json.Marshal(v)
-		}
-		b.shadows.dirty = false
-		b.shadows.mu.Unlock()
-		for k, v := range snap {
-			if _, err := b.store.Shadow.Put(ctx, k, v); err != nil && ctx.Err() == nil {
+		for k, v := range changed {
+			raw, _ := json.Marshal(v)
+			if _, err := b.store.Shadow.Put(ctx, k+"."+b.id, raw); err != nil && ctx.Err() == nil {
 				b.cfg.Logger.Warn("publish shadow tallies", "err", err)
 			}
 		}

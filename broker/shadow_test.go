@@ -12,74 +12,22 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/quarrysearch/quarry/api"
+	"github.com/quarrysearch/quarry/broker/internal/pipeline"
 	"github.com/quarrysearch/quarry/planner"
 	"github.com/quarrysearch/quarry/plugins"
 	"github.com/quarrysearch/quarry/sdk/abi"
 )
 
-// A tally sums calls, times and errors of every mirrored query, and
-// overlap and rho of the compared ones only.
-func TestShadowTallyAdd(t *testing.T) {
-	cases := []struct {
-		name    string
-		results []shadowResult
-		want    api.ShadowTally
-	}{
-		{"none", nil, api.ShadowTally{}},
-		{"compared", []shadowResult{{liveTook: 2, shadowTook: 3, compared: true, overlap: 0.8, rho: -0.5}},
-			api.ShadowTally{Calls: 1, Queries: 1, LiveNS: 2, ShadowNS: 3, OverlapSum: 0.8, RhoSum: -0.5}},
-		{"errors are not compared", []shadowResult{
-			{liveTook: 1, shadowTook: 1, liveErr: true},
-			{liveTook: 1, shadowTook: 1, shadowErr: true},
-			{liveTook: 1, shadowTook: 1, liveErr: true, shadowErr: true},
-		}, api.ShadowTally{Calls: 3, LiveNS: 3, ShadowNS: 3, LiveErrors: 2, ShadowErrors: 2}},
-		{"sums", []shadowResult{
-			{liveTook: 10, shadowTook: 20, compared: true, overlap: 1, rho: 1},
-			{liveTook: 30, shadowTook: 40, compared: true, overlap: 0.5, rho: 0},
-			{liveTook: 5, shadowTook: 6, shadowErr: true},
-		}, api.ShadowTally{Calls: 3, Queries: 2, LiveNS: 45, ShadowNS: 66, ShadowErrors: 1, OverlapSum: 1.5, RhoSum: 1}},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			sh := newShadows()
-			for _, r := range c.results {
-				sh.add("idx.p", r)
-			}
-			sh.add("other.p", shadowResult{liveErr: true}) // another key's tally is its own
-			got := sh.tally["idx.p"]
-			if len(c.results) == 0 {
-				if got != nil {
-					t.Fatalf("a tally with no results: %+v", got)
-				}
-				return
-			}
-			if *got != c.want || !sh.dirty {
-				t.Fatalf("tally %+v (dirty %v), want %+v", *got, sh.dirty, c.want)
-			}
-		})
-	}
-}
-
 // shadowsIdle waits for every running shadow call to end.
-func shadowsIdle(t *testing.T, sh *shadows) {
+func shadowsIdle(t *testing.T, sh *pipeline.Shadows) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
-	for len(sh.sem) > 0 {
+	for sh.Running() > 0 {
 		if time.Now().After(deadline) {
 			t.Fatal("shadow calls still running after 30s")
 		}
 		time.Sleep(100 * time.Microsecond)
 	}
-}
-
-// tallyOf returns a copy of key's tally (zero if none).
-func tallyOf(sh *shadows, key string) api.ShadowTally {
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	if t := sh.tally[key]; t != nil {
-		return *t
-	}
-	return api.ShadowTally{}
 }
 
 // order answers a rank request with the candidates at idx, scored down.
@@ -149,7 +97,7 @@ func TestMirrorRanker(t *testing.T) {
 			}
 			b.mirror("idx", s, in, live, c.liveErr, 7*time.Millisecond)
 			shadowsIdle(t, b.shadows)
-			got := tallyOf(b.shadows, "idx.live")
+			got := b.shadows.Tally("idx.live")
 			if got.Calls != 1 || got.LiveNS != int64(7*time.Millisecond) || got.ShadowNS <= 0 ||
 				got.LiveErrors != c.wantErrs[0] || got.ShadowErrors != c.wantErrs[1] {
 				t.Fatalf("tally %+v", got)
@@ -203,7 +151,7 @@ func TestMirrorSampling(t *testing.T) {
 				b.mirror("idx", s, in, live, nil, time.Millisecond)
 				shadowsIdle(t, b.shadows) // never dropped for being busy
 			}
-			got := tallyOf(b.shadows, "idx.live").Calls
+			got := b.shadows.Tally("idx.live").Calls
 			if got < c.min || got > c.max {
 				t.Fatalf("%d of %d queries mirrored, want %d to %d", got, n, c.min, c.max)
 			}
@@ -211,14 +159,14 @@ func TestMirrorSampling(t *testing.T) {
 	}
 }
 
-// At most maxShadowCalls shadow calls run at once; more are dropped, not
-// queued, and each call is bounded by shadowTimeout.
+// At most pipeline.MaxShadowCalls shadow calls run at once; more are
+// dropped, not queued, and each call is bounded by pipeline.ShadowTimeout.
 func TestShadowCallsCapped(t *testing.T) {
-	sh := newShadows()
+	sh := pipeline.NewShadows()
 	release := make(chan struct{})
-	started := make(chan time.Duration, maxShadowCalls)
-	for i := range maxShadowCalls {
-		if !sh.run(func(ctx context.Context) {
+	started := make(chan time.Duration, pipeline.MaxShadowCalls)
+	for i := range pipeline.MaxShadowCalls {
+		if !sh.Run(func(ctx context.Context) {
 			d, ok := ctx.Deadline()
 			if !ok {
 				d = time.Now().Add(time.Hour)
@@ -226,17 +174,17 @@ func TestShadowCallsCapped(t *testing.T) {
 			started <- time.Until(d)
 			<-release
 		}) {
-			t.Fatalf("call %d of %d refused", i+1, maxShadowCalls)
+			t.Fatalf("call %d of %d refused", i+1, pipeline.MaxShadowCalls)
 		}
 	}
-	for range maxShadowCalls {
-		if left := <-started; left > shadowTimeout || left <= 0 {
-			t.Fatalf("a shadow call has %v left, want at most %v", left, shadowTimeout)
+	for range pipeline.MaxShadowCalls {
+		if left := <-started; left > pipeline.ShadowTimeout || left <= 0 {
+			t.Fatalf("a shadow call has %v left, want at most %v", left, pipeline.ShadowTimeout)
 		}
 	}
 	ran := make(chan struct{}, 1)
-	if sh.run(func(context.Context) { ran <- struct{}{} }) {
-		t.Fatalf("call %d accepted", maxShadowCalls+1)
+	if sh.Run(func(context.Context) { ran <- struct{}{} }) {
+		t.Fatalf("call %d accepted", pipeline.MaxShadowCalls+1)
 	}
 
 	// A ranker's mirror is dropped too while the broker is busy.
@@ -252,10 +200,10 @@ func TestShadowCallsCapped(t *testing.T) {
 		t.Fatal("a dropped call ran")
 	default:
 	}
-	if got := tallyOf(sh, "idx.live"); got.Calls != 0 {
+	if got := sh.Tally("idx.live"); got.Calls != 0 {
 		t.Fatalf("a dropped mirror was tallied: %+v", got)
 	}
-	if !sh.run(func(ctx context.Context) { ran <- struct{}{} }) {
+	if !sh.Run(func(ctx context.Context) { ran <- struct{}{} }) {
 		t.Fatal("refused once the others ended")
 	}
 	<-ran
@@ -309,13 +257,13 @@ func TestMirrorRewriter(t *testing.T) {
 	if got := shadowRec.lastRewrite(t); got.Q != "by first" || string(got.Context) != `{"u":1}` || got.Size != 5 {
 		t.Fatalf("the shadow got %+v", got)
 	}
-	if got := tallyOf(b.shadows, "idx.live"); got.Calls != 1 || got.ShadowErrors != 0 || got.Queries != 0 || got.LiveNS != r.mirrors[0].took.Nanoseconds() {
+	if got := b.shadows.Tally("idx.live"); got.Calls != 1 || got.ShadowErrors != 0 || got.Queries != 0 || got.LiveNS != r.mirrors[0].took.Nanoseconds() {
 		t.Fatalf("tally %+v", got)
 	}
 	// A shadow answer that cannot be applied is a shadow error.
 	pl.Rewriters[1].Shadow = &Step{Plugin: bad}
 	b.shadowRewrite(context.Background(), "idx", api.IndexDefinition{}, pl, r.mirrors[0], []string{"a"}, true)
-	if got := tallyOf(b.shadows, "idx.live"); got.Calls != 2 || got.ShadowErrors != 1 || got.Queries != 0 {
+	if got := b.shadows.Tally("idx.live"); got.Calls != 2 || got.ShadowErrors != 1 || got.Queries != 0 {
 		t.Fatalf("tally %+v", got)
 	}
 }
@@ -328,15 +276,15 @@ func TestPublishShadows(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b.shadows.add("menu.ltr", shadowResult{liveTook: 5, shadowTook: 7, compared: true, overlap: 0.9, rho: 0.5})
-	b.shadows.add("menu.syn", shadowResult{liveTook: 1, shadowTook: 2, shadowErr: true})
+	b.shadows.Add("menu.ltr", pipeline.ShadowResult{LiveTook: 5, ShadowTook: 7, Compared: true, Overlap: 0.9, Rho: 0.5})
+	b.shadows.Add("menu.syn", pipeline.ShadowResult{LiveTook: 1, ShadowTook: 2, ShadowErr: true})
 
 	pctx, stop := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() { defer close(done); b.publishShadows(pctx, 5*time.Millisecond) }()
 	defer func() { stop(); <-done }()
 
-	key := "menu.ltr." + b.shadows.id
+	key := "menu.ltr." + b.id
 	get := func(t *testing.T, key string, after uint64) (api.ShadowTally, uint64) {
 		t.Helper()
 		deadline := time.Now().Add(30 * time.Second)
@@ -362,7 +310,7 @@ func TestPublishShadows(t *testing.T) {
 	if want := (api.ShadowTally{Calls: 1, Queries: 1, LiveNS: 5, ShadowNS: 7, OverlapSum: 0.9, RhoSum: 0.5}); got != want {
 		t.Fatalf("published %+v, want %+v", got, want)
 	}
-	if got, _ := get(t, "menu.syn."+b.shadows.id, 0); got != (api.ShadowTally{Calls: 1, LiveNS: 1, ShadowNS: 2, ShadowErrors: 1}) {
+	if got, _ := get(t, "menu.syn."+b.id, 0); got != (api.ShadowTally{Calls: 1, LiveNS: 1, ShadowNS: 2, ShadowErrors: 1}) {
 		t.Fatalf("menu.syn published %+v", got)
 	}
 
@@ -373,39 +321,9 @@ func TestPublishShadows(t *testing.T) {
 		t.Fatalf("republished unchanged tallies: revision %d, was %d", e.Revision(), rev)
 	}
 
-	b.shadows.add("menu.ltr", shadowResult{liveTook: 1, shadowTook: 1, liveErr: true})
+	b.shadows.Add("menu.ltr", pipeline.ShadowResult{LiveTook: 1, ShadowTook: 1, LiveErr: true})
 	got, _ = get(t, key, rev)
 	if got.Calls != 2 || got.LiveErrors != 1 || got.Queries != 1 {
 		t.Fatalf("after one more: %+v", got)
-	}
-}
-
-// A shadow search's steps: copies without shadows of their own, whose
-// calls do not count toward the live steps' health, canaries included;
-// the live steps are untouched.
-func TestQuietSteps(t *testing.T) {
-	p := nativeRanker(t, "ltr", nil, order())
-	canary := &Step{Plugin: p, Shadow: &Step{Plugin: p}}
-	live := []Step{{Plugin: p, Canary: canary, CanaryPercent: 10, Shadow: &Step{Plugin: p}, ShadowPercent: 50, health: newHealth(10)}, {Plugin: p}}
-	q := quietSteps(live)
-	if len(q) != 2 || !q[0].quiet || !q[1].quiet || q[0].Shadow != nil || q[0].Canary == canary || !q[0].Canary.quiet || q[0].Canary.Shadow != nil ||
-		q[0].CanaryPercent != 10 || q[0].health != live[0].health {
-		t.Fatalf("quiet steps %+v", q)
-	}
-	if live[0].quiet || live[0].Shadow == nil || canary.quiet || canary.Shadow == nil {
-		t.Fatal("quietSteps changed the live steps")
-	}
-	// A quiet step's calls are not observed.
-	b := testBroker(t)
-	b.observe("idx", &q[0], time.Millisecond, errors.New("failed"))
-	q[0].health.mu.Lock()
-	n := q[0].health.n
-	q[0].health.mu.Unlock()
-	if n != 0 {
-		t.Fatalf("a quiet call was recorded: %d calls", n)
-	}
-	b.observe("idx", &live[0], time.Millisecond, errors.New("failed"))
-	if live[0].health.n != 1 {
-		t.Fatalf("a live call was not recorded: %d calls", live[0].health.n)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/quarrysearch/quarry/api"
+	"github.com/quarrysearch/quarry/broker/internal/pipeline"
 	"github.com/quarrysearch/quarry/plugins"
 )
 
@@ -15,7 +16,7 @@ const maxVariantSteps = 32
 // validated version of one of the index's plugins, of the step's kind,
 // and runs with the settings that version was pushed with. Its steps'
 // failures are not the live steps' (no automatic fallback).
-func (b *Broker) variantPipeline(ctx context.Context, l *loader, index string, want *api.PipelineSpec) (*Pipeline, error) {
+func (b *Broker) variantPipeline(ctx context.Context, l *pipeline.Loader, index string, want *api.PipelineSpec) (*Pipeline, error) {
 	if n := len(want.Rewriters) + len(want.Rankers); n > maxVariantSteps {
 		return nil, api.BadRequest("variant pipeline: %d steps, over the limit of %d", n, maxVariantSteps)
 	}
@@ -38,14 +39,5 @@ func (b *Broker) variantPipeline(ctx context.Context, l *loader, index string, w
 			*k.out = append(*k.out, step)
 		}
 	}
-	p, _, err := l.build(ctx, spec)
-	if err != nil {
-		return nil, err
-	}
-	for _, steps := range [][]Step{p.Rewriters, p.Rankers} {
-		for i := range steps {
-			steps[i].health = nil
-		}
-	}
-	return p, nil
+	return l.BuildVariant(ctx, spec)
 }

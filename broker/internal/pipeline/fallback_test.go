@@ -1,4 +1,4 @@
-package broker
+package pipeline
 
 import (
 	"strings"
@@ -20,25 +20,16 @@ func TestHealthTrips(t *testing.T) {
 		}
 		return out
 	}
-	cfg := Config{FallbackWindow: 100, FallbackMinCalls: 20}
-	cfg.EnsureDefaults()
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	p99 := newFallbackLimits(&cfg) // error rate 0.5, slow rate 0.01
-	small := Config{FallbackWindow: 20, FallbackMinCalls: 10}
-	small.EnsureDefaults()
-	if err := small.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	smallLim := newFallbackLimits(&small)
+	// The broker's defaults: error rate 0.5, slow rate 0.01.
+	p99 := NewFallbackLimits(0.5, 0.01, 100, 20)
+	smallLim := NewFallbackLimits(0.5, 0.01, 20, 10)
 	if p99.minSlowCalls != 100 || smallLim.minSlowCalls != 20 {
 		t.Fatalf("a 1%% slow rate needs %d calls in a window of 100, %d in 20; want 100 and 20", p99.minSlowCalls, smallLim.minSlowCalls)
 	}
 	cases := []struct {
 		name      string
 		window    int
-		lim       fallbackLimits
+		lim       FallbackLimits
 		calls     []call
 		wantCause tripCause
 		wantAt    int // the call (1-based) that trips; 0: none
@@ -51,7 +42,7 @@ func TestHealthTrips(t *testing.T) {
 		{"slow calls wait for enough calls", 100, p99, repeat(50, call{slow: true}), notTripped, 0, 0},
 		{"a small window caps the calls needed", 20, smallLim,
 			repeat(25, call{slow: true}), tripLatency, 20, 20},
-		{"errors win over latency", 20, fallbackLimits{errorRate: 0.5, slowRate: 0.2, minCalls: 10, minSlowCalls: 10},
+		{"errors win over latency", 20, FallbackLimits{errorRate: 0.5, slowRate: 0.2, minCalls: 10, minSlowCalls: 10},
 			repeat(12, call{failed: true, slow: true}), tripErrors, 10, 10},
 	}
 	for _, c := range cases {
@@ -82,7 +73,7 @@ func TestHealthTrips(t *testing.T) {
 	}
 }
 
-// lastGood restores the plugin's step from the most recent earlier
+// LastGood restores the plugin's step from the most recent earlier
 // revision with another digest, ends a failing canary, and says when there
 // is nothing to do.
 func TestLastGood(t *testing.T) {
@@ -101,7 +92,7 @@ func TestLastGood(t *testing.T) {
 		name    string
 		hist    []*api.PipelineSpec // the last is the current one
 		version string
-		want    rollbackOutcome
+		want    RollbackOutcome
 		wantRW  *api.StepSpec // the plugin's step after
 		wantAt  uint64
 	}{
@@ -111,53 +102,53 @@ func TestLastGood(t *testing.T) {
 				rev(2, step("p", d("b"), `{"v":2}`)),
 				rev(3, step("p", d("c"), `{"v":3}`)),
 				rev(4, step("p", d("c"), `{"v":4}`), step("q", d("e"), "")),
-			}, api.ShortDigest(d("c")), restored, &api.StepSpec{Plugin: "p", Digest: d("b"), Config: []byte(`{"v":2}`), Policy: "fail-closed"}, 2},
+			}, api.ShortDigest(d("c")), Restored, &api.StepSpec{Plugin: "p", Digest: d("b"), Config: []byte(`{"v":2}`), Policy: "fail-closed"}, 2},
 		{"skips revisions without the plugin",
 			[]*api.PipelineSpec{
 				rev(1, step("p", d("a"), "")),
 				rev(2),
 				rev(3, step("p", d("b"), "")),
-			}, api.ShortDigest(d("b")), restored, &api.StepSpec{Plugin: "p", Digest: d("a"), Policy: "fail-closed"}, 1},
+			}, api.ShortDigest(d("b")), Restored, &api.StepSpec{Plugin: "p", Digest: d("a"), Policy: "fail-closed"}, 1},
 		{"keeps the live step's canary",
 			[]*api.PipelineSpec{
 				rev(1, step("p", d("a"), "")),
 				rev(2, withCanary(step("p", d("b"), ""), step("p", d("e"), ""))),
-			}, api.ShortDigest(d("b")), restored, func() *api.StepSpec { s := withCanary(step("p", d("a"), ""), step("p", d("e"), "")); return &s }(), 1},
+			}, api.ShortDigest(d("b")), Restored, func() *api.StepSpec { s := withCanary(step("p", d("a"), ""), step("p", d("e"), "")); return &s }(), 1},
 		{"a failing canary ends",
 			[]*api.PipelineSpec{
 				rev(1, withCanary(step("p", d("a"), ""), step("p", d("b"), ""))),
-			}, api.ShortDigest(d("b")), canaryEnded, &api.StepSpec{Plugin: "p", Digest: d("a"), Policy: "fail-closed"}, 0},
+			}, api.ShortDigest(d("b")), CanaryEnded, &api.StepSpec{Plugin: "p", Digest: d("a"), Policy: "fail-closed"}, 0},
 		{"no earlier version",
 			[]*api.PipelineSpec{
 				rev(1, step("p", d("a"), `{"v":1}`)),
 				rev(2, step("p", d("a"), `{"v":2}`)),
-			}, api.ShortDigest(d("a")), noEarlierVersion, nil, 0},
+			}, api.ShortDigest(d("a")), NoEarlierVersion, nil, 0},
 		{"the version is gone already",
 			[]*api.PipelineSpec{
 				rev(1, step("p", d("a"), "")),
 				rev(2, step("p", d("b"), "")),
 				rev(3, step("p", d("a"), "")),
-			}, api.ShortDigest(d("b")), versionGone, nil, 0},
+			}, api.ShortDigest(d("b")), VersionGone, nil, 0},
 		{"the plugin is gone",
-			[]*api.PipelineSpec{rev(1, step("p", d("a"), "")), rev(2)}, api.ShortDigest(d("a")), versionGone, nil, 0},
+			[]*api.PipelineSpec{rev(1, step("p", d("a"), "")), rev(2)}, api.ShortDigest(d("a")), VersionGone, nil, 0},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			cur := *c.hist[len(c.hist)-1]
 			cur.Rewriters = append([]api.StepSpec(nil), cur.Rewriters...)
-			r := lastGood(&cur, c.hist, plugins.Rewriter, "p", c.version)
-			if r.outcome != c.want || r.at != c.wantAt {
-				t.Fatalf("outcome %d from revision %d, want %d from %d", r.outcome, r.at, c.want, c.wantAt)
+			r := LastGood(&cur, c.hist, plugins.Rewriter, "p", c.version)
+			if r.Outcome != c.want || r.At != c.wantAt {
+				t.Fatalf("outcome %d from revision %d, want %d from %d", r.Outcome, r.At, c.want, c.wantAt)
 			}
 			if c.wantRW == nil {
 				return
 			}
-			got := findStep(&cur, plugins.Rewriter, "p")
+			got := FindStep(&cur, plugins.Rewriter, "p")
 			if got.Digest != c.wantRW.Digest || string(got.Config) != string(c.wantRW.Config) || (got.Canary == nil) != (c.wantRW.Canary == nil) ||
-				r.from != c.version || r.to != api.ShortDigest(c.wantRW.Digest) {
-				t.Fatalf("step after: %+v (from %s to %s), want %+v", got, r.from, r.to, c.wantRW)
+				r.From != c.version || r.To != api.ShortDigest(c.wantRW.Digest) {
+				t.Fatalf("step after: %+v (from %s to %s), want %+v", got, r.From, r.To, c.wantRW)
 			}
-			if other := findStep(&cur, plugins.Rewriter, "q"); len(c.hist[len(c.hist)-1].Rewriters) > 1 && other == nil {
+			if other := FindStep(&cur, plugins.Rewriter, "q"); len(c.hist[len(c.hist)-1].Rewriters) > 1 && other == nil {
 				t.Fatal("another plugin's step was lost")
 			}
 		})

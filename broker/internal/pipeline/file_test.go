@@ -1,4 +1,4 @@
-package broker
+package pipeline
 
 import (
 	"errors"
@@ -26,7 +26,7 @@ func TestParsePipelineFileStrict(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := ParsePipelineFile("p.json", []byte(c.json))
+			_, err := ParseFile("p.json", []byte(c.json))
 			if c.want == "" {
 				if err != nil {
 					t.Fatal(err)

@@ -1,0 +1,36 @@
+package pipeline
+
+import "testing"
+
+// Live: a pipeline set is got back until set to nil; revisions are kept
+// apart, copied out, and nil until one is recorded.
+func TestLive(t *testing.T) {
+	var l Live
+	if l.Get("a") != nil || l.Revisions() != nil {
+		t.Fatal("the zero Live holds something")
+	}
+	p, q := &Pipeline{}, &Pipeline{}
+	l.Set("a", p)
+	l.Set("b", q)
+	l.SetRevision("a", 3)
+	if l.Get("a") != p || l.Get("b") != q {
+		t.Fatal("Get does not return what Set set")
+	}
+	n := 0
+	for index, pl := range l.All {
+		if (index == "a") != (pl == p) {
+			t.Fatalf("All yields %s with another's pipeline", index)
+		}
+		n++
+	}
+	if n != 2 {
+		t.Fatalf("All yields %d pipelines, want 2", n)
+	}
+	l.Set("a", nil)
+	l.SetRevision("a", 4)
+	revs := l.Revisions()
+	revs["b"] = 9
+	if l.Get("a") != nil || l.Get("b") != q || len(l.Revisions()) != 1 || l.Revisions()["a"] != 4 {
+		t.Fatalf("after deleting a: a %v, revisions %v", l.Get("a"), l.Revisions())
+	}
+}

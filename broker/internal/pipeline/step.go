@@ -1,0 +1,153 @@
+package pipeline
+
+import (
+	"cmp"
+	"encoding/json"
+	"hash/fnv"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/quarrysearch/quarry/api"
+	"github.com/quarrysearch/quarry/plugins"
+)
+
+// Step is one plugin of a pipeline.
+type Step struct {
+	Plugin *plugins.Plugin
+	Policy api.Policy
+	// Fields are the stored fields a ranker reads (added to the shard
+	// requests, removed from hits the caller did not ask them for).
+	Fields []string
+	// RerankDepth is how many merged candidates a ranker sees (default:
+	// from+size).
+	RerankDepth int
+	// Canary, when set, takes CanaryPercent of the queries, chosen by
+	// the request context's StickyKey field (random without one).
+	Canary        *Step
+	CanaryPercent int
+	StickyKey     string
+	// Shadow, when set, runs on ShadowPercent of the queries after the
+	// live step, in the background; its results are only compared. A
+	// ranker's shadow reorders the live ranker's candidates; a rewriter's
+	// rewrites the request the live rewriter got, and the rest of the
+	// search runs again for it.
+	Shadow        *Step
+	ShadowPercent int
+	// LatencyBudget, when set, is the call time the automatic fallback
+	// holds the step to (see FallbackLimits).
+	LatencyBudget time.Duration
+	// Interleave, when set, makes the canary an interleaving experiment
+	// (Interleave).
+	Interleave *Interleaving
+
+	health *health // set for registry pipelines: automatic fallback
+	// quiet marks the copy of a step a shadow search runs: its calls do
+	// not count toward the live step's health.
+	quiet bool
+}
+
+// stepOf is the step of spec running p, without the automatic fallback
+// (no health), canary or shadow.
+func stepOf(p *plugins.Plugin, spec api.StepSpec) Step {
+	return Step{Plugin: p, Policy: cmp.Or(spec.Policy, api.FailOpen), Fields: spec.Fields, RerankDepth: spec.RerankDepth,
+		LatencyBudget: time.Duration(spec.LatencyBudgetMS) * time.Millisecond}
+}
+
+// Choose picks the live step or its canary for one request, whose
+// context is rctx; it reports whether it chose the canary.
+func (s *Step) Choose(rctx []byte) (*Step, bool) {
+	if s.Canary == nil || s.CanaryPercent <= 0 {
+		return s, false
+	}
+	bucket := rand.IntN(100)
+	if s.StickyKey != "" && len(rctx) > 0 {
+		var m map[string]json.RawMessage
+		if json.Unmarshal(rctx, &m) == nil {
+			if v, ok := m[s.StickyKey]; ok {
+				h := fnv.New32a()
+				h.Write([]byte(s.Plugin.Spec().Name))
+				h.Write(v)
+				bucket = int(h.Sum32() % 100)
+			}
+		}
+	}
+	if bucket < s.CanaryPercent {
+		return s.Canary, true
+	}
+	return s, false
+}
+
+// Quiet reports whether s is a shadow search's copy of a step (Quiet):
+// its calls are neither observed nor counted toward the live step's
+// health.
+func (s *Step) Quiet() bool { return s.quiet }
+
+// Disabled reports whether the automatic fallback took the step out.
+func (s *Step) Disabled() bool { return s.health != nil && s.health.disabled.Load() }
+
+// Quiet copies steps for a shadow search: no shadows of their own, and
+// calls that do not count toward the live steps' health (a step the
+// fallback took out stays out).
+func Quiet(steps []Step) []Step {
+	out := make([]Step, len(steps))
+	for i, s := range steps {
+		s.Shadow, s.quiet = nil, true
+		if s.Canary != nil {
+			c := *s.Canary
+			c.Shadow, c.quiet = nil, true
+			s.Canary = &c
+		}
+		out[i] = s
+	}
+	return out
+}
+
+// Pipeline is an index's plugins: rewriters before the plan, rankers after
+// the merge, each in order.
+type Pipeline struct {
+	Rewriters []Step
+	Rankers   []Step
+}
+
+// RankerFields are the stored fields the rankers read that the caller did
+// not ask for (asked), their canaries' included (a canary ranks in the
+// live version's place). A shadow reorders the live version's input: its
+// own fields are not fetched.
+func (p *Pipeline) RankerFields(asked []string) []string {
+	if slices.Contains(asked, "*") {
+		return nil
+	}
+	var extra []string
+	for _, s := range p.Rankers {
+		fields := s.Fields
+		if s.Canary != nil {
+			fields = append(slices.Clip(fields), s.Canary.Fields...)
+		}
+		for _, f := range fields {
+			if !slices.Contains(asked, f) && !slices.Contains(extra, f) {
+				extra = append(extra, f)
+			}
+		}
+	}
+	return extra
+}
+
+// Plugins yields every plugin of the pipeline, canaries and shadows
+// included.
+func (p *Pipeline) Plugins(yield func(*plugins.Plugin) bool) {
+	var walk func(s *Step) bool
+	walk = func(s *Step) bool {
+		if s == nil || s.Plugin == nil {
+			return true
+		}
+		return yield(s.Plugin) && walk(s.Canary) && walk(s.Shadow)
+	}
+	for _, steps := range [][]Step{p.Rewriters, p.Rankers} {
+		for i := range steps {
+			if !walk(&steps[i]) {
+				return
+			}
+		}
+	}
+}
