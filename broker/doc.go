@@ -7,4 +7,16 @@
 // Brokers are stateless: any number may run. A shard with no searcher
 // fails fast with a clear reason; by default a partial answer is returned
 // and the failure reported in the response's "shards" section.
+//
+// Where things are: one search is a run (search.go), its stages as
+// methods: decode, rewrite, plan, statistics, fan-out, merge, rank,
+// page, encode. What lives longer than a request is beneath it:
+// broker/internal/fanout asks the shards (replica choice, hedging, the
+// statistics phase and its cache, the merge), and broker/internal/pipeline
+// holds each index's live pipeline (steps, canaries, shadows, the
+// fallback's decisions, interleaving, pipeline files). The broker keeps
+// what touches NATS, the KV store and metrics: the doors, the registry
+// watch (hotreload.go) and the one control-plane writer
+// (controlplane.go) that turns what the query path observed into
+// pipeline revisions and events.
 package broker
