@@ -24,8 +24,9 @@ func (b *Broker) SetStatsFreshness(maxUpdates int, maxAge time.Duration) {
 	b.stats.SetFreshness(maxUpdates, maxAge)
 }
 
-// HedgeStats reports shard requests, hedges sent and hedges that answered
-// first, since start.
-func (b *Broker) HedgeStats() (requests, hedges, won int64) {
+// hedgeStats reports shard requests, hedges sent and hedges that answered
+// first, since start (the quarry_broker_shard_requests_total,
+// quarry_broker_hedges_total and quarry_broker_hedges_won_total metrics).
+func (b *Broker) hedgeStats() (requests, hedges, won int64) {
 	return b.fan.HedgeStats()
 }

@@ -291,7 +291,7 @@ func (c *brokerCollector) Describe(ch chan<- *prometheus.Desc) {
 
 // Collect implements prometheus.Collector.
 func (c *brokerCollector) Collect(ch chan<- prometheus.Metric) {
-	requests, hedges, won := c.b.HedgeStats()
+	requests, hedges, won := c.b.hedgeStats()
 	ch <- prometheus.MustNewConstMetric(descInFlight, prometheus.GaugeValue, float64(len(c.b.inflight)))
 	ch <- prometheus.MustNewConstMetric(descInFlightLimit, prometheus.GaugeValue, float64(cap(c.b.inflight)))
 	ch <- prometheus.MustNewConstMetric(descShardRequests, prometheus.CounterValue, float64(requests))

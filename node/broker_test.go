@@ -225,7 +225,7 @@ func TestHedgingRescuesSlowReplica(t *testing.T) {
 			}
 		}
 	}
-	reqs, hedges, won := core.Broker.HedgeStats()
+	reqs, hedges, won := hedgeStats(t, core)
 	t.Logf("%d shard requests, %d hedges, %d won; slowest search %s", reqs, hedges, won, slowest)
 	if won == 0 {
 		t.Fatal("no hedge answered first")

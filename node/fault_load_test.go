@@ -69,13 +69,13 @@ func TestFaultSlowShard(t *testing.T) {
 	}
 	slow := startRoles(t, core.NATSURL(), nil, &searcher.Config{FaultDelay: delay, FaultEvery: every}, nil)
 	waitDocs(t, slow, uint64(docs))
-	_, _, wonBefore := core.Broker.HedgeStats()
+	_, _, wonBefore := hedgeStats(t, core)
 	measure(100) // warm up: the broker learns the replicas and the shard's latency
-	reqs0, hedges0, won0 := core.Broker.HedgeStats()
+	reqs0, hedges0, won0 := hedgeStats(t, core)
 	start := time.Now()
 	h := measure(queries)
 	took := time.Since(start)
-	reqs, hedges, won := core.Broker.HedgeStats()
+	reqs, hedges, won := hedgeStats(t, core)
 	p50, p99, p999 := h.Quantile(0.5), h.Quantile(0.99), h.Quantile(0.999)
 	ratio := float64(p999) / float64(p50)
 	t.Logf("%d searches in %s, one replica waiting %s on every %dth request: p50 %s, p99 %s, p99.9 %s (%.1f× p50), max %s; %d shard requests, %d hedged, %d hedges answered first%s",

@@ -170,3 +170,28 @@ func loadCatalog(tb testing.TB, n *Node, index string, shards int, docs []byte) 
 	waitDocs(tb, n, uint64(want))
 	return res
 }
+
+// hedgeStats reads the broker's shard requests, hedges sent and hedges
+// that answered first from the node's metrics, as an operator would.
+func hedgeStats(tb testing.TB, n *Node) (requests, hedges, won int64) {
+	tb.Helper()
+	fams, err := n.Metrics.Gather()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, f := range fams {
+		if len(f.GetMetric()) == 0 {
+			continue
+		}
+		v := int64(f.GetMetric()[0].GetCounter().GetValue())
+		switch f.GetName() {
+		case "quarry_broker_shard_requests_total":
+			requests = v
+		case "quarry_broker_hedges_total":
+			hedges = v
+		case "quarry_broker_hedges_won_total":
+			won = v
+		}
+	}
+	return requests, hedges, won
+}
