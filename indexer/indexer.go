@@ -1,6 +1,7 @@
 package indexer
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -41,7 +42,8 @@ type Config struct {
 	// SnapshotInterval is how often an index that changed is snapshotted
 	// (default 1m; negative disables periodic snapshots).
 	SnapshotInterval time.Duration
-	// MaxBatch caps documents per bleve batch (default 512).
+	// MaxBatch caps documents per bleve batch (default
+	// shard.DefaultMaxBatch, 512).
 	MaxBatch int
 	// Writes paces how the indexer's replicas apply updates: in `quarry
 	// serve` they share the cores with the searchers
@@ -54,33 +56,54 @@ type Config struct {
 	// Registerer gets the indexer's Prometheus metrics (nil: a registry
 	// of its own, which nothing serves).
 	Registerer prometheus.Registerer
-	Logger     *slog.Logger
+	// Logger gets the indexer's logs, with role=indexer (default
+	// slog.Default()).
+	Logger *slog.Logger
 }
 
-// Validate checks the configuration and fills in defaults.
-func (c *Config) Validate() error {
-	if c.DataDir == "" {
-		return errors.New("indexer: DataDir is required")
-	}
-	if c.Index != "" {
-		if err := subject.ValidIndexName(c.Index); err != nil {
-			return fmt.Errorf("indexer: %w", err)
-		}
-	}
-	if c.SnapshotInterval == 0 {
-		c.SnapshotInterval = time.Minute
-	}
-	if c.Writes.ApplyInterval == 0 {
-		c.Writes.ApplyInterval = DefaultApplyInterval
-	}
-	if c.SnapshotTimeout <= 0 {
-		c.SnapshotTimeout = 5 * time.Minute
-	}
+// Defaults are the values EnsureDefaults gives a Config's zero fields, and
+// the defaults the CLI's flags show. Writes' fields other than
+// ApplyInterval are left to the shard's own defaults (shard.WriteOptions).
+var Defaults = Config{
+	SnapshotInterval: time.Minute, SnapshotTimeout: 5 * time.Minute, MaxBatch: shard.DefaultMaxBatch,
+	Writes: shard.WriteOptions{ApplyInterval: DefaultApplyInterval},
+}
+
+// EnsureDefaults gives every zero field its default (Defaults; Logger:
+// slog.Default()). It changes nothing else, and running it twice changes
+// nothing more.
+func (c *Config) EnsureDefaults() {
+	d := &Defaults
+	c.SnapshotInterval = cmp.Or(c.SnapshotInterval, d.SnapshotInterval)
+	c.SnapshotTimeout = cmp.Or(c.SnapshotTimeout, d.SnapshotTimeout)
+	c.MaxBatch = cmp.Or(c.MaxBatch, d.MaxBatch)
+	c.Writes.ApplyInterval = cmp.Or(c.Writes.ApplyInterval, d.Writes.ApplyInterval)
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
-	c.Logger = c.Logger.With("role", "indexer")
-	return nil
+}
+
+// Validate reports every setting that is wrong, each naming the setting
+// and its value (run EnsureDefaults first: zero values are wrong here). It
+// changes nothing.
+func (c *Config) Validate() error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf("indexer: "+format, args...)) }
+	if c.DataDir == "" {
+		bad("data dir is required")
+	}
+	if c.Index != "" {
+		if err := subject.ValidIndexName(c.Index); err != nil {
+			bad("index: %w", err)
+		}
+	}
+	if c.SnapshotTimeout <= 0 {
+		bad("snapshot timeout must be above 0, got %s", c.SnapshotTimeout)
+	}
+	if c.MaxBatch <= 0 {
+		bad("max batch must be 1 or more, got %d", c.MaxBatch)
+	}
+	return errors.Join(errs...)
 }
 
 // SnapshotRequest asks the indexer for a new generation of an index that
@@ -118,9 +141,11 @@ type indexState struct {
 
 // New makes an indexer. Call Run to start it.
 func New(nc *nats.Conn, store *meta.Store, cfg Config) (*Indexer, error) {
+	cfg.EnsureDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	cfg.Logger = cfg.Logger.With("role", "indexer")
 	ix := &Indexer{nc: nc, store: store, cfg: cfg, indexes: map[string]*indexState{}, failed: map[string]error{}, ready: make(chan struct{}), id: nuid.Next()}
 	var err error
 	if ix.metrics, err = newMetrics(ix, cfg.Registerer); err != nil {

@@ -1,6 +1,7 @@
 package searcher
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -24,6 +25,7 @@ import (
 	"github.com/quarrysearch/quarry/internal/meta"
 	"github.com/quarrysearch/quarry/internal/shard"
 	"github.com/quarrysearch/quarry/internal/subject"
+	"github.com/quarrysearch/quarry/internal/wire"
 )
 
 // Config configures a searcher. The zero value of every field but DataDir
@@ -63,7 +65,8 @@ type Config struct {
 	// HeavyWorkers is how many requests of a heavy team run at once
 	// while other teams are active (default GOMAXPROCS/2, at least 1).
 	HeavyWorkers int
-	// MaxBatch caps documents per bleve batch when replaying (default 512).
+	// MaxBatch caps documents per bleve batch when replaying (default
+	// shard.DefaultMaxBatch, 512).
 	MaxBatch int
 	// Writes paces how replicas apply updates so that searches do not pay
 	// for them: the least time between batches, the persister's nap and
@@ -87,7 +90,8 @@ type Config struct {
 	CompressThreshold int
 	// FaultDelay and FaultEvery inject slowness, for fault tests and
 	// demonstrations of hedging: every FaultEvery-th shard request (1: all)
-	// waits FaultDelay before it is searched. Zero: off.
+	// waits FaultDelay before it is searched. FaultDelay zero: off;
+	// FaultEvery's default is 1.
 	FaultDelay time.Duration
 	FaultEvery int
 	// FaultStats delays the statistics phase instead of the search phase
@@ -96,7 +100,9 @@ type Config struct {
 	// Registerer gets the searcher's Prometheus metrics (nil: a registry
 	// of its own, which nothing serves).
 	Registerer prometheus.Registerer
-	Logger     *slog.Logger
+	// Logger gets the searcher's logs, with role=searcher (default
+	// slog.Default()).
+	Logger *slog.Logger
 }
 
 // Lender lends a searcher replicas kept by another role of its process
@@ -108,56 +114,79 @@ type Lender interface {
 	Lend(ctx context.Context, def api.IndexDefinition, i int) (*shard.Replica, error)
 }
 
-// Validate checks the configuration and fills in defaults.
-func (c *Config) Validate() error {
-	if c.DataDir == "" {
-		return errors.New("searcher: DataDir is required")
-	}
-	if c.Index != "" {
-		if err := subject.ValidIndexName(c.Index); err != nil {
-			return fmt.Errorf("searcher: %w", err)
-		}
-	}
-	if len(c.Shards) > 0 && c.Index == "" {
-		return errors.New("searcher: Shards needs Index")
-	}
-	for _, s := range c.Shards {
-		if s < 0 || s >= api.MaxShards {
-			return fmt.Errorf("searcher: bad shard %d", s)
-		}
-	}
-	if c.Workers <= 0 {
-		c.Workers = 2 * runtime.GOMAXPROCS(0)
-	}
-	if c.QueueLen <= 0 {
-		c.QueueLen = 1024
-	}
-	if c.HeavyAfter == 0 {
-		c.HeavyAfter = 10 * time.Millisecond
-	}
-	if c.HeavyWorkers <= 0 {
-		c.HeavyWorkers = max(1, runtime.GOMAXPROCS(0)/2)
-	}
-	if c.DrainTimeout <= 0 {
-		c.DrainTimeout = 10 * time.Second
-	}
-	if c.SlowRequest == 0 {
-		c.SlowRequest = 250 * time.Millisecond
-	}
-	if c.FaultDelay < 0 || c.FaultEvery < 0 {
-		return errors.New("searcher: fault delay and fault every must be >= 0")
-	}
-	if c.FaultDelay > 0 && c.FaultEvery == 0 {
-		c.FaultEvery = 1
-	}
-	if c.CatchUpTimeout <= 0 {
-		c.CatchUpTimeout = 10 * time.Minute
-	}
+// Defaults are the values EnsureDefaults gives a Config's zero fields, and
+// the defaults the CLI's flags show. Workers' and HeavyWorkers' defaults
+// depend on the machine (2×GOMAXPROCS; GOMAXPROCS/2, at least 1) and are 0
+// here. Writes is left to the shard's own defaults (shard.WriteOptions).
+var Defaults = Config{
+	QueueLen: 1024, HeavyAfter: 10 * time.Millisecond,
+	DrainTimeout: 10 * time.Second, SlowRequest: 250 * time.Millisecond, CatchUpTimeout: 10 * time.Minute,
+	MaxBatch: shard.DefaultMaxBatch, CompressThreshold: wire.CompressThreshold, FaultEvery: 1,
+}
+
+// EnsureDefaults gives every zero field its default (Defaults; Workers:
+// 2×GOMAXPROCS; HeavyWorkers: GOMAXPROCS/2, at least 1; Logger:
+// slog.Default()). It changes nothing else, and running it twice changes
+// nothing more.
+func (c *Config) EnsureDefaults() {
+	d := &Defaults
+	c.Workers = cmp.Or(c.Workers, 2*runtime.GOMAXPROCS(0))
+	c.HeavyWorkers = cmp.Or(c.HeavyWorkers, max(1, runtime.GOMAXPROCS(0)/2))
+	c.QueueLen = cmp.Or(c.QueueLen, d.QueueLen)
+	c.HeavyAfter = cmp.Or(c.HeavyAfter, d.HeavyAfter)
+	c.DrainTimeout = cmp.Or(c.DrainTimeout, d.DrainTimeout)
+	c.SlowRequest = cmp.Or(c.SlowRequest, d.SlowRequest)
+	c.CatchUpTimeout = cmp.Or(c.CatchUpTimeout, d.CatchUpTimeout)
+	c.MaxBatch = cmp.Or(c.MaxBatch, d.MaxBatch)
+	c.CompressThreshold = cmp.Or(c.CompressThreshold, d.CompressThreshold)
+	c.FaultEvery = cmp.Or(c.FaultEvery, d.FaultEvery)
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
-	c.Logger = c.Logger.With("role", "searcher")
-	return nil
+}
+
+// Validate reports every setting that is wrong, each naming the setting
+// and its value (run EnsureDefaults first: zero values are wrong here). It
+// changes nothing.
+func (c *Config) Validate() error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf("searcher: "+format, args...)) }
+	if c.DataDir == "" {
+		bad("data dir is required")
+	}
+	if c.Index != "" {
+		if err := subject.ValidIndexName(c.Index); err != nil {
+			bad("index: %w", err)
+		}
+	}
+	if len(c.Shards) > 0 && c.Index == "" {
+		bad("shards %v need an index", c.Shards)
+	}
+	for _, s := range c.Shards {
+		if s < 0 || s >= api.MaxShards {
+			bad("shards: bad shard %d (0-%d)", s, api.MaxShards-1)
+		}
+	}
+	for _, n := range []struct {
+		name string
+		v    int
+	}{{"workers", c.Workers}, {"heavy workers", c.HeavyWorkers}, {"queue len", c.QueueLen}, {"max batch", c.MaxBatch}, {"fault every", c.FaultEvery}} {
+		if n.v <= 0 {
+			bad("%s must be 1 or more, got %d", n.name, n.v)
+		}
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"drain timeout", c.DrainTimeout}, {"catch-up timeout", c.CatchUpTimeout}} {
+		if d.v <= 0 {
+			bad("%s must be above 0, got %s", d.name, d.v)
+		}
+	}
+	if c.FaultDelay < 0 {
+		bad("fault delay must be 0 or more, got %s", c.FaultDelay)
+	}
+	return errors.Join(errs...)
 }
 
 // Searcher serves shards.
@@ -214,9 +243,11 @@ func (sl *slot) unsubscribe() {
 
 // New makes a searcher. Call Run to start it.
 func New(nc *nats.Conn, store *meta.Store, cfg Config) (*Searcher, error) {
+	cfg.EnsureDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	cfg.Logger = cfg.Logger.With("role", "searcher")
 	s := &Searcher{nc: nc, store: store, cfg: cfg, indexes: map[string]*indexState{},
 		queue: newFairQueue(cfg.QueueLen, cfg.Workers, cfg.HeavyWorkers, cfg.HeavyAfter), ready: make(chan struct{}), id: nuid.Next()}
 	var err error

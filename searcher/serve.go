@@ -118,14 +118,14 @@ func (s *Searcher) handle(msg *nats.Msg, queued time.Duration) {
 		if req.Phase == wire.PhaseStats {
 			var st *wire.GlobalStats
 			if st, err = sl.cur.Load().Stats(ctx, &req); err == nil {
-				err = wire.Encode(out, st, s.compressThreshold())
+				err = wire.Encode(out, st, s.cfg.CompressThreshold)
 			}
 		} else {
 			var resp *wire.ShardResponse
 			if resp, err = sl.cur.Load().Search(ctx, &req); err == nil {
 				resp.Replica, resp.QueueNS = s.id, queued.Nanoseconds()
 				sl.metrics.search.Observe(time.Duration(resp.TookNS).Seconds())
-				err = wire.EncodeShardResponse(out, resp, s.compressThreshold())
+				err = wire.EncodeShardResponse(out, resp, s.cfg.CompressThreshold)
 			}
 		}
 		if shard.IsClosed(err) && attempt < 3 {
@@ -139,13 +139,6 @@ func (s *Searcher) handle(msg *nats.Msg, queued time.Duration) {
 		msg.RespondMsg(out)
 		return
 	}
-}
-
-func (s *Searcher) compressThreshold() int {
-	if s.cfg.CompressThreshold != 0 {
-		return s.cfg.CompressThreshold
-	}
-	return wire.CompressThreshold
 }
 
 func (s *Searcher) slot(index string, sh int) *slot {

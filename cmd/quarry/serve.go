@@ -76,24 +76,27 @@ func (f *roleFlags) registerWrites(fs *flag.FlagSet) {
 }
 
 // registerDrain adds the shutdown flag every long-running command takes.
+// One flag serves the broker and the searcher, whose defaults
+// (broker.Defaults.DrainTimeout, searcher.Defaults.DrainTimeout) are the
+// same (TestRoleFlagDefaults).
 func (f *roleFlags) registerDrain(fs *flag.FlagSet) {
 	fs.DurationVar(&f.drainTimeout, "drain-timeout", broker.Defaults.DrainTimeout, "on SIGTERM, how long brokers and searchers keep answering the requests they took after leaving their queue groups")
 }
 
 func (f *roleFlags) registerIndexer(fs *flag.FlagSet) {
-	fs.DurationVar(&f.snapshotInterval, "snapshot-interval", time.Minute, "how often an index that changed is snapshotted (0 or negative: only after bulk ingests)")
-	fs.IntVar(&f.maxBatch, "max-batch", 512, "most documents applied to a shard in one bleve batch")
-	fs.DurationVar(&f.indexerApply, "indexer-apply-interval", indexer.DefaultApplyInterval, "the indexer's least time between two batches applied to a shard, when its replicas serve no search (quarry indexer, or quarry serve --separate-replicas; else --apply-interval paces them): longer batches cost it less, and a snapshot waits at most this long for the last updates; negative: apply as they arrive")
+	fs.DurationVar(&f.snapshotInterval, "snapshot-interval", indexer.Defaults.SnapshotInterval, "how often an index that changed is snapshotted (0 or negative: only after bulk ingests)")
+	fs.IntVar(&f.maxBatch, "max-batch", indexer.Defaults.MaxBatch, "most documents applied to a shard in one bleve batch")
+	fs.DurationVar(&f.indexerApply, "indexer-apply-interval", indexer.Defaults.Writes.ApplyInterval, "the indexer's least time between two batches applied to a shard, when its replicas serve no search (quarry indexer, or quarry serve --separate-replicas; else --apply-interval paces them): longer batches cost it less, and a snapshot waits at most this long for the last updates; negative: apply as they arrive")
 	f.registerWrites(fs)
 }
 
 func (f *roleFlags) registerSearcher(fs *flag.FlagSet) {
 	fs.IntVar(&f.workers, "workers", 0, "shard requests run at once (default 2×GOMAXPROCS)")
-	fs.DurationVar(&f.slowShard, "slow-shard", 250*time.Millisecond, "log shard requests slower than this (queue wait included) at warn level, with the request id (negative: never)")
+	fs.DurationVar(&f.slowShard, "slow-shard", searcher.Defaults.SlowRequest, "log shard requests slower than this (queue wait included) at warn level, with the request id (negative: never)")
 	fs.DurationVar(&f.faultDelay, "fault-delay", 0, "fault injection, for tests: delay shard requests by this much")
-	fs.IntVar(&f.faultEvery, "fault-every", 1, "fault injection: delay every Nth shard request (with --fault-delay)")
+	fs.IntVar(&f.faultEvery, "fault-every", searcher.Defaults.FaultEvery, "fault injection: delay every Nth shard request (with --fault-delay)")
 	fs.BoolVar(&f.faultStats, "fault-stats", false, "fault injection: delay the term-statistics phase instead of the search (with --fault-delay)")
-	fs.DurationVar(&f.heavyAfter, "heavy-request", 10*time.Millisecond, "a team whose recent shard requests take longer than this on average is heavy: while other teams are active it runs at most --heavy-workers at once (negative: never)")
+	fs.DurationVar(&f.heavyAfter, "heavy-request", searcher.Defaults.HeavyAfter, "a team whose recent shard requests take longer than this on average is heavy: while other teams are active it runs at most --heavy-workers at once (negative: never)")
 	fs.IntVar(&f.heavyWorkers, "heavy-workers", 0, "shard requests of a heavy team run at once while other teams are active (default GOMAXPROCS/2, at least 1)")
 	f.registerWrites(fs)
 }
@@ -492,7 +495,7 @@ func runRole(ctx context.Context, role string, args []string) error {
 	case "searcher":
 		rf.registerSearcher(fs)
 		rf.registerDrain(fs)
-		fs.IntVar(&rf.maxBatch, "max-batch", 512, "most documents applied to a shard in one bleve batch")
+		fs.IntVar(&rf.maxBatch, "max-batch", searcher.Defaults.MaxBatch, "most documents applied to a shard in one bleve batch")
 	case "broker":
 		rf.registerBroker(fs)
 		rf.registerDrain(fs)

@@ -43,7 +43,8 @@ type Config struct {
 	// Dir is the replica's index directory.
 	Dir   string
 	Store *meta.Store
-	// MaxBatch caps the documents applied in one bleve batch (default 512).
+	// MaxBatch caps the documents applied in one bleve batch (default
+	// DefaultMaxBatch; 0 or negative: the default).
 	MaxBatch int
 	// MaxSnapshotBytes caps a downloaded snapshot's unpacked size
 	// (default 16 GiB).
@@ -82,6 +83,10 @@ type WriteOptions struct {
 	MergeFloor int
 }
 
+// DefaultMaxBatch is Config.MaxBatch's default: the most documents
+// applied to a replica in one bleve batch.
+const DefaultMaxBatch = 512
+
 // Defaults of WriteOptions.
 const (
 	DefaultApplyInterval = 50 * time.Millisecond
@@ -104,7 +109,7 @@ func (w *WriteOptions) defaults() {
 func (c *Config) defaults() {
 	c.Writes.defaults()
 	if c.MaxBatch <= 0 {
-		c.MaxBatch = 512
+		c.MaxBatch = DefaultMaxBatch
 	}
 	if c.MaxSnapshotBytes <= 0 {
 		c.MaxSnapshotBytes = 16 << 30

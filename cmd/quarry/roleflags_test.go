@@ -1,0 +1,75 @@
+package main
+
+import (
+	"flag"
+	"io"
+	"reflect"
+	"testing"
+
+	"github.com/quarrysearch/quarry/broker"
+	"github.com/quarrysearch/quarry/indexer"
+	"github.com/quarrysearch/quarry/internal/shard"
+	"github.com/quarrysearch/quarry/searcher"
+)
+
+// The role flags show the libraries' defaults, and a config built from
+// untouched flags is, once its defaults are filled, the library's own.
+func TestRoleFlagDefaults(t *testing.T) {
+	var rf roleFlags
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	rf.registerIndexer(fs)
+	rf.registerSearcher(fs)
+	rf.registerBroker(fs)
+	rf.registerDrain(fs)
+	if err := fs.Parse(nil); err != nil {
+		t.Fatal(err)
+	}
+	if searcher.Defaults.DrainTimeout != broker.Defaults.DrainTimeout {
+		t.Errorf("one --drain-timeout serves both, but the searcher's default is %s and the broker's %s",
+			searcher.Defaults.DrainTimeout, broker.Defaults.DrainTimeout)
+	}
+	if searcher.Defaults.MaxBatch != indexer.Defaults.MaxBatch {
+		t.Errorf("one --max-batch serves both, but the searcher's default is %d and the indexer's %d",
+			searcher.Defaults.MaxBatch, indexer.Defaults.MaxBatch)
+	}
+	for _, f := range []struct {
+		name string
+		want any
+	}{
+		{"drain-timeout", searcher.Defaults.DrainTimeout},
+		{"snapshot-interval", indexer.Defaults.SnapshotInterval},
+		{"max-batch", indexer.Defaults.MaxBatch},
+		{"indexer-apply-interval", indexer.Defaults.Writes.ApplyInterval},
+		{"slow-shard", searcher.Defaults.SlowRequest},
+		{"heavy-request", searcher.Defaults.HeavyAfter},
+		{"fault-every", searcher.Defaults.FaultEvery},
+		{"workers", searcher.Defaults.Workers},
+		{"heavy-workers", searcher.Defaults.HeavyWorkers},
+	} {
+		got := fs.Lookup(f.name).Value.(flag.Getter).Get()
+		if got != f.want {
+			t.Errorf("--%s defaults to %v, the library to %v", f.name, got, f.want)
+		}
+	}
+
+	// Writes: the flags name the shard's defaults, the libraries leave
+	// them to the shard (the indexer's ApplyInterval aside).
+	s, ls := *rf.searcher(), searcher.Config{}
+	if s.Writes != (shard.WriteOptions{ApplyInterval: shard.DefaultApplyInterval, PersistNap: shard.DefaultPersistNap, MergeFloor: shard.DefaultMergeFloor}) {
+		t.Errorf("searcher writes from the flags: %+v", s.Writes)
+	}
+	s.Writes = shard.WriteOptions{}
+	s.EnsureDefaults()
+	ls.EnsureDefaults()
+	if !reflect.DeepEqual(s, ls) {
+		t.Errorf("searcher config from the flags:\n%+v\nthe library's defaults:\n%+v", s, ls)
+	}
+	ix, lix := *rf.indexer(), indexer.Config{}
+	ix.Writes.PersistNap, ix.Writes.MergeFloor = 0, 0
+	ix.EnsureDefaults()
+	lix.EnsureDefaults()
+	if !reflect.DeepEqual(ix, lix) {
+		t.Errorf("indexer config from the flags:\n%+v\nthe library's defaults:\n%+v", ix, lix)
+	}
+}
