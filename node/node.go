@@ -250,12 +250,13 @@ func (n *Node) start(ctx context.Context) (err error) {
 		}
 		if lend {
 			// The replicas are searched: they apply updates the way
-			// the searcher's would, at its freshness.
-			c.Writes = cfg.Searcher.Writes
+			// the searcher's would, at its freshness (the indexer's
+			// own default interval, a second, is for replicas nobody
+			// searches).
+			sc := *cfg.Searcher
+			sc.EnsureDefaults()
+			c.Writes, c.MaxBatch = sc.Writes, sc.MaxBatch
 			c.Writes.ApplyInterval = cmp.Or(c.Writes.ApplyInterval, shard.DefaultApplyInterval)
-			if cfg.Searcher.MaxBatch > 0 {
-				c.MaxBatch = cfg.Searcher.MaxBatch
-			}
 		}
 		c.Logger, c.Registerer = cfg.Logger, n.Metrics
 		if n.Indexer, err = indexer.New(n.nc, n.store, c); err != nil {
