@@ -68,14 +68,9 @@ func (s *Store) ChangePipeline(ctx context.Context, index, change string, edit f
 			return nil, err
 		}
 		spec.Change = change
-		n, err := s.updatePipeline(ctx, index, spec, rev)
+		stored, err := s.updatePipeline(ctx, index, spec, rev)
 		if err == nil {
-			// The revision written, not whatever is latest by now.
-			e, err := s.Pipelines.GetRevision(ctx, index, n)
-			if err != nil {
-				return nil, err
-			}
-			return DecodePipeline(e)
+			return stored, nil
 		}
 		if !errors.Is(err, api.ErrConflict) {
 			return nil, err
@@ -86,16 +81,19 @@ func (s *Store) ChangePipeline(ctx context.Context, index, change string, edit f
 
 // updatePipeline stores spec as the index's pipeline if the stored one is
 // still at revision rev (compare-and-set; rev 0: the index has no
-// pipeline yet), and returns the new revision. If the pipeline changed
-// meanwhile it fails with an api.ErrConflict error and stores nothing.
-// spec itself is not changed; its Index, Updated and Revision are set.
-// Only ChangePipeline calls it.
-func (s *Store) updatePipeline(ctx context.Context, index string, spec *api.PipelineSpec, rev uint64) (uint64, error) {
+// pipeline yet), and returns the revision it stored, decoded from the
+// bytes it wrote: not read back, since a read may be answered by a
+// replica that has not applied the write yet (a direct get), which
+// right after a JetStream leader moved answers "key not found". If the
+// pipeline changed meanwhile it fails with an api.ErrConflict error and
+// stores nothing. spec itself is not changed; its Index, Updated and
+// Revision are set in the copy stored. Only ChangePipeline calls it.
+func (s *Store) updatePipeline(ctx context.Context, index string, spec *api.PipelineSpec, rev uint64) (*api.PipelineSpec, error) {
 	c := *spec
 	c.Index, c.Updated, c.Revision = index, time.Now().UTC(), 0
 	b, err := json.Marshal(&c)
 	if err != nil {
-		return 0, fmt.Errorf("encode the pipeline of %q: %w", index, err)
+		return nil, fmt.Errorf("encode the pipeline of %q: %w", index, err)
 	}
 	var n uint64
 	if rev == 0 {
@@ -104,10 +102,15 @@ func (s *Store) updatePipeline(ctx context.Context, index string, spec *api.Pipe
 		n, err = s.Pipelines.Update(ctx, index, b, rev)
 	}
 	if errors.Is(err, jetstream.ErrKeyExists) || isWrongSeq(err) {
-		return 0, api.Errorf(api.CodeConflict, "the pipeline of %q changed after revision %d", index, rev)
+		return nil, api.Errorf(api.CodeConflict, "the pipeline of %q changed after revision %d", index, rev)
 	}
 	if err != nil {
-		return 0, fmt.Errorf("update the pipeline of %q: %w", index, err)
+		return nil, fmt.Errorf("update the pipeline of %q: %w", index, err)
 	}
-	return n, nil
+	var stored api.PipelineSpec
+	if err := json.Unmarshal(b, &stored); err != nil {
+		return nil, fmt.Errorf("decode the pipeline of %q just stored: %w", index, err)
+	}
+	stored.Revision = n
+	return &stored, nil
 }
