@@ -15,7 +15,6 @@ require (
 	github.com/prometheus/client_golang v1.25.0
 	github.com/prometheus/client_model v0.6.3
 	github.com/prometheus/common v0.72.0
-	github.com/quarrysearch/quarry/examples/plugins v0.0.0
 	github.com/quarrysearch/quarry/sdk v0.0.0
 	github.com/tetratelabs/wazero v1.12.0
 	go.opentelemetry.io/otel v1.47.0
@@ -82,5 +81,3 @@ require (
 )
 
 replace github.com/quarrysearch/quarry/sdk => ./sdk
-
-replace github.com/quarrysearch/quarry/examples/plugins => ./examples/plugins

@@ -60,6 +60,12 @@ type SearchRequest struct {
 	AllowPartial *bool `json:"allow_partial,omitempty"`
 	// Profile asks for the plan and a timing per stage in the response.
 	Profile bool `json:"profile,omitempty"`
+	// Scoring is how shards score hits: ScoringExact (the default: with
+	// the index's global term statistics, gathered first, so a document's
+	// score does not depend on the shard count) or ScoringShard (each
+	// shard with its own statistics: one round trip fewer, scores that
+	// differ across shards, as Elasticsearch's query_then_fetch).
+	Scoring string `json:"scoring,omitempty"`
 	// Explain asks for each hit's Explanation: how its retrieval score
 	// was computed (bleve's explanation, with the index-wide statistics
 	// Quarry scores with).
@@ -201,6 +207,8 @@ func (r *SearchRequest) Validate() error {
 		return BadRequest("from must be >= 0, got %d", r.From)
 	case r.TimeoutMS < 0:
 		return BadRequest("timeout_ms must be >= 0, got %d", r.TimeoutMS)
+	case r.Scoring != "" && r.Scoring != ScoringExact && r.Scoring != ScoringShard:
+		return BadRequest("scoring must be %q or %q, got %q", ScoringExact, ScoringShard, r.Scoring)
 	}
 	for name, f := range r.Facets {
 		if f.Field == "" {
@@ -212,6 +220,14 @@ func (r *SearchRequest) Validate() error {
 	}
 	return r.checkText()
 }
+
+// The values of SearchRequest.Scoring.
+const (
+	// ScoringExact scores with the index's global term statistics.
+	ScoringExact = "exact"
+	// ScoringShard scores on each shard with its own statistics.
+	ScoringShard = "shard"
+)
 
 // EffectiveSize is Size with the default applied.
 func (r *SearchRequest) EffectiveSize() int {

@@ -39,9 +39,6 @@ import (
 // shadowPublishEvery is how often a broker publishes its shadow tallies.
 var shadowPublishEvery = 2 * time.Second
 
-// Version is the broker's micro service version.
-const Version = "0.1.0"
-
 // Config configures a broker. Zero values are documented defaults.
 type Config struct {
 	// DefaultTimeout bounds a request that gives no timeout_ms (default 2s).
@@ -92,6 +89,15 @@ type Config struct {
 	// (default 4096; negative: no cache, a statistics round trip on every
 	// request).
 	StatsCacheSize int
+	// StatsMaxUpdates bounds how stale cached statistics may be: at most
+	// this many updates of any one shard missed (default
+	// DefaultStatsMaxUpdates, 1000; at most MaxStatsMaxUpdates, what a
+	// searcher remembers). Lower bounds cost more statistics round trips
+	// while documents change.
+	StatsMaxUpdates int
+	// StatsMaxAge bounds how long statistics are cached (default
+	// DefaultStatsMaxAge, 10 s).
+	StatsMaxAge time.Duration
 	// NoExactScoring skips the statistics phase: each shard scores with
 	// its own statistics (faster, scores differ across shards).
 	NoExactScoring bool
@@ -143,7 +149,7 @@ var Defaults = Config{
 	MaxInFlight: 1024, HeavyAfter: 20 * time.Millisecond, HeavyWait: time.Second,
 	DrainTimeout: 10 * time.Second, SlowQuery: 500 * time.Millisecond,
 	FallbackErrorRate: 0.5, FallbackWindow: 100, FallbackMinCalls: 20, FallbackSlowRate: 0.01,
-	StatsCacheSize: 4096, CompressThreshold: wire.CompressThreshold, QueueGroup: "quarry-broker",
+	StatsCacheSize: 4096, StatsMaxUpdates: DefaultStatsMaxUpdates, StatsMaxAge: DefaultStatsMaxAge, CompressThreshold: wire.CompressThreshold, QueueGroup: "quarry-broker",
 	PeerHeartbeat: 2 * time.Second,
 }
 
@@ -166,6 +172,8 @@ func (c *Config) EnsureDefaults() {
 	c.FallbackMinCalls = cmp.Or(c.FallbackMinCalls, d.FallbackMinCalls)
 	c.FallbackSlowRate = cmp.Or(c.FallbackSlowRate, d.FallbackSlowRate)
 	c.StatsCacheSize = cmp.Or(c.StatsCacheSize, d.StatsCacheSize)
+	c.StatsMaxUpdates = cmp.Or(c.StatsMaxUpdates, d.StatsMaxUpdates)
+	c.StatsMaxAge = cmp.Or(c.StatsMaxAge, d.StatsMaxAge)
 	c.CompressThreshold = cmp.Or(c.CompressThreshold, d.CompressThreshold)
 	c.QueueGroup = cmp.Or(c.QueueGroup, d.QueueGroup)
 	c.PeerHeartbeat = cmp.Or(c.PeerHeartbeat, d.PeerHeartbeat)
@@ -183,7 +191,7 @@ func (c *Config) Validate() error {
 	for _, d := range []struct {
 		name string
 		v    time.Duration
-	}{{"default timeout", c.DefaultTimeout}, {"max timeout", c.MaxTimeout}, {"heavy wait", c.HeavyWait}, {"drain timeout", c.DrainTimeout}, {"peer heartbeat", c.PeerHeartbeat}} {
+	}{{"default timeout", c.DefaultTimeout}, {"max timeout", c.MaxTimeout}, {"heavy wait", c.HeavyWait}, {"drain timeout", c.DrainTimeout}, {"peer heartbeat", c.PeerHeartbeat}, {"stats max age", c.StatsMaxAge}} {
 		if d.v <= 0 {
 			bad("%s must be above 0, got %s", d.name, d.v)
 		}
@@ -199,6 +207,9 @@ func (c *Config) Validate() error {
 		if n.v <= 0 {
 			bad("%s must be 1 or more, got %d", n.name, n.v)
 		}
+	}
+	if c.StatsMaxUpdates <= 0 || c.StatsMaxUpdates > MaxStatsMaxUpdates {
+		bad("stats max updates must be 1-%d (what a searcher remembers of its updates), got %d", MaxStatsMaxUpdates, c.StatsMaxUpdates)
 	}
 	if c.RecordPercent < 0 || c.RecordPercent > 100 {
 		bad("record percent must be 0-100, got %d", c.RecordPercent)
@@ -276,6 +287,7 @@ func New(nc *nats.Conn, store *meta.Store, cfg Config) (*Broker, error) {
 		return nil, err
 	}
 	stats := fanout.NewStatsCache(cfg.StatsCacheSize)
+	stats.SetFreshness(cfg.StatsMaxUpdates, cfg.StatsMaxAge)
 	b := &Broker{nc: nc, store: store, cfg: cfg, planner: p, inflight: make(chan struct{}, cfg.MaxInFlight), teamLimits: newTeamLimits(&cfg),
 		stats: stats, fan: fanout.NewRouter(nc, cfg.CompressThreshold, stats), id: nuid.Next(), shadows: pipeline.NewShadows(), fallback: newFallbackLimits(&cfg),
 		defs: map[string]api.IndexDefinition{}, ready: make(chan struct{})}
@@ -332,7 +344,7 @@ func (b *Broker) Run(ctx context.Context) error {
 		}
 	}
 	svc, err := micro.AddService(b.nc, micro.Config{
-		Name: subject.ServiceName, Version: Version, QueueGroup: b.cfg.QueueGroup,
+		Name: subject.ServiceName, Version: api.Version, QueueGroup: b.cfg.QueueGroup,
 		Description: "Quarry search API: JSON SearchRequest in, SearchResponse out",
 		// micro's own figures stop when the handler returns, which is at
 		// once (each request runs on a goroutine of its own): the

@@ -68,13 +68,6 @@ func (b *Broker) search(ctx context.Context, index string, req *api.SearchReques
 	return resp, err
 }
 
-// Execute runs a plan as it is, without plugins. start is when the request
-// arrived (for took_ms).
-func (b *Broker) Execute(ctx context.Context, plan *planner.Plan, profile bool, start time.Time) (*api.SearchResponse, error) {
-	r := &run{b: b, execOptions: execOptions{profile: profile, start: start}}
-	return r.execute(ctx, plan)
-}
-
 // execOptions are what a run is made with, and what it gathers before its
 // plan: the rewriters' profile stages and step reports.
 type execOptions struct {

@@ -12,9 +12,6 @@ import (
 	"github.com/quarrysearch/quarry/internal/subject"
 )
 
-// Version is the indexer's micro service version.
-const Version = "0.1.0"
-
 // Status is what the indexer says of itself in micro discovery: whether
 // it is ready, and the shard replicas it follows the stream with to build
 // snapshots.
@@ -45,5 +42,5 @@ func (ix *Indexer) Status() api.RoleStatus {
 
 // serveStatus registers the quarry-indexer micro service.
 func (ix *Indexer) serveStatus() (micro.Service, error) {
-	return rolestatus.Serve(ix.nc, subject.IndexerService, Version, "Quarry indexer: follows the stream, publishes snapshot generations", ix.id, func() any { return ix.Status() })
+	return rolestatus.Serve(ix.nc, subject.IndexerService, api.Version, "Quarry indexer: follows the stream, publishes snapshot generations", ix.id, func() any { return ix.Status() })
 }

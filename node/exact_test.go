@@ -14,7 +14,6 @@ import (
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/index/scorch"
 	"github.com/blevesearch/bleve/v2/search"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/broker"
@@ -22,7 +21,6 @@ import (
 	"github.com/quarrysearch/quarry/indexer"
 	"github.com/quarrysearch/quarry/internal/corpus"
 	"github.com/quarrysearch/quarry/internal/indexmap"
-	"github.com/quarrysearch/quarry/internal/meta"
 	"github.com/quarrysearch/quarry/internal/subject"
 	"github.com/quarrysearch/quarry/planner"
 	"github.com/quarrysearch/quarry/searcher"
@@ -127,20 +125,8 @@ func TestExactDistributedScoring(t *testing.T) {
 	defer single.Close()
 	ref := postingsStats(t, single)
 
-	// The same documents scored per shard (no statistics phase) differ:
-	// this is what the test guards against. This broker does not join the
-	// queue group; the test calls it directly.
-	js, _ := jetstream.New(n.Conn())
-	store, err := meta.Open(ctx, js, meta.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	local, err := broker.New(n.Conn(), store, broker.Config{NoExactScoring: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	plans, _ := planner.New(planner.Config{})
-	def, _ := c.Index(ctx, "menu")
+	// The same documents scored per shard (scoring "shard": no
+	// statistics phase) differ: this is what the test guards against.
 	differs := false
 
 	for _, tc := range exactCases {
@@ -167,11 +153,9 @@ func TestExactDistributedScoring(t *testing.T) {
 			if diff := hitsDiffer(got.Hits, want.Hits, req.From); diff != "" {
 				t.Fatal(diff)
 			}
-			plan, err := plans.Plan(&req, def, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			lr, err := local.Execute(ctx, plan, false, time.Now())
+			shardReq := req
+			shardReq.Scoring = api.ScoringShard
+			lr, err := c.Search(ctx, "menu", &shardReq)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -445,22 +429,8 @@ func TestExactScoringCorpus(t *testing.T) {
 	if *long {
 		size = 20000
 	}
-	n := startRoles(t, "", &indexer.Config{SnapshotInterval: -1}, &searcher.Config{}, &broker.Config{})
-	ctx := context.Background()
-	c := n.Client()
-	s := &corpusState{n: n, counts: []int{1, 2, 4, 7}, g: corpus.New(corpus.Config{Seed: 21, BodyMax: 90}), docs: map[string]map[string]any{}, last: map[string]map[int]uint64{}}
-	defer s.close()
-	var all []map[string]any
-	for range size {
-		all = append(all, s.g.Next().Record())
-	}
-	for _, shards := range s.counts {
-		if _, err := c.CreateIndex(ctx, indexName(shards), shards, corpus.Mapping("bm25")); err != nil {
-			t.Fatal(err)
-		}
-	}
-	s.write(t, all, nil, true)
-	cases := corpusCases(t, s.g, all)
+	s, all, cases := startCorpus(t, size, &broker.Config{})
+	n, ctx := s.n, context.Background()
 
 	// Updates (new text under existing ids) and deletes: the searchers'
 	// segments hold the old versions as deleted documents.
@@ -522,23 +492,62 @@ func TestExactScoringCorpus(t *testing.T) {
 		}
 	}
 	s.check(t, "swapped", cases)
+}
 
-	// Fresh statistics. Bound by updates: at most 10 of any shard's.
-	// 10% more documents, and the very next searches are exact.
-	n.Broker.SetStatsFreshness(10, time.Hour)
-	var more []map[string]any
-	for range size / 10 {
-		more = append(more, s.g.Next().Record())
+// startCorpus starts a node with the broker's configuration bcfg, the
+// corpus's indexes of 1, 2, 4 and 7 shards, size documents written to
+// each; it returns them and the queries that check them. The reference
+// index is not built yet (updateReference, or the next write, builds it).
+func startCorpus(t *testing.T, size int, bcfg *broker.Config) (s *corpusState, all []map[string]any, cases []struct {
+	name string
+	req  api.SearchRequest
+}) {
+	t.Helper()
+	n := startRoles(t, "", &indexer.Config{SnapshotInterval: -1}, &searcher.Config{}, bcfg)
+	ctx := context.Background()
+	s = &corpusState{n: n, counts: []int{1, 2, 4, 7}, g: corpus.New(corpus.Config{Seed: 21, BodyMax: 90}), docs: map[string]map[string]any{}, last: map[string]map[int]uint64{}}
+	t.Cleanup(s.close)
+	for range size {
+		all = append(all, s.g.Next().Record())
 	}
-	s.write(t, more, nil, false)
-	s.check(t, "10% more", cases)
+	for _, shards := range s.counts {
+		if _, err := n.Client().CreateIndex(ctx, indexName(shards), shards, corpus.Mapping("bm25")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.write(t, all, nil, true)
+	return s, all, corpusCases(t, s.g, all)
+}
 
-	// Bound by time: a few updates (under the bound), then the bound's
-	// time: exact again.
-	n.Broker.SetStatsFreshness(4096, 300*time.Millisecond)
-	s.write(t, []map[string]any{s.g.Next().Record(), s.g.Next().Record(), s.g.Next().Record()}, nil, false)
-	time.Sleep(300 * time.Millisecond)
-	s.check(t, "aged", cases[:6])
+// TestStatsFreshness: cached statistics are fetched again within the
+// broker's bounds (Config.StatsMaxUpdates, Config.StatsMaxAge), so
+// scores are exact again once documents changed past either.
+func TestStatsFreshness(t *testing.T) {
+	const size = 700
+	t.Run("updates", func(t *testing.T) {
+		// At most 10 updates of any shard's missed: 10% more documents,
+		// and the very next searches are exact (with the bound at
+		// MaxStatsMaxUpdates, 24 of them are not).
+		s, _, cases := startCorpus(t, size, &broker.Config{StatsMaxUpdates: 10, StatsMaxAge: time.Hour})
+		s.updateReference(t)
+		s.check(t, "cached", cases)
+		var more []map[string]any
+		for range size / 10 {
+			more = append(more, s.g.Next().Record())
+		}
+		s.write(t, more, nil, false)
+		s.check(t, "10% more", cases)
+	})
+	t.Run("age", func(t *testing.T) {
+		// A few updates (under the bound), then the bound's time: exact
+		// again.
+		s, _, cases := startCorpus(t, size, &broker.Config{StatsMaxUpdates: broker.MaxStatsMaxUpdates, StatsMaxAge: 300 * time.Millisecond})
+		s.updateReference(t)
+		s.check(t, "cached", cases[:6])
+		s.write(t, []map[string]any{s.g.Next().Record(), s.g.Next().Record(), s.g.Next().Record()}, nil, false)
+		time.Sleep(300 * time.Millisecond)
+		s.check(t, "aged", cases[:6])
+	})
 }
 
 func apiHits(in []*search.DocumentMatch) []api.Hit {

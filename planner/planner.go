@@ -166,7 +166,7 @@ func (p *Planner) Plan(req *api.SearchRequest, def api.IndexDefinition, hints *H
 		// A rewriter's wish, held to the index's window.
 		k = max(k, min(hints.RerankDepth, limits.MaxWindow))
 	}
-	exact := scoresMatter(req.Sort)
+	exact := scoresMatter(req.Sort) && req.Scoring != api.ScoringShard
 	if size == 0 {
 		// No hits (the total and facets only): shards return none, and
 		// no statistics are gathered for scores nobody sees.

@@ -92,6 +92,7 @@ func TestPlanRefusesBadInput(t *testing.T) {
 		want string
 	}{
 		{"negative size", api.SearchRequest{Size: -2}, def, nil, "size"},
+		{"bad scoring", api.SearchRequest{Q: "x", Scoring: "dfs"}, def, nil, `scoring must be "exact" or "shard", got "dfs"`},
 		{"bad query", api.SearchRequest{Query: json.RawMessage(`{"nope":1}`)}, def, nil, "query"},
 		{"bad filter", api.SearchRequest{Q: "x", Filter: json.RawMessage(`"x"`)}, def, nil, "filter"},
 		{"bad operator", api.SearchRequest{Q: "x"}, api.IndexDefinition{Shards: 1, Query: api.QuerySettings{Operator: "xor"}}, nil, "operator"},

@@ -8,9 +8,6 @@ import (
 	"github.com/quarrysearch/quarry/internal/subject"
 )
 
-// Version is the searcher's micro service version.
-const Version = "0.1.0"
-
 // Status is what the searcher says of itself in micro discovery: whether
 // it is ready or draining, and every shard it serves with its
 // generation, applied sequence, replay lag and documents.
@@ -29,5 +26,5 @@ func (s *Searcher) Status() api.RoleStatus {
 
 // serveStatus registers the quarry-searcher micro service.
 func (s *Searcher) serveStatus() (micro.Service, error) {
-	return rolestatus.Serve(s.nc, subject.SearcherService, Version, "Quarry searcher: shard replicas from snapshots and the stream", s.id, func() any { return s.Status() })
+	return rolestatus.Serve(s.nc, subject.SearcherService, api.Version, "Quarry searcher: shard replicas from snapshots and the stream", s.id, func() any { return s.Status() })
 }

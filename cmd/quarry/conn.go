@@ -4,16 +4,12 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"log/slog"
 	"os"
-	"runtime/debug"
-	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
 
 	"github.com/quarrysearch/quarry/client"
-	"github.com/quarrysearch/quarry/internal/trace"
 )
 
 // natsFlags are the connection flags every networked command takes.
@@ -92,91 +88,4 @@ func (f *natsFlags) connect(ctx context.Context) (*nats.Conn, *client.Client, er
 		return nil, nil, err
 	}
 	return nc, c, nil
-}
-
-// runtimeFlags are the process knobs of long-running roles.
-type runtimeFlags struct {
-	logLevel, logFormat string
-	memLimit            string
-	gcPercent           int
-	otlpEndpoint        string
-	traceSample         float64
-}
-
-func (f *runtimeFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
-	fs.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
-	fs.StringVar(&f.memLimit, "gomemlimit", "", "soft memory limit for the Go runtime, e.g. 2GiB (default: GOMEMLIMIT or none)")
-	fs.IntVar(&f.gcPercent, "gogc", 0, "GOGC percentage (default: GOGC or 100)")
-	fs.StringVar(&f.otlpEndpoint, "otlp-endpoint", os.Getenv("QUARRY_OTLP_ENDPOINT"), "send OpenTelemetry spans to this OTLP/HTTP collector, e.g. http://localhost:4318 (env QUARRY_OTLP_ENDPOINT; default: no spans)")
-	fs.Float64Var(&f.traceSample, "trace-sample", 1, "share of requests traced when --otlp-endpoint is set, 0-1")
-}
-
-// tracing starts exporting spans when --otlp-endpoint is set and returns
-// the function that flushes them at exit.
-func (f *runtimeFlags) tracing(ctx context.Context, service string) (func(), error) {
-	if f.otlpEndpoint != "" && (f.traceSample <= 0 || f.traceSample > 1) {
-		return nil, fmt.Errorf("--trace-sample must be above 0 and at most 1, got %g", f.traceSample)
-	}
-	shutdown, err := trace.Setup(ctx, trace.Config{Endpoint: f.otlpEndpoint, SampleRatio: f.traceSample, Service: service})
-	if err != nil {
-		return nil, fmt.Errorf("--otlp-endpoint: %w", err)
-	}
-	return func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := shutdown(sctx); err != nil {
-			slog.Warn("flush spans", "err", err)
-		}
-	}, nil
-}
-
-// apply sets the runtime knobs and returns the logger.
-func (f *runtimeFlags) apply() (*slog.Logger, error) {
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
-		return nil, fmt.Errorf("--log-level: %w", err)
-	}
-	hopts := &slog.HandlerOptions{Level: level}
-	var log *slog.Logger
-	switch f.logFormat {
-	case "text":
-		log = slog.New(slog.NewTextHandler(os.Stderr, hopts))
-	case "json":
-		log = slog.New(slog.NewJSONHandler(os.Stderr, hopts))
-	default:
-		return nil, fmt.Errorf("--log-format must be text or json, got %q", f.logFormat)
-	}
-	slog.SetDefault(log)
-	if f.memLimit != "" {
-		n, err := parseBytes(f.memLimit)
-		if err != nil {
-			return nil, fmt.Errorf("--gomemlimit: %w", err)
-		}
-		debug.SetMemoryLimit(n)
-	}
-	if f.gcPercent != 0 {
-		debug.SetGCPercent(f.gcPercent)
-	}
-	return log, nil
-}
-
-// parseBytes parses sizes like 512MiB, 2GiB, 1GB or a plain byte count.
-func parseBytes(s string) (int64, error) {
-	units := []struct {
-		suffix string
-		mult   int64
-	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"B", 1}}
-	mult := int64(1)
-	for _, u := range units {
-		if strings.HasSuffix(s, u.suffix) {
-			s, mult = strings.TrimSuffix(s, u.suffix), u.mult
-			break
-		}
-	}
-	var n int64
-	if _, err := fmt.Sscanf(s, "%d", &n); err != nil || n <= 0 {
-		return 0, fmt.Errorf("bad size %q", s)
-	}
-	return n * mult, nil
 }

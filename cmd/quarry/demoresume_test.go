@@ -28,7 +28,7 @@ func TestDemoLoadedOnlyWhenFinished(t *testing.T) {
 			t.Fatalf("%s: demoLoaded %v, %v; want %v", step, got, err, want)
 		}
 	}
-	if _, err := c.CreateIndexDef(ctx, api.IndexDefinition{Name: name, Shards: 4, Mapping: catalog.Mapping(), Query: demoQuery}); err != nil {
+	if _, err := c.CreateIndexDef(ctx, api.IndexDefinition{Name: name, Shards: 4, Mapping: catalog.Mapping(), Query: demo.Query}); err != nil {
 		t.Fatal(err)
 	}
 	loaded("index made", false)

@@ -22,7 +22,9 @@ import (
 
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/client"
+	"github.com/quarrysearch/quarry/internal/cmdline"
 	"github.com/quarrysearch/quarry/internal/gobuild"
+	"github.com/quarrysearch/quarry/internal/loadgen"
 	"github.com/quarrysearch/quarry/plugins"
 )
 
@@ -63,7 +65,7 @@ func runDev(ctx context.Context, args []string) error {
 	fs.IntVar(&o.queries, "queries", 100, "distinct recorded queries to replay, the oldest first (0: none)")
 	fs.DurationVar(&o.interval, "interval", 500*time.Millisecond, "how often to look for saved files")
 	fs.BoolVar(&o.once, "once", false, "build and report once, then exit (non-zero if anything failed)")
-	pos, err := parse(fs, args, 2, 2)
+	pos, err := cmdline.Parse(fs, args, 2, 2)
 	if err != nil {
 		return err
 	}
@@ -286,7 +288,7 @@ func devRun(ctx context.Context, c *client.Client, o *devOptions, w io.Writer, r
 			fmt.Fprintf(w, "recorded queries: %v (replaying the samples only)\n", err)
 		}
 		for i := 0; i < len(recorded) && len(reqs)-nSamples < o.queries; i++ {
-			if req, err := parseRequestLine(bytes.TrimSpace(recorded[i]), i+1); err == nil {
+			if req, err := loadgen.ParseRequestLine(bytes.TrimSpace(recorded[i]), i+1); err == nil {
 				add(req)
 			}
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/client"
+	"github.com/quarrysearch/quarry/internal/cmdline"
 )
 
 func runIngest(ctx context.Context, args []string) error {
@@ -22,7 +23,7 @@ func runIngest(ctx context.Context, args []string) error {
 	jsonOut := fs.Bool("json", false, "print the result as JSON")
 	quiet := fs.Bool("quiet", false, "no progress bar")
 	every := fs.Duration("progress-every", 3*time.Second, "how often a progress line is printed when stderr is not a terminal (a terminal gets a bar)")
-	pos, err := parse(fs, args, 2, 2)
+	pos, err := cmdline.Parse(fs, args, 2, 2)
 	if err != nil {
 		return err
 	}
@@ -86,7 +87,7 @@ func runPut(ctx context.Context, args []string) error {
 	fs := newFlags("put", "INDEX FILE.json|-", "Upserts one JSON document (an object with a string \"id\"). It is\nacknowledged once stored in the stream and searchable within milliseconds.")
 	var nf natsFlags
 	nf.register(fs)
-	pos, err := parse(fs, args, 2, 2)
+	pos, err := cmdline.Parse(fs, args, 2, 2)
 	if err != nil {
 		return err
 	}
@@ -116,7 +117,7 @@ func runDelete(ctx context.Context, args []string) error {
 	fs := newFlags("delete", "INDEX ID", "Deletes one document by id.")
 	var nf natsFlags
 	nf.register(fs)
-	pos, err := parse(fs, args, 2, 2)
+	pos, err := cmdline.Parse(fs, args, 2, 2)
 	if err != nil {
 		return err
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/client"
+	"github.com/quarrysearch/quarry/internal/cmdline"
 )
 
 func runIndex(ctx context.Context, args []string) error {
@@ -43,7 +44,7 @@ func runIndex(ctx context.Context, args []string) error {
 		team := fs.String("team", "", "team that owns the index: its plugins share that team's plugin runtime and limits (default: the index is a team of its own)")
 		mappingFile := fs.String("mapping", "", "bleve index mapping JSON file (default: dynamic mapping, BM25)")
 		queryFile := fs.String("query", "", `query settings JSON file, e.g. {"fields":[{"field":"name","boost":3}],"operator":"or"}`)
-		pos, err := parse(fs, args, 1, 1)
+		pos, err := cmdline.Parse(fs, args, 1, 1)
 		if err != nil {
 			return err
 		}
@@ -75,7 +76,7 @@ func runIndex(ctx context.Context, args []string) error {
 			"see now, from the searchers) and current snapshot.")
 		nf.register(fs)
 		fs.BoolVar(&jsonOut, "json", false, "print JSON")
-		if _, err := parse(fs, args, 0, 0); err != nil {
+		if _, err := cmdline.Parse(fs, args, 0, 0); err != nil {
 			return err
 		}
 		nc, c, err := nf.connect(ctx)
@@ -123,7 +124,7 @@ func runIndex(ctx context.Context, args []string) error {
 			`  {"fields":[{"field":"name","boost":3},{"field":"_all"}],"operator":"or","fuzziness":0,"phrase_boost":2}`+"\n"+
 			"Brokers use new settings at once, without a restart.")
 		nf.register(fs)
-		pos, err := parse(fs, args, 1, 2)
+		pos, err := cmdline.Parse(fs, args, 1, 2)
 		if err != nil {
 			return err
 		}
@@ -151,7 +152,7 @@ func runIndex(ctx context.Context, args []string) error {
 	case "show":
 		fs := newFlags("index show", "NAME", "Prints an index's definition (with its mapping), live document count and\ncurrent snapshot as JSON.")
 		nf.register(fs)
-		pos, err := parse(fs, args, 1, 1)
+		pos, err := cmdline.Parse(fs, args, 1, 1)
 		if err != nil {
 			return err
 		}
@@ -168,7 +169,7 @@ func runIndex(ctx context.Context, args []string) error {
 	case "rm", "delete":
 		fs := newFlags("index rm", "NAME", "Deletes an index: its definition, documents and snapshots.")
 		nf.register(fs)
-		pos, err := parse(fs, args, 1, 1)
+		pos, err := cmdline.Parse(fs, args, 1, 1)
 		if err != nil {
 			return err
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/client"
+	"github.com/quarrysearch/quarry/internal/cmdline"
 )
 
 // runInit decides a deployment's replication: it creates Quarry's
@@ -25,7 +26,7 @@ func runInit(ctx context.Context, args []string) error {
 	var nf natsFlags
 	nf.register(fs)
 	replicas := fs.Int("replicas", 0, "JetStream replicas of every Quarry stream and bucket, 1 to 5 (3 on a three-member cluster); required")
-	if _, err := parse(fs, args, 0, 0); err != nil {
+	if _, err := cmdline.Parse(fs, args, 0, 0); err != nil {
 		return err
 	}
 	if err := api.CheckReplicas(*replicas); err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/broker"
 	"github.com/quarrysearch/quarry/client"
+	"github.com/quarrysearch/quarry/internal/cmdline"
 	"github.com/quarrysearch/quarry/internal/relevance"
 )
 
@@ -89,7 +90,7 @@ func runJudgements(ctx context.Context, args []string) error {
 		fs.BoolVar(&off, "off", false, "remove the gate")
 	}
 	n := map[string]int{"push": 3, "ls": 1, "show": 2, "rm": 2, "gate": 1, "from-events": 2}[op]
-	pos, err := parse(fs, args[1:], n, n)
+	pos, err := cmdline.Parse(fs, args[1:], n, n)
 	if err != nil {
 		return err
 	}
@@ -259,7 +260,7 @@ func runEval(ctx context.Context, args []string) error {
 	kind := fs.String("kind", "", "the candidate's kind, rewriter or ranker (default: the live plugin's)")
 	configFile := fs.String("config", "", "the candidate's configuration (default: none)")
 	jsonOut := fs.Bool("json", false, "print JSON")
-	pos, err := parse(fs, args, 1, 1)
+	pos, err := cmdline.Parse(fs, args, 1, 1)
 	if err != nil {
 		return err
 	}
@@ -459,7 +460,7 @@ func runEvents(ctx context.Context, args []string) error {
 			"quarry judgements from-events builds a judgement list from them.")
 	var nf natsFlags
 	nf.register(fs)
-	pos, err := parse(fs, args, 2, 2)
+	pos, err := cmdline.Parse(fs, args, 2, 2)
 	if err != nil {
 		return err
 	}

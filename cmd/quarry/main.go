@@ -25,6 +25,7 @@ import (
 	"syscall"
 
 	"github.com/quarrysearch/quarry/api"
+	"github.com/quarrysearch/quarry/internal/cmdline"
 	"github.com/quarrysearch/quarry/node"
 )
 
@@ -63,7 +64,8 @@ func init() {
 	}
 }
 
-const version = "0.1.0"
+// version is the release quarry version prints.
+const version = api.Version
 
 func usage(w io.Writer) {
 	fmt.Fprintf(w, "quarry %s: a search platform on NATS, bleve and WebAssembly plugins.\n\nUsage: quarry COMMAND [flags] [args]\n\nCommands:\n", version)
@@ -157,7 +159,7 @@ func errorLine(err error) string {
 var flagSets *[]*flag.FlagSet
 
 // errUsage reports bad command-line use, already explained on stderr.
-var errUsage = errors.New("usage")
+var errUsage = cmdline.ErrUsage
 
 // newFlags makes a command's flag set with a usage line.
 func newFlags(name, args, about string) *flag.FlagSet {
@@ -170,30 +172,4 @@ func newFlags(name, args, about string) *flag.FlagSet {
 		fs.PrintDefaults()
 	}
 	return fs
-}
-
-// parse parses flags (allowing them after positional arguments) and checks
-// the positional argument count.
-func parse(fs *flag.FlagSet, args []string, minArgs, maxArgs int) ([]string, error) {
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return nil, err
-			}
-			return nil, errUsage
-		}
-		args = fs.Args()
-		if len(args) == 0 {
-			break
-		}
-		pos = append(pos, args[0])
-		args = args[1:]
-	}
-	if len(pos) < minArgs || (maxArgs >= 0 && len(pos) > maxArgs) {
-		fmt.Fprintf(fs.Output(), "%s: wrong number of arguments\n", fs.Name())
-		fs.Usage()
-		return nil, errUsage
-	}
-	return pos, nil
 }

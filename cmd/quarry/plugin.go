@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/quarrysearch/quarry/api"
+	"github.com/quarrysearch/quarry/internal/cmdline"
 	"github.com/quarrysearch/quarry/plugins"
 	"github.com/quarrysearch/quarry/sdk/abi"
 )
@@ -75,7 +76,7 @@ func runPlugin(ctx context.Context, args []string) error {
 	kind := fs.String("kind", "rewriter", "the plugin's hook: rewriter or ranker")
 	configFile := fs.String("config", "", "the plugin's configuration (JSON file)")
 	budget := fs.Duration("budget", 50*time.Millisecond, "time budget per call")
-	pos, err := parse(fs, args[1:], 1, 2)
+	pos, err := cmdline.Parse(fs, args[1:], 1, 2)
 	if err != nil {
 		return err
 	}

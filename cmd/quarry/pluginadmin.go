@@ -11,6 +11,8 @@ import (
 
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/client"
+	"github.com/quarrysearch/quarry/internal/cmdline"
+	"github.com/quarrysearch/quarry/internal/loadgen"
 )
 
 // pluginAdmin runs quarry plugin push|ls|show|activate|rollback|rm.
@@ -71,7 +73,7 @@ func pluginAdmin(ctx context.Context, op string, args []string) error {
 		fs.StringVar(&samplesFile, "samples", "", "requests the version must handle before it is valid, one a line (JSON search requests or plain text); the index's recorded queries are added")
 	}
 	n := map[string]int{"push": 3, "ls": 1, "show": 2, "activate": 3, "rollback": 1, "rm": 2, "canary": 3, "promote": 2, "shadow": 3, "shadow-stats": 2, "canary-stats": 2, "events": 1}[op]
-	pos, err := parse(fs, args, n, n)
+	pos, err := cmdline.Parse(fs, args, n, n)
 	if err != nil {
 		return err
 	}
@@ -98,7 +100,7 @@ func pluginAdmin(ctx context.Context, op string, args []string) error {
 		}
 		opts := client.PushOptions{Kind: kind, Step: step, Activate: activate}
 		if samplesFile != "" {
-			if opts.Samples, err = readRequests(samplesFile); err != nil {
+			if opts.Samples, err = loadgen.ReadRequests(samplesFile); err != nil {
 				return fmt.Errorf("--samples: %w", err)
 			}
 		}
@@ -369,7 +371,7 @@ func runPipeline(ctx context.Context, args []string) error {
 		fs.BoolVar(&force, "force", false, "set the pipeline although the index's relevance gate refuses it (needs --reason; recorded as a plugin event)")
 		fs.StringVar(&reason, "reason", "", "why --force: recorded with the event")
 	}
-	pos, err := parse(fs, args[1:], n, n)
+	pos, err := cmdline.Parse(fs, args[1:], n, n)
 	if err != nil {
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/httpapi"
+	"github.com/quarrysearch/quarry/internal/cmdline"
 )
 
 // runPluginLogs prints a plugin's log lines: the kept ones, then with
@@ -28,7 +29,7 @@ func runPluginLogs(ctx context.Context, args []string) error {
 	since := fs.String("since", "", "only lines since then: a duration back from now (10m) or an RFC 3339 time")
 	limit := fs.Int("limit", 100, fmt.Sprintf("print at most the last N kept lines (1-%d)", api.MaxPluginLogLines))
 	jsonOut := fs.Bool("json", false, "print JSON lines")
-	pos, err := parse(fs, args, 2, 2)
+	pos, err := cmdline.Parse(fs, args, 2, 2)
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 	"text/template"
 
 	"github.com/quarrysearch/quarry/api"
+	"github.com/quarrysearch/quarry/internal/cmdline"
 	"github.com/quarrysearch/quarry/internal/subject"
 )
 
@@ -37,7 +38,7 @@ func runPluginNew(_ context.Context, args []string) error {
 	kind := fs.String("kind", "", "the plugin's hook: rewriter or ranker")
 	dir := fs.String("dir", "", "the folder to write (default ./NAME); it must not exist or be empty")
 	sdk := fs.String("sdk", "", "a Quarry checkout's sdk directory (default: found from the current directory upward)")
-	pos, err := parse(fs, args, 1, 1)
+	pos, err := cmdline.Parse(fs, args, 1, 1)
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,8 @@ import (
 
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/client"
+	"github.com/quarrysearch/quarry/internal/cmdline"
+	"github.com/quarrysearch/quarry/internal/loadgen"
 	"github.com/quarrysearch/quarry/internal/rankcmp"
 	"github.com/quarrysearch/quarry/plugins"
 )
@@ -43,7 +45,7 @@ func runPluginTest(ctx context.Context, args []string) error {
 	kind := fs.String("kind", "", "rewriter or ranker (default: the live plugin's)")
 	configFile := fs.String("config", "", "the candidate's configuration (default: none)")
 	jsonOut := fs.Bool("json", false, "print JSON lines")
-	pos, err := parse(fs, args, 3, 3)
+	pos, err := cmdline.Parse(fs, args, 3, 3)
 	if err != nil {
 		return err
 	}
@@ -85,7 +87,7 @@ func runPluginTest(ctx context.Context, args []string) error {
 		if len(raw) == 0 {
 			continue
 		}
-		req, err := parseRequestLine(raw, line)
+		req, err := loadgen.ParseRequestLine(raw, line)
 		if err != nil {
 			return err
 		}
@@ -223,41 +225,6 @@ func replay(ctx context.Context, c *client.Client, index string, req api.SearchR
 	return res, live, cand
 }
 
-// parseRequestLine reads one line of a queries file: a search request in
-// JSON, or plain text taken as its q.
-func parseRequestLine(raw []byte, line int) (api.SearchRequest, error) {
-	var req api.SearchRequest
-	if raw[0] != '{' {
-		req.Q = string(raw)
-		return req, nil
-	}
-	if err := json.Unmarshal(raw, &req); err != nil {
-		return req, api.BadRequest("line %d: %v", line, err)
-	}
-	return req, nil
-}
-
-// readRequests reads a queries file (see parseRequestLine), skipping
-// blank lines.
-func readRequests(path string) ([]api.SearchRequest, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	var out []api.SearchRequest
-	for i, raw := range bytes.Split(b, []byte("\n")) {
-		if raw = bytes.TrimSpace(raw); len(raw) == 0 {
-			continue
-		}
-		req, err := parseRequestLine(raw, i+1)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
-		out = append(out, req)
-	}
-	return out, nil
-}
-
 func ids(r *api.SearchResponse) []string {
 	out := []string{}
 	for _, h := range r.Hits {
@@ -282,7 +249,7 @@ func runQueries(ctx context.Context, args []string) error {
 	var nf natsFlags
 	nf.register(fs)
 	limit := fs.Int("limit", 0, "at most this many (default: all)")
-	pos, err := parse(fs, args[1:], 1, 1)
+	pos, err := cmdline.Parse(fs, args[1:], 1, 1)
 	if err != nil {
 		return err
 	}

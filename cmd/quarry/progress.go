@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/quarrysearch/quarry/client"
+	"github.com/quarrysearch/quarry/internal/cmdline"
 )
 
 // progress shows a bulk ingest's progress: on a terminal, a bar redrawn in
@@ -112,11 +113,11 @@ func (p *progress) line(bp client.BulkProgress) string {
 		if !bp.ReadAll {
 			approx = "≈"
 		}
-		fmt.Fprintf(&b, "%3.0f%%  %s/%s%s %s", frac*100, thousands(int64(done)), approx, thousands(int64(want)), verb)
+		fmt.Fprintf(&b, "%3.0f%%  %s/%s%s %s", frac*100, cmdline.Thousands(int64(done)), approx, cmdline.Thousands(int64(want)), verb)
 	} else {
-		fmt.Fprintf(&b, "%s %s", thousands(int64(done)), verb)
+		fmt.Fprintf(&b, "%s %s", cmdline.Thousands(int64(done)), verb)
 	}
-	fmt.Fprintf(&b, "  %s docs/s", thousands(int64(rate)))
+	fmt.Fprintf(&b, "  %s docs/s", cmdline.Thousands(int64(rate)))
 	switch {
 	case bp.Publishing && done >= want && want > 0:
 		b.WriteString("  publishing the snapshot")
@@ -126,12 +127,12 @@ func (p *progress) line(bp client.BulkProgress) string {
 	}
 	var notes []string
 	if verb == "indexed" {
-		notes = append(notes, thousands(int64(bp.Stored))+" stored")
+		notes = append(notes, cmdline.Thousands(int64(bp.Stored))+" stored")
 	} else {
 		notes = append(notes, "no searcher answers: indexing cannot be followed")
 	}
 	if bp.Failed > 0 {
-		notes = append(notes, thousands(int64(bp.Failed))+" refused")
+		notes = append(notes, cmdline.Thousands(int64(bp.Failed))+" refused")
 	}
 	if !p.tty {
 		notes = append(notes, bp.Elapsed.Round(100*time.Millisecond).String())

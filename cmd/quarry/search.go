@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/quarrysearch/quarry/api"
+	"github.com/quarrysearch/quarry/internal/cmdline"
 )
 
 // get is registered here rather than in main.go's table, which another
@@ -27,7 +28,7 @@ func runGet(ctx context.Context, args []string) error {
 	var nf natsFlags
 	nf.register(fs)
 	jsonOut := fs.Bool("json", false, "print the document with its index, id, stream sequence and store time as JSON")
-	pos, err := parse(fs, args, 2, 2)
+	pos, err := cmdline.Parse(fs, args, 2, 2)
 	if err != nil {
 		return err
 	}
@@ -59,7 +60,7 @@ func runSearch(ctx context.Context, args []string) error {
 	sortBy := fs.String("sort", "", "sort fields, comma-separated (-price for descending)")
 	profile := fs.Bool("profile", false, "show the plan and per-stage timings")
 	jsonOut := fs.Bool("json", false, "print the raw JSON response")
-	pos, err := parse(fs, args, 1, 2)
+	pos, err := cmdline.Parse(fs, args, 1, 2)
 	if err != nil {
 		return err
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/quarrysearch/quarry/client"
 	"github.com/quarrysearch/quarry/indexer"
 	"github.com/quarrysearch/quarry/internal/catalog"
+	"github.com/quarrysearch/quarry/internal/cmdline"
 	"github.com/quarrysearch/quarry/internal/demo"
 	"github.com/quarrysearch/quarry/internal/embednats"
 	"github.com/quarrysearch/quarry/internal/shard"
@@ -48,6 +49,8 @@ type roleFlags struct {
 	heavyWait        time.Duration
 	noHedge          bool
 	statsCache       int
+	statsMaxUpdates  int
+	statsMaxAge      time.Duration
 	recordPercent    int
 	pluginLogRate    float64
 	fallbackRate     float64
@@ -66,14 +69,7 @@ type roleFlags struct {
 
 // registerWrites adds the flags pacing how replicas apply updates (the
 // indexer's and the searcher's alike; registered once per command).
-func (f *roleFlags) registerWrites(fs *flag.FlagSet) {
-	if fs.Lookup("apply-interval") != nil {
-		return
-	}
-	fs.DurationVar(&f.writes.ApplyInterval, "apply-interval", shard.DefaultApplyInterval, "searchers: least time between two batches of updates applied to a shard: updates arriving sooner wait and are applied together (fewer segments for searches to read and merge; each waits at most this long); negative: apply as they arrive")
-	fs.DurationVar(&f.writes.PersistNap, "persist-nap", shard.DefaultPersistNap, "how long fresh in-memory segments wait before scorch writes them as one file, merged in memory (negative: no nap, bleve's default)")
-	fs.IntVar(&f.writes.MergeFloor, "merge-floor", shard.DefaultMergeFloor, "scorch merge planner's floor segment size, in documents: small segments merge with small ones instead of into the shard's large ones (negative: bleve's default, 2000)")
-}
+func (f *roleFlags) registerWrites(fs *flag.FlagSet) { cmdline.RegisterWrites(fs, &f.writes) }
 
 // registerDrain adds the shutdown flag every long-running command takes.
 // One flag serves the broker and the searcher, whose defaults
@@ -110,6 +106,8 @@ func (f *roleFlags) registerBroker(fs *flag.FlagSet) {
 	fs.DurationVar(&f.heavyWait, "heavy-wait", broker.Defaults.HeavyWait, "how long a heavy team's search waits for its turn before it is refused with 429")
 	fs.BoolVar(&f.noHedge, "no-hedge", false, "never ask a second replica when a shard is slow")
 	fs.IntVar(&f.statsCache, "stats-cache", broker.Defaults.StatsCacheSize, "queries whose global term statistics are cached per index generation (negative: none)")
+	fs.IntVar(&f.statsMaxUpdates, "stats-max-updates", broker.Defaults.StatsMaxUpdates, fmt.Sprintf("cached statistics are fetched again once a shard has applied more than this many updates since (1-%d); lower: fresher scores while documents change, more statistics round trips", broker.MaxStatsMaxUpdates))
+	fs.DurationVar(&f.statsMaxAge, "stats-max-age", broker.Defaults.StatsMaxAge, "cached statistics are fetched again once this old")
 	fs.DurationVar(&f.slowQuery, "slow-query", broker.Defaults.SlowQuery, "log searches slower than this at warn level, with the request id and the profile (negative: never)")
 	fs.IntVar(&f.recordPercent, "record-queries", 0, "record this percentage of search requests for replays (quarry queries export)")
 	fs.Float64Var(&f.pluginLogRate, "plugin-log-rate", broker.DefaultPluginLogRate, "plugin log lines per second each team may send from a broker (quarry plugin logs); the rest are dropped and counted; negative: none")
@@ -150,7 +148,7 @@ func (f *roleFlags) searcher() *searcher.Config {
 
 func (f *roleFlags) broker() *broker.Config {
 	return &broker.Config{DefaultTimeout: f.defaultTimeout, MaxInFlight: f.maxInFlight, TeamMaxInFlight: f.teamInFlight,
-		HeavyAfter: f.heavySearch, HeavySearches: f.heavySearches, HeavyWait: f.heavyWait, NoHedge: f.noHedge, StatsCacheSize: f.statsCache, RecordPercent: f.recordPercent, PluginLogRate: f.pluginLogRate,
+		HeavyAfter: f.heavySearch, HeavySearches: f.heavySearches, HeavyWait: f.heavyWait, NoHedge: f.noHedge, StatsCacheSize: f.statsCache, StatsMaxUpdates: f.statsMaxUpdates, StatsMaxAge: f.statsMaxAge, RecordPercent: f.recordPercent, PluginLogRate: f.pluginLogRate,
 		FallbackErrorRate: f.fallbackRate, FallbackWindow: f.fallbackWindow, FallbackMinCalls: f.fallbackMin, FallbackSlowRate: f.fallbackSlow,
 		DrainTimeout: f.drainTimeout, SlowQuery: f.slowQuery}
 }
@@ -178,16 +176,16 @@ func runServe(ctx context.Context, args []string) error {
 	fs.BoolVar(&rf.separateReplicas, "separate-replicas", false, "the searcher keeps replicas of its own (downloaded snapshots, the stream followed again) instead of serving the indexer's, as on separate machines: every update is then indexed twice in this process")
 	rf.registerBroker(fs)
 	rf.registerDrain(fs)
-	var rt runtimeFlags
-	rt.register(fs)
-	if _, err := parse(fs, args, 0, 0); err != nil {
+	var rt cmdline.Runtime
+	rt.Register(fs)
+	if _, err := cmdline.Parse(fs, args, 0, 0); err != nil {
 		return err
 	}
-	log, err := rt.apply()
+	log, err := rt.Apply()
 	if err != nil {
 		return err
 	}
-	stopTracing, err := rt.tracing(ctx, "quarry-serve")
+	stopTracing, err := rt.Tracing(ctx, "quarry-serve")
 	if err != nil {
 		return err
 	}
@@ -360,14 +358,6 @@ func (p pipelineFlag) apply(ctx context.Context, n *node.Node) error {
 	return nil
 }
 
-// demoQuery is how the demo index turns text into a query: dish names
-// weigh most, a phrase match on top (so "pad thai" is Pad Thai, not Pad See
-// Ew), and every field through _all a little.
-var demoQuery = api.QuerySettings{
-	Fields:   []api.FieldBoost{{Field: "name", Boost: 3}, {Field: "description", Boost: 1}, {Field: "_all", Boost: 0.5}},
-	Operator: "or", PhraseBoost: 2,
-}
-
 // loadDemo creates the demo index from the sample catalogue, with the
 // demo pipeline (embedded in the binary: internal/demo), unless it exists
 // already.
@@ -391,7 +381,7 @@ func loadDemo(ctx context.Context, n *node.Node, log *slog.Logger) error {
 	} else if !errors.Is(err, api.ErrNotFound) {
 		return err
 	} else {
-		def := api.IndexDefinition{Name: name, Shards: 4, Mapping: catalog.Mapping(), Query: demoQuery}
+		def := api.IndexDefinition{Name: name, Shards: 4, Mapping: catalog.Mapping(), Query: demo.Query}
 		if _, err := c.CreateIndexDef(ctx, def); err != nil {
 			return err
 		}
@@ -500,16 +490,16 @@ func runRole(ctx context.Context, role string, args []string) error {
 		rf.registerBroker(fs)
 		rf.registerDrain(fs)
 	}
-	var rt runtimeFlags
-	rt.register(fs)
-	if _, err := parse(fs, args, 0, 0); err != nil {
+	var rt cmdline.Runtime
+	rt.Register(fs)
+	if _, err := cmdline.Parse(fs, args, 0, 0); err != nil {
 		return err
 	}
-	log, err := rt.apply()
+	log, err := rt.Apply()
 	if err != nil {
 		return err
 	}
-	stopTracing, err := rt.tracing(ctx, "quarry-"+role)
+	stopTracing, err := rt.Tracing(ctx, "quarry-"+role)
 	if err != nil {
 		return err
 	}

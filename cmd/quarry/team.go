@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/quarrysearch/quarry/api"
+	"github.com/quarrysearch/quarry/internal/cmdline"
 )
 
 const teamUsage = `Usage: quarry team set|ls ...
@@ -38,7 +39,7 @@ func runTeam(ctx context.Context, args []string) error {
 		fs.Float64Var(&s.Rate, "rate", 0, "searches per second on each broker (0: no cap)")
 		fs.IntVar(&s.Burst, "burst", 0, "searches that may come at once above the rate (0: one second's worth)")
 		fs.IntVar(&s.MaxInFlight, "max-in-flight", 0, "searches running at once on each broker (0: the broker's --team-max-in-flight)")
-		pos, err := parse(fs, args, 1, 1)
+		pos, err := cmdline.Parse(fs, args, 1, 1)
 		if err != nil {
 			return err
 		}
@@ -57,7 +58,7 @@ func runTeam(ctx context.Context, args []string) error {
 		fs := newFlags("team ls", "", "Lists the teams that have limits.")
 		nf.register(fs)
 		jsonOut := fs.Bool("json", false, "print JSON")
-		if _, err := parse(fs, args, 0, 0); err != nil {
+		if _, err := cmdline.Parse(fs, args, 0, 0); err != nil {
 			return err
 		}
 		nc, c, err := nf.connect(ctx)
@@ -141,7 +142,7 @@ func runToken(ctx context.Context, args []string) error {
 		fmt.Fprintf(os.Stderr, "quarry token: unknown subcommand %q\n\n%s", sub, tokenUsage)
 		return errUsage
 	}
-	pos, err := parse(fs, args, minArgs, maxArgs)
+	pos, err := cmdline.Parse(fs, args, minArgs, maxArgs)
 	if err != nil {
 		return err
 	}

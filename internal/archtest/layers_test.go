@@ -1,6 +1,7 @@
 package archtest
 
 import (
+	"os"
 	"os/exec"
 	"slices"
 	"strings"
@@ -182,5 +183,37 @@ func TestInternalTestsStayDown(t *testing.T) {
 		if !seen[key] {
 			t.Errorf("%s's tests no longer import %s: take it out of testRoofImports", key[0], key[1])
 		}
+	}
+}
+
+// TestExamplesStayOut: no package of the main module, nor its tests,
+// depends on the examples module, so quarry does not link the example
+// plugins and go.mod does not require them; only quarry-bench, a module
+// of its own (cmd/quarry-bench), runs them natively. go.work would hide a
+// missing require, so this looks at the packages themselves.
+func TestExamplesStayOut(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", `{{if eq .Module.Path "`+mod+`"}}{{.ImportPath}}{{end}}`, mod+"/...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	pkgs := strings.Fields(string(out))
+	if len(pkgs) < 20 {
+		t.Fatalf("only %d packages in the main module: %v", len(pkgs), pkgs)
+	}
+	out, err = exec.Command("go", append([]string{"list", "-deps", "-test", "-f", "{{.ImportPath}}"}, pkgs...)...).Output()
+	if err != nil {
+		t.Fatalf("go list -deps: %v", err)
+	}
+	for _, dep := range strings.Fields(string(out)) {
+		if strings.HasPrefix(dep, mod+"/examples/") || strings.HasPrefix(dep, mod+"/cmd/quarry-bench") {
+			t.Errorf("the main module depends on %s: only cmd/quarry-bench (its own module) may", dep)
+		}
+	}
+	gomod, err := os.ReadFile("../../go.mod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(gomod), mod+"/examples") {
+		t.Error("go.mod requires or replaces the examples module")
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"path"
 
 	"github.com/klauspost/compress/zstd"
+
+	"github.com/quarrysearch/quarry/api"
 )
 
 // Index is the demo index's name.
@@ -86,4 +88,12 @@ func load() (map[string][]byte, error) {
 		}
 	}
 	return out, nil
+}
+
+// Query is how the demo index turns text into a query: dish names weigh
+// most, a phrase match on top (so "pad thai" is Pad Thai, not Pad See Ew),
+// and every field through _all a little.
+var Query = api.QuerySettings{
+	Fields:   []api.FieldBoost{{Field: "name", Boost: 3}, {Field: "description", Boost: 1}, {Field: "_all", Boost: 0.5}},
+	Operator: "or", PhraseBoost: 2,
 }

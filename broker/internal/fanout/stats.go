@@ -16,9 +16,9 @@ const (
 	DefaultStatsMaxAge = 10 * time.Second
 )
 
-// maxStaleUpdates caps the freshness bound: it is what a searcher
+// MaxStaleUpdates caps the freshness bound: it is what a searcher
 // remembers of its updates.
-const maxStaleUpdates = 4096
+const MaxStaleUpdates = 4096
 
 // StatsCache keeps the global statistics of recent queries. An entry is
 // used until the first of: a new snapshot generation is seen, it is older
@@ -57,7 +57,7 @@ func NewStatsCache(max int) *StatsCache {
 func (c *StatsCache) SetFreshness(maxUpdates int, maxAge time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.maxUpdates = min(cmpOr(maxUpdates, DefaultStatsMaxUpdates), maxStaleUpdates)
+	c.maxUpdates = min(cmpOr(maxUpdates, DefaultStatsMaxUpdates), MaxStaleUpdates)
 	c.maxAge = time.Duration(cmpOr(int64(maxAge), int64(DefaultStatsMaxAge)))
 }
 

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/quarrysearch/quarry/api"
+	"github.com/quarrysearch/quarry/internal/cmdline"
 	"github.com/quarrysearch/quarry/internal/loadgen"
 )
 
@@ -358,8 +359,8 @@ func writeMixedText(w io.Writer, rs []*benchMixedRun, searchRate float64) {
 		if f := r.Freshness; f != nil {
 			fp50, fp99, fmax = fmtUS(f.P50US), fmtUS(f.P99US), fmtUS(f.MaxUS)
 		}
-		fmt.Fprintf(tw, "%s\t%g\t%d\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Setup, r.WriteRate, r.Round, thousands(r.Search.OK), r.Search.Errors,
-			fmtUS(l.P50US), fmtUS(l.P99US), fmtUS(l.P999US), fmtUS(l.MaxUS), thousands(r.Writes), fp50, fp99, fmax)
+		fmt.Fprintf(tw, "%s\t%g\t%d\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Setup, r.WriteRate, r.Round, cmdline.Thousands(r.Search.OK), r.Search.Errors,
+			fmtUS(l.P50US), fmtUS(l.P99US), fmtUS(l.P999US), fmtUS(l.MaxUS), cmdline.Thousands(r.Writes), fp50, fp99, fmax)
 	}
 	tw.Flush()
 	type key struct {

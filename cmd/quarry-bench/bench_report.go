@@ -12,6 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/quarrysearch/quarry/internal/cmdline"
 	"github.com/quarrysearch/quarry/internal/loadgen"
 )
 
@@ -325,7 +326,7 @@ func fmtRatio(v float64) string {
 func (r *benchReport) writeText(w io.Writer) {
 	c := r.Config
 	fmt.Fprintf(w, "\n%s documents, %d shards, %d queries (%s); %d CPUs, GOMAXPROCS %d, %s %s/%s\n",
-		thousands(int64(c.Docs)), c.Shards, c.Queries, c.QuerySource, r.Machine.CPUs, r.Machine.GOMAXPROCS, r.Machine.Go, r.Machine.GOOS, r.Machine.GOARCH)
+		cmdline.Thousands(int64(c.Docs)), c.Shards, c.Queries, c.QuerySource, r.Machine.CPUs, r.Machine.GOMAXPROCS, r.Machine.Go, r.Machine.GOOS, r.Machine.GOARCH)
 	for _, l := range c.Loops {
 		if l == loopMixed {
 			continue
@@ -358,7 +359,7 @@ func (r *benchReport) writeText(w io.Writer) {
 			if run.run.CPUPerQueryUS > 0 {
 				cpu = fmtUS(run.run.CPUPerQueryUS)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t\n", s.Name, loop, thousands(run.run.OK), run.run.Errors, run.run.Throughput,
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t\n", s.Name, loop, cmdline.Thousands(run.run.OK), run.run.Errors, run.run.Throughput,
 				fmtUS(l.P50US), fmtUS(l.P90US), fmtUS(l.P99US), fmtUS(l.P999US), fmtUS(l.MaxUS), cpu)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/quarrysearch/quarry/api"
+	"github.com/quarrysearch/quarry/internal/cmdline"
 )
 
 // runBenchPlot runs `quarry bench plot REPORT.json`: the report's latency
@@ -16,7 +17,7 @@ import (
 func runBenchPlot(args []string, out io.Writer) error {
 	fs := newFlags("bench plot", "REPORT.json", "Writes the latency plot of a quarry bench report (--out) as SVG to stdout:\nlatency by percentile, one line per setup, log scales, a panel per loop.\n\n  quarry bench plot report.json > docs/bench-latency.svg")
 	title := fs.String("title", "", "the plot's title (default: from the report)")
-	pos, err := parse(fs, args, 1, 1)
+	pos, err := cmdline.Parse(fs, args, 1, 1)
 	if err != nil {
 		return err
 	}
@@ -94,7 +95,7 @@ func plotBenchSVG(w io.Writer, rep *benchReport, title string) error {
 		return api.BadRequest("the report has no latency to plot")
 	}
 	if title == "" {
-		title = fmt.Sprintf("quarry bench: %s documents, %d shards, %d CPUs", thousands(int64(rep.Config.Docs)), rep.Config.Shards, rep.Machine.CPUs)
+		title = fmt.Sprintf("quarry bench: %s documents, %d shards, %d CPUs", cmdline.Thousands(int64(rep.Config.Docs)), rep.Config.Shards, rep.Machine.CPUs)
 	}
 	height := plotTop + len(panels)*(panelHeight+panelGap) - panelGap + plotBottom - 20
 	fmt.Fprintf(w, `<?xml version="1.0" encoding="UTF-8"?>

@@ -30,6 +30,7 @@ import (
 	"github.com/quarrysearch/quarry/examples/plugins/lib/synonyms"
 	"github.com/quarrysearch/quarry/indexer"
 	"github.com/quarrysearch/quarry/internal/catalog"
+	"github.com/quarrysearch/quarry/internal/demo"
 	"github.com/quarrysearch/quarry/internal/indexmap"
 	"github.com/quarrysearch/quarry/internal/shard"
 	"github.com/quarrysearch/quarry/internal/subject"
@@ -280,7 +281,7 @@ func (e *benchEnv) bleveOne(docs []byte) (*benchSetup, error) {
 	e.ready(setupBleve, start)
 	return &benchSetup{name: setupBleve, about: "bleve in-process, one scorch index (scored with Quarry's statistics)",
 		search: func(ctx context.Context, req *api.SearchRequest) ([]benchHit, error) {
-			return bleveSearch(ctx, idx, req, demoQuery, st)
+			return bleveSearch(ctx, idx, req, demo.Query, st)
 		}}, nil
 }
 
@@ -320,7 +321,7 @@ func (e *benchEnv) bleveAlias(docs []byte) (*benchSetup, error) {
 	e.ready(setupBleveAlias, start)
 	return &benchSetup{name: setupBleveAlias, about: fmt.Sprintf("bleve in-process, an IndexAlias over %d scorch indexes (global scoring), split as Quarry shards", e.cfg.Shards),
 		search: func(ctx context.Context, req *api.SearchRequest) ([]benchHit, error) {
-			return bleveSearch(context.WithValue(ctx, search.SearchTypeKey, search.GlobalScoring), alias, req, demoQuery, nil)
+			return bleveSearch(context.WithValue(ctx, search.SearchTypeKey, search.GlobalScoring), alias, req, demo.Query, nil)
 		}}, nil
 }
 
@@ -339,7 +340,7 @@ func (e *benchEnv) quarry(ctx context.Context, docs []byte, pf *broker.PipelineF
 		return fmt.Errorf("setup %s: roles not ready: %w", setupQuarry, err)
 	}
 	c := n.Client()
-	def := api.IndexDefinition{Name: benchIndex, Shards: e.cfg.Shards, Mapping: catalog.Mapping(), Query: demoQuery}
+	def := api.IndexDefinition{Name: benchIndex, Shards: e.cfg.Shards, Mapping: catalog.Mapping(), Query: demo.Query}
 	if _, err := c.CreateIndexDef(ctx, def); err != nil {
 		return fmt.Errorf("setup %s: create index: %w", setupQuarry, err)
 	}
