@@ -24,8 +24,12 @@ type Step = pipeline.Step
 // the merge, each in order (pipeline.Pipeline).
 type Pipeline = pipeline.Pipeline
 
-// SetPipeline installs an index's pipeline (nil: none). Requests already
-// running finish with the pipeline they started with.
+// SetPipeline installs an index's pipeline (nil: none), in this broker
+// only, outside the registry: for a program that embeds a broker and
+// builds its pipelines itself (quarry-bench runs one of native plugins,
+// NativePipeline). With WatchPipelines running, the registry's next
+// revision of the index replaces it. Requests already running finish with
+// the pipeline they started with.
 func (b *Broker) SetPipeline(index string, p *Pipeline) { b.pipelines.Set(index, p) }
 
 // PipelineStatus says which pipeline revision the broker runs for each

@@ -37,7 +37,8 @@ func LoadPipelineFile(ctx context.Context, rt *plugins.Runtime, path, buildDir s
 // (plugins.LoadNative) in place of its modules: natives maps each step's
 // plugin name to the factory of its handler. Every step keeps its
 // settings, so the pipeline runs as the file's does with the WebAssembly
-// taken out (`quarry bench`; see pipeline.Native).
+// taken out (`quarry bench`; see pipeline.Native). Install it with
+// SetPipeline.
 func NativePipeline(f *PipelineFile, natives map[string]plugins.NativeFactory) (*Pipeline, error) {
 	return pipeline.Native(f, natives)
 }
