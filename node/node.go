@@ -82,6 +82,10 @@ type Config struct {
 	// plugins.DefaultMaxInstances; negative: no cap). With
 	// PluginMemoryPages it bounds a team's plugin memory.
 	TeamMaxInstances int
+	// PluginWarmInstances is how many instances of each plugin's pool are
+	// made when it loads (default plugins.DefaultWarmInstances); the
+	// others are made when calls overlap.
+	PluginWarmInstances int
 
 	Indexer  *indexer.Config  // nil: no indexer
 	Searcher *searcher.Config // nil: no searcher
@@ -284,7 +288,7 @@ func (n *Node) start(ctx context.Context) (err error) {
 		if n.Broker, err = broker.New(n.nc, n.store, c); err != nil {
 			return err
 		}
-		limits := plugins.Config{MemoryLimitPages: cfg.PluginMemoryPages, MaxInstances: cfg.TeamMaxInstances, Logger: cfg.Logger}
+		limits := plugins.Config{MemoryLimitPages: cfg.PluginMemoryPages, MaxInstances: cfg.TeamMaxInstances, WarmInstances: cfg.PluginWarmInstances, Logger: cfg.Logger}
 		cached := limits
 		cached.CacheDir = filepath.Join(n.pluginDir(), "compiled")
 		// Plugin log lines go to each team's subject, never waited for.

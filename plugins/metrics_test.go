@@ -3,6 +3,7 @@ package plugins
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -13,9 +14,10 @@ import (
 )
 
 // The collector exports what each plugin counted: calls, errors by kind,
-// the latency histogram, live instances (a trapped one is discarded) and
-// their memory (as grown by the guest), once per index, plugin and
-// version, and passes promtool's linter.
+// the latency histogram, live instances (one made at load; calls one after
+// the other reuse it; a trapped one is discarded) and their memory (as
+// grown by the guest), once per index, plugin and version, and passes
+// promtool's linter.
 func TestCollector(t *testing.T) {
 	rt := testRuntime(t)
 	ctx := context.Background()
@@ -74,11 +76,11 @@ func TestCollector(t *testing.T) {
 		{"quarry_plugin_errors_total", "ok", map[string]string{"kind": "trap"}, 0},
 		{"quarry_plugin_call_duration_seconds", "ok", nil, 3},
 		{"quarry_plugin_call_duration_seconds", "grow", nil, 1},
-		{"quarry_plugin_instances", "ok", nil, 2},
-		{"quarry_plugin_instances", "trap", nil, 1},
-		{"quarry_plugin_memory_bytes", "ok", nil, 2 * 2 * page},
-		{"quarry_plugin_memory_bytes", "trap", nil, 2 * page},
-		{"quarry_plugin_memory_bytes", "grow", nil, (3 + 2) * page},
+		{"quarry_plugin_instances", "ok", nil, 1},
+		{"quarry_plugin_instances", "trap", nil, 0},
+		{"quarry_plugin_memory_bytes", "ok", nil, 2 * page},
+		{"quarry_plugin_memory_bytes", "trap", nil, 0},
+		{"quarry_plugin_memory_bytes", "grow", nil, 3 * page},
 	}
 	for _, tt := range tests {
 		got, n := value(fams, tt.metric, "menu", tt.plugin, "v1", tt.labels)
@@ -124,4 +126,66 @@ func value(fams []*dto.MetricFamily, name, index, plugin, version string, labels
 		}
 	}
 	return got, n
+}
+
+// A plugin's pool makes Config.WarmInstances instances when it loads and
+// the rest of Spec.Instances only when calls overlap: calls one after the
+// other reuse one instance; three held at once fill a pool of three; a
+// fourth grows past the pool (within the team's budget), for that call
+// only. With WarmInstances at the pool's size, every instance is made at
+// load.
+func TestPoolFillsWhenCallsOverlap(t *testing.T) {
+	ctx := context.Background()
+	rt := testRuntime(t)
+	p, err := rt.Load(ctx, Spec{Name: "ok", Version: "v1", Kind: Rewriter, Instances: 3}, wasmtest.WAT(t, watPlugin("", okBody)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close(ctx)
+	if n := p.LiveInstances(); n != 1 {
+		t.Fatalf("%d instances after load, want 1", n)
+	}
+	for range 5 {
+		if _, err := p.Rewrite(ctx, &abi.RewriteRequest{Q: "x"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := p.LiveInstances(); n != 1 {
+		t.Fatalf("%d instances after 5 calls one after the other, want 1", n)
+	}
+	deadline := time.Now().Add(time.Second)
+	var held []*instance
+	for i := range 3 {
+		in, extra, err := p.acquire(ctx, deadline)
+		if err != nil || extra {
+			t.Fatalf("call %d of 3 at once: extra %v, %v", i+1, extra, err)
+		}
+		held = append(held, in)
+	}
+	if n := p.LiveInstances(); n != 3 {
+		t.Fatalf("%d instances with 3 calls at once, want 3", n)
+	}
+	in, extra, err := p.acquire(ctx, deadline)
+	if err != nil || !extra {
+		t.Fatalf("a fourth call at once: extra %v, %v; want an instance grown for it", extra, err)
+	}
+	p.closeInstance(ctx, in)
+	rt.release(1)
+	for _, in := range held {
+		p.pool <- in
+	}
+
+	eager, err := NewRuntime(ctx, Config{MemoryLimitPages: 256, WarmInstances: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eager.Close(ctx)
+	q, err := eager.Load(ctx, Spec{Name: "ok", Version: "v1", Kind: Rewriter, Instances: 3}, wasmtest.WAT(t, watPlugin("", okBody)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close(ctx)
+	if n := q.LiveInstances(); n != 3 {
+		t.Fatalf("WarmInstances 8, pool of 3: %d instances after load, want 3", n)
+	}
 }

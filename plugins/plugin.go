@@ -52,7 +52,9 @@ type Spec struct {
 	Budget time.Duration
 	// MaxOutput caps a response's size (default 1 MiB).
 	MaxOutput int
-	// Instances is the pool of warm instances (default 4).
+	// Instances is the size of the plugin's pool of instances (default
+	// 4): Config.WarmInstances of them are made when it loads, the others
+	// when calls first find every made one busy.
 	Instances int
 	// InitBudget bounds one instance's start (default 5s).
 	InitBudget time.Duration
@@ -63,7 +65,12 @@ type Plugin struct {
 	spec     Spec
 	rt       *Runtime
 	compiled wazero.CompiledModule
-	pool     chan *instance
+	// pool holds the made instances that are free; cold holds a token for
+	// each slot of the pool with no instance yet (not made yet, or
+	// discarded). A call takes a made instance when there is one, so
+	// slots are only filled when calls overlap.
+	pool chan *instance
+	cold chan struct{}
 	log      *slog.Logger
 	seed     uint64
 	closed   atomic.Bool
@@ -170,15 +177,19 @@ func (r *Runtime) Load(ctx context.Context, spec Spec, wasm []byte) (*Plugin, er
 		return nil, fmt.Errorf("plugin %s: %w", spec.Name, err)
 	}
 	log := r.cfg.Logger.With("plugin", spec.Name, "version", spec.Version)
-	p := &Plugin{spec: spec, rt: r, compiled: cm, pool: make(chan *instance, spec.Instances), log: log,
+	p := &Plugin{spec: spec, rt: r, compiled: cm, pool: make(chan *instance, spec.Instances), cold: make(chan struct{}, spec.Instances), log: log,
 		seed: seedOf(spec.Name + "@" + spec.Version)}
-	for range spec.Instances {
+	warm := min(spec.Instances, r.cfg.WarmInstances)
+	for range warm {
 		in, err := p.newInstance(ctx)
 		if err != nil {
 			p.Close(ctx)
 			return nil, fmt.Errorf("plugin %s: %w", spec.Name, err)
 		}
 		p.pool <- in
+	}
+	for range spec.Instances - warm {
+		p.cold <- struct{}{}
 	}
 	return p, nil
 }
@@ -309,9 +320,7 @@ func (p *Plugin) Close(ctx context.Context) {
 	for {
 		select {
 		case in := <-p.pool:
-			if in != nil {
-				p.closeInstance(ctx, in)
-			}
+			p.closeInstance(ctx, in)
 		default:
 			p.compiled.Close(ctx)
 			return
@@ -359,6 +368,12 @@ func describe(ctx context.Context, err error) error {
 func (p *Plugin) acquire(ctx context.Context, deadline time.Time) (in *instance, extra bool, err error) {
 	select {
 	case in = <-p.pool:
+		return in, false, nil
+	default:
+	}
+	select {
+	case <-p.cold:
+		return p.fillSlot()
 	default: // the slow path: what it allocates, it may
 		ctx, cancel := context.WithDeadline(ctx, deadline)
 		defer cancel()
@@ -372,16 +387,23 @@ func (p *Plugin) acquire(ctx context.Context, deadline time.Time) (in *instance,
 		}
 		select {
 		case in = <-p.pool:
+			return in, false, nil
+		case <-p.cold:
+			return p.fillSlot()
 		case <-ctx.Done():
 			return nil, false, &CallError{Plugin: p.spec.Name, Kind: KindBusy,
 				Err: fmt.Errorf("no free instance within the budget of %s, and the team's %d instances are all in use", p.spec.Budget, p.rt.cfg.MaxInstances)}
 		}
 	}
-	if in == nil { // a discarded instance's slot: make a new one
-		if in, err = p.newInstance(context.Background()); err != nil {
-			p.pool <- nil
-			return nil, false, &CallError{Plugin: p.spec.Name, Kind: KindTrap, Err: err}
-		}
+}
+
+// fillSlot makes an instance for a slot of the pool that has none (its
+// token taken from cold); on failure the token goes back.
+func (p *Plugin) fillSlot() (*instance, bool, error) {
+	in, err := p.newInstance(context.Background())
+	if err != nil {
+		p.cold <- struct{}{}
+		return nil, false, &CallError{Plugin: p.spec.Name, Kind: KindTrap, Err: err}
 	}
 	return in, false, nil
 }
@@ -434,11 +456,11 @@ func (p *Plugin) call(ctx context.Context, encode func([]byte) []byte, decode fu
 			return
 		case discard || in.poisoned:
 			p.closeInstance(context.Background(), in)
-			in = nil
+			p.cold <- struct{}{} // made again when a call needs it
 		default:
 			p.noteMemory(in)
+			p.pool <- in
 		}
-		p.pool <- in
 	}()
 	if id := trace.RequestID(ctx); id != in.stdout.reqID {
 		in.stdout.setRequest(id)

@@ -24,6 +24,9 @@ const (
 	DefaultMemoryLimitPages = 1024
 	// DefaultMaxInstances is a runtime's (a team's) warm instances cap.
 	DefaultMaxInstances = 64
+	// DefaultWarmInstances is how many instances of a plugin are made
+	// when it loads.
+	DefaultWarmInstances = 1
 )
 
 // Config configures a runtime. Zero values are documented defaults.
@@ -47,6 +50,12 @@ type Config struct {
 	// faster on loop-heavy guests; this switch is kept to measure the two
 	// side by side.
 	CloseOnContextDone bool
+	// WarmInstances is how many instances of each plugin's pool
+	// (Spec.Instances) are made when it loads (default
+	// DefaultWarmInstances; at most Spec.Instances). The others are made
+	// when calls first find every made instance busy, once each: a pool
+	// only holds the memory its plugin's concurrency needs.
+	WarmInstances int
 	// Logger gets the plugins' lines when LogSink is nil.
 	Logger *slog.Logger
 	// LogSink, when set, gets every line the plugins write (the log
@@ -118,6 +127,9 @@ func NewRuntime(ctx context.Context, cfg Config) (*Runtime, error) {
 	}
 	if cfg.MemoryLimitPages == 0 {
 		cfg.MemoryLimitPages = DefaultMemoryLimitPages
+	}
+	if cfg.WarmInstances <= 0 {
+		cfg.WarmInstances = DefaultWarmInstances
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()

@@ -59,6 +59,7 @@ type roleFlags struct {
 	fallbackSlow     float64
 	pluginPages      uint
 	teamInstances    int
+	warmInstances    int
 	drainTimeout     time.Duration
 	slowQuery        time.Duration
 	slowShard        time.Duration
@@ -116,6 +117,7 @@ func (f *roleFlags) registerBroker(fs *flag.FlagSet) {
 	fs.IntVar(&f.fallbackMin, "fallback-min-calls", broker.Defaults.FallbackMinCalls, "calls before the fallback can act")
 	fs.UintVar(&f.pluginPages, "plugin-memory-pages", plugins.DefaultMemoryLimitPages, "most memory of one plugin instance, in 64 KiB pages (1024: 64 MiB)")
 	fs.IntVar(&f.teamInstances, "team-max-instances", plugins.DefaultMaxInstances, "most warm plugin instances one team's plugins may hold on this broker (negative: no cap); with --plugin-memory-pages it bounds a team's plugin memory")
+	fs.IntVar(&f.warmInstances, "plugin-warm-instances", plugins.DefaultWarmInstances, "instances of each plugin made when it loads; the rest of its pool (its instances setting, 4 by default) is made when calls overlap, so a plugin holds the memory its concurrency needs")
 	fs.Float64Var(&f.fallbackSlow, "fallback-slow-rate", broker.Defaults.FallbackSlowRate, "take a plugin with a latency budget out when more than this share of its recent calls took longer (0.01: its p99 is over the budget)")
 }
 
@@ -127,7 +129,10 @@ func (f *roleFlags) pluginLimits(cfg *node.Config) error {
 	if f.teamInstances == 0 {
 		return fmt.Errorf("--team-max-instances must be 1 or more, or negative for no cap, got 0")
 	}
-	cfg.PluginMemoryPages, cfg.TeamMaxInstances = uint32(f.pluginPages), f.teamInstances
+	if f.warmInstances < 1 {
+		return fmt.Errorf("--plugin-warm-instances must be 1 or more, got %d", f.warmInstances)
+	}
+	cfg.PluginMemoryPages, cfg.TeamMaxInstances, cfg.PluginWarmInstances = uint32(f.pluginPages), f.teamInstances, f.warmInstances
 	return nil
 }
 
