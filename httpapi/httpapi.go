@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -67,6 +68,10 @@ func Handler(c *client.Client, opts Options) http.Handler {
 	route("POST /v1/indexes/{index}/documents", operator, h.ingest)
 	route("GET /v1/indexes/{index}/documents/{id}", operator, h.getDoc)
 	route("DELETE /v1/indexes/{index}/documents/{id}", operator, h.deleteDoc)
+	// The same with the id as a query parameter (?id=), for ids no path
+	// segment can carry: a slash, a backslash, NUL, "." or "..".
+	route("GET /v1/indexes/{index}/documents", operator, h.getDoc)
+	route("DELETE /v1/indexes/{index}/documents", operator, h.deleteDoc)
 	route("GET /v1/indexes/{index}/plugins", team, h.listPlugins)
 	route("POST /v1/indexes/{index}/plugins/{name}", team, h.pushPlugin)
 	route("POST /v1/indexes/{index}/plugins/{name}/activate", team, h.activatePlugin)
@@ -111,7 +116,7 @@ func Handler(c *client.Client, opts Options) http.Handler {
 func Strict(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if why := notCanonical(r.URL.EscapedPath()); why != "" {
-			writeJSON(w, 400, map[string]*api.Error{"error": api.BadRequest("path %q: %s; ids with those characters are reachable through the Go client and the CLI", r.URL.EscapedPath(), why)})
+			writeJSON(w, 400, map[string]*api.Error{"error": api.BadRequest("path %q: %s; name a document with those characters with ?id= (/v1/indexes/{index}/documents?id=…)", r.URL.EscapedPath(), why)})
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -319,7 +324,12 @@ func (h *handler) ingest(w http.ResponseWriter, r *http.Request) {
 // (client.Get: read from the stream, the source of truth), with the stream
 // sequence that stored it in the Quarry-Seq header.
 func (h *handler) getDoc(w http.ResponseWriter, r *http.Request) {
-	doc, err := h.c.Get(r.Context(), r.PathValue("index"), r.PathValue("id"))
+	id, err := docID(r)
+	if err != nil {
+		h.fail(w, err)
+		return
+	}
+	doc, err := h.c.Get(r.Context(), r.PathValue("index"), id)
 	if err != nil {
 		h.fail(w, err)
 		return
@@ -330,12 +340,50 @@ func (h *handler) getDoc(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handler) deleteDoc(w http.ResponseWriter, r *http.Request) {
-	seq, err := h.c.Delete(r.Context(), r.PathValue("index"), r.PathValue("id"))
+	id, err := docID(r)
+	if err != nil {
+		h.fail(w, err)
+		return
+	}
+	seq, err := h.c.Delete(r.Context(), r.PathValue("index"), id)
 	if err != nil {
 		h.fail(w, err)
 		return
 	}
 	writeJSON(w, 200, map[string]uint64{"seq": seq})
+}
+
+// docID is the document id a request names: the path's last segment
+// (…/documents/{id}), or the one id query parameter of …/documents?id=,
+// the way to name an id no path segment can carry (a slash, a backslash,
+// NUL, "." or ".."; Strict refuses those in paths). The query form takes
+// no other parameter.
+func docID(r *http.Request) (string, error) {
+	if id := r.PathValue("id"); id != "" {
+		if r.URL.RawQuery != "" {
+			return "", api.BadRequest("a document's path takes no query parameters, got %q", r.URL.RawQuery)
+		}
+		return id, nil
+	}
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return "", api.BadRequest("query parameters: %v", err)
+	}
+	for name := range q {
+		if name != "id" {
+			return "", api.BadRequest("unknown query parameter %q: name the document with id", name)
+		}
+	}
+	switch ids := q["id"]; {
+	case len(ids) == 0:
+		return "", api.BadRequest("name the document: /v1/indexes/{index}/documents/{id}, or /v1/indexes/{index}/documents?id=… for an id with a slash, a backslash, NUL or a dot segment")
+	case len(ids) > 1:
+		return "", api.BadRequest("id is given %d times; give it once", len(ids))
+	case ids[0] == "":
+		return "", api.BadRequest("id is empty")
+	default:
+		return ids[0], nil
+	}
 }
 
 // MaxPluginBody caps an uploaded plugin.

@@ -2,8 +2,11 @@ package node
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -112,6 +115,8 @@ func TestHTTPTeamIsolation(t *testing.T) {
 		{"POST", "/v1/indexes/menu/documents", `{"id":"x1","text":"noodles"}`, false},
 		{"GET", "/v1/indexes/menu/documents/menu0001", "", false},
 		{"DELETE", "/v1/indexes/menu/documents/menu0001", "", false},
+		{"GET", "/v1/indexes/menu/documents?id=menu0002", "", false},
+		{"DELETE", "/v1/indexes/menu/documents?id=menu0002", "", false},
 		{"POST", "/v1/indexes/other", `{"shards":1}`, false},
 		{"DELETE", "/v1/indexes/menu", "", false},
 	}
@@ -233,5 +238,44 @@ func TestHTTPPathsStrict(t *testing.T) {
 	// A canonical path still works.
 	if code, body := do(t, hc, "DELETE", base+"/v1/indexes/victim/documents/v0000", "", ""); code != 200 {
 		t.Fatalf("a plain delete: %d %s", code, body)
+	}
+
+	// Ids no path segment can carry are named by ?id=, and reach that
+	// document only: read, deleted, and the index stays.
+	ctx := context.Background()
+	odd := []string{"..", ".", "a/b", "../victim", `a\b`, "https://example.com/x?y=1#z", "nul\x00id"}
+	for _, id := range odd {
+		doc, _ := json.Marshal(map[string]any{"id": id, "name": "odd"})
+		if _, err := c.Put(ctx, "victim", doc); err != nil {
+			t.Fatalf("put %q: %v", id, err)
+		}
+	}
+	for _, id := range odd {
+		q := base + "/v1/indexes/victim/documents?id=" + url.QueryEscape(id)
+		if code, body := do(t, hc, "GET", q, "", ""); code != 200 || !strings.Contains(body, `"odd"`) {
+			t.Errorf("GET ?id=%q: %d %.200s", id, code, body)
+		}
+		if code, body := do(t, hc, "DELETE", q, "", ""); code != 200 {
+			t.Errorf("DELETE ?id=%q: %d %.200s", id, code, body)
+		}
+		if code, _ := do(t, hc, "GET", q, "", ""); code != 404 {
+			t.Errorf("GET ?id=%q after its delete: %d, want 404", id, code)
+		}
+	}
+	for _, bad := range []string{"", "?id=", "?id=a&id=b", "?ids=a", "?id=a&x=1", "?id=%zz"} {
+		if code, body := do(t, hc, "DELETE", base+"/v1/indexes/victim/documents"+bad, "", ""); code != 400 || !strings.Contains(body, "bad_request") {
+			t.Errorf("DELETE …/documents%s: %d %.200s, want 400", bad, code, body)
+		}
+	}
+	if code, body := do(t, hc, "GET", base+"/v1/indexes/victim/documents/v0001?id=v0002", "", ""); code != 400 {
+		t.Errorf("a document path with ?id=: %d %.200s, want 400", code, body)
+	}
+	if _, err := c.Index(ctx, "victim"); err != nil {
+		t.Fatalf("the index is gone: %v", err)
+	}
+	for i := 1; i < 30; i++ { // read from the stream: a wrong delete shows at once
+		if _, err := c.Get(ctx, "victim", fmt.Sprintf("v%04d", i)); err != nil {
+			t.Errorf("v%04d: %v: a delete by ?id= reached another document", i, err)
+		}
 	}
 }
