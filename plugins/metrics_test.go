@@ -156,7 +156,7 @@ func TestPoolFillsWhenCallsOverlap(t *testing.T) {
 	deadline := time.Now().Add(time.Second)
 	var held []*instance
 	for i := range 3 {
-		in, extra, err := p.acquire(ctx, deadline)
+		in, extra, _, err := p.acquire(ctx, deadline)
 		if err != nil || extra {
 			t.Fatalf("call %d of 3 at once: extra %v, %v", i+1, extra, err)
 		}
@@ -165,7 +165,7 @@ func TestPoolFillsWhenCallsOverlap(t *testing.T) {
 	if n := p.LiveInstances(); n != 3 {
 		t.Fatalf("%d instances with 3 calls at once, want 3", n)
 	}
-	in, extra, err := p.acquire(ctx, deadline)
+	in, extra, _, err := p.acquire(ctx, deadline)
 	if err != nil || !extra {
 		t.Fatalf("a fourth call at once: extra %v, %v; want an instance grown for it", extra, err)
 	}

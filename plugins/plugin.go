@@ -88,6 +88,10 @@ type instance struct {
 	mod   api.Module
 	alloc api.Function
 	hook  api.Function
+	// stack holds a call's parameters and results (CallWithStack): two
+	// words, the most any export of the ABI takes or returns, so a call
+	// allocates nothing.
+	stack []uint64
 	// buf and bufLen: the last buffer quarry_alloc returned and its size,
 	// reused for every request that fits (one call into the guest, not
 	// two).
@@ -106,14 +110,16 @@ type instance struct {
 	stdout, stderr *lineLogger
 }
 
-// arm makes the instance trap at deadline (the call's budget, or its
-// caller's deadline if sooner); disarm, called once the guest has
-// returned, marks the instance poisoned if the interrupt fired. Under
-// Config.CloseOnContextDone wazero does this itself. One timer per
-// instance, reset per call: nothing is allocated.
-func (in *instance) arm(deadline time.Time) {
+// arm makes the instance trap once left has passed (what is left of the
+// call's budget, or of its caller's deadline if sooner, as of the call's
+// start: the microseconds since are not worth reading the clock again);
+// disarm, called once the guest has returned, marks the instance
+// poisoned if the interrupt fired. Under Config.CloseOnContextDone wazero
+// does this itself. One timer per instance, reset per call: nothing is
+// allocated.
+func (in *instance) arm(left time.Duration) {
 	if in.timer != nil {
-		in.timer.Reset(time.Until(deadline))
+		in.timer.Reset(left)
 	}
 }
 
@@ -224,7 +230,7 @@ func (p *Plugin) newInstance(ctx context.Context) (*instance, error) {
 		return nil, fmt.Errorf("%w: a plugin must define a memory (requests and responses go in its first memory)", ErrMissingExport)
 	}
 	in := &instance{mod: mod, alloc: mod.ExportedFunction(abi.ExportAlloc), hook: mod.ExportedFunction(p.spec.Kind.export()),
-		stdout: stdout, stderr: stderr}
+		stack: make([]uint64, 2), stdout: stdout, stderr: stderr}
 	if !p.rt.cfg.CloseOnContextDone {
 		g, ok := mod.ExportedGlobal(preempt.Export).(api.MutableGlobal)
 		if !ok {
@@ -237,7 +243,7 @@ func (p *Plugin) newInstance(ctx context.Context) (*instance, error) {
 	}
 	if init := mod.ExportedFunction(abi.ExportInitialize); init != nil {
 		deadline, _ := ctx.Deadline() // InitBudget's, or sooner
-		in.arm(deadline)
+		in.arm(time.Until(deadline))
 		_, err := init.Call(ctx)
 		in.disarm()
 		if in.poisoned {
@@ -364,16 +370,19 @@ func describe(ctx context.Context, err error) error {
 // does not queue behind them: it gets an extra instance for itself, within
 // the team's instance budget (Config.MaxInstances), closed when it
 // returns; only with the budget spent does it wait for a pooled one, until
-// its own deadline. extra reports an instance outside the pool.
-func (p *Plugin) acquire(ctx context.Context, deadline time.Time) (in *instance, extra bool, err error) {
+// its own deadline. extra reports an instance outside the pool; slow, that
+// the call did not find a made instance free at once (it made one, or
+// waited).
+func (p *Plugin) acquire(ctx context.Context, deadline time.Time) (in *instance, extra, slow bool, err error) {
 	select {
 	case in = <-p.pool:
-		return in, false, nil
+		return in, false, false, nil
 	default:
 	}
 	select {
 	case <-p.cold:
-		return p.fillSlot()
+		in, err = p.fillSlot()
+		return in, false, true, err
 	default: // the slow path: what it allocates, it may
 		ctx, cancel := context.WithDeadline(ctx, deadline)
 		defer cancel()
@@ -381,17 +390,18 @@ func (p *Plugin) acquire(ctx context.Context, deadline time.Time) (in *instance,
 			p.Metrics.grown.Add(1)
 			if in, err = p.newInstance(ctx); err != nil {
 				p.rt.release(1)
-				return nil, false, &CallError{Plugin: p.spec.Name, Kind: KindTrap, Err: err}
+				return nil, false, true, &CallError{Plugin: p.spec.Name, Kind: KindTrap, Err: err}
 			}
-			return in, true, nil
+			return in, true, true, nil
 		}
 		select {
 		case in = <-p.pool:
-			return in, false, nil
+			return in, false, true, nil
 		case <-p.cold:
-			return p.fillSlot()
+			in, err = p.fillSlot()
+			return in, false, true, err
 		case <-ctx.Done():
-			return nil, false, &CallError{Plugin: p.spec.Name, Kind: KindBusy,
+			return nil, false, true, &CallError{Plugin: p.spec.Name, Kind: KindBusy,
 				Err: fmt.Errorf("no free instance within the budget of %s, and the team's %d instances are all in use", p.spec.Budget, p.rt.cfg.MaxInstances)}
 		}
 	}
@@ -399,21 +409,32 @@ func (p *Plugin) acquire(ctx context.Context, deadline time.Time) (in *instance,
 
 // fillSlot makes an instance for a slot of the pool that has none (its
 // token taken from cold); on failure the token goes back.
-func (p *Plugin) fillSlot() (*instance, bool, error) {
+func (p *Plugin) fillSlot() (*instance, error) {
 	in, err := p.newInstance(context.Background())
 	if err != nil {
 		p.cold <- struct{}{}
-		return nil, false, &CallError{Plugin: p.spec.Name, Kind: KindTrap, Err: err}
+		return nil, &CallError{Plugin: p.spec.Name, Kind: KindTrap, Err: err}
 	}
-	return in, false, nil
+	return in, nil
 }
 
 // call runs one hook on a pooled instance: copy the request in, call, and
 // decode the response straight from the guest's memory. Any failure but a
 // plugin-reported error discards the instance.
 func (p *Plugin) call(ctx context.Context, encode func([]byte) []byte, decode func([]byte) error) (err error) {
+	// The clock is read twice a call (it costs as much as the rest of a
+	// no-op call on some machines): at the start, and at the end for the
+	// latency and, from when the call got its instance, the team's busy
+	// time.
 	start := time.Now()
-	defer func() { p.Metrics.observe(time.Since(start), err) }()
+	var running time.Time // when the call got an instance; zero: never
+	defer func() {
+		end := time.Now()
+		p.Metrics.observe(end.Sub(start), err)
+		if !running.IsZero() {
+			p.rt.busyNS.Add(int64(end.Sub(running)))
+		}
+	}()
 	if trace.Enabled() {
 		var span oteltrace.Span
 		ctx, span = trace.Start(ctx, "quarry.plugin."+string(p.spec.Kind), oteltrace.WithAttributes(
@@ -441,14 +462,17 @@ func (p *Plugin) call(ctx context.Context, encode func([]byte) []byte, decode fu
 			return p.callNative(ctx, encode, decode)
 		}
 	}
-	in, extra, err := p.acquire(ctx, deadline)
+	in, extra, slow, err := p.acquire(ctx, deadline)
 	if err != nil {
 		return err
 	}
-	running := time.Now()
+	running = start
+	if slow {
+		running = time.Now()
+	}
+	left := deadline.Sub(start)
 	discard := true
 	defer func() {
-		p.rt.busyNS.Add(int64(time.Since(running)))
 		switch {
 		case extra: // grown for this call only: back to the team's budget
 			p.closeInstance(context.Background(), in)
@@ -469,13 +493,14 @@ func (p *Plugin) call(ctx context.Context, encode func([]byte) []byte, decode fu
 	in.req = encode(in.req[:0])
 	req := in.req
 	if uint32(len(req)) > in.bufLen || in.bufLen == 0 {
-		in.arm(deadline)
-		res, err := in.alloc.Call(ctx, uint64(max(len(req), 4096)))
+		in.arm(left)
+		in.stack[0] = uint64(max(len(req), 4096))
+		err := in.alloc.CallWithStack(ctx, in.stack)
 		in.disarm()
 		if err != nil {
 			return p.failure(ctx, in, err)
 		}
-		in.buf, in.bufLen = uint32(res[0]), uint32(max(len(req), 4096))
+		in.buf, in.bufLen = uint32(in.stack[0]), uint32(max(len(req), 4096))
 	}
 	ptr := in.buf
 	mem := in.mod.Memory()
@@ -483,13 +508,14 @@ func (p *Plugin) call(ctx context.Context, encode func([]byte) []byte, decode fu
 		return &CallError{Plugin: p.spec.Name, Kind: KindMalformed, Err: fmt.Errorf("%s returned %d: a %d-byte request there would end at byte %d, past the end of memory (%d bytes)",
 			abi.ExportAlloc, ptr, len(req), uint64(ptr)+uint64(len(req)), mem.Size())}
 	}
-	in.arm(deadline)
-	res, err := in.hook.Call(ctx, uint64(ptr), uint64(len(req)))
+	in.arm(left)
+	in.stack[0], in.stack[1] = uint64(ptr), uint64(len(req))
+	err = in.hook.CallWithStack(ctx, in.stack)
 	in.disarm()
 	if err != nil {
 		return p.failure(ctx, in, err)
 	}
-	optr, olen := uint32(res[0]>>32), uint32(res[0])
+	optr, olen := uint32(in.stack[0]>>32), uint32(in.stack[0])
 	if int(olen) > p.spec.MaxOutput {
 		return &CallError{Plugin: p.spec.Name, Kind: KindOutput, Err: fmt.Errorf("%d bytes, over the cap of %d", olen, p.spec.MaxOutput)}
 	}
@@ -605,9 +631,11 @@ func (m *Metrics) errors(k ErrorKind) *atomic.Int64 {
 
 func (m *Metrics) observe(d time.Duration, err error) {
 	m.Calls.Add(1)
-	var ce *CallError
-	if errors.As(err, &ce) {
-		m.errors(ce.Kind).Add(1)
+	if err != nil {
+		var ce *CallError
+		if errors.As(err, &ce) {
+			m.errors(ce.Kind).Add(1)
+		}
 	}
 	i := 0
 	for i < len(latencyBounds) && d > latencyBounds[i] {
