@@ -69,11 +69,11 @@ type Plugin struct {
 	// each slot of the pool with no instance yet (not made yet, or
 	// discarded). A call takes a made instance when there is one, so
 	// slots are only filled when calls overlap.
-	pool chan *instance
-	cold chan struct{}
-	log      *slog.Logger
-	seed     uint64
-	closed   atomic.Bool
+	pool   chan *instance
+	cold   chan struct{}
+	log    *slog.Logger
+	seed   uint64
+	closed atomic.Bool
 	// native, set by LoadNative, holds the instances of a plugin run in
 	// Go rather than WebAssembly (see native.go).
 	native chan *nativeInstance
@@ -215,7 +215,7 @@ func (p *Plugin) Spec() Spec { return p.spec }
 // newInstance instantiates the module and runs its initializer, with a
 // virtual clock, seeded randomness and no file system or environment.
 func (p *Plugin) newInstance(ctx context.Context) (*instance, error) {
-	ctx, cancel := context.WithTimeout(context.WithValue(ctx, callCtxKey{}, p), p.spec.InitBudget)
+	ctx, cancel := context.WithTimeout(ctx, p.spec.InitBudget)
 	defer cancel()
 	stdout, stderr := &lineLogger{p: p, source: "stdout"}, &lineLogger{p: p, source: "stderr"}
 	mc := wazero.NewModuleConfig().WithName("").WithStartFunctions().
@@ -241,6 +241,7 @@ func (p *Plugin) newInstance(ctx context.Context) (*instance, error) {
 		in.timer = time.AfterFunc(time.Hour, func() { g.Set(1) })
 		in.timer.Stop()
 	}
+	modules.Store(mod, p) // before the initializer, which may read its config
 	if init := mod.ExportedFunction(abi.ExportInitialize); init != nil {
 		deadline, _ := ctx.Deadline() // InitBudget's, or sooner
 		in.arm(time.Until(deadline))
@@ -248,10 +249,12 @@ func (p *Plugin) newInstance(ctx context.Context) (*instance, error) {
 		in.disarm()
 		if in.poisoned {
 			mod.Close(context.Background())
+			modules.Delete(mod)
 			return nil, fmt.Errorf("%w: %s: budget of %s exceeded", ErrInit, abi.ExportInitialize, p.spec.InitBudget)
 		}
 		if err != nil {
 			mod.Close(context.Background())
+			modules.Delete(mod)
 			return nil, fmt.Errorf("%w: %s: %v", ErrInit, abi.ExportInitialize, describe(ctx, err))
 		}
 	}
@@ -292,6 +295,7 @@ func (p *Plugin) closeInstance(ctx context.Context, in *instance) {
 		in.timer.Stop()
 	}
 	in.mod.Close(ctx)
+	modules.Delete(in.mod)
 	p.live.Add(-1)
 	p.memBytes.Add(-int64(in.mem))
 }
@@ -446,7 +450,6 @@ func (p *Plugin) call(ctx context.Context, encode func([]byte) []byte, decode fu
 			span.End()
 		}()
 	}
-	ctx = context.WithValue(ctx, callCtxKey{}, p)
 	deadline := start.Add(p.spec.Budget)
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d

@@ -169,19 +169,22 @@ func (r *Runtime) Close(ctx context.Context) error {
 	return err
 }
 
-// callCtxKey carries the plugin being called into host functions.
-type callCtxKey struct{}
+// modules maps each live instance's module to its plugin, for host
+// functions (which are given the calling module): a map read when a guest
+// calls the host, instead of a context value made on every call.
+var modules sync.Map // api.Module → *Plugin
 
-func pluginOf(ctx context.Context) *Plugin {
-	p, _ := ctx.Value(callCtxKey{}).(*Plugin)
-	return p
+func pluginOf(m api.Module) *Plugin {
+	p, _ := modules.Load(m)
+	pl, _ := p.(*Plugin)
+	return pl
 }
 
 // maxLogMessage caps one log message from a guest.
 const maxLogMessage = 4096
 
 func hostLog(ctx context.Context, m api.Module, level, ptr, n uint32) {
-	p := pluginOf(ctx)
+	p := pluginOf(m)
 	if p == nil {
 		return
 	}
@@ -212,7 +215,7 @@ func hostLog(ctx context.Context, m api.Module, level, ptr, n uint32) {
 }
 
 func hostConfig(ctx context.Context, m api.Module, ptr, capacity uint32) uint32 {
-	p := pluginOf(ctx)
+	p := pluginOf(m)
 	if p == nil {
 		return 0
 	}
