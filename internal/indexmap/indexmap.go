@@ -53,8 +53,8 @@ func Build(raw json.RawMessage) (*mapping.IndexMappingImpl, error) {
 
 // Canonical returns the mapping as Quarry stores it: re-encoded after
 // Build, so defaults are explicit, and with bleve's to_lower token filter
-// replaced by Quarry's (LowerCaseType), unless the mapping defines its
-// own.
+// replaced by Quarry's (FoldType: NFKC, then a lower case that keeps words
+// valid), unless the mapping defines its own.
 func Canonical(raw json.RawMessage) (json.RawMessage, error) {
 	m, err := Build(raw)
 	if err != nil {

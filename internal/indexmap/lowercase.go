@@ -8,6 +8,7 @@ import (
 	"github.com/blevesearch/bleve/v2/analysis"
 	"github.com/blevesearch/bleve/v2/analysis/token/lowercase"
 	"github.com/blevesearch/bleve/v2/registry"
+	"golang.org/x/text/unicode/norm"
 )
 
 // LowerCaseType is the type of Quarry's lower-case token filter, which a
@@ -26,11 +27,26 @@ import (
 // documents; recreate it to take the fix.
 const LowerCaseType = "quarry_to_lower"
 
+// FoldType is the type of the filter a mapping made by Canonical now
+// defines as to_lower: Unicode compatibility normalization (NFKC) then
+// LowerCaseType's lower case, the way Elasticsearch's ICU normalizer
+// (nfkc_cf) folds text. The same word spelled in composed or decomposed
+// form ("café" as é, or e and a combining accent, as macOS writes file
+// names), in full-width letters (ｐｉｚｚａ, as Japanese keyboards type
+// them), with a ligature (ﬁ) or as a superscript is one term, so a query
+// finds it however either side spelled it. Mappings stored with
+// LowerCaseType keep it: their documents were indexed without the
+// normalization, and their queries must be analysed as their documents
+// were.
+const FoldType = "quarry_fold"
+
 func init() {
-	if err := registry.RegisterTokenFilter(LowerCaseType, func(map[string]any, *registry.Cache) (analysis.TokenFilter, error) {
-		return lowerCaseFilter{}, nil
-	}); err != nil {
-		panic(err)
+	for name, f := range map[string]analysis.TokenFilter{LowerCaseType: lowerCaseFilter{}, FoldType: foldFilter{}} {
+		if err := registry.RegisterTokenFilter(name, func(map[string]any, *registry.Cache) (analysis.TokenFilter, error) {
+			return f, nil
+		}); err != nil {
+			panic(err)
+		}
 	}
 }
 
@@ -38,6 +54,18 @@ type lowerCaseFilter struct{}
 
 func (lowerCaseFilter) Filter(input analysis.TokenStream) analysis.TokenStream {
 	for _, token := range input {
+		token.Term = toLower(token.Term)
+	}
+	return input
+}
+
+type foldFilter struct{}
+
+func (foldFilter) Filter(input analysis.TokenStream) analysis.TokenStream {
+	for _, token := range input {
+		if !norm.NFKC.IsNormal(token.Term) { // ASCII and most text: no copy
+			token.Term = norm.NFKC.Bytes(token.Term)
+		}
 		token.Term = toLower(token.Term)
 	}
 	return input
@@ -78,8 +106,9 @@ func toLower(s []byte) []byte {
 	return s[:j]
 }
 
-// overrideLowerCase makes m's to_lower Quarry's filter, unless the
-// mapping defines a to_lower of its own.
+// overrideLowerCase makes m's to_lower Quarry's filter (FoldType), unless
+// the mapping defines a to_lower of its own (LowerCaseType, in a mapping
+// stored before FoldType, among them).
 func overrideLowerCase(tokenFilters map[string]map[string]any) map[string]map[string]any {
 	if _, own := tokenFilters[lowercase.Name]; own {
 		return tokenFilters
@@ -87,6 +116,6 @@ func overrideLowerCase(tokenFilters map[string]map[string]any) map[string]map[st
 	if tokenFilters == nil {
 		tokenFilters = map[string]map[string]any{}
 	}
-	tokenFilters[lowercase.Name] = map[string]any{"type": LowerCaseType}
+	tokenFilters[lowercase.Name] = map[string]any{"type": FoldType}
 	return tokenFilters
 }

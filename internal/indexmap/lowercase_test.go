@@ -17,7 +17,7 @@ func TestLowerCase(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(canon), `"to_lower":{"type":"quarry_to_lower"}`) {
+	if !strings.Contains(string(canon), `"to_lower":{"type":"quarry_fold"}`) {
 		t.Fatalf("canonical mapping without Quarry's to_lower: %s", canon)
 	}
 	again, err := Canonical(canon)
@@ -48,6 +48,28 @@ func TestLowerCase(t *testing.T) {
 	if len(broken) != 1 || utf8.ValidString(broken[0]) {
 		t.Errorf("a mapping stored before keeps bleve's to_lower: %q", broken)
 	}
+	// Composed and decomposed, full-width, ligatures, superscripts: one
+	// term each, after NFKC.
+	for text, want := range map[string]string{
+		"Café CAFÉ Cafe\u0301 CAFE\u0301": "café café café café",
+		"ｐｉｚｚａ ＰＩＺＺＡ pizza":               "pizza pizza pizza",
+		"ﬁsh Ⅻ":                           "fish xii",
+		"ＩＳＴＡＮＢＵＬ İstanbul":               "istanbul istanbul",
+	} {
+		if got := strings.Join(terms(canon, "standard", text), " "); got != want {
+			t.Errorf("standard %q: %q, want %q", text, got, want)
+		}
+	}
+	// A mapping stored with Quarry's earlier filter keeps it: its queries
+	// are analysed as its documents were, without NFKC.
+	old := json.RawMessage(`{"analysis":{"token_filters":{"to_lower":{"type":"quarry_to_lower"}}},"default_mapping":{"properties":{"t":{"fields":[{"name":"t","type":"text","analyzer":"standard"}]}}}}`)
+	oldCanon, err := Canonical(old)
+	if err != nil || !strings.Contains(string(oldCanon), `"to_lower":{"type":"quarry_to_lower"}`) {
+		t.Fatalf("a mapping stored with quarry_to_lower: %v %s", err, oldCanon)
+	}
+	if got := strings.Join(terms(oldCanon, "standard", "ｐｉｚｚａ İstanbul"), " "); got != "ｐｉｚｚａ istanbul" {
+		t.Errorf("quarry_to_lower: %q, want full-width kept", got)
+	}
 	// A mapping's own to_lower stays.
 	own := json.RawMessage(`{"analysis":{"token_filters":{"to_lower":{"type":"to_lower"}}}}`)
 	canon, err = Canonical(own)
@@ -70,4 +92,24 @@ func FuzzToLower(f *testing.F) {
 			t.Fatalf("%q: %q, strings.ToLower %q", in, got, strings.ToLower(in))
 		}
 	})
+}
+
+// BenchmarkFold: the standard analyzer over a catalogue-like description
+// with Quarry's earlier lower case and with the fold (NFKC first), to
+// price the normalization at indexing and query time.
+func BenchmarkFold(b *testing.B) {
+	text := []byte("Hand-stretched Neapolitan pizza with San Marzano tomatoes, fior di latte, fresh basil and a drizzle of extra virgin olive oil; café crème on the side")
+	for _, filter := range []string{LowerCaseType, FoldType} {
+		m, err := Build(json.RawMessage(`{"analysis":{"token_filters":{"to_lower":{"type":"` + filter + `"}}}}`))
+		if err != nil {
+			b.Fatal(err)
+		}
+		a := m.AnalyzerNamed("standard")
+		b.Run(filter, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				a.Analyze(text)
+			}
+		})
+	}
 }
