@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/blevesearch/bleve/v2"
+	index "github.com/blevesearch/bleve_index_api"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/quarrysearch/quarry/internal/meta"
@@ -28,11 +30,28 @@ func (r *Replica) Publish(ctx context.Context, tmpDir string, generation uint64)
 	if err != nil {
 		return snap, err
 	}
+	// Between two batches: the sequence, the count and the index's root
+	// snapshot taken together. Updates wait only for that, not for the
+	// copy: the copy reads the root taken here (scorch keeps its segments
+	// until the reader is closed), however many batches apply meanwhile.
 	r.applyMu.Lock()
 	seq := r.Seq()
 	docs, derr := idx.DocCount()
-	cerr := idx.(bleve.IndexCopyable).CopyTo(bleve.FileSystemDirectory(copyDir))
+	cr, rerr := copyReader(idx)
 	r.applyMu.Unlock()
+	if beforeCopy != nil {
+		beforeCopy()
+	}
+	cerr := rerr
+	if rerr == nil {
+		cerr = cr.CopyTo(bleve.FileSystemDirectory(copyDir))
+		if err := cr.CloseCopyReader(); cerr == nil {
+			cerr = err
+		}
+	}
+	if cerr == nil {
+		cerr = copyFile(filepath.Join(r.cfg.Dir, indexMetaFile), filepath.Join(copyDir, indexMetaFile))
+	}
 	r.mu.RUnlock()
 	if cerr != nil {
 		return snap, fmt.Errorf("copy shard %d: %w", r.cfg.Shard, cerr)
@@ -67,4 +86,39 @@ func (r *Replica) Publish(ctx context.Context, tmpDir string, generation uint64)
 
 func jetstreamMeta(name string) jetstream.ObjectMeta {
 	return jetstream.ObjectMeta{Name: name, Description: "Quarry shard snapshot (tar, zstd)"}
+}
+
+// beforeCopy, set by tests only, runs once Publish has taken the root it
+// copies and released the apply lock.
+var beforeCopy func()
+
+// indexMetaFile is bleve's file naming an index's type and storage, which
+// a copy needs beside the segments (bleve's own CopyTo writes it too).
+const indexMetaFile = "index_meta.json"
+
+// copyReader takes a reader of the index's current root snapshot, to copy
+// from after the apply lock is released.
+func copyReader(idx bleve.Index) (index.CopyReader, error) {
+	adv, err := idx.Advanced()
+	if err != nil {
+		return nil, err
+	}
+	ci, ok := adv.(index.CopyIndex)
+	if !ok {
+		return nil, fmt.Errorf("index %T cannot be copied", adv)
+	}
+	cr := ci.CopyReader()
+	if cr == nil {
+		return nil, fmt.Errorf("index has no snapshot to copy")
+	}
+	return cr, nil
+}
+
+// copyFile copies the file at from to a new file at to.
+func copyFile(from, to string) error {
+	b, err := os.ReadFile(from)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(to, b, 0o644)
 }
