@@ -30,34 +30,10 @@ func (r *Replica) Publish(ctx context.Context, tmpDir string, generation uint64)
 	if err != nil {
 		return snap, err
 	}
-	// Between two batches: the sequence, the count and the index's root
-	// snapshot taken together. Updates wait only for that, not for the
-	// copy: the copy reads the root taken here (scorch keeps its segments
-	// until the reader is closed), however many batches apply meanwhile.
-	r.applyMu.Lock()
-	seq := r.Seq()
-	docs, derr := idx.DocCount()
-	cr, rerr := copyReader(idx)
-	r.applyMu.Unlock()
-	if beforeCopy != nil {
-		beforeCopy()
-	}
-	cerr := rerr
-	if rerr == nil {
-		cerr = cr.CopyTo(bleve.FileSystemDirectory(copyDir))
-		if err := cr.CloseCopyReader(); cerr == nil {
-			cerr = err
-		}
-	}
-	if cerr == nil {
-		cerr = copyFile(filepath.Join(r.cfg.Dir, indexMetaFile), filepath.Join(copyDir, indexMetaFile))
-	}
+	seq, docs, err := r.copyConsistent(idx, copyDir)
 	r.mu.RUnlock()
-	if cerr != nil {
-		return snap, fmt.Errorf("copy shard %d: %w", r.cfg.Shard, cerr)
-	}
-	if derr != nil {
-		return snap, derr
+	if err != nil {
+		return snap, fmt.Errorf("copy shard %d: %w", r.cfg.Shard, err)
 	}
 
 	packed, err := os.CreateTemp(tmpDir, "pack-*.tar.zst")
@@ -86,6 +62,37 @@ func (r *Replica) Publish(ctx context.Context, tmpDir string, generation uint64)
 
 func jetstreamMeta(name string) jetstream.ObjectMeta {
 	return jetstream.ObjectMeta{Name: name, Description: "Quarry shard snapshot (tar, zstd)"}
+}
+
+// copyConsistent copies the index into dir as of one point between two
+// batches, and returns that point's sequence and document count. Updates
+// wait only while the sequence and scorch's root snapshot (a copy reader)
+// are taken together, not for the copy: it reads that root (scorch keeps
+// its segments until the reader is closed), however many batches apply
+// meanwhile.
+func (r *Replica) copyConsistent(idx bleve.Index, dir string) (seq, docs uint64, err error) {
+	r.applyMu.Lock()
+	seq = r.Seq()
+	cr, err := copyReader(idx)
+	r.applyMu.Unlock()
+	if err != nil {
+		return 0, 0, err
+	}
+	defer func() {
+		if cerr := cr.CloseCopyReader(); err == nil {
+			err = cerr
+		}
+	}()
+	if beforeCopy != nil {
+		beforeCopy()
+	}
+	if docs, err = cr.DocCount(); err != nil {
+		return 0, 0, err
+	}
+	if err := cr.CopyTo(bleve.FileSystemDirectory(dir)); err != nil {
+		return 0, 0, err
+	}
+	return seq, docs, copyFile(filepath.Join(r.cfg.Dir, indexMetaFile), filepath.Join(dir, indexMetaFile))
 }
 
 // beforeCopy, set by tests only, runs once Publish has taken the root it
