@@ -124,7 +124,7 @@ func runBench(ctx context.Context, args []string) error {
 
 // parseBench parses and checks quarry bench's flags.
 func parseBench(args []string) (*benchConfig, *cmdline.Runtime, error) {
-	fs := newFlags("bench", "", benchAbout)
+	fs := cmdline.NewFlagSet("bench", "", benchAbout)
 	var (
 		setups, loops, fields string
 		seed                  uint64

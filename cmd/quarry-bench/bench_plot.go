@@ -15,7 +15,7 @@ import (
 // runBenchPlot runs `quarry bench plot REPORT.json`: the report's latency
 // plot, as SVG, to out.
 func runBenchPlot(args []string, out io.Writer) error {
-	fs := newFlags("bench plot", "REPORT.json", "Writes the latency plot of a quarry bench report (--out) as SVG to stdout:\nlatency by percentile, one line per setup, log scales, a panel per loop.\n\n  quarry bench plot report.json > docs/bench-latency.svg")
+	fs := cmdline.NewFlagSet("bench plot", "REPORT.json", "Writes the latency plot of a quarry bench report (--out) as SVG to stdout:\nlatency by percentile, one line per setup, log scales, a panel per loop.\n\n  quarry bench plot report.json > docs/bench-latency.svg")
 	title := fs.String("title", "", "the plot's title (default: from the report)")
 	pos, err := cmdline.Parse(fs, args, 1, 1)
 	if err != nil {

@@ -43,13 +43,3 @@ func main() {
 		os.Exit(1)
 	}
 }
-
-// newFlags makes a flag set with a usage line.
-func newFlags(name, args, about string) *flag.FlagSet {
-	fs := flag.NewFlagSet("quarry "+name, flag.ContinueOnError)
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: quarry %s [flags] %s\n\n%s\n\nFlags:\n", name, args, about)
-		fs.PrintDefaults()
-	}
-	return fs
-}

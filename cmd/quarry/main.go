@@ -163,13 +163,9 @@ var errUsage = cmdline.ErrUsage
 
 // newFlags makes a command's flag set with a usage line.
 func newFlags(name, args, about string) *flag.FlagSet {
-	fs := flag.NewFlagSet("quarry "+name, flag.ContinueOnError)
+	fs := cmdline.NewFlagSet(name, args, about)
 	if flagSets != nil {
 		*flagSets = append(*flagSets, fs)
-	}
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: quarry %s [flags] %s\n\n%s\n\nFlags:\n", name, args, about)
-		fs.PrintDefaults()
 	}
 	return fs
 }

@@ -21,6 +21,17 @@ import (
 // set's output.
 var ErrUsage = errors.New("usage")
 
+// NewFlagSet makes the flag set of `quarry NAME`, with a usage line naming
+// its positional arguments (args) and a paragraph about it.
+func NewFlagSet(name, args, about string) *flag.FlagSet {
+	fs := flag.NewFlagSet("quarry "+name, flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: quarry %s [flags] %s\n\n%s\n\nFlags:\n", name, args, about)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
 // Parse parses flags, allowing them after positional arguments, and
 // checks the positional argument count (maxArgs negative: no most). It
 // returns flag.ErrHelp for -h and ErrUsage for anything else wrong.
