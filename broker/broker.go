@@ -253,6 +253,9 @@ type Broker struct {
 
 	mu   sync.RWMutex
 	defs map[string]api.IndexDefinition
+	// lookups bound the store reads of indexes the watch has not
+	// delivered (lookupIndex).
+	lookups chan struct{}
 	// teamLimits admits each team's searches (rate, in flight).
 	teamLimits *teamLimits
 	peers      *peers           // the brokers up, which share each team's rate
@@ -290,7 +293,7 @@ func New(nc *nats.Conn, store *meta.Store, cfg Config) (*Broker, error) {
 	stats.SetFreshness(cfg.StatsMaxUpdates, cfg.StatsMaxAge)
 	b := &Broker{nc: nc, store: store, cfg: cfg, planner: p, inflight: make(chan struct{}, cfg.MaxInFlight), teamLimits: newTeamLimits(&cfg),
 		stats: stats, fan: fanout.NewRouter(nc, cfg.CompressThreshold, stats), id: nuid.Next(), shadows: pipeline.NewShadows(), fallback: newFallbackLimits(&cfg),
-		defs: map[string]api.IndexDefinition{}, ready: make(chan struct{})}
+		defs: map[string]api.IndexDefinition{}, lookups: make(chan struct{}, maxIndexLookups), ready: make(chan struct{})}
 	if b.metrics, err = newMetrics(b, cfg.Registerer); err != nil {
 		return nil, err
 	}
@@ -681,6 +684,40 @@ func (b *Broker) Index(name string) (api.IndexDefinition, bool) {
 	defer b.mu.RUnlock()
 	def, ok := b.defs[name]
 	return def, ok
+}
+
+// maxIndexLookups is how many store reads of unknown indexes a broker
+// makes at once (lookupIndex); a request over it is answered from the
+// watch alone.
+const maxIndexLookups = 4
+
+// indexLookupTimeout bounds one store read of an unknown index.
+const indexLookupTimeout = time.Second
+
+// lookupIndex finds an index the watch has not delivered: one created a
+// moment ago, searched through a broker that has not heard of it yet
+// (the index watch is asynchronous; TestNewIndexIsNeverMissing), which
+// must not answer "does not exist" for an index its creator was told
+// exists. It reads the store and uses what it read for this request
+// only: the watch stays the one writer of the broker's definitions, so
+// a deletion it delivers meanwhile is never undone. At most
+// maxIndexLookups run at once, so a flood of made-up names costs the
+// store little.
+func (b *Broker) lookupIndex(ctx context.Context, name string) (api.IndexDefinition, error) {
+	select {
+	case b.lookups <- struct{}{}:
+		defer func() { <-b.lookups }()
+	default:
+		return api.IndexDefinition{}, api.NotFound("index %q does not exist", name)
+	}
+	ctx, cancel := context.WithTimeout(ctx, indexLookupTimeout)
+	defer cancel()
+	def, err := b.store.Index(ctx, name)
+	if err != nil && api.CodeOf(err) != api.CodeNotFound {
+		b.cfg.Logger.Warn("read an index the watch has not delivered", "index", name, "err", err)
+		return def, api.NotFound("index %q does not exist", name)
+	}
+	return def, err
 }
 
 // endpointStats are the search endpoint's figures. micro counts a

@@ -38,7 +38,10 @@ func (b *Broker) search(ctx context.Context, index string, req *api.SearchReques
 		if err := subject.ValidIndexName(index); err != nil {
 			return nil, api.BadRequest("%v", err)
 		}
-		return nil, api.NotFound("index %q does not exist", index)
+		var err error
+		if def, err = b.lookupIndex(ctx, index); err != nil {
+			return nil, err
+		}
 	}
 	opts := execOptions{profile: req.Profile, start: start, pipeline: b.pipelines.Get(index), metrics: b.metrics.index(index), times: times}
 	if req.Variant != nil {
