@@ -89,6 +89,13 @@ type Config struct {
 	// (default 4096; negative: no cache, a statistics round trip on every
 	// request).
 	StatsCacheSize int
+	// StatsCacheTerms is how many (field, term) statistics are kept, from
+	// which the statistics of a query seen for the first time are put
+	// together when an earlier query read each of its terms (default
+	// fanout.DefaultStatsCacheTerms, 65,536; negative: none, so only a
+	// query seen before skips the statistics round trip). The same
+	// freshness bounds hold.
+	StatsCacheTerms int
 	// StatsMaxUpdates bounds how stale cached statistics may be: at most
 	// this many updates of any one shard missed (default
 	// DefaultStatsMaxUpdates, 1000; at most MaxStatsMaxUpdates, what a
@@ -149,7 +156,7 @@ var Defaults = Config{
 	MaxInFlight: 1024, HeavyAfter: 20 * time.Millisecond, HeavyWait: time.Second,
 	DrainTimeout: 10 * time.Second, SlowQuery: 500 * time.Millisecond,
 	FallbackErrorRate: 0.5, FallbackWindow: 100, FallbackMinCalls: 20, FallbackSlowRate: 0.01,
-	StatsCacheSize: 4096, StatsMaxUpdates: DefaultStatsMaxUpdates, StatsMaxAge: DefaultStatsMaxAge, CompressThreshold: wire.CompressThreshold, QueueGroup: "quarry-broker",
+	StatsCacheSize: 4096, StatsCacheTerms: fanout.DefaultStatsCacheTerms, StatsMaxUpdates: DefaultStatsMaxUpdates, StatsMaxAge: DefaultStatsMaxAge, CompressThreshold: wire.CompressThreshold, QueueGroup: "quarry-broker",
 	PeerHeartbeat: 2 * time.Second,
 }
 
@@ -172,6 +179,7 @@ func (c *Config) EnsureDefaults() {
 	c.FallbackMinCalls = cmp.Or(c.FallbackMinCalls, d.FallbackMinCalls)
 	c.FallbackSlowRate = cmp.Or(c.FallbackSlowRate, d.FallbackSlowRate)
 	c.StatsCacheSize = cmp.Or(c.StatsCacheSize, d.StatsCacheSize)
+	c.StatsCacheTerms = cmp.Or(c.StatsCacheTerms, d.StatsCacheTerms)
 	c.StatsMaxUpdates = cmp.Or(c.StatsMaxUpdates, d.StatsMaxUpdates)
 	c.StatsMaxAge = cmp.Or(c.StatsMaxAge, d.StatsMaxAge)
 	c.CompressThreshold = cmp.Or(c.CompressThreshold, d.CompressThreshold)
@@ -274,6 +282,9 @@ type Broker struct {
 	// sortTypes say, per index, what its sort fields hold: how the sort
 	// values of a page are decoded.
 	sortTypes sortTypeCache
+	// mappings are the indexes' bleve mappings, for listing a query's
+	// terms (run.composeStats).
+	mappings mappingCache
 }
 
 // New makes a broker. Call Run to serve the NATS API; Search works once
@@ -291,6 +302,7 @@ func New(nc *nats.Conn, store *meta.Store, cfg Config) (*Broker, error) {
 	}
 	stats := fanout.NewStatsCache(cfg.StatsCacheSize)
 	stats.SetFreshness(cfg.StatsMaxUpdates, cfg.StatsMaxAge)
+	stats.SetTerms(cfg.StatsCacheTerms)
 	b := &Broker{nc: nc, store: store, cfg: cfg, planner: p, inflight: make(chan struct{}, cfg.MaxInFlight), teamLimits: newTeamLimits(&cfg),
 		stats: stats, fan: fanout.NewRouter(nc, cfg.CompressThreshold, stats), id: nuid.Next(), shadows: pipeline.NewShadows(), fallback: newFallbackLimits(&cfg),
 		defs: map[string]api.IndexDefinition{}, lookups: make(chan struct{}, maxIndexLookups), ready: make(chan struct{})}
@@ -437,6 +449,8 @@ func (b *Broker) applyIndex(e jetstream.KeyValueEntry) {
 		b.metrics.drop(e.Key())
 		b.sortTypes.drop(e.Key())
 		b.queries.forget(e.Key())
+		b.mappings.drop(e.Key())
+		b.stats.Forget(e.Key())
 	}
 }
 

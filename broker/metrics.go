@@ -72,12 +72,25 @@ var stageNames = [numStages]string{"decode", "rewrite", "plan", "stats", "fan_ou
 
 // metrics are the broker's Prometheus metrics. Series of an index are
 // resolved once and cached (indexMetrics), so a request only looks them up.
+// Where a search's term statistics came from (exact scoring), the
+// label of quarry_broker_statistics_total.
+const (
+	statsQueryCache = iota // the query's own, cached
+	statsTerms             // put together from its terms' cached statistics
+	statsRoundTrip         // a statistics round trip to every shard
+	statsOneShard          // the index's one shard counted them as it searched
+	numStatsSources
+)
+
+var statsSourceNames = [numStatsSources]string{"query_cache", "terms", "round_trip", "one_shard"}
+
 type metrics struct {
-	requests *prometheus.CounterVec
-	duration *prometheus.HistogramVec
-	stages   *prometheus.HistogramVec
-	steps    *prometheus.HistogramVec
-	partial  *prometheus.CounterVec
+	statsFrom *prometheus.CounterVec
+	requests  *prometheus.CounterVec
+	duration  *prometheus.HistogramVec
+	stages    *prometheus.HistogramVec
+	steps     *prometheus.HistogramVec
+	partial   *prometheus.CounterVec
 	// cpDropped counts the control-plane writes dropped, by lane.
 	cpDropped *prometheus.CounterVec
 	known     func(index string) bool
@@ -92,8 +105,10 @@ type indexMetrics struct {
 	duration prometheus.Observer
 	stages   [numStages]prometheus.Observer
 	partial  prometheus.Counter
-	index    string
-	steps    *prometheus.HistogramVec
+	// statsFrom counts the searches by where their statistics came from.
+	statsFrom [numStatsSources]prometheus.Counter
+	index     string
+	steps     *prometheus.HistogramVec
 
 	mu       sync.RWMutex
 	stepObvs map[stepLabels]prometheus.Observer
@@ -121,6 +136,9 @@ func newMetrics(b *Broker, reg prometheus.Registerer) (*metrics, error) {
 		steps: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "quarry_broker_step_duration_seconds",
 			Help: "Time of one pipeline step of a search request (building the plugin's input and the call), by index, kind (rewriter, ranker) and plugin.", Buckets: LatencyBuckets},
 			[]string{"index", "kind", "plugin"}),
+		statsFrom: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "quarry_broker_statistics_total",
+			Help: "Searches scored with the index's statistics (exact scoring), by index and where the statistics came from: query_cache (the query's own, cached), terms (put together from its terms' cached statistics), round_trip (a statistics round trip to every shard), one_shard (the index's one shard counted them as it searched)."},
+			[]string{"index", "source"}),
 		partial: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "quarry_broker_partial_results_total",
 			Help: "Search requests answered with results from only some of the index's shards (allow_partial)."},
 			[]string{"index"}),
@@ -130,7 +148,7 @@ func newMetrics(b *Broker, reg prometheus.Registerer) (*metrics, error) {
 		known:   func(index string) bool { _, ok := b.Index(index); return ok },
 		indexes: map[string]*indexMetrics{},
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.duration, m.stages, m.steps, m.partial, m.cpDropped, &brokerCollector{b: b},
+	for _, c := range []prometheus.Collector{m.statsFrom, m.requests, m.duration, m.stages, m.steps, m.partial, m.cpDropped, &brokerCollector{b: b},
 		plugins.NewCollector(b.loadedPlugins)} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("broker: register metrics: %w", err)
@@ -167,10 +185,16 @@ func (m *metrics) index(index string) *indexMetrics {
 		for i := range im.stages {
 			im.stages[i] = prometheus.ObserverFunc(func(float64) {})
 		}
+		for i := range im.statsFrom {
+			im.statsFrom[i] = im.partial
+		}
 	} else {
 		im.partial = m.partial.WithLabelValues(index)
 		for i, s := range stageNames {
 			im.stages[i] = m.stages.WithLabelValues(index, s)
+		}
+		for i, s := range statsSourceNames {
+			im.statsFrom[i] = m.statsFrom.WithLabelValues(index, s)
 		}
 	}
 	m.indexes[index] = im
@@ -188,6 +212,7 @@ func (m *metrics) drop(index string) {
 	m.stages.DeletePartialMatch(l)
 	m.steps.DeletePartialMatch(l)
 	m.partial.DeletePartialMatch(l)
+	m.statsFrom.DeletePartialMatch(l)
 }
 
 // answered counts a request that ended (well or not) after start.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/broker/internal/fanout"
+	"github.com/quarrysearch/quarry/internal/shard"
 	"github.com/quarrysearch/quarry/internal/subject"
 	"github.com/quarrysearch/quarry/internal/trace"
 	"github.com/quarrysearch/quarry/internal/wire"
@@ -51,7 +52,7 @@ func (b *Broker) search(ctx context.Context, index string, req *api.SearchReques
 		}
 		opts.pipeline = pl
 	}
-	r := &run{b: b, execOptions: opts, req: *req, mirroring: req.Variant == nil} // replays are not mirrored
+	r := &run{b: b, def: def, execOptions: opts, req: *req, mirroring: req.Variant == nil} // replays are not mirrored
 	if opts.pipeline != nil && len(opts.pipeline.Rewriters) > 0 {
 		r.hints = &planner.Hints{}
 		if err := r.rewrite(ctx, index, opts.pipeline.Rewriters); err != nil {
@@ -126,7 +127,8 @@ func (r *run) execute(ctx context.Context, plan *planner.Plan) (*api.SearchRespo
 // run is one search from its request to its response: the request as
 // the rewriters change it, the plan, and each stage's state and time.
 type run struct {
-	b *Broker
+	b   *Broker
+	def api.IndexDefinition
 	execOptions
 
 	// rewrite: the request as the rewriters leave it and the hints they
@@ -203,9 +205,9 @@ func (r *run) statistics(shardCtx context.Context) error {
 		return nil
 	}
 	st := r.b.stats.Get(r.plan.Index, r.plan.Query)
-	hit := st != nil
+	source := statsQueryCache
 	switch {
-	case hit:
+	case st != nil:
 	case len(r.plan.Shards) == 1:
 		// One shard holds the whole index: it counts the statistics
 		// itself, without a round trip, and sends them back for the
@@ -213,14 +215,18 @@ func (r *run) statistics(shardCtx context.Context) error {
 		r.sreq.LocalStats = true
 		took := time.Since(r.plannedAt)
 		r.stage(stageStats, took)
+		r.metrics.statsFrom[statsOneShard].Inc()
 		if r.profile {
 			r.prof = append(r.prof, api.Stage{Name: "stats", TookMS: ms(took), Detail: "counted by the index's one shard as it searches: no round trip"})
 		}
 		return nil
+	case r.composeStats(shardCtx):
+		st, source = r.sreq.Stats, statsTerms
 	default:
 		// The statistics phase gets a quarter of the shards' time: a
 		// shard that does not answer it must not starve the search
 		// itself.
+		source = statsRoundTrip
 		statsCtx, cancel := context.WithTimeout(shardCtx, r.plan.ShardTimeout/4)
 		var err error
 		st, err = r.b.fan.CountStats(statsCtx, r.plan)
@@ -235,17 +241,40 @@ func (r *run) statistics(shardCtx context.Context) error {
 	}
 	took := time.Since(r.plannedAt)
 	r.stage(stageStats, took)
+	r.metrics.statsFrom[source].Inc()
 	if r.profile {
 		detail := "cache miss: one round trip to every shard"
 		switch {
-		case hit:
+		case source == statsQueryCache:
 			detail = "cache hit"
+		case source == statsTerms:
+			detail = "put together from the cached statistics of its terms: no round trip"
 		case st == nil:
 			detail = "incomplete (a shard did not answer in time): shards scored with their own statistics"
 		}
 		r.prof = append(r.prof, api.Stage{Name: "stats", TookMS: ms(took), Detail: detail})
 	}
 	return nil
+}
+
+// composeStats gives the shard request statistics put together from the
+// cache of terms, when the query's terms can be listed from the index's
+// mapping and every one is cached, and reports whether it did.
+func (r *run) composeStats(ctx context.Context) bool {
+	m := r.b.mappings.get(&r.def)
+	if m == nil {
+		return false
+	}
+	qt, ok := shard.ListTerms(ctx, &wire.ShardRequest{Query: r.plan.Query, MaxTerms: r.plan.MaxTerms}, m)
+	if !ok {
+		return false
+	}
+	st := r.b.stats.Compose(r.plan.Index, qt.Terms, qt.Fields)
+	if st == nil {
+		return false
+	}
+	r.sreq.Stats, r.sreq.StatsComposed = st, true
+	return true
 }
 
 // fanOut asks every shard, again with fresh statistics if one found them

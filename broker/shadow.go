@@ -100,7 +100,7 @@ func (b *Broker) shadowRewrite(ctx context.Context, index string, def api.IndexD
 // asked for: only the order is compared.
 func (b *Broker) shadowSearch(ctx context.Context, index string, def api.IndexDefinition, rewriters, rankers []Step, req *api.SearchRequest, hints *planner.Hints) ([]string, error) {
 	req.Fields, req.Facets, req.Profile = nil, nil, false
-	r := &run{b: b, execOptions: execOptions{start: time.Now()}, req: *req, hints: hints}
+	r := &run{b: b, def: def, execOptions: execOptions{start: time.Now()}, req: *req, hints: hints}
 	if err := r.rewrite(ctx, index, rewriters); err != nil {
 		return nil, err
 	}

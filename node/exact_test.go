@@ -616,3 +616,71 @@ func TestOneShardCountsItsStatistics(t *testing.T) {
 		}
 	}
 }
+
+// A query seen for the first time whose terms earlier queries read is
+// scored with statistics put together from theirs, with no round trip,
+// exactly as one index would score it; one with a term no query read yet
+// pays the round trip; updates past the freshness bound make a shard
+// refuse the put-together statistics, and the search is exact again.
+func TestNewQueryFromCachedTerms(t *testing.T) {
+	docs := catalogNDJSON(t, 1500)
+	n := startRoles(t, "", &indexer.Config{SnapshotInterval: -1}, &searcher.Config{}, &broker.Config{StatsMaxUpdates: 5})
+	loadCatalog(t, n, "menu", 4, docs)
+	c := n.Client()
+	ctx := context.Background()
+	single := bleveDirect(t, t.TempDir()+"/one", docs)
+	defer single.Close()
+	ref := postingsStats(t, single)
+	for i, tc := range []struct{ q, want string }{
+		{"spicy noodles", "cache miss"},
+		{"chicken curry", "cache miss"},
+		{"curry noodles", "put together"},
+		{"Chicken SPICY", "put together"}, // the same terms once analysed
+		{"noodles soup", "cache miss"},    // soup: no query read it yet
+		{"soup chicken", "put together"},
+		{"spicy noodles", "cache hit"},
+	} {
+		req := api.SearchRequest{Q: tc.q, Size: 20, Profile: true, TimeoutMS: 30000}
+		got, err := c.Search(ctx, "menu", &req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var detail string
+		for _, st := range got.Profile.Stages {
+			if st.Name == "stats" {
+				detail = st.Detail
+			}
+		}
+		if !strings.HasPrefix(detail, tc.want) {
+			t.Fatalf("search %d (%q): statistics stage %q, want %q", i, tc.q, detail, tc.want)
+		}
+		if diff := hitsDiffer(got.Hits, refSearch(t, single, ref, req, 20).Hits, 0); diff != "" {
+			t.Fatalf("search %d (%q): %s", i, tc.q, diff)
+		}
+	}
+
+	// 300 more documents (another catalogue's, under other ids), about
+	// 75 a shard: past the bound of 5. The next new query is put together
+	// from statistics that miss them; the shards refuse those, and it is
+	// scored exactly.
+	var extra bytes.Buffer
+	for line := range bytes.Lines(catalogNDJSON(t, 300)) {
+		extra.Write(bytes.Replace(line, []byte(`{"id":"r`), []byte(`{"id":"x`), 1))
+	}
+	if !bytes.HasPrefix(extra.Bytes(), []byte(`{"id":"x`)) {
+		t.Fatalf("the catalogue's lines begin otherwise: %.40s", extra.Bytes())
+	}
+	all := append(slices.Clip(docs), extra.Bytes()...)
+	mustBulk(t, c, "menu", &extra)
+	waitDocs(t, n, 1800)
+	allIdx := bleveDirect(t, t.TempDir()+"/all", all)
+	defer allIdx.Close()
+	req := api.SearchRequest{Q: "curry spicy", Size: 20, TimeoutMS: 30000}
+	got, err := c.Search(ctx, "menu", &req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := hitsDiffer(got.Hits, refSearch(t, allIdx, postingsStats(t, allIdx), req, 20).Hits, 0); diff != "" {
+		t.Fatalf("after 300 more documents: %s", diff)
+	}
+}

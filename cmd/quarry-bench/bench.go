@@ -66,6 +66,9 @@ type benchConfig struct {
 	// StatsCache is the broker's statistics cache size (negative: none,
 	// every query pays the statistics phase).
 	StatsCache int
+	// StatsCacheTerms is how many (field, term) statistics the broker
+	// keeps to put a new query's statistics together (negative: none).
+	StatsCacheTerms int
 }
 
 const benchAbout = `Measures Quarry side by side with bleve, on the same documents and the same
@@ -143,7 +146,8 @@ func parseBench(args []string) (*benchConfig, *cmdline.Runtime, error) {
 	fs.IntVar(&cfg.Concurrency, "concurrency", 8, "closed loop: concurrent callers")
 	fs.IntVar(&cfg.Docs, "docs", catalog.DefaultSize, "documents: N items of the sample catalogue (generated with --seed)")
 	fs.IntVar(&cfg.Shards, "shards", 4, "shards of the Quarry index and of the bleve alias")
-	fs.IntVar(&cfg.StatsCache, "stats-cache", broker.Defaults.StatsCacheSize, "Quarry: queries whose global term statistics the broker caches (negative: none, so every query pays the statistics phase, as a query seen for the first time does)")
+	fs.IntVar(&cfg.StatsCache, "stats-cache", broker.Defaults.StatsCacheSize, "Quarry: queries whose global term statistics the broker caches (negative: none; with --stats-cache-terms -1 every query pays the statistics phase)")
+	fs.IntVar(&cfg.StatsCacheTerms, "stats-cache-terms", broker.Defaults.StatsCacheTerms, "Quarry: (field, term) statistics the broker caches, from which a new query's statistics are put together (negative: none, so a query seen for the first time pays the statistics phase)")
 	fs.Uint64Var(&seed, "seed", catalog.DefaultSeed, "seed of the catalogue and of the generated queries")
 	fs.StringVar(&cfg.QueriesFile, "queries", "", "FILE of queries, one a line (text, or a JSON search request); default: generated from the catalogue")
 	fs.IntVar(&cfg.QueryCount, "query-count", 1000, "generated queries (without --queries); the runs cycle through them")

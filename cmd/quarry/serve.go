@@ -49,6 +49,7 @@ type roleFlags struct {
 	heavyWait        time.Duration
 	noHedge          bool
 	statsCache       int
+	statsCacheTerms  int
 	statsMaxUpdates  int
 	statsMaxAge      time.Duration
 	recordPercent    int
@@ -107,6 +108,7 @@ func (f *roleFlags) registerBroker(fs *flag.FlagSet) {
 	fs.DurationVar(&f.heavyWait, "heavy-wait", broker.Defaults.HeavyWait, "how long a heavy team's search waits for its turn before it is refused with 429")
 	fs.BoolVar(&f.noHedge, "no-hedge", false, "never ask a second replica when a shard is slow")
 	fs.IntVar(&f.statsCache, "stats-cache", broker.Defaults.StatsCacheSize, "queries whose global term statistics are cached per index generation (negative: none)")
+	fs.IntVar(&f.statsCacheTerms, "stats-cache-terms", broker.Defaults.StatsCacheTerms, "(field, term) statistics cached, from which a new query's statistics are put together when earlier queries read its terms (negative: none)")
 	fs.IntVar(&f.statsMaxUpdates, "stats-max-updates", broker.Defaults.StatsMaxUpdates, fmt.Sprintf("cached statistics are fetched again once a shard has applied more than this many updates since (1-%d); lower: fresher scores while documents change, more statistics round trips", broker.MaxStatsMaxUpdates))
 	fs.DurationVar(&f.statsMaxAge, "stats-max-age", broker.Defaults.StatsMaxAge, "cached statistics are fetched again once this old")
 	fs.DurationVar(&f.slowQuery, "slow-query", broker.Defaults.SlowQuery, "log searches slower than this at warn level, with the request id and the profile (negative: never)")
@@ -153,7 +155,7 @@ func (f *roleFlags) searcher() *searcher.Config {
 
 func (f *roleFlags) broker() *broker.Config {
 	return &broker.Config{DefaultTimeout: f.defaultTimeout, MaxInFlight: f.maxInFlight, TeamMaxInFlight: f.teamInFlight,
-		HeavyAfter: f.heavySearch, HeavySearches: f.heavySearches, HeavyWait: f.heavyWait, NoHedge: f.noHedge, StatsCacheSize: f.statsCache, StatsMaxUpdates: f.statsMaxUpdates, StatsMaxAge: f.statsMaxAge, RecordPercent: f.recordPercent, PluginLogRate: f.pluginLogRate,
+		HeavyAfter: f.heavySearch, HeavySearches: f.heavySearches, HeavyWait: f.heavyWait, NoHedge: f.noHedge, StatsCacheSize: f.statsCache, StatsCacheTerms: f.statsCacheTerms, StatsMaxUpdates: f.statsMaxUpdates, StatsMaxAge: f.statsMaxAge, RecordPercent: f.recordPercent, PluginLogRate: f.pluginLogRate,
 		FallbackErrorRate: f.fallbackRate, FallbackWindow: f.fallbackWindow, FallbackMinCalls: f.fallbackMin, FallbackSlowRate: f.fallbackSlow,
 		DrainTimeout: f.drainTimeout, SlowQuery: f.slowQuery}
 }

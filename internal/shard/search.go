@@ -13,7 +13,6 @@ import (
 
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/search"
-	"github.com/blevesearch/bleve/v2/search/query"
 	index "github.com/blevesearch/bleve_index_api"
 
 	"github.com/quarrysearch/quarry/api"
@@ -28,6 +27,7 @@ func (r *Replica) Search(ctx context.Context, req *wire.ShardRequest) (*wire.Sha
 		return nil, err
 	}
 	var counted *GlobalStats
+	var scoped *scopedQuery
 	if req.Stats == nil && req.LocalStats {
 		if counted, err = r.Stats(ctx, req); err != nil {
 			return nil, err
@@ -41,7 +41,8 @@ func (r *Replica) Search(ctx context.Context, req *wire.ShardRequest) (*wire.Sha
 			return nil, err
 		}
 		ctx = withStats(ctx, req.Stats)
-		sreq.Query = &scopedQuery{Query: sreq.Query, gs: req.Stats}
+		scoped = &scopedQuery{Query: sreq.Query, gs: req.Stats, strict: req.StatsComposed && req.MaxStaleUpdates > 0}
+		sreq.Query = scoped
 	}
 	idx, err := r.acquire()
 	if err != nil {
@@ -69,6 +70,9 @@ func (r *Replica) Search(ctx context.Context, req *wire.ShardRequest) (*wire.Sha
 		}
 		if tooMany := tooManyTerms(err, r.cfg.Shard, req.MaxTerms); tooMany != nil {
 			return nil, tooMany
+		}
+		if lacks := scoped.lacks(r.cfg.Shard, err); lacks != nil {
+			return nil, lacks
 		}
 		return nil, fmt.Errorf("search shard %d: %w", r.cfg.Shard, err)
 	}
@@ -257,19 +261,9 @@ func (r *Replica) Stats(ctx context.Context, req *wire.ShardRequest) (*GlobalSta
 	}
 	rec := newRecorder(max)
 	sr := scope(reader, nil, rec)
-	ctx = context.WithValue(ctx, search.GetScoringModelCallbackKey,
-		search.GetScoringModelCallbackFn(func() string { return index.BM25Scoring }))
-	ctx = search.ContextWithTermSearchersCounter(withTermLimit(ctx, req.MaxTerms))
-	s, err := sreq.Query.Searcher(ctx, sr, idx.Mapping(), search.SearcherOptions{})
-	if tooMany := tooManyTerms(err, r.cfg.Shard, req.MaxTerms); tooMany != nil {
-		return nil, tooMany
-	}
+	fields, err := rec.read(ctx, sreq, sr, idx.Mapping(), req.MaxTerms, r.cfg.Shard)
 	if err != nil {
-		return nil, api.BadRequest("query: %v", err)
-	}
-	s.Close()
-	if err := ctx.Err(); err != nil { // building the searchers took the time
-		return nil, api.Errorf(api.CodeTimeout, "shard %d: statistics: %v", r.cfg.Shard, err)
+		return nil, err
 	}
 	out := &rec.stats
 	out.Generation = r.generation.Load()
@@ -277,22 +271,8 @@ func (r *Replica) Stats(ctx context.Context, req *wire.ShardRequest) (*GlobalSta
 	if out.DocCount, err = reader.DocCount(); err != nil {
 		return nil, fmt.Errorf("shard %d: statistics: %w", r.cfg.Shard, err)
 	}
-	// bleve's optimization of an unscored filter (score "none") reads its
-	// terms as one searcher of field "*", which asks for that field's
-	// statistics and scores nothing.
-	out.FieldTokens = make(map[string]int, len(rec.fields)+1)
+	out.FieldTokens = make(map[string]int, len(fields))
 	out.FieldTokens["*"] = 0
-	// Every field the query names, whether or not this shard read it
-	// (a prefix that expands to nothing here still reads the field on
-	// another shard, and the sums need every shard's tokens), and any
-	// other field it read.
-	fields, err := query.ExtractFields(sreq.Query, idx.Mapping(), search.NewFieldSet())
-	if err != nil {
-		return nil, api.BadRequest("query: %v", err)
-	}
-	for field := range rec.fields {
-		fields.AddField(field)
-	}
 	bleveOwn, _ := sr.IndexReader.(index.BM25Reader)
 	out.FieldCardinality = make(map[string]int, len(fields))
 	for field := range fields {

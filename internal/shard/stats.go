@@ -9,6 +9,7 @@ import (
 	"sync"
 	"unicode/utf8"
 
+	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/index/scorch"
 	"github.com/blevesearch/bleve/v2/mapping"
 	"github.com/blevesearch/bleve/v2/registry"
@@ -16,6 +17,7 @@ import (
 	"github.com/blevesearch/bleve/v2/search/query"
 	index "github.com/blevesearch/bleve_index_api"
 
+	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/internal/wire"
 )
 
@@ -97,6 +99,39 @@ func (r *recorder) add(field string, term []byte, n uint64) {
 	m[string(term)] = n
 }
 
+// read builds the query's searchers over sr, which records into r, and
+// returns the fields whose token totals the statistics carry: every field
+// the query names, whether or not this shard read it (a prefix that
+// expands to nothing here still reads the field on another shard, and the
+// sums need every shard's tokens), and any other field it read. bleve's
+// optimization of an unscored filter (score "none") reads its terms as one
+// searcher of field "*", which asks for that field's statistics and
+// scores nothing: the caller adds "*".
+func (r *recorder) read(ctx context.Context, sreq *bleve.SearchRequest, sr *statsReader, m mapping.IndexMapping, maxTerms, shard int) (search.FieldSet, error) {
+	ctx = context.WithValue(ctx, search.GetScoringModelCallbackKey,
+		search.GetScoringModelCallbackFn(func() string { return index.BM25Scoring }))
+	ctx = search.ContextWithTermSearchersCounter(withTermLimit(ctx, maxTerms))
+	s, err := sreq.Query.Searcher(ctx, sr, m, search.SearcherOptions{})
+	if tooMany := tooManyTerms(err, shard, maxTerms); tooMany != nil {
+		return nil, tooMany
+	}
+	if err != nil {
+		return nil, api.BadRequest("query: %v", err)
+	}
+	s.Close()
+	if err := ctx.Err(); err != nil { // building the searchers took the time
+		return nil, api.Errorf(api.CodeTimeout, "shard %d: statistics: %v", shard, err)
+	}
+	fields, err := query.ExtractFields(sreq.Query, m, search.NewFieldSet())
+	if err != nil {
+		return nil, api.BadRequest("query: %v", err)
+	}
+	for field := range r.fields {
+		fields.AddField(field)
+	}
+	return fields, nil
+}
+
 // statsIndex is scorch with a statistics-aware reader.
 type statsIndex struct {
 	index.Index
@@ -146,6 +181,9 @@ type statsReader struct {
 	tokens *tokenCache // nil: not a Quarry shard (FieldCardinality is the reader's own)
 	gs     *GlobalStats
 	rec    *recorder
+	// lacking, with gs put together by the broker, records a term gs
+	// lacks, and its TermFieldReader refuses it (scopedQuery.strict).
+	lacking *lackingTerm
 
 	mu     sync.Mutex
 	fields map[string]int        // token totals read so far
@@ -162,18 +200,74 @@ func scope(i index.IndexReader, gs *GlobalStats, rec *recorder) *statsReader {
 }
 
 // scopedQuery builds its query's searchers over a reader holding the
-// index's statistics (bleve passes the reader it opened itself).
+// index's statistics (bleve passes the reader it opened itself). With
+// strict (statistics the broker put together), a term they lack stops
+// the search, and lacking says which.
 type scopedQuery struct {
 	query.Query
-	gs *GlobalStats
+	gs      *GlobalStats
+	strict  bool
+	lacking lackingTerm
 }
 
-// Searcher builds the wrapped query's searcher over a scoped reader.
+// lackingTerm is the first term a search read that its statistics lack.
+type lackingTerm struct {
+	mu          sync.Mutex
+	field, term string
+}
+
+func (l *lackingTerm) note(field string, term []byte) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.field == "" {
+		l.field, l.term = field, string(term)
+	}
+}
+
+// get returns the first lacking term's field and term ("" when none).
+func (l *lackingTerm) get() (field, term string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.field, l.term
+}
+
+// errLacksTerm stops a search whose put-together statistics lack a term
+// it reads (scopedQuery.strict).
+var errLacksTerm = errors.New("the statistics lack a term the query reads")
+
+// lacks turns a strict search's failure for want of a term or a field's
+// token total in its put-together statistics into wire.CodeStaleStats (the
+// broker then counts the query's own), and returns nil for any other.
+func (q *scopedQuery) lacks(shard int, err error) error {
+	if q == nil || !q.strict {
+		return nil
+	}
+	if field, term := q.lacking.get(); field != "" {
+		return api.Errorf(wire.CodeStaleStats, "shard %d: the statistics lack term %q of field %q", shard, term, field)
+	}
+	// bleve's words when search.BM25Stats has no token total for a field.
+	if strings.Contains(err.Error(), "field stat for bm25 not present") {
+		return api.Errorf(wire.CodeStaleStats, "shard %d: the statistics lack a field's token total", shard)
+	}
+	return nil
+}
+
+// Searcher builds the wrapped query's searchers over a scoped reader.
 func (q *scopedQuery) Searcher(ctx context.Context, i index.IndexReader, m mapping.IndexMapping, options search.SearcherOptions) (search.Searcher, error) {
-	return q.Query.Searcher(ctx, scope(i, q.gs, nil), m, options)
+	sr := scope(i, q.gs, nil)
+	if q.strict {
+		sr.lacking = &q.lacking
+	}
+	return q.Query.Searcher(ctx, sr, m, options)
 }
 
 func (r *statsReader) TermFieldReader(ctx context.Context, term []byte, field string, includeFreq, includeNorm, includeTermVectors bool) (index.TermFieldReader, error) {
+	if r.lacking != nil {
+		if _, ok := r.gs.DocFreq[field][string(term)]; !ok && !r.gs.Truncated && !slices.Contains(r.gs.Local, field) {
+			r.lacking.note(field, term)
+			return nil, errLacksTerm
+		}
+	}
 	tfr, err := r.IndexReader.TermFieldReader(ctx, term, field, includeFreq, includeNorm, includeTermVectors)
 	if err != nil {
 		return tfr, err

@@ -46,6 +46,12 @@ type ShardRequest struct {
 	// statistics may miss; past it the shard answers CodeStaleStats
 	// instead of searching. 0: no bound.
 	MaxStaleUpdates int `json:"max_stale_updates,omitempty"`
+	// StatsComposed says the broker put Stats together from the
+	// statistics of earlier queries that read the same terms, not from a
+	// statistics phase of this query: with MaxStaleUpdates set, a shard
+	// whose search reads a term or a field they lack answers
+	// CodeStaleStats, and the broker counts this query's statistics.
+	StatsComposed bool `json:"stats_composed,omitempty"`
 	// Explain asks for each hit's score explanation, sent back as the
 	// hit's field ExplanationField (so the binary response needs no new
 	// layout).
@@ -61,7 +67,8 @@ const ExplanationField = "_quarry_explanation"
 const PhaseStats = "stats"
 
 // CodeStaleStats is a shard's answer to a search whose statistics miss
-// more of its updates than ShardRequest.MaxStaleUpdates allows: the broker
+// more of its updates than ShardRequest.MaxStaleUpdates allows, or, put
+// together (ShardRequest.StatsComposed), lack a term it reads: the broker
 // fetches them again and asks once more. It never reaches a caller.
 const CodeStaleStats api.Code = "stale_statistics"
 

@@ -36,6 +36,10 @@ type StatsCache struct {
 	gen        map[string]uint64                  // newest generation seen per index
 	entries    map[string]map[string]*cachedStats // index → query JSON → stats
 	n          int
+	// The table of terms (termstats.go).
+	maxTerms int
+	terms    map[string]*indexTerms
+	nTerms   int
 }
 
 type cachedStats struct {
@@ -47,7 +51,8 @@ type cachedStats struct {
 // (0 or less: nothing is cached), with the default freshness bound.
 func NewStatsCache(max int) *StatsCache {
 	return &StatsCache{max: max, maxUpdates: DefaultStatsMaxUpdates, maxAge: DefaultStatsMaxAge,
-		gen: map[string]uint64{}, entries: map[string]map[string]*cachedStats{}}
+		gen: map[string]uint64{}, entries: map[string]map[string]*cachedStats{},
+		maxTerms: DefaultStatsCacheTerms, terms: map[string]*indexTerms{}}
 }
 
 // SetFreshness bounds how stale the cached statistics of a query may be:
@@ -90,13 +95,15 @@ func (c *StatsCache) Get(index string, query []byte) *wire.GlobalStats {
 	return e.st
 }
 
-// Put caches a query's statistics, counted now.
+// Put caches a query's statistics, counted now over every shard of the
+// index, and adds them to the table of terms.
 func (c *StatsCache) Put(index string, query []byte, s *wire.GlobalStats) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.putTerms(index, s)
 	if c.max <= 0 {
 		return
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	if c.n >= c.max {
 		clear(c.entries) // simple and bounded; a hot query is back after one miss
 		c.n = 0
@@ -122,6 +129,17 @@ func (c *StatsCache) Drop(index string, query []byte) {
 			c.n--
 		}
 	}
+}
+
+// Forget drops everything cached of an index (it was deleted: one made
+// again under its name starts afresh).
+func (c *StatsCache) Forget(index string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.n -= len(c.entries[index])
+	delete(c.entries, index)
+	delete(c.gen, index)
+	c.dropTerms(index)
 }
 
 // NoteGeneration records a generation seen in a shard's answer; cached

@@ -1,0 +1,139 @@
+package shard
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/quarrysearch/quarry/api"
+	"github.com/quarrysearch/quarry/internal/corpus"
+	"github.com/quarrysearch/quarry/internal/indexmap"
+	"github.com/quarrysearch/quarry/internal/wire"
+)
+
+// ListTerms finds, from the mapping alone, exactly the terms and fields
+// the statistics phase records on the shards for every query whose terms
+// do not depend on an index's dictionary, and says so for every query
+// whose terms do.
+func TestListTerms(t *testing.T) {
+	g := corpus.New(corpus.Config{Seed: 5, BodyMax: 60})
+	var docs []map[string]any
+	for range 400 {
+		docs = append(docs, g.Next().Record())
+	}
+	raw := corpus.Mapping("bm25")
+	m, err := indexmap.Build(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reps := loadReplicas(t, 3, raw, docs)
+	queries := exactQueries(t, g, docs)
+	w := g.Words()
+	text := w[3] + " " + w[44] + " Ünïcode ＦＵＬＬ"
+	listed := map[string]bool{"match": true, "term": true, "phrase": true, "boolean": true,
+		"several fields": true, "match all": true, "no such word": true, "query string terms": true, "filtered by a term": true}
+	queries["several fields"] = fmt.Sprintf(`{"disjuncts":[{"match":%q,"field":"title","boost":3},{"match":%q,"field":"body"},{"match":%q,"field":"_all","boost":0.5},{"match_phrase":%q,"field":"title","boost":2}]}`, text, text, text, text)
+	queries["match all"] = `{"match_all":{}}`
+	queries["no such word"] = `{"match":"zzqxv nosuchword","field":"body"}`
+	queries["query string terms"] = fmt.Sprintf(`{"query":"+title:%s %s -body:%s"}`, w[4], w[61], w[2])
+	queries["filtered by a term"] = fmt.Sprintf(`{"must":{"conjuncts":[{"match":%q,"field":"body"}]},"filter":{"term":%q,"field":"title"}}`, w[8], w[9])
+	for name, q := range queries {
+		t.Run(name, func(t *testing.T) {
+			req := &wire.ShardRequest{Query: []byte(q), K: 10}
+			qt, ok := ListTerms(context.Background(), req, m)
+			if ok != listed[name] {
+				t.Fatalf("listed %v, want %v", ok, listed[name])
+			}
+			if !ok {
+				return
+			}
+			sreq := *req
+			sreq.Phase = wire.PhaseStats
+			terms := map[string][]string{}
+			fields := map[string]bool{}
+			for _, r := range reps {
+				st, err := r.Stats(context.Background(), &sreq)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for f, ts := range st.DocFreq {
+					for term := range ts {
+						if !slices.Contains(terms[f], term) {
+							terms[f] = append(terms[f], term)
+						}
+					}
+				}
+				for f := range st.FieldTokens {
+					fields[f] = true
+				}
+			}
+			for f := range terms {
+				slices.Sort(terms[f])
+			}
+			got := map[string][]string{}
+			for f, ts := range qt.Terms {
+				got[f] = slices.Sorted(slices.Values(ts))
+			}
+			if !maps.EqualFunc(got, terms, slices.Equal) {
+				t.Errorf("terms %v, the statistics phase read %v", got, terms)
+			}
+			if want := slices.Sorted(maps.Keys(fields)); !slices.Equal(qt.Fields, want) {
+				t.Errorf("fields %v, the statistics phase counted %v", qt.Fields, want)
+			}
+		})
+	}
+}
+
+// A search with statistics the broker put together refuses them as stale
+// when they lack a term it reads (so the broker counts the query's own),
+// names the term, and searches when they are whole; statistics from a
+// statistics phase are not held to that.
+func TestComposedStatsLackingATerm(t *testing.T) {
+	g := corpus.New(corpus.Config{Seed: 6, BodyMax: 40})
+	var docs []map[string]any
+	for range 200 {
+		docs = append(docs, g.Next().Record())
+	}
+	reps := loadReplicas(t, 2, corpus.Mapping("bm25"), docs)
+	w := g.Words()
+	q := fmt.Sprintf(`{"match":"%s %s","field":"body"}`, w[3], w[7])
+	stats := func() *GlobalStats {
+		gs := &GlobalStats{}
+		for _, r := range reps {
+			st, err := r.Stats(context.Background(), &wire.ShardRequest{Query: []byte(q), Phase: wire.PhaseStats})
+			if err != nil {
+				t.Fatal(err)
+			}
+			gs.Add(st)
+		}
+		return gs
+	}
+	lacking := stats()
+	delete(lacking.DocFreq["body"], w[7])
+	noTokens := stats()
+	delete(noTokens.FieldTokens, "body")
+	for _, tc := range []struct {
+		name     string
+		gs       *GlobalStats
+		composed bool
+		want     string // "" when the search runs
+	}{
+		{"whole, put together", stats(), true, ""},
+		{"a term lacking, put together", lacking, true, fmt.Sprintf("lack term %q of field %q", w[7], "body")},
+		{"a token total lacking, put together", noTokens, true, "lack a field's token total"},
+		{"a term lacking, counted", lacking, false, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := reps[0].Search(context.Background(), &wire.ShardRequest{Query: []byte(q), K: 5, Stats: tc.gs, StatsComposed: tc.composed, MaxStaleUpdates: 1000})
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatal(err)
+			case tc.want != "" && (api.CodeOf(err) != wire.CodeStaleStats || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("got %v, want %s %q", err, wire.CodeStaleStats, tc.want)
+			}
+		})
+	}
+}
