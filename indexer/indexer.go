@@ -53,6 +53,16 @@ type Config struct {
 	Writes shard.WriteOptions
 	// SnapshotTimeout bounds one snapshot of one index (default 5m).
 	SnapshotTimeout time.Duration
+	// NoSnapshotMerge publishes the segments of an explicit snapshot (the
+	// one a bulk load ends with, `quarry index snapshot`) as they are. By
+	// default each replica's segments are merged into one first
+	// (shard.Replica.Compact, within half of SnapshotTimeout; if it does
+	// not finish the snapshot goes on unmerged): every search visits every
+	// segment, so searches of a freshly loaded index are cheaper
+	// (docs/performance.md, "One segment a shard after a bulk load").
+	// Periodic snapshots never merge: scorch's own merging keeps up with
+	// updates.
+	NoSnapshotMerge bool
 	// Registerer gets the indexer's Prometheus metrics (nil: a registry
 	// of its own, which nothing serves).
 	Registerer prometheus.Registerer
@@ -409,6 +419,9 @@ func (ix *Indexer) Snapshot(ctx context.Context, st *indexState, minSeq uint64, 
 		return cur, nil
 	}
 	start := time.Now()
+	if force && !ix.cfg.NoSnapshotMerge {
+		ix.compact(ctx, st)
+	}
 	next := meta.Manifest{Index: name, Generation: cur.Generation + 1, Created: time.Now().UTC()}
 	tmp, err := os.MkdirTemp(ix.cfg.DataDir, workPrefix)
 	if err != nil {
@@ -441,6 +454,30 @@ func (ix *Indexer) Snapshot(ctx context.Context, st *indexState, minSeq uint64, 
 	ix.cfg.Logger.Info("snapshot published", "index", name, "generation", next.Generation,
 		"bytes", bytes, "took", took.Round(time.Millisecond))
 	return next, nil
+}
+
+// compact merges each replica's segments into one, the
+// replicas in parallel, within half of what is left of ctx's time; one
+// that does not finish is logged and published as it is.
+func (ix *Indexer) compact(ctx context.Context, st *indexState) {
+	start := time.Now()
+	bound := ix.cfg.SnapshotTimeout / 2
+	if deadline, ok := ctx.Deadline(); ok {
+		bound = time.Until(deadline) / 2
+	}
+	mctx, cancel := context.WithTimeout(ctx, bound)
+	defer cancel()
+	var wg sync.WaitGroup
+	errs := make([]error, len(st.replicas))
+	for i, r := range st.replicas {
+		wg.Go(func() { errs[i] = r.Compact(mctx) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		ix.cfg.Logger.Warn("segments not merged before the snapshot; publishing them as they are", "index", st.def.Name, "err", err)
+		return
+	}
+	ix.cfg.Logger.Info("segments merged before the snapshot", "index", st.def.Name, "shards", len(st.replicas), "took", time.Since(start).Round(time.Millisecond))
 }
 
 func changed(m meta.Manifest, replicas []*shard.Replica) bool {

@@ -681,6 +681,9 @@ type Stats struct {
 	Docs uint64
 	// Lent: the replica served is Config.Replicas' (the indexer's).
 	Lent bool
+	// FileSegments and MemorySegments are the segments the replica's
+	// index is made of (shard.Replica.Segments).
+	FileSegments, MemorySegments uint64
 }
 
 // ForceMerge merges the segments of every shard of index this searcher
@@ -706,7 +709,9 @@ func (s *Searcher) Stats() []Stats {
 	for _, sh := range s.shardStates() {
 		docs, _ := sh.replica.DocCount()
 		p := sh.replica.Progress()
-		out = append(out, Stats{Index: sh.index, Shard: sh.shard, Generation: sh.replica.Generation(), Seq: p.Seq, Lag: p.Pending, Docs: docs, Lent: sh.lent})
+		files, memory := sh.replica.Segments()
+		out = append(out, Stats{Index: sh.index, Shard: sh.shard, Generation: sh.replica.Generation(), Seq: p.Seq, Lag: p.Pending, Docs: docs, Lent: sh.lent,
+			FileSegments: files, MemorySegments: memory})
 	}
 	slices.SortFunc(out, func(a, b Stats) int {
 		if a.Index != b.Index {

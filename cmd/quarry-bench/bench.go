@@ -69,6 +69,9 @@ type benchConfig struct {
 	// StatsCacheTerms is how many (field, term) statistics the broker
 	// keeps to put a new query's statistics together (negative: none).
 	StatsCacheTerms int
+	// NoSnapshotMerge leaves the bulk load's segments unmerged (the
+	// indexer's flag of the same name).
+	NoSnapshotMerge bool
 }
 
 const benchAbout = `Measures Quarry side by side with bleve, on the same documents and the same
@@ -147,6 +150,7 @@ func parseBench(args []string) (*benchConfig, *cmdline.Runtime, error) {
 	fs.IntVar(&cfg.Docs, "docs", catalog.DefaultSize, "documents: N items of the sample catalogue (generated with --seed)")
 	fs.IntVar(&cfg.Shards, "shards", 4, "shards of the Quarry index and of the bleve alias")
 	fs.IntVar(&cfg.StatsCache, "stats-cache", broker.Defaults.StatsCacheSize, "Quarry: queries whose global term statistics the broker caches (negative: none; with --stats-cache-terms -1 every query pays the statistics phase)")
+	fs.BoolVar(&cfg.NoSnapshotMerge, "no-snapshot-merge", false, "Quarry: leave the bulk load's segments as they are (by default the snapshot it ends with merges each shard's into one)")
 	fs.IntVar(&cfg.StatsCacheTerms, "stats-cache-terms", broker.Defaults.StatsCacheTerms, "Quarry: (field, term) statistics the broker caches, from which a new query's statistics are put together (negative: none, so a query seen for the first time pays the statistics phase)")
 	fs.Uint64Var(&seed, "seed", catalog.DefaultSeed, "seed of the catalogue and of the generated queries")
 	fs.StringVar(&cfg.QueriesFile, "queries", "", "FILE of queries, one a line (text, or a JSON search request); default: generated from the catalogue")
@@ -337,6 +341,7 @@ func bench(ctx context.Context, cfg *benchConfig, log *slog.Logger, out, progres
 				s.before()
 			}
 			runtime.GC() // every measurement starts from a collected heap
+			statsBefore := env.statistics()
 			target := func(ctx context.Context, i int) error {
 				_, err := s.search(ctx, &queries[i%len(queries)])
 				return err
@@ -360,6 +365,9 @@ func bench(ctx context.Context, cfg *benchConfig, log *slog.Logger, out, progres
 				return fmt.Errorf("%s, %s loop: %w", s.name, loop, err)
 			}
 			run := rep.add(s, loop, res)
+			if s.writer != nil { // a Quarry setup
+				run.Statistics = statsSince(statsBefore, env.statistics())
+			}
 			fmt.Fprintf(progress, "  %-6s loop  %-13s %7s ok %4d errors  %8.1f q/s  p50 %s  p99 %s\n", loop, s.name,
 				cmdline.Thousands(run.OK), run.Errors, run.Throughput, fmtUS(run.Latency.P50US), fmtUS(run.Latency.P99US))
 		}

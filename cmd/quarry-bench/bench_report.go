@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"runtime"
@@ -103,6 +104,10 @@ type benchRun struct {
 	// role in the process together (the capacity model's input,
 	// docs/scaling.md).
 	CPUPerQueryUS float64 `json:"cpu_per_query_us,omitempty"`
+	// Statistics counts, for a Quarry setup, where its searches' term
+	// statistics came from (the broker's quarry_broker_statistics_total
+	// over the loop, warm-up included): query_cache, terms, round_trip.
+	Statistics map[string]float64 `json:"statistics,omitempty"`
 	// Service (from the actual send) and SendLag (the sender's lateness)
 	// of an open loop.
 	Service *benchDist `json:"service,omitempty"`
@@ -382,6 +387,26 @@ func (r *benchReport) writeText(w io.Writer) {
 	}
 	if lag > 0 {
 		fmt.Fprintf(w, "\nthe open loop's sender was late by at most %s at p99 (counted in the latencies above)\n", fmtUS(lag))
+	}
+	for _, s := range r.Setups {
+		for _, run := range []*benchRun{s.Open, s.Closed} {
+			if run == nil || len(run.Statistics) == 0 {
+				continue
+			}
+			loop := "closed"
+			if run == s.Open {
+				loop = "open"
+			}
+			var all float64
+			for _, n := range run.Statistics {
+				all += n
+			}
+			var parts []string
+			for _, src := range slices.Sorted(maps.Keys(run.Statistics)) {
+				parts = append(parts, fmt.Sprintf("%s %.0f%%", src, 100*run.Statistics[src]/all))
+			}
+			fmt.Fprintf(w, "statistics: %s %s loop, %s searches: %s\n", s.Name, loop, cmdline.Thousands(int64(all)), strings.Join(parts, ", "))
+		}
 	}
 	for _, ch := range r.Checks {
 		fmt.Fprintf(w, "hits: %s returned %s's for %d of %d queries\n", ch.Setup, ch.Against, ch.Same, ch.Queries)

@@ -120,6 +120,45 @@ type benchEnv struct {
 	progress io.Writer
 	setups   []*benchSetup
 	closers  []func()
+	node     *node.Node // the Quarry setups' node, once started
+}
+
+// statistics returns the node's count of searches by where their term
+// statistics came from (quarry_broker_statistics_total, every index).
+func (e *benchEnv) statistics() map[string]float64 {
+	if e.node == nil {
+		return nil
+	}
+	families, err := e.node.Metrics.Gather()
+	if err != nil {
+		return nil
+	}
+	out := map[string]float64{}
+	for _, f := range families {
+		if f.GetName() != "quarry_broker_statistics_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "source" {
+					out[l.GetValue()] += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return out
+}
+
+// statsSince is what the counts grew by from before to after, the
+// sources that did not grow left out.
+func statsSince(before, after map[string]float64) map[string]float64 {
+	out := map[string]float64{}
+	for src, n := range after {
+		if d := n - before[src]; d > 0 {
+			out[src] = d
+		}
+	}
+	return out
 }
 
 // Close releases every setup's resources, the last opened first.
@@ -227,12 +266,14 @@ func newBleveIndex(dir string, docs []byte) (bleve.Index, error) {
 // settleBleve waits (up to a minute) until scorch has persisted and merged
 // every index's segments, so that background merging does not run during
 // the measurements.
-func settleBleve(ctx context.Context, log *slog.Logger, idxs ...bleve.Index) {
+func settleBleve(ctx context.Context, log *slog.Logger, idxs ...bleve.Index) (fileSegments string) {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	if state, err := shard.Settle(ctx, 100*time.Millisecond, idxs...); errors.Is(err, context.DeadlineExceeded) {
+	state, err := shard.Settle(ctx, 100*time.Millisecond, idxs...)
+	if errors.Is(err, context.DeadlineExceeded) {
 		log.Warn("bleve still merging segments after a minute; measuring anyway", "file_segments", state)
 	}
+	return state
 }
 
 // bleveSearch runs req on an index or alias the way the planner builds it
@@ -271,7 +312,8 @@ func (e *benchEnv) bleveOne(docs []byte) (*benchSetup, error) {
 		return nil, err
 	}
 	e.closers = append(e.closers, func() { idx.Close() })
-	settleBleve(context.Background(), e.log, idx)
+	state := settleBleve(context.Background(), e.log, idx)
+	fmt.Fprintf(e.progress, "  setup %s: segments (files): %s\n", setupBleve, state)
 	// Scored as Quarry scores (token totals, docs/RATIONALE.md "Exact
 	// distributed scoring"), so that both return the same hits.
 	st, err := shard.IndexStats(idx)
@@ -331,11 +373,12 @@ func (e *benchEnv) bleveAlias(docs []byte) (*benchSetup, error) {
 func (e *benchEnv) quarry(ctx context.Context, docs []byte, pf *broker.PipelineFile, want map[string]bool) error {
 	start := time.Now()
 	n, err := node.Start(ctx, node.Config{DataDir: filepath.Join(e.cfg.DataDir, "quarry"), NATSHost: "127.0.0.1", NATSPort: -1,
-		Indexer: &indexer.Config{SnapshotInterval: -1, Writes: e.cfg.IndexerWrites}, Searcher: &searcher.Config{Writes: e.cfg.Writes}, Broker: &broker.Config{StatsCacheSize: e.cfg.StatsCache, StatsCacheTerms: e.cfg.StatsCacheTerms}, SeparateReplicas: e.cfg.SeparateReplicas, Logger: e.log})
+		Indexer: &indexer.Config{SnapshotInterval: -1, Writes: e.cfg.IndexerWrites, NoSnapshotMerge: e.cfg.NoSnapshotMerge}, Searcher: &searcher.Config{Writes: e.cfg.Writes}, Broker: &broker.Config{StatsCacheSize: e.cfg.StatsCache, StatsCacheTerms: e.cfg.StatsCacheTerms}, SeparateReplicas: e.cfg.SeparateReplicas, Logger: e.log})
 	if err != nil {
 		return fmt.Errorf("setup %s: start the roles: %w", setupQuarry, err)
 	}
 	e.closers = append(e.closers, n.Close)
+	e.node = n
 	if err := n.WaitReady(ctx); err != nil {
 		return fmt.Errorf("setup %s: roles not ready: %w", setupQuarry, err)
 	}
@@ -357,6 +400,13 @@ func (e *benchEnv) quarry(ctx context.Context, docs []byte, pf *broker.PipelineF
 		return fmt.Errorf("setup %s: %w", setupQuarry, err)
 	}
 	e.ready(setupQuarry, start)
+	var segs []string
+	for _, st := range n.Searcher.Stats() {
+		if st.Index == benchIndex {
+			segs = append(segs, fmt.Sprintf("%d+%d", st.FileSegments, st.MemorySegments))
+		}
+	}
+	fmt.Fprintf(e.progress, "  setup %s: segments of each shard (files+memory): %s\n", setupQuarry, strings.Join(segs, " "))
 	search := func(ctx context.Context, req *api.SearchRequest) ([]benchHit, error) {
 		r := *req
 		resp, err := c.Search(ctx, benchIndex, &r)

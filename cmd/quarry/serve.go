@@ -34,6 +34,7 @@ import (
 // roleFlags are the tuning flags of each role.
 type roleFlags struct {
 	snapshotInterval time.Duration
+	noSnapshotMerge  bool
 	workers          int
 	maxBatch         int
 	defaultTimeout   time.Duration
@@ -84,6 +85,7 @@ func (f *roleFlags) registerDrain(fs *flag.FlagSet) {
 func (f *roleFlags) registerIndexer(fs *flag.FlagSet) {
 	fs.DurationVar(&f.snapshotInterval, "snapshot-interval", indexer.Defaults.SnapshotInterval, "how often an index that changed is snapshotted (0 or negative: only after bulk ingests)")
 	fs.IntVar(&f.maxBatch, "max-batch", indexer.Defaults.MaxBatch, "most documents applied to a shard in one bleve batch")
+	fs.BoolVar(&f.noSnapshotMerge, "no-snapshot-merge", false, "publish the snapshot a bulk load ends with as its segments are, without merging each shard's into one first (searches visit every segment)")
 	fs.DurationVar(&f.indexerApply, "indexer-apply-interval", indexer.Defaults.Writes.ApplyInterval, "the indexer's least time between two batches applied to a shard, when its replicas serve no search (quarry indexer, or quarry serve --separate-replicas; else --apply-interval paces them): longer batches cost it less, and a snapshot waits at most this long for the last updates; negative: apply as they arrive")
 	f.registerWrites(fs)
 }
@@ -145,7 +147,7 @@ func (f *roleFlags) indexer() *indexer.Config {
 	}
 	w := f.writes
 	w.ApplyInterval = f.indexerApply
-	return &indexer.Config{SnapshotInterval: iv, MaxBatch: f.maxBatch, Writes: w}
+	return &indexer.Config{SnapshotInterval: iv, MaxBatch: f.maxBatch, Writes: w, NoSnapshotMerge: f.noSnapshotMerge}
 }
 
 func (f *roleFlags) searcher() *searcher.Config {

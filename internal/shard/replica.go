@@ -273,6 +273,16 @@ func (r *Replica) Progress() Progress {
 // DocCount is the number of documents in the replica.
 func (r *Replica) DocCount() (uint64, error) { return r.idx.DocCount() }
 
+// Segments returns how many segments the replica's index is made of now:
+// persisted files and fresh ones still in memory (scorch's root). Every
+// search visits each.
+func (r *Replica) Segments() (files, memory uint64) {
+	m, _ := r.idx.StatsMap()["index"].(map[string]any)
+	files, _ = m["num_root_filesegments"].(uint64)
+	memory, _ = m["num_root_memorysegments"].(uint64)
+	return files, memory
+}
+
 // Start follows the stream from Seq()+1 until Close. It returns once the
 // consumer exists; use WaitCaughtUp to wait for the replay.
 func (r *Replica) Start(ctx context.Context) error {

@@ -54,40 +54,79 @@ func Settle(ctx context.Context, every time.Duration, idxs ...bleve.Index) (stat
 
 // ForceMerge merges the replica's index into as few segments as scorch
 // will (one, unless an update arrives meanwhile): it waits until every
-// in-memory segment is persisted, then asks scorch for a forced merge and
-// waits for it. Tests use it to show that scores do not depend on how
-// segments are merged.
+// in-memory segment is persisted, then merges the files. Tests use it to
+// show that scores do not depend on how segments are merged.
 func (r *Replica) ForceMerge(ctx context.Context) error {
-	idx, err := r.acquire()
+	sc, err := r.scorch()
 	if err != nil {
 		return err
+	}
+	if err := persisted(ctx, sc); err != nil {
+		return fmt.Errorf("force merge shard %d: waiting for segments to persist: %w", r.cfg.Shard, err)
+	}
+	return r.merge(ctx, sc)
+}
+
+// Compact merges the replica's segments into one (scorch's forced merge)
+// and waits for it. Every search visits every segment, so a shard of one
+// segment answers fastest: the indexer compacts its replicas before the
+// snapshot a bulk load ends with. It waits first, two persister naps at
+// most, for fresh segments to be persisted (under a steady stream of
+// updates there is always one): those still in memory then are left to
+// the persister. Searches and updates go on meanwhile; closing the
+// replica ends the merge.
+func (r *Replica) Compact(ctx context.Context) error {
+	sc, err := r.scorch()
+	if err != nil {
+		return err
+	}
+	wctx, cancel := context.WithTimeout(ctx, 2*max(r.cfg.Writes.PersistNap, 10*time.Millisecond))
+	persisted(wctx, sc) // what is still in memory after wait stays there
+	cancel()
+	return r.merge(ctx, sc)
+}
+
+// persisted waits until sc holds no in-memory segment, or ctx ends.
+func persisted(ctx context.Context, sc *scorch.Scorch) error {
+	for {
+		if mem, _ := sc.StatsMap()["num_root_memorysegments"].(uint64); mem == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+// scorch returns the replica's scorch index, taken under the lock and
+// used without it: a merge must not hold up a generation swap, which
+// would hold up every search behind it.
+func (r *Replica) scorch() (*scorch.Scorch, error) {
+	idx, err := r.acquire()
+	if err != nil {
+		return nil, err
 	}
 	defer r.mu.RUnlock()
 	adv, err := idx.Advanced()
 	if err != nil {
-		return fmt.Errorf("force merge shard %d: %w", r.cfg.Shard, err)
+		return nil, fmt.Errorf("shard %d: %w", r.cfg.Shard, err)
 	}
 	si, ok := adv.(*statsIndex)
 	if !ok {
-		return fmt.Errorf("force merge shard %d: index type %T", r.cfg.Shard, adv)
+		return nil, fmt.Errorf("shard %d: index type %T", r.cfg.Shard, adv)
 	}
 	sc, ok := si.Index.(*scorch.Scorch)
 	if !ok {
-		return fmt.Errorf("force merge shard %d: index type %T", r.cfg.Shard, si.Index)
+		return nil, fmt.Errorf("shard %d: index type %T", r.cfg.Shard, si.Index)
 	}
-	for {
-		m, _ := idx.StatsMap()["index"].(map[string]any)
-		if mem, _ := m["num_root_memorysegments"].(uint64); mem == 0 {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("force merge shard %d: waiting for segments to persist: %w", r.cfg.Shard, ctx.Err())
-		case <-time.After(5 * time.Millisecond):
-		}
-	}
+	return sc, nil
+}
+
+func (r *Replica) merge(ctx context.Context, sc *scorch.Scorch) error {
 	if err := sc.ForceMerge(ctx, nil); err != nil {
-		return fmt.Errorf("force merge shard %d: %w", r.cfg.Shard, err)
+		return fmt.Errorf("merge shard %d: %w", r.cfg.Shard, err)
 	}
 	return nil
 }
