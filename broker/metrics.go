@@ -249,6 +249,14 @@ func (im *indexMetrics) stage(stage int, d time.Duration) {
 	}
 }
 
+// statistics counts a search's statistics by where they came from (a
+// quiet run, a shadow's, has no series: nil).
+func (im *indexMetrics) statistics(source int) {
+	if im != nil {
+		im.statsFrom[source].Inc()
+	}
+}
+
 // step observes one pipeline step's time. Shadow copies (quiet steps) are
 // not observed: their calls are not the request's.
 func (m *metrics) step(index string, s *Step, d time.Duration) {

@@ -199,7 +199,9 @@ func (r *run) planned() {
 }
 
 // statistics gives the shard request the query's global term statistics
-// (exact scoring), from the cache or one round trip to every shard.
+// (exact scoring): the query's own from the cache, or put together from
+// the cached statistics of its terms, or from one round trip to every
+// shard.
 func (r *run) statistics(shardCtx context.Context) error {
 	if !r.plan.ExactScoring || r.b.cfg.NoExactScoring {
 		return nil
@@ -215,7 +217,7 @@ func (r *run) statistics(shardCtx context.Context) error {
 		r.sreq.LocalStats = true
 		took := time.Since(r.plannedAt)
 		r.stage(stageStats, took)
-		r.metrics.statsFrom[statsOneShard].Inc()
+		r.metrics.statistics(statsOneShard)
 		if r.profile {
 			r.prof = append(r.prof, api.Stage{Name: "stats", TookMS: ms(took), Detail: "counted by the index's one shard as it searches: no round trip"})
 		}
@@ -241,7 +243,7 @@ func (r *run) statistics(shardCtx context.Context) error {
 	}
 	took := time.Since(r.plannedAt)
 	r.stage(stageStats, took)
-	r.metrics.statsFrom[source].Inc()
+	r.metrics.statistics(source)
 	if r.profile {
 		detail := "cache miss: one round trip to every shard"
 		switch {

@@ -9,10 +9,12 @@ import (
 )
 
 // run is one measurement the model is built from: `quarry bench --setups
-// quarry --loops closed --duration 10s --check 0 --stats-cache -1 --docs
-// DOCS --shards SHARDS --profile-dir DIR` on the 2-core machine, its CPU
-// per query (the report's cpu/query) and each role's share of the CPU
-// profile (go run ./internal/capacity/attribute DIR/quarry-closed.cpu.pprof).
+// quarry --loops closed --duration 10s --check 0 --stats-cache -1
+// --stats-cache-terms -1 --docs DOCS --shards SHARDS --profile-dir DIR`
+// (the second flag is newer than the figures, which had no term cache) on
+// the 2-core machine, its CPU per query (the report's cpu/query) and each
+// role's share of the CPU profile (go run ./internal/capacity/attribute
+// DIR/quarry-closed.cpu.pprof).
 type run struct {
 	docs, shards int
 	cpuMS        float64 // per query

@@ -70,20 +70,34 @@ func (r *Replica) ForceMerge(ctx context.Context) error {
 // Compact merges the replica's segments into one (scorch's forced merge)
 // and waits for it. Every search visits every segment, so a shard of one
 // segment answers fastest: the indexer compacts its replicas before the
-// snapshot a bulk load ends with. It waits first, two persister naps at
-// most, for fresh segments to be persisted (under a steady stream of
-// updates there is always one): those still in memory then are left to
-// the persister. Searches and updates go on meanwhile; closing the
-// replica ends the merge.
+// snapshot a bulk load ends with. Each round waits, five persister naps
+// at most, for fresh segments to be persisted, then merges the files; a
+// segment still in memory after it (scorch can persist one more after
+// the merge began) takes another round, three at most, unless updates
+// arrived meanwhile: under a steady stream of updates there is always a
+// fresh segment, left to the persister. Searches and updates go on
+// meanwhile; closing the replica ends the merge.
 func (r *Replica) Compact(ctx context.Context) error {
 	sc, err := r.scorch()
 	if err != nil {
 		return err
 	}
-	wctx, cancel := context.WithTimeout(ctx, 2*max(r.cfg.Writes.PersistNap, 10*time.Millisecond))
-	persisted(wctx, sc) // what is still in memory after wait stays there
-	cancel()
-	return r.merge(ctx, sc)
+	seq := r.Seq()
+	for range 3 {
+		wctx, cancel := context.WithTimeout(ctx, 5*max(r.cfg.Writes.PersistNap, 10*time.Millisecond))
+		persisted(wctx, sc) // what is still in memory after the wait stays there
+		cancel()
+		if err := r.merge(ctx, sc); err != nil {
+			return err
+		}
+		m := sc.StatsMap()
+		files, _ := m["num_root_filesegments"].(uint64)
+		mem, _ := m["num_root_memorysegments"].(uint64)
+		if files+mem <= 1 || r.Seq() != seq {
+			break
+		}
+	}
+	return nil
 }
 
 // persisted waits until sc holds no in-memory segment, or ctx ends.

@@ -108,7 +108,8 @@ func (rt *Router) CountStats(ctx context.Context, plan *planner.Plan) (*wire.Glo
 // parallel under ctx's deadline, hedged as the plan says; a result per
 // shard, in the plan's order. When a shard refuses the statistics as
 // stale (wire.CodeStaleStats: more of its updates since they were
-// counted than the bound), they are counted again and every shard asked
+// counted than the bound, or, put together, lacking a term it reads),
+// they are counted again and every shard asked
 // once more, without the bound (the statistics are a moment old). It
 // reports whether that happened.
 func (rt *Router) Search(ctx context.Context, plan *planner.Plan, sreq *wire.ShardRequest) ([]Result, bool) {
@@ -121,7 +122,7 @@ func (rt *Router) Search(ctx context.Context, plan *planner.Plan, sreq *wire.Sha
 	st, err := rt.CountStats(statsCtx, plan)
 	cancel()
 	retry := *sreq
-	retry.MaxStaleUpdates = 0
+	retry.MaxStaleUpdates, retry.StatsComposed = 0, false
 	if err == nil {
 		retry.Stats = st // nil when a shard did not answer: each scores with its own
 	}
