@@ -602,13 +602,7 @@ func TestOneShardCountsItsStatistics(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var detail string
-		for _, st := range got.Profile.Stages {
-			if st.Name == "stats" {
-				detail = st.Detail
-			}
-		}
-		if !strings.HasPrefix(detail, want) {
+		if detail := statsDetail(got); !strings.HasPrefix(detail, want) {
 			t.Fatalf("search %d: statistics stage %q, want %q", i, detail, want)
 		}
 		if diff := hitsDiffer(got.Hits, refSearch(t, single, ref, req, 20).Hits, 0); diff != "" {
@@ -645,13 +639,7 @@ func TestNewQueryFromCachedTerms(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var detail string
-		for _, st := range got.Profile.Stages {
-			if st.Name == "stats" {
-				detail = st.Detail
-			}
-		}
-		if !strings.HasPrefix(detail, tc.want) {
+		if detail := statsDetail(got); !strings.HasPrefix(detail, tc.want) {
 			t.Fatalf("search %d (%q): statistics stage %q, want %q", i, tc.q, detail, tc.want)
 		}
 		if diff := hitsDiffer(got.Hits, refSearch(t, single, ref, req, 20).Hits, 0); diff != "" {
@@ -683,4 +671,14 @@ func TestNewQueryFromCachedTerms(t *testing.T) {
 	if diff := hitsDiffer(got.Hits, refSearch(t, allIdx, postingsStats(t, allIdx), req, 20).Hits, 0); diff != "" {
 		t.Fatalf("after 300 more documents: %s", diff)
 	}
+}
+
+// statsDetail is what a profiled response's statistics stage says.
+func statsDetail(r *api.SearchResponse) string {
+	for _, st := range r.Profile.Stages {
+		if st.Name == "stats" {
+			return st.Detail
+		}
+	}
+	return ""
 }
