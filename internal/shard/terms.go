@@ -114,7 +114,7 @@ func (*noDocuments) InternalID(string) (index.IndexInternalID, error) { return n
 func (*noDocuments) Close() error                                     { return nil }
 func (*noDocuments) FieldCardinality(string) (int, error)             { return 0, nil }
 
-// emptyPostings is a term's postings, or a list of documents, with none.
+// emptyPostings is a term's postings, with none.
 type emptyPostings struct{}
 
 func (emptyPostings) Next(*index.TermFieldDoc) (*index.TermFieldDoc, error) { return nil, nil }
