@@ -276,22 +276,54 @@ func (ss *shardStates) get(index string, shard int) *shardState {
 	return s
 }
 
-// hedgeBudget caps hedges to a share of shard requests, plus a burst of
-// hedgeBurst so the first slow answers after start can be hedged too.
+// hedgeBudget caps hedges to a share of shard requests: a bucket that
+// every shard request fills by maxFraction of a hedge, up to hedgeBucket,
+// and every hedge empties by one; it starts with hedgeBurst, so the first
+// slow answers after start can be hedged too. A run of slow answers takes
+// at most hedgeBucket hedges at once, and a quiet spell banks no more:
+// the budget was maxFraction of every request since start, which let a
+// long quiet spell bank thousands of hedges (a slow moment could then
+// double the load on a struggling shard for as long), and made a burst
+// of hedges at start a debt that refused every hedge for thousands of
+// requests after (TestFaultSlowShard's search waited its whole second).
 type hedgeBudget struct {
 	requests, hedges, won atomic.Int64
+
+	mu      sync.Mutex
+	tokens  int64 // millionths of a hedge: sums of fractions stay exact
+	started bool
 }
 
-const hedgeBurst = 2
+const (
+	hedgeBurst  = 2
+	hedgeBucket = 10
+	hedgeUnit   = 1_000_000 // a hedge, in tokens
+)
 
-func (h *hedgeBudget) allow(maxFraction float64) bool {
-	for {
-		n := h.hedges.Load()
-		if float64(n+1) > maxFraction*float64(h.requests.Load())+hedgeBurst {
-			return false
-		}
-		if h.hedges.CompareAndSwap(n, n+1) {
-			return true
-		}
+// request counts a shard request, and fills the bucket by maxFraction.
+func (h *hedgeBudget) request(maxFraction float64) {
+	h.requests.Add(1)
+	h.mu.Lock()
+	h.start()
+	h.tokens = min(h.tokens+int64(maxFraction*hedgeUnit), hedgeBucket*hedgeUnit)
+	h.mu.Unlock()
+}
+
+// allow takes a hedge from the bucket, if it holds one.
+func (h *hedgeBudget) allow() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.start()
+	if h.tokens < hedgeUnit {
+		return false
+	}
+	h.tokens -= hedgeUnit
+	h.hedges.Add(1)
+	return true
+}
+
+func (h *hedgeBudget) start() {
+	if !h.started {
+		h.tokens, h.started = hedgeBurst*hedgeUnit, true
 	}
 }

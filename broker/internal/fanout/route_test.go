@@ -127,25 +127,39 @@ func TestLatencyQuantile(t *testing.T) {
 	}
 }
 
-// TestHedgeBudget: hedges within maxFraction of shard requests, plus a
-// burst of hedgeBurst at start.
+// TestHedgeBudget: a burst of hedgeBurst at start, then maxFraction of
+// the shard requests since, at most hedgeBucket banked.
 func TestHedgeBudget(t *testing.T) {
 	var h hedgeBudget
 	for i := range hedgeBurst {
-		if !h.allow(0.05) {
+		if !h.allow() {
 			t.Fatalf("hedge %d of the start's burst refused", i+1)
 		}
 	}
-	if h.allow(0.05) {
+	if h.allow() {
 		t.Fatal("a hedge past the burst with no requests")
 	}
-	h.requests.Add(100) // 5% of 100: 5 more, 7 in all
-	n := 0
-	for h.allow(0.05) {
-		n++
+	drain := func() int {
+		n := 0
+		for h.allow() {
+			n++
+		}
+		return n
 	}
-	if h.hedges.Load() != 7 || n != 5 {
+	for range 100 {
+		h.request(0.05)
+	}
+	if n := drain(); n != 5 || h.hedges.Load() != 7 {
 		t.Fatalf("after 100 requests: %d more hedges, %d in all; want 5 and 7", n, h.hedges.Load())
+	}
+	for range 10000 { // a quiet spell banks hedgeBucket at most
+		h.request(0.05)
+	}
+	if n := drain(); n != hedgeBucket {
+		t.Fatalf("after 10,000 requests with no hedge: %d hedges at once, want %d", n, hedgeBucket)
+	}
+	if h.requests.Load() != 10100 {
+		t.Fatalf("requests %d, want 10100", h.requests.Load())
 	}
 }
 

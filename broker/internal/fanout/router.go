@@ -186,7 +186,7 @@ type attempt struct {
 func (rt *Router) askShard(ctx context.Context, index string, sh int, data []byte, hdr nats.Header, hedge planner.Hedge) (res Result) {
 	start := time.Now()
 	st := rt.shards.get(index, sh)
-	rt.hedge.requests.Add(1)
+	rt.hedge.request(hedge.MaxFraction)
 	if trace.Enabled() {
 		// The shard's span, and its context in this shard's headers.
 		var span oteltrace.Span
@@ -279,7 +279,7 @@ func (rt *Router) askShard(ctx context.Context, index string, sh int, data []byt
 			timer = nil
 			// A primary found gone (no responders) since is a failover,
 			// not extra load: it needs no budget.
-			if gone := primary != "" && !st.known(primary); gone || rt.hedge.allow(hedge.MaxFraction) {
+			if gone := primary != "" && !st.known(primary); gone || rt.hedge.allow() {
 				target, _ := st.chooseHedge(primary)
 				send(target, true)
 				pending++
