@@ -285,7 +285,8 @@ func (ss *shardStates) get(index string, shard int) *shardState {
 // long quiet spell bank thousands of hedges (a slow moment could then
 // double the load on a struggling shard for as long), and made a burst
 // of hedges at start a debt that refused every hedge for thousands of
-// requests after (TestFaultSlowShard's search waited its whole second).
+// requests after (the likely cause of a CI run of TestFaultSlowShard in
+// which a search waited its whole second, unhedged).
 type hedgeBudget struct {
 	requests, hedges, won atomic.Int64
 
