@@ -30,7 +30,8 @@ type QueryTerms struct {
 // an index: the statistics phase's recording, run over a reader with no
 // documents. ok is false when the terms depend on an index's dictionary
 // (fuzzy, prefix, wildcard, regexp, numeric, date and geo ranges,
-// synonyms: the reader refuses every dictionary), when the query reads
+// synonyms: the reader notes every dictionary read, and refuses fuzzy and
+// regexp automata, synonyms and geo shapes), when the query reads
 // terms that are not UTF-8 (their fields' statistics stay each shard's
 // own), and on any error (the statistics phase reports it).
 func ListTerms(ctx context.Context, req *wire.ShardRequest, m mapping.IndexMapping) (*QueryTerms, bool) {
