@@ -70,8 +70,6 @@ const (
 
 var stageNames = [numStages]string{"decode", "rewrite", "plan", "stats", "fan_out", "merge", "rank", "encode"}
 
-// metrics are the broker's Prometheus metrics. Series of an index are
-// resolved once and cached (indexMetrics), so a request only looks them up.
 // Where a search's term statistics came from (exact scoring), the
 // label of quarry_broker_statistics_total.
 const (
@@ -84,6 +82,8 @@ const (
 
 var statsSourceNames = [numStatsSources]string{"query_cache", "terms", "round_trip", "one_shard"}
 
+// metrics are the broker's Prometheus metrics. Series of an index are
+// resolved once and cached (indexMetrics), so a request only looks them up.
 type metrics struct {
 	statsFrom *prometheus.CounterVec
 	requests  *prometheus.CounterVec

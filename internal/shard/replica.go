@@ -277,10 +277,11 @@ func (r *Replica) DocCount() (uint64, error) { return r.idx.DocCount() }
 // persisted files and fresh ones still in memory (scorch's root). Every
 // search visits each.
 func (r *Replica) Segments() (files, memory uint64) {
-	m, _ := r.idx.StatsMap()["index"].(map[string]any)
-	files, _ = m["num_root_filesegments"].(uint64)
-	memory, _ = m["num_root_memorysegments"].(uint64)
-	return files, memory
+	sc, err := r.scorch()
+	if err != nil {
+		return 0, 0
+	}
+	return rootSegments(sc)
 }
 
 // Start follows the stream from Seq()+1 until Close. It returns once the

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/blevesearch/bleve/v2"
@@ -90,20 +91,28 @@ func (r *Replica) Compact(ctx context.Context) error {
 		if err := r.merge(ctx, sc); err != nil {
 			return err
 		}
-		m := sc.StatsMap()
-		files, _ := m["num_root_filesegments"].(uint64)
-		mem, _ := m["num_root_memorysegments"].(uint64)
-		if files+mem <= 1 || r.Seq() != seq {
+		if files, mem := rootSegments(sc); files+mem <= 1 || r.Seq() != seq {
 			break
 		}
 	}
 	return nil
 }
 
+// rootSegments returns the file and in-memory segments of sc's root, as
+// its last introduction counted them: two atomic loads (StatsMap builds
+// every statistic scorch has).
+func rootSegments(sc *scorch.Scorch) (files, memory uint64) {
+	st, ok := sc.Stats().(*scorch.Stats)
+	if !ok {
+		return 0, 0
+	}
+	return atomic.LoadUint64(&st.TotFileSegmentsAtRoot), atomic.LoadUint64(&st.TotMemorySegmentsAtRoot)
+}
+
 // persisted waits until sc holds no in-memory segment, or ctx ends.
 func persisted(ctx context.Context, sc *scorch.Scorch) error {
 	for {
-		if mem, _ := sc.StatsMap()["num_root_memorysegments"].(uint64); mem == 0 {
+		if _, mem := rootSegments(sc); mem == 0 {
 			return nil
 		}
 		select {
