@@ -263,6 +263,9 @@ func (r *run) statistics(shardCtx context.Context) error {
 // cache of terms, when the query's terms can be listed from the index's
 // mapping and every one is cached, and reports whether it did.
 func (r *run) composeStats(ctx context.Context) bool {
+	if !r.b.stats.HasTerms(r.plan.Index) {
+		return false // no table to put them together from: no listing
+	}
 	m := r.b.mappings.get(&r.def)
 	if m == nil {
 		return false

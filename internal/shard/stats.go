@@ -262,8 +262,11 @@ func (q *scopedQuery) Searcher(ctx context.Context, i index.IndexReader, m mappi
 }
 
 func (r *statsReader) TermFieldReader(ctx context.Context, term []byte, field string, includeFreq, includeNorm, includeTermVectors bool) (index.TermFieldReader, error) {
-	if r.lacking != nil {
-		if _, ok := r.gs.DocFreq[field][string(term)]; !ok && !r.gs.Truncated && !slices.Contains(r.gs.Local, field) {
+	var df uint64
+	global := false
+	if r.gs != nil {
+		df, global = r.gs.DocFreq[field][string(term)]
+		if !global && r.lacking != nil && !r.gs.Truncated && !slices.Contains(r.gs.Local, field) {
 			r.lacking.note(field, term)
 			return nil, errLacksTerm
 		}
@@ -275,10 +278,8 @@ func (r *statsReader) TermFieldReader(ctx context.Context, term []byte, field st
 	if r.rec != nil {
 		r.rec.add(field, term, tfr.Count())
 	}
-	if r.gs != nil {
-		if df, ok := r.gs.DocFreq[field][string(term)]; ok {
-			return &globalCountReader{TermFieldReader: tfr, count: df}, nil
-		}
+	if global {
+		return &globalCountReader{TermFieldReader: tfr, count: df}, nil
 	}
 	return tfr, nil
 }

@@ -137,3 +137,22 @@ func TestComposedStatsLackingATerm(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkListTerms is what listing a new query's terms costs the broker
+// (once per query not cached): a query of the demo's shape, three fields
+// and a phrase, two words.
+func BenchmarkListTerms(b *testing.B) {
+	m, err := indexmap.Build(corpus.Mapping("bm25"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	const text = "spicy noodles"
+	q := fmt.Sprintf(`{"disjuncts":[{"match":%q,"field":"title","boost":3},{"match":%q,"field":"body"},{"match":%q,"field":"_all","boost":0.5},{"match_phrase":%q,"field":"title","boost":2}]}`, text, text, text, text)
+	req := &wire.ShardRequest{Query: []byte(q), K: 10}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, ok := ListTerms(context.Background(), req, m); !ok {
+			b.Fatal("not listed")
+		}
+	}
+}

@@ -114,6 +114,16 @@ func (c *StatsCache) putTerms(index string, s *wire.GlobalStats) {
 	}
 }
 
+// HasTerms reports whether the table holds fresh statistics of index:
+// without, Compose cannot answer, and a caller need not list a query's
+// terms for it (the table is off, or no statistics answer came yet).
+func (c *StatsCache) HasTerms(index string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	it := c.terms[index]
+	return it != nil && c.fresh(index, it.last)
+}
+
 // Compose puts together the statistics of a query that reads terms
 // (field → terms) and needs the token totals of fields, from the table;
 // nil unless every one is there and fresh. The caller sends them with

@@ -21,6 +21,9 @@ func answer(gen uint64, seqs map[int]uint64, docs uint64, df map[string]map[stri
 // an entry past maxAge, a forgotten index, or with the table off.
 func TestStatsCacheTerms(t *testing.T) {
 	c := NewStatsCache(10)
+	if c.HasTerms("menu") {
+		t.Fatal("an empty table has terms")
+	}
 	c.Put("menu", []byte("a"), answer(2, map[int]uint64{0: 10, 1: 20}, 100, map[string]map[string]uint64{"name": {"spicy": 7, "noodles": 4}}))
 	c.Put("menu", []byte("b"), answer(2, map[int]uint64{0: 15, 1: 18}, 101, map[string]map[string]uint64{"name": {"curry": 9}}))
 	fields := []string{"*", "name"}
@@ -62,8 +65,11 @@ func TestStatsCacheTerms(t *testing.T) {
 	if got := c.Compose("menu", map[string][]string{"name": {"curry"}}, fields); got == nil || got.DocFreq["name"]["curry"] != 11 || got.DocCount != 120 {
 		t.Fatalf("a newer answer not used: %+v", got)
 	}
+	if !c.HasTerms("menu") {
+		t.Fatal("a table with fresh terms says it has none")
+	}
 	c.Forget("menu")
-	if c.Compose("menu", map[string][]string{"name": {"curry"}}, fields) != nil || c.Get("menu", []byte("d")) != nil {
+	if c.HasTerms("menu") || c.Compose("menu", map[string][]string{"name": {"curry"}}, fields) != nil || c.Get("menu", []byte("d")) != nil {
 		t.Error("a forgotten index's statistics used")
 	}
 	c.Put("menu", []byte("d"), answer(0, map[int]uint64{0: 1, 1: 1}, 5, map[string]map[string]uint64{"name": {"curry": 1}}))
@@ -79,7 +85,7 @@ func TestStatsCacheTerms(t *testing.T) {
 	off := NewStatsCache(10)
 	off.SetTerms(-1)
 	off.Put("menu", []byte("a"), answer(1, map[int]uint64{0: 1}, 5, map[string]map[string]uint64{"name": {"curry": 1}}))
-	if off.Compose("menu", map[string][]string{"name": {"curry"}}, fields) != nil {
+	if off.HasTerms("menu") || off.Compose("menu", map[string][]string{"name": {"curry"}}, fields) != nil {
 		t.Error("a table of size -1 kept terms")
 	}
 	small := NewStatsCache(10)
