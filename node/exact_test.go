@@ -43,6 +43,16 @@ func postingsStats(tb testing.TB, idx bleve.Index, fields ...string) *search.BM2
 	return st
 }
 
+// catalogReference is the reference for catalogue documents (NDJSON): one
+// bleve index holding them all, closed when the test ends, and its
+// statistics from the postings.
+func catalogReference(tb testing.TB, docs []byte) (bleve.Index, *search.BM25Stats) {
+	tb.Helper()
+	idx := bleveDirect(tb, tb.TempDir()+"/reference", docs)
+	tb.Cleanup(func() { idx.Close() })
+	return idx, postingsStats(tb, idx)
+}
+
 // refSearch runs req on the reference, scored with st (nil: bleve's own
 // statistics), ordered by score then id, from 0 to from+size+extra.
 func refSearch(tb testing.TB, idx bleve.Index, st *search.BM25Stats, req api.SearchRequest, extra int) *bleve.SearchResult {
@@ -121,9 +131,7 @@ func TestExactDistributedScoring(t *testing.T) {
 	loadCatalog(t, n, "menu", 4, docs)
 	c := n.Client()
 	ctx := context.Background()
-	single := bleveDirect(t, t.TempDir()+"/one", docs)
-	defer single.Close()
-	ref := postingsStats(t, single)
+	single, ref := catalogReference(t, docs)
 
 	// The same documents scored per shard (scoring "shard": no
 	// statistics phase) differ: this is what the test guards against.
@@ -507,9 +515,7 @@ func startCorpus(t *testing.T, size int, bcfg *broker.Config) (s *corpusState, a
 	ctx := context.Background()
 	s = &corpusState{n: n, counts: []int{1, 2, 4, 7}, g: corpus.New(corpus.Config{Seed: 21, BodyMax: 90}), docs: map[string]map[string]any{}, last: map[string]map[int]uint64{}}
 	t.Cleanup(s.close)
-	for range size {
-		all = append(all, s.g.Next().Record())
-	}
+	all = s.g.Records(size)
 	for _, shards := range s.counts {
 		if _, err := n.Client().CreateIndex(ctx, indexName(shards), shards, corpus.Mapping("bm25")); err != nil {
 			t.Fatal(err)
@@ -531,10 +537,7 @@ func TestStatsFreshness(t *testing.T) {
 		s, _, cases := startCorpus(t, size, &broker.Config{StatsMaxUpdates: 10, StatsMaxAge: time.Hour})
 		s.updateReference(t)
 		s.check(t, "cached", cases)
-		var more []map[string]any
-		for range size / 10 {
-			more = append(more, s.g.Next().Record())
-		}
+		more := s.g.Records(size / 10)
 		s.write(t, more, nil, false)
 		s.check(t, "10% more", cases)
 	})
@@ -593,9 +596,7 @@ func TestOneShardCountsItsStatistics(t *testing.T) {
 	loadCatalog(t, n, "one", 1, docs)
 	c := n.Client()
 	ctx := context.Background()
-	single := bleveDirect(t, t.TempDir()+"/one", docs)
-	defer single.Close()
-	ref := postingsStats(t, single)
+	single, ref := catalogReference(t, docs)
 	req := api.SearchRequest{Q: "spicy noodles", Size: 20, Profile: true, TimeoutMS: 30000}
 	for i, want := range []string{"counted by the index's one shard", "cache hit"} {
 		got, err := c.Search(ctx, "one", &req)
@@ -622,9 +623,7 @@ func TestNewQueryFromCachedTerms(t *testing.T) {
 	loadCatalog(t, n, "menu", 4, docs)
 	c := n.Client()
 	ctx := context.Background()
-	single := bleveDirect(t, t.TempDir()+"/one", docs)
-	defer single.Close()
-	ref := postingsStats(t, single)
+	single, ref := catalogReference(t, docs)
 	for i, tc := range []struct{ q, want string }{
 		{"spicy noodles", "cache miss"},
 		{"chicken curry", "cache miss"},
@@ -661,14 +660,13 @@ func TestNewQueryFromCachedTerms(t *testing.T) {
 	all := append(slices.Clip(docs), extra.Bytes()...)
 	mustBulk(t, c, "menu", &extra)
 	waitDocs(t, n, 1800)
-	allIdx := bleveDirect(t, t.TempDir()+"/all", all)
-	defer allIdx.Close()
+	allIdx, allRef := catalogReference(t, all)
 	req := api.SearchRequest{Q: "curry spicy", Size: 20, TimeoutMS: 30000}
 	got, err := c.Search(ctx, "menu", &req)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := hitsDiffer(got.Hits, refSearch(t, allIdx, postingsStats(t, allIdx), req, 20).Hits, 0); diff != "" {
+	if diff := hitsDiffer(got.Hits, refSearch(t, allIdx, allRef, req, 20).Hits, 0); diff != "" {
 		t.Fatalf("after 300 more documents: %s", diff)
 	}
 }

@@ -121,6 +121,15 @@ func (g *Generator) Next() Doc {
 	}
 }
 
+// Records returns the next n documents as records (Doc.Record).
+func (g *Generator) Records(n int) []map[string]any {
+	out := make([]map[string]any, n)
+	for i := range out {
+		out[i] = g.Next().Record()
+	}
+	return out
+}
+
 // WriteNDJSON writes n documents, one JSON object a line.
 func (g *Generator) WriteNDJSON(w io.Writer, n int) error {
 	enc := json.NewEncoder(w)

@@ -266,10 +266,7 @@ func referenceIndex(tb testing.TB, raw json.RawMessage, docs []map[string]any) b
 // guards something).
 func TestExactScoringShards(t *testing.T) {
 	g := corpus.New(corpus.Config{Seed: 11, BodyMax: 90})
-	var docs []map[string]any
-	for range 800 {
-		docs = append(docs, g.Next().Record())
-	}
+	docs := g.Records(800)
 	queries := exactQueries(t, g, docs)
 	// Updates (new text for existing ids) and deletes, applied after the
 	// first load: the replicas hold their old versions as deleted
@@ -347,10 +344,7 @@ func TestExactScoringShards(t *testing.T) {
 // frequencies too.
 func TestExactScoringTFIDF(t *testing.T) {
 	g := corpus.New(corpus.Config{Seed: 5, BodyMax: 60})
-	var docs []map[string]any
-	for range 600 {
-		docs = append(docs, g.Next().Record())
-	}
+	docs := g.Records(600)
 	raw := corpus.Mapping("tf-idf")
 	ref := referenceIndex(t, raw, docs)
 	reps := loadReplicas(t, 3, raw, docs)
@@ -376,10 +370,7 @@ func TestExactScoringTFIDF(t *testing.T) {
 // postings, through updates, deletes and merges, and cached per segment.
 func TestTokenTotals(t *testing.T) {
 	g := corpus.New(corpus.Config{Seed: 3, BodyMax: 90})
-	var docs []map[string]any
-	for range 700 {
-		docs = append(docs, g.Next().Record())
-	}
+	docs := g.Records(700)
 	reps := loadReplicas(t, 1, corpus.Mapping("bm25"), docs)
 	r := reps[0]
 	check := func(state string) {
@@ -511,10 +502,7 @@ func TestStaleStatistics(t *testing.T) {
 // IndexStats of a plain scorch index is the count from its postings.
 func TestIndexStats(t *testing.T) {
 	g := corpus.New(corpus.Config{Seed: 9, BodyMax: 60})
-	var docs []map[string]any
-	for range 300 {
-		docs = append(docs, g.Next().Record())
-	}
+	docs := g.Records(300)
 	ref := referenceIndex(t, corpus.Mapping("bm25"), docs)
 	got, err := IndexStats(ref, "title", "body", "_all")
 	if err != nil {

@@ -20,10 +20,7 @@ import (
 // whose terms do.
 func TestListTerms(t *testing.T) {
 	g := corpus.New(corpus.Config{Seed: 5, BodyMax: 60})
-	var docs []map[string]any
-	for range 400 {
-		docs = append(docs, g.Next().Record())
-	}
+	docs := g.Records(400)
 	raw := corpus.Mapping("bm25")
 	m, err := indexmap.Build(raw)
 	if err != nil {
@@ -93,10 +90,7 @@ func TestListTerms(t *testing.T) {
 // statistics phase are not held to that.
 func TestComposedStatsLackingATerm(t *testing.T) {
 	g := corpus.New(corpus.Config{Seed: 6, BodyMax: 40})
-	var docs []map[string]any
-	for range 200 {
-		docs = append(docs, g.Next().Record())
-	}
+	docs := g.Records(200)
 	reps := loadReplicas(t, 2, corpus.Mapping("bm25"), docs)
 	w := g.Words()
 	q := fmt.Sprintf(`{"match":"%s %s","field":"body"}`, w[3], w[7])

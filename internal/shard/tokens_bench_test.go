@@ -17,10 +17,7 @@ import (
 //	go test -run XXX -bench TokenCount -benchmem ./internal/shard/
 func BenchmarkTokenCount(b *testing.B) {
 	g := corpus.New(corpus.Config{Seed: 21, BodyMax: 90})
-	var docs []map[string]any
-	for range 20000 {
-		docs = append(docs, g.Next().Record())
-	}
+	docs := g.Records(20000)
 	reps := loadReplicas(b, 1, corpus.Mapping("bm25"), docs)
 	r := reps[0]
 	if err := r.ForceMerge(context.Background()); err != nil {
