@@ -20,11 +20,17 @@ import (
 func followReplica(t *testing.T, w WriteOptions) (*Replica, *meta.Store) {
 	t.Helper()
 	ns := natstest.Start(t)
-	ctx := context.Background()
-	store, err := meta.Open(ctx, ns.JS, meta.Options{})
+	store, err := meta.Open(context.Background(), ns.JS, meta.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return followStore(t, store, w), store
+}
+
+// followStore starts another replica of shard 0 of index "t" following
+// store's stream, with writes w.
+func followStore(t *testing.T, store *meta.Store, w WriteOptions) *Replica {
+	t.Helper()
 	m, err := indexmap.Build(catalog.Mapping())
 	if err != nil {
 		t.Fatal(err)
@@ -34,10 +40,10 @@ func followReplica(t *testing.T, w WriteOptions) (*Replica, *meta.Store) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { r.Close() })
-	if err := r.Start(ctx); err != nil {
+	if err := r.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	return r, store
+	return r
 }
 
 // publishDocs publishes n documents of shard 0 at once (asynchronously)

@@ -81,6 +81,12 @@ type WriteOptions struct {
 	// updates; a small floor merges small segments with small ones.
 	// Default 10; negative: bleve's default (2,000).
 	MergeFloor int
+	// FreshSegments is the most in-memory segments (fresh batches not yet
+	// persisted) a replica lets searches visit: a batch that would leave
+	// more also indexes again, unchanged, the documents of the ones before
+	// it, so that its one segment replaces them all (fold.go). Every search
+	// looks each term up in every segment. Default 4; negative: no folding.
+	FreshSegments int
 }
 
 // DefaultMaxBatch is Config.MaxBatch's default: the most documents
@@ -92,6 +98,7 @@ const (
 	DefaultApplyInterval = 50 * time.Millisecond
 	DefaultPersistNap    = time.Second
 	DefaultMergeFloor    = 10
+	DefaultFreshSegments = 4
 )
 
 func (w *WriteOptions) defaults() {
@@ -103,6 +110,9 @@ func (w *WriteOptions) defaults() {
 	}
 	if w.MergeFloor == 0 {
 		w.MergeFloor = DefaultMergeFloor
+	}
+	if w.FreshSegments == 0 {
+		w.FreshSegments = DefaultFreshSegments
 	}
 }
 
@@ -129,9 +139,12 @@ type Replica struct {
 
 	seq     atomic.Uint64 // last applied stream sequence
 	applyMu sync.Mutex    // held while a batch is applied or the index copied
-	// pending, indexed, deleted and rejected: see Progress.
+	// pending, indexed, deleted, rejected and reindexed: see Progress.
 	pending, indexed, deleted, rejected atomic.Uint64
-	batches                             atomic.Uint64
+	batches, reindexed                  atomic.Uint64
+	// fresh: the documents applied since the index last held no
+	// in-memory segment (fold.go); the apply loop's alone.
+	fresh freshDocs
 	// updates remembers the sequences of the latest updates applied, to
 	// tell how many a search's statistics miss.
 	updates updateLog
@@ -262,12 +275,16 @@ type Progress struct {
 	// Batches counts the bleve batches applied since the replica was
 	// opened (each a new segment; see WriteOptions.ApplyInterval).
 	Batches uint64
+	// Reindexed counts the documents indexed again, unchanged, to fold
+	// fresh segments into one (WriteOptions.FreshSegments).
+	Reindexed uint64
 }
 
 // Progress reports what the replica has applied of the stream.
 func (r *Replica) Progress() Progress {
 	return Progress{Seq: r.seq.Load(), Pending: r.pending.Load(),
-		Indexed: r.indexed.Load(), Deleted: r.deleted.Load(), Rejected: r.rejected.Load(), Batches: r.batches.Load()}
+		Indexed: r.indexed.Load(), Deleted: r.deleted.Load(), Rejected: r.rejected.Load(), Batches: r.batches.Load(),
+		Reindexed: r.reindexed.Load()}
 }
 
 // DocCount is the number of documents in the replica.
@@ -436,6 +453,14 @@ func (r *Replica) apply(msgs []jetstream.Msg) error {
 	var last, pending uint64
 	var indexed, deleted, rejected uint64
 	seqs := make([]uint64, 0, len(msgs))
+	// ops are the batch's documents in order, for the fresh documents
+	// (WriteOptions.FreshSegments): data nil for a delete.
+	type op struct {
+		id   string
+		data []byte
+	}
+	var ops []op
+	folding := r.cfg.Writes.FreshSegments > 0
 	for _, m := range msgs {
 		md, err := m.Metadata()
 		if err != nil {
@@ -452,6 +477,9 @@ func (r *Replica) apply(msgs []jetstream.Msg) error {
 		if m.Headers().Get(subject.HeaderOp) == subject.OpDelete {
 			b.Delete(id)
 			deleted++
+			if folding {
+				ops = append(ops, op{id: id})
+			}
 			continue
 		}
 		var doc map[string]any
@@ -466,6 +494,17 @@ func (r *Replica) apply(msgs []jetstream.Msg) error {
 			continue
 		}
 		indexed++
+		if folding {
+			ops = append(ops, op{id: id, data: m.Data()})
+		}
+	}
+	var folded int
+	if folding {
+		ids := make(map[string]bool, len(ops))
+		for _, o := range ops {
+			ids[o.id] = true
+		}
+		folded = r.fold(b, ids)
 	}
 	var seqBuf [8]byte
 	binary.BigEndian.PutUint64(seqBuf[:], last)
@@ -480,8 +519,16 @@ func (r *Replica) apply(msgs []jetstream.Msg) error {
 	if err != nil {
 		return fmt.Errorf("apply batch up to %d: %w", last, err)
 	}
+	for _, o := range ops {
+		if o.data == nil {
+			r.fresh.deleted(o.id)
+		} else {
+			r.fresh.indexed(o.id, o.data)
+		}
+	}
 	r.pending.Store(pending)
 	r.batches.Add(1)
+	r.reindexed.Add(uint64(folded))
 	r.indexed.Add(indexed)
 	r.deleted.Add(deleted)
 	r.rejected.Add(rejected)

@@ -1,0 +1,121 @@
+package shard
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/quarrysearch/quarry/internal/meta"
+	"github.com/quarrysearch/quarry/internal/subject"
+	"github.com/quarrysearch/quarry/internal/wire"
+)
+
+// publishOne publishes one update of shard 0 of index "t" (a delete when
+// doc is empty) and returns its stream sequence.
+func publishOne(t *testing.T, store *meta.Store, id, doc string) uint64 {
+	t.Helper()
+	msg := nats.NewMsg(subject.Doc("t", 0, id))
+	msg.Data = []byte(doc)
+	if doc == "" {
+		msg.Header.Set(subject.HeaderOp, subject.OpDelete)
+	}
+	ack, err := store.JS.PublishMsg(context.Background(), msg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ack.Sequence
+}
+
+// TestFoldFreshSegments: updates applied one batch at a time, a segment
+// each, with the persister asleep. A replica that folds holds at most
+// FreshSegments in-memory segments, one that does not holds one a batch;
+// both hold the same documents, in their latest versions, and score every
+// query alike.
+func TestFoldFreshSegments(t *testing.T) {
+	const limit = 3
+	folded, store := followReplica(t, WriteOptions{ApplyInterval: -1, PersistNap: time.Hour, MergeFloor: -1, FreshSegments: limit})
+	plain := followStore(t, store, WriteOptions{ApplyInterval: -1, PersistNap: time.Hour, MergeFloor: -1, FreshSegments: -1})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	apply := func(id, doc string) {
+		t.Helper()
+		seq := publishOne(t, store, id, doc)
+		for _, r := range []*Replica{folded, plain} {
+			if err := r.WaitSeq(ctx, seq); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// The persister writes what it finds at start, then sleeps: from then
+	// on every batch stays in memory.
+	apply("seed", `{"name":"seed"}`)
+	waitPersisted(t, folded, plain)
+	for i := range 12 {
+		apply(fmt.Sprintf("d%d", i), fmt.Sprintf(`{"name":"spicy dish %d","description":"%s"}`, i, "noodles soup"[:4+i%8]))
+	}
+	apply("d3", `{"name":"mild dish three","description":"rice"}`) // a new version
+	apply("d5", "")                                                 // a delete
+	apply("d7", `{"name":"spicy spicy dish seven"}`)
+	apply("d5", `{"name":"dish five is back"}`)
+
+	mem, err := folded.memorySegments()
+	if err != nil {
+		t.Fatal(err)
+	}
+	plainMem, err := plain.memorySegments()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mem > limit || plainMem < 12 {
+		t.Errorf("in-memory segments: folding %d (want at most %d), not folding %d (want one a batch, 12 or more)", mem, limit, plainMem)
+	}
+	if p := folded.Progress(); p.Reindexed == 0 || p.Indexed != plain.Progress().Indexed {
+		t.Errorf("progress folding %+v, not folding %+v: want documents indexed again, the same updates", p, plain.Progress())
+	}
+	for _, q := range []string{
+		`{"match_all":{}}`,
+		`{"match":"spicy dish","field":"name"}`,
+		`{"match":"five","field":"name"}`,
+		`{"match":"three","field":"name"}`,
+		`{"match":"noodles","field":"description"}`,
+	} {
+		req := wire.ShardRequest{Query: json.RawMessage(q), K: 100, Fields: []string{"name"}}
+		got, err := folded.Search(ctx, &req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := plain.Search(ctx, &req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Total != want.Total || len(got.Hits) != len(want.Hits) {
+			t.Fatalf("%s: %d hits (total %d) folding, %d (total %d) not", q, len(got.Hits), got.Total, len(want.Hits), want.Total)
+		}
+		for i := range got.Hits {
+			g, w := got.Hits[i], want.Hits[i]
+			if g.ID != w.ID || g.Score != w.Score || fmt.Sprint(g.Fields) != fmt.Sprint(w.Fields) {
+				t.Errorf("%s hit %d: folding %s %v %v, not folding %s %v %v", q, i, g.ID, g.Score, g.Fields, w.ID, w.Score, w.Fields)
+			}
+		}
+	}
+}
+
+// waitPersisted waits until each replica holds no in-memory segment.
+func waitPersisted(t *testing.T, reps ...*Replica) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, r := range reps {
+		sc, err := r.scorch()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := persisted(ctx, sc); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
