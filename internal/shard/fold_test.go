@@ -58,7 +58,7 @@ func TestFoldFreshSegments(t *testing.T) {
 		apply(fmt.Sprintf("d%d", i), fmt.Sprintf(`{"name":"spicy dish %d","description":"%s"}`, i, "noodles soup"[:4+i%8]))
 	}
 	apply("d3", `{"name":"mild dish three","description":"rice"}`) // a new version
-	apply("d5", "")                                                 // a delete
+	apply("d5", "")                                                // a delete
 	apply("d7", `{"name":"spicy spicy dish seven"}`)
 	apply("d5", `{"name":"dish five is back"}`)
 
