@@ -34,6 +34,10 @@ type benchWriter struct {
 	// applied returns, per shard, the last stream sequence the searcher
 	// serving it has applied (and so answers searches with).
 	applied func() []uint64
+	// memorySegments returns the in-memory segments (fresh batches not
+	// yet persisted) each shard's replica holds now, on average: every
+	// search visits each.
+	memorySegments func() float64
 }
 
 // benchMixedRun is one measurement of the mixed workload: searches at
@@ -55,6 +59,10 @@ type benchMixedRun struct {
 	// Unseen counts acknowledged upserts the searcher had not applied
 	// when the run gave up waiting (--timeout after the run's end).
 	Unseen int64 `json:"unseen,omitempty"`
+	// MemorySegments is the mean of the in-memory segments a shard held,
+	// sampled every 20 ms through the run (shard.WriteOptions'
+	// FreshSegments bounds them).
+	MemorySegments float64 `json:"memory_segments"`
 }
 
 // parseRates parses --write-rates: upserts a second, comma-separated.
@@ -191,8 +199,8 @@ func benchMixed(ctx context.Context, cfg *benchConfig, s *benchSetup, queries []
 			if run.Freshness != nil && run.Freshness.Count > 0 {
 				fresh = fmtUS(run.Freshness.P99US)
 			}
-			fmt.Fprintf(progress, "  mixed  loop  %-13s %5g upserts/s (round %d)  p50 %s  p99 %s  p99.9 %s  freshness p99 %s\n", s.name, rate, round,
-				fmtUS(run.Search.Latency.P50US), fmtUS(run.Search.Latency.P99US), fmtUS(run.Search.Latency.P999US), fresh)
+			fmt.Fprintf(progress, "  mixed  loop  %-13s %5g upserts/s (round %d)  p50 %s  p99 %s  p99.9 %s  freshness p99 %s  in-memory segments a shard %.1f\n", s.name, rate, round,
+				fmtUS(run.Search.Latency.P50US), fmtUS(run.Search.Latency.P99US), fmtUS(run.Search.Latency.P999US), fresh, run.MemorySegments)
 		}
 	}
 	return out, nil
@@ -250,7 +258,24 @@ func benchMixedOnce(ctx context.Context, cfg *benchConfig, s *benchSetup, querie
 	wctx, stopWatch := context.WithCancel(ctx)
 	watchDone := make(chan struct{})
 	go func() { defer close(watchDone); watch.run(wctx) }()
-	defer func() { stopWatch(); <-watchDone }()
+	var segSum float64
+	var segSamples int
+	segsDone := make(chan struct{})
+	go func() {
+		defer close(segsDone)
+		t := time.NewTicker(20 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-wctx.Done():
+				return
+			case <-t.C:
+				segSum += s.writer.memorySegments()
+				segSamples++
+			}
+		}
+	}()
+	defer func() { stopWatch(); <-watchDone; <-segsDone }()
 
 	run := &benchMixedRun{Setup: s.name, WriteRate: rate}
 	var (
@@ -314,6 +339,11 @@ func benchMixedOnce(ctx context.Context, cfg *benchConfig, s *benchSetup, querie
 		time.Sleep(5 * time.Millisecond)
 	}
 	run.Unseen = int64(watch.left())
+	stopWatch()
+	<-segsDone
+	if segSamples > 0 {
+		run.MemorySegments = segSum / float64(segSamples)
+	}
 	search := &benchRun{OK: res.OK, Errors: res.Errors, ErrorSamples: res.ErrorSamples, ElapsedS: res.Elapsed.Seconds(),
 		Throughput: res.Throughput, Concurrency: res.Concurrency, Latency: dist(res.Latency), Rate: res.Offered,
 		Overloaded: res.Throughput < 0.9*res.Offered || res.Errors > 0}
@@ -352,15 +382,15 @@ func writeMixedText(w io.Writer, rs []*benchMixedRun, searchRate float64) {
 	}
 	fmt.Fprintf(w, "\nmixed loop: %g searches/s in an open loop while documents are upserted at each rate (latency from each search's scheduled time; freshness from each upsert's call until its shard's searcher applied it)\n\n", searchRate)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "setup\tupserts/s\tround\tsearches\terrors\tp50\tp99\tp99.9\tmax\twrites\tfresh p50\tfresh p99\tfresh max\t")
+	fmt.Fprintln(tw, "setup\tupserts/s\tround\tsearches\terrors\tp50\tp99\tp99.9\tmax\twrites\tfresh p50\tfresh p99\tfresh max\tmem segs\t")
 	for _, r := range rs {
 		l := r.Search.Latency
 		fp50, fp99, fmax := "—", "—", "—"
 		if f := r.Freshness; f != nil {
 			fp50, fp99, fmax = fmtUS(f.P50US), fmtUS(f.P99US), fmtUS(f.MaxUS)
 		}
-		fmt.Fprintf(tw, "%s\t%g\t%d\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Setup, r.WriteRate, r.Round, cmdline.Thousands(r.Search.OK), r.Search.Errors,
-			fmtUS(l.P50US), fmtUS(l.P99US), fmtUS(l.P999US), fmtUS(l.MaxUS), cmdline.Thousands(r.Writes), fp50, fp99, fmax)
+		fmt.Fprintf(tw, "%s\t%g\t%d\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.1f\t\n", r.Setup, r.WriteRate, r.Round, cmdline.Thousands(r.Search.OK), r.Search.Errors,
+			fmtUS(l.P50US), fmtUS(l.P99US), fmtUS(l.P999US), fmtUS(l.MaxUS), cmdline.Thousands(r.Writes), fp50, fp99, fmax, r.MemorySegments)
 	}
 	tw.Flush()
 	type key struct {

@@ -496,6 +496,15 @@ func quarryWriter(c *client.Client, n *node.Node, docs []byte, shards int) *benc
 			}
 			return out
 		},
+		memorySegments: func() float64 {
+			var sum, count float64
+			for _, st := range n.Searcher.Stats() {
+				if st.Index == benchIndex {
+					sum, count = sum+float64(st.MemorySegments), count+1
+				}
+			}
+			return sum / max(count, 1)
+		},
 	}
 }
 
