@@ -299,6 +299,7 @@ func (r *run) collect(ctx context.Context) error {
 	defer func() { r.mergeTook += time.Since(start) }() // decoding is the merge's
 	plan := r.plan
 	r.resp = &api.SearchResponse{Shards: api.ShardsInfo{Total: len(plan.Shards)}}
+	r.good = make([]*wire.ShardResponse, 0, len(r.results))
 	for i, res := range r.results {
 		err := res.Err
 		var sr wire.ShardResponse
