@@ -169,7 +169,7 @@ func TestApplyRewrite(t *testing.T) {
 			if c.want != nil {
 				c.want(&wantReq, &wantHints)
 			}
-			err := applyRewrite(&req, &hints, &c.out)
+			req, hints, err := applyRewrite(req, hints, &c.out)
 			if (err != nil) != c.wantErr {
 				t.Fatalf("error %v, want an error: %v", err, c.wantErr)
 			}

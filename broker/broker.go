@@ -614,9 +614,8 @@ func (b *Broker) SearchJSON(ctx context.Context, index string, data []byte) (out
 		// traffic to record.
 		b.nc.Publish(subject.QueriesPrefix+"."+index, data)
 	}
-	var times stageTimes // for the slow-query log
 	qid := nuid.Next()
-	resp, err := b.search(withQueryID(ctx, qid), index, sreq, &times)
+	resp, times, err := b.search(withQueryID(ctx, qid), index, sreq) // times: for the slow-query log
 	if err != nil {
 		b.metrics.answered(index, start, err)
 		return nil, err

@@ -96,12 +96,14 @@ func (r *run) rewrite(ctx context.Context, index string, steps []Step) error {
 			continue
 		}
 		before := req.Q
-		if err := applyRewrite(req, hints, out); err != nil {
+		next, nextHints, err := applyRewrite(*req, *hints, out)
+		if err != nil {
 			if err := r.stepFailed(s, err); err != nil {
 				return err
 			}
 			continue
 		}
+		*req, *hints = next, nextHints
 		if r.profile {
 			r.prelude = append(r.prelude, api.Stage{Name: "rewrite " + s.Plugin.Spec().Name, TookMS: ms(time.Since(start)),
 				Detail: fmt.Sprintf("%sq %q → %q; query changed %v; filter changed %v; rerank depth %d",
@@ -111,11 +113,11 @@ func (r *run) rewrite(ctx context.Context, index string, steps []Step) error {
 	return nil
 }
 
-// applyRewrite applies a rewriter's answer to req and hints, or changes
-// nothing and says why the answer is wrong.
-func applyRewrite(req *api.SearchRequest, hints *planner.Hints, out *abi.RewriteResponse) error {
+// applyRewrite returns req and hints with a rewriter's answer applied, or
+// them unchanged and why the answer is wrong.
+func applyRewrite(req api.SearchRequest, hints planner.Hints, out *abi.RewriteResponse) (api.SearchRequest, planner.Hints, error) {
 	if out.Flags&abi.FlagQuery != 0 && len(out.Query) > 0 && !json.Valid(out.Query) {
-		return errors.New("rewritten query is not JSON")
+		return req, hints, errors.New("rewritten query is not JSON")
 	}
 	if out.Flags&abi.FlagQ != 0 {
 		req.Q = out.Q
@@ -129,7 +131,7 @@ func applyRewrite(req *api.SearchRequest, hints *planner.Hints, out *abi.Rewrite
 	if out.Flags&abi.FlagRerankDepth != 0 {
 		hints.RerankDepth = max(hints.RerankDepth, min(int(out.RerankDepth), api.MaxWindow))
 	}
-	return nil
+	return req, hints, nil
 }
 
 // versionNote says which version of a step ran, in a profile.

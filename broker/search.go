@@ -25,30 +25,31 @@ func (b *Broker) Search(ctx context.Context, index string, req *api.SearchReques
 	if err := req.Validate(); err != nil {
 		return nil, err
 	}
-	return b.search(ctx, index, req, nil)
+	resp, _, err := b.search(ctx, index, req)
+	return resp, err
 }
 
 // search is Search of a request already validated (DecodeRequest,
-// Search), keeping the stage times in times when it is not nil. The
-// planner checks the request again after the rewriters, who may have
-// changed it.
-func (b *Broker) search(ctx context.Context, index string, req *api.SearchRequest, times *stageTimes) (*api.SearchResponse, error) {
+// Search); it returns the response and the run's stage times (the
+// slow-query log's). The planner checks the request again after the
+// rewriters, who may have changed it.
+func (b *Broker) search(ctx context.Context, index string, req *api.SearchRequest) (*api.SearchResponse, stageTimes, error) {
 	start := time.Now()
 	def, ok := b.Index(index)
 	if !ok {
 		if err := subject.ValidIndexName(index); err != nil {
-			return nil, api.BadRequest("%v", err)
+			return nil, stageTimes{}, api.BadRequest("%v", err)
 		}
 		var err error
 		if def, err = b.lookupIndex(ctx, index); err != nil {
-			return nil, err
+			return nil, stageTimes{}, err
 		}
 	}
-	opts := execOptions{profile: req.Profile, start: start, pipeline: b.pipelines.Get(index), metrics: b.metrics.index(index), times: times}
+	opts := execOptions{profile: req.Profile, start: start, pipeline: b.pipelines.Get(index), metrics: b.metrics.index(index)}
 	if req.Variant != nil {
 		pl, err := b.variant(ctx, index, opts.pipeline, req.Variant)
 		if err != nil {
-			return nil, err
+			return nil, stageTimes{}, err
 		}
 		opts.pipeline = pl
 	}
@@ -57,7 +58,7 @@ func (b *Broker) search(ctx context.Context, index string, req *api.SearchReques
 		r.hints = &planner.Hints{}
 		if err := r.rewrite(ctx, index, opts.pipeline.Rewriters); err != nil {
 			b.mirrorRewrites(index, def, opts.pipeline, r.mirrors, nil)
-			return nil, err
+			return nil, r.times, err
 		}
 		r.rewritten = time.Now()
 	}
@@ -69,7 +70,7 @@ func (b *Broker) search(ctx context.Context, index string, req *api.SearchReques
 	if len(r.mirrors) > 0 {
 		b.mirrorRewrites(index, def, opts.pipeline, r.mirrors, resp)
 	}
-	return resp, err
+	return resp, r.times, err
 }
 
 // execOptions are what a run is made with, and what it gathers before its
@@ -84,19 +85,18 @@ type execOptions struct {
 	// when the rewriters ended (zero: there were none).
 	metrics   *indexMetrics
 	rewritten time.Time
-	// times, when set, gets the stage times too (the slow-query log).
-	times *stageTimes
+	// times are the stage times too (search returns them: the
+	// slow-query log).
+	times stageTimes
 }
 
 // stageTimes are one request's stage times, for the slow-query log.
 type stageTimes [numStages]time.Duration
 
-// stage records a stage's time in the metrics and, when kept, in times.
+// stage records a stage's time in the metrics and in times.
 func (o *execOptions) stage(st int, d time.Duration) {
 	o.metrics.stage(st, d)
-	if o.times != nil {
-		o.times[st] += d
-	}
+	o.times[st] += d
 }
 
 // execute runs a plan: each stage is a method of the run that times
@@ -299,6 +299,7 @@ func (r *run) collect(ctx context.Context) error {
 	defer func() { r.mergeTook += time.Since(start) }() // decoding is the merge's
 	plan := r.plan
 	r.resp = &api.SearchResponse{Shards: api.ShardsInfo{Total: len(plan.Shards)}}
+	r.good = make([]*wire.ShardResponse, 0, len(r.results))
 	for i, res := range r.results {
 		err := res.Err
 		var sr wire.ShardResponse

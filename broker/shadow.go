@@ -78,11 +78,11 @@ func (b *Broker) shadowRewrite(ctx context.Context, index string, def api.IndexD
 	out, err := live.Shadow.Plugin.Rewrite(ctx, &in)
 	r := pipeline.ShadowResult{LiveTook: m.took, ShadowTook: time.Since(start), LiveErr: m.err != nil}
 	if err == nil {
-		err = applyRewrite(&req, &hints, out)
+		req, hints, err = applyRewrite(req, hints, out)
 	}
 	if err == nil && m.err == nil && compare {
 		var top []string
-		if top, err = b.shadowSearch(ctx, index, def, pipeline.Quiet(pl.Rewriters[m.at+1:]), pipeline.Quiet(pl.Rankers), &req, &hints); err == nil {
+		if top, err = b.shadowSearch(ctx, index, def, pipeline.Quiet(pl.Rewriters[m.at+1:]), pipeline.Quiet(pl.Rankers), req, hints); err == nil {
 			r.Compared = true
 			r.Overlap, r.Rho = rankcmp.OverlapAt(shadowTop, liveTop, top), rankcmp.Spearman(liveTop, top)
 		}
@@ -98,9 +98,9 @@ func (b *Broker) shadowRewrite(ctx context.Context, index string, def api.IndexD
 // the rewriters after it, the plan, and the execution with the rankers,
 // and returns the ids of its top 10. Stored fields and facets are not
 // asked for: only the order is compared.
-func (b *Broker) shadowSearch(ctx context.Context, index string, def api.IndexDefinition, rewriters, rankers []Step, req *api.SearchRequest, hints *planner.Hints) ([]string, error) {
+func (b *Broker) shadowSearch(ctx context.Context, index string, def api.IndexDefinition, rewriters, rankers []Step, req api.SearchRequest, hints planner.Hints) ([]string, error) {
 	req.Fields, req.Facets, req.Profile = nil, nil, false
-	r := &run{b: b, def: def, execOptions: execOptions{start: time.Now()}, req: *req, hints: hints}
+	r := &run{b: b, def: def, execOptions: execOptions{start: time.Now()}, req: req, hints: &hints}
 	if err := r.rewrite(ctx, index, rewriters); err != nil {
 		return nil, err
 	}

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -71,7 +70,7 @@ func (l *Loader) Plugin(ctx context.Context, index string, kind plugins.Kind, s 
 	if err != nil {
 		return nil, "", err
 	}
-	p, err = rt.Load(ctx, plugins.Spec{Name: s.Plugin, Version: strings.TrimPrefix(s.Digest, "sha256:")[:12], Kind: kind,
+	p, err = rt.Load(ctx, plugins.Spec{Name: s.Plugin, Version: api.ShortDigest(s.Digest), Kind: kind,
 		Config: s.Config, Budget: time.Duration(s.BudgetMS) * time.Millisecond, Instances: s.Instances}, wasm)
 	if err != nil {
 		return nil, "", err
