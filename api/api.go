@@ -266,11 +266,21 @@ type SearchResponse struct {
 	QueryID string `json:"query_id,omitempty"`
 }
 
+// IDs returns the ids of the response's first k hits (all of them when
+// it has fewer), in order: what rankings are compared on.
+func (r *SearchResponse) IDs(k int) []string {
+	ids := make([]string, min(k, len(r.Hits)))
+	for i := range ids {
+		ids[i] = r.Hits[i].ID
+	}
+	return ids
+}
+
 // StepReport says what happened to one plugin step of the pipeline.
 type StepReport struct {
 	Plugin string `json:"plugin"`
-	Kind   string `json:"kind"`   // rewriter or ranker
-	Status string `json:"status"` // "skipped"
+	Kind   StepKind `json:"kind"`
+	Status string   `json:"status"` // "skipped"
 	Error  string `json:"error,omitempty"`
 }
 

@@ -36,20 +36,55 @@ type PipelineSpec struct {
 	Gate *GateResult `json:"gate,omitempty"`
 }
 
-// Step returns plugin name's step in the pipeline and whether it is a
-// ranker (else a rewriter); nil if the plugin has no step in it.
-func (p *PipelineSpec) Step(name string) (step *StepSpec, ranker bool) {
-	for i := range p.Rewriters {
-		if p.Rewriters[i].Plugin == name {
-			return &p.Rewriters[i], false
+// StepKind is a plugin step's hook: what the plugin is called for.
+type StepKind string
+
+// Step kinds.
+const (
+	// Rewriter turns the request into the one the index is searched with.
+	Rewriter StepKind = "rewriter"
+	// Ranker re-orders the merged hits.
+	Ranker StepKind = "ranker"
+)
+
+// Check reports a kind that is neither Rewriter nor Ranker.
+func (k StepKind) Check() error {
+	if k != Rewriter && k != Ranker {
+		return BadRequest("kind must be %q or %q, got %q", Rewriter, Ranker, string(k))
+	}
+	return nil
+}
+
+// Steps returns the pipeline's steps of kind: its rewriters or its
+// rankers, for reading or changing in place.
+func (p *PipelineSpec) Steps(kind StepKind) *[]StepSpec {
+	if kind == Ranker {
+		return &p.Rankers
+	}
+	return &p.Rewriters
+}
+
+// Step returns plugin name's step in the pipeline and its kind; nil and
+// "" if the plugin has no step in it.
+func (p *PipelineSpec) Step(name string) (*StepSpec, StepKind) {
+	for _, kind := range [...]StepKind{Rewriter, Ranker} {
+		steps := *p.Steps(kind)
+		for i := range steps {
+			if steps[i].Plugin == name {
+				return &steps[i], kind
+			}
 		}
 	}
-	for i := range p.Rankers {
-		if p.Rankers[i].Plugin == name {
-			return &p.Rankers[i], true
-		}
+	return nil, ""
+}
+
+// StepOf returns plugin name's step among the pipeline's steps of kind,
+// or nil.
+func (p *PipelineSpec) StepOf(kind StepKind, name string) *StepSpec {
+	if st, k := p.Step(name); k == kind {
+		return st
 	}
-	return nil, false
+	return nil
 }
 
 // Policy is what a failed plugin step does to the query.
@@ -244,8 +279,8 @@ type CanaryStats struct {
 type PluginVersion struct {
 	Index  string `json:"index"`
 	Name   string `json:"name"`
-	Kind   string `json:"kind"` // rewriter or ranker
-	Digest string `json:"digest"`
+	Kind   StepKind `json:"kind"`
+	Digest string   `json:"digest"`
 	Size   int64  `json:"size"`
 	// Step holds the settings the plugin is activated with.
 	Step   StepSpec  `json:"step"`

@@ -8,13 +8,18 @@ import (
 func TestPipelineStep(t *testing.T) {
 	p := &PipelineSpec{Rewriters: []StepSpec{{Plugin: "spelling"}, {Plugin: "synonyms"}}, Rankers: []StepSpec{{Plugin: "ltr"}}}
 	for _, tc := range []struct {
-		name   string
-		found  bool
-		ranker bool
-	}{{"spelling", true, false}, {"synonyms", true, false}, {"ltr", true, true}, {"nope", false, false}, {"", false, false}} {
-		st, ranker := p.Step(tc.name)
-		if (st != nil) != tc.found || ranker != tc.ranker || (st != nil && st.Plugin != tc.name) {
-			t.Errorf("Step(%q) = %v, %v; want found %v ranker %v", tc.name, st, ranker, tc.found, tc.ranker)
+		name  string
+		found bool
+		kind  StepKind
+	}{{"spelling", true, Rewriter}, {"synonyms", true, Rewriter}, {"ltr", true, Ranker}, {"nope", false, ""}, {"", false, ""}} {
+		st, kind := p.Step(tc.name)
+		if (st != nil) != tc.found || kind != tc.kind || (st != nil && st.Plugin != tc.name) {
+			t.Errorf("Step(%q) = %v, %q; want found %v kind %q", tc.name, st, kind, tc.found, tc.kind)
+		}
+		for _, k := range []StepKind{Rewriter, Ranker} {
+			if got := p.StepOf(k, tc.name); (got != nil) != (tc.found && k == tc.kind) || (got != nil && got != st) {
+				t.Errorf("StepOf(%q, %q) = %v, want the step of Step only if it is a %s", k, tc.name, got, k)
+			}
 		}
 	}
 	// The step returned is the pipeline's own: changing it changes the pipeline.
@@ -22,6 +27,20 @@ func TestPipelineStep(t *testing.T) {
 	st.BudgetMS = 7
 	if p.Rankers[0].BudgetMS != 7 {
 		t.Error("Step returned a copy")
+	}
+	*p.Steps(Ranker) = append(*p.Steps(Ranker), StepSpec{Plugin: "georank"})
+	if len(p.Rankers) != 2 || len(p.Rewriters) != 2 {
+		t.Errorf("Steps(Ranker) is not the pipeline's rankers: %d rankers, %d rewriters", len(p.Rankers), len(p.Rewriters))
+	}
+	for _, k := range []StepKind{Rewriter, Ranker} {
+		if err := k.Check(); err != nil {
+			t.Errorf("%q: %v", k, err)
+		}
+	}
+	for _, k := range []StepKind{"", "Ranker", "filter"} {
+		if err := k.Check(); !errors.Is(err, ErrBadRequest) {
+			t.Errorf("kind %q: %v, want a bad request", k, err)
+		}
 	}
 }
 

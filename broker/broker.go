@@ -351,7 +351,7 @@ func (b *Broker) Run(ctx context.Context) error {
 			return nil
 		case e, ok := <-w.Updates():
 			if !ok {
-				return watchEnded(ctx)
+				return meta.WatchEnded(ctx, "broker: index")
 			}
 			if known = e == nil; !known {
 				b.applyIndex(e)
@@ -416,22 +416,13 @@ func (b *Broker) Run(ctx context.Context) error {
 			return nil
 		case e, ok := <-w.Updates():
 			if !ok {
-				return watchEnded(ctx)
+				return meta.WatchEnded(ctx, "broker: index")
 			}
 			if e != nil {
 				b.applyIndex(e)
 			}
 		}
 	}
-}
-
-// watchEnded is Run's error when the index watch closes: none when the
-// broker is shutting down.
-func watchEnded(ctx context.Context) error {
-	if ctx.Err() != nil {
-		return nil
-	}
-	return errors.New("broker: index watch ended")
 }
 
 // applyIndex records an index definition's change.

@@ -57,7 +57,7 @@ func (b *Broker) observe(index string, s *Step, took time.Duration, err error) {
 // longer runs the version.
 func (b *Broker) takeOut(ctx context.Context, index string, kind plugins.Kind, name, version string, ev api.PluginEvent) {
 	_, err := b.store.ChangePipeline(ctx, index, fmt.Sprintf("automatic fallback: %s %s taken out", name, version), func(cur *api.PipelineSpec) error {
-		st := pipeline.FindStep(cur, kind, name)
+		st := cur.StepOf(kind, name)
 		if st == nil || api.ShortDigest(st.Digest) != version || st.TakenOut != nil {
 			return meta.ErrNoChange
 		}

@@ -154,5 +154,5 @@ func (b *Broker) variant(ctx context.Context, index string, pl *Pipeline, v *api
 	if err != nil {
 		return nil, api.Errorf(api.CodeOf(err), "variant: %v", err)
 	}
-	return l.Variant(ctx, index, pl, plugins.Kind(ver.Kind), v.Plugin, ver.Step)
+	return l.Variant(ctx, index, pl, ver.Kind, v.Plugin, ver.Step)
 }

@@ -56,7 +56,7 @@ func (r *run) stepFailed(s *Step, err error) error {
 	if s.Policy == api.FailClosed {
 		return api.Errorf(api.CodeUnavailable, "%s %s failed (fail-closed): %v", spec.Kind, spec.Name, err)
 	}
-	r.reports = append(r.reports, api.StepReport{Plugin: spec.Name, Kind: string(spec.Kind), Status: "skipped", Error: err.Error()})
+	r.reports = append(r.reports, api.StepReport{Plugin: spec.Name, Kind: spec.Kind, Status: "skipped", Error: err.Error()})
 	return nil
 }
 
@@ -70,7 +70,7 @@ func (r *run) rewrite(ctx context.Context, index string, steps []Step) error {
 		s, canary := steps[i].Choose(req.Context)
 		start := time.Now()
 		if s.Disabled() {
-			r.reports = append(r.reports, api.StepReport{Plugin: s.Plugin.Spec().Name, Kind: "rewriter", Status: "skipped", Error: "taken out by the automatic fallback"})
+			r.reports = append(r.reports, api.StepReport{Plugin: s.Plugin.Spec().Name, Kind: api.Rewriter, Status: "skipped", Error: "taken out by the automatic fallback"})
 			continue
 		}
 		mirror := r.mirroring && !canary && s.Shadow != nil && rand.IntN(100) < s.ShadowPercent
@@ -156,7 +156,7 @@ func (r *run) rank(ctx context.Context) error {
 		s, canary := r.pipeline.Rankers[i].Choose(r.req.Context)
 		start := time.Now()
 		if s.Disabled() {
-			r.reports = append(r.reports, api.StepReport{Plugin: s.Plugin.Spec().Name, Kind: "ranker", Status: "skipped", Error: "taken out by the automatic fallback"})
+			r.reports = append(r.reports, api.StepReport{Plugin: s.Plugin.Spec().Name, Kind: api.Ranker, Status: "skipped", Error: "taken out by the automatic fallback"})
 			continue
 		}
 		depth := s.RerankDepth

@@ -54,7 +54,7 @@ func (b *Broker) mirrorRewrites(index string, def api.IndexDefinition, pl *Pipel
 	}
 	var liveTop []string
 	if live != nil {
-		liveTop = topIDs(live.Hits)
+		liveTop = live.IDs(shadowTop)
 	}
 	for _, m := range mirrors {
 		if !b.shadows.Run(func(ctx context.Context) { b.shadowRewrite(ctx, index, def, pl, m, liveTop, live != nil) }) {
@@ -115,20 +115,12 @@ func (b *Broker) shadowSearch(ctx context.Context, index string, def api.IndexDe
 	if err != nil {
 		return nil, err
 	}
-	return topIDs(resp.Hits), nil
+	return resp.IDs(shadowTop), nil
 }
 
 // shadowTop is the k of a shadow's overlap@k: the first page.
 const shadowTop = 10
 
-// topIDs returns the ids of the first shadowTop hits.
-func topIDs(hits []api.Hit) []string {
-	ids := make([]string, min(shadowTop, len(hits)))
-	for i := range ids {
-		ids[i] = hits[i].ID
-	}
-	return ids
-}
 
 // rankedIndexes is a ranker's order as candidate indexes.
 func rankedIndexes(r []abi.Ranked) []uint32 {

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/quarrysearch/quarry/api"
+	"github.com/quarrysearch/quarry/internal/meta"
 )
 
 // teamLimits admits each team's searches on this broker: at most its
@@ -249,7 +250,7 @@ func (b *Broker) watchTeams(ctx context.Context) error {
 			return nil
 		case e, ok := <-w.Updates():
 			if !ok {
-				return watchEnded(ctx)
+				return meta.WatchEnded(ctx, "broker: team")
 			}
 			if e == nil {
 				continue

@@ -31,7 +31,7 @@ func (b *Broker) variantPipeline(ctx context.Context, l *pipeline.Loader, index 
 			if err != nil {
 				return nil, api.Errorf(api.CodeOf(err), "variant pipeline: %s %d: %v", k.kind, i, err)
 			}
-			if ver.Kind != string(k.kind) {
+			if ver.Kind != k.kind {
 				return nil, api.BadRequest("variant pipeline: %s %d: %s is a %s", k.kind, i, st.Plugin, ver.Kind)
 			}
 			step := ver.Step

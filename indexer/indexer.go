@@ -214,10 +214,7 @@ func (ix *Indexer) Run(ctx context.Context) error {
 			return nil
 		case e, ok := <-w.Updates():
 			if !ok {
-				if ctx.Err() != nil {
-					return nil // shutting down
-				}
-				return errors.New("indexer: index watch ended")
+				return meta.WatchEnded(ctx, "indexer: index")
 			}
 			if e == nil { // initial values delivered
 				readyOnce()

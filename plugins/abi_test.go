@@ -26,7 +26,7 @@ func fixedPlugin(t *testing.T, kind Kind, out []byte) []byte {
   (data (i32.const 40000) "%s")
   (func (export "quarry_abi_v1"))
   (func (export "quarry_alloc") (param i32) (result i32) (i32.const 1024))
-  (func (export "%s") (param i32 i32) (result i64) (i64.const %d)))`, data.String(), kind.export(), 40000<<32|len(out)))
+  (func (export "%s") (param i32 i32) (result i64) (i64.const %d)))`, data.String(), export(kind), 40000<<32|len(out)))
 }
 
 // A malformed answer fails the call as malformed output (errors.Is

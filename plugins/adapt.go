@@ -1,9 +1,28 @@
 package plugins
 
 import (
+	"time"
+
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/sdk/abi"
 )
+
+// Kind is a plugin's hook: the api's word for it.
+type Kind = api.StepKind
+
+// Plugin kinds.
+const (
+	Rewriter = api.Rewriter
+	Ranker   = api.Ranker
+)
+
+// SpecOf is the Spec a pipeline step runs its plugin with: the step's
+// plugin name, config, budget and pool size, of kind; version names the
+// build in logs, errors and metrics (a digest's short form, "native").
+func SpecOf(kind Kind, version string, s api.StepSpec) Spec {
+	return Spec{Name: s.Plugin, Version: version, Kind: kind, Config: s.Config,
+		Budget: time.Duration(s.BudgetMS) * time.Millisecond, Instances: s.Instances}
+}
 
 // The requests a plugin gets are made here, and only here: by the broker
 // for live searches, by the registry when it validates a version, and by

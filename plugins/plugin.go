@@ -24,21 +24,26 @@ import (
 	"github.com/quarrysearch/quarry/sdk/abi"
 )
 
-// Kind is a plugin's hook.
-type Kind string
 
-// Plugin kinds.
-const (
-	Rewriter Kind = "rewriter"
-	Ranker   Kind = "ranker"
-)
-
-func (k Kind) export() string {
+// export is the guest function a plugin of kind is called through.
+func export(k Kind) string {
 	if k == Ranker {
 		return abi.ExportRank
 	}
 	return abi.ExportRewrite
 }
+
+// Defaults of a Spec's zero fields.
+const (
+	// DefaultBudget bounds one call.
+	DefaultBudget = 50 * time.Millisecond
+	// DefaultMaxOutput caps a response's size.
+	DefaultMaxOutput = 1 << 20
+	// DefaultInstances is a plugin's pool size.
+	DefaultInstances = 4
+	// DefaultInitBudget bounds one instance's start.
+	DefaultInitBudget = 5 * time.Second
+)
 
 // Spec is a plugin version and how to run it.
 type Spec struct {
@@ -48,15 +53,15 @@ type Spec struct {
 	// Config is the plugin's own configuration (JSON), returned by the
 	// config host function.
 	Config []byte
-	// Budget bounds one call (default 50ms).
+	// Budget bounds one call (default DefaultBudget).
 	Budget time.Duration
-	// MaxOutput caps a response's size (default 1 MiB).
+	// MaxOutput caps a response's size (default DefaultMaxOutput).
 	MaxOutput int
 	// Instances is the size of the plugin's pool of instances (default
-	// 4): Config.WarmInstances of them are made when it loads, the others
-	// when calls first find every made one busy.
+	// DefaultInstances): Config.WarmInstances of them are made when it
+	// loads, the others when calls first find every made one busy.
 	Instances int
-	// InitBudget bounds one instance's start (default 5s).
+	// InitBudget bounds one instance's start (default DefaultInitBudget).
 	InitBudget time.Duration
 }
 
@@ -131,20 +136,20 @@ func (in *instance) disarm() {
 
 // validate checks a spec's kind and fills in its defaults.
 func (s *Spec) validate() error {
-	if s.Kind != Rewriter && s.Kind != Ranker {
-		return fmt.Errorf("plugin %s: kind must be %q or %q, got %q", s.Name, Rewriter, Ranker, s.Kind)
+	if err := s.Kind.Check(); err != nil {
+		return fmt.Errorf("plugin %s: %w", s.Name, err)
 	}
 	if s.Budget <= 0 {
-		s.Budget = 50 * time.Millisecond
+		s.Budget = DefaultBudget
 	}
 	if s.MaxOutput <= 0 {
-		s.MaxOutput = 1 << 20
+		s.MaxOutput = DefaultMaxOutput
 	}
 	if s.Instances <= 0 {
-		s.Instances = 4
+		s.Instances = DefaultInstances
 	}
 	if s.InitBudget <= 0 {
-		s.InitBudget = 5 * time.Second
+		s.InitBudget = DefaultInitBudget
 	}
 	return nil
 }
@@ -229,7 +234,7 @@ func (p *Plugin) newInstance(ctx context.Context) (*instance, error) {
 		mod.Close(context.Background())
 		return nil, fmt.Errorf("%w: a plugin must define a memory (requests and responses go in its first memory)", ErrMissingExport)
 	}
-	in := &instance{mod: mod, alloc: mod.ExportedFunction(abi.ExportAlloc), hook: mod.ExportedFunction(p.spec.Kind.export()),
+	in := &instance{mod: mod, alloc: mod.ExportedFunction(abi.ExportAlloc), hook: mod.ExportedFunction(export(p.spec.Kind)),
 		stack: make([]uint64, 2), stdout: stdout, stderr: stderr}
 	if !p.rt.cfg.CloseOnContextDone {
 		g, ok := mod.ExportedGlobal(preempt.Export).(api.MutableGlobal)

@@ -238,12 +238,12 @@ func check(cm wazero.CompiledModule, kind Kind) error {
 		}
 		return fmt.Errorf("%w: it does not export %s (not a Quarry plugin, or built without the SDK)", ErrABIVersion, abi.ExportVersion)
 	}
-	for _, name := range []string{abi.ExportAlloc, kind.export()} {
+	for _, name := range []string{abi.ExportAlloc, export(kind)} {
 		if _, ok := exports[name]; !ok {
 			return fmt.Errorf("%w: a %s must export %s", ErrMissingExport, kind, name)
 		}
 	}
-	for _, name := range []string{abi.ExportVersion, abi.ExportAlloc, kind.export(), abi.ExportInitialize} {
+	for _, name := range []string{abi.ExportVersion, abi.ExportAlloc, export(kind), abi.ExportInitialize} {
 		f, ok := exports[name]
 		if !ok {
 			continue

@@ -68,7 +68,7 @@ func (s *Service) checkInterleave(ctx context.Context, index string, r *Request)
 	if err != nil {
 		return err
 	}
-	if v.Kind != "ranker" {
+	if v.Kind != api.Ranker {
 		return api.BadRequest("--interleave is for rankers: %s is a %s", r.Name, v.Kind)
 	}
 	seq := sequential(*r.Interleave)

@@ -51,11 +51,11 @@ func New(ctx context.Context, nc *nats.Conn, store *meta.Store, cfg Config) (*Se
 
 // Request is the body of an admin request; each operation reads its part.
 type Request struct {
-	Name      string `json:"name,omitempty"`
-	Percent   int    `json:"percent,omitempty"`
-	StickyKey string `json:"sticky_key,omitempty"`
-	Kind      string `json:"kind,omitempty"`
-	Digest    string `json:"digest,omitempty"`
+	Name      string       `json:"name,omitempty"`
+	Percent   int          `json:"percent,omitempty"`
+	StickyKey string       `json:"sticky_key,omitempty"`
+	Kind      api.StepKind `json:"kind,omitempty"`
+	Digest    string       `json:"digest,omitempty"`
 	// Upload names the staged upload a register request turns into a
 	// version (see plugin.upload).
 	Upload string `json:"upload,omitempty"`
@@ -237,9 +237,8 @@ func (s *Service) register(ctx context.Context, index string, r *Request) (*api.
 	if err := checkBudgets(r.Step); err != nil {
 		return nil, err
 	}
-	kind := plugins.Kind(r.Kind)
-	if kind != plugins.Rewriter && kind != plugins.Ranker {
-		return nil, api.BadRequest("kind must be %q or %q, got %q", plugins.Rewriter, plugins.Ranker, r.Kind)
+	if err := r.Kind.Check(); err != nil {
+		return nil, err
 	}
 	if len(r.Step.Config) > 0 && !json.Valid(r.Step.Config) {
 		return nil, api.BadRequest("config is not valid JSON")
@@ -318,10 +317,7 @@ func (s *Service) activate(ctx context.Context, index string, r *Request) (*api.
 	}
 	return s.update(ctx, index, fmt.Sprintf("plugin activate %s %s", name, api.ShortDigest(v.Digest)), func(spec *api.PipelineSpec) error {
 		spec.Gate = res
-		steps := &spec.Rewriters
-		if v.Kind == string(plugins.Ranker) {
-			steps = &spec.Rankers
-		}
+		steps := spec.Steps(v.Kind)
 		for i := range *steps {
 			if (*steps)[i].Plugin == name {
 				(*steps)[i] = v.Step
@@ -406,13 +402,13 @@ func (s *Service) setPipeline(ctx context.Context, index string, r *Request) (*a
 // to the index that passed validation, with its kind, a valid config
 // and budgets.
 func (s *Service) checkSpec(ctx context.Context, index string, spec *api.PipelineSpec) error {
-	check := func(kind plugins.Kind, steps []api.StepSpec) error {
+	check := func(kind api.StepKind, steps []api.StepSpec) error {
 		for i, st := range steps {
 			v, err := s.store.ValidPluginVersion(ctx, index, st.Plugin, st.Digest)
 			if err != nil {
 				return api.Errorf(api.CodeOf(err), "%s %d: %v", kind, i, err)
 			}
-			if v.Kind != string(kind) {
+			if v.Kind != kind {
 				return api.BadRequest("%s %d: %s is a %s", kind, i, st.Plugin, v.Kind)
 			}
 			if len(st.Config) > 0 && !json.Valid(st.Config) {
@@ -424,10 +420,10 @@ func (s *Service) checkSpec(ctx context.Context, index string, spec *api.Pipelin
 		}
 		return nil
 	}
-	if err := check(plugins.Rewriter, spec.Rewriters); err != nil {
+	if err := check(api.Rewriter, spec.Rewriters); err != nil {
 		return err
 	}
-	return check(plugins.Ranker, spec.Rankers)
+	return check(api.Ranker, spec.Rankers)
 }
 
 // checkBudgets checks a step's time budgets: latency_budget_ms, the call
@@ -485,7 +481,7 @@ func (s *Service) candidate(ctx context.Context, index, op string, r *Request, s
 		what = fmt.Sprintf("%s %s %s %d%%", op, r.Name, api.ShortDigest(cand.Digest), r.Percent)
 	}
 	return s.update(ctx, index, what, func(spec *api.PipelineSpec) error {
-		st, ranker := spec.Step(r.Name)
+		st, kind := spec.Step(r.Name)
 		if st == nil {
 			return api.NotFound("plugin %s is not in the pipeline of %q: activate a version first", r.Name, index)
 		}
@@ -493,8 +489,8 @@ func (s *Service) candidate(ctx context.Context, index, op string, r *Request, s
 			set(st, nil)
 			return nil
 		}
-		if live := kindName(ranker); cand.Kind != live {
-			return api.BadRequest("the candidate is a %s, the live %s a %s", cand.Kind, r.Name, live)
+		if cand.Kind != kind {
+			return api.BadRequest("the candidate is a %s, the live %s a %s", cand.Kind, r.Name, kind)
 		}
 		set(st, &cand.Step)
 		return nil
@@ -595,12 +591,4 @@ func (s *Service) events(ctx context.Context, index string) ([]api.PluginEvent, 
 	}
 	slices.SortFunc(out, func(a, b api.PluginEvent) int { return a.Time.Compare(b.Time) })
 	return out, nil
-}
-
-// kindName is a step's kind as a plugin version records it.
-func kindName(ranker bool) string {
-	if ranker {
-		return string(plugins.Ranker)
-	}
-	return string(plugins.Rewriter)
 }

@@ -28,9 +28,9 @@ const sampleCandidates = 20
 // search's top hits with the fields it reads), or made-up candidates when
 // the index cannot be searched. A refusal names the sample that failed.
 func (s *Service) validate(ctx context.Context, v *api.PluginVersion, wasm []byte, samples []api.SearchRequest) error {
-	budget := time.Duration(v.Step.BudgetMS) * time.Millisecond
-	p, err := s.rt.Load(ctx, plugins.Spec{Name: v.Name, Version: api.ShortDigest(v.Digest), Kind: plugins.Kind(v.Kind),
-		Config: v.Step.Config, Budget: budget, Instances: 1}, wasm)
+	spec := plugins.SpecOf(v.Kind, api.ShortDigest(v.Digest), v.Step)
+	spec.Name, spec.Instances = v.Name, 1
+	p, err := s.rt.Load(ctx, spec, wasm)
 	if err != nil {
 		return fmt.Errorf("load: %w", err)
 	}
@@ -57,7 +57,7 @@ func (s *Service) validate(ctx context.Context, v *api.PluginVersion, wasm []byt
 		all = append(all, sample{fmt.Sprintf("default sample %d", i+1), r})
 	}
 	for _, smp := range all {
-		if plugins.Kind(v.Kind) == plugins.Rewriter {
+		if v.Kind == api.Rewriter {
 			in := plugins.RewriteInput(&smp.req)
 			if _, err := p.Rewrite(ctx, &in); err != nil {
 				return fmt.Errorf("%s (q %q): %w", smp.from, clip(smp.req.Q), err)

@@ -303,10 +303,7 @@ func (s *Searcher) Run(ctx context.Context) error {
 			return nil
 		case e, ok := <-w.Updates():
 			if !ok {
-				if ctx.Err() != nil {
-					return nil // shutting down
-				}
-				return errors.New("searcher: index watch ended")
+				return meta.WatchEnded(ctx, "searcher: index")
 			}
 			if e == nil {
 				go s.markReady(ctx, initial)
@@ -318,10 +315,7 @@ func (s *Searcher) Run(ctx context.Context) error {
 			}
 		case e, ok := <-mw.Updates():
 			if !ok {
-				if ctx.Err() != nil {
-					return nil // shutting down
-				}
-				return errors.New("searcher: manifest watch ended")
+				return meta.WatchEnded(ctx, "searcher: manifest")
 			}
 			if e != nil && e.Operation() == jetstream.KeyValuePut {
 				s.onManifest(e)

@@ -210,10 +210,10 @@ func devRun(ctx context.Context, c *client.Client, o *devOptions, w io.Writer, r
 	if err != nil {
 		return fmt.Errorf("index %s: %w", o.index, err)
 	}
-	liveStep, ranker := live.Step(o.name)
+	liveStep, liveKind := live.Step(o.name)
 	kind := o.kind
 	if kind == "" && liveStep != nil {
-		kind = map[bool]string{false: "rewriter", true: "ranker"}[ranker]
+		kind = string(liveKind)
 	}
 	if kind == "" {
 		kind = scaffoldKind(o.dir)

@@ -9,7 +9,6 @@ import (
 	"io"
 	"os"
 	"slices"
-	"time"
 
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/internal/cmdline"
@@ -75,7 +74,7 @@ func runPlugin(ctx context.Context, args []string) error {
 	fs := newFlags("plugin run", "FILE.wasm [REQUESTS.ndjson|-]", "Runs a built plugin on sample requests (one JSON object a line) and prints its responses.")
 	kind := fs.String("kind", "rewriter", "the plugin's hook: rewriter or ranker")
 	configFile := fs.String("config", "", "the plugin's configuration (JSON file)")
-	budget := fs.Duration("budget", 50*time.Millisecond, "time budget per call")
+	budget := fs.Duration("budget", plugins.DefaultBudget, "time budget per call")
 	pos, err := cmdline.Parse(fs, args[1:], 1, 2)
 	if err != nil {
 		return err

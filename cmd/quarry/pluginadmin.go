@@ -13,6 +13,7 @@ import (
 	"github.com/quarrysearch/quarry/client"
 	"github.com/quarrysearch/quarry/internal/cmdline"
 	"github.com/quarrysearch/quarry/internal/loadgen"
+	"github.com/quarrysearch/quarry/plugins"
 )
 
 // pluginAdmin runs quarry plugin push|ls|show|activate|rollback|rm.
@@ -64,11 +65,11 @@ func pluginAdmin(ctx context.Context, op string, args []string) error {
 		fs.StringVar(&kind, "kind", "", "rewriter or ranker (required)")
 		fs.StringVar(&configFile, "config", "", "the plugin's configuration (JSON file)")
 		fs.StringVar(&policy, "policy", string(api.FailOpen), "fail-open or fail-closed")
-		fs.IntVar(&budget, "budget-ms", 50, "time budget per call: a longer call is stopped and fails")
+		fs.IntVar(&budget, "budget-ms", int(plugins.DefaultBudget/time.Millisecond), "time budget per call: a longer call is stopped and fails")
 		fs.IntVar(&latencyBudget, "latency-budget-ms", 0, "latency the plugin should keep under (at most --budget-ms); when more than the broker's --fallback-slow-rate of its calls take longer, the automatic fallback acts (0: none)")
 		fs.StringVar(&fields, "fields", "", "rankers: stored fields the ranker reads, comma-separated")
 		fs.IntVar(&depth, "rerank-depth", 0, "rankers: candidates the ranker sees (default from+size)")
-		fs.IntVar(&instances, "instances", 0, "warm instances per broker (default 4)")
+		fs.IntVar(&instances, "instances", 0, fmt.Sprintf("warm instances per broker (default %d)", plugins.DefaultInstances))
 		fs.BoolVar(&activate, "activate", false, "put the version live once validated")
 		fs.StringVar(&samplesFile, "samples", "", "requests the version must handle before it is valid, one a line (JSON search requests or plain text); the index's recorded queries are added")
 	}

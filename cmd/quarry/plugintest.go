@@ -15,7 +15,6 @@ import (
 	"github.com/quarrysearch/quarry/internal/cmdline"
 	"github.com/quarrysearch/quarry/internal/loadgen"
 	"github.com/quarrysearch/quarry/internal/rankcmp"
-	"github.com/quarrysearch/quarry/plugins"
 )
 
 // replayResult is one recorded query run on the live and the candidate
@@ -168,12 +167,9 @@ func pushCandidate(ctx context.Context, c *client.Client, index, name string, wa
 		}
 	}
 	kind := cd.kind
-	liveStep, ranker := live.Step(name)
+	liveStep, liveKind := live.Step(name)
 	if liveStep != nil && kind == "" {
-		kind = string(plugins.Rewriter)
-		if ranker {
-			kind = string(plugins.Ranker)
-		}
+		kind = string(liveKind)
 	}
 	var step api.StepSpec
 	switch {
@@ -213,7 +209,7 @@ func replay(ctx context.Context, c *client.Client, index string, req api.SearchR
 	if err == nil {
 		req.Variant = variant
 		if cand, err = c.Search(ctx, index, &req); err == nil {
-			res.Live, res.Candidate = ids(live), ids(cand)
+			res.Live, res.Candidate = live.IDs(len(live.Hits)), cand.IDs(len(cand.Hits))
 			res.OverlapAt10 = rankcmp.OverlapAt(10, res.Live, res.Candidate)
 			res.Same = strings.Join(res.Live, ",") == strings.Join(res.Candidate, ",")
 		}
@@ -223,14 +219,6 @@ func replay(ctx context.Context, c *client.Client, index string, req api.SearchR
 		return res, nil, nil
 	}
 	return res, live, cand
-}
-
-func ids(r *api.SearchResponse) []string {
-	out := []string{}
-	for _, h := range r.Hits {
-		out = append(out, h.ID)
-	}
-	return out
 }
 
 func head(s []string, n int) []string { return s[:min(n, len(s))] }

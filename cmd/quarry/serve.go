@@ -121,7 +121,7 @@ func (f *roleFlags) registerBroker(fs *flag.FlagSet) {
 	fs.IntVar(&f.fallbackMin, "fallback-min-calls", broker.Defaults.FallbackMinCalls, "calls before the fallback can act")
 	fs.UintVar(&f.pluginPages, "plugin-memory-pages", plugins.DefaultMemoryLimitPages, "most memory of one plugin instance, in 64 KiB pages (1024: 64 MiB)")
 	fs.IntVar(&f.teamInstances, "team-max-instances", plugins.DefaultMaxInstances, "most warm plugin instances one team's plugins may hold on this broker (negative: no cap); with --plugin-memory-pages it bounds a team's plugin memory")
-	fs.IntVar(&f.warmInstances, "plugin-warm-instances", plugins.DefaultWarmInstances, "instances of each plugin made when it loads; the rest of its pool (its instances setting, 4 by default) is made when calls overlap, so a plugin holds the memory its concurrency needs")
+	fs.IntVar(&f.warmInstances, "plugin-warm-instances", plugins.DefaultWarmInstances, "instances of each plugin made when it loads; the rest of its pool (its instances setting, "+strconv.Itoa(plugins.DefaultInstances)+" by default) is made when calls overlap, so a plugin holds the memory its concurrency needs")
 	fs.Float64Var(&f.fallbackSlow, "fallback-slow-rate", broker.Defaults.FallbackSlowRate, "take a plugin with a latency budget out when more than this share of its recent calls took longer (0.01: its p99 is over the budget)")
 }
 

@@ -146,3 +146,15 @@ func (e *entry) Revision() uint64                { return e.revision }
 func (e *entry) Created() time.Time              { return e.created }
 func (e *entry) Delta() uint64                   { return e.delta }
 func (e *entry) Operation() jetstream.KeyValueOp { return e.op }
+
+// WatchEnded is what a role's loop over a Follow watch returns when its
+// updates channel closes: nil when ctx has ended (the role is shutting
+// down, which closed it), else an error naming the watch (role and what
+// it followed, "broker: index"): the role no longer sees changes and
+// must stop rather than serve stale ones.
+func WatchEnded(ctx context.Context, what string) error {
+	if ctx.Err() != nil {
+		return nil
+	}
+	return fmt.Errorf("%s watch ended", what)
+}

@@ -95,11 +95,7 @@ func run(ctx context.Context, search SearchFunc, q *api.JudgedQuery, k int) ([]s
 	if err != nil {
 		return nil, err
 	}
-	ids := make([]string, 0, len(resp.Hits))
-	for _, h := range resp.Hits {
-		ids = append(ids, h.ID)
-	}
-	return ids, nil
+	return resp.IDs(len(resp.Hits)), nil
 }
 
 func metrics(ranking []string, ratings map[string]int, k int) api.QueryMetrics {

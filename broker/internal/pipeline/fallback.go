@@ -178,7 +178,7 @@ type Rollback struct {
 // then (the live step's canary and shadow stay). If the step's canary
 // runs it, the canary ends: the live version is the last good one.
 func LastGood(cur *api.PipelineSpec, hist []*api.PipelineSpec, kind plugins.Kind, name, version string) Rollback {
-	live := FindStep(cur, kind, name)
+	live := cur.StepOf(kind, name)
 	switch {
 	case live == nil:
 		return Rollback{Outcome: VersionGone}
@@ -193,7 +193,7 @@ func LastGood(cur *api.PipelineSpec, hist []*api.PipelineSpec, kind plugins.Kind
 		if hist[i].Revision >= cur.Revision {
 			continue
 		}
-		old := FindStep(hist[i], kind, name)
+		old := hist[i].StepOf(kind, name)
 		if old == nil || old.Digest == live.Digest {
 			continue
 		}
@@ -203,12 +203,4 @@ func LastGood(cur *api.PipelineSpec, hist []*api.PipelineSpec, kind plugins.Kind
 		return Rollback{Outcome: Restored, From: version, To: api.ShortDigest(good.Digest), At: hist[i].Revision}
 	}
 	return Rollback{Outcome: NoEarlierVersion}
-}
-
-// FindStep returns plugin name's step among spec's steps of kind, or nil.
-func FindStep(spec *api.PipelineSpec, kind plugins.Kind, name string) *api.StepSpec {
-	if st, ranker := spec.Step(name); st != nil && ranker == (kind == plugins.Ranker) {
-		return st
-	}
-	return nil
 }

@@ -143,12 +143,12 @@ func TestLastGood(t *testing.T) {
 			if c.wantRW == nil {
 				return
 			}
-			got := FindStep(&cur, plugins.Rewriter, "p")
+			got := cur.StepOf(plugins.Rewriter, "p")
 			if got.Digest != c.wantRW.Digest || string(got.Config) != string(c.wantRW.Config) || (got.Canary == nil) != (c.wantRW.Canary == nil) ||
 				r.From != c.version || r.To != api.ShortDigest(c.wantRW.Digest) {
 				t.Fatalf("step after: %+v (from %s to %s), want %+v", got, r.From, r.To, c.wantRW)
 			}
-			if other := FindStep(&cur, plugins.Rewriter, "q"); len(c.hist[len(c.hist)-1].Rewriters) > 1 && other == nil {
+			if other := cur.StepOf(plugins.Rewriter, "q"); len(c.hist[len(c.hist)-1].Rewriters) > 1 && other == nil {
 				t.Fatal("another plugin's step was lost")
 			}
 		})

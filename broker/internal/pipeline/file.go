@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/internal/gobuild"
@@ -173,8 +172,7 @@ func Native(f *File, natives map[string]plugins.NativeFactory) (*Pipeline, error
 		if !ok {
 			return Step{}, fmt.Errorf("native pipeline: %s %d: no native build of plugin %q", kind, i, s.Plugin)
 		}
-		plugin, err := plugins.LoadNative(plugins.Spec{Name: s.Plugin, Version: "native", Kind: kind, Config: s.Config,
-			Budget: time.Duration(s.BudgetMS) * time.Millisecond, Instances: s.Instances}, factory)
+		plugin, err := plugins.LoadNative(plugins.SpecOf(kind, "native", s.Spec(nil)), factory) // no module: the digest goes unused
 		if err != nil {
 			return Step{}, fmt.Errorf("native pipeline: %w", err)
 		}

@@ -70,8 +70,7 @@ func (l *Loader) Plugin(ctx context.Context, index string, kind plugins.Kind, s 
 	if err != nil {
 		return nil, "", err
 	}
-	p, err = rt.Load(ctx, plugins.Spec{Name: s.Plugin, Version: api.ShortDigest(s.Digest), Kind: kind,
-		Config: s.Config, Budget: time.Duration(s.BudgetMS) * time.Millisecond, Instances: s.Instances}, wasm)
+	p, err = rt.Load(ctx, plugins.SpecOf(kind, api.ShortDigest(s.Digest), s), wasm)
 	if err != nil {
 		return nil, "", err
 	}
