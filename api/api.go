@@ -278,10 +278,10 @@ func (r *SearchResponse) IDs(k int) []string {
 
 // StepReport says what happened to one plugin step of the pipeline.
 type StepReport struct {
-	Plugin string `json:"plugin"`
+	Plugin string   `json:"plugin"`
 	Kind   StepKind `json:"kind"`
 	Status string   `json:"status"` // "skipped"
-	Error  string `json:"error,omitempty"`
+	Error  string   `json:"error,omitempty"`
 }
 
 // Hit is one matching document.

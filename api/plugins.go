@@ -277,11 +277,11 @@ type CanaryStats struct {
 
 // PluginVersion is a pushed plugin binary and what validation said of it.
 type PluginVersion struct {
-	Index  string `json:"index"`
-	Name   string `json:"name"`
+	Index  string   `json:"index"`
+	Name   string   `json:"name"`
 	Kind   StepKind `json:"kind"`
 	Digest string   `json:"digest"`
-	Size   int64  `json:"size"`
+	Size   int64    `json:"size"`
 	// Step holds the settings the plugin is activated with.
 	Step   StepSpec  `json:"step"`
 	Pushed time.Time `json:"pushed"`

@@ -121,7 +121,6 @@ func (b *Broker) shadowSearch(ctx context.Context, index string, def api.IndexDe
 // shadowTop is the k of a shadow's overlap@k: the first page.
 const shadowTop = 10
 
-
 // rankedIndexes is a ranker's order as candidate indexes.
 func rankedIndexes(r []abi.Ranked) []uint32 {
 	out := make([]uint32, len(r))

@@ -24,7 +24,6 @@ import (
 	"github.com/quarrysearch/quarry/sdk/abi"
 )
 
-
 // export is the guest function a plugin of kind is called through.
 func export(k Kind) string {
 	if k == Ranker {
