@@ -54,23 +54,35 @@ func (b *Broker) search(ctx context.Context, index string, req *api.SearchReques
 		opts.pipeline = pl
 	}
 	r := &run{b: b, def: def, execOptions: opts, req: *req, mirroring: req.Variant == nil} // replays are not mirrored
-	if opts.pipeline != nil && len(opts.pipeline.Rewriters) > 0 {
-		r.hints = &planner.Hints{}
-		if err := r.rewrite(ctx, index, opts.pipeline.Rewriters); err != nil {
-			b.mirrorRewrites(index, def, opts.pipeline, r.mirrors, nil)
-			return nil, r.times, err
-		}
-		r.rewritten = time.Now()
+	var rewriters []Step
+	if opts.pipeline != nil {
+		rewriters = opts.pipeline.Rewriters
 	}
-	plan, err := b.planner.Plan(&r.req, def, r.hints)
-	var resp *api.SearchResponse
-	if err == nil {
-		resp, err = r.execute(ctx, plan)
-	}
+	resp, err := r.fromRewrite(ctx, index, rewriters)
 	if len(r.mirrors) > 0 {
 		b.mirrorRewrites(index, def, opts.pipeline, r.mirrors, resp)
 	}
 	return resp, r.times, err
+}
+
+// fromRewrite runs the run from its rewriters on: each of rewriters,
+// the plan (the planner checks the request again: the rewriters may have
+// changed it), and its execution.
+func (r *run) fromRewrite(ctx context.Context, index string, rewriters []Step) (*api.SearchResponse, error) {
+	if len(rewriters) > 0 {
+		if r.hints == nil {
+			r.hints = &planner.Hints{}
+		}
+		if err := r.rewrite(ctx, index, rewriters); err != nil {
+			return nil, err
+		}
+		r.rewritten = time.Now()
+	}
+	plan, err := r.b.planner.Plan(&r.req, r.def, r.hints)
+	if err != nil {
+		return nil, err
+	}
+	return r.execute(ctx, plan)
 }
 
 // execOptions are what a run is made with, and what it gathers before its

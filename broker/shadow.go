@@ -101,17 +101,10 @@ func (b *Broker) shadowRewrite(ctx context.Context, index string, def api.IndexD
 func (b *Broker) shadowSearch(ctx context.Context, index string, def api.IndexDefinition, rewriters, rankers []Step, req api.SearchRequest, hints planner.Hints) ([]string, error) {
 	req.Fields, req.Facets, req.Profile = nil, nil, false
 	r := &run{b: b, def: def, execOptions: execOptions{start: time.Now()}, req: req, hints: &hints}
-	if err := r.rewrite(ctx, index, rewriters); err != nil {
-		return nil, err
-	}
-	plan, err := b.planner.Plan(&r.req, def, r.hints)
-	if err != nil {
-		return nil, err
-	}
 	if len(rankers) > 0 {
 		r.pipeline = &Pipeline{Rankers: rankers}
 	}
-	resp, err := r.execute(ctx, plan)
+	resp, err := r.fromRewrite(ctx, index, rewriters)
 	if err != nil {
 		return nil, err
 	}
