@@ -3,7 +3,6 @@ package broker
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"time"
@@ -116,8 +115,8 @@ func (r *run) rewrite(ctx context.Context, index string, steps []Step) error {
 // applyRewrite returns req and hints with a rewriter's answer applied, or
 // them unchanged and why the answer is wrong.
 func applyRewrite(req api.SearchRequest, hints planner.Hints, out *abi.RewriteResponse) (api.SearchRequest, planner.Hints, error) {
-	if out.Flags&abi.FlagQuery != 0 && len(out.Query) > 0 && !json.Valid(out.Query) {
-		return req, hints, errors.New("rewritten query is not JSON")
+	if err := plugins.CheckRewrite(out); err != nil {
+		return req, hints, err
 	}
 	if out.Flags&abi.FlagQ != 0 {
 		req.Q = out.Q

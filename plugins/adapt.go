@@ -1,6 +1,8 @@
 package plugins
 
 import (
+	"encoding/json"
+	"errors"
 	"time"
 
 	"github.com/quarrysearch/quarry/api"
@@ -52,4 +54,15 @@ func RankInput(q string, context []byte, hits []api.Hit, fields []string) *abi.R
 		}
 	}
 	return req
+}
+
+// CheckRewrite reports what makes a rewriter's answer unusable whatever
+// the request: a query that is not JSON. The broker skips (or, fail-closed,
+// fails on) such an answer, and the registry refuses a version that gives
+// one for a sample, so a version is validated as production judges it.
+func CheckRewrite(out *abi.RewriteResponse) error {
+	if out.Flags&abi.FlagQuery != 0 && len(out.Query) > 0 && !json.Valid(out.Query) {
+		return errors.New("rewritten query is not JSON")
+	}
+	return nil
 }

@@ -43,3 +43,22 @@ func TestRankInput(t *testing.T) {
 		t.Errorf("RankInput = %+v, want %+v", got, want)
 	}
 }
+
+func TestCheckRewrite(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		out  abi.RewriteResponse
+		ok   bool
+	}{
+		{"nothing changed", abi.RewriteResponse{}, true},
+		{"q only", abi.RewriteResponse{Flags: abi.FlagQ, Q: "pizza"}, true},
+		{"a JSON query", abi.RewriteResponse{Flags: abi.FlagQuery, Query: []byte(`{"match":"pizza"}`)}, true},
+		{"query cleared", abi.RewriteResponse{Flags: abi.FlagQuery}, true},
+		{"a query that is not JSON", abi.RewriteResponse{Flags: abi.FlagQuery, Query: []byte(`{"match":`)}, false},
+		{"not JSON but not flagged", abi.RewriteResponse{Query: []byte(`{`)}, true},
+	} {
+		if err := CheckRewrite(&tc.out); (err == nil) != tc.ok {
+			t.Errorf("%s: %v, want ok %v", tc.name, err, tc.ok)
+		}
+	}
+}

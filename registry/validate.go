@@ -59,7 +59,11 @@ func (s *Service) validate(ctx context.Context, v *api.PluginVersion, wasm []byt
 	for _, smp := range all {
 		if v.Kind == api.Rewriter {
 			in := plugins.RewriteInput(&smp.req)
-			if _, err := p.Rewrite(ctx, &in); err != nil {
+			out, err := p.Rewrite(ctx, &in)
+			if err == nil {
+				err = plugins.CheckRewrite(out)
+			}
+			if err != nil {
 				return fmt.Errorf("%s (q %q): %w", smp.from, clip(smp.req.Q), err)
 			}
 			continue
