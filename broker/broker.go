@@ -497,7 +497,8 @@ func (b *Broker) handle(req micro.Request) {
 	b.served.requests.Add(1)
 	index := strings.TrimPrefix(req.Subject(), subject.SearchPrefix+".")
 	var team *teamState
-	if def, ok := b.Index(index); ok { // an unknown index is answered by the search
+	def, known := b.Index(index)
+	if known {
 		var err error
 		if team, err = b.teamLimits.admit(def.TeamOf(), start); err != nil {
 			b.metrics.refused(index)
@@ -526,6 +527,30 @@ func (b *Broker) handle(req micro.Request) {
 				team.inFlight.Add(-1)
 			}
 		}()
+		ctx := tracenats.Extract(context.Background(), nats.Header(req.Headers()))
+		if trace.RequestID(ctx) == "" {
+			ctx = trace.WithRequestID(ctx, trace.NewRequestID())
+		}
+		if !known {
+			// An index the watch has not delivered yet (just created) is
+			// read from the store, its team admitted like any other, and
+			// searched as read.
+			if err := subject.ValidIndexName(index); err != nil {
+				b.respondError(req.Reply(), api.BadRequest("%v", err))
+				return
+			}
+			def, err := b.lookupIndex(ctx, index)
+			if err != nil {
+				b.respondError(req.Reply(), b.public(ctx, err, "index", index))
+				return
+			}
+			if team, err = b.teamLimits.admit(def.TeamOf(), time.Now()); err != nil {
+				b.metrics.refused(index)
+				b.respondError(req.Reply(), err)
+				return
+			}
+			ctx = withLookedUp(ctx, def)
+		}
 		if team != nil {
 			turn, err := b.teamLimits.turn(team)
 			if err != nil {
@@ -534,10 +559,6 @@ func (b *Broker) handle(req micro.Request) {
 				return
 			}
 			defer turn.end()
-		}
-		ctx := tracenats.Extract(context.Background(), nats.Header(req.Headers()))
-		if trace.RequestID(ctx) == "" {
-			ctx = trace.WithRequestID(ctx, trace.NewRequestID())
 		}
 		defer func() {
 			// A bug one request trips must not take the broker, and every
@@ -695,6 +716,22 @@ func (b *Broker) Index(name string) (api.IndexDefinition, bool) {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
 	def, ok := b.defs[name]
+	return def, ok
+}
+
+// lookedUpKey carries, in a search's context, the definition of its
+// index as read from the store (lookupIndex) when the watch had not
+// delivered it yet: the search uses it rather than read it again.
+type lookedUpKey struct{}
+
+// withLookedUp returns ctx carrying def, read from the store.
+func withLookedUp(ctx context.Context, def api.IndexDefinition) context.Context {
+	return context.WithValue(ctx, lookedUpKey{}, def)
+}
+
+// lookedUp is the definition withLookedUp put in ctx, if any.
+func lookedUp(ctx context.Context) (api.IndexDefinition, bool) {
+	def, ok := ctx.Value(lookedUpKey{}).(api.IndexDefinition)
 	return def, ok
 }
 

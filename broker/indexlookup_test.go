@@ -2,11 +2,14 @@ package broker
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/micro"
 	"github.com/quarrysearch/quarry/api"
+	"github.com/quarrysearch/quarry/internal/subject"
 )
 
 // An index created a moment ago exists for every broker, even one whose
@@ -53,5 +56,68 @@ func TestNewIndexIsNeverMissing(t *testing.T) {
 	_, err = b.Search(ctx, "never-made", &api.SearchRequest{Q: "pizza"})
 	if api.CodeOf(err) != api.CodeNotFound {
 		t.Fatalf("an index no one made: %v, want not_found", err)
+	}
+}
+
+// A search of an index the broker's watch has not delivered yet is
+// admitted like any other: its team's rate limit holds in that window
+// too (it used to go through unadmitted until the watch caught up).
+func TestLookedUpIndexIsAdmitted(t *testing.T) {
+	s, store, ctx := startStore(t)
+	b, err := New(s.Conn(t, "broker"), store, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	ran := make(chan error, 1)
+	go func() { ran <- b.Run(runCtx) }()
+	t.Cleanup(func() {
+		stop()
+		if err := <-ran; err != nil {
+			t.Error(err)
+		}
+	})
+	select {
+	case <-b.Ready():
+	case err := <-ran:
+		t.Fatal(err)
+	}
+	raw, _ := json.Marshal(api.TeamSettings{Name: "alpha", Rate: 1, Burst: 1})
+	if _, err := store.Teams.Put(ctx, "alpha", raw); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.CreateIndex(ctx, api.IndexDefinition{Name: "late", Shards: 1, Team: "alpha"}); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		_, known := b.Index("late")
+		if known && b.teamLimits.state("alpha").limits.Load().limiter != nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the broker did not learn the index and its team's limits")
+		}
+	}
+	// The watch's lag, held open: the broker no longer knows the index.
+	b.mu.Lock()
+	delete(b.defs, "late")
+	b.mu.Unlock()
+	nc := s.Conn(t, "client")
+	// One after another (at once, the broker's few store reads at a time
+	// would answer some not_found); the bucket holds one token and gains
+	// one a second, so at most 1 + the seconds taken are admitted.
+	start := time.Now()
+	refused := 0
+	for range 5 {
+		msg, err := nc.Request(subject.SearchPrefix+".late", []byte(`{"q":"pizza"}`), 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if msg.Header.Get(micro.ErrorCodeHeader) == "429" {
+			refused++
+		}
+	}
+	if most := 1 + int(time.Since(start)/time.Second); 5-refused > most {
+		t.Fatalf("%d of 5 searches admitted in %v, want at most %d (rate 1/s, burst 1)", 5-refused, time.Since(start).Round(time.Millisecond), most)
 	}
 }

@@ -37,6 +37,9 @@ func (b *Broker) search(ctx context.Context, index string, req *api.SearchReques
 	start := time.Now()
 	def, ok := b.Index(index)
 	if !ok {
+		def, ok = lookedUp(ctx)
+	}
+	if !ok {
 		if err := subject.ValidIndexName(index); err != nil {
 			return nil, stageTimes{}, api.BadRequest("%v", err)
 		}
