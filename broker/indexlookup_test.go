@@ -18,24 +18,7 @@ import (
 // of a new index last. A name no one created is still not found.
 func TestNewIndexIsNeverMissing(t *testing.T) {
 	s, store, ctx := startStore(t)
-	b, err := New(s.Conn(t, "broker"), store, Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	runCtx, stop := context.WithCancel(ctx)
-	ran := make(chan error, 1)
-	go func() { ran <- b.Run(runCtx) }()
-	t.Cleanup(func() {
-		stop()
-		if err := <-ran; err != nil {
-			t.Error(err)
-		}
-	})
-	select {
-	case <-b.Ready():
-	case err := <-ran:
-		t.Fatal(err)
-	}
+	b := startBroker(t, s, store, ctx, Config{})
 	missing := 0
 	for i := range 40 {
 		name := fmt.Sprintf("new-%d", i)
@@ -53,7 +36,7 @@ func TestNewIndexIsNeverMissing(t *testing.T) {
 	if missing > 0 {
 		t.Fatalf("%d of 40 indexes searched right after their creation did not exist", missing)
 	}
-	_, err = b.Search(ctx, "never-made", &api.SearchRequest{Q: "pizza"})
+	_, err := b.Search(ctx, "never-made", &api.SearchRequest{Q: "pizza"})
 	if api.CodeOf(err) != api.CodeNotFound {
 		t.Fatalf("an index no one made: %v, want not_found", err)
 	}
@@ -64,24 +47,7 @@ func TestNewIndexIsNeverMissing(t *testing.T) {
 // too (it used to go through unadmitted until the watch caught up).
 func TestLookedUpIndexIsAdmitted(t *testing.T) {
 	s, store, ctx := startStore(t)
-	b, err := New(s.Conn(t, "broker"), store, Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	runCtx, stop := context.WithCancel(ctx)
-	ran := make(chan error, 1)
-	go func() { ran <- b.Run(runCtx) }()
-	t.Cleanup(func() {
-		stop()
-		if err := <-ran; err != nil {
-			t.Error(err)
-		}
-	})
-	select {
-	case <-b.Ready():
-	case err := <-ran:
-		t.Fatal(err)
-	}
+	b := startBroker(t, s, store, ctx, Config{})
 	raw, _ := json.Marshal(api.TeamSettings{Name: "alpha", Rate: 1, Burst: 1})
 	if _, err := store.Teams.Put(ctx, "alpha", raw); err != nil {
 		t.Fatal(err)
