@@ -105,6 +105,10 @@ func TestRegistryPushActivateRollback(t *testing.T) {
 			_, err := c.PushPlugin(ctx, "reg", "junk", []byte("not wasm at all"), client.PushOptions{Kind: "rewriter"})
 			return err
 		}(), api.CodeBadRequest, "not a WebAssembly module"},
+		{"rewrites to a query that is not JSON", func() error {
+			_, err := c.PushPlugin(ctx, "reg", "broken", wasmtest.WAT(t, notJSONQueryWAT), client.PushOptions{Kind: "rewriter"})
+			return err
+		}(), api.CodeBadRequest, "rewritten query is not JSON"},
 		{"config not JSON", func() error {
 			_, err := c.PushPlugin(ctx, "reg", "suffix", suffix, client.PushOptions{Kind: "rewriter", Step: api.StepSpec{Config: json.RawMessage(`{`)}})
 			return err
@@ -160,6 +164,15 @@ func TestRegistryPushActivateRollback(t *testing.T) {
 	}
 	t.Logf("%d queries while the pipeline changed 5 times, none failed", queries.Load())
 }
+
+// notJSONQueryWAT is a rewriter whose every answer sets the query to
+// "{": production skips such an answer, so validation refuses the version.
+const notJSONQueryWAT = `(module (memory 1)
+  (data (i32.const 40960) "\00\02\01\00\00\00{")
+  (func (export "quarry_abi_v1"))
+  (func (export "quarry_alloc") (param i32) (result i32) (i32.const 1024))
+  (func (export "quarry_rewrite") (param i32 i32) (result i64)
+    (i64.or (i64.shl (i64.const 40960) (i64.const 32)) (i64.const 7))))`
 
 // identityWAT is a rewriter that changes nothing: a second version to
 // canary against the suffix rewriter.
