@@ -322,8 +322,8 @@ func bench(ctx context.Context, cfg *benchConfig, log *slog.Logger, out, progres
 	for _, loop := range cfg.Loops {
 		if loop == loopMixed {
 			for _, s := range env.setups {
-				if s.writer == nil {
-					continue
+				if !s.quarry {
+					continue // the mixed loop is Quarry's setups'
 				}
 				runs, err := benchMixed(ctx, cfg, s, queries, progress)
 				if err != nil {
@@ -365,7 +365,7 @@ func bench(ctx context.Context, cfg *benchConfig, log *slog.Logger, out, progres
 				return fmt.Errorf("%s, %s loop: %w", s.name, loop, err)
 			}
 			run := rep.add(s, loop, res)
-			if s.writer != nil { // a Quarry setup
+			if s.quarry {
 				run.Statistics = statsSince(statsBefore, env.statistics())
 			}
 			fmt.Fprintf(progress, "  %-6s loop  %-13s %7s ok %4d errors  %8.1f q/s  p50 %s  p99 %s\n", loop, s.name,

@@ -59,6 +59,9 @@ const benchIndex = "menu"
 // benchSetup is one way of answering the queries.
 type benchSetup struct {
 	name, about string
+	// quarry is set on Quarry's setups (a node: a broker with statistics,
+	// a writer), not on bleve's.
+	quarry bool
 	// search runs one query and returns its hits, best first.
 	search func(ctx context.Context, req *api.SearchRequest) ([]benchHit, error)
 	// before runs before each of the setup's measurements (Quarry's
@@ -429,7 +432,7 @@ func (e *benchEnv) quarry(ctx context.Context, docs []byte, pf *broker.PipelineF
 	setPipeline := func(p *broker.Pipeline) func() { return func() { n.Broker.SetPipeline(benchIndex, p) } }
 	writer := quarryWriter(c, n, docs, e.cfg.Shards)
 	if want[setupQuarry] {
-		e.setups = append(e.setups, &benchSetup{name: setupQuarry, search: search, before: setPipeline(nil), writer: writer,
+		e.setups = append(e.setups, &benchSetup{name: setupQuarry, search: search, before: setPipeline(nil), writer: writer, quarry: true,
 			about: fmt.Sprintf("Quarry, %d shards, no plugins: client → NATS → broker → searchers, every role in this process", e.cfg.Shards)})
 	}
 	if want[setupQuarryWasm] {
@@ -445,7 +448,7 @@ func (e *benchEnv) quarry(ctx context.Context, docs []byte, pf *broker.PipelineF
 			return fmt.Errorf("setup %s: %w", setupQuarryWasm, err)
 		}
 		e.ready(setupQuarryWasm, start)
-		e.setups = append(e.setups, &benchSetup{name: setupQuarryWasm, search: search, before: setPipeline(pl), writer: writer,
+		e.setups = append(e.setups, &benchSetup{name: setupQuarryWasm, search: search, before: setPipeline(pl), writer: writer, quarry: true,
 			about: "Quarry with the pipeline " + pipelineSummary(pf) + " in WebAssembly (wazero)"})
 	}
 	if want[setupQuarryNative] {
@@ -453,7 +456,7 @@ func (e *benchEnv) quarry(ctx context.Context, docs []byte, pf *broker.PipelineF
 		if err != nil {
 			return fmt.Errorf("setup %s: %w", setupQuarryNative, err)
 		}
-		e.setups = append(e.setups, &benchSetup{name: setupQuarryNative, search: search, before: setPipeline(pl), writer: writer,
+		e.setups = append(e.setups, &benchSetup{name: setupQuarryNative, search: search, before: setPipeline(pl), writer: writer, quarry: true,
 			about: "Quarry with the same pipeline natively (the same Go code and encoding, no WebAssembly)"})
 	}
 	return nil
