@@ -161,6 +161,8 @@ func TestApplyRewrite(t *testing.T) {
 			}},
 		{"query not JSON: nothing changes", abi.RewriteResponse{Flags: abi.FlagQ | abi.FlagQuery | abi.FlagRerankDepth,
 			Q: "x", Query: []byte(`{"match":`), RerankDepth: 400}, true, nil},
+		{"filter not JSON: nothing changes", abi.RewriteResponse{Flags: abi.FlagQ | abi.FlagFilter,
+			Q: "x", Filter: []byte(`{"term":`)}, true, nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -57,12 +57,16 @@ func RankInput(q string, context []byte, hits []api.Hit, fields []string) *abi.R
 }
 
 // CheckRewrite reports what makes a rewriter's answer unusable whatever
-// the request: a query that is not JSON. The broker skips (or, fail-closed,
-// fails on) such an answer, and the registry refuses a version that gives
-// one for a sample, so a version is validated as production judges it.
+// the request: a query or a filter that is not JSON. The broker skips (or,
+// fail-closed, fails on) such an answer, so the plugin's fault is not the
+// caller's bad request, and the registry refuses a version that gives one
+// for a sample, so a version is validated as production judges it.
 func CheckRewrite(out *abi.RewriteResponse) error {
 	if out.Flags&abi.FlagQuery != 0 && len(out.Query) > 0 && !json.Valid(out.Query) {
 		return errors.New("rewritten query is not JSON")
+	}
+	if out.Flags&abi.FlagFilter != 0 && len(out.Filter) > 0 && !json.Valid(out.Filter) {
+		return errors.New("rewritten filter is not JSON")
 	}
 	return nil
 }

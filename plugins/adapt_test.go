@@ -55,7 +55,10 @@ func TestCheckRewrite(t *testing.T) {
 		{"a JSON query", abi.RewriteResponse{Flags: abi.FlagQuery, Query: []byte(`{"match":"pizza"}`)}, true},
 		{"query cleared", abi.RewriteResponse{Flags: abi.FlagQuery}, true},
 		{"a query that is not JSON", abi.RewriteResponse{Flags: abi.FlagQuery, Query: []byte(`{"match":`)}, false},
-		{"not JSON but not flagged", abi.RewriteResponse{Query: []byte(`{`)}, true},
+		{"not JSON but not flagged", abi.RewriteResponse{Query: []byte(`{`), Filter: []byte(`{`)}, true},
+		{"a JSON filter", abi.RewriteResponse{Flags: abi.FlagFilter, Filter: []byte(`{"term":"veg"}`)}, true},
+		{"filter cleared", abi.RewriteResponse{Flags: abi.FlagFilter}, true},
+		{"a filter that is not JSON", abi.RewriteResponse{Flags: abi.FlagFilter, Filter: []byte(`[`)}, false},
 	} {
 		if err := CheckRewrite(&tc.out); (err == nil) != tc.ok {
 			t.Errorf("%s: %v, want ok %v", tc.name, err, tc.ok)
