@@ -34,10 +34,10 @@ type benchWriter struct {
 	// applied returns, per shard, the last stream sequence the searcher
 	// serving it has applied (and so answers searches with).
 	applied func() []uint64
-	// memorySegments returns the in-memory segments (fresh batches not
-	// yet persisted) each shard's replica holds now, on average: every
-	// search visits each.
-	memorySegments func() float64
+	// segments returns the segments each shard's replica holds now, on
+	// average: persisted files, and in memory (fresh batches not yet
+	// persisted). Every search visits each.
+	segments func() (files, memory float64)
 }
 
 // benchMixedRun is one measurement of the mixed workload: searches at
@@ -59,10 +59,12 @@ type benchMixedRun struct {
 	// Unseen counts acknowledged upserts the searcher had not applied
 	// when the run gave up waiting (--timeout after the run's end).
 	Unseen int64 `json:"unseen,omitempty"`
-	// MemorySegments is the mean of the in-memory segments a shard held,
-	// sampled every 20 ms through the run (shard.WriteOptions'
-	// FreshSegments bounds them).
+	// MemorySegments and FileSegments are the means of the in-memory and
+	// persisted segments a shard held, sampled every 20 ms through the run
+	// (shard.WriteOptions' FreshSegments bounds the first, its merge
+	// planner's options the second).
 	MemorySegments float64 `json:"memory_segments"`
+	FileSegments   float64 `json:"file_segments"`
 }
 
 // parseRates parses --write-rates: upserts a second, comma-separated.
@@ -199,8 +201,8 @@ func benchMixed(ctx context.Context, cfg *benchConfig, s *benchSetup, queries []
 			if run.Freshness != nil && run.Freshness.Count > 0 {
 				fresh = fmtUS(run.Freshness.P99US)
 			}
-			fmt.Fprintf(progress, "  mixed  loop  %-13s %5g upserts/s (round %d)  p50 %s  p99 %s  p99.9 %s  freshness p99 %s  in-memory segments a shard %.1f\n", s.name, rate, round,
-				fmtUS(run.Search.Latency.P50US), fmtUS(run.Search.Latency.P99US), fmtUS(run.Search.Latency.P999US), fresh, run.MemorySegments)
+			fmt.Fprintf(progress, "  mixed  loop  %-13s %5g upserts/s (round %d)  p50 %s  p99 %s  p99.9 %s  freshness p99 %s  segments a shard %.1f in files, %.1f in memory\n", s.name, rate, round,
+				fmtUS(run.Search.Latency.P50US), fmtUS(run.Search.Latency.P99US), fmtUS(run.Search.Latency.P999US), fresh, run.FileSegments, run.MemorySegments)
 		}
 	}
 	return out, nil
@@ -258,7 +260,7 @@ func benchMixedOnce(ctx context.Context, cfg *benchConfig, s *benchSetup, querie
 	wctx, stopWatch := context.WithCancel(ctx)
 	watchDone := make(chan struct{})
 	go func() { defer close(watchDone); watch.run(wctx) }()
-	var segSum float64
+	var memSum, fileSum float64
 	var segSamples int
 	segsDone := make(chan struct{})
 	go func() {
@@ -270,7 +272,8 @@ func benchMixedOnce(ctx context.Context, cfg *benchConfig, s *benchSetup, querie
 			case <-wctx.Done():
 				return
 			case <-t.C:
-				segSum += s.writer.memorySegments()
+				files, memory := s.writer.segments()
+				fileSum, memSum = fileSum+files, memSum+memory
 				segSamples++
 			}
 		}
@@ -342,7 +345,7 @@ func benchMixedOnce(ctx context.Context, cfg *benchConfig, s *benchSetup, querie
 	stopWatch()
 	<-segsDone
 	if segSamples > 0 {
-		run.MemorySegments = segSum / float64(segSamples)
+		run.MemorySegments, run.FileSegments = memSum/float64(segSamples), fileSum/float64(segSamples)
 	}
 	search := &benchRun{OK: res.OK, Errors: res.Errors, ErrorSamples: res.ErrorSamples, ElapsedS: res.Elapsed.Seconds(),
 		Throughput: res.Throughput, Concurrency: res.Concurrency, Latency: dist(res.Latency), Rate: res.Offered,
@@ -382,15 +385,15 @@ func writeMixedText(w io.Writer, rs []*benchMixedRun, searchRate float64) {
 	}
 	fmt.Fprintf(w, "\nmixed loop: %g searches/s in an open loop while documents are upserted at each rate (latency from each search's scheduled time; freshness from each upsert's call until its shard's searcher applied it)\n\n", searchRate)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "setup\tupserts/s\tround\tsearches\terrors\tp50\tp99\tp99.9\tmax\twrites\tfresh p50\tfresh p99\tfresh max\tmem segs\t")
+	fmt.Fprintln(tw, "setup\tupserts/s\tround\tsearches\terrors\tp50\tp99\tp99.9\tmax\twrites\tfresh p50\tfresh p99\tfresh max\tfile segs\tmem segs\t")
 	for _, r := range rs {
 		l := r.Search.Latency
 		fp50, fp99, fmax := "—", "—", "—"
 		if f := r.Freshness; f != nil {
 			fp50, fp99, fmax = fmtUS(f.P50US), fmtUS(f.P99US), fmtUS(f.MaxUS)
 		}
-		fmt.Fprintf(tw, "%s\t%g\t%d\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.1f\t\n", r.Setup, r.WriteRate, r.Round, cmdline.Thousands(r.Search.OK), r.Search.Errors,
-			fmtUS(l.P50US), fmtUS(l.P99US), fmtUS(l.P999US), fmtUS(l.MaxUS), cmdline.Thousands(r.Writes), fp50, fp99, fmax, r.MemorySegments)
+		fmt.Fprintf(tw, "%s\t%g\t%d\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.1f\t%.1f\t\n", r.Setup, r.WriteRate, r.Round, cmdline.Thousands(r.Search.OK), r.Search.Errors,
+			fmtUS(l.P50US), fmtUS(l.P99US), fmtUS(l.P999US), fmtUS(l.MaxUS), cmdline.Thousands(r.Writes), fp50, fp99, fmax, r.FileSegments, r.MemorySegments)
 	}
 	tw.Flush()
 	type key struct {

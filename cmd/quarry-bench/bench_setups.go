@@ -499,14 +499,14 @@ func quarryWriter(c *client.Client, n *node.Node, docs []byte, shards int) *benc
 			}
 			return out
 		},
-		memorySegments: func() float64 {
-			var sum, count float64
+		segments: func() (files, memory float64) {
+			var count float64
 			for _, st := range n.Searcher.Stats() {
 				if st.Index == benchIndex {
-					sum, count = sum+float64(st.MemorySegments), count+1
+					files, memory, count = files+float64(st.FileSegments), memory+float64(st.MemorySegments), count+1
 				}
 			}
-			return sum / max(count, 1)
+			return files / max(count, 1), memory / max(count, 1)
 		},
 	}
 }

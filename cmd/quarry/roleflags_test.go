@@ -56,7 +56,7 @@ func TestRoleFlagDefaults(t *testing.T) {
 	// Writes: the flags name the shard's defaults, the libraries leave
 	// them to the shard (the indexer's ApplyInterval aside).
 	s, ls := *rf.searcher(), searcher.Config{}
-	if s.Writes != (shard.WriteOptions{ApplyInterval: shard.DefaultApplyInterval, PersistNap: shard.DefaultPersistNap, MergeFloor: shard.DefaultMergeFloor, FreshSegments: shard.DefaultFreshSegments}) {
+	if s.Writes != (shard.WriteOptions{ApplyInterval: shard.DefaultApplyInterval, PersistNap: shard.DefaultPersistNap, MergeFloor: shard.DefaultMergeFloor, SegmentsPerTier: shard.DefaultSegmentsPerTier, FreshSegments: shard.DefaultFreshSegments}) {
 		t.Errorf("searcher writes from the flags: %+v", s.Writes)
 	}
 	s.Writes = shard.WriteOptions{}
@@ -66,7 +66,7 @@ func TestRoleFlagDefaults(t *testing.T) {
 		t.Errorf("searcher config from the flags:\n%+v\nthe library's defaults:\n%+v", s, ls)
 	}
 	ix, lix := *rf.indexer(), indexer.Config{}
-	ix.Writes.PersistNap, ix.Writes.MergeFloor, ix.Writes.FreshSegments = 0, 0, 0
+	ix.Writes.PersistNap, ix.Writes.MergeFloor, ix.Writes.SegmentsPerTier, ix.Writes.FreshSegments = 0, 0, 0, 0
 	ix.EnsureDefaults()
 	lix.EnsureDefaults()
 	if !reflect.DeepEqual(ix, lix) {

@@ -160,5 +160,6 @@ func RegisterWrites(fs *flag.FlagSet, w *shard.WriteOptions) {
 	fs.DurationVar(&w.ApplyInterval, "apply-interval", shard.DefaultApplyInterval, "searchers: least time between two batches of updates applied to a shard: updates arriving sooner wait and are applied together (fewer segments for searches to read and merge; each waits at most this long); negative: apply as they arrive")
 	fs.DurationVar(&w.PersistNap, "persist-nap", shard.DefaultPersistNap, "how long fresh in-memory segments wait before scorch writes them as one file, merged in memory (negative: no nap, bleve's default)")
 	fs.IntVar(&w.MergeFloor, "merge-floor", shard.DefaultMergeFloor, "scorch merge planner's floor segment size, in documents: small segments merge with small ones instead of into the shard's large ones (negative: bleve's default, 2000)")
+	fs.IntVar(&w.SegmentsPerTier, "segments-per-tier", shard.DefaultSegmentsPerTier, "scorch merge planner's segments of about one size a shard keeps before they are merged (each search visits every segment; negative: bleve's default, 10)")
 	fs.IntVar(&w.FreshSegments, "fresh-segments", shard.DefaultFreshSegments, "most fresh in-memory segments of a shard searches visit: a batch of updates that would leave more also indexes the documents of the earlier ones again, so its one segment replaces them (negative: no folding)")
 }

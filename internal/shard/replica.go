@@ -81,6 +81,13 @@ type WriteOptions struct {
 	// updates; a small floor merges small segments with small ones.
 	// Default 10; negative: bleve's default (2,000).
 	MergeFloor int
+	// SegmentsPerTier is how many segments of about one size the merge
+	// planner lets a shard keep before it merges them (its
+	// MaxSegmentsPerTier). A stream of updates persists a small segment
+	// each nap; with bleve's 10, a shard gathers up to ten of each size
+	// (tens, hundreds of documents) beside its large one, and every search
+	// visits each. Default 10 (bleve's); negative: bleve's default.
+	SegmentsPerTier int
 	// FreshSegments is the most in-memory segments (fresh batches not yet
 	// persisted) a replica lets searches visit: a batch that would leave
 	// more also indexes again, unchanged, the documents of the ones before
@@ -95,10 +102,11 @@ const DefaultMaxBatch = 512
 
 // Defaults of WriteOptions.
 const (
-	DefaultApplyInterval = 50 * time.Millisecond
-	DefaultPersistNap    = time.Second
-	DefaultMergeFloor    = 10
-	DefaultFreshSegments = 4
+	DefaultApplyInterval   = 50 * time.Millisecond
+	DefaultPersistNap      = time.Second
+	DefaultMergeFloor      = 10
+	DefaultSegmentsPerTier = 10
+	DefaultFreshSegments   = 4
 )
 
 func (w *WriteOptions) defaults() {
@@ -110,6 +118,9 @@ func (w *WriteOptions) defaults() {
 	}
 	if w.MergeFloor == 0 {
 		w.MergeFloor = DefaultMergeFloor
+	}
+	if w.SegmentsPerTier == 0 {
+		w.SegmentsPerTier = DefaultSegmentsPerTier
 	}
 	if w.FreshSegments == 0 {
 		w.FreshSegments = DefaultFreshSegments
@@ -175,8 +186,15 @@ func scorchConfig(w WriteOptions) map[string]any {
 	if w.PersistNap > 0 {
 		cfg["scorchPersisterOptions"] = map[string]any{"PersisterNapTimeMSec": int(w.PersistNap / time.Millisecond)}
 	}
+	plan := map[string]any{}
 	if w.MergeFloor > 0 {
-		cfg["scorchMergePlanOptions"] = map[string]any{"FloorSegmentSize": w.MergeFloor}
+		plan["FloorSegmentSize"] = w.MergeFloor
+	}
+	if w.SegmentsPerTier > 0 {
+		plan["MaxSegmentsPerTier"] = w.SegmentsPerTier
+	}
+	if len(plan) > 0 {
+		cfg["scorchMergePlanOptions"] = plan
 	}
 	return cfg
 }
