@@ -536,11 +536,14 @@ func (b *Broker) handle(req micro.Request) {
 			// read from the store, its team admitted like any other, and
 			// searched as read.
 			if err := subject.ValidIndexName(index); err != nil {
-				b.respondError(req.Reply(), api.BadRequest("%v", err))
+				err = api.BadRequest("%v", err)
+				b.metrics.answered(index, start, err)
+				b.respondError(req.Reply(), err)
 				return
 			}
 			def, err := b.lookupIndex(ctx, index)
 			if err != nil {
+				b.metrics.answered(index, start, err)
 				b.respondError(req.Reply(), b.public(ctx, err, "index", index))
 				return
 			}
