@@ -137,6 +137,9 @@ func TestMetrics(t *testing.T) {
 		{"quarry_searcher_generation_swaps_total", map[string]string{"index": "menu"}, atLeast(2), ">= 1 a shard"},
 		{"quarry_searcher_replay_lag_messages", map[string]string{"index": "menu"}, equal(0), "0"},
 		{"quarry_searcher_shard_documents", map[string]string{"index": "menu"}, equal(docs), "every document"},
+		{"quarry_searcher_shard_segments", map[string]string{"index": "menu", "where": "file"}, atLeast(1), ">= 1"},
+		{"quarry_searcher_shard_segments", map[string]string{"index": "menu", "where": "memory"}, atLeast(0), "present"},
+		{"quarry_searcher_shard_reindexed_documents_total", map[string]string{"index": "menu"}, atLeast(0), "present"},
 		{"quarry_searcher_requests_refused_total", map[string]string{"reason": "bad_request"}, equal(0), "0"},
 		{"quarry_searcher_queue_wait_seconds", nil, atLeast(2 * searches), ">= 2 shards × searches"},
 		// Indexer: documents, stream lag, snapshots.

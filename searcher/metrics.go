@@ -134,11 +134,13 @@ var (
 	descSeq        = prometheus.NewDesc("quarry_searcher_shard_stream_sequence", "Last stream sequence a served shard has applied.", shardLabels, nil)
 	descLag        = prometheus.NewDesc("quarry_searcher_replay_lag_messages", "Messages of a served shard the stream held after the last one applied, as of the last applied batch.", shardLabels, nil)
 	descDocs       = prometheus.NewDesc("quarry_searcher_shard_documents", "Documents in a served shard.", shardLabels, nil)
+	descSegments   = prometheus.NewDesc("quarry_searcher_shard_segments", "Segments of a served shard, each visited by every search: persisted files (where=file) and fresh batches in memory (where=memory).", append(shardLabels, "where"), nil)
+	descReindexed  = prometheus.NewDesc("quarry_searcher_shard_reindexed_documents_total", "Documents of a served shard indexed again, unchanged, to fold its fresh in-memory segments into one (--fresh-segments).", shardLabels, nil)
 )
 
 // Describe implements prometheus.Collector.
 func (c *shardCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descGeneration, descSeq, descLag, descDocs} {
+	for _, d := range []*prometheus.Desc{descGeneration, descSeq, descLag, descDocs, descSegments, descReindexed} {
 		ch <- d
 	}
 }
@@ -175,5 +177,9 @@ func (c *shardCollector) Collect(ch chan<- prometheus.Metric) {
 		if docs, err := st.replica.DocCount(); err == nil {
 			ch <- prometheus.MustNewConstMetric(descDocs, prometheus.GaugeValue, float64(docs), lv...)
 		}
+		files, memory := st.replica.Segments()
+		ch <- prometheus.MustNewConstMetric(descSegments, prometheus.GaugeValue, float64(files), append(lv, "file")...)
+		ch <- prometheus.MustNewConstMetric(descSegments, prometheus.GaugeValue, float64(memory), append(lv, "memory")...)
+		ch <- prometheus.MustNewConstMetric(descReindexed, prometheus.CounterValue, float64(p.Reindexed), lv...)
 	}
 }
