@@ -35,6 +35,13 @@ const (
 	maxFreshBytes = 1 << 20
 )
 
+// freshOp is a document a batch indexes (data, its JSON) or deletes (data
+// nil).
+type freshOp struct {
+	id   string
+	data []byte
+}
+
 // freshDocs is what a replica applied since it last held no in-memory
 // segment: the latest version of each document indexed since (deleted ones
 // removed). Only the apply loop uses it.
@@ -73,7 +80,10 @@ func (f *freshDocs) deleted(id string) {
 }
 
 // memorySegments counts the in-memory (not yet persisted) segments of the
-// replica's index now.
+// replica's index now, from its current snapshot. Not from scorch's
+// TotMemorySegmentsAtRoot (rootSegments, for reports): scorch sets that
+// from the root before each introduction, so it lags by a batch and counts
+// segments a fold has just dropped, and folding decides on the count.
 func (r *Replica) memorySegments() (int, error) {
 	sc, err := r.scorch()
 	if err != nil {
@@ -97,15 +107,15 @@ func (r *Replica) memorySegments() (int, error) {
 	return n, nil
 }
 
-// fold adds to b, about to be applied with the documents ids (the batch's
-// own, indexed or deleted), the fresh documents it does not replace itself,
+// fold adds to b, about to be applied with ops (the batch's own documents,
+// indexed or deleted), the fresh documents it does not replace itself,
 // when the batch would otherwise leave more than FreshSegments in-memory
 // segments. It returns how many documents it added. Before deciding, it
 // forgets the fresh documents if the index holds no in-memory segment. A
 // fold that cannot be made is skipped (and logged), never an error: what
 // it added is each document's latest version again, so a part of a fold is
 // as correct as none.
-func (r *Replica) fold(b *bleve.Batch, ids map[string]bool) int {
+func (r *Replica) fold(b *bleve.Batch, ops []freshOp) int {
 	limit := r.cfg.Writes.FreshSegments
 	if limit <= 0 {
 		return 0
@@ -120,6 +130,10 @@ func (r *Replica) fold(b *bleve.Batch, ids map[string]bool) int {
 	}
 	if mem < limit || r.fresh.over || len(r.fresh.docs) == 0 {
 		return 0
+	}
+	ids := make(map[string]bool, len(ops))
+	for _, o := range ops {
+		ids[o.id] = true
 	}
 	n := 0
 	for id, data := range r.fresh.docs {

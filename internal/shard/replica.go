@@ -474,12 +474,8 @@ func (r *Replica) apply(msgs []jetstream.Msg) error {
 	var indexed, deleted, rejected uint64
 	seqs := make([]uint64, 0, len(msgs))
 	// ops are the batch's documents in order, for the fresh documents
-	// (WriteOptions.FreshSegments): data nil for a delete.
-	type op struct {
-		id   string
-		data []byte
-	}
-	var ops []op
+	// (WriteOptions.FreshSegments).
+	var ops []freshOp
 	folding := r.cfg.Writes.FreshSegments > 0
 	for _, m := range msgs {
 		md, err := m.Metadata()
@@ -498,7 +494,7 @@ func (r *Replica) apply(msgs []jetstream.Msg) error {
 			b.Delete(id)
 			deleted++
 			if folding {
-				ops = append(ops, op{id: id})
+				ops = append(ops, freshOp{id: id})
 			}
 			continue
 		}
@@ -515,16 +511,12 @@ func (r *Replica) apply(msgs []jetstream.Msg) error {
 		}
 		indexed++
 		if folding {
-			ops = append(ops, op{id: id, data: m.Data()})
+			ops = append(ops, freshOp{id: id, data: m.Data()})
 		}
 	}
 	var folded int
 	if folding {
-		ids := make(map[string]bool, len(ops))
-		for _, o := range ops {
-			ids[o.id] = true
-		}
-		folded = r.fold(b, ids)
+		folded = r.fold(b, ops)
 	}
 	var seqBuf [8]byte
 	binary.BigEndian.PutUint64(seqBuf[:], last)
