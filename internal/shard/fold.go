@@ -2,11 +2,8 @@ package shard
 
 import (
 	"encoding/json"
-	"fmt"
 
 	"github.com/blevesearch/bleve/v2"
-	"github.com/blevesearch/bleve/v2/index/scorch"
-	segment "github.com/blevesearch/scorch_segment_api/v2"
 )
 
 // Folding fresh segments (WriteOptions.FreshSegments).
@@ -79,34 +76,6 @@ func (f *freshDocs) deleted(id string) {
 	delete(f.docs, id)
 }
 
-// memorySegments counts the in-memory (not yet persisted) segments of the
-// replica's index now, from its current snapshot. Not from scorch's
-// TotMemorySegmentsAtRoot (rootSegments, for reports): scorch sets that
-// from the root before each introduction, so it lags by a batch and counts
-// segments a fold has just dropped, and folding decides on the count.
-func (r *Replica) memorySegments() (int, error) {
-	sc, err := r.scorch()
-	if err != nil {
-		return 0, err
-	}
-	rd, err := sc.Reader()
-	if err != nil {
-		return 0, err
-	}
-	defer rd.Close()
-	snap, ok := rd.(*scorch.IndexSnapshot)
-	if !ok {
-		return 0, fmt.Errorf("shard %d: reader type %T", r.cfg.Shard, rd)
-	}
-	n := 0
-	for _, ss := range snap.Segments() {
-		if _, persisted := ss.Segment().(segment.PersistedSegment); !persisted {
-			n++
-		}
-	}
-	return n, nil
-}
-
 // fold adds to b, about to be applied with ops (the batch's own documents,
 // indexed or deleted), the fresh documents it does not replace itself,
 // when the batch would otherwise leave more than FreshSegments in-memory
@@ -120,15 +89,16 @@ func (r *Replica) fold(b *bleve.Batch, ops []freshOp) int {
 	if limit <= 0 {
 		return 0
 	}
-	mem, err := r.memorySegments()
+	sc, err := r.scorch()
 	if err != nil {
 		return 0
 	}
+	_, mem := rootSegments(sc)
 	if mem == 0 {
 		r.fresh.reset()
 		return 0
 	}
-	if mem < limit || r.fresh.over || len(r.fresh.docs) == 0 {
+	if mem < uint64(limit) || r.fresh.over || len(r.fresh.docs) == 0 {
 		return 0
 	}
 	ids := make(map[string]bool, len(ops))

@@ -5,8 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync/atomic"
 	"time"
+
+	segment "github.com/blevesearch/scorch_segment_api/v2"
 
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/index/scorch"
@@ -98,15 +99,30 @@ func (r *Replica) Compact(ctx context.Context) error {
 	return nil
 }
 
-// rootSegments returns the file and in-memory segments of sc's root, as
-// its last introduction counted them: two atomic loads (StatsMap builds
-// every statistic scorch has).
+// rootSegments returns the file and in-memory segments of sc's root now,
+// counted in its current snapshot (a reference taken and given back; no
+// StatsMap, which builds every statistic scorch has). Not from scorch's
+// TotFileSegmentsAtRoot and TotMemorySegmentsAtRoot: each introduction
+// sets those from the root before it, so they lag by one batch and count
+// segments just dropped, and folding (fold.go) decides on the count.
 func rootSegments(sc *scorch.Scorch) (files, memory uint64) {
-	st, ok := sc.Stats().(*scorch.Stats)
+	rd, err := sc.Reader()
+	if err != nil {
+		return 0, 0
+	}
+	defer rd.Close()
+	snap, ok := rd.(*scorch.IndexSnapshot)
 	if !ok {
 		return 0, 0
 	}
-	return atomic.LoadUint64(&st.TotFileSegmentsAtRoot), atomic.LoadUint64(&st.TotMemorySegmentsAtRoot)
+	for _, ss := range snap.Segments() {
+		if _, persisted := ss.Segment().(segment.PersistedSegment); persisted {
+			files++
+		} else {
+			memory++
+		}
+	}
+	return files, memory
 }
 
 // persisted waits until sc holds no in-memory segment, or ctx ends.
