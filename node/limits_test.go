@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"slices"
@@ -116,8 +117,12 @@ func postTimed(client *http.Client, url, body string) (int, time.Duration, error
 	if err != nil {
 		return 0, time.Since(start), err
 	}
+	// Read to the end, as a client that keeps its connection does (a
+	// body closed unread closes the connection: every request would
+	// connect anew).
+	_, err = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
-	return resp.StatusCode, time.Since(start), nil
+	return resp.StatusCode, time.Since(start), err
 }
 
 // heavyRequests are the most expensive requests a team can send an index

@@ -1,7 +1,9 @@
 package searcher
 
 import (
+	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -14,6 +16,11 @@ import (
 // program cannot preempt a search once it runs, so the only way to keep a
 // heavy team from taking every core is not to start its work. A team alone
 // on the searcher runs as many as there are workers.
+//
+// A heavy team's request that runs also gives way at its checkpoints
+// (shard.Checkpoint, heavyTurn): while requests of teams that are not
+// heavy are queued or running, it waits for them, up to a budget, so that
+// a light search need not share a core with it.
 type fairQueue struct {
 	mu     sync.Mutex
 	cond   *sync.Cond
@@ -26,6 +33,12 @@ type fairQueue struct {
 	workers    int
 	heavyCap   int
 	heavyAfter time.Duration
+
+	// light counts the queued and running requests of teams that were
+	// not heavy when they came (job.light); lightDone is closed when it
+	// falls to 0, and made anew when it rises from 0 (both under mu).
+	light     atomic.Int64
+	lightDone chan struct{}
 }
 
 // teamQueue is one team's waiting requests and what it is running.
@@ -59,6 +72,10 @@ func (q *fairQueue) push(team string, j job) bool {
 	if t == nil {
 		t = &teamQueue{name: team}
 		q.teams[team] = t
+	}
+	j.light = !q.heavy(t)
+	if j.light && q.light.Add(1) == 1 {
+		q.lightDone = make(chan struct{})
 	}
 	t.jobs = append(t.jobs, j)
 	t.lastSeen = j.at
@@ -105,9 +122,14 @@ func (q *fairQueue) next() (job, *teamQueue, bool) {
 	}
 }
 
+// heavy reports whether t's recent requests are expensive (under mu).
+func (q *fairQueue) heavy(t *teamQueue) bool {
+	return q.heavyAfter > 0 && t.cost > q.heavyAfter
+}
+
 // capOf is how many of t's requests may run at once.
 func (q *fairQueue) capOf(t *teamQueue, now time.Time) int {
-	if q.heavyAfter <= 0 || t.cost <= q.heavyAfter {
+	if !q.heavy(t) {
 		return q.workers
 	}
 	for _, o := range q.teams {
@@ -118,10 +140,13 @@ func (q *fairQueue) capOf(t *teamQueue, now time.Time) int {
 	return q.workers
 }
 
-// done records that one of t's requests took took to serve.
-func (q *fairQueue) done(t *teamQueue, took time.Duration) {
+// done records that j, one of t's requests, took took to serve.
+func (q *fairQueue) done(t *teamQueue, j job, took time.Duration) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	if j.light && q.light.Add(-1) == 0 {
+		close(q.lightDone)
+	}
 	t.running--
 	if t.cost == 0 {
 		t.cost = took
@@ -144,4 +169,46 @@ func (q *fairQueue) close() {
 	defer q.mu.Unlock()
 	q.closed = true
 	q.cond.Broadcast()
+}
+
+// heavyWaitOnce bounds one wait of a heavy request at a checkpoint: a
+// light team that sends requests back to back never lets the count of
+// its requests fall to 0, and the heavy request must still move on.
+const heavyWaitOnce = 2 * time.Millisecond
+
+// heavyTurn is a heavy team's running request giving way to the light
+// teams' requests at its checkpoints, for at most left in all.
+type heavyTurn struct {
+	q      *fairQueue
+	left   time.Duration
+	waited time.Duration
+}
+
+// checkpoint waits while light requests are queued or running, until they
+// are done, heavyWaitOnce has passed or the budget is spent; it returns
+// ctx's error if ctx ends first. Nothing to wait for costs an atomic load.
+func (h *heavyTurn) checkpoint(ctx context.Context) error {
+	if h.left <= 0 || h.q.light.Load() == 0 {
+		return nil
+	}
+	h.q.mu.Lock()
+	ch := h.q.lightDone
+	n := h.q.light.Load()
+	h.q.mu.Unlock()
+	if n == 0 {
+		return nil
+	}
+	start := time.Now()
+	t := time.NewTimer(min(h.left, heavyWaitOnce))
+	defer t.Stop()
+	select {
+	case <-ch:
+	case <-t.C:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	took := time.Since(start)
+	h.left -= took
+	h.waited += took
+	return nil
 }

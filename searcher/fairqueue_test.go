@@ -1,6 +1,8 @@
 package searcher
 
 import (
+	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -48,8 +50,8 @@ func TestFairQueueRoundRobin(t *testing.T) {
 func TestFairQueueHeavyCap(t *testing.T) {
 	q := newFairQueue(100, 4, 1, 25*time.Millisecond)
 	q.push("heavy", jobFor("h"))
-	_, h, _ := q.next()
-	q.done(h, 200*time.Millisecond) // heavy now
+	first, h, _ := q.next()
+	q.done(h, first, 200*time.Millisecond) // heavy now
 	for range 3 {
 		q.push("heavy", jobFor("h"))
 	}
@@ -73,8 +75,8 @@ func TestFairQueueHeavyCap(t *testing.T) {
 		t.Fatalf("the heavy team ran a third request at once: %s", s)
 	case <-time.After(50 * time.Millisecond):
 	}
-	q.done(h, 200*time.Millisecond)
-	q.done(h, 200*time.Millisecond) // back to 0 running: one may start
+	q.done(h, job{}, 200*time.Millisecond)
+	q.done(h, job{}, 200*time.Millisecond) // back to 0 running: one may start
 	select {
 	case s := <-got:
 		if s != "h" {
@@ -86,5 +88,86 @@ func TestFairQueueHeavyCap(t *testing.T) {
 	q.close()
 	if _, _, ok := q.next(); ok {
 		t.Fatal("next after close")
+	}
+}
+
+// A heavy team's running request gives way at its checkpoints while a
+// light team's request is queued or running: it waits until that request
+// is done, at most heavyWaitOnce a checkpoint and its budget in all, and
+// not at all when no light request is there.
+func TestHeavyTurnGivesWay(t *testing.T) {
+	q := newFairQueue(100, 4, 1, 25*time.Millisecond)
+	q.push("heavy", jobFor("h"))
+	first, h, _ := q.next()
+	q.done(h, first, 200*time.Millisecond) // heavy now
+	q.push("heavy", jobFor("h"))
+	hj, _, _ := q.next()
+	if hj.light {
+		t.Fatal("a heavy team's request counted as light")
+	}
+	turn := &heavyTurn{q: q, left: time.Second}
+	ctx := context.Background()
+
+	start := time.Now() // nothing light: no wait
+	if err := turn.checkpoint(ctx); err != nil || time.Since(start) > time.Millisecond || turn.waited != 0 {
+		t.Fatalf("waited %s (%v) with no light request", time.Since(start), err)
+	}
+
+	q.push("calm", jobFor("c"))
+	cj, c, _ := q.next()
+	if !cj.light {
+		t.Fatal("a light team's request not counted as light")
+	}
+	released := make(chan error, 1)
+	go func() {
+		var err error
+		for range 100 { // 100 checkpoints of heavyWaitOnce would be 200ms
+			if err = turn.checkpoint(ctx); err != nil {
+				break
+			}
+		}
+		released <- err
+	}()
+	time.Sleep(20 * time.Millisecond)
+	select {
+	case err := <-released:
+		t.Fatalf("the heavy request went on while a light one ran (%v)", err)
+	default:
+	}
+	q.done(c, cj, time.Millisecond)
+	select {
+	case err := <-released:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(time.Second):
+		t.Fatal("the heavy request still waits after the light one is done")
+	}
+	if turn.waited < 10*time.Millisecond {
+		t.Fatalf("waited %s in all, want about 20ms", turn.waited)
+	}
+
+	// A light team that never stops: the budget bounds the waits.
+	q.push("calm", jobFor("c"))
+	cj, c, _ = q.next()
+	short := &heavyTurn{q: q, left: 10 * time.Millisecond}
+	start = time.Now()
+	for range 100 {
+		if err := short.checkpoint(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if took := time.Since(start); took > 200*time.Millisecond || short.left > 0 {
+		t.Fatalf("100 checkpoints took %s with a 10ms budget (left %s)", took, short.left)
+	}
+	// And the request's end stops a wait.
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := turn.checkpoint(cancelled); !errors.Is(err, context.Canceled) {
+		t.Fatalf("a cancelled request's checkpoint: %v", err)
+	}
+	q.done(c, cj, time.Millisecond)
+	if q.light.Load() != 0 {
+		t.Fatalf("%d light requests counted, want 0", q.light.Load())
 	}
 }

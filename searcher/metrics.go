@@ -37,7 +37,10 @@ type metrics struct {
 	swaps     *prometheus.CounterVec
 	swapFails *prometheus.CounterVec
 	queueWait prometheus.Histogram
-	refused   [numRefused]prometheus.Counter
+	// heavyWaited is the time heavy teams' requests gave way to other
+	// teams' at their checkpoints (Config.HeavyPause).
+	heavyWaited prometheus.Counter
+	refused     [numRefused]prometheus.Counter
 }
 
 // shardMetrics are one served shard's series.
@@ -69,6 +72,8 @@ func newMetrics(s *Searcher, reg prometheus.Registerer) (*metrics, error) {
 			Help: "New snapshot generations refused after every retry (the old one keeps serving), by index and shard."}, []string{"index", "shard"}),
 		queueWait: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "quarry_searcher_queue_wait_seconds",
 			Help: "Time a shard request waited for a worker.", Buckets: LatencyBuckets}),
+		heavyWaited: prometheus.NewCounter(prometheus.CounterOpts{Name: "quarry_searcher_heavy_waited_seconds_total",
+			Help: "Time heavy teams' running shard requests waited at their checkpoints for other teams' requests to finish (--heavy-pause)."}),
 	}
 	refused := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "quarry_searcher_requests_refused_total",
 		Help: "Shard requests refused before a shard saw them, by reason: overloaded (queue full), expired (deadline passed in the queue), bad_request, not_served."},
@@ -76,7 +81,7 @@ func newMetrics(s *Searcher, reg prometheus.Registerer) (*metrics, error) {
 	for i, r := range refusedNames {
 		m.refused[i] = refused.WithLabelValues(r)
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.duration, m.swaps, m.swapFails, m.queueWait, refused, &shardCollector{s: s}} {
+	for _, c := range []prometheus.Collector{m.requests, m.duration, m.swaps, m.swapFails, m.queueWait, m.heavyWaited, refused, &shardCollector{s: s}} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("searcher: register metrics: %w", err)
 		}

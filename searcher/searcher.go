@@ -65,6 +65,13 @@ type Config struct {
 	// HeavyWorkers is how many requests of a heavy team run at once
 	// while other teams are active (default GOMAXPROCS/2, at least 1).
 	HeavyWorkers int
+	// HeavyPause is how long, in all, one running request of a heavy team
+	// waits at its checkpoints (shard.Checkpoint: every few hits it
+	// collects or documents it loads) while requests of teams that are not
+	// heavy are queued or running, each wait ending when they are done or
+	// after 2ms (default 250ms; negative: never waits). On a machine with
+	// few cores it keeps a light search from sharing one with a heavy one.
+	HeavyPause time.Duration
 	// MaxBatch caps documents per bleve batch when replaying (default
 	// shard.DefaultMaxBatch, 512).
 	MaxBatch int
@@ -119,7 +126,7 @@ type Lender interface {
 // depend on the machine (2×GOMAXPROCS; GOMAXPROCS/2, at least 1) and are 0
 // here. Writes is left to the shard's own defaults (shard.WriteOptions).
 var Defaults = Config{
-	QueueLen: 1024, HeavyAfter: 10 * time.Millisecond,
+	QueueLen: 1024, HeavyAfter: 10 * time.Millisecond, HeavyPause: 250 * time.Millisecond,
 	DrainTimeout: 10 * time.Second, SlowRequest: 250 * time.Millisecond, CatchUpTimeout: 10 * time.Minute,
 	MaxBatch: shard.DefaultMaxBatch, CompressThreshold: wire.CompressThreshold, FaultEvery: 1,
 }
@@ -134,6 +141,7 @@ func (c *Config) EnsureDefaults() {
 	c.HeavyWorkers = cmp.Or(c.HeavyWorkers, max(1, runtime.GOMAXPROCS(0)/2))
 	c.QueueLen = cmp.Or(c.QueueLen, d.QueueLen)
 	c.HeavyAfter = cmp.Or(c.HeavyAfter, d.HeavyAfter)
+	c.HeavyPause = cmp.Or(c.HeavyPause, d.HeavyPause)
 	c.DrainTimeout = cmp.Or(c.DrainTimeout, d.DrainTimeout)
 	c.SlowRequest = cmp.Or(c.SlowRequest, d.SlowRequest)
 	c.CatchUpTimeout = cmp.Or(c.CatchUpTimeout, d.CatchUpTimeout)

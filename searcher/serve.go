@@ -19,8 +19,9 @@ import (
 
 // job is a request waiting for a worker.
 type job struct {
-	msg *nats.Msg
-	at  time.Time
+	msg   *nats.Msg
+	at    time.Time
+	light bool // its team was not heavy when it came (fairQueue)
 }
 
 // enqueue hands a team's request to the workers, refusing it at once when
@@ -41,14 +42,22 @@ func (s *Searcher) worker() {
 		}
 		s.busy.Add(1)
 		start := time.Now()
-		s.handle(j.msg, start.Sub(j.at))
-		s.queue.done(team, time.Since(start))
+		ctx := context.Background()
+		var turn *heavyTurn
+		if !j.light && s.cfg.HeavyPause > 0 {
+			turn = &heavyTurn{q: s.queue, left: s.cfg.HeavyPause}
+			ctx = shard.WithCheckpoint(ctx, turn.checkpoint)
+		}
+		s.handle(ctx, j.msg, start.Sub(j.at))
+		s.queue.done(team, j, time.Since(start))
+		if turn != nil && turn.waited > 0 {
+			s.metrics.heavyWaited.Add(turn.waited.Seconds())
+		}
 		s.busy.Add(-1)
 	}
 }
 
-func (s *Searcher) handle(msg *nats.Msg, queued time.Duration) {
-	ctx := context.Background()
+func (s *Searcher) handle(ctx context.Context, msg *nats.Msg, queued time.Duration) {
 	s.metrics.queueWait.Observe(queued.Seconds())
 	if d := msg.Header.Get(subject.HeaderDeadline); d != "" {
 		ns, err := strconv.ParseInt(d, 10, 64)

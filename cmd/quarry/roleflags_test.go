@@ -46,6 +46,7 @@ func TestRoleFlagDefaults(t *testing.T) {
 		{"fault-every", searcher.Defaults.FaultEvery},
 		{"workers", searcher.Defaults.Workers},
 		{"heavy-workers", searcher.Defaults.HeavyWorkers},
+		{"heavy-pause", searcher.Defaults.HeavyPause},
 	} {
 		got := fs.Lookup(f.name).Value.(flag.Getter).Get()
 		if got != f.want {

@@ -44,6 +44,7 @@ type roleFlags struct {
 	faultEvery       int
 	faultStats       bool
 	heavyAfter       time.Duration
+	heavyPause       time.Duration
 	heavyWorkers     int
 	heavySearch      time.Duration
 	heavySearches    int
@@ -97,6 +98,7 @@ func (f *roleFlags) registerSearcher(fs *flag.FlagSet) {
 	fs.IntVar(&f.faultEvery, "fault-every", searcher.Defaults.FaultEvery, "fault injection: delay every Nth shard request (with --fault-delay)")
 	fs.BoolVar(&f.faultStats, "fault-stats", false, "fault injection: delay the term-statistics phase instead of the search (with --fault-delay)")
 	fs.DurationVar(&f.heavyAfter, "heavy-request", searcher.Defaults.HeavyAfter, "a team whose recent shard requests take longer than this on average is heavy: while other teams are active it runs at most --heavy-workers at once (negative: never)")
+	fs.DurationVar(&f.heavyPause, "heavy-pause", searcher.Defaults.HeavyPause, "the most one running request of a heavy team waits, in all, for other teams' shard requests to finish, checking every few hits (negative: never)")
 	fs.IntVar(&f.heavyWorkers, "heavy-workers", 0, "shard requests of a heavy team run at once while other teams are active (default GOMAXPROCS/2, at least 1)")
 	f.registerWrites(fs)
 }
@@ -152,7 +154,7 @@ func (f *roleFlags) indexer() *indexer.Config {
 
 func (f *roleFlags) searcher() *searcher.Config {
 	return &searcher.Config{Workers: f.workers, MaxBatch: f.maxBatch, Writes: f.writes, FaultDelay: f.faultDelay, FaultEvery: f.faultEvery, FaultStats: f.faultStats, DrainTimeout: f.drainTimeout,
-		SlowRequest: f.slowShard, HeavyAfter: f.heavyAfter, HeavyWorkers: f.heavyWorkers}
+		SlowRequest: f.slowShard, HeavyAfter: f.heavyAfter, HeavyWorkers: f.heavyWorkers, HeavyPause: f.heavyPause}
 }
 
 func (f *roleFlags) broker() *broker.Config {

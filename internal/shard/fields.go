@@ -44,6 +44,7 @@ func loadFields(ctx context.Context, idx bleve.Index, hits []*search.DocumentMat
 	}
 	var bleveLoads []*search.DocumentMatch // hits bleve loads
 	found := 0
+	cp := checkpointOf(ctx)
 	// Segment by segment (a live document is in one), each one's
 	// documents in order, until every hit is found.
 	for _, seg := range snap.Segments() {
@@ -83,6 +84,11 @@ func loadFields(ctx context.Context, idx bleve.Index, hits []*search.DocumentMat
 				continue
 			}
 			found++
+			if cp != nil && found%CheckpointEvery == 0 {
+				if err := cp(ctx); err != nil {
+					return err
+				}
+			}
 			if odd {
 				h.Fields = nil
 				bleveLoads = append(bleveLoads, h)
