@@ -142,6 +142,7 @@ func TestMetrics(t *testing.T) {
 		{"quarry_searcher_shard_reindexed_documents_total", map[string]string{"index": "menu"}, atLeast(0), "present"},
 		{"quarry_searcher_requests_refused_total", map[string]string{"reason": "bad_request"}, equal(0), "0"},
 		{"quarry_searcher_queue_wait_seconds", nil, atLeast(2 * searches), ">= 2 shards × searches"},
+		{"quarry_searcher_heavy_waited_seconds_total", nil, atLeast(0), "present"},
 		// Indexer: documents, stream lag, snapshots.
 		{"quarry_indexer_documents_total", map[string]string{"index": "menu", "result": "indexed"}, equal(docs), "every document"},
 		{"quarry_indexer_documents_total", map[string]string{"index": "menu", "result": "deleted"}, equal(1), "1"},
