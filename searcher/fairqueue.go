@@ -19,8 +19,9 @@ import (
 //
 // A heavy team's request that runs also gives way at its checkpoints
 // (shard.Checkpoint, heavyTurn): while requests of teams that are not
-// heavy are queued or running, it waits for them, up to a budget, so that
-// a light search need not share a core with it.
+// heavy are queued or running, and for a linger after the last of them,
+// it waits for them, up to a budget, so that a light search need not
+// share a core with it.
 type fairQueue struct {
 	mu     sync.Mutex
 	cond   *sync.Cond
@@ -39,6 +40,9 @@ type fairQueue struct {
 	// falls to 0, and made anew when it rises from 0 (both under mu).
 	light     atomic.Int64
 	lightDone chan struct{}
+	// lightLast is when a light request was last done (unix nanoseconds):
+	// a heavy request lingers a little after it (Config.HeavyLinger).
+	lightLast atomic.Int64
 }
 
 // teamQueue is one team's waiting requests and what it is running.
@@ -144,8 +148,11 @@ func (q *fairQueue) capOf(t *teamQueue, now time.Time) int {
 func (q *fairQueue) done(t *teamQueue, j job, took time.Duration) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if j.light && q.light.Add(-1) == 0 {
-		close(q.lightDone)
+	if j.light {
+		q.lightLast.Store(time.Now().UnixNano())
+		if q.light.Add(-1) == 0 {
+			close(q.lightDone)
+		}
 	}
 	t.running--
 	if t.cost == 0 {
@@ -181,28 +188,44 @@ const heavyWaitOnce = 2 * time.Millisecond
 type heavyTurn struct {
 	q      *fairQueue
 	left   time.Duration
+	linger time.Duration // Config.HeavyLinger; 0: none
 	waited time.Duration
 }
 
 // checkpoint waits while light requests are queued or running, until they
-// are done, heavyWaitOnce has passed or the budget is spent; it returns
-// ctx's error if ctx ends first. Nothing to wait for costs an atomic load.
+// are done, heavyWaitOnce has passed or the budget is spent, and after the
+// last of them for what is left of the linger; it returns ctx's error if
+// ctx ends first. Nothing to wait for costs an atomic load (and a clock
+// read with a linger).
 func (h *heavyTurn) checkpoint(ctx context.Context) error {
-	if h.left <= 0 || h.q.light.Load() == 0 {
+	if h.left <= 0 {
 		return nil
 	}
-	h.q.mu.Lock()
-	ch := h.q.lightDone
-	n := h.q.light.Load()
-	h.q.mu.Unlock()
-	if n == 0 {
-		return nil
+	var ch chan struct{}
+	d := min(h.left, heavyWaitOnce)
+	if h.q.light.Load() == 0 {
+		if h.linger <= 0 {
+			return nil
+		}
+		since := time.Duration(time.Now().UnixNano() - h.q.lightLast.Load())
+		if since >= h.linger {
+			return nil
+		}
+		d = min(h.left, h.linger-since)
+	} else {
+		h.q.mu.Lock()
+		ch = h.q.lightDone
+		n := h.q.light.Load()
+		h.q.mu.Unlock()
+		if n == 0 {
+			return nil
+		}
 	}
 	start := time.Now()
-	t := time.NewTimer(min(h.left, heavyWaitOnce))
+	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
-	case <-ch:
+	case <-ch: // nil while lingering: only the timer ends that wait
 	case <-t.C:
 	case <-ctx.Done():
 		return ctx.Err()

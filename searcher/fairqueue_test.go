@@ -170,4 +170,34 @@ func TestHeavyTurnGivesWay(t *testing.T) {
 	if q.light.Load() != 0 {
 		t.Fatalf("%d light requests counted, want 0", q.light.Load())
 	}
+
+	// Just after a light request is done, a heavy one lingers for what is
+	// left of HeavyLinger, within its budget, and not once it has passed.
+	lingering := &heavyTurn{q: q, left: time.Second, linger: 40 * time.Millisecond}
+	start = time.Now()
+	if err := lingering.checkpoint(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took < 20*time.Millisecond || took > 500*time.Millisecond {
+		t.Fatalf("lingered %s after a light request, want about 40ms", took)
+	}
+	start = time.Now()
+	if err := lingering.checkpoint(ctx); err != nil || time.Since(start) > 5*time.Millisecond {
+		t.Fatalf("lingered %s (%v) once the linger had passed", time.Since(start), err)
+	}
+	q.push("calm", jobFor("c"))
+	cj, c, _ = q.next()
+	q.done(c, cj, time.Millisecond)
+	budget := &heavyTurn{q: q, left: 5 * time.Millisecond, linger: time.Hour}
+	for range 10 {
+		if err := budget.checkpoint(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if budget.left > 0 || budget.waited > 100*time.Millisecond {
+		t.Fatalf("lingered %s with a 5ms budget (left %s)", budget.waited, budget.left)
+	}
+	if err := (&heavyTurn{q: q, left: time.Hour, linger: time.Hour}).checkpoint(cancelled); !errors.Is(err, context.Canceled) {
+		t.Fatalf("a cancelled request's linger: %v", err)
+	}
 }

@@ -72,6 +72,13 @@ type Config struct {
 	// after 2ms (default 250ms; negative: never waits). On a machine with
 	// few cores it keeps a light search from sharing one with a heavy one.
 	HeavyPause time.Duration
+	// HeavyLinger is how long after a light request is done a heavy one
+	// still waits at its checkpoints, within HeavyPause (default 2ms;
+	// negative: not at all). A light team's next request usually follows
+	// its last one's reply within a millisecond or two; without the
+	// linger the heavy request takes the core back in that gap and the
+	// next light request shares it (docs/performance.md).
+	HeavyLinger time.Duration
 	// MaxBatch caps documents per bleve batch when replaying (default
 	// shard.DefaultMaxBatch, 512).
 	MaxBatch int
@@ -127,6 +134,7 @@ type Lender interface {
 // here. Writes is left to the shard's own defaults (shard.WriteOptions).
 var Defaults = Config{
 	QueueLen: 1024, HeavyAfter: 10 * time.Millisecond, HeavyPause: 250 * time.Millisecond,
+	HeavyLinger:  2 * time.Millisecond,
 	DrainTimeout: 10 * time.Second, SlowRequest: 250 * time.Millisecond, CatchUpTimeout: 10 * time.Minute,
 	MaxBatch: shard.DefaultMaxBatch, CompressThreshold: wire.CompressThreshold, FaultEvery: 1,
 }
@@ -142,6 +150,7 @@ func (c *Config) EnsureDefaults() {
 	c.QueueLen = cmp.Or(c.QueueLen, d.QueueLen)
 	c.HeavyAfter = cmp.Or(c.HeavyAfter, d.HeavyAfter)
 	c.HeavyPause = cmp.Or(c.HeavyPause, d.HeavyPause)
+	c.HeavyLinger = cmp.Or(c.HeavyLinger, d.HeavyLinger)
 	c.DrainTimeout = cmp.Or(c.DrainTimeout, d.DrainTimeout)
 	c.SlowRequest = cmp.Or(c.SlowRequest, d.SlowRequest)
 	c.CatchUpTimeout = cmp.Or(c.CatchUpTimeout, d.CatchUpTimeout)

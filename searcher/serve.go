@@ -45,7 +45,7 @@ func (s *Searcher) worker() {
 		ctx := context.Background()
 		var turn *heavyTurn
 		if !j.light && s.cfg.HeavyPause > 0 {
-			turn = &heavyTurn{q: s.queue, left: s.cfg.HeavyPause}
+			turn = &heavyTurn{q: s.queue, left: s.cfg.HeavyPause, linger: s.cfg.HeavyLinger}
 			ctx = shard.WithCheckpoint(ctx, turn.checkpoint)
 		}
 		s.handle(ctx, j.msg, start.Sub(j.at))

@@ -47,6 +47,7 @@ func TestRoleFlagDefaults(t *testing.T) {
 		{"workers", searcher.Defaults.Workers},
 		{"heavy-workers", searcher.Defaults.HeavyWorkers},
 		{"heavy-pause", searcher.Defaults.HeavyPause},
+		{"heavy-linger", searcher.Defaults.HeavyLinger},
 	} {
 		got := fs.Lookup(f.name).Value.(flag.Getter).Get()
 		if got != f.want {

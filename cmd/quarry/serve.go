@@ -45,6 +45,7 @@ type roleFlags struct {
 	faultStats       bool
 	heavyAfter       time.Duration
 	heavyPause       time.Duration
+	heavyLinger      time.Duration
 	heavyWorkers     int
 	heavySearch      time.Duration
 	heavySearches    int
@@ -99,6 +100,7 @@ func (f *roleFlags) registerSearcher(fs *flag.FlagSet) {
 	fs.BoolVar(&f.faultStats, "fault-stats", false, "fault injection: delay the term-statistics phase instead of the search (with --fault-delay)")
 	fs.DurationVar(&f.heavyAfter, "heavy-request", searcher.Defaults.HeavyAfter, "a team whose recent shard requests take longer than this on average is heavy: while other teams are active it runs at most --heavy-workers at once (negative: never)")
 	fs.DurationVar(&f.heavyPause, "heavy-pause", searcher.Defaults.HeavyPause, "the most one running request of a heavy team waits, in all, for other teams' shard requests to finish, checking every few hits (negative: never)")
+	fs.DurationVar(&f.heavyLinger, "heavy-linger", searcher.Defaults.HeavyLinger, "how long after another team's shard request is done a heavy team's running request still waits at its checkpoints, within --heavy-pause (negative: not at all)")
 	fs.IntVar(&f.heavyWorkers, "heavy-workers", 0, "shard requests of a heavy team run at once while other teams are active (default GOMAXPROCS/2, at least 1)")
 	f.registerWrites(fs)
 }
@@ -154,7 +156,7 @@ func (f *roleFlags) indexer() *indexer.Config {
 
 func (f *roleFlags) searcher() *searcher.Config {
 	return &searcher.Config{Workers: f.workers, MaxBatch: f.maxBatch, Writes: f.writes, FaultDelay: f.faultDelay, FaultEvery: f.faultEvery, FaultStats: f.faultStats, DrainTimeout: f.drainTimeout,
-		SlowRequest: f.slowShard, HeavyAfter: f.heavyAfter, HeavyWorkers: f.heavyWorkers, HeavyPause: f.heavyPause}
+		SlowRequest: f.slowShard, HeavyAfter: f.heavyAfter, HeavyWorkers: f.heavyWorkers, HeavyPause: f.heavyPause, HeavyLinger: f.heavyLinger}
 }
 
 func (f *roleFlags) broker() *broker.Config {
