@@ -18,9 +18,9 @@ import (
 // on the searcher runs as many as there are workers.
 //
 // A heavy team's request that runs also gives way at its checkpoints
-// (shard.Checkpoint, heavyTurn): while requests of teams that are not
-// heavy are queued or running, and for a linger after the last of them,
-// it waits for them, up to a budget, so that a light search need not
+// (shard.Checkpoint, heavyTurn): it waits while requests of teams that
+// are not heavy are queued or running, and for a short linger after the
+// last of them is done, up to a budget, so that a light search need not
 // share a core with it.
 type fairQueue struct {
 	mu     sync.Mutex
