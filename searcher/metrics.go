@@ -38,7 +38,7 @@ type metrics struct {
 	swapFails *prometheus.CounterVec
 	queueWait prometheus.Histogram
 	// heavyWaited is the time heavy teams' requests gave way to other
-	// teams' at their checkpoints (Config.HeavyPause).
+	// teams' at their checkpoints (Config.HeavyPause, HeavyLinger).
 	heavyWaited prometheus.Counter
 	refused     [numRefused]prometheus.Counter
 }
@@ -73,7 +73,7 @@ func newMetrics(s *Searcher, reg prometheus.Registerer) (*metrics, error) {
 		queueWait: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "quarry_searcher_queue_wait_seconds",
 			Help: "Time a shard request waited for a worker.", Buckets: LatencyBuckets}),
 		heavyWaited: prometheus.NewCounter(prometheus.CounterOpts{Name: "quarry_searcher_heavy_waited_seconds_total",
-			Help: "Time heavy teams' running shard requests waited at their checkpoints for other teams' requests to finish (--heavy-pause)."}),
+			Help: "Time heavy teams' running shard requests waited at their checkpoints for other teams' requests to finish, and lingered after them (--heavy-pause, --heavy-linger)."}),
 	}
 	refused := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "quarry_searcher_requests_refused_total",
 		Help: "Shard requests refused before a shard saw them, by reason: overloaded (queue full), expired (deadline passed in the queue), bad_request, not_served."},
