@@ -329,9 +329,12 @@ const MaxValidationSamples = 100
 // defaults.
 type TeamSettings struct {
 	Name string `json:"name"`
-	// Rate caps the team's searches per second on each broker (0: no
-	// cap); Burst is how many may come at once above it (default: one
-	// second's worth). Over it: 429 overloaded with Retry-After.
+	// Rate caps the team's searches per second over the cluster, each
+	// broker admitting its share (0: no cap); a search counts once for
+	// each of the brokers' RateUnit (broker.Config, default 50ms) of its
+	// time, so expensive searches use the rate up sooner. Burst is how
+	// many may come at once above it (default: one second's worth). Over
+	// it: 429 overloaded with Retry-After, when the rate allows the next.
 	Rate  float64 `json:"rate,omitempty"`
 	Burst int     `json:"burst,omitempty"`
 	// MaxInFlight caps the team's searches running at once on each broker

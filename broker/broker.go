@@ -80,6 +80,16 @@ type Config struct {
 	// HeavyWait bounds a heavy team's wait for its turn; past it the
 	// search is refused as overloaded (429) (default 1s).
 	HeavyWait time.Duration
+	// RateUnit is what one search is under a team's rate limit
+	// (api.TeamSettings.Rate): a search counts once for each RateUnit of
+	// its time begun (from its start to its reply), so at 50ms a search of
+	// 120ms counts 3 times. It takes one count to start and pays the rest
+	// when done, which may put the team in debt: its next searches are
+	// refused (429, Retry-After when the debt is paid) until it is. A rate
+	// in searches alone lets a team whose every search moves megabytes
+	// take most of the cores at a rate fit for cheap ones (default 50ms;
+	// negative: a search counts once, whatever its time).
+	RateUnit time.Duration
 	// NoHedge turns hedging off.
 	NoHedge bool
 	// HedgeMaxFraction caps hedges as a share of shard requests (default
@@ -153,7 +163,7 @@ type Config struct {
 // machine (GOMAXPROCS/2, at least 1) and is 0 here.
 var Defaults = Config{
 	DefaultTimeout: 2 * time.Second, MaxTimeout: 60 * time.Second,
-	MaxInFlight: 1024, HeavyAfter: 20 * time.Millisecond, HeavyWait: time.Second,
+	MaxInFlight: 1024, HeavyAfter: 20 * time.Millisecond, HeavyWait: time.Second, RateUnit: 50 * time.Millisecond,
 	DrainTimeout: 10 * time.Second, SlowQuery: 500 * time.Millisecond,
 	FallbackErrorRate: 0.5, FallbackWindow: 100, FallbackMinCalls: 20, FallbackSlowRate: 0.01,
 	StatsCacheSize: 4096, StatsCacheTerms: fanout.DefaultStatsCacheTerms, StatsMaxUpdates: DefaultStatsMaxUpdates, StatsMaxAge: DefaultStatsMaxAge, CompressThreshold: wire.CompressThreshold, QueueGroup: "quarry-broker",
@@ -172,6 +182,7 @@ func (c *Config) EnsureDefaults() {
 	c.HeavyAfter = cmp.Or(c.HeavyAfter, d.HeavyAfter)
 	c.HeavySearches = cmp.Or(c.HeavySearches, max(1, runtime.GOMAXPROCS(0)/2))
 	c.HeavyWait = cmp.Or(c.HeavyWait, d.HeavyWait)
+	c.RateUnit = cmp.Or(c.RateUnit, d.RateUnit)
 	c.DrainTimeout = cmp.Or(c.DrainTimeout, d.DrainTimeout)
 	c.SlowQuery = cmp.Or(c.SlowQuery, d.SlowQuery)
 	c.FallbackErrorRate = cmp.Or(c.FallbackErrorRate, d.FallbackErrorRate)

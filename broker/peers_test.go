@@ -39,7 +39,7 @@ func TestPeersCount(t *testing.T) {
 	limits.apply("alpha", &api.TeamSettings{Name: "alpha", Rate: 30, Burst: 7})
 	limits.setBrokers(3)
 	c := limits.state("alpha").limits.Load()
-	if c.limiter.Limit() != 10 || c.limiter.Burst() != 3 || c.brokers != 3 {
-		t.Fatalf("30/s burst 7 over 3 brokers: %v/s burst %d", c.limiter.Limit(), c.limiter.Burst())
+	if c.limiter.rate != 10 || c.limiter.burst != 3 || c.brokers != 3 {
+		t.Fatalf("30/s burst 7 over 3 brokers: %v/s burst %v", c.limiter.rate, c.limiter.burst)
 	}
 }

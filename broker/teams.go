@@ -10,18 +10,18 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
-	"golang.org/x/time/rate"
 
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/internal/meta"
 )
 
 // teamLimits admits each team's searches on this broker: at most its
-// share of its rate (a token bucket: the rate over the brokers up, see
-// peers) and at most its in-flight cap at once, from the quarry-teams
-// bucket (api.TeamSettings), with the broker's defaults for what a team
-// does not set. A team over either gets 429 overloaded at
-// once, naming the limit, and the other teams are not touched.
+// share of its rate (a searchBucket: the rate over the brokers up, see
+// peers; a search counts once per Config.RateUnit of its time) and at
+// most its in-flight cap at once, from the quarry-teams bucket
+// (api.TeamSettings), with the broker's defaults for what a team does not
+// set. A team over either gets 429 overloaded at once, naming the limit,
+// and the other teams are not touched.
 //
 // Admitted, a heavy team's search waits for its turn (see
 // Config.HeavyAfter): the searches of heavy teams share HeavySearches
@@ -30,6 +30,7 @@ type teamLimits struct {
 	defaultInFlight int
 	heavyAfter      time.Duration
 	heavyWait       time.Duration
+	rateUnit        time.Duration // <= 0: a search counts once
 	turns           chan struct{} // the heavy teams' turns
 	brokers         atomic.Int32  // brokers up, this one included: the rate's divisor
 	// applyMu orders the writers of teams' limits (apply, setBrokers),
@@ -55,13 +56,13 @@ type teamState struct {
 // teamConfig is a team's limits as the broker applies them.
 type teamConfig struct {
 	settings    api.TeamSettings
-	limiter     *rate.Limiter // nil: no rate cap; else settings.Rate / brokers
+	limiter     *searchBucket // nil: no rate cap; else settings.Rate / brokers
 	brokers     int           // brokers up when the limiter was made
 	maxInFlight int32
 }
 
 func newTeamLimits(cfg *Config) *teamLimits {
-	t := &teamLimits{defaultInFlight: cfg.TeamMaxInFlight, heavyAfter: cfg.HeavyAfter, heavyWait: cfg.HeavyWait,
+	t := &teamLimits{defaultInFlight: cfg.TeamMaxInFlight, heavyAfter: cfg.HeavyAfter, heavyWait: cfg.HeavyWait, rateUnit: cfg.RateUnit,
 		turns: make(chan struct{}, cfg.HeavySearches), teams: map[string]*teamState{}}
 	t.brokers.Store(1)
 	return t
@@ -116,7 +117,7 @@ func (t *teamLimits) config(team string, s *api.TeamSettings) *teamConfig {
 		}
 		n := float64(t.brokers.Load())
 		c.brokers = int(n)
-		c.limiter = rate.NewLimiter(rate.Limit(s.Rate/n), max(1, int(math.Ceil(float64(burst)/n))))
+		c.limiter = newSearchBucket(s.Rate/n, max(1, int(math.Ceil(float64(burst)/n))))
 	}
 	return c
 }
@@ -133,15 +134,22 @@ func (t *teamLimits) admit(team string, now time.Time) (*teamState, error) {
 		return nil, &api.Error{Code: api.CodeOverloaded, RetryAfterMS: 100,
 			Message: fmt.Sprintf("team %s has %d searches in flight on this broker, its limit (max_in_flight); try again", team, c.maxInFlight)}
 	}
-	if c.limiter != nil && !c.limiter.AllowN(now, 1) {
+	if c.limiter == nil {
+		return st, nil
+	}
+	if wait, ok := c.limiter.take(now); !ok {
 		st.inFlight.Add(-1)
-		wait := time.Duration(float64(time.Second) / c.settings.Rate)
 		share := ""
 		if c.brokers > 1 {
 			share = fmt.Sprintf(" (%g on each of %d brokers)", c.settings.Rate/float64(c.brokers), c.brokers)
 		}
-		return nil, &api.Error{Code: api.CodeOverloaded, RetryAfterMS: int(max(1, wait.Milliseconds())),
-			Message: fmt.Sprintf("team %s is over its rate limit of %g searches/s%s; retry after %s", team, c.settings.Rate, share, wait.Round(time.Millisecond))}
+		unit := ""
+		if t.rateUnit > 0 {
+			unit = fmt.Sprintf(", a search counting once per %s of its time", t.rateUnit)
+		}
+		wait = (wait + time.Millisecond - 1).Truncate(time.Millisecond) // up: a retry must not be early
+		return nil, &api.Error{Code: api.CodeOverloaded, RetryAfterMS: int(wait.Milliseconds()),
+			Message: fmt.Sprintf("team %s is over its rate limit of %g searches/s%s%s; retry after %s", team, c.settings.Rate, share, unit, wait)}
 	}
 	return st, nil
 }
@@ -182,9 +190,18 @@ func (t *teamLimits) turn(st *teamState) (turn, error) {
 	return turn{limits: t, st: st, start: start, heavy: heavy}, nil
 }
 
-// end adds the search's time to its team's mean and gives its turn back.
+// end adds the search's time to its team's mean, charges the team's
+// rate for it (Config.RateUnit), and gives its turn back.
 func (tr turn) end() {
-	tr.st.observe(time.Since(tr.start))
+	now := time.Now()
+	took := now.Sub(tr.start)
+	tr.st.observe(took)
+	if unit := tr.limits.rateUnit; unit > 0 {
+		if b := tr.st.limits.Load().limiter; b != nil && took > unit {
+			// One count was taken at admission.
+			b.charge(now, math.Ceil(float64(took)/float64(unit))-1)
+		}
+	}
 	if tr.heavy {
 		<-tr.limits.turns
 	}
@@ -218,6 +235,58 @@ func (st *teamState) observe(took time.Duration) {
 			return
 		}
 	}
+}
+
+// searchBucket is a team's rate on this broker: a token bucket of burst
+// tokens gaining rate a second. A search takes a token to start (take)
+// and, once done, pays what else it cost (charge), which may leave the
+// bucket in debt, down to maxRateDebt's worth of tokens: the team's
+// next searches are refused until the debt is paid back. It is safe for
+// concurrent use and does not allocate.
+type searchBucket struct {
+	rate, burst float64
+	mu          sync.Mutex
+	tokens      float64
+	last        time.Time // when tokens was last brought up to date
+}
+
+// maxRateDebt bounds a team's debt: one search charged for more than
+// this at its team's rate (a long search at a low rate) does not lock the
+// team out for longer.
+const maxRateDebt = time.Minute
+
+func newSearchBucket(rate float64, burst int) *searchBucket {
+	return &searchBucket{rate: rate, burst: float64(burst), tokens: float64(burst)}
+}
+
+// refill adds the tokens gained since b.last. The caller holds b.mu.
+func (b *searchBucket) refill(now time.Time) {
+	if now.After(b.last) {
+		if !b.last.IsZero() {
+			b.tokens = min(b.burst, b.tokens+now.Sub(b.last).Seconds()*b.rate)
+		}
+		b.last = now
+	}
+}
+
+// take takes a token at now, or reports how long until there is one.
+func (b *searchBucket) take(now time.Time) (wait time.Duration, ok bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.refill(now)
+	if b.tokens >= 1 {
+		b.tokens--
+		return 0, true
+	}
+	return time.Duration((1 - b.tokens) / b.rate * float64(time.Second)), false
+}
+
+// charge takes n more tokens at now, into debt if need be.
+func (b *searchBucket) charge(now time.Time, n float64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.refill(now)
+	b.tokens = max(b.tokens-n, -b.rate*maxRateDebt.Seconds())
 }
 
 // apply installs a team's settings (nil: back to the defaults).

@@ -348,7 +348,7 @@ func TestTeamLimits(t *testing.T) {
 		time.Sleep(1200 * time.Millisecond)
 	}
 	_, err := c.Search(ctx, "a", &api.SearchRequest{Q: "noodles"})
-	if e := (*api.Error)(nil); !errors.As(err, &e) || e.Code != api.CodeOverloaded || !strings.Contains(e.Message, "team alpha is over its rate limit of 5 searches/s") || e.RetryAfterMS != 200 {
+	if e := (*api.Error)(nil); !errors.As(err, &e) || e.Code != api.CodeOverloaded || !strings.Contains(e.Message, "team alpha is over its rate limit of 5 searches/s") || e.RetryAfterMS <= 0 || e.RetryAfterMS > 200 {
 		t.Fatalf("over the rate, through the client: %v", err)
 	}
 	for range 30 { // the other team is not touched
@@ -397,8 +397,9 @@ func TestTeamLimits(t *testing.T) {
 }
 
 // A noisy neighbour: team A offers five times its rate limit, with its
-// most expensive requests; its excess is refused at once (429) and team
-// B's normal queries see no failure. With -quarry.long (more queries, a
+// most expensive requests; its excess is refused at once (429), each
+// admitted search counting against its rate once per --rate-unit of its
+// time, and team B's normal queries see no failure. With -quarry.long (more queries, a
 // quiet machine) B's p99 must stay within 1.5x of its p99 alone, the
 // goal; the short variant (CI, where other packages' tests share the two
 // cores, and -race makes team A's admitted searches several times
@@ -477,11 +478,14 @@ func TestNoisyNeighbour(t *testing.T) {
 	if s, r := sent.Load(), refused.Load(); r < s/2 {
 		t.Errorf("only %d of team A's %d searches were refused at 5x its rate", r, s)
 	}
-	// Each admitted search asks each of the 2 shards twice at most
-	// (statistics, search), plus a few hedges.
+	// Each admitted search asks each of the 2 shards twice (statistics,
+	// search), each request hedged once at most: 8 at most. (A heavy
+	// search's shard requests are slow, as they give way to team B's, so
+	// many are hedged: 15 and 16 for 3 admitted searches.) The refused,
+	// many times more, would add 4 each.
 	admitted, reached := sent.Load()-refused.Load(), shardRequests()-reachedBefore
 	t.Logf("team A's shards got %.0f requests for its %d admitted searches", reached, admitted)
-	if reached > float64(4*admitted+4) {
+	if reached > float64(8*admitted+4) {
 		t.Errorf("team A's shards got %.0f requests for its %d admitted searches (%d refused): refused searches reached them", reached, admitted, refused.Load())
 	}
 	if p50a, p50d := quantile(alone, 0.5), quantile(during, 0.5); !*long && p50d > 3*p50a {

@@ -48,6 +48,7 @@ func TestRoleFlagDefaults(t *testing.T) {
 		{"heavy-workers", searcher.Defaults.HeavyWorkers},
 		{"heavy-pause", searcher.Defaults.HeavyPause},
 		{"heavy-linger", searcher.Defaults.HeavyLinger},
+		{"rate-unit", broker.Defaults.RateUnit},
 	} {
 		got := fs.Lookup(f.name).Value.(flag.Getter).Get()
 		if got != f.want {

@@ -50,6 +50,7 @@ type roleFlags struct {
 	heavySearch      time.Duration
 	heavySearches    int
 	heavyWait        time.Duration
+	rateUnit         time.Duration
 	noHedge          bool
 	statsCache       int
 	statsCacheTerms  int
@@ -112,6 +113,7 @@ func (f *roleFlags) registerBroker(fs *flag.FlagSet) {
 	fs.DurationVar(&f.heavySearch, "heavy-search", broker.Defaults.HeavyAfter, "a team whose recent searches take longer than this on average is heavy: while other teams are active its searches take turns, --heavy-searches at once (negative: never)")
 	fs.IntVar(&f.heavySearches, "heavy-searches", 0, "searches of heavy teams run at once on this broker while other teams are active (default GOMAXPROCS/2, at least 1)")
 	fs.DurationVar(&f.heavyWait, "heavy-wait", broker.Defaults.HeavyWait, "how long a heavy team's search waits for its turn before it is refused with 429")
+	fs.DurationVar(&f.rateUnit, "rate-unit", broker.Defaults.RateUnit, "under a team's rate limit a search counts once for each --rate-unit of its time begun, so expensive searches use up the rate sooner (negative: once, whatever its time)")
 	fs.BoolVar(&f.noHedge, "no-hedge", false, "never ask a second replica when a shard is slow")
 	fs.IntVar(&f.statsCache, "stats-cache", broker.Defaults.StatsCacheSize, "queries whose global term statistics are cached per index generation (negative: none)")
 	fs.IntVar(&f.statsCacheTerms, "stats-cache-terms", broker.Defaults.StatsCacheTerms, "(field, term) statistics cached, from which a new query's statistics are put together when earlier queries read its terms (negative: none)")
@@ -161,7 +163,7 @@ func (f *roleFlags) searcher() *searcher.Config {
 
 func (f *roleFlags) broker() *broker.Config {
 	return &broker.Config{DefaultTimeout: f.defaultTimeout, MaxInFlight: f.maxInFlight, TeamMaxInFlight: f.teamInFlight,
-		HeavyAfter: f.heavySearch, HeavySearches: f.heavySearches, HeavyWait: f.heavyWait, NoHedge: f.noHedge, StatsCacheSize: f.statsCache, StatsCacheTerms: f.statsCacheTerms, StatsMaxUpdates: f.statsMaxUpdates, StatsMaxAge: f.statsMaxAge, RecordPercent: f.recordPercent, PluginLogRate: f.pluginLogRate,
+		HeavyAfter: f.heavySearch, HeavySearches: f.heavySearches, HeavyWait: f.heavyWait, RateUnit: f.rateUnit, NoHedge: f.noHedge, StatsCacheSize: f.statsCache, StatsCacheTerms: f.statsCacheTerms, StatsMaxUpdates: f.statsMaxUpdates, StatsMaxAge: f.statsMaxAge, RecordPercent: f.recordPercent, PluginLogRate: f.pluginLogRate,
 		FallbackErrorRate: f.fallbackRate, FallbackWindow: f.fallbackWindow, FallbackMinCalls: f.fallbackMin, FallbackSlowRate: f.fallbackSlow,
 		DrainTimeout: f.drainTimeout, SlowQuery: f.slowQuery}
 }

@@ -17,9 +17,12 @@ const teamUsage = `Usage: quarry team set|ls ...
                       set a team's limits on every broker (0: the default)
   ls                  list the teams that have limits
 
-A team is what an index's --team names (docs/teams.md). Its limits hold on
-each broker: over its rate or its searches in flight, its searches get 429
-overloaded at once (with Retry-After) and other teams are not touched.
+A team is what an index's --team names (docs/teams.md). Its rate holds over
+the cluster (each broker admits its share) and its searches in flight on
+each broker: over either, its searches get 429 overloaded at once (with
+Retry-After) and other teams are not touched. Under the rate a search
+counts once for each of the brokers' --rate-unit (50ms) of its time, so a
+team whose searches are expensive uses its rate up sooner.
 `
 
 func runTeam(ctx context.Context, args []string) error {
@@ -36,7 +39,7 @@ func runTeam(ctx context.Context, args []string) error {
 		fs := newFlags("team set", "TEAM", "Sets a team's limits on every broker (stored in the quarry-teams bucket).")
 		nf.register(fs)
 		var s api.TeamSettings
-		fs.Float64Var(&s.Rate, "rate", 0, "searches per second on each broker (0: no cap)")
+		fs.Float64Var(&s.Rate, "rate", 0, "searches per second over the cluster, a search counting once per the brokers' --rate-unit of its time (0: no cap)")
 		fs.IntVar(&s.Burst, "burst", 0, "searches that may come at once above the rate (0: one second's worth)")
 		fs.IntVar(&s.MaxInFlight, "max-in-flight", 0, "searches running at once on each broker (0: the broker's --team-max-in-flight)")
 		pos, err := cmdline.Parse(fs, args, 1, 1)
