@@ -4,10 +4,13 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
+	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/quarrysearch/quarry/api"
+	"github.com/quarrysearch/quarry/client"
 	"github.com/quarrysearch/quarry/internal/cmdline"
 )
 
@@ -56,6 +59,7 @@ func runTeam(ctx context.Context, args []string) error {
 			return err
 		}
 		fmt.Printf("team %s: %s\n", s.Name, teamLimitsText(s))
+		warnNoIndex(ctx, c, s.Name)
 		return nil
 	case "ls":
 		fs := newFlags("team ls", "", "Lists the teams that have limits.")
@@ -86,6 +90,31 @@ func runTeam(ctx context.Context, args []string) error {
 		fmt.Fprintf(os.Stderr, "quarry team: unknown subcommand %q\n\n%s", sub, teamUsage)
 		return errUsage
 	}
+}
+
+// warnNoIndex tells on stderr when no index belongs to team yet: a team
+// is an index's --team, or index-NAME for an index made without one, so
+// `quarry team set menu` for the demo's index sets limits no search meets.
+func warnNoIndex(ctx context.Context, c *client.Client, team string) {
+	defs, err := c.Indexes(ctx)
+	if err != nil {
+		return // the limits are set; the warning is a courtesy
+	}
+	var teams []string
+	for _, d := range defs {
+		if d.TeamOf() == team {
+			return
+		}
+		if !slices.Contains(teams, d.TeamOf()) {
+			teams = append(teams, d.TeamOf())
+		}
+	}
+	msg := fmt.Sprintf("quarry team: warning: no index belongs to team %q yet, so its limits hold for no search until one does (an index's team is its --team, or index-NAME without one)", team)
+	if len(teams) > 0 {
+		slices.Sort(teams)
+		msg += "; the indexes' teams: " + strings.Join(teams, ", ")
+	}
+	fmt.Fprintln(os.Stderr, msg)
 }
 
 func teamLimitsText(s api.TeamSettings) string {

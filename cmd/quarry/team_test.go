@@ -1,0 +1,40 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"testing"
+)
+
+// quarry team set stores a team's limits and says so; setting a team no
+// index belongs to (the demo's index is team index-menu, not menu) warns
+// on stderr, naming the teams there are; bad limits exit 2.
+func TestCLITeamSet(t *testing.T) {
+	url, c := cluster(t, false)
+	if _, err := c.CreateIndex(context.Background(), "dishes", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	nf := []string{"--nats", url}
+	cases := []struct {
+		name     string
+		args     []string
+		code     int
+		out, err string
+	}{
+		{"the index's team", []string{"index-dishes", "--rate", "2", "--burst", "1"}, 0, "team index-dishes: 2 searches/s (burst 1)", ""},
+		{"the index's name", []string{"dishes", "--rate", "2"}, 0, "team dishes: 2 searches/s",
+			`warning: no index belongs to team "dishes" yet, so its limits hold for no search until one does (an index's team is its --team, or index-NAME without one); the indexes' teams: index-dishes`},
+		{"a negative rate", []string{"index-dishes", "--rate", "-1"}, 2, "", "rate must be between 0 (no cap) and 1000000 searches/s, got -1"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			out, errOut, code := cli(t, "", append(append([]string{"team", "set"}, tc.args...), nf...)...)
+			if code != tc.code || !strings.Contains(out, tc.out) || !strings.Contains(errOut, tc.err) || (tc.err == "") != (errOut == "") {
+				t.Errorf("team set %s: %d %q %q, want %d, %q and %q", strings.Join(tc.args, " "), code, out, errOut, tc.code, tc.out, tc.err)
+			}
+		})
+	}
+	if out, errOut, code := cli(t, "", append([]string{"team", "ls"}, nf...)...); code != 0 || !strings.Contains(out, "index-dishes  2 searches/s (burst 1)") {
+		t.Errorf("team ls: %d %q %q", code, out, errOut)
+	}
+}
