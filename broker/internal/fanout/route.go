@@ -188,6 +188,18 @@ func (s *shardState) choosePrimary() (string, bool) {
 	return a, true
 }
 
+// soleReplica reports whether the shard's last discovery is over and
+// found one live replica: the queue group's request went to it, and a
+// hedge would only ask the same searcher again.
+func (s *shardState) soleReplica() bool {
+	if s.lastDiscovery.Load() == 0 || s.discovering.Load() {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.liveLocked("")) == 1
+}
+
 // chooseHedge picks the best live replica other than not.
 func (s *shardState) chooseHedge(not string) (string, bool) {
 	s.mu.Lock()

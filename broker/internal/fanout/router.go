@@ -277,6 +277,11 @@ func (rt *Router) askShard(ctx context.Context, index string, sh int, data []byt
 			lastErr = err
 		case <-timer:
 			timer = nil
+			if primary == "" && st.soleReplica() {
+				// One searcher serves the shard and has the request: asked
+				// again, it would do the slow work twice.
+				continue
+			}
 			// A primary found gone (no responders) since is a failover,
 			// not extra load: it needs no budget.
 			if gone := primary != "" && !st.known(primary); gone || rt.hedge.allow() {

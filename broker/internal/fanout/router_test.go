@@ -213,6 +213,37 @@ func TestHedgeWins(t *testing.T) {
 	}
 }
 
+// A shard that one searcher serves (its discovery found one replica) is
+// not hedged: the hedge would go to the searcher that is slow already and
+// double its work.
+func TestNoHedgeToTheSoleReplica(t *testing.T) {
+	s := natstest.Start(t)
+	if _, err := s.NC.Subscribe(subject.Replicas("menu", 0), func(m *nats.Msg) { m.Respond([]byte("only")) }); err != nil {
+		t.Fatal(err)
+	}
+	f := serveShard(t, s.NC, "menu", 0, func(n int, _ *wire.ShardRequest) any {
+		if n > 1 {
+			time.Sleep(100 * time.Millisecond) // slower than the hedge delay
+		}
+		return &wire.ShardResponse{Total: 1}
+	})
+	rt := NewRouter(s.NC, 0, NewStatsCache(10))
+	plan := &planner.Plan{Index: "menu", Shards: []int{0}, ShardTimeout: time.Second,
+		Hedge: planner.Hedge{Enabled: true, Quantile: 0.95, MinDelay: time.Millisecond, InitialDelay: 20 * time.Millisecond, MaxFraction: 0.05}}
+	req := &wire.ShardRequest{Query: []byte(`{"match":"soup"}`)}
+	if results, _ := rt.Search(withTimeout(t, 5*time.Second), plan, req); results[0].Err != nil {
+		t.Fatal(results[0].Err) // starts the discovery
+	}
+	time.Sleep(2 * discoveryWait)
+	results, _ := rt.Search(withTimeout(t, 5*time.Second), plan, req)
+	if r := results[0]; r.Err != nil || r.Hedged {
+		t.Fatalf("the slow search of a shard with one replica: %+v", r)
+	}
+	if _, hedges, _ := rt.HedgeStats(); hedges != 0 || len(f.requests()) != 2 {
+		t.Fatalf("%d hedges, %d requests for 2 searches", hedges, len(f.requests()))
+	}
+}
+
 // TestReplyError: transport failures and error replies as api errors.
 func TestReplyError(t *testing.T) {
 	errReply := nats.NewMsg("")
