@@ -8,7 +8,9 @@
 //     shard in parallel under the shard deadline (CountStats, Search). It
 //     chooses each request's replica (the better of two, by requests
 //     outstanding then answer time), hedges a shard slower than its recent
-//     latency quantile to another replica within a budget, discovers
+//     latency quantile to another replica within a budget (never when
+//     its discovery found one replica: that would ask the slow searcher
+//     again), discovers
 //     replicas in the background, and asks again with fresh statistics
 //     when a shard finds them stale. A Result is one shard's answer.
 //   - the statistics cache (StatsCache): the global term statistics of
