@@ -242,6 +242,9 @@ func (c *Config) Validate() error {
 	if c.FallbackSlowRate < 0 || c.FallbackSlowRate > 1 {
 		bad("fallback slow rate must be in [0,1], got %g", c.FallbackSlowRate)
 	}
+	if c.RateUnit > 0 && c.RateUnit < time.Millisecond {
+		bad("rate unit must be 1ms or more (negative: a search counts once), got %s", c.RateUnit)
+	}
 	if c.HedgeMaxFraction < 0 || c.HedgeMaxFraction > 1 {
 		bad("hedge max fraction must be in [0,1], got %g", c.HedgeMaxFraction)
 	}

@@ -36,6 +36,7 @@ func TestConfigDefaultsAndValidate(t *testing.T) {
 	bad.FallbackErrorRate = 2
 	bad.FallbackMinCalls = bad.FallbackWindow + 1
 	bad.HeavySearches = -3
+	bad.RateUnit = time.Microsecond
 	bad.StatsMaxUpdates, bad.StatsMaxAge = MaxStatsMaxUpdates+1, -time.Second
 	before := bad
 	err := bad.Validate()
@@ -45,7 +46,7 @@ func TestConfigDefaultsAndValidate(t *testing.T) {
 	for _, want := range []string{"default timeout 5s is over the max timeout 1s", "record percent must be 0-100, got 101",
 		"fallback error rate must be in [0,1], got 2", "fallback min calls (101) must not be above the fallback window (100)",
 		"heavy searches must be 1 or more, got -3", "stats max updates must be 1-4096 (what a searcher remembers of its updates), got 4097",
-		"stats max age must be above 0, got -1s"} {
+		"stats max age must be above 0, got -1s", "rate unit must be 1ms or more (negative: a search counts once), got 1µs"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("Validate: %v\nwant it to say %q", err, want)
 		}
