@@ -124,12 +124,13 @@ func teamLimitsText(s api.TeamSettings) string {
 		if s.Burst > 0 {
 			rate += fmt.Sprintf(" (burst %d)", s.Burst)
 		}
+		rate += " over the cluster"
 	}
 	inFlight := "the broker's default in flight"
 	if s.MaxInFlight > 0 {
 		inFlight = fmt.Sprintf("%d in flight", s.MaxInFlight)
 	}
-	return rate + ", " + inFlight + " per broker"
+	return rate + ", " + inFlight + " on each broker"
 }
 
 const tokenUsage = `Usage: quarry token create|ls|revoke ...

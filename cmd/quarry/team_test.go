@@ -34,7 +34,7 @@ func TestCLITeamSet(t *testing.T) {
 			}
 		})
 	}
-	if out, errOut, code := cli(t, "", append([]string{"team", "ls"}, nf...)...); code != 0 || !strings.Contains(out, "index-dishes  2 searches/s (burst 1)") {
+	if out, errOut, code := cli(t, "", append([]string{"team", "ls"}, nf...)...); code != 0 || !strings.Contains(out, "index-dishes  2 searches/s (burst 1) over the cluster, the broker's default in flight on each broker") {
 		t.Errorf("team ls: %d %q %q", code, out, errOut)
 	}
 }
