@@ -349,7 +349,7 @@ func (t *TeamSettings) Validate() error {
 	switch {
 	case t.Name == "":
 		return BadRequest("team name is required")
-	case t.Rate < 0 || t.Rate > 1e6:
+	case !(t.Rate >= 0 && t.Rate <= 1e6): // NaN too
 		return BadRequest("rate must be between 0 (no cap) and 1000000 searches/s, got %g", t.Rate)
 	case t.Burst < 0 || t.Burst > 1e6:
 		return BadRequest("burst must be between 0 (one second's worth) and 1000000, got %d", t.Burst)

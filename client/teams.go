@@ -30,7 +30,10 @@ func (c *Client) SetTeam(ctx context.Context, s api.TeamSettings) (api.TeamSetti
 		return s, err
 	}
 	s.Updated = time.Now().UTC()
-	b, _ := json.Marshal(s)
+	b, err := json.Marshal(s)
+	if err != nil {
+		return s, fmt.Errorf("encode team %s: %w", s.Name, err)
+	}
 	if _, err := st.Teams.Put(ctx, s.Name, b); err != nil {
 		return s, fmt.Errorf("store team %s: %w", s.Name, err)
 	}

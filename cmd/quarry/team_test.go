@@ -25,6 +25,10 @@ func TestCLITeamSet(t *testing.T) {
 		{"the index's name", []string{"dishes", "--rate", "2"}, 0, "team dishes: 2 searches/s",
 			`warning: no index belongs to team "dishes" yet, so its limits hold for no search until one does (an index's team is its --team, or index-NAME without one); the indexes' teams: index-dishes`},
 		{"a negative rate", []string{"index-dishes", "--rate", "-1"}, 2, "", "rate must be between 0 (no cap) and 1000000 searches/s, got -1"},
+		// NaN compared false with both bounds: it passed, could not be
+		// stored as JSON, and the CLI said "no rate cap" while the old
+		// limits stayed.
+		{"a rate of NaN", []string{"index-dishes", "--rate", "NaN"}, 2, "", "rate must be between 0 (no cap) and 1000000 searches/s, got NaN"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
