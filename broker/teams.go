@@ -242,7 +242,9 @@ func (st *teamState) observe(took time.Duration) {
 // and, once done, pays what else it cost (charge), which may leave the
 // bucket in debt, down to maxRateDebt's worth of tokens: the team's
 // next searches are refused until the debt is paid back. It is safe for
-// concurrent use and does not allocate.
+// concurrent use and does not allocate. (golang.org/x/time/rate's
+// Limiter cannot be charged more than its burst at once, nor bound a
+// debt, nor say how long until its next token without a reservation.)
 type searchBucket struct {
 	rate, burst float64
 	mu          sync.Mutex

@@ -100,19 +100,17 @@ func warnNoIndex(ctx context.Context, c *client.Client, team string) {
 	if err != nil {
 		return // the limits are set; the warning is a courtesy
 	}
-	var teams []string
-	for _, d := range defs {
-		if d.TeamOf() == team {
-			return
-		}
-		if !slices.Contains(teams, d.TeamOf()) {
-			teams = append(teams, d.TeamOf())
-		}
+	teams := make([]string, len(defs))
+	for i := range defs {
+		teams[i] = defs[i].TeamOf()
+	}
+	if slices.Contains(teams, team) {
+		return
 	}
 	msg := fmt.Sprintf("quarry team: warning: no index belongs to team %q yet, so its limits hold for no search until one does (an index's team is its --team, or index-NAME without one)", team)
 	if len(teams) > 0 {
 		slices.Sort(teams)
-		msg += "; the indexes' teams: " + strings.Join(teams, ", ")
+		msg += "; the indexes' teams: " + strings.Join(slices.Compact(teams), ", ")
 	}
 	fmt.Fprintln(os.Stderr, msg)
 }
