@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -584,13 +585,16 @@ func (b *Broker) handle(req micro.Request) {
 				b.respondError(req.Reply(), internalError(ctx, b.cfg.Logger, fmt.Errorf("panic: %v\n%s", p, debug.Stack()), "index", index))
 			}
 		}()
-		body, err := b.SearchJSON(ctx, index, req.Data())
-		if err != nil {
+		buf := responseBuffers.Get().(*bytes.Buffer)
+		defer putResponseBuffer(buf)
+		if err := b.searchJSON(ctx, index, req.Data(), buf); err != nil {
 			b.respondError(req.Reply(), b.public(ctx, err, "index", index))
 			return
 		}
 		// The request id is in the body (request_id): no header for it.
-		msg := &nats.Msg{Subject: req.Reply(), Data: body, Header: nats.Header{"Content-Type": []string{"application/json"}}}
+		// nats.go copies the body before PublishMsg returns: buf may go
+		// back to the pool.
+		msg := &nats.Msg{Subject: req.Reply(), Data: buf.Bytes(), Header: nats.Header{"Content-Type": []string{"application/json"}}}
 		if err := b.nc.PublishMsg(msg); err != nil {
 			b.cfg.Logger.Warn("reply failed", "index", index, "err", err)
 		}
@@ -618,7 +622,36 @@ func DecodeRequest(data []byte) (*api.SearchRequest, error) {
 
 // SearchJSON decodes a JSON request, searches and encodes the response: the
 // one code path behind the NATS and HTTP doors.
-func (b *Broker) SearchJSON(ctx context.Context, index string, data []byte) (out []byte, err error) {
+func (b *Broker) SearchJSON(ctx context.Context, index string, data []byte) ([]byte, error) {
+	var buf bytes.Buffer
+	if err := b.searchJSON(ctx, index, data, &buf); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// responseBuffers holds the buffers search responses are encoded into
+// between requests: a 10,000-hit response with every field is megabytes,
+// and made anew for each search it brought on garbage collections that
+// stop every team's searches (docs/performance.md, "Buffers that are
+// reused").
+var responseBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// maxPooledResponse is the largest response buffer kept for reuse.
+const maxPooledResponse = 32 << 20
+
+// putResponseBuffer gives buf back to responseBuffers, emptied, unless
+// it grew over maxPooledResponse.
+func putResponseBuffer(buf *bytes.Buffer) {
+	if buf.Cap() > maxPooledResponse {
+		return
+	}
+	buf.Reset()
+	responseBuffers.Put(buf)
+}
+
+// searchJSON is SearchJSON writing the response into out.
+func (b *Broker) searchJSON(ctx context.Context, index string, data []byte, out *bytes.Buffer) (err error) {
 	start := time.Now()
 	if trace.Enabled() {
 		var span oteltrace.Span
@@ -634,7 +667,7 @@ func (b *Broker) SearchJSON(ctx context.Context, index string, data []byte) (out
 	sreq, err := DecodeRequest(data)
 	if err != nil {
 		b.metrics.answered(index, start, err)
-		return nil, err
+		return err
 	}
 	decoded := time.Since(start)
 	if b.cfg.RecordPercent > 0 && sreq.Variant == nil && rand.IntN(100) < b.cfg.RecordPercent {
@@ -647,7 +680,7 @@ func (b *Broker) SearchJSON(ctx context.Context, index string, data []byte) (out
 	resp, times, err := b.search(withQueryID(ctx, qid), index, sreq) // times: for the slow-query log
 	if err != nil {
 		b.metrics.answered(index, start, err)
-		return nil, err
+		return err
 	}
 	resp.RequestID, resp.QueryID = trace.RequestID(ctx), qid
 	if took := time.Since(start); b.cfg.SlowQuery > 0 && took > b.cfg.SlowQuery {
@@ -664,12 +697,14 @@ func (b *Broker) SearchJSON(ctx context.Context, index string, data []byte) (out
 	prof := resp.Profile
 	resp.Profile = nil
 	encStart := time.Now()
-	out, err = json.Marshal(resp)
-	if err != nil {
+	// An Encoder writes from encoding/json's own pooled buffer into out:
+	// json.Marshal would make one more copy of the response.
+	if err = json.NewEncoder(out).Encode(resp); err != nil {
 		err = fmt.Errorf("encode response: %w", err)
 		b.metrics.answered(index, start, err)
-		return nil, err
+		return err
 	}
+	out.Truncate(out.Len() - 1) // Encode's newline
 	encoded := time.Now()
 	b.metrics.served(index, encoded.Sub(start), decoded, encoded.Sub(encStart), resp.Shards.Failed > 0)
 	if prof != nil {
@@ -678,11 +713,14 @@ func (b *Broker) SearchJSON(ctx context.Context, index string, data []byte) (out
 		resp.Profile = prof
 		p, err := json.Marshal(prof)
 		if err != nil {
-			return nil, fmt.Errorf("encode profile: %w", err)
+			return fmt.Errorf("encode profile: %w", err)
 		}
-		out = append(append(append(out[:len(out)-1], `,"profile":`...), p...), '}')
+		out.Truncate(out.Len() - 1) // the closing brace
+		out.WriteString(`,"profile":`)
+		out.Write(p)
+		out.WriteByte('}')
 	}
-	return out, nil
+	return nil
 }
 
 // public is err as a caller may see it. An *api.Error says what the caller

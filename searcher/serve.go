@@ -146,6 +146,7 @@ func (s *Searcher) handle(ctx context.Context, msg *nats.Msg, queued time.Durati
 			return
 		}
 		msg.RespondMsg(out)
+		wire.Recycle(out) // sent: nats.go copied it
 		return
 	}
 }

@@ -362,22 +362,40 @@ func (d *decoder) decode(r *ShardResponse) (err error) {
 
 // EncodeShardResponse puts r's binary form in msg, zstd compressed above
 // threshold bytes (0: never).
+// msg.Data is a pooled buffer: give it back with Recycle once msg is sent.
 func EncodeShardResponse(msg *nats.Msg, r *ShardResponse, threshold int) error {
-	b, err := AppendShardResponse(make([]byte, 0, 64+len(r.Hits)*128), r)
+	buf := getBuffer(64 + len(r.Hits)*128)
+	b, err := AppendShardResponse(*buf, r)
 	if err != nil {
+		putBuffer(buf)
 		return err
 	}
-	setData(msg, b, threshold)
+	*buf = b
+	if threshold > 0 && len(b) > threshold {
+		z := getBuffer(len(b) / 3)
+		*z = compress(*z, b)
+		putBuffer(buf)
+		buf = z
+		flagCompressed(msg)
+	}
+	msg.Data = *buf
 	return nil
 }
 
 // DecodeShardResponse decodes a message made by EncodeShardResponse.
+// Nothing in r refers to msg's payload afterwards.
 func DecodeShardResponse(msg *nats.Msg, r *ShardResponse) error {
-	b, err := data(msg)
+	if !compressed(msg) {
+		return UnmarshalShardResponse(msg.Data, r)
+	}
+	buf := getBuffer(0)
+	defer putBuffer(buf)
+	b, err := decompress(*buf, msg.Data)
+	*buf = b[:0]
 	if err != nil {
 		return fmt.Errorf("shard response: %w", err)
 	}
-	return UnmarshalShardResponse(b, r)
+	return UnmarshalShardResponse(b, r) // copies what it keeps
 }
 
 // PeekReplica returns the replica id of a binary shard response, or "" if

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/blevesearch/bleve/v2/search"
@@ -172,6 +174,7 @@ func BenchmarkShardResponseCodec(b *testing.B) {
 					b.Fatal(err)
 				}
 				b.ReportMetric(float64(len(msg.Data)), "bytes/msg")
+				Recycle(msg) // as the searcher does once the reply is sent
 			}
 		})
 		b.Run(fmt.Sprintf("hits=%d/binary+zstd", n), func(b *testing.B) {
@@ -186,7 +189,48 @@ func BenchmarkShardResponseCodec(b *testing.B) {
 					b.Fatal(err)
 				}
 				b.ReportMetric(float64(len(msg.Data)), "bytes/msg")
+				Recycle(msg) // as the searcher does once the reply is sent
 			}
 		})
+	}
+}
+
+// A decoded response keeps nothing of the buffers EncodeShardResponse and
+// DecodeShardResponse reuse: once they are recycled and written over by
+// another response, the first decodes the same.
+func TestRecycledBuffersAreNotShared(t *testing.T) {
+	for _, threshold := range []int{0, 1} {
+		first := sampleResponse(50)
+		msg := nats.NewMsg("x")
+		if err := EncodeShardResponse(msg, first, threshold); err != nil {
+			t.Fatal(err)
+		}
+		var got ShardResponse
+		if err := DecodeShardResponse(msg, &got); err != nil {
+			t.Fatal(err)
+		}
+		Recycle(msg)
+		if msg.Data != nil {
+			t.Fatal("Recycle left msg.Data set")
+		}
+		other := sampleResponse(50)
+		for i := range other.Hits {
+			other.Hits[i].ID = strings.Repeat("z", len(other.Hits[i].ID))
+			other.Hits[i].Fields["name"] = strings.Repeat("y", 21)
+		}
+		for range 4 { // write over whatever the pool handed back
+			m := nats.NewMsg("x")
+			if err := EncodeShardResponse(m, other, threshold); err != nil {
+				t.Fatal(err)
+			}
+			var o ShardResponse
+			if err := DecodeShardResponse(m, &o); err != nil {
+				t.Fatal(err)
+			}
+			Recycle(m)
+		}
+		if !reflect.DeepEqual(&got, first) {
+			t.Fatalf("threshold %d: the decoded response changed after its buffers were reused:\n%+v", threshold, got.Hits[0])
+		}
 	}
 }

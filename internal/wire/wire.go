@@ -231,27 +231,47 @@ func Encode(msg *nats.Msg, v any, threshold int) error {
 // is over threshold bytes (0: never).
 func setData(msg *nats.Msg, b []byte, threshold int) {
 	if threshold > 0 && len(b) > threshold {
-		enc, _ := codecs()
-		b = enc.EncodeAll(b, make([]byte, 0, len(b)/3))
-		if msg.Header == nil {
-			msg.Header = nats.Header{}
-		}
-		msg.Header.Set(subject.HeaderEncoding, "zstd")
+		b = compress(make([]byte, 0, len(b)/3), b)
+		flagCompressed(msg)
 	}
 	msg.Data = b
 }
 
+// compress appends b, zstd compressed, to dst.
+func compress(dst, b []byte) []byte {
+	enc, _ := codecs()
+	return enc.EncodeAll(b, dst)
+}
+
+// decompress appends b, decompressed, to dst.
+func decompress(dst, b []byte) ([]byte, error) {
+	_, dec := codecs()
+	out, err := dec.DecodeAll(b, dst)
+	if err != nil {
+		return out, fmt.Errorf("decompress: %w", err)
+	}
+	return out, nil
+}
+
+// flagCompressed marks msg's payload as zstd compressed.
+func flagCompressed(msg *nats.Msg) {
+	if msg.Header == nil {
+		msg.Header = nats.Header{}
+	}
+	msg.Header.Set(subject.HeaderEncoding, "zstd")
+}
+
+// compressed reports whether msg's payload is zstd compressed.
+func compressed(msg *nats.Msg) bool {
+	return msg.Header.Get(subject.HeaderEncoding) == "zstd"
+}
+
 // data returns msg's payload, decompressed if its header says so.
 func data(msg *nats.Msg) ([]byte, error) {
-	if msg.Header.Get(subject.HeaderEncoding) != "zstd" {
+	if !compressed(msg) {
 		return msg.Data, nil
 	}
-	_, dec := codecs()
-	b, err := dec.DecodeAll(msg.Data, nil)
-	if err != nil {
-		return nil, fmt.Errorf("decompress: %w", err)
-	}
-	return b, nil
+	return decompress(nil, msg.Data)
 }
 
 // Decode unmarshals a message made by Encode into v.
