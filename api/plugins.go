@@ -344,13 +344,22 @@ type TeamSettings struct {
 	Updated     time.Time `json:"updated"`
 }
 
+// MinTeamRate and MaxTeamRate bound a team's rate (TeamSettings.Rate,
+// searches per second) other than 0. Below one search a minute the team
+// is not limited but shut out: at 1e-9 its second search was told to
+// retry after 277,777 hours.
+const (
+	MinTeamRate = 1.0 / 60
+	MaxTeamRate = 1e6
+)
+
 // Validate checks the settings, naming what is wrong.
 func (t *TeamSettings) Validate() error {
 	switch {
 	case t.Name == "":
 		return BadRequest("team name is required")
-	case !(t.Rate >= 0 && t.Rate <= 1e6): // NaN too
-		return BadRequest("rate must be between 0 (no cap) and 1000000 searches/s, got %g", t.Rate)
+	case t.Rate != 0 && !(t.Rate >= MinTeamRate && t.Rate <= MaxTeamRate): // NaN too
+		return BadRequest("rate must be 0 (no cap) or between %.3g (one search a minute) and %g searches/s, got %g", MinTeamRate, float64(MaxTeamRate), t.Rate)
 	case t.Burst < 0 || t.Burst > 1e6:
 		return BadRequest("burst must be between 0 (one second's worth) and 1000000, got %d", t.Burst)
 	case t.MaxInFlight < 0:

@@ -2,6 +2,7 @@ package api
 
 import (
 	"errors"
+	"math"
 	"testing"
 )
 
@@ -56,6 +57,24 @@ func TestPolicyAndShortDigest(t *testing.T) {
 	for in, want := range map[string]string{"sha256:0123456789abcdef": "0123456789ab", "0123": "0123", "sha256:": "", "": ""} {
 		if got := ShortDigest(in); got != want {
 			t.Errorf("ShortDigest(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// A team's rate is 0 (no cap) or from one search a minute to a million a
+// second; NaN, negatives and rates that would shut the team out are
+// refused.
+func TestTeamRateBounds(t *testing.T) {
+	for _, tc := range []struct {
+		rate float64
+		ok   bool
+	}{
+		{0, true}, {MinTeamRate, true}, {0.0167, true}, {2, true}, {MaxTeamRate, true},
+		{-1, false}, {1e-9, false}, {0.0166, false}, {MaxTeamRate * 2, false}, {math.NaN(), false}, {math.Inf(1), false},
+	} {
+		err := (&TeamSettings{Name: "t", Rate: tc.rate}).Validate()
+		if (err == nil) != tc.ok {
+			t.Errorf("rate %g: %v, want ok=%v", tc.rate, err, tc.ok)
 		}
 	}
 }

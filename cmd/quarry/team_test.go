@@ -24,11 +24,14 @@ func TestCLITeamSet(t *testing.T) {
 		{"the index's team", []string{"index-dishes", "--rate", "2", "--burst", "1"}, 0, "team index-dishes: 2 searches/s (burst 1)", ""},
 		{"the index's name", []string{"dishes", "--rate", "2"}, 0, "team dishes: 2 searches/s",
 			`warning: no index belongs to team "dishes" yet, so its limits hold for no search until one does (an index's team is its --team, or index-NAME without one); the indexes' teams: index-dishes`},
-		{"a negative rate", []string{"index-dishes", "--rate", "-1"}, 2, "", "rate must be between 0 (no cap) and 1000000 searches/s, got -1"},
+		{"a negative rate", []string{"index-dishes", "--rate", "-1"}, 2, "", "rate must be 0 (no cap) or between 0.0167 (one search a minute) and 1e+06 searches/s, got -1"},
 		// NaN compared false with both bounds: it passed, could not be
 		// stored as JSON, and the CLI said "no rate cap" while the old
 		// limits stayed.
-		{"a rate of NaN", []string{"index-dishes", "--rate", "NaN"}, 2, "", "rate must be between 0 (no cap) and 1000000 searches/s, got NaN"},
+		{"a rate of NaN", []string{"index-dishes", "--rate", "NaN"}, 2, "", "rate must be 0 (no cap) or between 0.0167 (one search a minute) and 1e+06 searches/s, got NaN"},
+		// Accepted before: the team's second search was told to retry
+		// after 277,777 hours.
+		{"a rate under one search a minute", []string{"index-dishes", "--rate", "1e-9"}, 2, "", "rate must be 0 (no cap) or between 0.0167 (one search a minute) and 1e+06 searches/s, got 1e-09"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
