@@ -3,6 +3,7 @@ package api
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -255,6 +256,31 @@ func TestDecodeStrict(t *testing.T) {
 		}
 		if !errors.Is(err, ErrBadRequest) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want %q", c.json, err, c.want)
+		}
+	}
+}
+
+// A query or filter as deep as any index allows decodes; one level more is
+// refused as query_too_complex where the scan meets it, however deep the
+// rest goes (the index's own max_depth, lower, is the planner's to check).
+func TestSearchRequestDepth(t *testing.T) {
+	nest := func(levels int) string { // a query that nests levels deep
+		return strings.Repeat(`[`, levels-1) + `{"term":"x","field":"f"}` + strings.Repeat(`]`, levels-1)
+	}
+	for _, part := range []string{"query", "filter"} {
+		var ok SearchRequest
+		if err := ok.UnmarshalJSON([]byte(`{"` + part + `":` + nest(MaxLimits.MaxDepth) + `}`)); err != nil {
+			t.Fatalf("%s %d deep: %v", part, MaxLimits.MaxDepth, err)
+		}
+		for _, levels := range []int{MaxLimits.MaxDepth + 1, 4900} {
+			var r SearchRequest
+			err := r.UnmarshalJSON([]byte(`{"` + part + `":` + nest(levels) + `}`))
+			at := len(`{"`+part+`":`) + MaxLimits.MaxDepth // the 129th [
+			want := fmt.Sprintf("the request nests deeper than 129 levels at byte %d; no index allows a query or filter deeper than 128 (query.limits.max_depth)", at)
+			var e *Error
+			if !errors.As(err, &e) || e.Code != CodeQueryTooComplex || !strings.Contains(e.Message, want) {
+				t.Errorf("%s %d deep: %v, want query_too_complex saying %q", part, levels, err, want)
+			}
 		}
 	}
 }

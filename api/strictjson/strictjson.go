@@ -16,6 +16,7 @@
 package strictjson
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -223,7 +224,12 @@ type Error struct {
 	detail  string // errSyntax
 	suggest string // errUnknown: the field's right spelling
 	known   string // errUnknown: every field of the object
+	limit   int    // errDepth: the deepest nesting accepted
 }
+
+// TooDeep reports whether the input was refused for nesting deeper than
+// its limit (MaxDepth, or CheckDepth's).
+func (e *Error) TooDeep() bool { return e.kind == errDepth }
 
 func (e *Error) Error() string {
 	in := ""
@@ -253,7 +259,7 @@ func (e *Error) Error() string {
 	case errDuplicate:
 		return fmt.Sprintf("duplicate field %s%s at byte %d", e.key, in, e.Offset)
 	case errDepth:
-		return fmt.Sprintf("nesting deeper than %d levels%s at byte %d", MaxDepth, in, e.Offset)
+		return fmt.Sprintf("nesting deeper than %d levels%s at byte %d", e.limit, in, e.Offset)
 	case errTrailing:
 		return fmt.Sprintf("data after the JSON value at byte %d", e.Offset)
 	}
@@ -319,9 +325,10 @@ func fieldName(key []byte) string {
 
 // scanner walks JSON bytes.
 type scanner struct {
-	data  []byte
-	pos   int
-	depth int
+	data     []byte
+	pos      int
+	depth    int
+	maxDepth int // 0: MaxDepth
 	// CheckObject: the top-level field looked up, and what was found.
 	lookup string
 	found  []byte
@@ -333,6 +340,18 @@ type scanner struct {
 // wrong and where.
 func Check(data []byte, s *Schema) error {
 	sc := scanner{data: data}
+	if err := sc.check(s); err != nil {
+		return err
+	}
+	return nil
+}
+
+// CheckDepth is Check with nesting deeper than maxDepth refused (at most
+// MaxDepth): the scan stops where the input goes deeper, so a request
+// nested thousands of levels deep costs what its first levels do. Its
+// error's TooDeep says so.
+func CheckDepth(data []byte, s *Schema, maxDepth int) error {
+	sc := scanner{data: data, maxDepth: min(maxDepth, MaxDepth)}
 	if err := sc.check(s); err != nil {
 		return err
 	}
@@ -498,8 +517,8 @@ func quoteChar(c byte) string {
 
 func (sc *scanner) enter() *Error {
 	sc.depth++
-	if sc.depth > MaxDepth {
-		return &Error{Offset: sc.pos, kind: errDepth}
+	if limit := cmp.Or(sc.maxDepth, MaxDepth); sc.depth > limit {
+		return &Error{Offset: sc.pos, kind: errDepth, limit: limit}
 	}
 	return nil
 }

@@ -246,3 +246,22 @@ func FuzzCheck(f *testing.F) {
 		}
 	})
 }
+
+// CheckDepth refuses nesting past its limit, says which limit, and its
+// error's TooDeep tells it from other refusals; Check keeps MaxDepth.
+func TestCheckDepth(t *testing.T) {
+	deep := []byte(`{"query":[[[1]]]}`) // 4 levels
+	if err := CheckDepth(deep, For(reflect.TypeFor[struct {
+		Query json.RawMessage `json:"query"`
+	}]()), 4); err != nil {
+		t.Fatalf("4 levels under a limit of 4: %v", err)
+	}
+	err := CheckDepth(deep, anySchema, 3)
+	var e *Error
+	if !errors.As(err, &e) || !e.TooDeep() || err.Error() != "nesting deeper than 3 levels at byte 11" {
+		t.Fatalf("4 levels under a limit of 3: %v", err)
+	}
+	if err := CheckDepth([]byte(`{"a":1,"a":2}`), anySchema, 3); !errors.As(err, &e) || e.TooDeep() {
+		t.Fatalf("a duplicate key is not too deep: %v", err)
+	}
+}
