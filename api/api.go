@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/json"
 	"errors"
@@ -106,13 +107,24 @@ var searchRequestSchema = strictjson.For(reflect.TypeFor[SearchRequest]())
 // (strictjson): one JSON object, valid UTF-8 throughout, every key known,
 // spelled exactly and given once, every value of its field's type, and
 // no key twice in query, filter or context either; an explicit "size": 0
-// is NoHits. Errors are CodeBadRequest errors naming the field.
+// is NoHits. Errors are CodeBadRequest errors naming the field, or
+// CodeQueryTooComplex for a request no index allows (a query or filter
+// nested deeper than MaxLimits.MaxDepth, a q longer than
+// MaxLimits.MaxQBytes), refused before it is decoded.
 func (r *SearchRequest) UnmarshalJSON(b []byte) error {
-	if err := strictjson.CheckDepth(b, searchRequestSchema, maxRequestDepth); err != nil {
+	q, err := strictjson.CheckLimited(b, searchRequestSchema, maxRequestDepth, "q")
+	if err != nil {
 		if e, ok := err.(*strictjson.Error); ok && e.TooDeep() {
 			return &Error{Code: CodeQueryTooComplex, Message: fmt.Sprintf("query too complex: the request nests deeper than %d levels at byte %d; no index allows a query or filter deeper than %d (query.limits.max_depth)", maxRequestDepth, e.Offset, MaxLimits.MaxDepth)}
 		}
 		return BadRequest("malformed search request: %v", err)
+	}
+	if n, exact := qBytes(q); n > MaxLimits.MaxQBytes {
+		what := "q's length in bytes is"
+		if !exact {
+			what = "q's length in bytes is at least"
+		}
+		return &Error{Code: CodeQueryTooComplex, Message: fmt.Sprintf("query too complex: %s %d; no index allows more than %d (query.limits.max_q_bytes)", what, n, MaxLimits.MaxQBytes)}
 	}
 	type plain SearchRequest // without this method
 	aux := struct {
@@ -140,6 +152,22 @@ func (r *SearchRequest) UnmarshalJSON(b []byte) error {
 // cost the broker 4 ms to decode in full before the index's limit
 // refused it (docs/performance.md, "Which heavy request hurts").
 var maxRequestDepth = MaxLimits.MaxDepth + 1
+
+// qBytes is how long the JSON string raw (q as sent, quotes included) is
+// once decoded, without decoding it: exactly when it holds no escape,
+// else at least a sixth of its bytes (\u0041 is one byte). A q longer
+// than any index allows is refused on this, before a megabyte of it is
+// decoded (7.9 ms of the broker's time, for nothing).
+func qBytes(raw []byte) (n int, exact bool) {
+	if len(raw) < 2 {
+		return 0, true
+	}
+	body := raw[1 : len(raw)-1]
+	if bytes.IndexByte(body, '\\') < 0 {
+		return len(body), true
+	}
+	return len(body) / 6, false
+}
 
 // MarshalJSON encodes a request as the JSON API defines it: NoHits is
 // "size": 0, and a zero Size (the default) is left out. A request with

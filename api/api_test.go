@@ -284,3 +284,33 @@ func TestSearchRequestDepth(t *testing.T) {
 		}
 	}
 }
+
+// A q longer than any index allows is refused before it is decoded: by
+// its length when it has no escape, by the least it can decode to when it
+// has; one any index might allow decodes (the index's own max_q_bytes is
+// the planner's to check).
+func TestSearchRequestQCeiling(t *testing.T) {
+	max := MaxLimits.MaxQBytes
+	for _, tc := range []struct {
+		name, q string
+		want    string // "" decodes
+	}{
+		{"as long as any index allows", strings.Repeat("a", max), ""},
+		{"a byte longer", strings.Repeat("a", max+1), fmt.Sprintf("q's length in bytes is %d; no index allows more than %d (query.limits.max_q_bytes)", max+1, max)},
+		{"escapes that decode short enough", strings.Repeat(`\u0041`, max), ""},
+		{"escapes that cannot", strings.Repeat(`\u0041`, max+1), fmt.Sprintf("q's length in bytes is at least %d; no index allows more than %d", max+1, max)},
+	} {
+		var r SearchRequest
+		err := r.UnmarshalJSON([]byte(`{"q":"` + tc.q + `"}`))
+		if tc.want == "" {
+			if err != nil || len(r.Q) != max {
+				t.Errorf("%s: %v, q of %d bytes", tc.name, err, len(r.Q))
+			}
+			continue
+		}
+		var e *Error
+		if !errors.As(err, &e) || e.Code != CodeQueryTooComplex || !strings.Contains(e.Message, tc.want) {
+			t.Errorf("%s: %v, want query_too_complex saying %q", tc.name, err, tc.want)
+		}
+	}
+}

@@ -605,7 +605,9 @@ func (b *Broker) handle(req micro.Request) {
 // MaxRequestBytes, one JSON object, read strictly (api.SearchRequest's
 // UnmarshalJSON: valid UTF-8, every key known, spelled exactly and given
 // once, values of the right types), fields in range. Errors are
-// api.ErrBadRequest errors naming the field.
+// api.ErrBadRequest errors naming the field, or api.ErrQueryTooComplex
+// for a request no index allows (a query or filter nested deeper, a q
+// longer: api.MaxLimits), refused before it is decoded.
 func DecodeRequest(data []byte) (*api.SearchRequest, error) {
 	if len(data) > MaxRequestBytes {
 		return nil, api.BadRequest("request is %d bytes, over the limit of %d", len(data), MaxRequestBytes)

@@ -346,16 +346,18 @@ func Check(data []byte, s *Schema) error {
 	return nil
 }
 
-// CheckDepth is Check with nesting deeper than maxDepth refused (at most
-// MaxDepth): the scan stops where the input goes deeper, so a request
-// nested thousands of levels deep costs what its first levels do. Its
-// error's TooDeep says so.
-func CheckDepth(data []byte, s *Schema, maxDepth int) error {
-	sc := scanner{data: data, maxDepth: min(maxDepth, MaxDepth)}
+// CheckLimited is Check with nesting deeper than maxDepth refused (at
+// most MaxDepth), returning the raw JSON of data's top-level field lookup
+// (nil when it has none) from the same pass. The scan stops where the
+// input goes deeper, so a request nested thousands of levels deep costs
+// what its first levels do (its error's TooDeep says so), and a caller
+// can bound a field's size before decoding it.
+func CheckLimited(data []byte, s *Schema, maxDepth int, lookup string) (value []byte, err error) {
+	sc := scanner{data: data, maxDepth: min(maxDepth, MaxDepth), lookup: lookup}
 	if err := sc.check(s); err != nil {
-		return err
+		return nil, err
 	}
-	return nil
+	return sc.found, nil
 }
 
 // CheckAny checks that data is one JSON value of any shape: valid JSON,
@@ -556,9 +558,14 @@ func (sc *scanner) object(s *Schema) *Error {
 			return &Error{Offset: keyAt, kind: errDuplicate, key: strconv.Quote(string(key))}
 		}
 		seen |= 1 << i
+		sc.skipSpace()
+		start := sc.pos
 		if err := sc.value(s.fields[i].schema); err != nil {
 			err.addKey(key)
 			return err
+		}
+		if sc.depth == 1 && sc.lookup != "" && string(key) == sc.lookup {
+			sc.found = sc.data[start:sc.pos]
 		}
 		if done, err := sc.next('}'); done || err != nil {
 			return err

@@ -247,21 +247,28 @@ func FuzzCheck(f *testing.F) {
 	})
 }
 
-// CheckDepth refuses nesting past its limit, says which limit, and its
-// error's TooDeep tells it from other refusals; Check keeps MaxDepth.
-func TestCheckDepth(t *testing.T) {
-	deep := []byte(`{"query":[[[1]]]}`) // 4 levels
-	if err := CheckDepth(deep, For(reflect.TypeFor[struct {
+// CheckLimited refuses nesting past its limit, says which limit, and its
+// error's TooDeep tells it from other refusals; it finds a top-level field
+// of a schema's object on the way.
+func TestCheckLimited(t *testing.T) {
+	schema := For(reflect.TypeFor[struct {
+		Q     string          `json:"q"`
 		Query json.RawMessage `json:"query"`
-	}]()), 4); err != nil {
-		t.Fatalf("4 levels under a limit of 4: %v", err)
+	}]())
+	deep := []byte(`{"query":[[[1]]], "q" : "a\"b"}`) // 4 levels
+	q, err := CheckLimited(deep, schema, 4, "q")
+	if err != nil || string(q) != `"a\"b"` {
+		t.Fatalf("4 levels under a limit of 4: %q, %v", q, err)
 	}
-	err := CheckDepth(deep, anySchema, 3)
+	if q, err := CheckLimited([]byte(`{"query":{"q":"x"}}`), schema, 4, "q"); err != nil || q != nil {
+		t.Fatalf("q only inside the query: %q, %v", q, err)
+	}
+	_, err = CheckLimited(deep, schema, 3, "q")
 	var e *Error
 	if !errors.As(err, &e) || !e.TooDeep() || err.Error() != "nesting deeper than 3 levels at byte 11" {
 		t.Fatalf("4 levels under a limit of 3: %v", err)
 	}
-	if err := CheckDepth([]byte(`{"a":1,"a":2}`), anySchema, 3); !errors.As(err, &e) || e.TooDeep() {
+	if _, err := CheckLimited([]byte(`{"q":"a","q":"b"}`), schema, 3, "q"); !errors.As(err, &e) || e.TooDeep() {
 		t.Fatalf("a duplicate key is not too deep: %v", err)
 	}
 }
