@@ -150,7 +150,8 @@ func (r *SearchRequest) UnmarshalJSON(b []byte) error {
 // request's object. Deeper, the request is refused where the scan meets
 // it, before anything is decoded: a bleve query nested 4,900 levels deep
 // cost the broker 4 ms to decode in full before the index's limit
-// refused it (docs/performance.md, "Which heavy request hurts").
+// refused it (docs/performance.md, "Buffers that are reused, and which
+// heavy request hurts").
 var maxRequestDepth = MaxLimits.MaxDepth + 1
 
 // qBytes is how long the JSON string raw (q as sent, quotes included) is

@@ -636,7 +636,7 @@ func (b *Broker) SearchJSON(ctx context.Context, index string, data []byte) ([]b
 // between requests: a 10,000-hit response with every field is megabytes,
 // and made anew for each search it brought on garbage collections that
 // stop every team's searches (docs/performance.md, "Buffers that are
-// reused").
+// reused, and which heavy request hurts").
 var responseBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
 // maxPooledResponse is the largest response buffer kept for reuse.

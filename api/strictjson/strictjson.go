@@ -228,7 +228,7 @@ type Error struct {
 }
 
 // TooDeep reports whether the input was refused for nesting deeper than
-// its limit (MaxDepth, or CheckDepth's).
+// its limit (MaxDepth, or CheckLimited's).
 func (e *Error) TooDeep() bool { return e.kind == errDepth }
 
 func (e *Error) Error() string {

@@ -361,8 +361,8 @@ func (d *decoder) decode(r *ShardResponse) (err error) {
 }
 
 // EncodeShardResponse puts r's binary form in msg, zstd compressed above
-// threshold bytes (0: never).
-// msg.Data is a pooled buffer: give it back with Recycle once msg is sent.
+// threshold bytes (0: never). msg.Data is a pooled buffer: give it back
+// with Recycle once msg is sent.
 func EncodeShardResponse(msg *nats.Msg, r *ShardResponse, threshold int) error {
 	buf := getBuffer(64 + len(r.Hits)*128)
 	b, err := AppendShardResponse(*buf, r)
