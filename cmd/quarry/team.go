@@ -83,7 +83,14 @@ func runTeam(ctx context.Context, args []string) error {
 		tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "TEAM\tLIMITS")
 		for _, t := range teams {
-			fmt.Fprintf(tw, "%s\t%s\n", t.Name, teamLimitsText(t))
+			text := teamLimitsText(t)
+			if err := t.Validate(); err != nil {
+				// Stored by an older quarry under laxer rules: the
+				// brokers refuse it (logging "team settings ignored")
+				// and hold the team to their defaults.
+				text = fmt.Sprintf("IGNORED by the brokers, which hold the team to their defaults (%v): set it again; stored: %s", err, text)
+			}
+			fmt.Fprintf(tw, "%s\t%s\n", t.Name, text)
 		}
 		return tw.Flush()
 	default:

@@ -4,6 +4,11 @@ import (
 	"context"
 	"strings"
 	"testing"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/quarrysearch/quarry/internal/subject"
 )
 
 // quarry team set stores a team's limits and says so; setting a team no
@@ -43,5 +48,27 @@ func TestCLITeamSet(t *testing.T) {
 	}
 	if out, errOut, code := cli(t, "", append([]string{"team", "ls"}, nf...)...); code != 0 || !strings.Contains(out, "index-dishes  2 searches/s (burst 1) over the cluster, the broker's default in flight on each broker") {
 		t.Errorf("team ls: %d %q %q", code, out, errOut)
+	}
+	// Settings an older quarry stored under laxer rules (a rate of 1e-9)
+	// are refused by the brokers, which log it and hold the team to their
+	// defaults: team ls says so rather than show a rate nobody enforces.
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv, err := js.KeyValue(context.Background(), subject.TeamsBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Put(context.Background(), "index-old", []byte(`{"name":"index-old","rate":1e-9}`)); err != nil {
+		t.Fatal(err)
+	}
+	if out, errOut, code := cli(t, "", append([]string{"team", "ls"}, nf...)...); code != 0 || !strings.Contains(out, "index-old     IGNORED by the brokers, which hold the team to their defaults (rate must be 0 (no cap) or between 0.0167 (one search a minute) and 1e+06 searches/s, got 1e-09): set it again; stored: 1e-09 searches/s") {
+		t.Errorf("team ls with settings the brokers refuse: %d %q %q", code, out, errOut)
 	}
 }
