@@ -332,7 +332,11 @@ func (b *Broker) watchTeams(ctx context.Context) error {
 			}
 			s, err := decodeTeam(e.Value())
 			if err != nil {
-				b.cfg.Logger.Warn("team settings ignored", "team", e.Key(), "err", err)
+				// The broker's defaults, as for a team with no settings:
+				// keeping the team's last valid limits would leave a
+				// broker started since with other limits than this one.
+				b.cfg.Logger.Warn("team settings ignored: the broker's defaults hold", "team", e.Key(), "err", err)
+				b.teamLimits.apply(e.Key(), nil)
 				continue
 			}
 			b.teamLimits.apply(e.Key(), s)

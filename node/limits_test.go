@@ -17,10 +17,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/broker"
 	"github.com/quarrysearch/quarry/indexer"
 	"github.com/quarrysearch/quarry/internal/corpus"
+	"github.com/quarrysearch/quarry/internal/subject"
 	"github.com/quarrysearch/quarry/searcher"
 )
 
@@ -413,6 +416,44 @@ func TestTeamLimits(t *testing.T) {
 	teams, err := c.Teams(ctx)
 	if err != nil || len(teams) != 2 || teams[1].Name != "beta" || teams[1].MaxInFlight != 1 {
 		t.Fatalf("teams: %+v %v", teams, err)
+	}
+	// Settings the brokers refuse (a rate under one search a minute, as
+	// an older quarry stored it) leave the team to the brokers' defaults,
+	// not to whatever limits a broker held before: beta's in-flight cap
+	// of 1 no longer holds.
+	js, err := jetstream.New(n.Conn())
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv, err := js.KeyValue(ctx, subject.TeamsBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Put(ctx, "beta", []byte(`{"name":"beta","rate":1e-9,"max_in_flight":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	deadline = time.Now().Add(10 * time.Second)
+	for {
+		results := make(chan int, 8)
+		for range 8 {
+			go func() {
+				code, _, _ := postTimed(http.DefaultClient, base+"b/search", `{"size":2000,"fields":["*"],"facets":{"t":{"field":"text","size":10}}}`)
+				results <- code
+			}()
+		}
+		refused := 0
+		for range 8 {
+			if <-results == 429 {
+				refused++
+			}
+		}
+		if refused == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("refused settings: beta's old in-flight cap still held (%d of 8 at once refused)", refused)
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 }
 
