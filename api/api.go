@@ -115,7 +115,7 @@ func (r *SearchRequest) UnmarshalJSON(b []byte) error {
 	q, err := strictjson.CheckLimited(b, searchRequestSchema, maxRequestDepth, "q")
 	if err != nil {
 		if e, ok := err.(*strictjson.Error); ok && e.TooDeep() {
-			return &Error{Code: CodeQueryTooComplex, Message: fmt.Sprintf("query too complex: the request nests deeper than %d levels at byte %d; no index allows a query or filter deeper than %d (query.limits.max_depth)", maxRequestDepth, e.Offset, MaxLimits.MaxDepth)}
+			return Errorf(CodeQueryTooComplex, "query too complex: the request nests deeper than %d levels at byte %d; no index allows a query or filter deeper than %d (query.limits.max_depth)", maxRequestDepth, e.Offset, MaxLimits.MaxDepth)
 		}
 		return BadRequest("malformed search request: %v", err)
 	}
@@ -124,7 +124,7 @@ func (r *SearchRequest) UnmarshalJSON(b []byte) error {
 		if !exact {
 			what = "q's length in bytes is at least"
 		}
-		return &Error{Code: CodeQueryTooComplex, Message: fmt.Sprintf("query too complex: %s %d; no index allows more than %d (query.limits.max_q_bytes)", what, n, MaxLimits.MaxQBytes)}
+		return Errorf(CodeQueryTooComplex, "query too complex: %s %d; no index allows more than %d (query.limits.max_q_bytes)", what, n, MaxLimits.MaxQBytes)
 	}
 	type plain SearchRequest // without this method
 	aux := struct {

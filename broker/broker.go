@@ -622,16 +622,6 @@ func DecodeRequest(data []byte) (*api.SearchRequest, error) {
 	return req, nil
 }
 
-// SearchJSON decodes a JSON request, searches and encodes the response: the
-// one code path behind the NATS and HTTP doors.
-func (b *Broker) SearchJSON(ctx context.Context, index string, data []byte) ([]byte, error) {
-	var buf bytes.Buffer
-	if err := b.searchJSON(ctx, index, data, &buf); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
-}
-
 // responseBuffers holds the buffers search responses are encoded into
 // between requests: a 10,000-hit response with every field is megabytes,
 // and made anew for each search it brought on garbage collections that
@@ -652,7 +642,9 @@ func putResponseBuffer(buf *bytes.Buffer) {
 	responseBuffers.Put(buf)
 }
 
-// searchJSON is SearchJSON writing the response into out.
+// searchJSON decodes a JSON request, searches and encodes the response
+// into out: the one code path behind the NATS and HTTP doors (the HTTP
+// API sends its searches over NATS).
 func (b *Broker) searchJSON(ctx context.Context, index string, data []byte, out *bytes.Buffer) (err error) {
 	start := time.Now()
 	if trace.Enabled() {

@@ -152,8 +152,8 @@ func heavyRequests(words []string) []string {
 
 // heavyOnly has TestHeavyQueryIsolation's heavy team send one of
 // heavyRequests, by its index, instead of all of them in turn: which of
-// them hurts the calm team most (docs/performance.md, "Which heavy
-// request hurts").
+// them hurts the calm team most (docs/performance.md, "Buffers that are
+// reused, and which heavy request hurts").
 var heavyOnly = flag.Int("quarry.heavy-only", -1, "TestHeavyQueryIsolation: the heavy team sends only heavyRequests[N] (-1: all in turn)")
 
 // latencies runs requests against url in a closed loop with workers until
@@ -388,20 +388,7 @@ func TestTeamLimits(t *testing.T) {
 	}
 	deadline = time.Now().Add(10 * time.Second)
 	for {
-		results := make(chan int, 8)
-		for range 8 {
-			go func() {
-				code, _, _ := postTimed(http.DefaultClient, base+"b/search", `{"size":2000,"fields":["*"],"facets":{"t":{"field":"text","size":10}}}`)
-				results <- code
-			}()
-		}
-		refused := 0
-		for range 8 {
-			if <-results == 429 {
-				refused++
-			}
-		}
-		if refused > 0 {
+		if refusedAtOnce(base+"b/search", 8) > 0 {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -434,19 +421,7 @@ func TestTeamLimits(t *testing.T) {
 	}
 	deadline = time.Now().Add(10 * time.Second)
 	for {
-		results := make(chan int, 8)
-		for range 8 {
-			go func() {
-				code, _, _ := postTimed(http.DefaultClient, base+"b/search", `{"size":2000,"fields":["*"],"facets":{"t":{"field":"text","size":10}}}`)
-				results <- code
-			}()
-		}
-		refused := 0
-		for range 8 {
-			if <-results == 429 {
-				refused++
-			}
-		}
+		refused := refusedAtOnce(base+"b/search", 8)
 		if refused == 0 {
 			break
 		}
@@ -455,6 +430,25 @@ func TestTeamLimits(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+}
+
+// refusedAtOnce sends n slow searches (2,000 hits with every field, a
+// facet) to url at once and counts those refused with 429.
+func refusedAtOnce(url string, n int) int {
+	results := make(chan int, n)
+	for range n {
+		go func() {
+			code, _, _ := postTimed(http.DefaultClient, url, `{"size":2000,"fields":["*"],"facets":{"t":{"field":"text","size":10}}}`)
+			results <- code
+		}()
+	}
+	refused := 0
+	for range n {
+		if <-results == 429 {
+			refused++
+		}
+	}
+	return refused
 }
 
 // A noisy neighbour: team A offers five times its rate limit, with its

@@ -16,7 +16,6 @@
 package strictjson
 
 import (
-	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -328,7 +327,7 @@ type scanner struct {
 	data     []byte
 	pos      int
 	depth    int
-	maxDepth int // 0: MaxDepth
+	maxDepth int // the deepest nesting accepted, at most MaxDepth
 	// CheckObject: the top-level field looked up, and what was found.
 	lookup string
 	found  []byte
@@ -339,11 +338,8 @@ type scanner struct {
 // nothing but white space after it. Its error, an *Error, names what is
 // wrong and where.
 func Check(data []byte, s *Schema) error {
-	sc := scanner{data: data}
-	if err := sc.check(s); err != nil {
-		return err
-	}
-	return nil
+	_, err := CheckLimited(data, s, MaxDepth, "")
+	return err
 }
 
 // CheckLimited is Check with nesting deeper than maxDepth refused (at
@@ -371,7 +367,7 @@ func CheckAny(data []byte) error {
 // and, when it has none, a field name equal to name but for case (for a
 // message).
 func CheckObject(data []byte, name string) (value []byte, folded string, err error) {
-	sc := scanner{data: data, lookup: name}
+	sc := scanner{data: data, maxDepth: MaxDepth, lookup: name}
 	sc.skipSpace()
 	if sc.pos < len(data) && data[sc.pos] != '{' {
 		return nil, "", &Error{Offset: sc.pos, kind: errType, want: "an object", got: sc.describe()}
@@ -519,8 +515,8 @@ func quoteChar(c byte) string {
 
 func (sc *scanner) enter() *Error {
 	sc.depth++
-	if limit := cmp.Or(sc.maxDepth, MaxDepth); sc.depth > limit {
-		return &Error{Offset: sc.pos, kind: errDepth, limit: limit}
+	if sc.depth > sc.maxDepth {
+		return &Error{Offset: sc.pos, kind: errDepth, limit: sc.maxDepth}
 	}
 	return nil
 }
