@@ -37,17 +37,10 @@ func TestBinaryRoundTrip(t *testing.T) {
 func roundTrip(t *testing.T, r *ShardResponse) {
 	t.Helper()
 	for _, threshold := range []int{0, 1} {
-		msg := nats.NewMsg("x")
-		if err := EncodeShardResponse(msg, r, threshold); err != nil {
-			t.Fatal(err)
-		}
-		var out ShardResponse
-		if err := DecodeShardResponse(msg, &out); err != nil {
-			t.Fatal(err)
-		}
+		out := sendAndRecycle(t, r, threshold)
 		// JSON is the reference: both forms must carry the same data.
 		want, _ := json.Marshal(r)
-		got, _ := json.Marshal(&out)
+		got, _ := json.Marshal(out)
 		if string(want) != string(got) {
 			t.Fatalf("threshold %d: round trip differs\nwant %s\ngot  %s", threshold, want, got)
 		}
@@ -201,36 +194,36 @@ func BenchmarkShardResponseCodec(b *testing.B) {
 func TestRecycledBuffersAreNotShared(t *testing.T) {
 	for _, threshold := range []int{0, 1} {
 		first := sampleResponse(50)
-		msg := nats.NewMsg("x")
-		if err := EncodeShardResponse(msg, first, threshold); err != nil {
-			t.Fatal(err)
-		}
-		var got ShardResponse
-		if err := DecodeShardResponse(msg, &got); err != nil {
-			t.Fatal(err)
-		}
-		Recycle(msg)
-		if msg.Data != nil {
-			t.Fatal("Recycle left msg.Data set")
-		}
+		got := sendAndRecycle(t, first, threshold)
 		other := sampleResponse(50)
 		for i := range other.Hits {
 			other.Hits[i].ID = strings.Repeat("z", len(other.Hits[i].ID))
 			other.Hits[i].Fields["name"] = strings.Repeat("y", 21)
 		}
 		for range 4 { // write over whatever the pool handed back
-			m := nats.NewMsg("x")
-			if err := EncodeShardResponse(m, other, threshold); err != nil {
-				t.Fatal(err)
-			}
-			var o ShardResponse
-			if err := DecodeShardResponse(m, &o); err != nil {
-				t.Fatal(err)
-			}
-			Recycle(m)
+			sendAndRecycle(t, other, threshold)
 		}
-		if !reflect.DeepEqual(&got, first) {
+		if !reflect.DeepEqual(got, first) {
 			t.Fatalf("threshold %d: the decoded response changed after its buffers were reused:\n%+v", threshold, got.Hits[0])
 		}
 	}
+}
+
+// sendAndRecycle encodes r, decodes it and recycles the message's
+// buffer, as a searcher and a broker do, returning what was decoded.
+func sendAndRecycle(t *testing.T, r *ShardResponse, threshold int) *ShardResponse {
+	t.Helper()
+	msg := nats.NewMsg("x")
+	if err := EncodeShardResponse(msg, r, threshold); err != nil {
+		t.Fatal(err)
+	}
+	var out ShardResponse
+	if err := DecodeShardResponse(msg, &out); err != nil {
+		t.Fatal(err)
+	}
+	Recycle(msg)
+	if msg.Data != nil {
+		t.Fatal("Recycle left msg.Data set")
+	}
+	return &out
 }
