@@ -565,6 +565,11 @@ const (
 	// CodeQueryTooComplex: the request is over one of the index's cost
 	// limits (QueryLimits); the message names it. HTTP 400.
 	CodeQueryTooComplex Code = "query_too_complex"
+	// CodeResponseTooLarge: the hits' fields, or the whole response, come
+	// to more bytes than one reply carries (the NATS server's
+	// max_payload); the message gives both. Ask for fewer hits or fields.
+	// HTTP 400.
+	CodeResponseTooLarge Code = "response_too_large"
 	// CodeGateFailed: a plugin version did not pass the index's relevance
 	// gate, so it was not put live; Error.Gate has the figures. HTTP 412.
 	CodeGateFailed Code = "gate_failed"
@@ -601,6 +606,8 @@ var (
 	ErrTimeout     = &Error{Code: CodeTimeout, Message: "timeout"}
 	// ErrQueryTooComplex matches any CodeQueryTooComplex error.
 	ErrQueryTooComplex = &Error{Code: CodeQueryTooComplex, Message: "query too complex"}
+	// ErrResponseTooLarge matches any CodeResponseTooLarge error.
+	ErrResponseTooLarge = &Error{Code: CodeResponseTooLarge, Message: "response too large"}
 	// ErrGateFailed matches any CodeGateFailed error.
 	ErrGateFailed = &Error{Code: CodeGateFailed, Message: "gate failed"}
 )
@@ -632,7 +639,7 @@ func CodeOf(err error) Code {
 // HTTPStatus maps a code to an HTTP status.
 func HTTPStatus(c Code) int {
 	switch c {
-	case CodeBadRequest, CodeQueryTooComplex:
+	case CodeBadRequest, CodeQueryTooComplex, CodeResponseTooLarge:
 		return 400
 	case CodeNotFound:
 		return 404

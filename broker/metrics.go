@@ -29,12 +29,12 @@ var LatencyBuckets = []float64{
 // outcomes are the values of the requests counter's outcome label: "ok"
 // and the api error codes. A code a searcher sent that is not one of them
 // counts as internal.
-var outcomes = [numOutcomes]string{"ok", string(api.CodeBadRequest), string(api.CodeNotFound), string(api.CodeForbidden),
-	string(api.CodeConflict), string(api.CodeOverloaded), string(api.CodeTimeout), string(api.CodeUnavailable),
-	string(api.CodeInternal)}
+var outcomes = [numOutcomes]string{"ok", string(api.CodeBadRequest), string(api.CodeQueryTooComplex), string(api.CodeResponseTooLarge),
+	string(api.CodeNotFound), string(api.CodeForbidden), string(api.CodeConflict), string(api.CodeOverloaded), string(api.CodeTimeout),
+	string(api.CodeUnavailable), string(api.CodeInternal)}
 
 const (
-	numOutcomes     = 9
+	numOutcomes     = 11
 	outcomeInternal = numOutcomes - 1 // outcomes[outcomeInternal] == internal
 )
 

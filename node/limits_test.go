@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -129,6 +130,66 @@ func postTimed(client *http.Client, url, body string) (int, time.Duration, error
 	_, err = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 	return resp.StatusCode, time.Since(start), err
+}
+
+// A search whose hits' fields come to more than one NATS message carries
+// is refused at once, with response_too_large naming both sizes, by the
+// searcher (the fields of its own hits, counted as they load: it holds no
+// more of them than it could send) or by the broker (the merged response).
+// On a stock nats-server (max_payload 1 MB) and documents of 25 KB, a
+// search for 60 hits with every field waited 30 s, the client's own
+// timeout, and got "context deadline exceeded": the broker's reply was
+// refused by the server, and nothing else was sent.
+func TestResponseTooLarge(t *testing.T) {
+	conf := filepath.Join(t.TempDir(), "nats.conf")
+	if err := os.WriteFile(conf, []byte("max_payload: 1MB\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	n := startConfig(t, Config{NATSConfigFile: conf, Indexer: &indexer.Config{SnapshotInterval: -1}, Searcher: &searcher.Config{}, Broker: &broker.Config{}})
+	c := n.Client()
+	if _, err := c.CreateIndexDef(context.Background(), api.IndexDefinition{Name: "books", Shards: 2}); err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	text := strings.Repeat("lorem ipsum dolor sit amet ", 1000) // 27 KB
+	for i := range 100 {
+		title := "book"
+		if i < 60 {
+			title = "early book"
+		}
+		fmt.Fprintf(&b, `{"id":"b%d","title":%q,"body":%q}`+"\n", i, title, text)
+	}
+	mustBulk(t, c, "books", &b)
+	waitTotal(t, c, "books", "book", 100)
+	url := "http://" + n.HTTPAddr + "/v1/indexes/books/search"
+	for _, tc := range []struct {
+		name, body string
+		code       int
+		want       string
+	}{
+		{"ten hits", `{"q":"book","size":10,"fields":["*"]}`, 200, `"total":100`},
+		// About 30 hits a shard: each shard's reply fits, the merged
+		// response does not.
+		{"sixty hits", `{"q":"early","size":60,"fields":["*"]}`, 400, "response too large: the response is "},
+		// About 50 a shard: a shard's fields alone are over.
+		{"a hundred hits", `{"q":"book","size":100,"fields":["*"]}`, 400, "response too large: the hits' stored fields on shard "},
+		{"a hundred hits, their titles", `{"q":"book","size":100,"fields":["title"]}`, 200, `"total":100`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			start := time.Now()
+			code, body := post(t, url, tc.body)
+			took := time.Since(start)
+			if code != tc.code || !strings.Contains(body, tc.want) {
+				t.Fatalf("%d after %s: %.300s, want %d saying %q", code, took, body, tc.code, tc.want)
+			}
+			if code == 400 && (!strings.Contains(body, `"code":"response_too_large"`) || !strings.Contains(body, "max_payload")) {
+				t.Fatalf("%s", body)
+			}
+			if took > 3*time.Second {
+				t.Errorf("took %s", took)
+			}
+		})
+	}
 }
 
 // heavyRequests are the most expensive requests a team can send an index

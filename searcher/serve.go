@@ -131,10 +131,13 @@ func (s *Searcher) handle(ctx context.Context, msg *nats.Msg, queued time.Durati
 			}
 		} else {
 			var resp *wire.ShardResponse
-			if resp, err = sl.cur.Load().Search(ctx, &req); err == nil {
+			room := wire.ReplyRoom(s.nc)
+			if resp, err = sl.cur.Load().Search(shard.WithMaxFieldBytes(ctx, room), &req); err == nil {
 				resp.Replica, resp.QueueNS = s.id, queued.Nanoseconds()
 				sl.metrics.search.Observe(time.Duration(resp.TookNS).Seconds())
-				err = wire.EncodeShardResponse(out, resp, s.cfg.CompressThreshold)
+				if err = wire.EncodeShardResponse(out, resp, s.cfg.CompressThreshold); err == nil && len(out.Data) > room {
+					err = api.Errorf(api.CodeResponseTooLarge, "response too large: shard %d's reply is %d bytes, over the %d one reply carries (the NATS server's max_payload); ask for fewer hits (size) or fewer fields", sh, len(out.Data), room)
+				}
 			}
 		}
 		if shard.IsClosed(err) && attempt < 3 {

@@ -45,6 +45,7 @@ func loadFields(ctx context.Context, idx bleve.Index, hits []*search.DocumentMat
 	var bleveLoads []*search.DocumentMatch // hits bleve loads
 	found := 0
 	cp := checkpointOf(ctx)
+	budget := fieldBudget{max: maxFieldBytesOf(ctx)}
 	// Segment by segment (a live document is in one), each one's
 	// documents in order, until every hit is found.
 	for _, seg := range snap.Segments() {
@@ -74,11 +75,17 @@ func loadFields(ctx context.Context, idx bleve.Index, hits []*search.DocumentMat
 					odd = odd || typ == 'd' || typ == 'i' || typ == 's'
 					return !odd
 				}
+				if !budget.take(len(name) + len(val)) {
+					return false
+				}
 				h.AddFieldValue(name, v)
 				return true
 			})
 			if err != nil {
 				return err
+			}
+			if budget.over() {
+				return errFieldsTooLarge
 			}
 			if h == nil {
 				continue
@@ -96,9 +103,49 @@ func loadFields(ctx context.Context, idx bleve.Index, hits []*search.DocumentMat
 		}
 	}
 	if len(bleveLoads) > 0 {
-		return bleveFields(ctx, idx, bleveLoads, fields)
+		if err := bleveFields(ctx, idx, bleveLoads, fields); err != nil {
+			return err
+		}
+		for _, h := range bleveLoads {
+			for name, v := range h.Fields {
+				if !budget.take(len(name) + valueBytes(v)) {
+					return errFieldsTooLarge
+				}
+			}
+		}
 	}
 	return nil
+}
+
+// fieldBudget counts the bytes of stored fields loaded for one search
+// against WithMaxFieldBytes' bound.
+type fieldBudget struct {
+	max, used int // max 0: no bound
+}
+
+// take counts n bytes more, and reports whether they are within the
+// bound.
+func (b *fieldBudget) take(n int) bool {
+	b.used += n
+	return !b.over()
+}
+
+func (b *fieldBudget) over() bool { return b.max > 0 && b.used > b.max }
+
+// valueBytes is about what a field value bleve loaded takes in a reply:
+// its text, or 8 bytes a number.
+func valueBytes(v any) int {
+	switch v := v.(type) {
+	case string:
+		return len(v)
+	case []any:
+		n := 0
+		for _, e := range v {
+			n += valueBytes(e)
+		}
+		return n
+	}
+	return 8
 }
 
 // storedValue decodes a stored field's value as bleve's loading does, for

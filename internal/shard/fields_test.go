@@ -3,13 +3,16 @@ package shard
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/blevesearch/bleve/v2/search"
 
+	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/internal/catalog"
 	"github.com/quarrysearch/quarry/internal/wire"
 )
@@ -107,6 +110,44 @@ func TestLoadFieldsAsBleve(t *testing.T) {
 	hits := []*search.DocumentMatch{{ID: id}, {ID: "no-such-document"}}
 	if err := loadFields(ctx, r.idx, hits, []string{"name"}); err != nil || hits[0].Fields != nil || hits[1].Fields != nil {
 		t.Fatalf("deleted document: %v %v", err, hits[0].Fields)
+	}
+}
+
+// TestMaxFieldBytes: past WithMaxFieldBytes' bound a search fails with
+// response_too_large naming the shard and the bound, whether the fields
+// are loaded here or by bleve (dates, IP addresses); within it, or
+// without one, it is answered.
+func TestMaxFieldBytes(t *testing.T) {
+	t.Parallel()
+	docs, mapping := oddCatalog(t, 200)
+	r := loadReplicas(t, 1, mapping, docs)[0]
+	q := json.RawMessage(`{"match_all":{}}`)
+	for _, c := range []struct {
+		name   string
+		max, k int
+		fields []string
+		refuse bool
+	}{
+		{"no bound", 0, 200, []string{"*"}, false},
+		{"within", 1 << 20, 200, []string{"*"}, false},
+		{"over", 1000, 200, []string{"*"}, true},
+		{"over, loaded by bleve", 100, 200, []string{"added", "addr"}, true},
+		{"one hit within", 1000, 1, []string{"*"}, false},
+		{"no fields asked", 10, 200, nil, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			res, err := r.Search(WithMaxFieldBytes(context.Background(), c.max), &wire.ShardRequest{Query: q, K: c.k, Fields: c.fields})
+			if !c.refuse {
+				if err != nil || len(res.Hits) != c.k {
+					t.Fatalf("%v", err)
+				}
+				return
+			}
+			want := fmt.Sprintf("stored fields on shard 0 come to more than %d bytes", c.max)
+			if !errors.Is(err, api.ErrResponseTooLarge) || !strings.Contains(err.Error(), want) {
+				t.Fatalf("got %v, want response_too_large saying %q", err, want)
+			}
+		})
 	}
 }
 

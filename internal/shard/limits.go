@@ -2,6 +2,7 @@ package shard
 
 import (
 	"context"
+	"errors"
 	"strings"
 
 	"github.com/blevesearch/bleve/v2/search"
@@ -30,4 +31,36 @@ func tooManyTerms(err error, shard, max int) error {
 		return nil
 	}
 	return api.Errorf(api.CodeQueryTooComplex, "query too complex: it reads more than %d terms on shard %d once its fuzzy, prefix, wildcard, regexp and range terms expand (query.limits.max_terms); make those terms narrower", max, shard)
+}
+
+type maxFieldBytesKey struct{}
+
+// WithMaxFieldBytes returns a context under which Replica.Search loads at
+// most max bytes of its hits' stored fields (their values and names):
+// past them it fails with api.CodeResponseTooLarge instead of holding
+// what its reply could not carry. The searcher sets it to the most one
+// NATS message carries. max <= 0: no bound.
+func WithMaxFieldBytes(ctx context.Context, max int) context.Context {
+	if max <= 0 {
+		return ctx
+	}
+	return context.WithValue(ctx, maxFieldBytesKey{}, max)
+}
+
+// maxFieldBytesOf is WithMaxFieldBytes' bound under ctx (0: none).
+func maxFieldBytesOf(ctx context.Context) int {
+	max, _ := ctx.Value(maxFieldBytesKey{}).(int)
+	return max
+}
+
+// errFieldsTooLarge is loadFields' error past WithMaxFieldBytes' bound.
+var errFieldsTooLarge = errors.New("stored fields over the bound")
+
+// fieldsTooLarge turns errFieldsTooLarge into the API's
+// response_too_large, and returns nil for any other error.
+func fieldsTooLarge(err error, shard, max int) error {
+	if !errors.Is(err, errFieldsTooLarge) {
+		return nil
+	}
+	return api.Errorf(api.CodeResponseTooLarge, "response too large: the hits' stored fields on shard %d come to more than %d bytes, the most one reply carries (the NATS server's max_payload); ask for fewer hits (size) or fewer fields", shard, max)
 }

@@ -71,6 +71,9 @@ func (r *Replica) Search(ctx context.Context, req *wire.ShardRequest) (*wire.Sha
 		if tooMany := tooManyTerms(err, r.cfg.Shard, req.MaxTerms); tooMany != nil {
 			return nil, tooMany
 		}
+		if tooLarge := fieldsTooLarge(err, r.cfg.Shard, maxFieldBytesOf(ctx)); tooLarge != nil {
+			return nil, tooLarge
+		}
 		if lacks := scoped.lacks(r.cfg.Shard, err); lacks != nil {
 			return nil, lacks
 		}

@@ -195,6 +195,18 @@ type ShardResponse struct {
 // threshold as a setting.
 const CompressThreshold = 16 << 10
 
+// ReplyRoom is the most a reply's body may carry on nc: the server's
+// max_payload (8 MiB on the embedded server, 1 MiB on a stock
+// nats-server), less 4 KiB for its headers. A larger reply cannot be
+// sent: searchers and brokers refuse it with api.CodeResponseTooLarge
+// rather than leave the requester waiting to its deadline.
+func ReplyRoom(nc *nats.Conn) int {
+	return max(0, int(nc.MaxPayload())-replyHeaderRoom)
+}
+
+// replyHeaderRoom is what ReplyRoom leaves for a reply's headers.
+const replyHeaderRoom = 4 << 10
+
 var (
 	encOnce sync.Once
 	zenc    *zstd.Encoder

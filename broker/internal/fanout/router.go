@@ -139,10 +139,10 @@ func anyStale(results []Result) bool {
 }
 
 // IsClientError reports whether a shard refused the request itself (bad,
-// or over the index's limits): every shard would, so partial results are
-// no answer.
+// over the index's limits, or asking for more fields than a reply
+// carries): partial results without that shard's hits are no answer.
 func IsClientError(err error) bool {
-	return errors.Is(err, api.ErrBadRequest) || errors.Is(err, api.ErrQueryTooComplex)
+	return errors.Is(err, api.ErrBadRequest) || errors.Is(err, api.ErrQueryTooComplex) || errors.Is(err, api.ErrResponseTooLarge)
 }
 
 // fanOut asks every shard of the plan in parallel under ctx's deadline.
