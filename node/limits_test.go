@@ -273,9 +273,9 @@ func quantile(sorted []time.Duration, q float64) time.Duration {
 // calm team sees no failure, and its p99 is compared with its p99 alone.
 // The short variant (CI, where other packages' tests share the two cores
 // and make a p99 of 200 queries noise) holds the calm team to no failures
-// and its median to 3x, and logs the p99s; -quarry.long runs more queries
-// and holds the p99 to the goal of 2x. The figures are in
-// docs/performance.md.
+// and its median to 3x, and logs the p99s; -quarry.long runs more queries,
+// alone and beside in five alternating rounds, and holds the p99 to the
+// goal of 2x. The figures are in docs/performance.md.
 func TestHeavyQueryIsolation(t *testing.T) {
 	n := startNode(t)
 	qs := api.QuerySettings{Fields: []api.FieldBoost{{Field: "title", Boost: 2}, {Field: "body"}}}
@@ -296,10 +296,6 @@ func TestHeavyQueryIsolation(t *testing.T) {
 		return fmt.Sprintf(`{"q":"%s %s","size":10,"fields":["title"]}`, words[(i*7)%300], words[(i*13+5)%300])
 	}
 	latencies(base+"calm/search", 1, 50, normal, nil) // warm up
-	alone, failed := latencies(base+"calm/search", 1, queries, normal, nil)
-	if len(failed) > 0 {
-		t.Fatalf("alone: %d failures: %v", len(failed), failed[:min(3, len(failed))])
-	}
 	heavy := heavyRequests(words)
 	if *heavyOnly >= len(heavy) {
 		t.Fatalf("-quarry.heavy-only %d: there are %d heavy requests", *heavyOnly, len(heavy))
@@ -307,28 +303,59 @@ func TestHeavyQueryIsolation(t *testing.T) {
 	if *heavyOnly >= 0 {
 		heavy = heavy[*heavyOnly : *heavyOnly+1]
 	}
-	stop := make(chan struct{})
-	heavyDone := make(chan []string, 1)
+	// The calm team's queries alone and beside the heavy team alternate
+	// in rounds, so that both see the machine as it is at the time: on a
+	// shared machine the p99 alone of runs of one binary, measured once
+	// before the heavy team, ranged from 1.8 to 2.7 ms.
+	rounds := 1
+	if *long {
+		rounds = 5
+	}
+	per := queries / rounds
+	var alone, during []time.Duration
 	var heavyCount atomic.Int64
-	go func() {
-		_, f := latencies(base+"heavy/search", 2, 0, func(i int) string { heavyCount.Add(1); return heavy[i%len(heavy)] }, stop)
-		heavyDone <- f
-	}()
-	baseline := residentBytes()
-	rss := watchRSS(t, stop)
-	time.Sleep(300 * time.Millisecond)
-	during, failed := latencies(base+"calm/search", 1, queries, normal, nil)
-	close(stop)
-	heavyFailures := <-heavyDone
-	peak := <-rss
+	var baseline int64
+	var peak int64
+	for r := range rounds {
+		if r > 0 {
+			time.Sleep(300 * time.Millisecond) // the heavy team's garbage collected
+		}
+		calm := func(i int) string { return normal(r*per + i) }
+		a, failed := latencies(base+"calm/search", 1, per, calm, nil)
+		if len(failed) > 0 {
+			t.Fatalf("alone: %d failures: %v", len(failed), failed[:min(3, len(failed))])
+		}
+		alone = append(alone, a...)
+		stop := make(chan struct{})
+		heavyDone := make(chan []string, 1)
+		go func() {
+			_, f := latencies(base+"heavy/search", 2, 0, func(i int) string { heavyCount.Add(1); return heavy[i%len(heavy)] }, stop)
+			heavyDone <- f
+		}()
+		if r == 0 {
+			baseline = residentBytes()
+		}
+		rss := watchRSS(t, stop)
+		time.Sleep(300 * time.Millisecond)
+		d, failed := latencies(base+"calm/search", 1, per, calm, nil)
+		close(stop)
+		heavyFailures := <-heavyDone // its last requests are done too
+		peak = max(peak, <-rss)
+		if len(failed) > 0 {
+			t.Errorf("%d of the calm team's queries failed: %v", len(failed), failed[:min(3, len(failed))])
+		}
+		if len(heavyFailures) > 0 {
+			t.Logf("the heavy team's 5xx: %d (%v)", len(heavyFailures), heavyFailures[:min(3, len(heavyFailures))])
+		}
+		during = append(during, d...)
+	}
+	slices.Sort(alone)
+	slices.Sort(during)
 	p50a, p99a, p50d, p99d := quantile(alone, 0.5), quantile(alone, 0.99), quantile(during, 0.5), quantile(during, 0.99)
-	t.Logf("calm queries alone: p50 %s p99 %s; beside %d heavy requests: p50 %s p99 %s (%.2fx); heavy 5xx: %d; resident memory of the process (node and both clients) %d MB before the heavy team, %d MB at the peak",
-		p50a, p99a, heavyCount.Load(), p50d, p99d, float64(p99d)/float64(p99a), len(heavyFailures), baseline>>20, peak>>20)
+	t.Logf("calm queries alone: p50 %s p99 %s; beside %d heavy requests: p50 %s p99 %s (%.2fx) (%d rounds of %d queries each); resident memory of the process (node and both clients) %d MB before the heavy team, %d MB at the peak",
+		p50a, p99a, heavyCount.Load(), p50d, p99d, float64(p99d)/float64(p99a), rounds, per, baseline>>20, peak>>20)
 	if peak-baseline > maxHeavyGrowth {
 		t.Errorf("the process grew by %d MB beside the heavy team (%d to %d MB), over its bound of %d MB", (peak-baseline)>>20, baseline>>20, peak>>20, maxHeavyGrowth>>20)
-	}
-	if len(failed) > 0 {
-		t.Errorf("%d of the calm team's queries failed: %v", len(failed), failed[:min(3, len(failed))])
 	}
 	if !*long && p50d > 3*p50a {
 		t.Errorf("the calm team's median went from %s to %s beside the heavy team (over 3x)", p50a, p50d)
