@@ -460,15 +460,21 @@ type QueryLimits struct {
 	// the size of each (default 1000).
 	MaxFacets    int `json:"max_facets,omitempty"`
 	MaxFacetSize int `json:"max_facet_size,omitempty"`
+	// MaxSort caps the keys of sort (default 16). Each key is read for
+	// every matching document: 40,000 of them held a shard for seconds,
+	// past the request's deadline.
+	MaxSort int `json:"max_sort,omitempty"`
+	// MaxFields caps the names in fields ("*" is one) (default 256).
+	MaxFields int `json:"max_fields,omitempty"`
 }
 
 // DefaultLimits are the limits of an index that sets none.
 var DefaultLimits = QueryLimits{MaxQBytes: 4096, MaxQueryBytes: 64 << 10, MaxDepth: 32, MaxClauses: 1024, MaxTerms: 4096,
-	MaxWindow: MaxWindow, MaxFacets: 16, MaxFacetSize: 1000}
+	MaxWindow: MaxWindow, MaxFacets: 16, MaxFacetSize: 1000, MaxSort: 16, MaxFields: 256}
 
 // MaxLimits are the highest limits an index may set.
 var MaxLimits = QueryLimits{MaxQBytes: 64 << 10, MaxQueryBytes: 1 << 20, MaxDepth: 128, MaxClauses: 16384, MaxTerms: 65536,
-	MaxWindow: MaxWindow, MaxFacets: 64, MaxFacetSize: 10000}
+	MaxWindow: MaxWindow, MaxFacets: 64, MaxFacetSize: 10000, MaxSort: 64, MaxFields: 4096}
 
 // limitFields lists the limits with their JSON names, for checks and
 // messages written once.
@@ -480,7 +486,8 @@ func (l *QueryLimits) limitFields() []struct {
 		name string
 		v    *int
 	}{{"max_q_bytes", &l.MaxQBytes}, {"max_query_bytes", &l.MaxQueryBytes}, {"max_depth", &l.MaxDepth}, {"max_clauses", &l.MaxClauses},
-		{"max_terms", &l.MaxTerms}, {"max_window", &l.MaxWindow}, {"max_facets", &l.MaxFacets}, {"max_facet_size", &l.MaxFacetSize}}
+		{"max_terms", &l.MaxTerms}, {"max_window", &l.MaxWindow}, {"max_facets", &l.MaxFacets}, {"max_facet_size", &l.MaxFacetSize},
+		{"max_sort", &l.MaxSort}, {"max_fields", &l.MaxFields}}
 }
 
 // Effective returns the limits with every zero field set to its default.
@@ -489,7 +496,8 @@ func (l QueryLimits) Effective() QueryLimits {
 	d := &DefaultLimits
 	return QueryLimits{MaxQBytes: cmp.Or(l.MaxQBytes, d.MaxQBytes), MaxQueryBytes: cmp.Or(l.MaxQueryBytes, d.MaxQueryBytes),
 		MaxDepth: cmp.Or(l.MaxDepth, d.MaxDepth), MaxClauses: cmp.Or(l.MaxClauses, d.MaxClauses), MaxTerms: cmp.Or(l.MaxTerms, d.MaxTerms),
-		MaxWindow: cmp.Or(l.MaxWindow, d.MaxWindow), MaxFacets: cmp.Or(l.MaxFacets, d.MaxFacets), MaxFacetSize: cmp.Or(l.MaxFacetSize, d.MaxFacetSize)}
+		MaxWindow: cmp.Or(l.MaxWindow, d.MaxWindow), MaxFacets: cmp.Or(l.MaxFacets, d.MaxFacets), MaxFacetSize: cmp.Or(l.MaxFacetSize, d.MaxFacetSize),
+		MaxSort: cmp.Or(l.MaxSort, d.MaxSort), MaxFields: cmp.Or(l.MaxFields, d.MaxFields)}
 }
 
 // Validate checks that every limit is between 0 (the default) and its

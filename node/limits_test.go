@@ -83,6 +83,8 @@ func TestQueryLimits(t *testing.T) {
 		{"a prefix over the dictionary", `{"query":{"prefix":"","field":"body"}}`, 400, ""},
 		{"from+size", `{"q":"x","from":9995,"size":10}`, 400, "query.limits.max_window"},
 		{"a facet too large", `{"q":"x","facets":{"t":{"field":"tag","size":100000}}}`, 400, "query.limits.max_facet_size"},
+		{"40,000 sort keys", `{"sort":[` + strings.Repeat(`"-s",`, 39999) + `"-s"]}`, 400, "query.limits.max_sort"},
+		{"60,000 field names", `{"fields":[` + strings.Repeat(`"f",`, 59999) + `"f"]}`, 400, "query.limits.max_fields"},
 		{"match operator xor", `{"query":{"match":"x","field":"body","operator":"xor"}}`, 400, "operator must be"},
 		{"a normal query", fmt.Sprintf(`{"q":%q,"size":5}`, common), 200, ""},
 		{"a narrow wildcard", fmt.Sprintf(`{"query":{"wildcard":%q,"field":"body"}}`, common[:len(common)-1]+"*"), 200, ""},

@@ -16,8 +16,8 @@ import (
 // to the same MaxTerms (Plan.MaxTerms).
 
 // checkRequest checks the parts of a request that cost before a query is
-// built: the sizes of q, query and filter, their nesting, the window and
-// the facets.
+// built: the sizes of q, query and filter, their nesting, the window, the
+// facets, the sort keys and the fields.
 func checkRequest(req *api.SearchRequest, l api.QueryLimits) error {
 	if n := len(req.Q); n > l.MaxQBytes {
 		return api.TooComplex("q's length in bytes", n, "max_q_bytes", l.MaxQBytes)
@@ -43,6 +43,12 @@ func checkRequest(req *api.SearchRequest, l api.QueryLimits) error {
 		if f.Size > l.MaxFacetSize {
 			return api.TooComplex("facet "+name+"'s size", f.Size, "max_facet_size", l.MaxFacetSize)
 		}
+	}
+	if n := len(req.Sort); n > l.MaxSort {
+		return api.TooComplex("the number of sort keys", n, "max_sort", l.MaxSort)
+	}
+	if n := len(req.Fields); n > l.MaxFields {
+		return api.TooComplex("the number of fields", n, "max_fields", l.MaxFields)
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -140,7 +141,7 @@ func TestPlanLimits(t *testing.T) {
 	p := testPlanner(t)
 	def := api.IndexDefinition{Name: "x", Shards: 2, Query: api.QuerySettings{Fields: []api.FieldBoost{{Field: "a"}, {Field: "b"}}, PhraseBoost: 2}}
 	small := def
-	small.Query.Limits = api.QueryLimits{MaxQBytes: 20, MaxQueryBytes: 200, MaxDepth: 4, MaxClauses: 6, MaxTerms: 12, MaxWindow: 50, MaxFacets: 2, MaxFacetSize: 10}
+	small.Query.Limits = api.QueryLimits{MaxQBytes: 20, MaxQueryBytes: 200, MaxDepth: 4, MaxClauses: 6, MaxTerms: 12, MaxWindow: 50, MaxFacets: 2, MaxFacetSize: 10, MaxSort: 2, MaxFields: 3}
 	nest := func(n int) json.RawMessage {
 		return json.RawMessage(strings.Repeat(`{"conjuncts":[`, n) + `{"term":"x"}` + strings.Repeat(`]}`, n))
 	}
@@ -175,6 +176,11 @@ func TestPlanLimits(t *testing.T) {
 		{"default window", api.SearchRequest{From: api.MaxWindow}, def, nil, "max_window"},
 		{"facets", api.SearchRequest{Facets: facets(3, 1)}, small, nil, "the number of facets is 3, over the index's limit of 2 (query.limits.max_facets)"},
 		{"facet size", api.SearchRequest{Facets: facets(1, 11)}, small, nil, "facet f0's size is 11, over the index's limit of 10"},
+		{"sort keys at the limit", api.SearchRequest{Sort: []string{"a", "-b"}}, small, nil, ""},
+		{"sort keys", api.SearchRequest{Sort: []string{"a", "-b", "c"}}, small, nil, "the number of sort keys is 3, over the index's limit of 2 (query.limits.max_sort)"},
+		{"40,000 sort keys, default limits", api.SearchRequest{Sort: slices.Repeat([]string{"-a"}, 40000)}, def, nil, "max_sort"},
+		{"fields at the limit", api.SearchRequest{Fields: []string{"a", "b", "*"}}, small, nil, ""},
+		{"fields", api.SearchRequest{Fields: []string{"a", "b", "c", "d"}}, small, nil, "the number of fields is 4, over the index's limit of 3 (query.limits.max_fields)"},
 		{"hint query terms", api.SearchRequest{Q: "x"}, small, &Hints{Query: json.RawMessage(`{"match":"a b c d e f g h i j k l m","field":"a"}`)}, "max_terms"},
 	}
 	for _, c := range cases {
