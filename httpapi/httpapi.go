@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/quarrysearch/quarry/api"
@@ -27,16 +29,33 @@ type Options struct {
 	MaxBulkBytes int64
 	// Guard, when set, requires a token on every request and keeps teams
 	// to their own indexes; nil: the API is open (for loopback only).
-	Guard  *Guard
-	Logger *slog.Logger
+	Guard *Guard
+	// BodyTimeout is how long the API waits for more of a request's body
+	// (DefaultBodyTimeout when 0): a client that stops sending one midway
+	// gets 400 and its connection closed, instead of holding it and a
+	// goroutine for ever. It bounds each wait, not the whole body, so an
+	// upload of a gigabyte that keeps coming is not cut off.
+	BodyTimeout time.Duration
+	Logger      *slog.Logger
 }
+
+// DefaultBodyTimeout is Options.BodyTimeout's default.
+const DefaultBodyTimeout = 30 * time.Second
 
 // Handler returns the HTTP API on top of c.
 func Handler(c *client.Client, opts Options) http.Handler {
 	h := &handler{c: c, maxBulk: opts.MaxBulkBytes, log: opts.Logger}
+	bodyTimeout := cmp.Or(opts.BodyTimeout, DefaultBodyTimeout)
 	mux := http.NewServeMux()
 	route := func(pattern string, a access, f http.HandlerFunc) {
 		mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+			if r.Body != nil && r.Body != http.NoBody {
+				// From here on, even an answer given without reading the
+				// body (a refusal) waits at most bodyTimeout for it: the
+				// server reads what is left of a small body before it
+				// answers.
+				r.Body = newTimedBody(w, r.Body, bodyTimeout)
+			}
 			// Every answer names its request (the caller's X-Request-Id,
 			// or one made here): an internal error's message gives it,
 			// and the log has the detail under it.
@@ -190,6 +209,10 @@ func (h *handler) public(w http.ResponseWriter, err error) *api.Error {
 	var tooBig *http.MaxBytesError
 	if errors.As(err, &tooBig) {
 		return api.Errorf(api.CodeBadRequest, "request body is over the limit of %d bytes", tooBig.Limit)
+	}
+	var slow *bodyError
+	if errors.As(err, &slow) {
+		return api.Errorf(api.CodeBadRequest, "%v", slow)
 	}
 	var e *api.Error
 	if errors.As(err, &e) {

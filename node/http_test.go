@@ -1,17 +1,23 @@
 package node
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/quarrysearch/quarry/api"
+	"github.com/quarrysearch/quarry/broker"
+	"github.com/quarrysearch/quarry/indexer"
 	"github.com/quarrysearch/quarry/internal/wasmtest"
+	"github.com/quarrysearch/quarry/searcher"
 )
 
 func TestHTTPAPI(t *testing.T) {
@@ -183,4 +189,87 @@ func TestHTTPPluginAdmin(t *testing.T) {
 		t.Fatalf("events: %d %v", resp.StatusCode, err)
 	}
 	resp.Body.Close()
+}
+
+// A client that stops sending a request's body midway, or keeps an idle
+// connection open, does not hold the connection for ever: the body gets
+// 400 naming the wait and the connection is closed; an idle connection
+// is closed after HTTPIdleTimeout. A client that drops its connection
+// midway is not an internal error. Before, both connections stayed open
+// as long as the client liked, each with a goroutine.
+func TestHTTPSlowClients(t *testing.T) {
+	n := startConfig(t, Config{HTTPBodyTimeout: 300 * time.Millisecond, HTTPIdleTimeout: 500 * time.Millisecond,
+		Indexer: &indexer.Config{SnapshotInterval: -1}, Searcher: &searcher.Config{}, Broker: &broker.Config{}})
+	dial := func() net.Conn {
+		t.Helper()
+		conn, err := net.Dial("tcp", n.HTTPAddr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Close() })
+		conn.SetDeadline(time.Now().Add(10 * time.Second)) // the test's own bound
+		return conn
+	}
+	if _, err := n.Client().CreateIndex(context.Background(), "x", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ path, want string }{
+		{"/v1/indexes/x/search", "400 the request body stopped coming: nothing for 300ms"},
+		{"/v1/indexes/x/documents", "400 the request body stopped coming: nothing for 300ms"},
+		// Refused without reading the body: the server reads the rest of
+		// a small body before it answers, within the same wait.
+		{"/v1/indexes/nope/documents", `404 index "nope" does not exist`},
+	} {
+		t.Run("a body that stops "+c.path, func(t *testing.T) {
+			conn := dial()
+			start := time.Now()
+			fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: quarry\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"q\":", c.path)
+			resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+			if err != nil {
+				t.Fatalf("no answer after %s: %v", time.Since(start), err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			var e struct{ Error api.Error }
+			json.Unmarshal(body, &e)
+			if got := fmt.Sprint(resp.StatusCode, " ", e.Error.Message); got != c.want {
+				t.Fatalf("%s, want %s", body, c.want)
+			}
+			if took := time.Since(start); took > 5*time.Second {
+				t.Errorf("answered after %s", took)
+			}
+			if _, err := conn.Read(make([]byte, 1)); err != io.EOF {
+				t.Errorf("the connection is still open: %v", err)
+			}
+		})
+	}
+	t.Run("an idle connection", func(t *testing.T) {
+		conn := dial()
+		fmt.Fprintf(conn, "GET /healthz HTTP/1.1\r\nHost: quarry\r\n\r\n")
+		br := bufio.NewReader(conn)
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("%v %v", resp, err)
+		}
+		io.ReadAll(resp.Body)
+		start := time.Now()
+		if _, err := br.ReadByte(); err != io.EOF {
+			t.Fatalf("idle connection: %v", err)
+		}
+		if took := time.Since(start); took < 400*time.Millisecond || took > 5*time.Second {
+			t.Errorf("closed after %s", took)
+		}
+	})
+	t.Run("a client that hangs up midway", func(t *testing.T) {
+		conn := dial()
+		fmt.Fprintf(conn, "POST /v1/indexes/x/search HTTP/1.1\r\nHost: quarry\r\nContent-Length: 100\r\n\r\n{\"q\":")
+		conn.(*net.TCPConn).CloseWrite()
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != 400 || !strings.Contains(string(body), "the request body ended before its length") {
+			t.Fatalf("%d %s", resp.StatusCode, body)
+		}
+	})
 }

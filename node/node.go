@@ -68,6 +68,14 @@ type Config struct {
 	Profiling bool
 	// MaxBulkBytes caps an NDJSON upload over HTTP (default 1 GiB).
 	MaxBulkBytes int64
+	// HTTPBodyTimeout is how long the HTTP API waits for more of a
+	// request's body before it answers 400 and closes the connection
+	// (default httpapi.DefaultBodyTimeout, 30s).
+	HTTPBodyTimeout time.Duration
+	// HTTPIdleTimeout closes an HTTP connection kept alive with no
+	// request for that long (default 2m), so idle connections do not pile
+	// up. Headers must come within 10s of a request's start.
+	HTTPIdleTimeout time.Duration
 	// Replicas is the JetStream replication factor of Quarry's resources.
 	Replicas int
 
@@ -163,6 +171,10 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if cfg.MaxBulkBytes <= 0 {
 		cfg.MaxBulkBytes = 1 << 30
 	}
+	if cfg.HTTPBodyTimeout < 0 || cfg.HTTPIdleTimeout < 0 {
+		return nil, fmt.Errorf("node: HTTP timeouts must be 0 (the default) or positive, got a body timeout of %s and an idle timeout of %s", cfg.HTTPBodyTimeout, cfg.HTTPIdleTimeout)
+	}
+	cfg.HTTPIdleTimeout = cmp.Or(cfg.HTTPIdleTimeout, 2*time.Minute)
 	if cfg.Profiling && cfg.MetricsAddr == "" {
 		return nil, settingErr(SettingMetricsAddr, "profiles are served on the metrics listener: set its address too")
 	}
@@ -316,7 +328,7 @@ func (n *Node) start(ctx context.Context) (err error) {
 		n.run(tierBroker, "broker", func(ctx context.Context) error { return n.Broker.Run(ctx) })
 	}
 	if httpLn != nil {
-		opts := httpapi.Options{MaxBulkBytes: cfg.MaxBulkBytes, Logger: cfg.Logger}
+		opts := httpapi.Options{MaxBulkBytes: cfg.MaxBulkBytes, BodyTimeout: cfg.HTTPBodyTimeout, Logger: cfg.Logger}
 		if cfg.HTTPAuth {
 			n.guard = httpapi.NewGuard()
 			n.run(tierBroker, "http-guard", func(ctx context.Context) error { return n.guard.Run(ctx, n.store) })
@@ -328,7 +340,7 @@ func (n *Node) start(ctx context.Context) (err error) {
 		// With tokens, a team reads only its own indexes' series here; the
 		// --metrics listener (for the operators' network) serves them all.
 		mux.Handle("GET /metrics", httpapi.GuardedMetrics(n.Metrics, cfg.Logger, opts.Guard))
-		n.http = &http.Server{Handler: httpapi.Strict(mux), ReadHeaderTimeout: 10 * time.Second}
+		n.http = &http.Server{Handler: httpapi.Strict(mux), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: cfg.HTTPIdleTimeout}
 		n.run(tierBroker, "http", func(context.Context) error {
 			if err := n.http.Serve(httpLn); !errors.Is(err, http.ErrServerClosed) {
 				return err
