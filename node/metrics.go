@@ -48,7 +48,7 @@ func (n *Node) serveMetrics(addr string) error {
 		mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
 		mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
 	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: n.cfg.HTTPIdleTimeout}
 	n.run(tierIndexer, "metrics", func(ctx context.Context) error {
 		stop := context.AfterFunc(ctx, func() { srv.Close() })
 		defer stop()

@@ -72,9 +72,10 @@ type Config struct {
 	// request's body before it answers 400 and closes the connection
 	// (default httpapi.DefaultBodyTimeout, 30s).
 	HTTPBodyTimeout time.Duration
-	// HTTPIdleTimeout closes an HTTP connection kept alive with no
-	// request for that long (default 2m), so idle connections do not pile
-	// up. Headers must come within 10s of a request's start.
+	// HTTPIdleTimeout closes an HTTP connection (the API's, the metrics
+	// listener's) kept alive with no request for that long (default 2m),
+	// so idle connections do not pile up. Headers must come within 10s of
+	// a request's start.
 	HTTPIdleTimeout time.Duration
 	// Replicas is the JetStream replication factor of Quarry's resources.
 	Replicas int
