@@ -255,6 +255,7 @@ func (c *Config) Validate() error {
 // Broker answers search requests.
 type Broker struct {
 	nc       *nats.Conn
+	replies  subject.ReplyGuard // drops requests whose reply is not an inbox
 	store    *meta.Store
 	cfg      Config
 	planner  *planner.Planner
@@ -331,6 +332,7 @@ func New(nc *nats.Conn, store *meta.Store, cfg Config) (*Broker, error) {
 	b.cp = newControlPlane(cfg.Logger, b.metrics.cpDropped, [numLanes]int{fallbackQueue, interleaveQueue}, b.writeControlPlane)
 	b.pipelinesReady = make(chan struct{})
 	b.pipelinesReadyOnce = sync.OnceFunc(func() { close(b.pipelinesReady) })
+	b.replies.Service, b.replies.Logger = "search", cfg.Logger
 	return b, nil
 }
 
@@ -511,6 +513,11 @@ func (b *Broker) handle(req micro.Request) {
 	start := time.Now()
 	b.served.requests.Add(1)
 	index := strings.TrimPrefix(req.Subject(), subject.SearchPrefix+".")
+	if !b.replies.Allow(req.Subject(), req.Reply()) {
+		b.metrics.refused(index)
+		b.served.done(start)
+		return
+	}
 	var team *teamState
 	def, known := b.Index(index)
 	if known {

@@ -217,6 +217,71 @@ func TestTeamIsolation(t *testing.T) {
 	}
 }
 
+// A team that may only search and administer its own index cannot have
+// Quarry's services write for it: a request naming another subject than
+// an inbox as its reply (another team's document subject, a JetStream API
+// subject) is dropped, not answered there. Before, the broker's answer to
+// team food's search, sent with the reply subject
+// quarry.v1.docs.books.0.evil, was stored as a document of team books'
+// index, with the broker's permissions.
+func TestReplySubjectOutsideInbox(t *testing.T) {
+	t.Setenv("QUARRY_NATS_PASSWORD", "quarry-secret")
+	t.Setenv("FOOD_PASSWORD", "food-secret")
+	t.Setenv("BOOKS_PASSWORD", "books-secret")
+	ctx := context.Background()
+	n := startConfig(t, Config{NATSConfigFile: teamsConf, NATSOptions: []nats.Option{nats.UserInfo("quarry", "quarry-secret")},
+		Indexer: &indexer.Config{}, Searcher: &searcher.Config{}, Broker: &broker.Config{}})
+	ops := n.Client()
+	for _, def := range []api.IndexDefinition{{Name: "menu", Shards: 1, Team: "food"}, {Name: "books", Shards: 1, Team: "books"}} {
+		if _, err := ops.CreateIndexDef(ctx, def); err != nil {
+			t.Fatal(err)
+		}
+		mustBulk(t, ops, def.Name, ndjson(30, def.Name))
+		waitTotal(t, ops, def.Name, "noodles", 10)
+	}
+	nc, err := nats.Connect(n.NATSURL(), nats.UserInfo("food", "food-secret"), nats.CustomInboxPrefix("_INBOX_food"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	for _, reply := range []string{subject.Doc("books", 0, "evil"), "$JS.API.STREAM.PURGE." + subject.DocsStream, "$KV.quarry-teams.books", "_INBOX.*", "_INBOX.>"} {
+		for _, req := range []*nats.Msg{
+			{Subject: subject.Search("menu"), Reply: reply, Data: []byte(`{"q":"noodles"}`)},
+			{Subject: subject.AdminPrefix + ".menu.plugin.ls", Reply: reply, Data: []byte(`{}`)},
+		} {
+			if err := nc.PublishMsg(req); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	// The same requests with an inbox are answered, and after the others.
+	food := teamClient(t, n, "food", "_INBOX_food")
+	if r, err := food.Search(ctx, "menu", &api.SearchRequest{Q: "noodles"}); err != nil || r.Total != 10 {
+		t.Fatalf("food's own search: %v", err)
+	}
+	if _, err := food.Plugins(ctx, "menu"); err != nil {
+		t.Fatalf("food's own admin request: %v", err)
+	}
+	js, err := jetstream.New(n.nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := js.Stream(ctx, subject.DocsStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := s.Info(ctx, jetstream.WithSubjectFilter(subject.DocsPrefix+".books.>"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.State.Msgs != 60 || len(info.State.Subjects) != 30 {
+		t.Fatalf("the documents stream holds %d messages, team books' index %d subjects: %v; want 60 and the 30 it wrote", info.State.Msgs, len(info.State.Subjects), info.State.Subjects)
+	}
+}
+
 // TestChunkedUpload: a binary larger than one chunk arrives whole; bytes
 // that do not hash to the announced digest (a truncated upload), an
 // unknown upload, a bad chunk header and a digest never uploaded to the

@@ -34,6 +34,8 @@ type Service struct {
 	store *meta.Store
 	cfg   Config
 	rt    *plugins.Runtime
+	// replies drops requests whose reply subject is not an inbox.
+	replies subject.ReplyGuard
 }
 
 // New makes the admin service.
@@ -46,7 +48,7 @@ func New(ctx context.Context, nc *nats.Conn, store *meta.Store, cfg Config) (*Se
 	if err != nil {
 		return nil, err
 	}
-	return &Service{nc: nc, store: store, cfg: cfg, rt: rt}, nil
+	return &Service{nc: nc, store: store, cfg: cfg, rt: rt, replies: subject.ReplyGuard{Service: "admin", Logger: cfg.Logger}}, nil
 }
 
 // Request is the body of an admin request; each operation reads its part.
@@ -118,6 +120,9 @@ func (s *Service) Run(ctx context.Context) error {
 }
 
 func (s *Service) handle(ctx context.Context, op string, req micro.Request) {
+	if !s.replies.Allow(req.Subject(), req.Reply()) {
+		return
+	}
 	index := strings.TrimSuffix(strings.TrimPrefix(req.Subject(), subject.AdminPrefix+"."), "."+op)
 	if op == "plugin.upload" { // raw bytes, not JSON
 		cctx, cancel := context.WithTimeout(ctx, time.Minute)

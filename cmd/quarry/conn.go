@@ -5,11 +5,13 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
 
 	"github.com/quarrysearch/quarry/client"
+	"github.com/quarrysearch/quarry/internal/subject"
 )
 
 // natsFlags are the connection flags every networked command takes.
@@ -30,7 +32,7 @@ func (f *natsFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.tlsCA, "tls-ca", "", "CA certificate to verify the NATS server")
 	fs.StringVar(&f.tlsCert, "tls-cert", "", "client certificate for NATS TLS")
 	fs.StringVar(&f.tlsKey, "tls-key", "", "client key for NATS TLS")
-	fs.StringVar(&f.inboxPrefix, "inbox-prefix", os.Getenv("QUARRY_INBOX_PREFIX"), "subject prefix of reply inboxes, for NATS users allowed to subscribe only under it, e.g. _INBOX_teama (env QUARRY_INBOX_PREFIX)")
+	fs.StringVar(&f.inboxPrefix, "inbox-prefix", os.Getenv("QUARRY_INBOX_PREFIX"), "subject prefix of reply inboxes, for NATS users allowed to subscribe only under it, starting with _INBOX, e.g. _INBOX_teama (env QUARRY_INBOX_PREFIX)")
 	fs.DurationVar(&f.timeout, "timeout", 30*time.Second, "how long to wait for NATS and for answers")
 }
 
@@ -61,6 +63,11 @@ func (f *natsFlags) options() ([]nats.Option, error) {
 		opts = append(opts, o)
 	}
 	if f.inboxPrefix != "" {
+		if !strings.HasPrefix(f.inboxPrefix, subject.InboxPrefix) {
+			// Quarry's services answer only inboxes (subject.ValidReply):
+			// every request would go unanswered.
+			return nil, fmt.Errorf("--inbox-prefix %q: Quarry answers only reply subjects starting with %s, e.g. %s_teama (docs/teams.md)", f.inboxPrefix, subject.InboxPrefix, subject.InboxPrefix)
+		}
 		opts = append(opts, nats.CustomInboxPrefix(f.inboxPrefix))
 	}
 	if f.tlsCA != "" {

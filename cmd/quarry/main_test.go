@@ -215,6 +215,10 @@ func TestCLI(t *testing.T) {
 	if _, errOut, code := cli(t, "", "search", "c", "x", "--nats", "nats://127.0.0.1:1"); code != 1 || !strings.Contains(errOut, "is `quarry serve` running?") {
 		t.Fatalf("no server: %d %q", code, errOut)
 	}
+	// An inbox prefix Quarry's services would not answer (TestReplySubjectOutsideInbox).
+	if _, errOut, code := cli(t, "", append([]string{"search", "c", "x", "--inbox-prefix", "food_inbox"}, nf...)...); code == 0 || !strings.Contains(errOut, `--inbox-prefix "food_inbox": Quarry answers only reply subjects starting with _INBOX`) {
+		t.Fatalf("inbox prefix: %d %q", code, errOut)
+	}
 	// The plugin harness runs a built plugin on sample requests.
 	wasm := filepath.Join(t.TempDir(), "suffix.wasm")
 	if err := os.WriteFile(wasm, wasmtest.WATFile(t, "../../examples/plugins/wat/suffix.wat"), 0o644); err != nil {
