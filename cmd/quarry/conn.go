@@ -10,6 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/client"
 	"github.com/quarrysearch/quarry/internal/subject"
 )
@@ -66,7 +67,7 @@ func (f *natsFlags) options() ([]nats.Option, error) {
 		if !strings.HasPrefix(f.inboxPrefix, subject.InboxPrefix) {
 			// Quarry's services answer only inboxes (subject.ValidReply):
 			// every request would go unanswered.
-			return nil, fmt.Errorf("--inbox-prefix %q: Quarry answers only reply subjects starting with %s, e.g. %s_teama (docs/teams.md)", f.inboxPrefix, subject.InboxPrefix, subject.InboxPrefix)
+			return nil, api.BadRequest("--inbox-prefix %q: Quarry answers only reply subjects starting with %s, e.g. %s_teama (docs/teams.md)", f.inboxPrefix, subject.InboxPrefix, subject.InboxPrefix)
 		}
 		opts = append(opts, nats.CustomInboxPrefix(f.inboxPrefix))
 	}

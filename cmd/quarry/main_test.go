@@ -216,7 +216,7 @@ func TestCLI(t *testing.T) {
 		t.Fatalf("no server: %d %q", code, errOut)
 	}
 	// An inbox prefix Quarry's services would not answer (TestReplySubjectOutsideInbox).
-	if _, errOut, code := cli(t, "", append([]string{"search", "c", "x", "--inbox-prefix", "food_inbox"}, nf...)...); code == 0 || !strings.Contains(errOut, `--inbox-prefix "food_inbox": Quarry answers only reply subjects starting with _INBOX`) {
+	if _, errOut, code := cli(t, "", append([]string{"search", "c", "x", "--inbox-prefix", "food_inbox"}, nf...)...); code != 2 || !strings.Contains(errOut, `--inbox-prefix "food_inbox": Quarry answers only reply subjects starting with _INBOX`) {
 		t.Fatalf("inbox prefix: %d %q", code, errOut)
 	}
 	// The plugin harness runs a built plugin on sample requests.
