@@ -255,7 +255,7 @@ func TestHTTPSlowClients(t *testing.T) {
 		if _, err := br.ReadByte(); err != io.EOF {
 			t.Fatalf("idle connection: %v", err)
 		}
-		if took := time.Since(start); took < 400*time.Millisecond || took > 5*time.Second {
+		if took := time.Since(start); took < 250*time.Millisecond || took > 5*time.Second {
 			t.Errorf("closed after %s", took)
 		}
 	})
