@@ -332,7 +332,7 @@ func New(nc *nats.Conn, store *meta.Store, cfg Config) (*Broker, error) {
 	b.cp = newControlPlane(cfg.Logger, b.metrics.cpDropped, [numLanes]int{fallbackQueue, interleaveQueue}, b.writeControlPlane)
 	b.pipelinesReady = make(chan struct{})
 	b.pipelinesReadyOnce = sync.OnceFunc(func() { close(b.pipelinesReady) })
-	b.replies.Service, b.replies.Logger = "search", cfg.Logger
+	b.replies.Service, b.replies.Logger = "broker", cfg.Logger
 	return b, nil
 }
 

@@ -39,6 +39,9 @@ func (b *Broker) PipelineStatus() api.PipelineStatus {
 
 // answerPipelineStatus answers subject.PipelineStatus requests.
 func (b *Broker) answerPipelineStatus(m *nats.Msg) {
+	if !b.replies.Allow(m.Subject, m.Reply) {
+		return
+	}
 	raw, err := json.Marshal(b.PipelineStatus())
 	if err == nil {
 		err = m.Respond(raw)

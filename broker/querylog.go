@@ -129,6 +129,9 @@ func (b *Broker) Queries(index string) api.BrokerQueries {
 // answerQueries answers subject.BrokerQueries requests: the body names
 // the index.
 func (b *Broker) answerQueries(m *nats.Msg) {
+	if !b.replies.Allow(m.Subject, m.Reply) {
+		return
+	}
 	raw, err := json.Marshal(b.Queries(string(m.Data)))
 	if err == nil {
 		err = m.Respond(raw)

@@ -208,10 +208,12 @@ func (c *Config) Validate() error {
 
 // Searcher serves shards.
 type Searcher struct {
-	nc    *nats.Conn
-	store *meta.Store
-	cfg   Config
-	queue *fairQueue
+	nc *nats.Conn
+	// replies drops requests whose reply subject is not an inbox.
+	replies subject.ReplyGuard
+	store   *meta.Store
+	cfg     Config
+	queue   *fairQueue
 	// metrics are the searcher's Prometheus metrics.
 	metrics *metrics
 	// id names this searcher process in replies and in its replica
@@ -266,7 +268,8 @@ func New(nc *nats.Conn, store *meta.Store, cfg Config) (*Searcher, error) {
 	}
 	cfg.Logger = cfg.Logger.With("role", "searcher")
 	s := &Searcher{nc: nc, store: store, cfg: cfg, indexes: map[string]*indexState{},
-		queue: newFairQueue(cfg.QueueLen, cfg.Workers, cfg.HeavyWorkers, cfg.HeavyAfter), ready: make(chan struct{}), id: nuid.Next()}
+		queue: newFairQueue(cfg.QueueLen, cfg.Workers, cfg.HeavyWorkers, cfg.HeavyAfter), ready: make(chan struct{}), id: nuid.Next(),
+		replies: subject.ReplyGuard{Service: "searcher", Logger: cfg.Logger}}
 	var err error
 	if s.metrics, err = newMetrics(s, cfg.Registerer); err != nil {
 		return nil, err
@@ -429,7 +432,11 @@ func (s *Searcher) load(ctx context.Context, st *indexState) error {
 		}
 		if err == nil {
 			id := []byte(s.id)
-			sl.announce, err = s.nc.Subscribe(subject.Replicas(st.def.Name, i), func(m *nats.Msg) { m.Respond(id) })
+			sl.announce, err = s.nc.Subscribe(subject.Replicas(st.def.Name, i), func(m *nats.Msg) {
+				if s.replies.Allow(m.Subject, m.Reply) {
+					m.Respond(id)
+				}
+			})
 		}
 		if err != nil {
 			sl.unsubscribe()

@@ -27,6 +27,9 @@ type job struct {
 // enqueue hands a team's request to the workers, refusing it at once when
 // the queue is full rather than letting it time out.
 func (s *Searcher) enqueue(team string, msg *nats.Msg) {
+	if !s.replies.Allow(msg.Subject, msg.Reply) {
+		return
+	}
 	if !s.queue.push(team, job{msg: msg, at: time.Now()}) {
 		s.metrics.refused[refusedOverloaded].Inc()
 		respondError(msg, api.Errorf(api.CodeOverloaded, "searcher overloaded: %d requests queued", s.cfg.QueueLen))
