@@ -135,7 +135,8 @@ func (s *Searcher) handle(ctx context.Context, msg *nats.Msg, queued time.Durati
 		} else {
 			var resp *wire.ShardResponse
 			room := wire.ReplyRoom(s.nc)
-			if resp, err = sl.cur.Load().Search(shard.WithMaxFieldBytes(ctx, room), &req); err == nil {
+			req.MaxFieldBytes = room
+			if resp, err = sl.cur.Load().Search(ctx, &req); err == nil {
 				resp.Replica, resp.QueueNS = s.id, queued.Nanoseconds()
 				sl.metrics.search.Observe(time.Duration(resp.TookNS).Seconds())
 				if err = wire.EncodeShardResponse(out, resp, s.cfg.CompressThreshold); err == nil && len(out.Data) > room {

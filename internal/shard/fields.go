@@ -24,7 +24,7 @@ import (
 // formats in its own ways) is loaded by bleve. (bleve's online mapping
 // updates, which can hide a stored field, are not used by Quarry: a
 // mapping changes with a new index.) BenchmarkLoadFields measures both.
-func loadFields(ctx context.Context, idx bleve.Index, hits []*search.DocumentMatch, fields []string) error {
+func loadFields(ctx context.Context, idx bleve.Index, hits []*search.DocumentMatch, fields []string, maxBytes int) error {
 	if len(hits) == 0 || len(fields) == 0 {
 		return nil
 	}
@@ -45,7 +45,31 @@ func loadFields(ctx context.Context, idx bleve.Index, hits []*search.DocumentMat
 	var bleveLoads []*search.DocumentMatch // hits bleve loads
 	found := 0
 	cp := checkpointOf(ctx)
-	budget := fieldBudget{max: maxFieldBytesOf(ctx)}
+	budget := fieldBudget{max: maxBytes}
+	// One visitor for every document, its state reset before each: a
+	// closure made per document, capturing its own h and odd, cost three
+	// allocations a hit.
+	var h *search.DocumentMatch // the document's hit; nil: not a hit
+	odd := false                // it has a field bleve formats its own way
+	visit := func(name string, typ byte, val []byte, _ []uint64) bool {
+		if name == "_id" { // the first stored field
+			h = byID[string(val)]
+			return h != nil
+		}
+		if !all && !slices.Contains(fields, name) {
+			return true
+		}
+		v, ok := storedValue(typ, val)
+		if !ok {
+			odd = odd || typ == 'd' || typ == 'i' || typ == 's'
+			return !odd
+		}
+		if !budget.take(len(name) + len(val)) {
+			return false
+		}
+		h.AddFieldValue(name, v)
+		return true
+	}
 	// Segment by segment (a live document is in one), each one's
 	// documents in order, until every hit is found.
 	for _, seg := range snap.Segments() {
@@ -60,27 +84,8 @@ func loadFields(ctx context.Context, idx bleve.Index, hits []*search.DocumentMat
 			return err
 		}
 		for it := nums.Iterator(); it.HasNext(); {
-			var h *search.DocumentMatch
-			odd := false
-			err := seg.VisitDocument(uint64(it.Next()), func(name string, typ byte, val []byte, _ []uint64) bool {
-				if name == "_id" { // the first stored field
-					h = byID[string(val)]
-					return h != nil
-				}
-				if !all && !slices.Contains(fields, name) {
-					return true
-				}
-				v, ok := storedValue(typ, val)
-				if !ok {
-					odd = odd || typ == 'd' || typ == 'i' || typ == 's'
-					return !odd
-				}
-				if !budget.take(len(name) + len(val)) {
-					return false
-				}
-				h.AddFieldValue(name, v)
-				return true
-			})
+			h, odd = nil, false
+			err := seg.VisitDocument(uint64(it.Next()), visit)
 			if err != nil {
 				return err
 			}
@@ -118,7 +123,7 @@ func loadFields(ctx context.Context, idx bleve.Index, hits []*search.DocumentMat
 }
 
 // fieldBudget counts the bytes of stored fields loaded for one search
-// against WithMaxFieldBytes' bound.
+// against its bound (wire.ShardRequest.MaxFieldBytes).
 type fieldBudget struct {
 	max, used int // max 0: no bound
 }

@@ -108,12 +108,12 @@ func TestLoadFieldsAsBleve(t *testing.T) {
 	r := reps[shardOf(id, len(reps))]
 	deleteDocs(t, reps, []string{id})
 	hits := []*search.DocumentMatch{{ID: id}, {ID: "no-such-document"}}
-	if err := loadFields(ctx, r.idx, hits, []string{"name"}); err != nil || hits[0].Fields != nil || hits[1].Fields != nil {
+	if err := loadFields(ctx, r.idx, hits, []string{"name"}, 0); err != nil || hits[0].Fields != nil || hits[1].Fields != nil {
 		t.Fatalf("deleted document: %v %v", err, hits[0].Fields)
 	}
 }
 
-// TestMaxFieldBytes: past WithMaxFieldBytes' bound a search fails with
+// TestMaxFieldBytes: past its MaxFieldBytes a search fails with
 // response_too_large naming the shard and the bound, whether the fields
 // are loaded here or by bleve (dates, IP addresses); within it, or
 // without one, it is answered.
@@ -136,7 +136,7 @@ func TestMaxFieldBytes(t *testing.T) {
 		{"no fields asked", 10, 200, nil, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			res, err := r.Search(WithMaxFieldBytes(context.Background(), c.max), &wire.ShardRequest{Query: q, K: c.k, Fields: c.fields})
+			res, err := r.Search(context.Background(), &wire.ShardRequest{Query: q, K: c.k, Fields: c.fields, MaxFieldBytes: c.max})
 			if !c.refuse {
 				if err != nil || len(res.Hits) != c.k {
 					t.Fatalf("%v", err)
@@ -187,7 +187,7 @@ func BenchmarkLoadFields(b *testing.B) {
 				return bleveFields(ctx, r.idx, hits, fields)
 			}},
 			{"quarry", func(ctx context.Context, hits []*search.DocumentMatch) error {
-				return loadFields(ctx, r.idx, hits, fields)
+				return loadFields(ctx, r.idx, hits, fields, 0)
 			}},
 		} {
 			b.Run(layout+"/"+c.name, func(b *testing.B) {

@@ -33,27 +33,8 @@ func tooManyTerms(err error, shard, max int) error {
 	return api.Errorf(api.CodeQueryTooComplex, "query too complex: it reads more than %d terms on shard %d once its fuzzy, prefix, wildcard, regexp and range terms expand (query.limits.max_terms); make those terms narrower", max, shard)
 }
 
-type maxFieldBytesKey struct{}
-
-// WithMaxFieldBytes returns a context under which Replica.Search loads at
-// most max bytes of its hits' stored fields (their values and names):
-// past them it fails with api.CodeResponseTooLarge instead of holding
-// what its reply could not carry. The searcher sets it to the most one
-// NATS message carries. max <= 0: no bound.
-func WithMaxFieldBytes(ctx context.Context, max int) context.Context {
-	if max <= 0 {
-		return ctx
-	}
-	return context.WithValue(ctx, maxFieldBytesKey{}, max)
-}
-
-// maxFieldBytesOf is WithMaxFieldBytes' bound under ctx (0: none).
-func maxFieldBytesOf(ctx context.Context) int {
-	max, _ := ctx.Value(maxFieldBytesKey{}).(int)
-	return max
-}
-
-// errFieldsTooLarge is loadFields' error past WithMaxFieldBytes' bound.
+// errFieldsTooLarge is loadFields' error past its bound
+// (wire.ShardRequest.MaxFieldBytes).
 var errFieldsTooLarge = errors.New("stored fields over the bound")
 
 // fieldsTooLarge turns errFieldsTooLarge into the API's

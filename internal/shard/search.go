@@ -60,7 +60,7 @@ func (r *Replica) Search(ctx context.Context, req *wire.ShardRequest) (*wire.Sha
 		res, err = idx.SearchInContext(ctx, sreq)
 	}
 	if err == nil {
-		err = loadFields(ctx, idx, res.Hits, fields)
+		err = loadFields(ctx, idx, res.Hits, fields, req.MaxFieldBytes)
 	}
 	seq := r.Seq()
 	r.mu.RUnlock()
@@ -71,7 +71,7 @@ func (r *Replica) Search(ctx context.Context, req *wire.ShardRequest) (*wire.Sha
 		if tooMany := tooManyTerms(err, r.cfg.Shard, req.MaxTerms); tooMany != nil {
 			return nil, tooMany
 		}
-		if tooLarge := fieldsTooLarge(err, r.cfg.Shard, maxFieldBytesOf(ctx)); tooLarge != nil {
+		if tooLarge := fieldsTooLarge(err, r.cfg.Shard, req.MaxFieldBytes); tooLarge != nil {
 			return nil, tooLarge
 		}
 		if lacks := scoped.lacks(r.cfg.Shard, err); lacks != nil {

@@ -56,6 +56,12 @@ type ShardRequest struct {
 	// hit's field ExplanationField (so the binary response needs no new
 	// layout).
 	Explain bool `json:"explain,omitempty"`
+	// MaxFieldBytes bounds the bytes of stored fields the search loads
+	// for its hits (names and values); past it the shard answers
+	// api.CodeResponseTooLarge instead of holding what its reply could
+	// not carry. Not sent: the searcher serving the request sets it to
+	// what one reply carries on its connection (ReplyRoom). 0: no bound.
+	MaxFieldBytes int `json:"-"`
 }
 
 // ExplanationField is the stored-field name under which a shard returns a
