@@ -49,25 +49,35 @@ func teamClient(t *testing.T, n *Node, user, inboxPrefix string) *client.Client 
 	return c
 }
 
+// teamsNode starts a node behind teams.conf (docs/teams.md) with team
+// food's index menu and team books' index books, 30 documents each,
+// searchable, and returns it with the operator's client.
+func teamsNode(t *testing.T) (*Node, *client.Client) {
+	t.Helper()
+	t.Setenv("QUARRY_NATS_PASSWORD", "quarry-secret")
+	t.Setenv("FOOD_PASSWORD", "food-secret")
+	t.Setenv("BOOKS_PASSWORD", "books-secret")
+	n := startConfig(t, Config{NATSConfigFile: teamsConf, NATSOptions: []nats.Option{nats.UserInfo("quarry", "quarry-secret")},
+		Indexer: &indexer.Config{}, Searcher: &searcher.Config{}, Broker: &broker.Config{}})
+	ops := n.Client()
+	for _, def := range []api.IndexDefinition{{Name: "menu", Shards: 1, Team: "food"}, {Name: "books", Shards: 1, Team: "books"}} {
+		if _, err := ops.CreateIndexDef(context.Background(), def); err != nil {
+			t.Fatal(err)
+		}
+		mustBulk(t, ops, def.Name, ndjson(30, def.Name))
+		waitTotal(t, ops, def.Name, "noodles", 10)
+	}
+	return n, ops
+}
+
 // TestTeamIsolation runs `quarry serve`'s roles behind the nats-server
 // configuration of docs/teams.md and checks that team books cannot push
 // to, activate on, or read team food's plugins, while each team manages
 // and searches its own index with no JetStream access at all.
 func TestTeamIsolation(t *testing.T) {
-	t.Setenv("QUARRY_NATS_PASSWORD", "quarry-secret")
-	t.Setenv("FOOD_PASSWORD", "food-secret")
-	t.Setenv("BOOKS_PASSWORD", "books-secret")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	n := startConfig(t, Config{NATSConfigFile: teamsConf, NATSOptions: []nats.Option{nats.UserInfo("quarry", "quarry-secret")},
-		Indexer: &indexer.Config{}, Searcher: &searcher.Config{}, Broker: &broker.Config{}})
-	ops := n.Client()
-	for _, def := range []api.IndexDefinition{{Name: "menu", Shards: 1, Team: "food"}, {Name: "books", Shards: 1, Team: "books"}} {
-		if _, err := ops.CreateIndexDef(ctx, def); err != nil {
-			t.Fatal(err)
-		}
-		mustBulk(t, ops, def.Name, ndjson(30, def.Name))
-	}
+	n, ops := teamsNode(t)
 
 	food := teamClient(t, n, "food", "_INBOX_food")
 	books := teamClient(t, n, "books", "_INBOX_books")
@@ -225,20 +235,8 @@ func TestTeamIsolation(t *testing.T) {
 // quarry.v1.docs.books.0.evil, was stored as a document of team books'
 // index, with the broker's permissions.
 func TestReplySubjectOutsideInbox(t *testing.T) {
-	t.Setenv("QUARRY_NATS_PASSWORD", "quarry-secret")
-	t.Setenv("FOOD_PASSWORD", "food-secret")
-	t.Setenv("BOOKS_PASSWORD", "books-secret")
 	ctx := context.Background()
-	n := startConfig(t, Config{NATSConfigFile: teamsConf, NATSOptions: []nats.Option{nats.UserInfo("quarry", "quarry-secret")},
-		Indexer: &indexer.Config{}, Searcher: &searcher.Config{}, Broker: &broker.Config{}})
-	ops := n.Client()
-	for _, def := range []api.IndexDefinition{{Name: "menu", Shards: 1, Team: "food"}, {Name: "books", Shards: 1, Team: "books"}} {
-		if _, err := ops.CreateIndexDef(ctx, def); err != nil {
-			t.Fatal(err)
-		}
-		mustBulk(t, ops, def.Name, ndjson(30, def.Name))
-		waitTotal(t, ops, def.Name, "noodles", 10)
-	}
+	n, _ := teamsNode(t)
 	nc, err := nats.Connect(n.NATSURL(), nats.UserInfo("food", "food-secret"), nats.CustomInboxPrefix("_INBOX_food"))
 	if err != nil {
 		t.Fatal(err)
