@@ -598,7 +598,6 @@ func (b *Broker) handle(req micro.Request) {
 			b.respondError(req.Reply(), b.public(ctx, err, "index", index))
 			return
 		}
-
 		// The request id is in the body (request_id): no header for it.
 		// nats.go copies the body before PublishMsg returns: buf may go
 		// back to the pool.
@@ -710,7 +709,7 @@ func (b *Broker) searchJSON(ctx context.Context, index string, data []byte, out 
 	if room := wire.ReplyRoom(b.nc); out.Len() > room {
 		// Sent, it would be refused by the server, and the client left
 		// waiting to its own deadline.
-		err = api.Errorf(api.CodeResponseTooLarge, "response too large: the response is %d bytes, over the %d one reply carries (the NATS server's max_payload); ask for fewer hits (size) or fewer fields", out.Len(), room)
+		err = api.Errorf(api.CodeResponseTooLarge, "response too large: the response is %d bytes, over the %d bytes one reply carries (the NATS server's max_payload); ask for fewer hits (size) or fewer fields", out.Len(), room)
 		b.metrics.answered(index, start, err)
 		return err
 	}
