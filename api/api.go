@@ -519,6 +519,13 @@ func TooComplex(what string, value int, name string, limit int) *Error {
 	return &Error{Code: CodeQueryTooComplex, Message: fmt.Sprintf("query too complex: %s is %d, over the index's limit of %d (query.limits.%s)", what, value, limit, name)}
 }
 
+// ResponseTooLarge makes the CodeResponseTooLarge error of a reply that
+// cannot be sent: what says what is too large and by how much ("the
+// response is 9000000 bytes, over the 8384512 bytes one reply carries").
+func ResponseTooLarge(what string) *Error {
+	return &Error{Code: CodeResponseTooLarge, Message: "response too large: " + what + " (the NATS server's max_payload); ask for fewer hits (size) or fewer fields"}
+}
+
 // FieldBoost is a field and its weight.
 type FieldBoost struct {
 	Field string  `json:"field"`

@@ -319,7 +319,7 @@ func New(nc *nats.Conn, store *meta.Store, cfg Config) (*Broker, error) {
 	stats := fanout.NewStatsCache(cfg.StatsCacheSize)
 	stats.SetFreshness(cfg.StatsMaxUpdates, cfg.StatsMaxAge)
 	stats.SetTerms(cfg.StatsCacheTerms)
-	b := &Broker{nc: nc, store: store, cfg: cfg, planner: p, inflight: make(chan struct{}, cfg.MaxInFlight), teamLimits: newTeamLimits(&cfg),
+	b := &Broker{nc: nc, replies: subject.ReplyGuard{Service: "broker", Logger: cfg.Logger}, store: store, cfg: cfg, planner: p, inflight: make(chan struct{}, cfg.MaxInFlight), teamLimits: newTeamLimits(&cfg),
 		stats: stats, fan: fanout.NewRouter(nc, cfg.CompressThreshold, stats), id: nuid.Next(), shadows: pipeline.NewShadows(), fallback: newFallbackLimits(&cfg),
 		defs: map[string]api.IndexDefinition{}, lookups: make(chan struct{}, maxIndexLookups), ready: make(chan struct{})}
 	if b.metrics, err = newMetrics(b, cfg.Registerer); err != nil {
@@ -332,7 +332,6 @@ func New(nc *nats.Conn, store *meta.Store, cfg Config) (*Broker, error) {
 	b.cp = newControlPlane(cfg.Logger, b.metrics.cpDropped, [numLanes]int{fallbackQueue, interleaveQueue}, b.writeControlPlane)
 	b.pipelinesReady = make(chan struct{})
 	b.pipelinesReadyOnce = sync.OnceFunc(func() { close(b.pipelinesReady) })
-	b.replies.Service, b.replies.Logger = "broker", cfg.Logger
 	return b, nil
 }
 
@@ -709,7 +708,7 @@ func (b *Broker) searchJSON(ctx context.Context, index string, data []byte, out 
 	if room := wire.ReplyRoom(b.nc); out.Len() > room {
 		// Sent, it would be refused by the server, and the client left
 		// waiting to its own deadline.
-		err = api.Errorf(api.CodeResponseTooLarge, "response too large: the response is %d bytes, over the %d bytes one reply carries (the NATS server's max_payload); ask for fewer hits (size) or fewer fields", out.Len(), room)
+		err = api.ResponseTooLarge(fmt.Sprintf("the response is %d bytes, over the %d bytes one reply carries", out.Len(), room))
 		b.metrics.answered(index, start, err)
 		return err
 	}

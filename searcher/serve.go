@@ -2,6 +2,7 @@ package searcher
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"time"
 
@@ -140,7 +141,7 @@ func (s *Searcher) handle(ctx context.Context, msg *nats.Msg, queued time.Durati
 				resp.Replica, resp.QueueNS = s.id, queued.Nanoseconds()
 				sl.metrics.search.Observe(time.Duration(resp.TookNS).Seconds())
 				if err = wire.EncodeShardResponse(out, resp, s.cfg.CompressThreshold); err == nil && len(out.Data) > room {
-					err = api.Errorf(api.CodeResponseTooLarge, "response too large: shard %d's reply is %d bytes, over the %d bytes one reply carries (the NATS server's max_payload); ask for fewer hits (size) or fewer fields", sh, len(out.Data), room)
+					err = api.ResponseTooLarge(fmt.Sprintf("shard %d's reply is %d bytes, over the %d bytes one reply carries", sh, len(out.Data), room))
 				}
 			}
 		}

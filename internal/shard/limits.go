@@ -3,6 +3,7 @@ package shard
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/blevesearch/bleve/v2/search"
@@ -43,5 +44,5 @@ func fieldsTooLarge(err error, shard, max int) error {
 	if !errors.Is(err, errFieldsTooLarge) {
 		return nil
 	}
-	return api.Errorf(api.CodeResponseTooLarge, "response too large: the hits' stored fields on shard %d come to more than %d bytes, the most one reply carries (the NATS server's max_payload); ask for fewer hits (size) or fewer fields", shard, max)
+	return api.ResponseTooLarge(fmt.Sprintf("the hits' stored fields on shard %d come to more than %d bytes, the most one reply carries", shard, max))
 }
