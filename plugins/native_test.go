@@ -24,7 +24,7 @@ func upper(config []byte) (NativeHandler, error) {
 		case "fail":
 			return errors.New("no thanks")
 		case "slow":
-			time.Sleep(20 * time.Millisecond)
+			time.Sleep(800 * time.Millisecond)
 		}
 		r.Q = strings.ToUpper(r.Q) + suffix
 		return nil
@@ -32,6 +32,9 @@ func upper(config []byte) (NativeHandler, error) {
 	return h.HandleRewrite, nil
 }
 
+// TestNativeRewriter: the budget is generous (a 10 ms budget failed an
+// ordinary call on a loaded CI machine under -race) and "slow" sleeps
+// well past it.
 func TestNativeRewriter(t *testing.T) {
 	ctx := context.Background()
 	cases := []struct {
@@ -43,7 +46,7 @@ func TestNativeRewriter(t *testing.T) {
 		{"over budget", "slow", "", KindTimeout},
 		{"ok after", "x", "X!", ""},
 	}
-	p, err := LoadNative(Spec{Name: "upper", Kind: Rewriter, Config: []byte("!"), Budget: 10 * time.Millisecond, Instances: 2}, upper)
+	p, err := LoadNative(Spec{Name: "upper", Kind: Rewriter, Config: []byte("!"), Budget: 250 * time.Millisecond, Instances: 2}, upper)
 	if err != nil {
 		t.Fatal(err)
 	}

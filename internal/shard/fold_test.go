@@ -66,10 +66,16 @@ func TestFoldFreshSegments(t *testing.T) {
 	apply("d7", `{"name":"spicy spicy dish seven"}`)
 	apply("d5", `{"name":"dish five is back"}`)
 
+	// Fifteen batches leave live documents (a segment whose documents
+	// are all replaced or deleted is dropped). Scorch's persister can
+	// write the first few batches, merged into one file, while it starts,
+	// before its first nap (seen on CI under load: 13 in memory and a
+	// file), so the replica that does not fold must hold 10 or more.
 	_, mem := folded.Segments()
-	_, plainMem := plain.Segments()
-	if mem > limit || plainMem < 14 {
-		t.Errorf("in-memory segments: folding %d (want at most %d), not folding %d (want one a batch, 14 or more)", mem, limit, plainMem)
+	plainFiles, plainMem := plain.Segments()
+	if mem > limit || plainMem < 10 {
+		t.Errorf("segments in memory: folding %d (want at most %d); not folding %d, and %d files (want one a batch, 10 or more)",
+			mem, limit, plainMem, plainFiles)
 	}
 	if p := folded.Progress(); p.Reindexed == 0 || p.Indexed != plain.Progress().Indexed {
 		t.Errorf("progress folding %+v, not folding %+v: want documents indexed again, the same updates", p, plain.Progress())
