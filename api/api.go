@@ -10,6 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/quarrysearch/quarry/api/jsonenc"
 	"github.com/quarrysearch/quarry/api/strictjson"
 )
 
@@ -344,7 +345,70 @@ type Hit struct {
 	// across shards: what shards send and the broker merges by, then
 	// decodes into Sort for the page it returns. Not part of the JSON API.
 	SortKeys []string `json:"-"`
+	// FieldsJSON is Fields as a JSON object, as shards send them: the
+	// broker carries a hit's fields so to the response, where they are
+	// copied, neither decoded into a map nor encoded again. When set, it
+	// is what the hit's "fields" are, Fields being nil (FieldValues reads
+	// either). Not part of the JSON API: a decoded response has Fields.
+	FieldsJSON json.RawMessage `json:"-"`
 }
+
+// FieldValues returns the hit's stored fields: Fields, or FieldsJSON
+// decoded (nil if it does not decode).
+func (h *Hit) FieldValues() map[string]any {
+	if h.Fields != nil || len(h.FieldsJSON) == 0 {
+		return h.Fields
+	}
+	var m map[string]any
+	if json.Unmarshal(h.FieldsJSON, &m) != nil {
+		return nil
+	}
+	return m
+}
+
+// DecodeFields makes Fields of FieldsJSON, for code that changes them.
+func (h *Hit) DecodeFields() {
+	if len(h.FieldsJSON) > 0 {
+		h.Fields, h.FieldsJSON = h.FieldValues(), nil
+	}
+}
+
+// AppendJSON appends the hit's JSON form to b, exactly as encoding/json
+// would write it from the struct's tags, with FieldsJSON copied as its
+// "fields" when Fields is nil.
+func (h *Hit) AppendJSON(b []byte) ([]byte, error) {
+	b = append(b, `{"id":`...)
+	b = jsonenc.AppendString(b, h.ID)
+	b = append(b, `,"score":`...)
+	b, err := jsonenc.AppendFloat(b, h.Score)
+	if err != nil {
+		return b, fmt.Errorf("hit %q score: %w", h.ID, err)
+	}
+	switch {
+	case len(h.Fields) > 0:
+		b = append(b, `,"fields":`...)
+		if b, err = jsonenc.AppendValue(b, h.Fields); err != nil {
+			return b, fmt.Errorf("hit %q fields: %w", h.ID, err)
+		}
+	case h.Fields == nil && len(h.FieldsJSON) > 2: // not {}
+		b = append(b, `,"fields":`...)
+		b = append(b, h.FieldsJSON...)
+	}
+	if len(h.Explanation) > 0 {
+		b = append(b, `,"explanation":`...)
+		b = append(b, h.Explanation...)
+	}
+	if len(h.Sort) > 0 {
+		b = append(b, `,"sort":`...)
+		if b, err = jsonenc.AppendValue(b, h.Sort); err != nil {
+			return b, fmt.Errorf("hit %q sort values: %w", h.ID, err)
+		}
+	}
+	return append(b, '}'), nil
+}
+
+// MarshalJSON is AppendJSON's.
+func (h Hit) MarshalJSON() ([]byte, error) { return h.AppendJSON(nil) }
 
 // FacetResult is a merged term facet.
 type FacetResult struct {

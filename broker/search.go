@@ -360,6 +360,7 @@ func (r *run) takeExplanations() {
 	r.explanations = make(map[string]json.RawMessage, len(r.hits))
 	for i := range r.hits {
 		h := &r.hits[i]
+		h.DecodeFields()
 		if e, ok := h.Fields[wire.ExplanationField]; ok {
 			delete(h.Fields, wire.ExplanationField)
 			if raw, err := json.Marshal(e); err == nil {
@@ -379,6 +380,7 @@ func (r *run) page() {
 	}
 	if len(r.extraFields) > 0 {
 		for i := range r.resp.Hits {
+			r.resp.Hits[i].DecodeFields()
 			for _, f := range r.extraFields {
 				delete(r.resp.Hits[i].Fields, f)
 			}

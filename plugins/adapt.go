@@ -45,12 +45,17 @@ func RewriteInput(req *api.SearchRequest) abi.RewriteRequest {
 // search's context, and for each hit its score and the values of fields.
 func RankInput(q string, context []byte, hits []api.Hit, fields []string) *abi.RankRequest {
 	req := &abi.RankRequest{Q: q, Context: context, Fields: fields, Candidates: make([]abi.Candidate, len(hits))}
-	for i, h := range hits {
+	for i := range hits {
+		h := &hits[i]
 		c := &req.Candidates[i]
 		c.ID, c.Score = h.ID, h.Score
 		c.Values = make([]abi.Value, len(fields))
+		if len(fields) == 0 {
+			continue
+		}
+		values := h.FieldValues()
 		for j, f := range fields {
-			c.Values[j] = ValueOf(h.Fields[f])
+			c.Values[j] = ValueOf(values[f])
 		}
 	}
 	return req

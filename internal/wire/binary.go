@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -10,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/quarrysearch/quarry/api"
+	"github.com/quarrysearch/quarry/api/jsonenc"
 )
 
 // Shard responses travel in a compact binary form rather than JSON:
@@ -23,17 +25,22 @@ import (
 //	hit count, then per hit:
 //	  id, score (float64 LE), sort key count + strings, a count + strings
 //	  no longer written (0; older searchers sent bleve's decoded sort
-//	  values there, which are skipped), field count + (name, value)
+//	  values there, which are skipped), then the stored fields: version
+//	  2, their length (uint32 LE, 0 for none) and a JSON object, as
+//	  encoding/json writes it (api/jsonenc), which the broker copies into
+//	  its response as it is (api.Hit.FieldsJSON); version 1, a field count
+//	  + (name, value), still read
 //	facets: length + JSON (rare and small; bleve's own encoding)
 //	statistics, only when the request asked the shard to count them
 //	(ShardRequest.LocalStats): length + JSON
 //
-// A string is its length then its bytes. A value is a tag byte then:
-// 's' string, 'n' float64 LE, 't'/'f' bool, 'z' null, 'a' count + values,
-// 'j' a string holding JSON (anything else, e.g. objects).
+// A string is its length then its bytes. A version 1 value is a tag byte
+// then: 's' string, 'n' float64 LE, 't'/'f' bool, 'z' null, 'a' count +
+// values, 'j' a string holding JSON (anything else, e.g. objects).
 const (
 	binMagic0, binMagic1 = 'Q', 'S'
-	binVersion           = 1
+	binVersion           = 2
+	binVersionMaps       = 1 // fields as tagged values (older searchers)
 	maxValueDepth        = 8
 )
 
@@ -52,6 +59,7 @@ func AppendShardResponse(b []byte, r *ShardResponse) ([]byte, error) {
 	b = binary.AppendVarint(b, r.QueueNS)
 	b = binary.AppendUvarint(b, uint64(len(r.Hits)))
 	var err error
+	var keys []string // scratch for each hit's field names, sorted
 	for i := range r.Hits {
 		h := &r.Hits[i]
 		b = appendString(b, h.ID)
@@ -61,12 +69,22 @@ func AppendShardResponse(b []byte, r *ShardResponse) ([]byte, error) {
 			b = appendString(b, s)
 		}
 		b = binary.AppendUvarint(b, 0) // no decoded sort values
-		b = binary.AppendUvarint(b, uint64(len(h.Fields)))
-		for k, v := range h.Fields {
-			b = appendString(b, k)
-			if b, err = appendValue(b, v, 0); err != nil {
-				return nil, fmt.Errorf("hit %q field %q: %w", h.ID, k, err)
+		at := len(b)
+		b = append(b, 0, 0, 0, 0) // the fields' length, once known
+		switch {
+		case h.Fields != nil:
+			if len(h.Fields) > 0 {
+				if b, err = jsonenc.AppendObject(b, h.Fields, &keys); err != nil {
+					return nil, fmt.Errorf("hit %q fields: %w", h.ID, err)
+				}
 			}
+		case len(h.FieldsJSON) > 0:
+			b = append(b, h.FieldsJSON...)
+		}
+		if n := len(b) - at - 4; n > math.MaxUint32 {
+			return nil, fmt.Errorf("hit %q fields: %d bytes", h.ID, n)
+		} else {
+			binary.LittleEndian.PutUint32(b[at:], uint32(n))
 		}
 	}
 	if len(r.Facets) == 0 {
@@ -95,50 +113,38 @@ func appendString(b []byte, s string) []byte {
 	return append(b, s...)
 }
 
-func appendValue(b []byte, v any, depth int) ([]byte, error) {
-	if depth > maxValueDepth {
-		return nil, errors.New("value nested too deep")
-	}
-	switch x := v.(type) {
-	case string:
-		return appendString(append(b, 's'), x), nil
-	case float64:
-		return binary.LittleEndian.AppendUint64(append(b, 'n'), math.Float64bits(x)), nil
-	case bool:
-		if x {
-			return append(b, 't'), nil
-		}
-		return append(b, 'f'), nil
-	case nil:
-		return append(b, 'z'), nil
-	case []any:
-		b = binary.AppendUvarint(append(b, 'a'), uint64(len(x)))
-		var err error
-		for _, e := range x {
-			if b, err = appendValue(b, e, depth+1); err != nil {
-				return nil, err
-			}
-		}
-		return b, nil
-	case []float64:
-		b = binary.AppendUvarint(append(b, 'a'), uint64(len(x)))
-		for _, f := range x {
-			b = binary.LittleEndian.AppendUint64(append(b, 'n'), math.Float64bits(f))
-		}
-		return b, nil
-	}
-	j, err := json.Marshal(v)
-	if err != nil {
-		return nil, err
-	}
-	return appendString(append(b, 'j'), string(j)), nil
-}
-
 // decoder reads the binary form; every length is checked against what is
 // left, so hostile input costs at most its own size.
 type decoder struct {
-	b    []byte
-	keys map[string]string // interned field names: they repeat on every hit
+	b       []byte
+	version byte
+	keys    map[string]string // version 1: interned field names, they repeat on every hit
+	kept    bool              // b is decoder's own copy, which hits' fields refer to
+}
+
+// fieldsJSON reads a hit's stored fields (nil: none). They refer to one
+// copy of the rest of the message, made at the first hit with fields:
+// one allocation for every hit's, not one each, and nothing of the
+// caller's (pooled) buffer kept. The object is checked for its braces
+// only: searchers write it with api/jsonenc, and the broker copies it.
+func (d *decoder) fieldsJSON() (json.RawMessage, error) {
+	if len(d.b) < 4 {
+		return nil, ErrMalformed
+	}
+	n := binary.LittleEndian.Uint32(d.b)
+	d.b = d.b[4:]
+	if n == 0 {
+		return nil, nil
+	}
+	if uint64(n) > uint64(len(d.b)) || n < 2 || d.b[0] != '{' || d.b[n-1] != '}' {
+		return nil, ErrMalformed
+	}
+	if !d.kept {
+		d.b, d.kept = bytes.Clone(d.b), true
+	}
+	f := d.b[:n:n]
+	d.b = d.b[n:]
+	return f, nil
 }
 
 func (d *decoder) uvarint() (uint64, error) {
@@ -246,10 +252,13 @@ func UnmarshalShardResponse(data []byte, r *ShardResponse) error {
 	if len(data) < 3 || data[0] != binMagic0 || data[1] != binMagic1 {
 		return fmt.Errorf("%w: not a binary shard response", ErrMalformed)
 	}
-	if data[2] != binVersion {
-		return fmt.Errorf("%w: version %d, this build reads %d", ErrMalformed, data[2], binVersion)
+	if data[2] != binVersion && data[2] != binVersionMaps {
+		return fmt.Errorf("%w: version %d, this build reads %d and %d", ErrMalformed, data[2], binVersionMaps, binVersion)
 	}
-	d := decoder{b: data[3:], keys: map[string]string{}}
+	d := decoder{b: data[3:], version: data[2]}
+	if d.version == binVersionMaps {
+		d.keys = map[string]string{}
+	}
 	err := d.decode(r)
 	if err == nil && len(d.b) != 0 {
 		err = ErrMalformed
@@ -319,6 +328,12 @@ func (d *decoder) decode(r *ShardResponse) (err error) {
 			if _, err := d.bytes(); err != nil {
 				return err
 			}
+		}
+		if d.version == binVersion {
+			if h.FieldsJSON, err = d.fieldsJSON(); err != nil {
+				return err
+			}
+			continue
 		}
 		nf, err := d.count(2)
 		if err != nil {
@@ -401,7 +416,7 @@ func DecodeShardResponse(msg *nats.Msg, r *ShardResponse) error {
 // PeekReplica returns the replica id of a binary shard response, or "" if
 // data is not one.
 func PeekReplica(data []byte) string {
-	if len(data) < 3 || data[0] != binMagic0 || data[1] != binMagic1 || data[2] != binVersion {
+	if len(data) < 3 || data[0] != binMagic0 || data[1] != binMagic1 || (data[2] != binVersion && data[2] != binVersionMaps) {
 		return ""
 	}
 	d := decoder{b: data[3:]}

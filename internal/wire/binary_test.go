@@ -69,14 +69,64 @@ func TestBinaryReadsOlderDecodedSort(t *testing.T) {
 	b = binary.LittleEndian.AppendUint64(b, math.Float64bits(1.5))
 	b = str(binary.AppendUvarint(b, 1), " key")    // one sort key
 	b = str(binary.AppendUvarint(b, 1), "decoded") // one decoded value
-	b = binary.AppendUvarint(b, 0)                 // no fields
-	b = binary.AppendUvarint(b, 0)                 // no facets
+	b = binary.AppendUvarint(b, 3)                 // three fields, tagged values
+	b = append(str(b, "name"), 's')
+	b = str(b, "Dan Dan")
+	b = append(str(b, "tags"), 'a', 2, 'n')
+	b = append(binary.LittleEndian.AppendUint64(b, math.Float64bits(2.5)), 'z')
+	b = append(str(b, "obj"), 'j')
+	b = str(b, `{"lat":1}`)
+	b = binary.AppendUvarint(b, 0) // no facets
 	var out ShardResponse
 	if err := UnmarshalShardResponse(b, &out); err != nil {
 		t.Fatal(err)
 	}
 	if len(out.Hits) != 1 || out.Hits[0].ID != "d1" || !slices.Equal(out.Hits[0].SortKeys, []string{" key"}) || out.Seq != 42 || out.Replica != "r1" {
 		t.Fatalf("decoded %+v", out)
+	}
+	want := map[string]any{"name": "Dan Dan", "tags": []any{2.5, nil}, "obj": map[string]any{"lat": 1.0}}
+	if !reflect.DeepEqual(out.Hits[0].Fields, want) || out.Hits[0].FieldsJSON != nil {
+		t.Fatalf("version 1 fields decoded as %v (JSON %s), want %v", out.Hits[0].Fields, out.Hits[0].FieldsJSON, want)
+	}
+}
+
+// Version 2 carries each hit's fields as the JSON object encoding/json
+// writes for them, which the broker copies: the same bytes json.Marshal
+// gives, and all hits' in one copy of the message, none in its buffer.
+func TestBinaryFieldsAsJSON(t *testing.T) {
+	r := sampleResponse(3)
+	r.Hits[0].Fields["html"] = "<b>&</b> \u2028"
+	r.Hits[1].Fields = map[string]any{}
+	r.Hits[2].Fields = nil
+	b, err := AppendShardResponse(nil, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out ShardResponse
+	if err := UnmarshalShardResponse(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	want, _ := json.Marshal(r.Hits[0].Fields)
+	if h := out.Hits[0]; string(h.FieldsJSON) != string(want) || h.Fields != nil {
+		t.Fatalf("hit 0 fields %s (map %v), want %s", h.FieldsJSON, h.Fields, want)
+	}
+	for i := 1; i < 3; i++ {
+		if h := out.Hits[i]; h.FieldsJSON != nil || h.Fields != nil {
+			t.Fatalf("hit %d has fields %s %v, want none", i, h.FieldsJSON, h.Fields)
+		}
+	}
+	clear(b)
+	if string(out.Hits[0].FieldsJSON) != string(want) {
+		t.Fatal("the decoded fields refer to the message's buffer")
+	}
+	// A decoded hit is sent on as it came.
+	again, err := AppendShardResponse(nil, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var twice ShardResponse
+	if err := UnmarshalShardResponse(again, &twice); err != nil || string(twice.Hits[0].FieldsJSON) != string(want) {
+		t.Fatalf("re-encoded: %v, fields %s", err, twice.Hits[0].FieldsJSON)
 	}
 }
 
@@ -89,6 +139,12 @@ func TestBinaryRefusesMalformed(t *testing.T) {
 		"empty":         nil,
 		"json":          []byte(`{"hits":[]}`),
 		"other version": append([]byte{'Q', 'S', 9}, good[3:]...),
+		"fields not an object": func() []byte {
+			r := sampleResponse(1)
+			r.Hits[0].Fields, r.Hits[0].FieldsJSON = nil, json.RawMessage(`["x"]`)
+			b, _ := AppendShardResponse(nil, r)
+			return b
+		}(),
 		"truncated":     good[:len(good)/2],
 		"trailing":      append(append([]byte(nil), good...), 0),
 		"huge count":    {'Q', 'S', 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0x0f},
@@ -203,7 +259,8 @@ func TestRecycledBuffersAreNotShared(t *testing.T) {
 		for range 4 { // write over whatever the pool handed back
 			sendAndRecycle(t, other, threshold)
 		}
-		if !reflect.DeepEqual(got, first) {
+		want, _ := json.Marshal(first)
+		if now, _ := json.Marshal(got); string(now) != string(want) {
 			t.Fatalf("threshold %d: the decoded response changed after its buffers were reused:\n%+v", threshold, got.Hits[0])
 		}
 	}
