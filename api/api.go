@@ -366,6 +366,22 @@ func (h *Hit) FieldValues() map[string]any {
 	return m
 }
 
+// ValuesOf puts the hit's stored value of each of names in values (nil
+// for a field it has not), decoding from FieldsJSON only those: what a
+// ranker reads of a candidate.
+func (h *Hit) ValuesOf(names []string, values []any) {
+	clear(values[:len(names)])
+	if h.Fields != nil || len(h.FieldsJSON) == 0 {
+		for i, n := range names {
+			values[i] = h.Fields[n]
+		}
+		return
+	}
+	if jsonenc.Members(h.FieldsJSON, names, values) != nil {
+		clear(values[:len(names)]) // not an object: no fields, as FieldValues
+	}
+}
+
 // DecodeFields makes Fields of FieldsJSON, for code that changes them.
 func (h *Hit) DecodeFields() {
 	if len(h.FieldsJSON) > 0 {

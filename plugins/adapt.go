@@ -45,6 +45,7 @@ func RewriteInput(req *api.SearchRequest) abi.RewriteRequest {
 // search's context, and for each hit its score and the values of fields.
 func RankInput(q string, context []byte, hits []api.Hit, fields []string) *abi.RankRequest {
 	req := &abi.RankRequest{Q: q, Context: context, Fields: fields, Candidates: make([]abi.Candidate, len(hits))}
+	values := make([]any, len(fields))
 	for i := range hits {
 		h := &hits[i]
 		c := &req.Candidates[i]
@@ -53,9 +54,9 @@ func RankInput(q string, context []byte, hits []api.Hit, fields []string) *abi.R
 		if len(fields) == 0 {
 			continue
 		}
-		values := h.FieldValues()
-		for j, f := range fields {
-			c.Values[j] = ValueOf(values[f])
+		h.ValuesOf(fields, values)
+		for j, v := range values {
+			c.Values[j] = ValueOf(v)
 		}
 	}
 	return req
