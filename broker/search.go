@@ -26,7 +26,13 @@ func (b *Broker) Search(ctx context.Context, index string, req *api.SearchReques
 		return nil, err
 	}
 	resp, _, err := b.search(ctx, index, req)
-	return resp, err
+	if err != nil {
+		return nil, err
+	}
+	for i := range resp.Hits { // as a decoded response has them
+		resp.Hits[i].DecodeFields()
+	}
+	return resp, nil
 }
 
 // search is Search of a request already validated (DecodeRequest,
