@@ -145,9 +145,9 @@ func TestBinaryRefusesMalformed(t *testing.T) {
 			b, _ := AppendShardResponse(nil, r)
 			return b
 		}(),
-		"truncated":     good[:len(good)/2],
-		"trailing":      append(append([]byte(nil), good...), 0),
-		"huge count":    {'Q', 'S', 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0x0f},
+		"truncated":  good[:len(good)/2],
+		"trailing":   append(append([]byte(nil), good...), 0),
+		"huge count": {'Q', 'S', 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0x0f},
 	}
 	for name, b := range cases {
 		var out ShardResponse
