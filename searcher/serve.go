@@ -128,11 +128,10 @@ func (s *Searcher) handle(ctx context.Context, msg *nats.Msg, queued time.Durati
 		}
 		out := nats.NewMsg("")
 		var err error
-		threshold := wire.ReplyThreshold(msg.Header, s.cfg.CompressThreshold)
 		if req.Phase == wire.PhaseStats {
 			var st *wire.GlobalStats
 			if st, err = sl.cur.Load().Stats(ctx, &req); err == nil {
-				err = wire.Encode(out, st, threshold)
+				err = wire.Encode(out, st, s.cfg.CompressThreshold)
 			}
 		} else {
 			var resp *wire.ShardResponse
@@ -141,13 +140,7 @@ func (s *Searcher) handle(ctx context.Context, msg *nats.Msg, queued time.Durati
 			if resp, err = sl.cur.Load().Search(ctx, &req); err == nil {
 				resp.Replica, resp.QueueNS = s.id, queued.Nanoseconds()
 				sl.metrics.search.Observe(time.Duration(resp.TookNS).Seconds())
-				err = wire.EncodeShardResponse(out, resp, threshold)
-				if err == nil && len(out.Data) > room && threshold < 0 {
-					wire.Recycle(out) // too large as it is: compressed, it may fit
-					out = nats.NewMsg("")
-					err = wire.EncodeShardResponse(out, resp, max(1, s.cfg.CompressThreshold))
-				}
-				if err == nil && len(out.Data) > room {
+				if err = wire.EncodeShardResponse(out, resp, s.cfg.CompressThreshold); err == nil && len(out.Data) > room {
 					err = api.ResponseTooLarge(fmt.Sprintf("shard %d's reply is %d bytes, over the %d bytes one reply carries", sh, len(out.Data), room))
 				}
 			}

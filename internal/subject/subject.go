@@ -122,10 +122,6 @@ const (
 	HeaderDeadline = "Quarry-Deadline"
 	// HeaderEncoding marks a zstd-compressed payload.
 	HeaderEncoding = "Quarry-Encoding"
-	// HeaderProcess names the process a shard request comes from
-	// (wire.MarkProcess): a searcher in the same process sends its reply
-	// uncompressed.
-	HeaderProcess = "Quarry-Process"
 	// HeaderError carries an error message on a failed reply.
 	HeaderError = "Quarry-Error"
 	// HeaderUpload names a chunked upload (letters and digits, 1-64).

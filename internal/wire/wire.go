@@ -12,7 +12,6 @@ import (
 	"github.com/blevesearch/bleve/v2/search"
 	"github.com/klauspost/compress/zstd"
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nuid"
 
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/internal/subject"
@@ -201,24 +200,6 @@ type ShardResponse struct {
 // (quarry serve) compression never pays: searchers and brokers take the
 // threshold as a setting.
 const CompressThreshold = 16 << 10
-
-// processID names this process on the shard requests it sends.
-var processID = nuid.Next()
-
-// MarkProcess names this process in a shard request's headers.
-func MarkProcess(h nats.Header) { h.Set(subject.HeaderProcess, processID) }
-
-// ReplyThreshold is the compression threshold for the reply to a request
-// with headers h: threshold, or -1 (never) when the request comes from
-// this process (MarkProcess), whose reply stays in memory: there a
-// 1,000-hit search's two replies took 20 ms of zstd (40% of the CPU of
-// such searches) to save no transfer at all.
-func ReplyThreshold(h nats.Header, threshold int) int {
-	if h.Get(subject.HeaderProcess) == processID {
-		return -1
-	}
-	return threshold
-}
 
 // ReplyRoom is the most a reply's body may carry on nc: the server's
 // max_payload (8 MiB on the embedded server, 1 MiB on a stock

@@ -163,7 +163,6 @@ func (rt *Router) fanOut(ctx context.Context, plan *planner.Plan, sreq *wire.Sha
 	if id := trace.RequestID(ctx); id != "" {
 		hdr.Set(trace.HeaderRequestID, id)
 	}
-	wire.MarkProcess(hdr)
 	var wg sync.WaitGroup
 	for i, sh := range plan.Shards {
 		wg.Go(func() {
