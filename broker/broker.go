@@ -740,12 +740,13 @@ const hitsNull = `{"hits":null`
 func encodeResponse(out *bytes.Buffer, resp *api.SearchResponse) error {
 	hits := resp.Hits
 	resp.Hits = nil
+	start := out.Len()
 	err := json.NewEncoder(out).Encode(resp) // from encoding/json's own pooled buffer
 	resp.Hits = hits
 	if err != nil {
 		return err
 	}
-	rest := out.Bytes()
+	rest := out.Bytes()[start:]
 	if !bytes.HasPrefix(rest, []byte(hitsNull)) {
 		return fmt.Errorf("the response's JSON begins %.20q, not %q", rest, hitsNull)
 	}
@@ -754,7 +755,7 @@ func encodeResponse(out *bytes.Buffer, resp *api.SearchResponse) error {
 		return nil
 	}
 	tail := bytes.Clone(rest[len(hitsNull) : len(rest)-1]) // Encode's newline dropped
-	out.Truncate(len(hitsNull) - len("null"))
+	out.Truncate(start + len(hitsNull) - len("null"))
 	size := len(tail) + 2
 	for i := range hits {
 		size += len(hits[i].ID) + len(hits[i].FieldsJSON) + 64

@@ -51,9 +51,11 @@ func TestEncodeResponseLikeMarshal(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var out bytes.Buffer
-		if err := encodeResponse(&out, resp); err != nil || out.String() != string(want) {
-			t.Fatalf("%d hits: got %s, %v\nwant %s", len(hits), out.String(), err, want)
+		for _, before := range []string{"", "held already"} {
+			out := bytes.NewBufferString(before)
+			if err := encodeResponse(out, resp); err != nil || out.String() != before+string(want) {
+				t.Fatalf("%d hits: got %s, %v\nwant %s%s", len(hits), out.String(), err, before, want)
+			}
 		}
 		if len(resp.Hits) != len(hits) {
 			t.Fatal("encodeResponse lost the response's hits")
