@@ -52,9 +52,10 @@ func roundTrip(t *testing.T, r *ShardResponse) {
 	}
 }
 
-// A response from an older searcher, which sent bleve's decoded sort
-// values after the sort keys, decodes; the decoded values are skipped.
-func TestBinaryReadsOlderDecodedSort(t *testing.T) {
+// olderResponse is a reply of layout version 1, from an older searcher:
+// bleve's decoded sort values after the sort keys (skipped), and the
+// fields as tagged values.
+func olderResponse() []byte {
 	str := func(b []byte, s string) []byte { return append(binary.AppendUvarint(b, uint64(len(s))), s...) }
 	b := []byte{'Q', 'S', 1}
 	b = binary.AppendUvarint(b, 7)                                 // total
@@ -77,6 +78,14 @@ func TestBinaryReadsOlderDecodedSort(t *testing.T) {
 	b = append(str(b, "obj"), 'j')
 	b = str(b, `{"lat":1}`)
 	b = binary.AppendUvarint(b, 0) // no facets
+	return b
+}
+
+// A response from an older searcher, which sent bleve's decoded sort
+// values after the sort keys and fields as tagged values, decodes; the
+// decoded values are skipped.
+func TestBinaryReadsOlderDecodedSort(t *testing.T) {
+	b := olderResponse()
 	var out ShardResponse
 	if err := UnmarshalShardResponse(b, &out); err != nil {
 		t.Fatal(err)
@@ -172,6 +181,7 @@ func FuzzUnmarshalShardResponse(f *testing.F) {
 	withStats.Stats = &GlobalStats{DocCount: 3, DocFreq: map[string]map[string]uint64{"f": {"a": 1, "\xff": 2}}}
 	b, _ := AppendShardResponse(nil, withStats)
 	f.Add(b)
+	f.Add(olderResponse())
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var r ShardResponse
 		if err := UnmarshalShardResponse(b, &r); err != nil {
