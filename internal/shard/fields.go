@@ -2,20 +2,27 @@ package shard
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
+	"strings"
 
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/geo"
 	"github.com/blevesearch/bleve/v2/numeric"
 	"github.com/blevesearch/bleve/v2/search"
 	"github.com/blevesearch/bleve/v2/search/query"
+
+	"github.com/quarrysearch/quarry/api/jsonenc"
 )
 
-// loadFields gives hits the stored values of fields ("*": every stored
+// loadFields loads the stored values of hits' fields ("*": every stored
 // field), exactly as bleve's own loading (LoadAndHighlightFields) gives
-// them, for less: bleve runs a search per hit's document (Document),
-// builds every stored field of it as a document.Field, copying each
-// value, then walks the document's fields once per asked field. Here the
+// them, for less. They come back as JSON, no map made: raws[i] is hit
+// i's fields as encoding/json would write the map bleve makes (nil: none
+// loaded here; then the hit's Fields, if any, are bleve's). bleve runs a
+// search per hit's document (Document), builds every stored field of it
+// as a document.Field, copying each value, then walks the document's
+// fields once per asked field. Here the
 // hits' documents are found segment by segment in the index's current
 // snapshot, in index order, without a goroutine per segment, and each
 // document's stored fields are visited once, decoding only the asked
@@ -24,51 +31,53 @@ import (
 // formats in its own ways) is loaded by bleve. (bleve's online mapping
 // updates, which can hide a stored field, are not used by Quarry: a
 // mapping changes with a new index.) BenchmarkLoadFields measures both.
-func loadFields(ctx context.Context, idx bleve.Index, hits []*search.DocumentMatch, fields []string, maxBytes int) error {
+func loadFields(ctx context.Context, idx bleve.Index, hits []*search.DocumentMatch, fields []string, maxBytes int) ([]json.RawMessage, error) {
 	if len(hits) == 0 || len(fields) == 0 {
-		return nil
+		return nil, nil
 	}
 	snap, closeSnap, err := openSnapshot(idx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer closeSnap()
 	if snap == nil {
-		return bleveFields(ctx, idx, hits, fields)
+		return nil, bleveFields(ctx, idx, hits, fields)
 	}
 	all := slices.Contains(fields, "*")
-	byID := make(map[string]*search.DocumentMatch, len(hits))
+	byID := make(map[string]int, len(hits))
 	ids := make([]string, len(hits))
 	for i, h := range hits {
-		byID[h.ID], ids[i] = h, h.ID
+		byID[h.ID], ids[i] = i, h.ID
 	}
 	var bleveLoads []*search.DocumentMatch // hits bleve loads
 	found := 0
 	cp := checkpointOf(ctx)
 	budget := fieldBudget{max: maxBytes}
+	var doc docJSON
+	ends := make([]int, len(hits)) // where each hit's JSON ends in doc.out (0: none)
+	starts := make([]int, len(hits))
 	// One visitor for every document, its state reset before each: a
-	// closure made per document, capturing its own h and odd, cost three
+	// closure made per document, capturing its own hit and odd, cost three
 	// allocations a hit.
-	var h *search.DocumentMatch // the document's hit; nil: not a hit
-	odd := false                // it has a field bleve formats its own way
+	hit := -1    // the document's hit; -1: not a hit
+	odd := false // it has a field bleve formats its own way
 	visit := func(name string, typ byte, val []byte, _ []uint64) bool {
 		if name == "_id" { // the first stored field
-			h = byID[string(val)]
-			return h != nil
+			i, ok := byID[string(val)]
+			if !ok {
+				return false
+			}
+			hit = i
+			return true
 		}
 		if !all && !slices.Contains(fields, name) {
 			return true
 		}
-		v, ok := storedValue(typ, val)
-		if !ok {
+		if !doc.add(name, typ, val) {
 			odd = odd || typ == 'd' || typ == 'i' || typ == 's'
 			return !odd
 		}
-		if !budget.take(len(name) + len(val)) {
-			return false
-		}
-		h.AddFieldValue(name, v)
-		return true
+		return budget.take(len(name) + len(val))
 	}
 	// Segment by segment (a live document is in one), each one's
 	// documents in order, until every hit is found.
@@ -77,49 +86,138 @@ func loadFields(ctx context.Context, idx bleve.Index, hits []*search.DocumentMat
 			break
 		}
 		if err := ctx.Err(); err != nil {
-			return err
+			return nil, err
 		}
 		nums, err := seg.DocNumbers(ids)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		for it := nums.Iterator(); it.HasNext(); {
-			h, odd = nil, false
+			hit, odd = -1, false
+			doc.reset()
 			err := seg.VisitDocument(uint64(it.Next()), visit)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			if budget.over() {
-				return errFieldsTooLarge
+				return nil, errFieldsTooLarge
 			}
-			if h == nil {
+			if hit < 0 {
 				continue
 			}
 			found++
 			if cp != nil && found%CheckpointEvery == 0 {
 				if err := cp(ctx); err != nil {
-					return err
+					return nil, err
 				}
 			}
 			if odd {
-				h.Fields = nil
-				bleveLoads = append(bleveLoads, h)
+				hits[hit].Fields = nil
+				bleveLoads = append(bleveLoads, hits[hit])
+				continue
 			}
+			starts[hit] = len(doc.out)
+			doc.finish()
+			ends[hit] = len(doc.out)
 		}
 	}
 	if len(bleveLoads) > 0 {
 		if err := bleveFields(ctx, idx, bleveLoads, fields); err != nil {
-			return err
+			return nil, err
 		}
 		for _, h := range bleveLoads {
 			for name, v := range h.Fields {
 				if !budget.take(len(name) + valueBytes(v)) {
-					return errFieldsTooLarge
+					return nil, errFieldsTooLarge
 				}
 			}
 		}
 	}
-	return nil
+	raws := make([]json.RawMessage, len(hits))
+	for i := range hits {
+		if ends[i] > starts[i] {
+			raws[i] = doc.out[starts[i]:ends[i]:ends[i]]
+		}
+	}
+	return raws, nil
+}
+
+// docJSON writes the stored fields of one document after another as
+// JSON objects into out, each as encoding/json would write the map
+// bleve's loading makes (search.DocumentMatch.AddFieldValue): keys
+// sorted, a field stored more than once as an array of its values in
+// order. A document's values are written into vals as they are visited
+// (visited bytes are not kept past the visit), then put in order.
+type docJSON struct {
+	out   []byte  // the objects of the documents finished
+	vals  []byte  // the current document's values, each as JSON
+	spans []field // the current document's fields, in visit order
+}
+
+type field struct {
+	name       string
+	start, end int // its value in vals
+}
+
+func (d *docJSON) reset() { d.vals, d.spans = d.vals[:0], d.spans[:0] }
+
+// add writes one stored value, decoded as bleve's loading does for the
+// kinds it gives as they are (storedValue); false for the others, and for
+// a value that does not decode.
+func (d *docJSON) add(name string, typ byte, val []byte) bool {
+	start := len(d.vals)
+	switch typ {
+	case 't':
+		d.vals = jsonenc.AppendString(d.vals, val)
+	case 'n', 'b', 'g':
+		v, ok := storedValue(typ, val)
+		if !ok {
+			return false
+		}
+		var err error
+		if d.vals, err = jsonenc.AppendValue(d.vals, v); err != nil {
+			d.vals = d.vals[:start]
+			return false
+		}
+	default:
+		return false
+	}
+	d.spans = append(d.spans, field{name: name, start: start, end: len(d.vals)})
+	return true
+}
+
+// finish appends the current document's object to out (nothing when it
+// has no fields).
+func (d *docJSON) finish() {
+	if len(d.spans) == 0 {
+		return
+	}
+	slices.SortStableFunc(d.spans, func(a, b field) int { return strings.Compare(a.name, b.name) })
+	d.out = append(d.out, '{')
+	for i := 0; i < len(d.spans); {
+		j := i + 1
+		for j < len(d.spans) && d.spans[j].name == d.spans[i].name {
+			j++
+		}
+		if i > 0 {
+			d.out = append(d.out, ',')
+		}
+		d.out = append(jsonenc.AppendString(d.out, d.spans[i].name), ':')
+		if j-i > 1 {
+			d.out = append(d.out, '[')
+		}
+		for k := i; k < j; k++ {
+			if k > i {
+				d.out = append(d.out, ',')
+			}
+			d.out = append(d.out, d.vals[d.spans[k].start:d.spans[k].end]...)
+		}
+		if j-i > 1 {
+			d.out = append(d.out, ']')
+		}
+		i = j
+	}
+	d.out = append(d.out, '}')
 }
 
 // fieldBudget counts the bytes of stored fields loaded for one search

@@ -3,6 +3,7 @@ package shard
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -59,8 +60,9 @@ func (r *Replica) Search(ctx context.Context, req *wire.ShardRequest) (*wire.Sha
 	} else {
 		res, err = idx.SearchInContext(ctx, sreq)
 	}
+	var fieldsJSON []json.RawMessage
 	if err == nil {
-		err = loadFields(ctx, idx, res.Hits, fields, req.MaxFieldBytes)
+		fieldsJSON, err = loadFields(ctx, idx, res.Hits, fields, req.MaxFieldBytes)
 	}
 	seq := r.Seq()
 	r.mu.RUnlock()
@@ -79,7 +81,7 @@ func (r *Replica) Search(ctx context.Context, req *wire.ShardRequest) (*wire.Sha
 		}
 		return nil, fmt.Errorf("search shard %d: %w", r.cfg.Shard, err)
 	}
-	out := ToResponse(res, seq, r.generation.Load(), time.Since(start))
+	out := ToResponse(res, fieldsJSON, seq, r.generation.Load(), time.Since(start))
 	out.Stats = counted
 	if len(req.Sort) == 0 {
 		for i := range out.Hits {
@@ -170,8 +172,10 @@ func topKByScoreThenID(ctx context.Context, idx bleve.Index, sreq *bleve.SearchR
 	return res, nil
 }
 
-// ToResponse converts a bleve result into a shard response.
-func ToResponse(res *bleve.SearchResult, seq, generation uint64, took time.Duration) *wire.ShardResponse {
+// ToResponse converts a bleve result into a shard response, with the
+// hits' stored fields as loadFields wrote them (fieldsJSON[i] for hit i;
+// nil: the hit's Fields, if any).
+func ToResponse(res *bleve.SearchResult, fieldsJSON []json.RawMessage, seq, generation uint64, took time.Duration) *wire.ShardResponse {
 	out := &wire.ShardResponse{
 		Hits:       make([]api.Hit, len(res.Hits)),
 		Total:      res.Total,
@@ -189,11 +193,14 @@ func ToResponse(res *bleve.SearchResult, seq, generation uint64, took time.Durat
 		// The encoded sort values: they compare correctly across shards,
 		// and the broker decodes those of the hits it returns.
 		out.Hits[i] = api.Hit{ID: h.ID, Score: score, Fields: h.Fields, SortKeys: h.Sort}
+		if i < len(fieldsJSON) && fieldsJSON[i] != nil {
+			out.Hits[i].Fields, out.Hits[i].FieldsJSON = nil, fieldsJSON[i]
+		}
 		if h.Expl != nil {
 			fields := make(map[string]any, len(h.Fields)+1)
-			maps.Copy(fields, h.Fields)
+			maps.Copy(fields, out.Hits[i].FieldValues())
 			fields[wire.ExplanationField] = h.Expl
-			out.Hits[i].Fields = fields
+			out.Hits[i].Fields, out.Hits[i].FieldsJSON = fields, nil
 		}
 	}
 	return out
