@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/blevesearch/bleve/v2"
@@ -54,8 +55,7 @@ func loadFields(ctx context.Context, idx bleve.Index, hits []*search.DocumentMat
 	cp := checkpointOf(ctx)
 	budget := fieldBudget{max: maxBytes}
 	var doc docJSON
-	ends := make([]int, len(hits)) // where each hit's JSON ends in doc.out (0: none)
-	starts := make([]int, len(hits))
+	at := make([][2]int, len(hits)) // each hit's JSON in doc.out, [start, end) (empty: none)
 	// One visitor for every document, its state reset before each: a
 	// closure made per document, capturing its own hit and odd, cost three
 	// allocations a hit.
@@ -116,9 +116,9 @@ func loadFields(ctx context.Context, idx bleve.Index, hits []*search.DocumentMat
 				bleveLoads = append(bleveLoads, hits[hit])
 				continue
 			}
-			starts[hit] = len(doc.out)
+			at[hit][0] = len(doc.out)
 			doc.finish()
-			ends[hit] = len(doc.out)
+			at[hit][1] = len(doc.out)
 		}
 	}
 	if len(bleveLoads) > 0 {
@@ -134,9 +134,9 @@ func loadFields(ctx context.Context, idx bleve.Index, hits []*search.DocumentMat
 		}
 	}
 	raws := make([]json.RawMessage, len(hits))
-	for i := range hits {
-		if ends[i] > starts[i] {
-			raws[i] = doc.out[starts[i]:ends[i]:ends[i]]
+	for i, a := range at {
+		if a[1] > a[0] {
+			raws[i] = doc.out[a[0]:a[1]:a[1]]
 		}
 	}
 	return raws, nil
@@ -161,25 +161,13 @@ type field struct {
 
 func (d *docJSON) reset() { d.vals, d.spans = d.vals[:0], d.spans[:0] }
 
-// add writes one stored value, decoded as bleve's loading does for the
-// kinds it gives as they are (storedValue); false for the others, and for
-// a value that does not decode.
+// add writes one stored value (appendStored); false for a kind bleve
+// formats its own way, and for a value that does not decode.
 func (d *docJSON) add(name string, typ byte, val []byte) bool {
 	start := len(d.vals)
-	switch typ {
-	case 't':
-		d.vals = jsonenc.AppendString(d.vals, val)
-	case 'n', 'b', 'g':
-		v, ok := storedValue(typ, val)
-		if !ok {
-			return false
-		}
-		var err error
-		if d.vals, err = jsonenc.AppendValue(d.vals, v); err != nil {
-			d.vals = d.vals[:start]
-			return false
-		}
-	default:
+	var ok bool
+	if d.vals, ok = appendStored(d.vals, typ, val); !ok {
+		d.vals = d.vals[:start]
 		return false
 	}
 	d.spans = append(d.spans, field{name: name, start: start, end: len(d.vals)})
@@ -251,33 +239,40 @@ func valueBytes(v any) int {
 	return 8
 }
 
-// storedValue decodes a stored field's value as bleve's loading does, for
-// the kinds whose value it gives as is: text, a number, a boolean, a geo
-// point. ok is false for the others, and for a value that does not
-// decode (bleve leaves it out too).
-func storedValue(typ byte, val []byte) (v any, ok bool) {
+// appendStored appends a stored field's value as JSON, decoded as
+// bleve's loading does, for the kinds whose value it gives as is: text, a
+// number, a boolean, a geo point ([lon, lat]). ok is false for the
+// others, and for a value that does not decode (bleve leaves it out too)
+// or that JSON cannot hold. Nothing is boxed on the way.
+func appendStored(b []byte, typ byte, val []byte) (_ []byte, ok bool) {
+	var err error
 	switch typ {
 	case 't':
-		return string(val), true
+		return jsonenc.AppendString(b, val), true
 	case 'n':
-		i, err := numeric.PrefixCoded(val).Int64()
-		if err != nil {
-			return nil, false
+		i, perr := numeric.PrefixCoded(val).Int64()
+		if perr != nil {
+			return b, false
 		}
-		return numeric.Int64ToFloat64(i), true
+		b, err = jsonenc.AppendFloat(b, numeric.Int64ToFloat64(i))
+		return b, err == nil
 	case 'b':
 		if len(val) != 1 {
-			return nil, false
+			return b, false
 		}
-		return val[0] == 'T', true
+		return strconv.AppendBool(b, val[0] == 'T'), true
 	case 'g':
-		i, err := numeric.PrefixCoded(val).Int64()
-		if err != nil {
-			return nil, false
+		i, perr := numeric.PrefixCoded(val).Int64()
+		if perr != nil {
+			return b, false
 		}
-		return []float64{geo.MortonUnhashLon(uint64(i)), geo.MortonUnhashLat(uint64(i))}, true
+		if b, err = jsonenc.AppendFloat(append(b, '['), geo.MortonUnhashLon(uint64(i))); err != nil {
+			return b, false
+		}
+		b, err = jsonenc.AppendFloat(append(b, ','), geo.MortonUnhashLat(uint64(i)))
+		return append(b, ']'), err == nil
 	}
-	return nil, false
+	return b, false
 }
 
 // bleveFields loads fields of hits the way bleve does, by a search for
