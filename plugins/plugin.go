@@ -226,6 +226,9 @@ func (p *Plugin) newInstance(ctx context.Context) (*instance, error) {
 		WithStdout(stdout).WithStderr(stderr).
 		WithRandSource(rand.NewChaCha8(seed32(p.seed)))
 	mod, err := p.rt.rt.InstantiateModule(ctx, p.compiled, mc)
+	if err != nil && ctx.Err() != nil { // under CloseOnContextDone, the start function ran out of time
+		return nil, fmt.Errorf("%w: start function: budget of %s exceeded", ErrInit, p.spec.InitBudget)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: instantiate: %v", ErrInit, err)
 	}
@@ -246,25 +249,41 @@ func (p *Plugin) newInstance(ctx context.Context) (*instance, error) {
 		in.timer.Stop()
 	}
 	modules.Store(mod, p) // before the initializer, which may read its config
-	if init := mod.ExportedFunction(abi.ExportInitialize); init != nil {
-		deadline, _ := ctx.Deadline() // InitBudget's, or sooner
-		in.arm(time.Until(deadline))
-		_, err := init.Call(ctx)
-		in.disarm()
-		if in.poisoned {
+	// The module's start function (exported by the instrumentation, which
+	// moves it out of instantiation so that it can be interrupted), then
+	// a reactor's _initialize: both within InitBudget.
+	for _, name := range []string{preempt.StartExport, abi.ExportInitialize} {
+		if err := in.runStart(ctx, mod.ExportedFunction(name), p.spec.InitBudget); err != nil {
 			mod.Close(context.Background())
 			modules.Delete(mod)
-			return nil, fmt.Errorf("%w: %s: budget of %s exceeded", ErrInit, abi.ExportInitialize, p.spec.InitBudget)
-		}
-		if err != nil {
-			mod.Close(context.Background())
-			modules.Delete(mod)
-			return nil, fmt.Errorf("%w: %s: %v", ErrInit, abi.ExportInitialize, describe(ctx, err))
+			if name == preempt.StartExport {
+				name = "start function"
+			}
+			return nil, fmt.Errorf("%w: %s: %v", ErrInit, name, err)
 		}
 	}
 	p.live.Add(1)
 	p.noteMemory(in)
 	return in, nil
+}
+
+// runStart calls fn, an instance's start function or _initialize (nil:
+// none), within ctx's deadline, which budget set.
+func (in *instance) runStart(ctx context.Context, fn api.Function, budget time.Duration) error {
+	if fn == nil {
+		return nil
+	}
+	deadline, _ := ctx.Deadline() // budget's, or sooner
+	in.arm(time.Until(deadline))
+	_, err := fn.Call(ctx)
+	in.disarm()
+	switch {
+	case in.poisoned, err != nil && ctx.Err() != nil:
+		return fmt.Errorf("budget of %s exceeded", budget)
+	case err != nil:
+		return err
+	}
+	return nil
 }
 
 // memoryOf returns a module's memory, or nil if it defines none (wazero

@@ -16,13 +16,36 @@ import (
 
 func testRuntime(t testing.TB) *Runtime {
 	t.Helper()
-	rt, err := NewRuntime(context.Background(), Config{MemoryLimitPages: 256,
-		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	return testRuntimeWith(t, Config{})
+}
+
+// testRuntimeWith is a runtime of cfg, with the tests' memory limit and
+// logger where cfg leaves them out.
+func testRuntimeWith(t testing.TB, cfg Config) *Runtime {
+	t.Helper()
+	if cfg.MemoryLimitPages == 0 {
+		cfg.MemoryLimitPages = 256
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
+	rt, err := NewRuntime(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { rt.Close(context.Background()) })
 	return rt
+}
+
+// mechanisms are the two ways a call over its budget is stopped: the
+// fuel-counting instrumentation (the default) and wazero's own check.
+// Every hostile-plugin case runs under both.
+var mechanisms = []struct {
+	name string
+	cfg  Config
+}{
+	{"instrumented", Config{}},
+	{"close-on-context-done", Config{CloseOnContextDone: true}},
 }
 
 // watPlugin wraps a rewrite body in a module that is otherwise a valid
@@ -60,9 +83,14 @@ func TestGoodWATPlugin(t *testing.T) {
 }
 
 // Hostile plugins: each gets a clear error, at load or per call, and the
-// host goes on serving the good plugin.
+// host goes on serving the good plugin, under either time limit.
 func TestHostilePlugins(t *testing.T) {
-	rt := testRuntime(t)
+	for _, m := range mechanisms {
+		t.Run(m.name, func(t *testing.T) { testHostilePlugins(t, testRuntimeWith(t, m.cfg)) })
+	}
+}
+
+func testHostilePlugins(t *testing.T, rt *Runtime) {
 	ctx := context.Background()
 	good, err := rt.Load(ctx, Spec{Name: "good", Kind: Rewriter}, wasmtest.WAT(t, watPlugin("", okBody)))
 	if err != nil {
@@ -99,14 +127,26 @@ func TestHostilePlugins(t *testing.T) {
 			ErrMissingExport, "must export quarry_rewrite as (i32, i32) -> i64; this one is (i32, i32) -> i32"},
 		{"alloc of the wrong type", wasmtest.WAT(t, strings.Replace(watPlugin("", okBody), "(param i32) (result i32) (i32.const 1024)", "(param i64) (result i32) (i32.const 1024)", 1)),
 			ErrMissingExport, "must export quarry_alloc as (i32) -> i32; this one is (i64) -> i32"},
+		{"start function that never returns", wasmtest.WAT(t, watPlugin(`(func $start (loop $l (br $l))) (start $start)`, okBody)),
+			ErrInit, "start function: budget of 300ms exceeded"},
+		{"_initialize that never returns", wasmtest.WAT(t, watPlugin(`(func (export "_initialize") (loop $l (br $l)))`, okBody)),
+			ErrInit, "_initialize: budget of 300ms exceeded"},
+		{"start function that traps", wasmtest.WAT(t, watPlugin(`(func $start unreachable) (start $start)`, okBody)),
+			ErrInit, "start function"},
 		{"_initialize of the wrong type", wasmtest.WAT(t, watPlugin(`(func (export "_initialize") (result i32) (i32.const 0))`, okBody)),
 			ErrMissingExport, "must export _initialize as () -> (); this one is () -> i32"},
 	}
 	for _, c := range loadCases {
 		t.Run("load/"+c.name, func(t *testing.T) {
-			_, err := rt.Load(ctx, Spec{Name: c.name, Kind: Rewriter}, c.wasm)
+			start := time.Now()
+			_, err := rt.Load(ctx, Spec{Name: c.name, Kind: Rewriter, InitBudget: 300 * time.Millisecond}, c.wasm)
 			if !errors.Is(err, c.want) || !strings.Contains(err.Error(), c.msg) {
 				t.Fatalf("got %v, want %v containing %q", err, c.want, c.msg)
+			}
+			// Refused at once, or once its start is over budget: nothing
+			// of it runs on (the runtime would wait for it to close).
+			if took := time.Since(start); took > 10*time.Second {
+				t.Fatalf("refused after %s", took)
 			}
 		})
 	}

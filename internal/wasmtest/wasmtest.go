@@ -1,9 +1,17 @@
 // Package wasmtest builds WebAssembly guests for tests: Go plugins with the
 // standard toolchain (GOOS=wasip1 GOARCH=wasm, -buildmode=c-shared),
 // WAT modules with wabt's wat2wasm, freestanding C with clang and
-// wasm-ld, and AssemblyScript with the npm project's own asc. It is the one helper every test that needs a real plugin uses;
-// a missing toolchain fails the test.
+// wasm-ld, and AssemblyScript with the npm project's own asc. It is the
+// one helper every test that needs a real plugin uses.
+//
+// The WAT, C and AssemblyScript modules are committed, built, under
+// testdata/prebuilt (see Prebuilt), so the fast test tier needs Go alone;
+// the long tier builds each one again and fails on a module that its
+// source no longer builds (QUARRY_WASM=check), and `go generate
+// ./internal/wasmtest` rebuilds them all.
 package wasmtest
+
+//go:generate sh -c "cd ../.. && QUARRY_WASM=rebuild go test -count=1 ./... ./sdk/... ./examples/plugins/..."
 
 import (
 	"context"
@@ -95,22 +103,41 @@ func C(tb testing.TB, src string, args ...string) []byte {
 	tb.Helper()
 	abs := absPath(tb, src)
 	key := strings.Join(append([]string{abs}, args...), " ")
-	return cached(tb, key, strings.TrimSuffix(filepath.Base(abs), ".c")+".wasm", func(out string) {
-		clang := findTool("clang")
-		if clang == "" {
-			tb.Fatalf("build %s: no clang on PATH (install Debian's clang and lld)", src)
-		}
-		cmdArgs := []string{"--target=wasm32", "-O2", "-mbulk-memory", "-nostdlib", "-Wl,--no-entry", "-I", CSDK, "-o", out, abs}
-		if ld := findTool("wasm-ld"); ld == "" {
-			tb.Fatalf("build %s: no wasm-ld on PATH (install Debian's lld)", src)
-		} else if filepath.Base(ld) != "wasm-ld" {
-			cmdArgs = append(cmdArgs, "-fuse-ld="+ld)
-		}
-		cmdArgs = append(cmdArgs, args...)
-		if msg, err := exec.Command(clang, cmdArgs...).CombinedOutput(); err != nil {
-			tb.Fatalf("build %s: %s %s: %v\n%s", src, clang, strings.Join(cmdArgs, " "), err, msg)
-		}
+	name := strings.TrimSuffix(filepath.Base(abs), ".c")
+	return cached(tb, key, name+".wasm", func(out string) {
+		var h hasher
+		h.add(append([]string{"c"}, args...)...)
+		h.file(tb, filepath.Dir(abs), abs)
+		h.tree(tb, CSDK, ".h")
+		copyTo(tb, out, prebuilt(tb, "c", name, h.sum(), func(out string) { clang(tb, src, abs, out, args) }))
 	})
+}
+
+// clang builds the C file abs (named src to the user) into out.
+func clang(tb testing.TB, src, abs, out string, args []string) {
+	tb.Helper()
+	clang := findTool("clang")
+	if clang == "" {
+		tb.Fatalf("build %s: no clang on PATH (install Debian's clang and lld)", src)
+	}
+	cmdArgs := []string{"--target=wasm32", "-O2", "-mbulk-memory", "-nostdlib", "-Wl,--no-entry", "-I", CSDK, "-o", out, abs}
+	if ld := findTool("wasm-ld"); ld == "" {
+		tb.Fatalf("build %s: no wasm-ld on PATH (install Debian's lld)", src)
+	} else if filepath.Base(ld) != "wasm-ld" {
+		cmdArgs = append(cmdArgs, "-fuse-ld="+ld)
+	}
+	cmdArgs = append(cmdArgs, args...)
+	if msg, err := exec.Command(clang, cmdArgs...).CombinedOutput(); err != nil {
+		tb.Fatalf("build %s: %s %s: %v\n%s", src, clang, strings.Join(cmdArgs, " "), err, msg)
+	}
+}
+
+// copyTo writes b to the file out.
+func copyTo(tb testing.TB, out string, b []byte) {
+	tb.Helper()
+	if err := os.WriteFile(out, b, 0o644); err != nil {
+		tb.Fatal(err)
+	}
 }
 
 // CSDK is the directory of the C SDK's header, sdk/c/quarry.h.
@@ -155,22 +182,28 @@ func version(s string) (int, bool) {
 	return v, true
 }
 
-// WAT compiles WebAssembly text with wat2wasm (Debian package wabt).
+// WAT compiles WebAssembly text with wat2wasm (Debian package wabt), or
+// returns its prebuilt module.
 func WAT(tb testing.TB, src string) []byte {
 	tb.Helper()
-	dir := tb.TempDir()
-	in, out := filepath.Join(dir, "m.wat"), filepath.Join(dir, "m.wasm")
+	var h hasher
+	h.add("wat", src)
+	return prebuilt(tb, "wat", "", h.sum(), func(out string) { wat2wasm(tb, src, out) })
+}
+
+// wat2wasm compiles src into the file out.
+func wat2wasm(tb testing.TB, src, out string) {
+	tb.Helper()
+	in := filepath.Join(tb.TempDir(), "m.wat")
 	if err := os.WriteFile(in, []byte(src), 0o644); err != nil {
 		tb.Fatal(err)
 	}
+	if _, err := exec.LookPath("wat2wasm"); err != nil {
+		tb.Fatalf("no prebuilt module for this WAT under %s and no wat2wasm to build it (install Debian's wabt, run the test once and commit the module it writes):\n%s", Prebuilt, numbered(src))
+	}
 	if msg, err := exec.Command("wat2wasm", in, "-o", out).CombinedOutput(); err != nil {
-		tb.Fatalf("wat2wasm (install Debian's wabt): %v\n%s\n%s", err, msg, numbered(src))
+		tb.Fatalf("wat2wasm: %v\n%s\n%s", err, msg, numbered(src))
 	}
-	b, err := os.ReadFile(out)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return b
 }
 
 // WATFile compiles a .wat file.
@@ -219,17 +252,31 @@ func AssemblyScript(tb testing.TB, dir, entry string, args ...string) []byte {
 	tb.Helper()
 	abs := absPath(tb, dir)
 	key := strings.Join(append([]string{"asc", abs, entry}, args...), " ")
-	return cached(tb, key, strings.TrimSuffix(filepath.Base(entry), ".ts")+".wasm", func(out string) {
-		if _, err := exec.LookPath("node"); err != nil {
-			tb.Fatalf("build %s: no node on PATH (install Debian's nodejs and npm)", entry)
-		}
-		NPMInstall(tb, abs)
-		cmd := exec.Command(filepath.Join(abs, "node_modules", ".bin", "asc"), append([]string{entry, "-o", out}, args...)...)
-		cmd.Dir = abs
-		if msg, err := cmd.CombinedOutput(); err != nil {
-			tb.Fatalf("build %s in %s: asc: %v\n%s", entry, dir, err, msg)
-		}
+	name := strings.TrimSuffix(filepath.Base(entry), ".ts")
+	return cached(tb, key, name+".wasm", func(out string) {
+		var h hasher
+		h.add(append([]string{"as", entry}, args...)...)
+		h.tree(tb, abs, ".ts", ".json")
+		h.tree(tb, ASSDK, ".ts", ".json")
+		copyTo(tb, out, prebuilt(tb, "as", name, h.sum(), func(out string) { asc(tb, dir, abs, entry, out, args) }))
 	})
+}
+
+// ASSDK is the directory of the AssemblyScript SDK, sdk/assemblyscript.
+var ASSDK = filepath.Join(CSDK, "..", "assemblyscript")
+
+// asc builds entry in the npm project abs (named dir to the user) into out.
+func asc(tb testing.TB, dir, abs, entry, out string, args []string) {
+	tb.Helper()
+	if _, err := exec.LookPath("node"); err != nil {
+		tb.Fatalf("build %s: no node on PATH (install Debian's nodejs and npm)", entry)
+	}
+	NPMInstall(tb, abs)
+	cmd := exec.Command(filepath.Join(abs, "node_modules", ".bin", "asc"), append([]string{entry, "-o", out}, args...)...)
+	cmd.Dir = abs
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		tb.Fatalf("build %s in %s: asc: %v\n%s", entry, dir, err, msg)
+	}
 }
 
 // NPMInstall runs `npm ci` in the npm project dir unless its

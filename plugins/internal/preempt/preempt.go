@@ -32,7 +32,7 @@
 // read (a malformed body, an opcode it does not know) instead of guessing;
 // the host then reports the module as not WebAssembly. It appends to the
 // type, function, global, export and code sections, so no existing index
-// moves. Custom sections of DWARF debug information are dropped, as their
+// moves, and it replaces a start section by an export (StartExport). Custom sections of DWARF debug information are dropped, as their
 // code offsets would be wrong.
 package preempt
 
@@ -46,6 +46,14 @@ import (
 // Export is the name under which the instrumented module exports the
 // global that interrupts it.
 const Export = "quarry_interrupt"
+
+// StartExport is the name under which the instrumented module exports its
+// start function, if it has one. WebAssembly runs a start function while
+// the module is instantiated, before the host can reach the interrupt, so
+// a start function that never returned could never be stopped: Instrument
+// drops the start section and exports the function instead, and the host
+// calls it right after instantiation, under the same budget as any call.
+const StartExport = "quarry_start"
 
 // Fuel is the number of function entries and loop iterations between two
 // ticks: small enough that a guest reaches a tick within microseconds,
@@ -65,6 +73,7 @@ const (
 	secMemory    = 5
 	secGlobal    = 6
 	secExport    = 7
+	secStart     = 8
 	secCode      = 10
 	secDataCount = 12
 	secTag       = 13
@@ -82,7 +91,7 @@ const (
 
 // rank is each known section's place in the order the binary format
 // requires (custom sections may go anywhere).
-var rank = map[byte]int{1: 1, 2: 2, 3: 3, 4: 4, 5: 5, secTag: 6, secGlobal: 7, secExport: 8, 8: 9, 9: 10, secDataCount: 11, secCode: 12, 11: 13}
+var rank = map[byte]int{1: 1, 2: 2, 3: 3, 4: 4, 5: 5, secTag: 6, secGlobal: 7, secExport: 8, secStart: 9, 9: 10, secDataCount: 11, secCode: 12, 11: 13}
 
 type section struct {
 	id   byte
@@ -155,6 +164,9 @@ func Instrument(wasm []byte) ([]byte, error) {
 		return nil
 	}
 	for _, s := range secs {
+		if s.id == secStart { // exported instead (StartExport)
+			continue
+		}
 		if s.id == secCustom {
 			if !dropCustom(s.body) {
 				out = appendSection(out, s.id, s.body)
@@ -202,6 +214,9 @@ type module struct {
 
 	interrupt, fuel uint32 // the added globals
 	tick            uint32 // the added function
+
+	start    uint32 // the start function's index, if hasStart
+	hasStart bool
 }
 
 // learn reads what Instrument needs of one section.
@@ -223,6 +238,13 @@ func (m *module) learn(s section) error {
 		err = m.readImports(r)
 	case secExport:
 		err = m.readExports(r)
+	case secStart:
+		m.start = r.u32()
+		m.hasStart = true
+		if r.err == nil && !r.done() {
+			r.fail("%d bytes after the start function's index", len(r.b)-r.off)
+		}
+		err = r.err
 	case secDataCount: // one u32 and nothing else (wazero takes an empty one, then trips on the sections after it)
 		r.u32()
 		if r.err == nil && !r.done() {
@@ -276,8 +298,8 @@ func (m *module) readExports(r *reader) error {
 		if r.err != nil {
 			return fmt.Errorf("export section: %w", r.err)
 		}
-		if name == Export {
-			return fmt.Errorf("%w: the module exports %q, a name the host reserves", ErrMalformed, Export)
+		if name == Export || name == StartExport {
+			return fmt.Errorf("%w: the module exports %q, a name the host reserves", ErrMalformed, name)
 		}
 	}
 	return r.err
@@ -301,12 +323,21 @@ func (m *module) globals(old []byte) ([]byte, error) {
 	return out, nil
 }
 
-// exports appends the interrupt's export.
+// exports appends the interrupt's export and the start function's.
 func (m *module) exports(old []byte) ([]byte, error) {
-	e := appendU32(nil, uint32(len(Export)))
-	e = append(e, Export...)
-	e = append(e, kindGlobal)
-	return appendEntries(old, appendU32(e, m.interrupt)), nil
+	out := appendEntries(old, exportEntry(Export, kindGlobal, m.interrupt))
+	if m.hasStart {
+		out = appendEntries(out, exportEntry(StartExport, kindFunc, m.start))
+	}
+	return out, nil
+}
+
+// exportEntry is one entry of the export section.
+func exportEntry(name string, kind byte, index uint32) []byte {
+	e := appendU32(nil, uint32(len(name)))
+	e = append(e, name...)
+	e = append(e, kind)
+	return appendU32(e, index)
 }
 
 // appendEntries returns a vector section with entry appended (its count

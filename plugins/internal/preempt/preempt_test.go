@@ -162,6 +162,31 @@ func instantiateWithImports(t *testing.T, wasm []byte) {
 	}
 }
 
+// TestStartExported: a start function does not run at instantiation (where
+// nothing could interrupt it) but is exported as StartExport, and called
+// there it can be interrupted like any call.
+func TestStartExported(t *testing.T) {
+	mod, g := instantiate(t, wasmtest.WAT(t, `(module
+		(global $ran (export "ran") (mut i32) (i32.const 0))
+		(func $start (global.set $ran (i32.const 1)) (loop $l (br $l)))
+		(start $start))`))
+	if ran := mod.ExportedGlobal("ran").Get(); ran != 0 {
+		t.Fatalf("the start function ran at instantiation")
+	}
+	start := mod.ExportedFunction(StartExport)
+	if start == nil {
+		t.Fatalf("no %s export", StartExport)
+	}
+	timer := time.AfterFunc(20*time.Millisecond, func() { g.Set(1) })
+	defer timer.Stop()
+	if _, err := start.Call(context.Background()); err == nil || !strings.Contains(err.Error(), "unreachable") {
+		t.Fatalf("start returned %v, want the interrupt's trap", err)
+	}
+	if ran := mod.ExportedGlobal("ran").Get(); ran != 1 {
+		t.Fatalf("the exported start function did not run")
+	}
+}
+
 // TestInstrumentRefuses: what Instrument cannot or must not rewrite is
 // refused with ErrMalformed and a message naming it.
 func TestInstrumentRefuses(t *testing.T) {
@@ -190,6 +215,7 @@ func TestInstrumentRefuses(t *testing.T) {
 		{"a global that does not exist", badGlobal, "global 0 does not exist"},
 		{"an unknown opcode", unknownOp, "unknown opcode"},
 		{"the reserved export", wasmtest.WAT(t, `(module (global $g (mut i32) (i32.const 0)) (export "quarry_interrupt" (global $g)))`), "reserves"},
+		{"the reserved start export", wasmtest.WAT(t, `(module (func (export "quarry_start")))`), "reserves"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Instrument(tc.wasm)
