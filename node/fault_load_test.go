@@ -12,6 +12,7 @@ import (
 	"github.com/quarrysearch/quarry/broker"
 	"github.com/quarrysearch/quarry/indexer"
 	"github.com/quarrysearch/quarry/internal/loadgen"
+	"github.com/quarrysearch/quarry/internal/testtier"
 	"github.com/quarrysearch/quarry/searcher"
 )
 
@@ -32,7 +33,7 @@ func TestFaultSlowShard(t *testing.T) {
 	c, ctx := core.Client(), context.Background()
 	fast := startRoles(t, core.NATSURL(), nil, &searcher.Config{}, nil)
 	queries, req, docs, want := 1000, api.SearchRequest{Q: "noodles", TimeoutMS: 10000}, 100, 34
-	if *long {
+	if testtier.Soak {
 		queries, req, docs = 5000, api.SearchRequest{Sort: []string{"-price"}, TimeoutMS: 10000}, 10000
 		want = docs
 		loadCatalog(t, fast, "slow", 1, catalogNDJSON(t, docs))
@@ -60,7 +61,7 @@ func TestFaultSlowShard(t *testing.T) {
 		return &h
 	}
 	baseline := ""
-	if *long {
+	if testtier.Soak {
 		// The same searches with no slow replica: this machine's own tail.
 		measure(100)
 		b := measure(queries / 2)
@@ -88,7 +89,7 @@ func TestFaultSlowShard(t *testing.T) {
 	if p999 >= delay/2 {
 		t.Errorf("p99.9 %s: more than 0.1%% of searches waited for the slow replica (delay %s): hedging did not rescue them", p999, delay)
 	}
-	if *long && ratio > 3 {
+	if testtier.Soak && ratio > 3 {
 		t.Errorf("p99.9 is %.1f× p50 (%s against %s), want at most 3×%s", ratio, p999, p50, baseline)
 	}
 }
@@ -120,7 +121,7 @@ func TestFaultOverload(t *testing.T) {
 	const maxInFlight, service = 4, 50 * time.Millisecond
 	capacity := float64(maxInFlight) / service.Seconds()
 	dur, bound := 2*time.Second, 3.0
-	if *long {
+	if testtier.Soak {
 		dur, bound = 10*time.Second, 1.5
 	}
 	n := startRoles(t, "", &indexer.Config{SnapshotInterval: -1},

@@ -2,7 +2,6 @@ package node
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"slices"
 	"sync"
@@ -14,11 +13,10 @@ import (
 )
 
 // The fault suite (fault_*_test.go) runs short variants by default, for
-// CI; -quarry.long runs the long ones: more queries, longer loads, the
-// tight bounds of issue 6.
+// CI; the soak variants (testtier.Soak) run more queries and longer loads
+// and hold the tight bounds of issue 6:
 //
-//	go test ./node -run 'Fault' -quarry.long -v
-var long = flag.Bool("quarry.long", false, "run the long fault variants")
+//	go test -tags long,soak ./node -run 'Fault' -v
 
 // waitUntil polls cond until it holds, or fails the test after timeout,
 // saying what it waited for. It returns how long it took.

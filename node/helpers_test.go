@@ -14,6 +14,7 @@ import (
 	"github.com/quarrysearch/quarry/client"
 	"github.com/quarrysearch/quarry/indexer"
 	"github.com/quarrysearch/quarry/internal/catalog"
+	"github.com/quarrysearch/quarry/internal/wasmtest"
 	"github.com/quarrysearch/quarry/plugins"
 	"github.com/quarrysearch/quarry/searcher"
 )
@@ -34,7 +35,7 @@ func startRoles(t testing.TB, natsURL string, idx *indexer.Config, srch *searche
 
 // startConfig starts a node from cfg, filling in what a test leaves out: a
 // temp DataDir, an embedded NATS on a free port, an HTTP listener on one,
-// the test logger. It waits until the node is ready and closes it when the
+// the test logger, the test run's plugin cache (wasmtest.PluginCache). It waits until the node is ready and closes it when the
 // test ends.
 func startConfig(t testing.TB, cfg Config) *Node {
 	t.Helper()
@@ -51,6 +52,9 @@ func startConfig(t testing.TB, cfg Config) *Node {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = testLogger()
+	}
+	if cfg.PluginCacheDir == "" {
+		cfg.PluginCacheDir = wasmtest.PluginCache(t)
 	}
 	n, err := Start(ctx, cfg)
 	if err != nil {

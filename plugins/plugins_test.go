@@ -19,12 +19,15 @@ func testRuntime(t testing.TB) *Runtime {
 	return testRuntimeWith(t, Config{})
 }
 
-// testRuntimeWith is a runtime of cfg, with the tests' memory limit and
-// logger where cfg leaves them out.
+// testRuntimeWith is a runtime of cfg, with the tests' memory limit,
+// compilation cache and logger where cfg leaves them out.
 func testRuntimeWith(t testing.TB, cfg Config) *Runtime {
 	t.Helper()
 	if cfg.MemoryLimitPages == 0 {
 		cfg.MemoryLimitPages = 256
+	}
+	if cfg.CacheDir == "" {
+		cfg.CacheDir = wasmtest.PluginCache(t)
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))

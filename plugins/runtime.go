@@ -32,6 +32,12 @@ const (
 // Config configures a runtime. Zero values are documented defaults.
 type Config struct {
 	// CacheDir keeps compiled plugins across restarts; empty: in memory.
+	// Runtimes may share one directory (wazero's file cache writes each
+	// entry through a rename), whatever their CloseOnContextDone: wazero
+	// keys an entry by the module's bytes alone, not by whether it was
+	// compiled with its own termination checks, but a runtime without
+	// them compiles the instrumented module (other bytes), so neither
+	// ever loads code compiled for the other.
 	CacheDir string
 	// MemoryLimitPages caps each instance's memory, in 64 KiB pages
 	// (default DefaultMemoryLimitPages: 64 MiB).

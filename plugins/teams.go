@@ -4,13 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"sync"
 )
 
 // Teams keeps one Runtime per team, each made on first use with the same
-// Config (and its own compilation cache directory under CacheDir), so a
-// team's plugins share instances and memory only with that team's.
+// Config, so a team's plugins share instances and memory only with that
+// team's. The compilation cache (CacheDir) is shared by every team and by
+// whoever else uses the directory (the registry, which validates each
+// push): compiled code is keyed by the module's bytes, so a module
+// validated once is not compiled again when a team's runtime loads it,
+// and no team can reach another's through it.
 type Teams struct {
 	cfg Config
 
@@ -34,9 +37,6 @@ func (t *Teams) Runtime(ctx context.Context, team string) (*Runtime, error) {
 		return r, nil
 	}
 	cfg := t.cfg
-	if cfg.CacheDir != "" {
-		cfg.CacheDir = filepath.Join(cfg.CacheDir, team)
-	}
 	cfg.Team = team
 	if cfg.Logger != nil {
 		cfg.Logger = cfg.Logger.With("team", team)

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -19,10 +18,9 @@ import (
 	"github.com/quarrysearch/quarry/client"
 	"github.com/quarrysearch/quarry/httpapi"
 	"github.com/quarrysearch/quarry/internal/catalog"
+	"github.com/quarrysearch/quarry/internal/testtier"
 	"github.com/quarrysearch/quarry/internal/wasmtest"
 )
-
-var interleaveLong = flag.Bool("interleave.long", false, "TestInterleavingSimulation: 20 seeds each way, not 3")
 
 // simQueries are what the simulated users search the catalogue for.
 var simQueries = []string{"noodles", "pizza", "curry", "burger", "salad", "soup", "chicken", "spicy", "vegan", "rice", "tacos", "sushi"}
@@ -35,7 +33,7 @@ var simQueries = []string{"noodles", "pizza", "curry", "burger", "salad", "soup"
 // candidate, the worse one (rating buried, testdata/worse.c) rolled back,
 // by Quarry itself, within a stated number of searches, on every seed;
 // the worse one never wins. docs/relevance.md has the figures
-// (-interleave.long: 20 seeds each way).
+// (the soak variant, -tags long,soak: 20 seeds each way).
 func TestInterleavingSimulation(t *testing.T) {
 	url, c := cluster(t, true)
 	ctx := context.Background()
@@ -73,7 +71,7 @@ func TestInterleavingSimulation(t *testing.T) {
 		t.Fatalf("canary stats before any experiment: %v", err)
 	}
 	seeds := 3
-	if *interleaveLong {
+	if testtier.Soak {
 		seeds = 20
 	}
 	const budget = 400 // searches per experiment

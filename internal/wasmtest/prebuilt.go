@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/quarrysearch/quarry/internal/testtier"
 )
 
 // Prebuilt is the directory of the committed modules that WAT, C and
@@ -52,8 +54,8 @@ func prebuilt(tb testing.TB, kind, name string, sum []byte, build func(out strin
 	file += "-" + hex.EncodeToString(sum[:8]) + ".wasm"
 	path := filepath.Join(Prebuilt, file)
 	mode, ok := os.LookupEnv(ModeEnv)
-	if !ok {
-		mode = defaultMode
+	if !ok && testtier.Long {
+		mode = "check"
 	}
 	switch mode {
 	case "", "check", "rebuild":
@@ -165,4 +167,22 @@ func (h *hasher) tree(tb testing.TB, dir string, exts ...string) {
 func (h *hasher) sum() []byte {
 	s := sha256.Sum256(h.b)
 	return s[:]
+}
+
+// PluginCache is one directory of compiled plugins (wazero's compilation
+// cache, keyed by a module's bytes) for every test of a run, and of the
+// runs after it: under -race compiling a Go plugin takes tens of seconds,
+// and without it each node of each test compiled the same modules again.
+// A test that measures or bounds compiling itself must not use it.
+func PluginCache(tb testing.TB) string {
+	tb.Helper()
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		dir = os.TempDir()
+	}
+	dir = filepath.Join(dir, "quarry-test", "plugins")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		tb.Fatal(err)
+	}
+	return dir
 }

@@ -1,3 +1,5 @@
+//go:build long
+
 package main
 
 import (
@@ -18,53 +20,6 @@ import (
 	"github.com/quarrysearch/quarry/internal/natstest"
 	"github.com/quarrysearch/quarry/internal/subject"
 )
-
-// startServe starts `quarry serve` as a process on free ports with args
-// added, waits until it is ready and returns it with its NATS URL and the
-// base URL of its HTTP API.
-func startServe(t *testing.T, data string, args ...string) (r *role, url, base string) {
-	t.Helper()
-	port, httpAddr := natstest.FreePort(t), fmt.Sprintf("127.0.0.1:%d", natstest.FreePort(t))
-	r = startRole(t, append([]string{"serve", "--data", data, "--nats-port", fmt.Sprint(port), "--http", httpAddr}, args...)...)
-	base = "http://" + httpAddr
-	waitReady(t, base, time.Minute)
-	return r, fmt.Sprintf("nats://127.0.0.1:%d", port), base
-}
-
-// `quarry serve` runs JetStream syncing every write before acknowledging
-// it, unless --sync or the --nats-config file's sync_interval says
-// otherwise (the flag first); with an interval it warns at start-up. The
-// start-up line reports the embedded server's effective configuration
-// (embednats.Server.Sync, what /varz shows; TestSync in
-// internal/embednats checks that line against the server's options).
-func TestServeSync(t *testing.T) {
-	conf := filepath.Join(t.TempDir(), "nats.conf")
-	if err := os.WriteFile(conf, []byte("jetstream { sync_interval: 30s }\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	const always = `level=INFO msg="JetStream puts every write on disk before acknowledging it" sync=always`
-	const interval = `level=WARN msg="JetStream acknowledges writes before they are on disk: `
-	for _, c := range []struct {
-		args []string
-		want []string
-	}{
-		{nil, []string{always}},
-		{[]string{"--sync", "2m"}, []string{interval, "sync_interval=2m0s"}},
-		{[]string{"--nats-config", conf}, []string{interval, "sync_interval=30s"}},
-		{[]string{"--nats-config", conf, "--sync", "always"}, []string{always}},
-	} {
-		r, _, _ := startServe(t, t.TempDir(), c.args...)
-		r.stop()
-		for _, want := range c.want {
-			if logs := r.logs.String(); !strings.Contains(logs, want) {
-				t.Errorf("quarry serve %s: no %q in its output:\n%s", strings.Join(c.args, " "), want, logs)
-			}
-		}
-	}
-	if _, stderr, code := cli(t, "", "serve", "--sync", "0s"); code != exitUsage || !strings.Contains(stderr, `invalid value "0s" for flag -sync: sync "0s": want always or a positive interval such as 2m`) {
-		t.Errorf("quarry serve --sync 0s: exit status %d, want %d, and why:\n%s", code, exitUsage, stderr)
-	}
-}
 
 // TestServeKill9MidBulk kills the whole `quarry serve` process with SIGKILL
 // in the middle of a bulk ingest and starts it again on its data
@@ -166,4 +121,51 @@ func TestServeKill9MidBulk(t *testing.T) {
 		waitTotalOf(t, c2, index, &api.SearchRequest{Query: q, Size: api.NoHits}, uint64(len(ids)))
 	}
 	t.Logf("after the restart: %d documents in the stream and in search, every one of the %d acknowledged among them", info.State.Msgs, acked)
+}
+
+// startServe starts `quarry serve` as a process on free ports with args
+// added, waits until it is ready and returns it with its NATS URL and the
+// base URL of its HTTP API.
+func startServe(t *testing.T, data string, args ...string) (r *role, url, base string) {
+	t.Helper()
+	port, httpAddr := natstest.FreePort(t), fmt.Sprintf("127.0.0.1:%d", natstest.FreePort(t))
+	r = startRole(t, append([]string{"serve", "--data", data, "--nats-port", fmt.Sprint(port), "--http", httpAddr}, args...)...)
+	base = "http://" + httpAddr
+	waitReady(t, base, time.Minute)
+	return r, fmt.Sprintf("nats://127.0.0.1:%d", port), base
+}
+
+// `quarry serve` runs JetStream syncing every write before acknowledging
+// it, unless --sync or the --nats-config file's sync_interval says
+// otherwise (the flag first); with an interval it warns at start-up. The
+// start-up line reports the embedded server's effective configuration
+// (embednats.Server.Sync, what /varz shows; TestSync in
+// internal/embednats checks that line against the server's options).
+func TestServeSync(t *testing.T) {
+	conf := filepath.Join(t.TempDir(), "nats.conf")
+	if err := os.WriteFile(conf, []byte("jetstream { sync_interval: 30s }\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const always = `level=INFO msg="JetStream puts every write on disk before acknowledging it" sync=always`
+	const interval = `level=WARN msg="JetStream acknowledges writes before they are on disk: `
+	for _, c := range []struct {
+		args []string
+		want []string
+	}{
+		{nil, []string{always}},
+		{[]string{"--sync", "2m"}, []string{interval, "sync_interval=2m0s"}},
+		{[]string{"--nats-config", conf}, []string{interval, "sync_interval=30s"}},
+		{[]string{"--nats-config", conf, "--sync", "always"}, []string{always}},
+	} {
+		r, _, _ := startServe(t, t.TempDir(), c.args...)
+		r.stop()
+		for _, want := range c.want {
+			if logs := r.logs.String(); !strings.Contains(logs, want) {
+				t.Errorf("quarry serve %s: no %q in its output:\n%s", strings.Join(c.args, " "), want, logs)
+			}
+		}
+	}
+	if _, stderr, code := cli(t, "", "serve", "--sync", "0s"); code != exitUsage || !strings.Contains(stderr, `invalid value "0s" for flag -sync: sync "0s": want always or a positive interval such as 2m`) {
+		t.Errorf("quarry serve --sync 0s: exit status %d, want %d, and why:\n%s", code, exitUsage, stderr)
+	}
 }

@@ -1,3 +1,5 @@
+//go:build long
+
 package clustertest
 
 import (
@@ -5,7 +7,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"net"
 	"os"
@@ -23,14 +24,14 @@ import (
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/client"
 	"github.com/quarrysearch/quarry/internal/natstest"
+	"github.com/quarrysearch/quarry/internal/testtier"
 )
 
-// The short variant runs in CI (about a minute and a half); -quarry.long
-// kills every NATS member in turn, every role, restarts the members one
-// by one in lame-duck mode and loads more:
+// The long tier runs the short variant (about a minute and a half); the
+// soak variant (testtier.Soak) kills every NATS member in turn, every
+// role, restarts the members one by one in lame-duck mode and loads more:
 //
-//	go test -race -run TestDeployCluster ./internal/clustertest -quarry.long -v
-var long = flag.Bool("quarry.long", false, "run the long variant of the cluster test")
+//	go test -tags long,soak -run TestDeployCluster ./internal/clustertest -v
 
 // Bounds the test holds.
 const (
@@ -55,8 +56,8 @@ const (
 // part of the catalogue into an index of team food and, under a steady
 // query load (as team food, through two connections to different
 // members) and a steady stream of writes, kills with -9 the NATS meta
-// leader (-quarry.long: every member in turn), a searcher, a broker and
-// the indexer, starting each again as systemd would (-quarry.long: every
+// leader (soak: every member in turn), a searcher, a broker and
+// the indexer, starting each again as systemd would (soak: every
 // role, and a rolling restart of the members in lame-duck mode). No
 // operator acts. At most 1% of the queries may fail; every acknowledged
 // write is searchable at the end.
@@ -140,7 +141,7 @@ func TestDeployCluster(t *testing.T) {
 
 	// Data: part of the catalogue, in an index of team food.
 	docs := 300
-	if *long {
+	if testtier.Soak {
 		docs = 2000
 	}
 	cli("index", "create", "menu", "--shards", "2", "--team", "food", "--mapping", "examples/catalog/mapping.json", "--user", "quarry")
@@ -150,7 +151,7 @@ func TestDeployCluster(t *testing.T) {
 
 	// The application: team food, two connections to different members.
 	rate := 50.0
-	if *long {
+	if testtier.Soak {
 		rate = 100
 	}
 	var loads []*load
@@ -174,7 +175,7 @@ func TestDeployCluster(t *testing.T) {
 	w := startWriter(t, cl.urls(1), 10)
 
 	steady := 2 * time.Second
-	if *long {
+	if testtier.Soak {
 		steady = 5 * time.Second
 	}
 	time.Sleep(steady)
@@ -233,7 +234,7 @@ func TestDeployCluster(t *testing.T) {
 		t.Fatal("no meta leader")
 	}
 	order := []*member{cl.byName(leader)}
-	if *long {
+	if testtier.Soak {
 		for _, m := range cl.members {
 			if m.name != leader {
 				order = append(order, m)
@@ -244,13 +245,13 @@ func TestDeployCluster(t *testing.T) {
 		killMember(m, []string{"alpha", "bravo", "charlie"}[k])
 	}
 	roleOrder := []string{"searcher-1", "broker-1", "indexer"}
-	if *long {
+	if testtier.Soak {
 		roleOrder = []string{"searcher-1", "searcher-2", "broker-1", "broker-2", "indexer"}
 	}
 	for _, name := range roleOrder {
 		killRole(name)
 	}
-	if *long {
+	if testtier.Soak {
 		// A rolling restart: each member in lame-duck mode, as
 		// `systemctl restart nats-server` does (KillSignal=SIGUSR2).
 		for _, m := range cl.members {
@@ -592,7 +593,7 @@ func report(t *testing.T, outs []outcome, kills []time.Time) {
 	if len(outs) == 0 || float64(failed) > maxFailed*float64(len(outs)) {
 		t.Errorf("%d of %d queries failed, want at most %g%%", failed, len(outs), 100*maxFailed)
 	}
-	if *long && float64(outsideOwn) > maxFailedOutsideOwn*float64(nOutsideOwn) {
+	if testtier.Soak && float64(outsideOwn) > maxFailedOutsideOwn*float64(nOutsideOwn) {
 		t.Errorf("outside the moments a client's own member died, %d of %d queries failed, want at most %g%%", outsideOwn, nOutsideOwn, 100*maxFailedOutsideOwn)
 	}
 }

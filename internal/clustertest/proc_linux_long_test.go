@@ -1,3 +1,5 @@
+//go:build linux && long
+
 package clustertest
 
 import (

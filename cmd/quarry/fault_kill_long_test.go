@@ -1,3 +1,5 @@
+//go:build long
+
 package main
 
 import (
@@ -5,7 +7,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io/fs"
 	"path/filepath"
@@ -27,6 +28,7 @@ import (
 	"github.com/quarrysearch/quarry/internal/natstest"
 	"github.com/quarrysearch/quarry/internal/shard"
 	"github.com/quarrysearch/quarry/internal/subject"
+	"github.com/quarrysearch/quarry/internal/testtier"
 	"github.com/quarrysearch/quarry/internal/wire"
 	"github.com/quarrysearch/quarry/node"
 	"github.com/quarrysearch/quarry/searcher"
@@ -34,15 +36,13 @@ import (
 
 // The fault suite's kill -9 tests: a process dies without a word (no
 // drain, no clean-up) while queries or a build run, and the platform
-// recovers by itself. By default each kill happens once, with a short
-// load, so that the suite runs in CI; -quarry.long repeats the kills and
-// loads longer.
-var long = flag.Bool("quarry.long", false, "run the long fault variants")
-
+// recovers by itself. In the long tier each kill happens once, with a
+// short load; the soak variants (testtier.Soak) repeat the kills and load
+// longer.
 // killScale is how many times a test kills and how long the load runs
 // steadily before each kill and after each recovery.
 func killScale() (rounds int, steady time.Duration) {
-	if *long {
+	if testtier.Soak {
 		return 5, 3 * time.Second
 	}
 	return 1, 700 * time.Millisecond
@@ -283,7 +283,7 @@ func TestBrokerKill9UnderLoad(t *testing.T) {
 func TestIndexerKill9MidBuild(t *testing.T) {
 	rounds, _ := killScale()
 	perRound := 5000
-	if *long {
+	if testtier.Soak {
 		rounds, perRound = 3, 15000
 	}
 	s := natstest.Start(t)
