@@ -26,7 +26,7 @@ func TestExactScoringCorpus(t *testing.T) {
 	if testtier.Soak {
 		size = 20000
 	}
-	s, all, cases := startCorpus(t, size, &broker.Config{})
+	s, all, cases := startCorpus(t, size, []int{1, 2, 4, 7}, &broker.Config{})
 	n, ctx := s.n, context.Background()
 
 	// Updates (new text under existing ids) and deletes: the searchers'

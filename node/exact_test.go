@@ -424,17 +424,17 @@ func (s *corpusState) check(t *testing.T, state string, cases []struct {
 }
 
 // startCorpus starts a node with the broker's configuration bcfg, the
-// corpus's indexes of 1, 2, 4 and 7 shards, size documents written to
-// each; it returns them and the queries that check them. The reference
+// corpus's indexes of each count of shards in counts, size documents
+// written to each; it returns them and the queries that check them. The reference
 // index is not built yet (updateReference, or the next write, builds it).
-func startCorpus(t *testing.T, size int, bcfg *broker.Config) (s *corpusState, all []map[string]any, cases []struct {
+func startCorpus(t *testing.T, size int, counts []int, bcfg *broker.Config) (s *corpusState, all []map[string]any, cases []struct {
 	name string
 	req  api.SearchRequest
 }) {
 	t.Helper()
 	n := startRoles(t, "", &indexer.Config{SnapshotInterval: -1}, &searcher.Config{}, bcfg)
 	ctx := context.Background()
-	s = &corpusState{n: n, counts: []int{1, 2, 4, 7}, g: corpus.New(corpus.Config{Seed: 21, BodyMax: 90}), docs: map[string]map[string]any{}, last: map[string]map[int]uint64{}}
+	s = &corpusState{n: n, counts: counts, g: corpus.New(corpus.Config{Seed: 21, BodyMax: 90}), docs: map[string]map[string]any{}, last: map[string]map[int]uint64{}}
 	t.Cleanup(s.close)
 	all = s.g.Records(size)
 	for _, shards := range s.counts {
@@ -451,11 +451,14 @@ func startCorpus(t *testing.T, size int, bcfg *broker.Config) (s *corpusState, a
 // scores are exact again once documents changed past either.
 func TestStatsFreshness(t *testing.T) {
 	const size = 700
+	// Two shard counts: statistics summed over shards is what goes
+	// stale (TestExactScoringCorpus has 1, 2, 4 and 7).
+	freshnessShards := []int{2, 7}
 	t.Run("updates", func(t *testing.T) {
 		// At most 10 updates of any shard's missed: 10% more documents,
 		// and the very next searches are exact (with the bound at
 		// MaxStatsMaxUpdates, 24 of them are not).
-		s, _, cases := startCorpus(t, size, &broker.Config{StatsMaxUpdates: 10, StatsMaxAge: time.Hour})
+		s, _, cases := startCorpus(t, size, freshnessShards, &broker.Config{StatsMaxUpdates: 10, StatsMaxAge: time.Hour})
 		s.updateReference(t)
 		s.check(t, "cached", cases)
 		more := s.g.Records(size / 10)
@@ -465,7 +468,7 @@ func TestStatsFreshness(t *testing.T) {
 	t.Run("age", func(t *testing.T) {
 		// A few updates (under the bound), then the bound's time: exact
 		// again.
-		s, _, cases := startCorpus(t, size, &broker.Config{StatsMaxUpdates: broker.MaxStatsMaxUpdates, StatsMaxAge: 300 * time.Millisecond})
+		s, _, cases := startCorpus(t, size, freshnessShards, &broker.Config{StatsMaxUpdates: broker.MaxStatsMaxUpdates, StatsMaxAge: 300 * time.Millisecond})
 		s.updateReference(t)
 		s.check(t, "cached", cases[:6])
 		s.write(t, []map[string]any{s.g.Next().Record(), s.g.Next().Record(), s.g.Next().Record()}, nil, false)

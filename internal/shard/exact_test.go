@@ -18,6 +18,7 @@ import (
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/internal/corpus"
 	"github.com/quarrysearch/quarry/internal/indexmap"
+	"github.com/quarrysearch/quarry/internal/testtier"
 	"github.com/quarrysearch/quarry/internal/wire"
 )
 
@@ -258,7 +259,7 @@ func referenceIndex(tb testing.TB, raw json.RawMessage, docs []map[string]any) b
 	return idx
 }
 
-// A query over 1, 2, 4 and 7 replicas, each scored with the summed
+// A query over several replicas (1, 2, 4 and 7), each scored with the summed
 // statistics, returns the same ids, order and scores as one bleve index of
 // every document scored with token totals counted from its postings: for
 // every query kind, after updates and deletes, and after forced merges.
@@ -266,7 +267,13 @@ func referenceIndex(tb testing.TB, raw json.RawMessage, docs []map[string]any) b
 // guards something).
 func TestExactScoringShards(t *testing.T) {
 	g := corpus.New(corpus.Config{Seed: 11, BodyMax: 90})
-	docs := g.Records(800)
+	// The fast tier: 300 documents over 1 and 3 replicas; the long tier
+	// (testtier.Long): 800 over 1, 2, 4 and 7.
+	size, counts := 300, []int{1, 3}
+	if testtier.Long {
+		size, counts = 800, []int{1, 2, 4, 7}
+	}
+	docs := g.Records(size)
 	queries := exactQueries(t, g, docs)
 	// Updates (new text for existing ids) and deletes, applied after the
 	// first load: the replicas hold their old versions as deleted
@@ -291,7 +298,7 @@ func TestExactScoringShards(t *testing.T) {
 	ref := referenceIndex(t, raw, final)
 	refStats := postingsStats(t, ref, "title", "body", "_all", "year", "date", "loc")
 	differs := map[string]bool{}
-	for _, n := range []int{1, 2, 4, 7} {
+	for _, n := range counts {
 		reps := loadReplicas(t, n, raw, docs)
 		indexDocs(t, reps, updates)
 		deleteDocs(t, reps, deleted)
@@ -320,7 +327,7 @@ func TestExactScoringShards(t *testing.T) {
 					if diff := sameHits(got, want); diff != "" || len(got) != min(20, len(want)) {
 						t.Fatalf("%s: %s (%d hits, reference %d)", qj, diff, len(got), len(want))
 					}
-					if n == 4 && state == "updated" {
+					if n == counts[0] && state == "updated" { // once: the reference alone
 						bleveOwn, _ := referenceSearch(t, ref, nil, q, 40)
 						differs[name] = sameHits(bleveOwn[:min(20, len(bleveOwn))], want) != ""
 					}
@@ -370,7 +377,11 @@ func TestExactScoringTFIDF(t *testing.T) {
 // postings, through updates, deletes and merges, and cached per segment.
 func TestTokenTotals(t *testing.T) {
 	g := corpus.New(corpus.Config{Seed: 3, BodyMax: 90})
-	docs := g.Records(700)
+	size := 300 // the long tier: 700
+	if testtier.Long {
+		size = 700
+	}
+	docs := g.Records(size)
 	reps := loadReplicas(t, 1, corpus.Mapping("bm25"), docs)
 	r := reps[0]
 	check := func(state string) {
@@ -395,7 +406,7 @@ func TestTokenTotals(t *testing.T) {
 	}
 	check("loaded")
 	var upd []map[string]any
-	for i := 0; i < 700; i += 7 {
+	for i := 0; i < size; i += 7 {
 		d := g.Next().Record()
 		d["id"] = docs[i]["id"]
 		upd = append(upd, d)
