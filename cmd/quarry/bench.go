@@ -15,34 +15,35 @@ import (
 // It runs, with the same arguments, the quarry-bench beside this
 // executable, else the one on PATH, else — in a checkout of Quarry, as
 // `go run ./cmd/quarry bench` is — `go run ./cmd/quarry-bench`.
-func runBench(ctx context.Context, args []string) error {
-	name, cmdArgs, err := benchCommand()
+func runBench(ctx context.Context, e *env, args []string) error {
+	name, cmdArgs, err := benchCommand(e.lookPath)
 	if err != nil {
 		return err
 	}
 	cmd := exec.CommandContext(ctx, name, append(cmdArgs, args...)...)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = e.stdin, e.stdout, e.stderr
 	err = cmd.Run()
 	var exit *exec.ExitError
 	if errors.As(err, &exit) {
 		// quarry-bench said what went wrong; keep its exit status.
-		os.Exit(exit.ExitCode())
+		return exitStatus(exit.ExitCode())
 	}
 	return err
 }
 
-// benchCommand finds quarry-bench: the command and its leading arguments.
-func benchCommand() (string, []string, error) {
+// benchCommand finds quarry-bench, searching PATH with lookPath: the
+// command and its leading arguments.
+func benchCommand(lookPath func(string) (string, error)) (string, []string, error) {
 	if exe, err := os.Executable(); err == nil {
 		if p := filepath.Join(filepath.Dir(exe), "quarry-bench"); isFile(p) {
 			return p, nil, nil
 		}
 	}
-	if p, err := exec.LookPath("quarry-bench"); err == nil {
+	if p, err := lookPath("quarry-bench"); err == nil {
 		return p, nil, nil
 	}
 	if isFile(filepath.Join("cmd", "quarry-bench", "go.mod")) {
-		if g, err := exec.LookPath("go"); err == nil {
+		if g, err := lookPath("go"); err == nil {
 			return g, []string{"run", "./cmd/quarry-bench"}, nil
 		}
 	}

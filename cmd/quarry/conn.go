@@ -1,10 +1,10 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
@@ -23,25 +23,19 @@ type natsFlags struct {
 	timeout                                 time.Duration
 }
 
-func (f *natsFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.url, "nats", envOr("QUARRY_NATS", "nats://127.0.0.1:4222"), "NATS server URL(s), comma-separated (env QUARRY_NATS)")
+// register adds the flags to fs, their defaults read with getenv.
+func (f *natsFlags) register(fs *flag.FlagSet, getenv func(string) string) {
+	fs.StringVar(&f.url, "nats", cmp.Or(getenv("QUARRY_NATS"), "nats://127.0.0.1:4222"), "NATS server URL(s), comma-separated (env QUARRY_NATS)")
 	fs.StringVar(&f.user, "user", "", "NATS user")
-	fs.StringVar(&f.password, "password", os.Getenv("QUARRY_NATS_PASSWORD"), "NATS password (env QUARRY_NATS_PASSWORD)")
-	fs.StringVar(&f.token, "token", os.Getenv("QUARRY_NATS_TOKEN"), "NATS auth token (env QUARRY_NATS_TOKEN)")
+	fs.StringVar(&f.password, "password", getenv("QUARRY_NATS_PASSWORD"), "NATS password (env QUARRY_NATS_PASSWORD)")
+	fs.StringVar(&f.token, "token", getenv("QUARRY_NATS_TOKEN"), "NATS auth token (env QUARRY_NATS_TOKEN)")
 	fs.StringVar(&f.creds, "creds", "", "NATS credentials file")
 	fs.StringVar(&f.nkey, "nkey", "", "NATS nkey seed file")
 	fs.StringVar(&f.tlsCA, "tls-ca", "", "CA certificate to verify the NATS server")
 	fs.StringVar(&f.tlsCert, "tls-cert", "", "client certificate for NATS TLS")
 	fs.StringVar(&f.tlsKey, "tls-key", "", "client key for NATS TLS")
-	fs.StringVar(&f.inboxPrefix, "inbox-prefix", os.Getenv("QUARRY_INBOX_PREFIX"), "subject prefix of reply inboxes, for NATS users allowed to subscribe only under it, starting with _INBOX, e.g. _INBOX_teama (env QUARRY_INBOX_PREFIX)")
+	fs.StringVar(&f.inboxPrefix, "inbox-prefix", getenv("QUARRY_INBOX_PREFIX"), "subject prefix of reply inboxes, for NATS users allowed to subscribe only under it, starting with _INBOX, e.g. _INBOX_teama (env QUARRY_INBOX_PREFIX)")
 	fs.DurationVar(&f.timeout, "timeout", 30*time.Second, "how long to wait for NATS and for answers")
-}
-
-func envOr(k, def string) string {
-	if v := os.Getenv(k); v != "" {
-		return v
-	}
-	return def
 }
 
 // options turns the flags into connection options.

@@ -11,7 +11,6 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -54,10 +53,10 @@ type devOptions struct {
 	once                   bool
 }
 
-func runDev(ctx context.Context, args []string) error {
-	fs := newFlags("dev", "INDEX DIR", devUsage)
+func runDev(ctx context.Context, e *env, args []string) error {
+	fs := e.newFlags("dev", "INDEX DIR", devUsage)
 	var nf natsFlags
-	nf.register(fs)
+	nf.register(fs, e.getenv)
 	var o devOptions
 	fs.StringVar(&o.name, "name", "", "the plugin's name (default: DIR's base name)")
 	fs.StringVar(&o.kind, "kind", "", "rewriter or ranker (default: the live plugin's, else the one DIR/test.sh runs)")
@@ -97,11 +96,10 @@ func runDev(ctx context.Context, args []string) error {
 	}
 	defer nc.Close()
 	if o.once {
-		return devRound(ctx, c, &o, os.Stdout, "")
+		return devRound(ctx, c, &o, e.stdout, "")
 	}
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt)
-	defer stop()
-	return devWatch(ctx, c, &o, os.Stdout)
+	// Until ctx ends: on Ctrl-C (main).
+	return devWatch(ctx, c, &o, e.stdout)
 }
 
 func validPluginName(name string) error {

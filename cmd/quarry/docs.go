@@ -12,13 +12,13 @@ import (
 	"github.com/quarrysearch/quarry/internal/cmdline"
 )
 
-func runIngest(ctx context.Context, args []string) error {
-	fs := newFlags("ingest", "INDEX FILE.ndjson|-", "Bulk-loads newline-delimited JSON documents (each an object with a string\n\"id\"), then asks the indexer for a new snapshot generation. Bad lines are\nreported by number and skipped; good lines still go in.\n\n"+
+func runIngest(ctx context.Context, e *env, args []string) error {
+	fs := e.newFlags("ingest", "INDEX FILE.ndjson|-", "Bulk-loads newline-delimited JSON documents (each an object with a string\n\"id\"), then asks the indexer for a new snapshot generation. Bad lines are\nreported by number and skipped; good lines still go in.\n\n"+
 		"Progress counts documents indexed (searchable, as the searchers report),\n"+
 		"not lines read: storing runs far ahead of indexing. On a terminal it is a\n"+
 		"bar; otherwise a line every --progress-every.")
 	var nf natsFlags
-	nf.register(fs)
+	nf.register(fs, e.getenv)
 	noSnap := fs.Bool("no-snapshot", false, "do not publish a new generation at the end")
 	jsonOut := fs.Bool("json", false, "print the result as JSON")
 	quiet := fs.Bool("quiet", false, "no progress bar")
@@ -27,7 +27,7 @@ func runIngest(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	var in io.Reader = os.Stdin
+	var in io.Reader = e.stdin
 	var total int64
 	if pos[1] != "-" {
 		f, err := os.Open(pos[1])
@@ -48,7 +48,7 @@ func runIngest(ctx context.Context, args []string) error {
 	if *every <= 0 {
 		return api.BadRequest("--progress-every must be positive, got %s", *every)
 	}
-	bar := newProgress(os.Stderr, total, *quiet || *jsonOut, *every)
+	bar := newProgress(e.stderr, total, *quiet || *jsonOut, *every)
 	opts := client.BulkOptions{NoSnapshot: *noSnap}
 	if !*quiet && !*jsonOut {
 		opts.OnProgress = bar.update
@@ -58,19 +58,19 @@ func runIngest(ctx context.Context, args []string) error {
 	bar.done()
 	if res != nil {
 		if *jsonOut {
-			printJSON(res)
+			printJSON(e.stdout, res)
 		} else {
 			took := time.Since(start)
-			fmt.Printf("%d lines: %d stored, %d refused in %s (%.0f docs/s)\n", res.Lines, res.Stored, res.Failed,
+			fmt.Fprintf(e.stdout, "%d lines: %d stored, %d refused in %s (%.0f docs/s)\n", res.Lines, res.Stored, res.Failed,
 				took.Round(time.Millisecond), float64(res.Stored)/took.Seconds())
-			for _, e := range res.Errors {
-				fmt.Printf("  %s\n", e)
+			for _, le := range res.Errors {
+				fmt.Fprintf(e.stdout, "  %s\n", le)
 			}
 			if res.Failed > len(res.Errors) {
-				fmt.Printf("  … and %d more\n", res.Failed-len(res.Errors))
+				fmt.Fprintf(e.stdout, "  … and %d more\n", res.Failed-len(res.Errors))
 			}
 			if res.Snapshot != nil {
-				fmt.Printf("published generation %d: %d docs, %s\n", res.Snapshot.Generation, res.Snapshot.Docs, humanBytes(res.Snapshot.Bytes))
+				fmt.Fprintf(e.stdout, "published generation %d: %d docs, %s\n", res.Snapshot.Generation, res.Snapshot.Docs, humanBytes(res.Snapshot.Bytes))
 			}
 		}
 	}
@@ -83,17 +83,17 @@ func runIngest(ctx context.Context, args []string) error {
 	return nil
 }
 
-func runPut(ctx context.Context, args []string) error {
-	fs := newFlags("put", "INDEX FILE.json|-", "Upserts one JSON document (an object with a string \"id\"). It is\nacknowledged once stored in the stream and searchable within milliseconds.")
+func runPut(ctx context.Context, e *env, args []string) error {
+	fs := e.newFlags("put", "INDEX FILE.json|-", "Upserts one JSON document (an object with a string \"id\"). It is\nacknowledged once stored in the stream and searchable within milliseconds.")
 	var nf natsFlags
-	nf.register(fs)
+	nf.register(fs, e.getenv)
 	pos, err := cmdline.Parse(fs, args, 2, 2)
 	if err != nil {
 		return err
 	}
 	var doc []byte
 	if pos[1] == "-" {
-		doc, err = io.ReadAll(os.Stdin)
+		doc, err = io.ReadAll(e.stdin)
 	} else {
 		doc, err = os.ReadFile(pos[1])
 	}
@@ -109,14 +109,14 @@ func runPut(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("stored at sequence %d\n", seq)
+	fmt.Fprintf(e.stdout, "stored at sequence %d\n", seq)
 	return nil
 }
 
-func runDelete(ctx context.Context, args []string) error {
-	fs := newFlags("delete", "INDEX ID", "Deletes one document by id.")
+func runDelete(ctx context.Context, e *env, args []string) error {
+	fs := e.newFlags("delete", "INDEX ID", "Deletes one document by id.")
 	var nf natsFlags
-	nf.register(fs)
+	nf.register(fs, e.getenv)
 	pos, err := cmdline.Parse(fs, args, 2, 2)
 	if err != nil {
 		return err
@@ -130,6 +130,6 @@ func runDelete(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("deleted at sequence %d\n", seq)
+	fmt.Fprintf(e.stdout, "deleted at sequence %d\n", seq)
 	return nil
 }

@@ -180,8 +180,6 @@ func TestExitCodes(t *testing.T) {
 // value: "-demo menu").
 func TestBoolFlagsRender(t *testing.T) {
 	var sets []*flag.FlagSet
-	flagSets = &sets
-	defer func() { flagSets = nil }()
 	subs := map[string][]string{
 		"index":    {"create", "query", "ls", "show", "rm"},
 		"plugin":   {"push", "ls", "show", "activate", "rollback", "rm", "canary", "promote", "shadow", "shadow-stats", "events", "test", "run", "new"},
@@ -190,18 +188,18 @@ func TestBoolFlagsRender(t *testing.T) {
 		"team":     {"set", "ls"},
 		"token":    {"create", "ls", "revoke"},
 	}
-	stderr := os.Stderr
-	os.Stderr, _ = os.Open(os.DevNull)
-	defer func() { os.Stderr = stderr }()
+	// Else bench --help would run quarry-bench --help.
+	e := &env{stdin: strings.NewReader(""), stdout: io.Discard, stderr: io.Discard, flagSets: &sets,
+		getenv: func(string) string { return "" }, lookPath: func(string) (string, error) { return "", exec.ErrNotFound }}
 	for name, c := range commands {
 		if name == "version" {
 			continue
 		}
 		if len(subs[name]) == 0 {
-			c.run(context.Background(), []string{"--help"})
+			c.run(context.Background(), e, []string{"--help"})
 		}
 		for _, sub := range subs[name] {
-			c.run(context.Background(), []string{sub, "--help"})
+			c.run(context.Background(), e, []string{sub, "--help"})
 		}
 	}
 	if len(sets) < 20 {

@@ -18,9 +18,9 @@ import (
 	"github.com/quarrysearch/quarry/internal/cmdline"
 )
 
-func runIndex(ctx context.Context, args []string) error {
+func runIndex(ctx context.Context, e *env, args []string) error {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
-		fmt.Fprint(os.Stderr, "Usage: quarry index create|ls|show|query|rm ...\n\n"+
+		fmt.Fprint(e.stderr, "Usage: quarry index create|ls|show|query|rm ...\n\n"+
 			"  create NAME [--shards N] [--team TEAM] [--mapping FILE] [--query FILE]\n"+
 			"                                            create an index (1 shard unless --shards; bleve mapping JSON;\n"+
 			"                                            query settings JSON)\n"+
@@ -38,8 +38,8 @@ func runIndex(ctx context.Context, args []string) error {
 	jsonOut := false
 	switch sub {
 	case "create":
-		fs := newFlags("index create", "NAME", "Creates an index. Its definition lives in the quarry-indexes KV bucket.")
-		nf.register(fs)
+		fs := e.newFlags("index create", "NAME", "Creates an index. Its definition lives in the quarry-indexes KV bucket.")
+		nf.register(fs, e.getenv)
 		shards := fs.Int("shards", defaultShards, "number of shards (1-256)")
 		team := fs.String("team", "", "team that owns the index: its plugins share that team's plugin runtime and limits (default: the index is a team of its own)")
 		mappingFile := fs.String("mapping", "", "bleve index mapping JSON file (default: dynamic mapping, BM25)")
@@ -56,7 +56,7 @@ func runIndex(ctx context.Context, args []string) error {
 		}
 		var qs api.QuerySettings
 		if *queryFile != "" {
-			if qs, err = readQuerySettings(*queryFile); err != nil {
+			if qs, err = readQuerySettings(e.stdin, *queryFile); err != nil {
 				return fmt.Errorf("--query: %w", err)
 			}
 		}
@@ -69,12 +69,12 @@ func runIndex(ctx context.Context, args []string) error {
 		if err != nil {
 			return err
 		}
-		fmt.Println(createdLine(def.Name, def.Shards, flagSet(fs, "shards")))
+		fmt.Fprintln(e.stdout, createdLine(def.Name, def.Shards, flagSet(fs, "shards")))
 		return nil
 	case "ls", "list":
-		fs := newFlags("index ls", "", "Lists indexes with their shard count, live document count (what searches\n"+
+		fs := e.newFlags("index ls", "", "Lists indexes with their shard count, live document count (what searches\n"+
 			"see now, from the searchers) and current snapshot.")
-		nf.register(fs)
+		nf.register(fs, e.getenv)
 		fs.BoolVar(&jsonOut, "json", false, "print JSON")
 		if _, err := cmdline.Parse(fs, args, 0, 0); err != nil {
 			return err
@@ -90,7 +90,7 @@ func runIndex(ctx context.Context, args []string) error {
 		}
 		var rows []any
 		var notes []string // why a count is the snapshot's
-		tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+		tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 		if !jsonOut {
 			fmt.Fprintln(tw, "NAME\tTEAM\tSHARDS\tGENERATION\tDOCS\tSNAPSHOT\tCREATED")
 		}
@@ -110,20 +110,20 @@ func runIndex(ctx context.Context, args []string) error {
 			}
 		}
 		if jsonOut {
-			return printJSON(rows)
+			return printJSON(e.stdout, rows)
 		}
 		if err := tw.Flush(); err != nil {
 			return err
 		}
 		if len(notes) > 0 {
-			fmt.Printf("\n* the last snapshot's count, which may trail writes since (no live count: %s)\n", strings.Join(notes, "; "))
+			fmt.Fprintf(e.stdout, "\n* the last snapshot's count, which may trail writes since (no live count: %s)\n", strings.Join(notes, "; "))
 		}
 		return nil
 	case "query":
-		fs := newFlags("index query", "NAME [FILE|-]", "Prints an index's query settings, or replaces them from FILE (JSON):\n"+
+		fs := e.newFlags("index query", "NAME [FILE|-]", "Prints an index's query settings, or replaces them from FILE (JSON):\n"+
 			`  {"fields":[{"field":"name","boost":3},{"field":"_all"}],"operator":"or","fuzziness":0,"phrase_boost":2}`+"\n"+
 			"Brokers use new settings at once, without a restart.")
-		nf.register(fs)
+		nf.register(fs, e.getenv)
 		pos, err := cmdline.Parse(fs, args, 1, 2)
 		if err != nil {
 			return err
@@ -138,9 +138,9 @@ func runIndex(ctx context.Context, args []string) error {
 			if err != nil {
 				return err
 			}
-			return printJSON(def.Query)
+			return printJSON(e.stdout, def.Query)
 		}
-		qs, err := readQuerySettings(pos[1])
+		qs, err := readQuerySettings(e.stdin, pos[1])
 		if err != nil {
 			return err
 		}
@@ -148,10 +148,10 @@ func runIndex(ctx context.Context, args []string) error {
 		if err != nil {
 			return err
 		}
-		return printJSON(def.Query)
+		return printJSON(e.stdout, def.Query)
 	case "show":
-		fs := newFlags("index show", "NAME", "Prints an index's definition (with its mapping), live document count and\ncurrent snapshot as JSON.")
-		nf.register(fs)
+		fs := e.newFlags("index show", "NAME", "Prints an index's definition (with its mapping), live document count and\ncurrent snapshot as JSON.")
+		nf.register(fs, e.getenv)
 		pos, err := cmdline.Parse(fs, args, 1, 1)
 		if err != nil {
 			return err
@@ -165,10 +165,10 @@ func runIndex(ctx context.Context, args []string) error {
 		if err != nil {
 			return err
 		}
-		return printJSON(st)
+		return printJSON(e.stdout, st)
 	case "rm", "delete":
-		fs := newFlags("index rm", "NAME", "Deletes an index: its definition, documents and snapshots.")
-		nf.register(fs)
+		fs := e.newFlags("index rm", "NAME", "Deletes an index: its definition, documents and snapshots.")
+		nf.register(fs, e.getenv)
 		pos, err := cmdline.Parse(fs, args, 1, 1)
 		if err != nil {
 			return err
@@ -181,10 +181,10 @@ func runIndex(ctx context.Context, args []string) error {
 		if err := c.DeleteIndex(ctx, pos[0]); err != nil {
 			return err
 		}
-		fmt.Printf("deleted index %s\n", pos[0])
+		fmt.Fprintf(e.stdout, "deleted index %s\n", pos[0])
 		return nil
 	}
-	fmt.Fprintf(os.Stderr, "quarry index: unknown subcommand %q (want create, ls, show, query or rm)\n", sub)
+	fmt.Fprintf(e.stderr, "quarry index: unknown subcommand %q (want create, ls, show, query or rm)\n", sub)
 	return errUsage
 }
 
@@ -211,8 +211,8 @@ func flagSet(fs *flag.FlagSet, name string) bool {
 	return given
 }
 
-func printJSON(v any) error {
-	enc := json.NewEncoder(os.Stdout)
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
 }
@@ -231,12 +231,12 @@ func humanBytes(n int64) string {
 
 // readQuerySettings reads query settings JSON from a file or stdin ("-"),
 // refusing unknown fields.
-func readQuerySettings(path string) (api.QuerySettings, error) {
+func readQuerySettings(stdin io.Reader, path string) (api.QuerySettings, error) {
 	var qs api.QuerySettings
 	var b []byte
 	var err error
 	if path == "-" {
-		b, err = io.ReadAll(os.Stdin)
+		b, err = io.ReadAll(stdin)
 	} else {
 		b, err = os.ReadFile(path)
 	}

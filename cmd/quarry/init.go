@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"os"
 	"slices"
 	"text/tabwriter"
 
@@ -17,14 +16,14 @@ import (
 
 // runInit decides a deployment's replication: it creates Quarry's
 // JetStream resources at --replicas, or changes those that exist to it.
-func runInit(ctx context.Context, args []string) error {
-	fs := newFlags("init", "", "Creates Quarry's JetStream streams and buckets on a NATS deployment with --replicas\n"+
+func runInit(ctx context.Context, e *env, args []string) error {
+	fs := e.newFlags("init", "", "Creates Quarry's JetStream streams and buckets on a NATS deployment with --replicas\n"+
 		"replicas each, or changes the replication of those that exist to it, and\n"+
 		"prints each stream's replicas. Replication is decided once for a deployment:\n"+
 		"roles and CLI commands started without --replicas adopt it, and one started\n"+
 		"with another count is refused with a message naming both (docs/deploy.md).")
 	var nf natsFlags
-	nf.register(fs)
+	nf.register(fs, e.getenv)
 	replicas := fs.Int("replicas", 0, "JetStream replicas of every Quarry stream and bucket, 1 to 5 (3 on a three-member cluster); required")
 	if _, err := cmdline.Parse(fs, args, 0, 0); err != nil {
 		return err
@@ -47,7 +46,7 @@ func runInit(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	w := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "STREAM\tREPLICAS")
 	for _, name := range slices.Sorted(maps.Keys(got)) {
 		fmt.Fprintf(w, "%s\t%d\n", name, got[name])

@@ -40,9 +40,9 @@ A judgement list is NDJSON, one query a line, with graded ratings 0-3:
 See docs/relevance.md; quarry eval runs one.
 `
 
-func runJudgements(ctx context.Context, args []string) error {
+func runJudgements(ctx context.Context, e *env, args []string) error {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
-		fmt.Fprint(os.Stderr, judgementsUsage)
+		fmt.Fprint(e.stderr, judgementsUsage)
 		if len(args) == 0 {
 			return errUsage
 		}
@@ -59,12 +59,12 @@ func runJudgements(ctx context.Context, args []string) error {
 	}
 	a, ok := about[op]
 	if !ok {
-		fmt.Fprintf(os.Stderr, "quarry judgements: unknown subcommand %q\n\n%s", op, judgementsUsage)
+		fmt.Fprintf(e.stderr, "quarry judgements: unknown subcommand %q\n\n%s", op, judgementsUsage)
 		return errUsage
 	}
-	fs := newFlags("judgements "+op, a[0], a[1])
+	fs := e.newFlags("judgements "+op, a[0], a[1])
 	var nf natsFlags
-	nf.register(fs)
+	nf.register(fs, e.getenv)
 	jsonOut := fs.Bool("json", false, "print JSON")
 	var version, k int
 	var sets, metric string
@@ -97,7 +97,7 @@ func runJudgements(ctx context.Context, args []string) error {
 	var ndjson []byte
 	if op == "push" { // read before connecting: a missing file is the user's to fix
 		if pos[2] == "-" {
-			ndjson, err = io.ReadAll(io.LimitReader(os.Stdin, api.MaxJudgementBytes+1))
+			ndjson, err = io.ReadAll(io.LimitReader(e.stdin, api.MaxJudgementBytes+1))
 		} else {
 			ndjson, err = os.ReadFile(pos[2])
 		}
@@ -121,9 +121,9 @@ func runJudgements(ctx context.Context, args []string) error {
 			return err
 		}
 		if *jsonOut {
-			return printJSON(set)
+			return printJSON(e.stdout, set)
 		}
-		fmt.Printf("pushed judgements %s version %d to %s (team %s): %d queries, %d ratings\n", set.Name, set.Version, set.Index, set.Team, set.NumQueries, set.NumRatings)
+		fmt.Fprintf(e.stdout, "pushed judgements %s version %d to %s (team %s): %d queries, %d ratings\n", set.Name, set.Version, set.Index, set.Team, set.NumQueries, set.NumRatings)
 		return nil
 	case "ls":
 		sets, err := c.JudgementSets(ctx, index)
@@ -131,16 +131,16 @@ func runJudgements(ctx context.Context, args []string) error {
 			return err
 		}
 		if *jsonOut {
-			return printJSON(sets)
+			return printJSON(e.stdout, sets)
 		}
-		tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+		tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "NAME\tVERSION\tQUERIES\tRATINGS\tTEAM\tUPDATED")
 		for _, s := range sets {
 			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%s\n", s.Name, s.Version, s.NumQueries, s.NumRatings, s.Team, s.Updated.Local().Format(time.DateTime))
 		}
 		tw.Flush()
 		if g, err := c.Gate(ctx, index); err == nil {
-			fmt.Printf("\ngate: %s\n", gateLine(g))
+			fmt.Fprintf(e.stdout, "\ngate: %s\n", gateLine(g))
 		}
 		return nil
 	case "show":
@@ -149,9 +149,9 @@ func runJudgements(ctx context.Context, args []string) error {
 			return err
 		}
 		if *jsonOut {
-			return printJSON(set)
+			return printJSON(e.stdout, set)
 		}
-		fmt.Printf("judgements %s of %s, version %d (team %s, %s): %d queries, %d ratings\n", set.Name, set.Index, set.Version, set.Team,
+		fmt.Fprintf(e.stdout, "judgements %s of %s, version %d (team %s, %s): %d queries, %d ratings\n", set.Name, set.Index, set.Version, set.Team,
 			set.Updated.Local().Format(time.DateTime), set.NumQueries, set.NumRatings)
 		for _, q := range set.Queries {
 			var parts []string
@@ -162,7 +162,7 @@ func runJudgements(ctx context.Context, args []string) error {
 			if text == "" {
 				text = string(q.Query)
 			}
-			fmt.Printf("%4d  %-30.30q  %s\n", q.Line, text, strings.Join(parts, " "))
+			fmt.Fprintf(e.stdout, "%4d  %-30.30q  %s\n", q.Line, text, strings.Join(parts, " "))
 		}
 		return nil
 	case "from-events":
@@ -183,21 +183,21 @@ func runJudgements(ctx context.Context, args []string) error {
 			buf.Write(append(b, '\n'))
 		}
 		if !push {
-			fmt.Print(buf.String())
-			fmt.Fprintf(os.Stderr, "%d queries from %d events (%d texts left out)\n", len(rep.Queries), rep.Events, rep.Skipped)
+			fmt.Fprint(e.stdout, buf.String())
+			fmt.Fprintf(e.stderr, "%d queries from %d events (%d texts left out)\n", len(rep.Queries), rep.Events, rep.Skipped)
 			return nil
 		}
 		set, err := c.PushJudgements(ctx, index, pos[1], []byte(buf.String()))
 		if err != nil {
 			return err
 		}
-		fmt.Printf("pushed judgements %s version %d to %s: %d queries from %d events (%d texts left out)\n", set.Name, set.Version, index, set.NumQueries, rep.Events, rep.Skipped)
+		fmt.Fprintf(e.stdout, "pushed judgements %s version %d to %s: %d queries from %d events (%d texts left out)\n", set.Name, set.Version, index, set.NumQueries, rep.Events, rep.Skipped)
 		return nil
 	case "rm":
 		if err := c.RemoveJudgements(ctx, index, pos[1]); err != nil {
 			return err
 		}
-		fmt.Printf("removed judgements %s of %s\n", pos[1], index)
+		fmt.Fprintf(e.stdout, "removed judgements %s of %s\n", pos[1], index)
 		return nil
 	}
 	// gate
@@ -209,7 +209,7 @@ func runJudgements(ctx context.Context, args []string) error {
 		if err := c.RemoveGate(ctx, index); err != nil {
 			return err
 		}
-		fmt.Printf("removed the gate of %s\n", index)
+		fmt.Fprintf(e.stdout, "removed the gate of %s\n", index)
 		return nil
 	case sets != "":
 		g, err = c.SetGate(ctx, index, &api.Gate{Sets: strings.Split(sets, ","), Metric: metric, K: k, MaxDrop: maxDrop, Confidence: confidence})
@@ -220,9 +220,9 @@ func runJudgements(ctx context.Context, args []string) error {
 		return err
 	}
 	if *jsonOut {
-		return printJSON(g)
+		return printJSON(e.stdout, g)
 	}
-	fmt.Printf("gate of %s: %s\n", index, gateLine(g))
+	fmt.Fprintf(e.stdout, "gate of %s: %s\n", index, gateLine(g))
 	return nil
 }
 
@@ -241,8 +241,8 @@ func sortedKeys(m map[string]int) []string {
 }
 
 // runEval runs quarry eval.
-func runEval(ctx context.Context, args []string) error {
-	fs := newFlags("eval", "INDEX --judgements NAME [--variant PLUGIN=FILE.wasm|PLUGIN=DIGEST | --pipeline FILE] [--k 10]",
+func runEval(ctx context.Context, e *env, args []string) error {
+	fs := e.newFlags("eval", "INDEX --judgements NAME [--variant PLUGIN=FILE.wasm|PLUGIN=DIGEST | --pipeline FILE] [--k 10]",
 		"Runs each query of a judgement list through the index's live pipeline and, with --variant,\n"+
 			"through the same pipeline with a candidate version of one plugin (a .wasm file is pushed and\n"+
 			"validated, not activated; a plugin not yet live is added, as activating it would), or with\n"+
@@ -251,7 +251,7 @@ func runEval(ctx context.Context, args []string) error {
 			"confidence intervals, the paired difference and a paired randomization test (docs/relevance.md).\n"+
 			"Two runs on the same index print the same numbers.")
 	var nf natsFlags
-	nf.register(fs)
+	nf.register(fs, e.getenv)
 	set := fs.String("judgements", "", "the judgement list (required)")
 	variant := fs.String("variant", "", "the candidate: PLUGIN=FILE.wasm, or PLUGIN=DIGEST of a pushed version")
 	pipelineFile := fs.String("pipeline", "", "the candidate: a whole pipeline file (as quarry serve --pipeline takes; its plugins are pushed, not activated)")
@@ -318,9 +318,9 @@ func runEval(ctx context.Context, args []string) error {
 		return err
 	}
 	if *jsonOut {
-		return printJSON(rep)
+		return printJSON(e.stdout, rep)
 	}
-	printEval(os.Stdout, rep)
+	printEval(e.stdout, rep)
 	return nil
 }
 
@@ -450,8 +450,8 @@ func printEvalSummary(w io.Writer, rep *api.EvalReport) {
 }
 
 // runEvents runs quarry events: store user events.
-func runEvents(ctx context.Context, args []string) error {
-	fs := newFlags("events", "INDEX FILE.ndjson|-",
+func runEvents(ctx context.Context, e *env, args []string) error {
+	fs := e.newFlags("events", "INDEX FILE.ndjson|-",
 		"Stores what users did with an index's search results, one event a line (OpenSearch UBI's shape):\n"+
 			`  {"action_name": "click", "query_id": "…", "user_query": "pad thai", "client_id": "u1",`+"\n"+
 			`   "event_attributes": {"object": {"object_id": "r0012-i03"}, "position": {"ordinal": 3}}}`+"\n"+
@@ -459,12 +459,12 @@ func runEvents(ctx context.Context, args []string) error {
 			"query_id is the search response's. A file with a bad event is refused whole, naming its line.\n"+
 			"quarry judgements from-events builds a judgement list from them.")
 	var nf natsFlags
-	nf.register(fs)
+	nf.register(fs, e.getenv)
 	pos, err := cmdline.Parse(fs, args, 2, 2)
 	if err != nil {
 		return err
 	}
-	in := io.Reader(os.Stdin)
+	in := io.Reader(e.stdin)
 	if pos[1] != "-" {
 		f, err := os.Open(pos[1])
 		if err != nil {
@@ -483,14 +483,14 @@ func runEvents(ctx context.Context, args []string) error {
 		if line = strings.TrimSpace(line); line == "" {
 			continue
 		}
-		var e api.UserEvent
-		if err := api.DecodeStrict("event", []byte(line), &e); err != nil {
+		var ev api.UserEvent
+		if err := api.DecodeStrict("event", []byte(line), &ev); err != nil {
 			return api.BadRequest("%s: line %d: %v", pos[1], i+1, err)
 		}
-		if err := e.Validate(); err != nil {
+		if err := ev.Validate(); err != nil {
 			return api.BadRequest("%s: line %d: %v", pos[1], i+1, err)
 		}
-		evs = append(evs, e)
+		evs = append(evs, ev)
 		lines = append(lines, i+1)
 	}
 	if len(evs) == 0 {
@@ -510,6 +510,6 @@ func runEvents(ctx context.Context, args []string) error {
 		}
 		stored += res.Accepted
 	}
-	fmt.Printf("stored %d events of %s\n", stored, pos[0])
+	fmt.Fprintf(e.stdout, "stored %d events of %s\n", stored, pos[0])
 	return nil
 }

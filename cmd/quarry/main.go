@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"os/signal"
 	"sort"
 	"strings"
@@ -29,10 +30,11 @@ import (
 	"github.com/quarrysearch/quarry/node"
 )
 
-// command is one subcommand.
+// command is one subcommand. It reads and writes the streams of e, never
+// the process's own.
 type command struct {
 	summary string
-	run     func(ctx context.Context, args []string) error
+	run     func(ctx context.Context, e *env, args []string) error
 }
 
 var commands map[string]command
@@ -60,12 +62,17 @@ func init() {
 		"eval":       {"measure the live pipeline and a candidate on a judgement list (nDCG, MRR, P@k, R@k)", runEval},
 		"team":       {"set or list a team's limits (rate, searches in flight)", runTeam},
 		"token":      {"create, list or revoke HTTP API tokens", runToken},
-		"version":    {"print the version", func(context.Context, []string) error { fmt.Println("quarry", version); return nil }},
+		"version":    {"print the version", runVersion},
 	}
 }
 
 // version is the release quarry version prints.
 const version = api.Version
+
+func runVersion(_ context.Context, e *env, _ []string) error {
+	_, err := fmt.Fprintln(e.stdout, "quarry", version)
+	return err
+}
 
 func usage(w io.Writer) {
 	fmt.Fprintf(w, "quarry %s: a search platform on NATS, bleve and WebAssembly plugins.\n\nUsage: quarry COMMAND [flags] [args]\n\nCommands:\n", version)
@@ -80,35 +87,76 @@ func usage(w io.Writer) {
 	fmt.Fprintf(w, "\nRun 'quarry COMMAND --help' for a command's flags.\n")
 }
 
+// main wires the process to run: its arguments, streams and environment,
+// its interrupt and SIGTERM, and its exit status.
 func main() {
-	if len(os.Args) < 2 {
-		usage(os.Stderr)
-		os.Exit(2)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// run runs the command line args (without the program's name) on the
+// given streams, with the process's environment, and returns its exit
+// status. The end of ctx stops a long-running command (serve, a role,
+// dev, plugin logs --follow) as an interrupt does.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	e := &env{stdin: stdin, stdout: stdout, stderr: stderr, getenv: os.Getenv, lookPath: exec.LookPath}
+	return e.run(ctx, args)
+}
+
+// env is what a command takes from its process: the standard streams,
+// the environment and the search of PATH. run gives the process's own;
+// a test gives buffers and variables of its own, to run commands in its
+// process, side by side.
+type env struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	// getenv reads an environment variable (QUARRY_NATS and the like).
+	getenv func(string) string
+	// lookPath finds an executable on PATH, as exec.LookPath does.
+	lookPath func(string) (string, error)
+	// flagSets, when a test sets it, collects every flag set made.
+	flagSets *[]*flag.FlagSet
+}
+
+// run runs the command line args with e and returns the exit status.
+func (e *env) run(ctx context.Context, args []string) int {
+	if len(args) < 1 {
+		usage(e.stderr)
+		return exitUsage
 	}
-	name := os.Args[1]
+	name := args[0]
 	if name == "-h" || name == "--help" || name == "help" {
-		usage(os.Stdout)
-		return
+		usage(e.stdout)
+		return exitOK
 	}
 	cmd, ok := commands[name]
 	if !ok {
-		fmt.Fprintf(os.Stderr, "quarry: unknown command %q\n\n", name)
-		usage(os.Stderr)
-		os.Exit(2)
+		fmt.Fprintf(e.stderr, "quarry: unknown command %q\n\n", name)
+		usage(e.stderr)
+		return exitUsage
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	err := cmd.run(ctx, os.Args[2:])
+	err := cmd.run(ctx, e, args[1:])
+	var status exitStatus
 	switch {
-	case err == nil:
-	case errors.Is(err, flag.ErrHelp):
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return exitOK
 	case errors.Is(err, errUsage):
-		os.Exit(2)
-	default:
-		fmt.Fprintf(os.Stderr, "quarry %s: %s\n", name, errorLine(err))
-		os.Exit(exitCode(err))
+		return exitUsage
+	case errors.As(err, &status):
+		return int(status)
 	}
+	fmt.Fprintf(e.stderr, "quarry %s: %s\n", name, errorLine(err))
+	return exitCode(err)
 }
+
+// exitStatus is an error that ends quarry with that status and nothing
+// more said: the program that failed (the quarry-bench quarry bench
+// runs) said why itself.
+type exitStatus int
+
+func (s exitStatus) Error() string { return fmt.Sprintf("exit status %d", int(s)) }
 
 // Exit codes, the same for every command.
 const (
@@ -155,17 +203,16 @@ func errorLine(err error) string {
 	return err.Error()
 }
 
-// flagSets, when a test sets it, collects every flag set made.
-var flagSets *[]*flag.FlagSet
-
 // errUsage reports bad command-line use, already explained on stderr.
 var errUsage = cmdline.ErrUsage
 
-// newFlags makes a command's flag set with a usage line.
-func newFlags(name, args, about string) *flag.FlagSet {
+// newFlags makes a command's flag set with a usage line, writing its
+// usage and errors to e's stderr.
+func (e *env) newFlags(name, args, about string) *flag.FlagSet {
 	fs := cmdline.NewFlagSet(name, args, about)
-	if flagSets != nil {
-		*flagSets = append(*flagSets, fs)
+	fs.SetOutput(e.stderr)
+	if e.flagSets != nil {
+		*e.flagSets = append(*e.flagSets, fs)
 	}
 	return fs
 }

@@ -49,9 +49,9 @@ const pluginUsage = `Usage: quarry plugin COMMAND ...
       ranker:   {"q": "...", "context": {...}, "candidates": [{"id": "a", "score": 1.2, "fields": {"rating": 4.5}}]}
 `
 
-func runPlugin(ctx context.Context, args []string) error {
+func runPlugin(ctx context.Context, e *env, args []string) error {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
-		fmt.Fprint(os.Stderr, pluginUsage)
+		fmt.Fprint(e.stderr, pluginUsage)
 		if len(args) == 0 {
 			return errUsage
 		}
@@ -59,19 +59,19 @@ func runPlugin(ctx context.Context, args []string) error {
 	}
 	switch args[0] {
 	case "push", "ls", "show", "activate", "rollback", "rm", "canary", "promote", "shadow", "shadow-stats", "canary-stats", "events":
-		return pluginAdmin(ctx, args[0], args[1:])
+		return pluginAdmin(ctx, e, args[0], args[1:])
 	case "test":
-		return runPluginTest(ctx, args[1:])
+		return runPluginTest(ctx, e, args[1:])
 	case "logs":
-		return runPluginLogs(ctx, args[1:])
+		return runPluginLogs(ctx, e, args[1:])
 	case "new":
-		return runPluginNew(ctx, args[1:])
+		return runPluginNew(ctx, e, args[1:])
 	case "run":
 	default:
-		fmt.Fprintf(os.Stderr, "quarry plugin: unknown subcommand %q\n\n%s", args[0], pluginUsage)
+		fmt.Fprintf(e.stderr, "quarry plugin: unknown subcommand %q\n\n%s", args[0], pluginUsage)
 		return errUsage
 	}
-	fs := newFlags("plugin run", "FILE.wasm [REQUESTS.ndjson|-]", "Runs a built plugin on sample requests (one JSON object a line) and prints its responses.")
+	fs := e.newFlags("plugin run", "FILE.wasm [REQUESTS.ndjson|-]", "Runs a built plugin on sample requests (one JSON object a line) and prints its responses.")
 	kind := fs.String("kind", "rewriter", "the plugin's hook: rewriter or ranker")
 	configFile := fs.String("config", "", "the plugin's configuration (JSON file)")
 	budget := fs.Duration("budget", plugins.DefaultBudget, "time budget per call")
@@ -89,7 +89,7 @@ func runPlugin(ctx context.Context, args []string) error {
 			return err
 		}
 	}
-	in := io.Reader(os.Stdin)
+	in := io.Reader(e.stdin)
 	if len(pos) == 2 && pos[1] != "-" {
 		f, err := os.Open(pos[1])
 		if err != nil {
@@ -109,7 +109,7 @@ func runPlugin(ctx context.Context, args []string) error {
 	}
 	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 1<<20), 64<<20)
-	enc := json.NewEncoder(os.Stdout)
+	enc := json.NewEncoder(e.stdout)
 	line, failed := 0, 0
 	for sc.Scan() {
 		line++

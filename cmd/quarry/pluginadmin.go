@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"text/tabwriter"
@@ -17,7 +18,7 @@ import (
 )
 
 // pluginAdmin runs quarry plugin push|ls|show|activate|rollback|rm.
-func pluginAdmin(ctx context.Context, op string, args []string) error {
+func pluginAdmin(ctx context.Context, e *env, op string, args []string) error {
 	about := map[string][2]string{
 		"push":         {"INDEX NAME FILE.wasm", "Uploads a plugin version (content-addressed), validates it (compile, ABI, imports,\nsample requests within its budget) and, with --activate, puts it live."},
 		"ls":           {"INDEX", "Lists an index's pushed plugin versions and its live pipeline."},
@@ -32,9 +33,9 @@ func pluginAdmin(ctx context.Context, op string, args []string) error {
 		"canary-stats": {"INDEX NAME", "Shows a plugin's interleaving experiment (plugin canary --interleave): queries won, lost and tied,\nthe sequential test's state and, once it decided, what Quarry did."},
 		"shadow-stats": {"INDEX NAME", "Compares a plugin's shadow with the live version: overlap@10, rank correlation,\nlatency and errors, over every broker."},
 	}[op]
-	fs := newFlags("plugin "+op, about[0], about[1])
+	fs := e.newFlags("plugin "+op, about[0], about[1])
 	var nf natsFlags
-	nf.register(fs)
+	nf.register(fs, e.getenv)
 	jsonOut := fs.Bool("json", false, "print JSON")
 	var kind, configFile, policy, fields, samplesFile string
 	var budget, latencyBudget, depth, instances int
@@ -110,11 +111,11 @@ func pluginAdmin(ctx context.Context, op string, args []string) error {
 			return err
 		}
 		if *jsonOut {
-			return printJSON(v)
+			return printJSON(e.stdout, v)
 		}
-		fmt.Printf("pushed %s %s (%s, %s): valid\n", v.Name, v.Digest, v.Kind, humanBytes(v.Size))
+		fmt.Fprintf(e.stdout, "pushed %s %s (%s, %s): valid\n", v.Name, v.Digest, v.Kind, humanBytes(v.Size))
 		if activate {
-			fmt.Println("activated")
+			fmt.Fprintln(e.stdout, "activated")
 		}
 		return nil
 	case "events":
@@ -123,13 +124,13 @@ func pluginAdmin(ctx context.Context, op string, args []string) error {
 			return err
 		}
 		if *jsonOut {
-			return printJSON(evs)
+			return printJSON(e.stdout, evs)
 		}
 		for _, ev := range evs {
-			fmt.Printf("%s  %s %s %s: %s\n", ev.Time.Local().Format(time.DateTime), ev.Plugin, ev.Version, ev.Event, ev.Reason)
+			fmt.Fprintf(e.stdout, "%s  %s %s %s: %s\n", ev.Time.Local().Format(time.DateTime), ev.Plugin, ev.Version, ev.Event, ev.Reason)
 		}
 		if len(evs) == 0 {
-			fmt.Println("no events")
+			fmt.Fprintln(e.stdout, "no events")
 		}
 		return nil
 	case "canary-stats":
@@ -138,14 +139,14 @@ func pluginAdmin(ctx context.Context, op string, args []string) error {
 			return err
 		}
 		if *jsonOut {
-			return printJSON(st)
+			return printJSON(e.stdout, st)
 		}
-		fmt.Printf("interleaving of %s on %s: candidate sha256:%s against live sha256:%s, %s\n", st.Plugin, st.Index, api.ShortDigest(st.Candidate), api.ShortDigest(st.Live), st.State)
-		fmt.Printf("  queries won by the candidate %d, by the live version %d, tied %d (%d clicks credited)\n", st.Wins, st.Losses, st.Ties, st.Clicks)
-		fmt.Printf("  log likelihood ratio %.3f: promote at %.3f, roll back at %.3f (delta %g, alpha %g, beta %g, at most %d queries)\n",
+		fmt.Fprintf(e.stdout, "interleaving of %s on %s: candidate sha256:%s against live sha256:%s, %s\n", st.Plugin, st.Index, api.ShortDigest(st.Candidate), api.ShortDigest(st.Live), st.State)
+		fmt.Fprintf(e.stdout, "  queries won by the candidate %d, by the live version %d, tied %d (%d clicks credited)\n", st.Wins, st.Losses, st.Ties, st.Clicks)
+		fmt.Fprintf(e.stdout, "  log likelihood ratio %.3f: promote at %.3f, roll back at %.3f (delta %g, alpha %g, beta %g, at most %d queries)\n",
 			st.LLR, st.Upper, st.Lower, st.Test.Delta, st.Test.Alpha, st.Test.Beta, st.Test.MaxQueries)
 		if st.Reason != "" {
-			fmt.Printf("  %s at %s: %s\n", st.State, st.Decided.Local().Format(time.DateTime), st.Reason)
+			fmt.Fprintf(e.stdout, "  %s at %s: %s\n", st.State, st.Decided.Local().Format(time.DateTime), st.Reason)
 		}
 		return nil
 	case "shadow-stats":
@@ -154,9 +155,9 @@ func pluginAdmin(ctx context.Context, op string, args []string) error {
 			return err
 		}
 		if *jsonOut {
-			return printJSON(st)
+			return printJSON(e.stdout, st)
 		}
-		fmt.Printf("shadow of %s on %s: %d queries compared\n  overlap@10 %.3f, rank correlation %.3f\n  live %.3f ms, shadow %.3f ms; errors live %d, shadow %d\n",
+		fmt.Fprintf(e.stdout, "shadow of %s on %s: %d queries compared\n  overlap@10 %.3f, rank correlation %.3f\n  live %.3f ms, shadow %.3f ms; errors live %d, shadow %d\n",
 			st.Plugin, st.Index, st.Queries, st.OverlapAt10, st.RankCorrelation, st.LiveMS, st.ShadowMS, st.LiveErrors, st.ShadowErrors)
 		return nil
 	case "activate", "rollback", "rm", "canary", "promote", "shadow":
@@ -183,9 +184,9 @@ func pluginAdmin(ctx context.Context, op string, args []string) error {
 			return err
 		}
 		if *jsonOut {
-			return printJSON(spec)
+			return printJSON(e.stdout, spec)
 		}
-		printPipeline(spec)
+		printPipeline(e.stdout, spec)
 		return nil
 	}
 	l, err := c.Plugins(ctx, index)
@@ -205,9 +206,9 @@ func pluginAdmin(ctx context.Context, op string, args []string) error {
 		l.Versions = vs
 	}
 	if *jsonOut {
-		return printJSON(l)
+		return printJSON(e.stdout, l)
 	}
-	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "PLUGIN\tKIND\tDIGEST\tSIZE\tPUSHED\tVALID")
 	for _, v := range l.Versions {
 		valid := "yes"
@@ -220,12 +221,12 @@ func pluginAdmin(ctx context.Context, op string, args []string) error {
 	if op == "show" {
 		for _, v := range l.Versions {
 			if v.Gate != nil {
-				fmt.Printf("\ngate on sha256:%s: %s\n", api.ShortDigest(v.Digest), gateVerdict(v.Gate))
+				fmt.Fprintf(e.stdout, "\ngate on sha256:%s: %s\n", api.ShortDigest(v.Digest), gateVerdict(v.Gate))
 			}
 		}
 	}
-	fmt.Println()
-	printPipeline(l.Pipeline)
+	fmt.Fprintln(e.stdout)
+	printPipeline(e.stdout, l.Pipeline)
 	return nil
 }
 
@@ -258,32 +259,32 @@ func gateVerdict(r *api.GateResult) string {
 	return out
 }
 
-func printPipeline(spec *api.PipelineSpec) {
-	fmt.Printf("pipeline of %s (revision %d", spec.Index, spec.Revision)
+func printPipeline(w io.Writer, spec *api.PipelineSpec) {
+	fmt.Fprintf(w, "pipeline of %s (revision %d", spec.Index, spec.Revision)
 	if spec.Change != "" {
-		fmt.Printf(", by %s", spec.Change)
+		fmt.Fprintf(w, ", by %s", spec.Change)
 	}
-	fmt.Println("):")
+	fmt.Fprintln(w, "):")
 	if len(spec.Rewriters)+len(spec.Rankers) == 0 {
-		fmt.Println("  (no plugins)")
+		fmt.Fprintln(w, "  (no plugins)")
 	}
 	if spec.Gate != nil {
-		fmt.Printf("  relevance gate: %s\n", strings.ReplaceAll(gateVerdict(spec.Gate), "\n", "\n  "))
+		fmt.Fprintf(w, "  relevance gate: %s\n", strings.ReplaceAll(gateVerdict(spec.Gate), "\n", "\n  "))
 	}
 	for _, s := range spec.Rewriters {
-		fmt.Printf("  rewriter %-12s %s  %s\n", s.Plugin, "sha256:"+api.ShortDigest(s.Digest), stepDetail(s))
-		printCandidates(s)
+		fmt.Fprintf(w, "  rewriter %-12s %s  %s\n", s.Plugin, "sha256:"+api.ShortDigest(s.Digest), stepDetail(s))
+		printCandidates(w, s)
 	}
 	for _, s := range spec.Rankers {
-		fmt.Printf("  ranker   %-12s %s  %s\n", s.Plugin, "sha256:"+api.ShortDigest(s.Digest), stepDetail(s))
-		printCandidates(s)
+		fmt.Fprintf(w, "  ranker   %-12s %s  %s\n", s.Plugin, "sha256:"+api.ShortDigest(s.Digest), stepDetail(s))
+		printCandidates(w, s)
 	}
 }
 
 // printBrokers says which revision each broker runs for the index.
-func printBrokers(index string, live uint64, status []api.PipelineStatus) {
+func printBrokers(w io.Writer, index string, live uint64, status []api.PipelineStatus) {
 	if len(status) == 0 {
-		fmt.Println("brokers: none answered")
+		fmt.Fprintln(w, "brokers: none answered")
 		return
 	}
 	byRev := map[uint64]int{}
@@ -291,7 +292,7 @@ func printBrokers(index string, live uint64, status []api.PipelineStatus) {
 		byRev[st.Revisions[index]]++
 	}
 	if len(byRev) == 1 && byRev[live] == len(status) {
-		fmt.Printf("brokers: all %d run revision %d\n", len(status), live)
+		fmt.Fprintf(w, "brokers: all %d run revision %d\n", len(status), live)
 		return
 	}
 	for _, st := range status {
@@ -300,12 +301,12 @@ func printBrokers(index string, live uint64, status []api.PipelineStatus) {
 		if rev != live {
 			note = fmt.Sprintf(" (not yet revision %d)", live)
 		}
-		fmt.Printf("broker %s runs revision %d%s\n", st.Broker, rev, note)
+		fmt.Fprintf(w, "broker %s runs revision %d%s\n", st.Broker, rev, note)
 	}
 }
 
 // printCandidates prints a step's canary and shadow versions.
-func printCandidates(s api.StepSpec) {
+func printCandidates(w io.Writer, s api.StepSpec) {
 	if c := s.Canary; c != nil {
 		sticky := "random"
 		if c.StickyKey != "" {
@@ -315,13 +316,13 @@ func printCandidates(s api.StepSpec) {
 		if c.Interleave != nil {
 			mode = "interleaving canary"
 		}
-		fmt.Printf("    %s %d%% (%s) → %s  %s\n", mode, c.Percent, sticky, "sha256:"+api.ShortDigest(c.Step.Digest), stepDetail(c.Step))
+		fmt.Fprintf(w, "    %s %d%% (%s) → %s  %s\n", mode, c.Percent, sticky, "sha256:"+api.ShortDigest(c.Step.Digest), stepDetail(c.Step))
 	}
 	if sh := s.Shadow; sh != nil {
-		fmt.Printf("    shadow %d%% → %s  %s\n", sh.Percent, "sha256:"+api.ShortDigest(sh.Step.Digest), stepDetail(sh.Step))
+		fmt.Fprintf(w, "    shadow %d%% → %s  %s\n", sh.Percent, "sha256:"+api.ShortDigest(sh.Step.Digest), stepDetail(sh.Step))
 	}
 	if t := s.TakenOut; t != nil {
-		fmt.Printf("    TAKEN OUT by the automatic fallback at %s: %s (activate a version to put it back)\n", t.Time.Format(time.RFC3339), t.Reason)
+		fmt.Fprintf(w, "    TAKEN OUT by the automatic fallback at %s: %s (activate a version to put it back)\n", t.Time.Format(time.RFC3339), t.Reason)
 	}
 }
 
@@ -348,9 +349,9 @@ func stepDetail(s api.StepSpec) string {
 	return strings.Join(parts, ", ")
 }
 
-func runPipeline(ctx context.Context, args []string) error {
+func runPipeline(ctx context.Context, e *env, args []string) error {
 	if len(args) == 0 || (args[0] != "show" && args[0] != "set") {
-		fmt.Fprint(os.Stderr, "Usage: quarry pipeline show INDEX [--json]\n       quarry pipeline set INDEX FILE.json [--force --reason TEXT]\n\n"+
+		fmt.Fprint(e.stderr, "Usage: quarry pipeline show INDEX [--json]\n       quarry pipeline set INDEX FILE.json [--force --reason TEXT]\n\n"+
 			"Shows an index's live plugin pipeline, or replaces it with FILE (api.PipelineSpec JSON:\n"+
 			`{"rewriters": [{"plugin": "...", "digest": "sha256:...", "config": {...}, "budget_ms": 20}], "rankers": [...]}`+").\n"+
 			"Every step must name a validated version pushed to the index; with a relevance gate\n(quarry judgements gate), the pipeline must pass it.\n")
@@ -360,9 +361,9 @@ func runPipeline(ctx context.Context, args []string) error {
 		return errUsage
 	}
 	op := args[0]
-	fs := newFlags("pipeline "+op, "INDEX [FILE]", "Shows or replaces an index's plugin pipeline.")
+	fs := e.newFlags("pipeline "+op, "INDEX [FILE]", "Shows or replaces an index's plugin pipeline.")
 	var nf natsFlags
-	nf.register(fs)
+	nf.register(fs, e.getenv)
 	jsonOut := fs.Bool("json", false, "print JSON")
 	var force bool
 	var reason string
@@ -399,15 +400,15 @@ func runPipeline(ctx context.Context, args []string) error {
 		return err
 	}
 	if *jsonOut {
-		return printJSON(spec)
+		return printJSON(e.stdout, spec)
 	}
-	printPipeline(spec)
+	printPipeline(e.stdout, spec)
 	if op == "show" {
 		status, err := c.BrokerPipelines(ctx, 0)
 		if err != nil {
 			return err
 		}
-		printBrokers(pos[0], spec.Revision, status)
+		printBrokers(e.stdout, pos[0], spec.Revision, status)
 	}
 	return nil
 }

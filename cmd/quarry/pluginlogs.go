@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"time"
 
 	"github.com/quarrysearch/quarry/api"
@@ -16,14 +14,14 @@ import (
 
 // runPluginLogs prints a plugin's log lines: the kept ones, then with
 // --follow every new one until interrupted.
-func runPluginLogs(ctx context.Context, args []string) error {
-	fs := newFlags("plugin logs", "INDEX NAME [--follow] [--version V] [--since D]",
+func runPluginLogs(ctx context.Context, e *env, args []string) error {
+	fs := e.newFlags("plugin logs", "INDEX NAME [--follow] [--version V] [--since D]",
 		"Prints the lines a plugin wrote while brokers ran it (its log import, stdout and stderr),\n"+
 			"oldest first, each with its time, level, version and the request it served. Brokers keep\n"+
 			"the last 1,000 lines per team and plugin for a day, and drop lines over a team's\n"+
 			"--plugin-log-rate (a line says how many were dropped before it).")
 	var nf natsFlags
-	nf.register(fs)
+	nf.register(fs, e.getenv)
 	follow := fs.Bool("follow", false, "then print new lines as they come, until interrupted")
 	version := fs.String("version", "", "only this version's lines (a digest prefix)")
 	since := fs.String("since", "", "only lines since then: a duration back from now (10m) or an RFC 3339 time")
@@ -47,7 +45,7 @@ func runPluginLogs(ctx context.Context, args []string) error {
 		return err
 	}
 	defer nc.Close()
-	print := func(l api.PluginLogLine) error { return printLogLine(os.Stdout, l, *jsonOut) }
+	print := func(l api.PluginLogLine) error { return printLogLine(e.stdout, l, *jsonOut) }
 	if !*follow {
 		logs, err := c.PluginLogs(ctx, pos[0], pos[1], req)
 		if err != nil {
@@ -57,12 +55,11 @@ func runPluginLogs(ctx context.Context, args []string) error {
 			print(l)
 		}
 		if len(logs.Lines) == 0 {
-			fmt.Fprintf(os.Stderr, "no lines kept for plugin %s of team %s (%s) that match\n", logs.Plugin, logs.Team, logs.Subject)
+			fmt.Fprintf(e.stderr, "no lines kept for plugin %s of team %s (%s) that match\n", logs.Plugin, logs.Team, logs.Subject)
 		}
 		return nil
 	}
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt)
-	defer stop()
+	// Until ctx ends: on Ctrl-C (main).
 	return c.FollowPluginLogs(ctx, pos[0], pos[1], req, print)
 }
 

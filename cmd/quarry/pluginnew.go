@@ -31,8 +31,8 @@ type newPlugin struct {
 	Ranker bool
 }
 
-func runPluginNew(_ context.Context, args []string) error {
-	fs := newFlags("plugin new", "NAME --lang go|c|assemblyscript --kind rewriter|ranker",
+func runPluginNew(_ context.Context, e *env, args []string) error {
+	fs := e.newFlags("plugin new", "NAME --lang go|c|assemblyscript --kind rewriter|ranker",
 		"Writes a plugin folder (the plugin, a test, build.sh, sample requests and their expected answers) that builds and passes its test as generated.")
 	lang := fs.String("lang", "", "the plugin's language: go, c or assemblyscript")
 	kind := fs.String("kind", "", "the plugin's hook: rewriter or ranker")
@@ -46,7 +46,7 @@ func runPluginNew(_ context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("wrote %s: build with ./build.sh, test with ./test.sh (README.md)\n", out)
+	fmt.Fprintf(e.stdout, "wrote %s: build with ./build.sh, test with ./test.sh (README.md)\n", out)
 	return nil
 }
 

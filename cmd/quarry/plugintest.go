@@ -33,13 +33,13 @@ type replayResult struct {
 // replays recorded queries on the live pipeline and on the same pipeline
 // with the candidate in place of the live version, printing the diff.
 // Plugins are deterministic, so a replay gives the same answer every time.
-func runPluginTest(ctx context.Context, args []string) error {
-	fs := newFlags("plugin test", "INDEX NAME FILE.wasm --queries FILE.ndjson",
+func runPluginTest(ctx context.Context, e *env, args []string) error {
+	fs := e.newFlags("plugin test", "INDEX NAME FILE.wasm --queries FILE.ndjson",
 		"Replays recorded queries (one search request JSON a line, or plain text) on the live\n"+
 			"pipeline and with FILE.wasm in place of the live NAME, and prints the difference per\n"+
 			"query and in sum. The candidate is pushed and validated but not activated.")
 	var nf natsFlags
-	nf.register(fs)
+	nf.register(fs, e.getenv)
 	queries := fs.String("queries", "", "recorded queries, NDJSON (- for stdin)")
 	kind := fs.String("kind", "", "rewriter or ranker (default: the live plugin's)")
 	configFile := fs.String("config", "", "the candidate's configuration (default: none)")
@@ -65,7 +65,7 @@ func runPluginTest(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	in := io.Reader(os.Stdin)
+	in := io.Reader(e.stdin)
 	if *queries != "-" {
 		f, err := os.Open(*queries)
 		if err != nil {
@@ -76,7 +76,7 @@ func runPluginTest(ctx context.Context, args []string) error {
 	}
 	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	enc := json.NewEncoder(os.Stdout)
+	enc := json.NewEncoder(e.stdout)
 	var n, same, failed int
 	var overlap float64
 	line := 0
@@ -107,11 +107,11 @@ func runPluginTest(ctx context.Context, args []string) error {
 		}
 		switch {
 		case res.Error != "":
-			fmt.Printf("%4d  %-30.30q  error: %s\n", line, res.Q, res.Error)
+			fmt.Fprintf(e.stdout, "%4d  %-30.30q  error: %s\n", line, res.Q, res.Error)
 		case res.Same:
-			fmt.Printf("%4d  %-30.30q  same\n", line, res.Q)
+			fmt.Fprintf(e.stdout, "%4d  %-30.30q  same\n", line, res.Q)
 		default:
-			fmt.Printf("%4d  %-30.30q  overlap@10 %.2f  live %v → candidate %v\n", line, res.Q, res.OverlapAt10, head(res.Live, 3), head(res.Candidate, 3))
+			fmt.Fprintf(e.stdout, "%4d  %-30.30q  overlap@10 %.2f  live %v → candidate %v\n", line, res.Q, res.OverlapAt10, head(res.Live, 3), head(res.Candidate, 3))
 		}
 	}
 	if err := sc.Err(); err != nil {
@@ -124,7 +124,7 @@ func runPluginTest(ctx context.Context, args []string) error {
 	if *jsonOut {
 		enc.Encode(map[string]any{"queries": n, "same": same, "changed": n - same, "failed": failed, "mean_overlap_at_10": mean, "candidate": v.Digest})
 	} else {
-		fmt.Printf("\n%d queries: %d the same, %d changed, %d failed; mean overlap@10 %.3f (candidate %s)\n", n, same, n-same, failed, mean, v.Digest)
+		fmt.Fprintf(e.stdout, "\n%d queries: %d the same, %d changed, %d failed; mean overlap@10 %.3f (candidate %s)\n", n, same, n-same, failed, mean, v.Digest)
 	}
 	if failed > 0 {
 		return fmt.Errorf("%d of %d queries failed", failed, n+failed)
@@ -223,9 +223,9 @@ func replay(ctx context.Context, c *client.Client, index string, req api.SearchR
 
 func head(s []string, n int) []string { return s[:min(n, len(s))] }
 
-func runQueries(ctx context.Context, args []string) error {
+func runQueries(ctx context.Context, e *env, args []string) error {
 	if len(args) == 0 || args[0] != "export" {
-		fmt.Fprint(os.Stderr, "Usage: quarry queries export INDEX [--limit N] > queries.ndjson\n\n"+
+		fmt.Fprint(e.stderr, "Usage: quarry queries export INDEX [--limit N] > queries.ndjson\n\n"+
 			"Prints the search requests brokers recorded for an index (brokers record with\n"+
 			"--record-queries PERCENT), one JSON object a line: input for quarry plugin test.\n")
 		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
@@ -233,9 +233,9 @@ func runQueries(ctx context.Context, args []string) error {
 		}
 		return errUsage
 	}
-	fs := newFlags("queries export", "INDEX", "Prints recorded search requests as NDJSON.")
+	fs := e.newFlags("queries export", "INDEX", "Prints recorded search requests as NDJSON.")
 	var nf natsFlags
-	nf.register(fs)
+	nf.register(fs, e.getenv)
 	limit := fs.Int("limit", 0, "at most this many (default: all)")
 	pos, err := cmdline.Parse(fs, args[1:], 1, 1)
 	if err != nil {
@@ -248,7 +248,7 @@ func runQueries(ctx context.Context, args []string) error {
 	defer nc.Close()
 	qs, err := c.RecordedQueries(ctx, pos[0], *limit)
 	for _, q := range qs {
-		os.Stdout.Write(append(bytes.TrimSpace(q), '\n'))
+		e.stdout.Write(append(bytes.TrimSpace(q), '\n'))
 	}
 	return err
 }

@@ -26,20 +26,20 @@ func TestREADMEAsWritten(t *testing.T) {
 	if !strings.HasPrefix(tests, "go test ") {
 		t.Errorf("README's test command is %q, want go test …", tests)
 	}
-	root := strings.TrimSpace(run(t, ".", "git", "rev-parse", "--show-toplevel"))
+	root := strings.TrimSpace(runProgram(t, ".", "git", "rev-parse", "--show-toplevel"))
 	clone := filepath.Join(t.TempDir(), "quarry")
-	run(t, ".", "git", "clone", "--quiet", root, clone)
+	runProgram(t, ".", "git", "clone", "--quiet", root, clone)
 	data := t.TempDir()
 
 	p := startDemo(t, clone, data, words(t, demo))
 	waitReady(t, "http://127.0.0.1:7700", 5*time.Minute)
 	checkConsole(t, "http://127.0.0.1:7700")
-	out := run(t, clone, words(t, search)...)
+	out := runProgram(t, clone, words(t, search)...)
 	if !strings.Contains(strings.ToLower(out), "noodle") {
 		t.Errorf("%s found no noodles:\n%s", search, out)
 	}
 	p.stop(t)
-	if st := run(t, clone, "git", "status", "--porcelain", "--ignored"); st != "" {
+	if st := runProgram(t, clone, "git", "status", "--porcelain", "--ignored"); st != "" {
 		t.Errorf("the demo left files in the source tree:\n%s", st)
 	}
 	if _, err := os.Stat(filepath.Join(data, "quarry", "serve", "nats")); err != nil {
@@ -72,11 +72,11 @@ func TestDemoFromEmptyDir(t *testing.T) {
 	if resp.StatusCode != 200 || !strings.Contains(string(body), `"total":20000`) {
 		t.Fatalf("ready, but the demo index is not all there: %d %s", resp.StatusCode, body)
 	}
-	out := run(t, dir, "./quarry", "search", "menu", "spicy noodels", "--size", "3")
+	out := runProgram(t, dir, "./quarry", "search", "menu", "spicy noodels", "--size", "3")
 	if !strings.Contains(strings.ToLower(out), "noodle") {
 		t.Errorf("a misspelt search found no noodles (is the spelling plugin running?):\n%s", out)
 	}
-	show := run(t, dir, "./quarry", "pipeline", "show", "menu")
+	show := runProgram(t, dir, "./quarry", "pipeline", "show", "menu")
 	for _, want := range []string{"by demo", "rewriter spelling", "rewriter synonyms", "ranker   georank", "brokers: all 1 run revision"} {
 		if !strings.Contains(show, want) {
 			t.Errorf("pipeline show does not say %q:\n%s", want, show)

@@ -139,8 +139,8 @@ func tail(s string) string {
 	return strings.Join(lines[max(0, len(lines)-30):], "\n")
 }
 
-// run runs a command in dir and returns its output.
-func run(t *testing.T, dir string, args ...string) string {
+// runProgram runs a program in dir and returns its output.
+func runProgram(t *testing.T, dir string, args ...string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()

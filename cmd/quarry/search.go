@@ -5,8 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,18 +15,13 @@ import (
 	"github.com/quarrysearch/quarry/internal/cmdline"
 )
 
-// get is registered here rather than in main.go's table, which another
-// change holds at the moment: an init in a file named after main.go runs
-// after main.go's (Go runs a package's init functions in file name
-// order), so the table exists. Move the entry into the table when you
-// next edit main.go.
-func runGet(ctx context.Context, args []string) error {
-	fs := newFlags("get", "INDEX ID", "Prints one document, exactly as it was written (the latest version).\n"+
+func runGet(ctx context.Context, e *env, args []string) error {
+	fs := e.newFlags("get", "INDEX ID", "Prints one document, exactly as it was written (the latest version).\n"+
 		"It is read from the JetStream stream, the source of truth, so it is\n"+
 		"there as soon as a put is acknowledged, and no searcher needs to run.\n"+
 		"An unknown index or id, or a deleted document, exits with status 2.")
 	var nf natsFlags
-	nf.register(fs)
+	nf.register(fs, e.getenv)
 	jsonOut := fs.Bool("json", false, "print the document with its index, id, stream sequence and store time as JSON")
 	pos, err := cmdline.Parse(fs, args, 2, 2)
 	if err != nil {
@@ -42,16 +37,16 @@ func runGet(ctx context.Context, args []string) error {
 		return err
 	}
 	if *jsonOut {
-		return printJSON(doc)
+		return printJSON(e.stdout, doc)
 	}
-	_, err = os.Stdout.Write(append(bytes.TrimRight(doc.Source, "\r\n"), '\n'))
+	_, err = e.stdout.Write(append(bytes.TrimRight(doc.Source, "\r\n"), '\n'))
 	return err
 }
 
-func runSearch(ctx context.Context, args []string) error {
-	fs := newFlags("search", "INDEX [TEXT]", "Searches an index through the brokers and prints the top hits.\nTEXT is matched against the index's default field; --query takes a bleve\nquery in JSON instead.")
+func runSearch(ctx context.Context, e *env, args []string) error {
+	fs := e.newFlags("search", "INDEX [TEXT]", "Searches an index through the brokers and prints the top hits.\nTEXT is matched against the index's default field; --query takes a bleve\nquery in JSON instead.")
 	var nf natsFlags
-	nf.register(fs)
+	nf.register(fs, e.getenv)
 	size := fs.Int("size", 10, "hits to return")
 	from := fs.Int("from", 0, "hits to skip")
 	fields := fs.String("fields", "*", "stored fields to return, comma-separated (* for all, empty for none)")
@@ -97,14 +92,14 @@ func runSearch(ctx context.Context, args []string) error {
 		return err
 	}
 	if *jsonOut {
-		_, err := os.Stdout.Write(append(raw, '\n'))
+		_, err := e.stdout.Write(append(raw, '\n'))
 		return err
 	}
 	var resp api.SearchResponse
 	if err := json.Unmarshal(raw, &resp); err != nil {
 		return err
 	}
-	printHits(&resp, req.From, req.Fields)
+	printHits(e.stdout, &resp, req.From, req.Fields)
 	return nil
 }
 
@@ -112,10 +107,10 @@ func runSearch(ctx context.Context, args []string) error {
 // title field if the hit has one, then on a second line the requested
 // fields (in the order asked; for "*" every returned field, by name, but
 // an "id" that repeats the hit's) and the sort values, if any.
-func printHits(resp *api.SearchResponse, from int, fields []string) {
-	fmt.Printf("%d hits in %.1f ms (%d/%d shards)\n", resp.Total, resp.TookMS, resp.Shards.Successful, resp.Shards.Total)
+func printHits(w io.Writer, resp *api.SearchResponse, from int, fields []string) {
+	fmt.Fprintf(w, "%d hits in %.1f ms (%d/%d shards)\n", resp.Total, resp.TookMS, resp.Shards.Successful, resp.Shards.Total)
 	for _, f := range resp.Shards.Failures {
-		fmt.Printf("  shard %d failed: %s\n", f.Shard, f.Reason)
+		fmt.Fprintf(w, "  shard %d failed: %s\n", f.Shard, f.Reason)
 	}
 	all := slices.Contains(fields, "*")
 	for i, h := range resp.Hits {
@@ -126,7 +121,7 @@ func printHits(resp *api.SearchResponse, from int, fields []string) {
 				break
 			}
 		}
-		fmt.Printf("%3d. %-7.3f %s  %s\n", from+i+1, h.Score, h.ID, title)
+		fmt.Fprintf(w, "%3d. %-7.3f %s  %s\n", from+i+1, h.Score, h.ID, title)
 		keys := fields
 		if all {
 			keys = slices.Sorted(maps.Keys(h.Fields))
@@ -141,13 +136,13 @@ func printHits(resp *api.SearchResponse, from int, fields []string) {
 			parts = append(parts, "sort="+shortValue(h.Sort))
 		}
 		if len(parts) > 0 {
-			fmt.Printf("              %s\n", strings.Join(parts, "  "))
+			fmt.Fprintf(w, "              %s\n", strings.Join(parts, "  "))
 		}
 	}
 	if resp.Profile != nil {
-		fmt.Println("profile:")
+		fmt.Fprintln(w, "profile:")
 		for _, s := range resp.Profile.Stages {
-			fmt.Printf("  %-10s %8.3f ms  %s\n", s.Name, s.TookMS, s.Detail)
+			fmt.Fprintf(w, "  %-10s %8.3f ms  %s\n", s.Name, s.TookMS, s.Detail)
 		}
 	}
 }

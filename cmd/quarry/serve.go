@@ -168,16 +168,16 @@ func (f *roleFlags) broker() *broker.Config {
 		DrainTimeout: f.drainTimeout, SlowQuery: f.slowQuery}
 }
 
-func runServe(ctx context.Context, args []string) error {
-	fs := newFlags("serve", "", "Runs an embedded NATS server with JetStream and every Quarry role (indexer,\nsearcher, broker, HTTP API) in one process. With --demo it also creates the\n`menu` index (4 shards) from the bundled sample catalogue.")
-	data := fs.String("data", defaultDataDir("serve"), "directory for JetStream and shard data, locked while in use (env QUARRY_DATA)")
+func runServe(ctx context.Context, e *env, args []string) error {
+	fs := e.newFlags("serve", "", "Runs an embedded NATS server with JetStream and every Quarry role (indexer,\nsearcher, broker, HTTP API) in one process. With --demo it also creates the\n`menu` index (4 shards) from the bundled sample catalogue.")
+	data := fs.String("data", defaultDataDir(e.getenv, "serve"), "directory for JetStream and shard data, locked while in use (env QUARRY_DATA)")
 	natsHost := fs.String("nats-host", "127.0.0.1", "address the embedded NATS server listens on")
 	natsPort := fs.Int("nats-port", 4222, "port the embedded NATS server listens on (-1: any free port)")
 	natsConfig := fs.String("nats-config", "", "nats-server configuration file for the embedded server: users and permissions per team (docs/teams.md)")
 	var natsSync syncFlag
 	fs.Var(&natsSync, "sync", "when JetStream puts writes on disk: always (before it acknowledges them) or an interval such as 2m (faster, but a machine crash loses up to that much acknowledged data); default: the --nats-config file's sync_interval, else always (docs/operations.md)")
 	natsUser := fs.String("nats-user", "", "NATS user Quarry's own roles connect as, when --nats-config requires one")
-	natsPassword := fs.String("nats-password", os.Getenv("QUARRY_NATS_PASSWORD"), "password of --nats-user (env QUARRY_NATS_PASSWORD)")
+	natsPassword := fs.String("nats-password", e.getenv("QUARRY_NATS_PASSWORD"), "password of --nats-user (env QUARRY_NATS_PASSWORD)")
 	httpAddr := fs.String("http", "127.0.0.1:7700", "HTTP API listen address (empty: none)")
 	var hf httpAuthFlags
 	hf.register(fs)
@@ -196,7 +196,7 @@ func runServe(ctx context.Context, args []string) error {
 	if _, err := cmdline.Parse(fs, args, 0, 0); err != nil {
 		return err
 	}
-	log, err := rt.Apply()
+	log, err := e.logger(&rt)
 	if err != nil {
 		return err
 	}
@@ -255,6 +255,24 @@ func runServe(ctx context.Context, args []string) error {
 	}
 }
 
+// logger applies rt's process knobs (cmdline.Runtime.Apply, which also
+// makes its logger, on the process's stderr, the default one) and returns
+// the command's logger: rt's level and format, on e's stderr.
+func (e *env) logger(rt *cmdline.Runtime) (*slog.Logger, error) {
+	if _, err := rt.Apply(); err != nil {
+		return nil, err
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(rt.LogLevel)); err != nil {
+		return nil, fmt.Errorf("--log-level: %w", err)
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	if rt.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(e.stderr, opts)), nil
+	}
+	return slog.New(slog.NewTextHandler(e.stderr, opts)), nil
+}
+
 // httpAuthFlags say whether the HTTP API asks for tokens.
 type httpAuthFlags struct {
 	auth, insecure bool
@@ -292,12 +310,13 @@ func loopback(addr string) bool {
 // given: $QUARRY_DATA, else the user's data directory
 // ($XDG_DATA_HOME/quarry or ~/.local/share/quarry), one folder per command
 // (serve, indexer, searcher, broker), so that nothing is written where
-// quarry is run from, such as a source tree.
-func defaultDataDir(command string) string {
-	if d := os.Getenv("QUARRY_DATA"); d != "" {
+// quarry is run from, such as a source tree. It reads the variables with
+// getenv (the home directory, with os.UserHomeDir, is the process's).
+func defaultDataDir(getenv func(string) string, command string) string {
+	if d := getenv("QUARRY_DATA"); d != "" {
 		return d
 	}
-	base := os.Getenv("XDG_DATA_HOME")
+	base := getenv("XDG_DATA_HOME")
 	if base == "" {
 		home, err := os.UserHomeDir()
 		if err != nil {
@@ -470,16 +489,16 @@ func demoLoaded(ctx context.Context, c *client.Client, name, lastID string) (boo
 }
 
 // runRole runs one role against an external NATS deployment.
-func runRole(ctx context.Context, role string, args []string) error {
+func runRole(ctx context.Context, e *env, role string, args []string) error {
 	about := map[string]string{
 		"indexer":  "Follows the document stream, keeps a replica of every shard and publishes\nsnapshot generations to the object store.",
 		"searcher": "Downloads shard snapshots, replays the stream after them and answers shard\nrequests on quarry.v1.shard.<index>.<shard> (a queue group per shard).",
 		"broker":   "Answers quarry.v1.search.<index> (micro service `quarry`): fans a query out\nto every shard and merges the results. With --http it also serves the HTTP API.",
 	}[role]
-	fs := newFlags(role, "", about)
+	fs := e.newFlags(role, "", about)
 	var nf natsFlags
-	nf.register(fs)
-	data := fs.String("data", defaultDataDir(role), "directory for this role's local files, locked while in use: one per process (env QUARRY_DATA)")
+	nf.register(fs, e.getenv)
+	data := fs.String("data", defaultDataDir(e.getenv, role), "directory for this role's local files, locked while in use: one per process (env QUARRY_DATA)")
 	index := fs.String("index", "", "serve only this index (default: every index)")
 	shards := fs.String("shards", "", "searcher: serve only these shards, e.g. 0,1 (needs --index)")
 	httpAddr := fs.String("http", "", "broker: HTTP API listen address (default: none)")
@@ -510,7 +529,7 @@ func runRole(ctx context.Context, role string, args []string) error {
 	if _, err := cmdline.Parse(fs, args, 0, 0); err != nil {
 		return err
 	}
-	log, err := rt.Apply()
+	log, err := e.logger(&rt)
 	if err != nil {
 		return err
 	}
@@ -592,6 +611,14 @@ func parseShards(s string) ([]int, error) {
 	return out, nil
 }
 
-func runIndexer(ctx context.Context, args []string) error  { return runRole(ctx, "indexer", args) }
-func runSearcher(ctx context.Context, args []string) error { return runRole(ctx, "searcher", args) }
-func runBroker(ctx context.Context, args []string) error   { return runRole(ctx, "broker", args) }
+func runIndexer(ctx context.Context, e *env, args []string) error {
+	return runRole(ctx, e, "indexer", args)
+}
+
+func runSearcher(ctx context.Context, e *env, args []string) error {
+	return runRole(ctx, e, "searcher", args)
+}
+
+func runBroker(ctx context.Context, e *env, args []string) error {
+	return runRole(ctx, e, "broker", args)
+}

@@ -3,7 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
+	"io"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -28,9 +28,9 @@ counts once for each of the brokers' --rate-unit (50ms) of its time, so a
 team whose searches are expensive uses its rate up sooner.
 `
 
-func runTeam(ctx context.Context, args []string) error {
+func runTeam(ctx context.Context, e *env, args []string) error {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
-		fmt.Fprint(os.Stderr, teamUsage)
+		fmt.Fprint(e.stderr, teamUsage)
 		if len(args) == 0 {
 			return errUsage
 		}
@@ -39,8 +39,8 @@ func runTeam(ctx context.Context, args []string) error {
 	var nf natsFlags
 	switch sub, args := args[0], args[1:]; sub {
 	case "set":
-		fs := newFlags("team set", "TEAM", "Sets a team's limits on every broker (stored in the quarry-teams bucket).")
-		nf.register(fs)
+		fs := e.newFlags("team set", "TEAM", "Sets a team's limits on every broker (stored in the quarry-teams bucket).")
+		nf.register(fs, e.getenv)
 		var s api.TeamSettings
 		fs.Float64Var(&s.Rate, "rate", 0, "searches per second over the cluster, a search counting once per the brokers' --rate-unit of its time (0: no cap)")
 		fs.IntVar(&s.Burst, "burst", 0, "searches that may come at once above the rate (0: one second's worth)")
@@ -58,12 +58,12 @@ func runTeam(ctx context.Context, args []string) error {
 		if s, err = c.SetTeam(ctx, s); err != nil {
 			return err
 		}
-		fmt.Printf("team %s: %s\n", s.Name, teamLimitsText(s))
-		warnNoIndex(ctx, c, s.Name)
+		fmt.Fprintf(e.stdout, "team %s: %s\n", s.Name, teamLimitsText(s))
+		warnNoIndex(ctx, e.stderr, c, s.Name)
 		return nil
 	case "ls":
-		fs := newFlags("team ls", "", "Lists the teams that have limits.")
-		nf.register(fs)
+		fs := e.newFlags("team ls", "", "Lists the teams that have limits.")
+		nf.register(fs, e.getenv)
 		jsonOut := fs.Bool("json", false, "print JSON")
 		if _, err := cmdline.Parse(fs, args, 0, 0); err != nil {
 			return err
@@ -78,9 +78,9 @@ func runTeam(ctx context.Context, args []string) error {
 			return err
 		}
 		if *jsonOut {
-			return printJSON(teams)
+			return printJSON(e.stdout, teams)
 		}
-		tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+		tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "TEAM\tLIMITS")
 		for _, t := range teams {
 			text := teamLimitsText(t)
@@ -94,15 +94,15 @@ func runTeam(ctx context.Context, args []string) error {
 		}
 		return tw.Flush()
 	default:
-		fmt.Fprintf(os.Stderr, "quarry team: unknown subcommand %q\n\n%s", sub, teamUsage)
+		fmt.Fprintf(e.stderr, "quarry team: unknown subcommand %q\n\n%s", sub, teamUsage)
 		return errUsage
 	}
 }
 
-// warnNoIndex tells on stderr when no index belongs to team yet: a team
+// warnNoIndex tells, on w, when no index belongs to team yet: a team
 // is an index's --team, or index-NAME for an index made without one, so
 // `quarry team set menu` for the demo's index sets limits no search meets.
-func warnNoIndex(ctx context.Context, c *client.Client, team string) {
+func warnNoIndex(ctx context.Context, w io.Writer, c *client.Client, team string) {
 	defs, err := c.Indexes(ctx)
 	if err != nil {
 		return // the limits are set; the warning is a courtesy
@@ -119,7 +119,7 @@ func warnNoIndex(ctx context.Context, c *client.Client, team string) {
 		slices.Sort(teams)
 		msg += "; the indexes' teams: " + strings.Join(slices.Compact(teams), ", ")
 	}
-	fmt.Fprintln(os.Stderr, msg)
+	fmt.Fprintln(w, msg)
 }
 
 func teamLimitsText(s api.TeamSettings) string {
@@ -152,9 +152,9 @@ as the team's NATS user may (docs/teams.md). Only the token's sha256 is
 stored: create prints the token once.
 `
 
-func runToken(ctx context.Context, args []string) error {
+func runToken(ctx context.Context, e *env, args []string) error {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
-		fmt.Fprint(os.Stderr, tokenUsage)
+		fmt.Fprint(e.stderr, tokenUsage)
 		if len(args) == 0 {
 			return errUsage
 		}
@@ -162,8 +162,8 @@ func runToken(ctx context.Context, args []string) error {
 	}
 	var nf natsFlags
 	sub, args := args[0], args[1:]
-	fs := newFlags("token "+sub, "", "Manages HTTP API tokens.")
-	nf.register(fs)
+	fs := e.newFlags("token "+sub, "", "Manages HTTP API tokens.")
+	nf.register(fs, e.getenv)
 	var team, name string
 	var operator, jsonOut bool
 	minArgs, maxArgs := 0, 0
@@ -177,7 +177,7 @@ func runToken(ctx context.Context, args []string) error {
 	case "revoke":
 		minArgs, maxArgs = 1, 1
 	default:
-		fmt.Fprintf(os.Stderr, "quarry token: unknown subcommand %q\n\n%s", sub, tokenUsage)
+		fmt.Fprintf(e.stderr, "quarry token: unknown subcommand %q\n\n%s", sub, tokenUsage)
 		return errUsage
 	}
 	pos, err := cmdline.Parse(fs, args, minArgs, maxArgs)
@@ -185,7 +185,7 @@ func runToken(ctx context.Context, args []string) error {
 		return err
 	}
 	if sub == "create" && (team == "") == !operator {
-		fmt.Fprintln(os.Stderr, "quarry token create: give --team TEAM or --operator")
+		fmt.Fprintln(e.stderr, "quarry token create: give --team TEAM or --operator")
 		return errUsage
 	}
 	nc, c, err := nf.connect(ctx)
@@ -203,17 +203,17 @@ func runToken(ctx context.Context, args []string) error {
 		if t.Operator {
 			who = "operators"
 		}
-		fmt.Fprintf(os.Stderr, "token %s for %s (shown once; keep it secret):\n", t.ID, who)
-		fmt.Println(token)
+		fmt.Fprintf(e.stderr, "token %s for %s (shown once; keep it secret):\n", t.ID, who)
+		fmt.Fprintln(e.stdout, token)
 	case "ls":
 		tokens, err := c.Tokens(ctx)
 		if err != nil {
 			return err
 		}
 		if jsonOut {
-			return printJSON(tokens)
+			return printJSON(e.stdout, tokens)
 		}
-		tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+		tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "ID\tFOR\tNAME\tCREATED")
 		for _, t := range tokens {
 			who := "team " + t.Team
@@ -227,7 +227,7 @@ func runToken(ctx context.Context, args []string) error {
 		if err := c.RevokeToken(ctx, pos[0]); err != nil {
 			return err
 		}
-		fmt.Printf("token %s revoked\n", pos[0])
+		fmt.Fprintf(e.stdout, "token %s revoked\n", pos[0])
 	}
 	return nil
 }
