@@ -8,14 +8,14 @@ import (
 
 // TestBenchNeedsQuarryBench: quarry bench runs quarry-bench (a command
 // of its own, tested in cmd/quarry-bench); where there is none — not
-// beside quarry, not on PATH, not a checkout's root — it says how to get
-// one.
+// beside quarry (here the test binary, alone in its build directory), not
+// on PATH (a search that finds nothing), not a checkout's root (this
+// package's directory is none) — it says how to get one.
 func TestBenchNeedsQuarryBench(t *testing.T) {
-	cmd := exec.Command(quarryBin(t), "bench", "--duration", "1s")
-	cmd.Dir, cmd.Env = t.TempDir(), []string{"PATH=", "HOME=" + t.TempDir()}
-	out, err := cmd.CombinedOutput()
-	ee, ok := err.(*exec.ExitError)
-	if !ok || ee.ExitCode() != exitFailure || !strings.Contains(string(out), "quarry bench runs quarry-bench, which is not installed: build it from a checkout of Quarry (go install ./cmd/quarry-bench)") {
-		t.Fatalf("err %v, output:\n%s", err, out)
+	e, stdout, stderr := testEnv("", nil)
+	e.lookPath = func(string) (string, error) { return "", exec.ErrNotFound }
+	code := runIn(t, e, "bench", "--duration", "1s")
+	if code != exitFailure || !strings.Contains(stderr.String(), "quarry bench runs quarry-bench, which is not installed: build it from a checkout of Quarry (go install ./cmd/quarry-bench)") {
+		t.Fatalf("exit status %d, output:\n%s%s", code, stdout, stderr)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -173,5 +174,51 @@ func TestPluginDevLoop(t *testing.T) {
 			}
 			quarry(t, "plugin", "rm", "dishes", name) // the next language starts from the same pipeline
 		})
+	}
+}
+
+// devWatching runs quarry dev without --once (in the test's process),
+// waits for its first round, saves src with fixed, and waits for the
+// round the save starts to end well; then it stops the command.
+func devWatching(t *testing.T, args []string, src string, fixed []byte) {
+	t.Helper()
+	dev := startCLI(t, args...)
+	defer dev.stop(t)
+	var lines []string // whole lines printed so far
+	read := 0          // of which waitLine has looked at
+	waitLine := func(prefix string) string {
+		t.Helper()
+		var found string
+		waitFor(t, 2*time.Minute, fmt.Sprintf("quarry dev to print %q", prefix), func() (bool, string) {
+			out := dev.stdout.String()
+			lines = strings.Split(out[:strings.LastIndexByte(out, '\n')+1], "\n")
+			lines = lines[:len(lines)-1]
+			for ; read < len(lines); read++ {
+				if strings.HasPrefix(lines[read], prefix) {
+					found = lines[read]
+					read++
+					return true, ""
+				}
+			}
+			if !dev.running() {
+				t.Fatalf("quarry dev ended before %q:\n%s%s", prefix, out, dev.stderr)
+			}
+			return false, out
+		})
+		return found
+	}
+	waitLine("watching ")
+	time.Sleep(20 * time.Millisecond) // a later modification time than the first round's
+	if err := os.WriteFile(src, fixed, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if head := waitLine("== "); !strings.HasSuffix(head, " "+filepath.Base(src)) {
+		t.Fatalf("the round after the save is %q, want it to name %s", head, filepath.Base(src))
+	}
+	if end := waitLine("ok ("); end == "" {
+		t.Fatal("no round ended")
+	}
+	if i := slices.IndexFunc(lines[:read], func(l string) bool { return strings.HasPrefix(l, "samples: 3 of 3") }); i < 0 {
+		t.Fatalf("the fixed round's samples did not pass:\n%s", strings.Join(lines, "\n"))
 	}
 }

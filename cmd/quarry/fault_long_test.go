@@ -27,7 +27,7 @@ type role struct {
 	t    *testing.T
 	args []string
 	cmd  *exec.Cmd
-	logs *bytes.Buffer
+	logs *lockedBuffer // its stdout and stderr, which a test may read while it runs
 }
 
 func startRole(t *testing.T, args ...string) *role {
@@ -48,7 +48,7 @@ func startRole(t *testing.T, args ...string) *role {
 
 func (r *role) start() {
 	r.t.Helper()
-	r.logs = &bytes.Buffer{}
+	r.logs = &lockedBuffer{}
 	r.cmd = exec.Command(quarryBin(r.t), r.args...)
 	r.cmd.Stdout, r.cmd.Stderr = r.logs, r.logs
 	if err := r.cmd.Start(); err != nil {
@@ -138,6 +138,14 @@ func waitResponders(t *testing.T, nc *nats.Conn, subj string, want int) {
 			t.Fatalf("%d answer on %s, want %d", got, subj, want)
 		}
 	}
+}
+
+// waitStarted waits until a role's log says it started.
+func (r *role) waitStarted() {
+	r.t.Helper()
+	waitFor(r.t, 30*time.Second, "quarry "+r.args[0]+" to start", func() (bool, string) {
+		return strings.Contains(r.logs.String(), "role started"), r.logs.String()
+	})
 }
 
 // TestRollingRestart restarts, one at a time with SIGTERM, each of two

@@ -1,18 +1,13 @@
 package main
 
 import (
-	"bufio"
-	"context"
 	"flag"
 	"fmt"
-	"io"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -91,62 +86,36 @@ func TestStartupErrors(t *testing.T) {
 	}
 }
 
-// Two processes given one data directory: the second is refused, naming
-// the first, and the first keeps its shards. (Before, the second searcher
-// deleted the first's shards and one of them died.)
+// Two roles given one data directory: the second is refused, naming the
+// first, and the first keeps its shards. (Before, the second searcher
+// deleted the first's shards and one of them died.) Here both run in the
+// test's process, which locks the directory as two processes do (an
+// flock of each one's own open of the lock file); once the first has
+// stopped, the directory is free. TestDataDirLockedKill9 (long tier)
+// kills a searcher process with -9 instead.
 func TestDataDirLocked(t *testing.T) {
 	s := natstest.Start(t)
 	dir := t.TempDir()
-	first := exec.Command(quarryBin(t), "searcher", "--nats", s.ClientURL(), "--data", dir)
-	stderr, err := first.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := first.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { first.Process.Kill(); first.Wait() })
-	started := make(chan struct{})
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			if strings.Contains(sc.Text(), "role started") {
-				close(started)
-				break
-			}
-		}
-		io.Copy(io.Discard, stderr)
-	}()
-	select {
-	case <-started:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the first searcher did not start")
-	}
-	_, errOut, code := cli(t, "", "searcher", "--nats", s.ClientURL(), "--data", dir)
+	args := []string{"searcher", "--nats", s.ClientURL(), "--data", dir}
+	first := startCLI(t, args...)
+	waitFor(t, 30*time.Second, "the first searcher to start", func() (bool, string) {
+		return strings.Contains(first.stderr.String(), "role started"), first.stderr.String()
+	})
+	_, errOut, code := cli(t, "", args...)
 	if code != 1 {
 		t.Errorf("exit status %d, want 1", code)
 	}
-	oneLine(t, errOut, "data directory "+dir+" is in use by quarry searcher", fmt.Sprintf("pid %d", first.Process.Pid), "change --data")
-	if err := first.Process.Signal(syscall.Signal(0)); err != nil {
-		t.Fatalf("the first searcher died: %v", err)
+	oneLine(t, errOut, "data directory "+dir+" is in use by quarry searcher", fmt.Sprintf("pid %d", os.Getpid()), "change --data")
+	if !first.running() {
+		t.Fatalf("the first searcher stopped:\n%s", first.stderr)
 	}
-	// Once it is gone, the directory is free: the kernel drops the lock
-	// of a process killed with -9, no stale lock file to remove.
-	first.Process.Kill()
-	first.Wait()
-	cmd := exec.Command(quarryBin(t), "searcher", "--nats", s.ClientURL(), "--data", dir)
-	out, _ := cmd.StderrPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+	if code := first.stop(t); code != exitOK {
+		t.Fatalf("the first searcher stopped with status %d:\n%s", code, first.stderr)
 	}
-	defer func() { cmd.Process.Kill(); cmd.Wait() }()
-	sc := bufio.NewScanner(out)
-	for sc.Scan() {
-		if strings.Contains(sc.Text(), "role started") {
-			return
-		}
-	}
-	t.Fatal("a searcher could not take the directory a killed one held")
+	again := startCLI(t, args...)
+	waitFor(t, 30*time.Second, "a searcher to take the directory the first held", func() (bool, string) {
+		return strings.Contains(again.stderr.String(), "role started"), again.stderr.String()
+	})
 }
 
 // Exit codes are the same for every command: 0 ok, 1 a runtime failure,
@@ -188,18 +157,19 @@ func TestBoolFlagsRender(t *testing.T) {
 		"team":     {"set", "ls"},
 		"token":    {"create", "ls", "revoke"},
 	}
+	e, _, _ := testEnv("", nil)
+	e.flagSets = &sets
 	// Else bench --help would run quarry-bench --help.
-	e := &env{stdin: strings.NewReader(""), stdout: io.Discard, stderr: io.Discard, flagSets: &sets,
-		getenv: func(string) string { return "" }, lookPath: func(string) (string, error) { return "", exec.ErrNotFound }}
+	e.lookPath = func(string) (string, error) { return "", exec.ErrNotFound }
 	for name, c := range commands {
 		if name == "version" {
 			continue
 		}
 		if len(subs[name]) == 0 {
-			c.run(context.Background(), e, []string{"--help"})
+			c.run(t.Context(), e, []string{"--help"})
 		}
 		for _, sub := range subs[name] {
-			c.run(context.Background(), e, []string{sub, "--help"})
+			c.run(t.Context(), e, []string{sub, "--help"})
 		}
 	}
 	if len(sets) < 20 {
@@ -216,26 +186,4 @@ func TestBoolFlagsRender(t *testing.T) {
 			}
 		})
 	}
-}
-
-// waitReady waits until GET url/readyz answers 200.
-func waitReady(t *testing.T, base string, within time.Duration) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	var last string
-	for time.Now().Before(deadline) {
-		resp, err := http.Get(base + "/readyz")
-		if err == nil {
-			b, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return
-			}
-			last = fmt.Sprintf("%d %s", resp.StatusCode, b)
-		} else {
-			last = err.Error()
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	t.Fatalf("not ready after %s: %s", within, last)
 }

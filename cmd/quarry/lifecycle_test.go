@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -36,42 +35,21 @@ const burgerWAT = `(module (memory 1)
   (func (export "quarry_rewrite") (param i32 i32) (result i64)
     (i64.or (i64.shl (i64.const 40960) (i64.const 32)) (i64.const 12))))`
 
-// serveProcess starts `quarry serve` as a process on a free NATS port and
-// returns its URL once it answers.
-func serveProcess(t *testing.T) string {
+// serveInProcess starts `quarry serve` in the test's process on a free
+// NATS port and returns its URL once it answers.
+func serveInProcess(t *testing.T) string {
 	t.Helper()
 	port := natstest.FreePort(t)
-	var logs bytes.Buffer
-	cmd := exec.Command(quarryBin(t), "serve", "--data", t.TempDir(), "--nats-port", fmt.Sprint(port), "--http", "", "--log-level", "warn")
-	cmd.Stdout, cmd.Stderr = &logs, &logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Signal(os.Interrupt)
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second):
-			cmd.Process.Kill()
-			<-done
-		}
-		if t.Failed() {
-			t.Logf("quarry serve output:\n%s", logs.String())
-		}
-	})
+	serve := startCLI(t, "serve", "--data", t.TempDir(), "--nats-port", fmt.Sprint(port), "--http", "", "--log-level", "warn")
 	url := fmt.Sprintf("nats://127.0.0.1:%d", port)
-	deadline := time.Now().Add(time.Minute)
-	for {
-		if _, _, code := cli(t, "", "index", "ls", "--nats", url, "--timeout", "2s"); code == 0 {
-			return url
+	waitFor(t, time.Minute, "quarry serve to answer on "+url, func() (bool, string) {
+		if !serve.running() {
+			t.Fatalf("quarry serve ended:\n%s", serve.stderr)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("quarry serve did not answer on %s within a minute", url)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		_, errOut, code := cli(t, "", "index", "ls", "--nats", url, "--timeout", "2s")
+		return code == 0, errOut
+	})
+	return url
 }
 
 // load searches index from workers until stop is closed, and counts.
@@ -161,12 +139,13 @@ func (l *load) failures() string {
 	return strings.Join(out, "; ")
 }
 
-// TestPluginLifecycleUnderLoad is issue 5's "done when" against a real
-// `quarry serve` process: from the CLI a team pushes and validates a
-// plugin, shadows a second version, canaries it, promotes it and rolls
-// back, while queries run the whole time; none may fail.
+// TestPluginLifecycleUnderLoad is issue 5's "done when" against `quarry
+// serve` (run in the test's process, as the CLI is): from the CLI a team
+// pushes and validates a plugin, shadows a second version, canaries it,
+// promotes it and rolls back, while queries run the whole time; none may
+// fail.
 func TestPluginLifecycleUnderLoad(t *testing.T) {
-	url := serveProcess(t)
+	url := serveInProcess(t)
 	nf := []string{"--nats", url}
 	dir := t.TempDir()
 	docs := filepath.Join(dir, "docs.ndjson")

@@ -19,52 +19,117 @@ import (
 	"github.com/quarrysearch/quarry/client"
 	"github.com/quarrysearch/quarry/indexer"
 	"github.com/quarrysearch/quarry/internal/catalog"
-	"github.com/quarrysearch/quarry/internal/clitest"
 	"github.com/quarrysearch/quarry/internal/natstest"
 	"github.com/quarrysearch/quarry/internal/wasmtest"
 	"github.com/quarrysearch/quarry/node"
 	"github.com/quarrysearch/quarry/searcher"
 )
 
-var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
-)
+// lockedBuffer is a bytes.Buffer that may be written and read at once: a
+// command's loggers write from goroutines of their own.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
 
-// quarryBin builds the quarry binary once per test run.
-func quarryBin(t *testing.T) string {
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// testEnv is an env for a command run in the test's process: stdin,
+// buffers for its stdout and stderr, the environment variables vars and no
+// others, and the process's search of PATH.
+func testEnv(stdin string, vars map[string]string) (e *env, stdout, stderr *lockedBuffer) {
+	stdout, stderr = &lockedBuffer{}, &lockedBuffer{}
+	e = &env{stdin: strings.NewReader(stdin), stdout: stdout, stderr: stderr,
+		getenv: func(k string) string { return vars[k] }, lookPath: exec.LookPath}
+	return e, stdout, stderr
+}
+
+// runIn runs the quarry command line args with e in the test's process,
+// until it ends or the test does (or its deadline comes), and returns the
+// exit status.
+func runIn(t *testing.T, e *env, args ...string) int {
 	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "quarry-bin-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "quarry")
-		out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
+	ctx := t.Context()
+	if d, ok := t.Deadline(); ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, d)
+		defer cancel()
 	}
-	return binPath
+	return e.run(ctx, args)
 }
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if binPath != "" {
-		os.RemoveAll(filepath.Dir(binPath))
-	}
-	os.Exit(code)
-}
-
-// cli runs the quarry binary and returns its stdout, stderr and exit code.
+// cli runs quarry with args and stdin in the test's process, with no
+// environment variables (no QUARRY_NATS: give --nats), and returns its
+// stdout, stderr and exit code.
 func cli(t *testing.T, stdin string, args ...string) (string, string, int) {
 	t.Helper()
-	return clitest.Run(t, quarryBin(t), stdin, args...)
+	e, stdout, stderr := testEnv(stdin, nil)
+	code := runIn(t, e, args...)
+	return stdout.String(), stderr.String(), code
+}
+
+// background is a long-running command (serve, a role, dev) running in
+// the test's process.
+type background struct {
+	args           []string
+	stdout, stderr *lockedBuffer
+	cancel         context.CancelFunc
+	done           chan struct{}
+	code           int // once done is closed
+}
+
+// startCLI starts quarry with args in the test's process and returns at
+// once; the command runs until stop (or the test's end) ends its context,
+// as an interrupt ends the process's.
+func startCLI(t *testing.T, args ...string) *background {
+	t.Helper()
+	e, stdout, stderr := testEnv("", nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	b := &background{args: args, stdout: stdout, stderr: stderr, cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(b.done)
+		b.code = e.run(ctx, args)
+	}()
+	t.Cleanup(func() {
+		b.stop(t)
+		if t.Failed() {
+			t.Logf("quarry %s output:\n%s%s", strings.Join(args, " "), b.stdout, b.stderr)
+		}
+	})
+	return b
+}
+
+// stop ends the command as an interrupt does, waits for it to return and
+// returns its exit status.
+func (b *background) stop(t *testing.T) int {
+	t.Helper()
+	b.cancel()
+	select {
+	case <-b.done:
+	case <-time.After(time.Minute):
+		t.Fatalf("quarry %s did not return within a minute of its context's end:\n%s", strings.Join(b.args, " "), b.stderr)
+	}
+	return b.code
+}
+
+// running reports whether the command has not returned yet.
+func (b *background) running() bool {
+	select {
+	case <-b.done:
+		return false
+	default:
+		return true
+	}
 }
 
 // cluster runs NATS (listening on loopback), an indexer, a broker and,
@@ -123,6 +188,27 @@ func waitTotalOf(t *testing.T, c *client.Client, index string, req *api.SearchRe
 	}
 	t.Fatalf("search %q: want total %d, last answer %s", q, want, last)
 }
+
+// waitFor polls state, every pollEvery, until it reports done; when
+// within passes first it fails the test, saying what it waited for and
+// the state's last report.
+func waitFor(t testing.TB, within time.Duration, what string, state func() (done bool, last string)) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		done, last := state()
+		if done {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("waited %s for %s; the last state seen: %s", within, what, last)
+		}
+		time.Sleep(pollEvery)
+	}
+}
+
+// pollEvery is how often waitFor looks.
+const pollEvery = 20 * time.Millisecond
 
 func TestCLI(t *testing.T) {
 	url, _ := cluster(t, true)

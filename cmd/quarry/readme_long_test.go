@@ -3,11 +3,16 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"io"
+	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -90,5 +95,168 @@ func TestDemoFromEmptyDir(t *testing.T) {
 			names = append(names, e.Name())
 		}
 		t.Errorf("the demo wrote to the directory it ran in: %v", names)
+	}
+}
+
+// readmeCommands returns the commands of README.md's "Set up" section, in
+// order: the demo, the tests, and the search to try.
+func readmeCommands(t *testing.T) (demo, tests, search string) {
+	t.Helper()
+	raw, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, setup, ok := strings.Cut(string(raw), "\n## Set up\n")
+	if !ok {
+		t.Fatal(`README.md has no "## Set up" section`)
+	}
+	setup, _, _ = strings.Cut(setup, "\n## ")
+	var cmds []string
+	for _, l := range strings.Split(setup, "\n") {
+		if strings.HasPrefix(l, "    ") && strings.TrimSpace(l) != "" {
+			cmds = append(cmds, strings.TrimSpace(l))
+		}
+	}
+	if len(cmds) != 3 {
+		t.Fatalf("README's Set up section has %d commands, want 3 (demo, tests, a search): %q", len(cmds), cmds)
+	}
+	return cmds[0], cmds[1], cmds[2]
+}
+
+// words splits a command line as a shell would for the README's simple
+// commands: words, and double- or single-quoted strings.
+func words(t *testing.T, line string) []string {
+	t.Helper()
+	var out []string
+	var cur strings.Builder
+	in, quote := false, rune(0)
+	for _, r := range line {
+		switch {
+		case quote != 0 && r == quote:
+			quote = 0
+		case quote != 0:
+			cur.WriteRune(r)
+		case r == '"' || r == '\'':
+			quote, in = r, true
+		case r == ' ' || r == '\t':
+			if in {
+				out = append(out, cur.String())
+				cur.Reset()
+				in = false
+			}
+		case strings.ContainsRune("|&;<>()$`\\*?", r):
+			t.Fatalf("README command %q needs a shell; keep the set-up commands plain", line)
+		default:
+			cur.WriteRune(r)
+			in = true
+		}
+	}
+	if quote != 0 {
+		t.Fatalf("unbalanced quote in %q", line)
+	}
+	if in {
+		out = append(out, cur.String())
+	}
+	return out
+}
+
+// demoProcess is `quarry serve --demo` running as a process group.
+type demoProcess struct {
+	cmd *exec.Cmd
+	out bytes.Buffer
+}
+
+// startDemo starts args in dir with XDG_DATA_HOME set to data (where
+// quarry keeps its data by default), in a process group of its own, once
+// the demo's default ports are free (a demo stopped just before may still
+// be closing them).
+func startDemo(t *testing.T, dir, data string, args []string) *demoProcess {
+	t.Helper()
+	for _, addr := range []string{"127.0.0.1:4222", "127.0.0.1:7700"} {
+		deadline := time.Now().Add(time.Minute)
+		for {
+			ln, err := net.Listen("tcp", addr)
+			if err == nil {
+				ln.Close()
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the demo's default address %s is taken by another process: %v", addr, err)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	p := &demoProcess{cmd: exec.Command(args[0], args[1:]...)}
+	p.cmd.Dir = dir
+	p.cmd.Env = append(os.Environ(), "XDG_DATA_HOME="+data, "QUARRY_DATA=")
+	p.cmd.Stdout, p.cmd.Stderr = &p.out, &p.out
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		p.cmd.Wait()
+	})
+	return p
+}
+
+// stop sends SIGTERM to the group and checks that quarry stops cleanly.
+func (p *demoProcess) stop(t *testing.T) {
+	t.Helper()
+	syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
+	done := make(chan error, 1)
+	go func() { done <- p.cmd.Wait() }()
+	select {
+	case err := <-done:
+		if !strings.Contains(p.out.String(), "shutting down") {
+			t.Errorf("no clean shutdown (%v):\n%s", err, tail(p.out.String()))
+		}
+	case <-time.After(time.Minute):
+		t.Fatalf("still running a minute after SIGTERM:\n%s", tail(p.out.String()))
+	}
+}
+
+func tail(s string) string {
+	lines := strings.Split(s, "\n")
+	return strings.Join(lines[max(0, len(lines)-30):], "\n")
+}
+
+// runProgram runs a program in dir and returns its output.
+func runProgram(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// checkConsole checks that the README's tour starts where the demo serves
+// its console, and that it does: the page, and the demo index offered to
+// the open (loopback) API. TestConsole (package node) drives the pages.
+func checkConsole(t *testing.T, base string) {
+	t.Helper()
+	raw, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, tour, _ := strings.Cut(string(raw), "\n## A short tour\n"); !strings.HasPrefix(strings.TrimSpace(tour), "Open "+base+" ") {
+		t.Errorf("README's tour does not start with \"Open %s\": %.80q", base, strings.TrimSpace(tour))
+	}
+	for path, want := range map[string]string{"/": `src="/console/app.js"`, "/v1/me": `"indexes":["menu"]`} {
+		resp, err := http.Get(base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || !strings.Contains(string(body), want) {
+			t.Errorf("GET %s: %d %.300s, want %s", path, resp.StatusCode, body, want)
+		}
 	}
 }
