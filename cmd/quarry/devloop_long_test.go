@@ -208,10 +208,10 @@ func devWatching(t *testing.T, args []string, src string, fixed []byte) {
 		return found
 	}
 	waitLine("watching ")
-	time.Sleep(20 * time.Millisecond) // a later modification time than the first round's
 	if err := os.WriteFile(src, fixed, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	touchAfter(t, src, src) // a later modification time than the first round's
 	if head := waitLine("== "); !strings.HasSuffix(head, " "+filepath.Base(src)) {
 		t.Fatalf("the round after the save is %q, want it to name %s", head, filepath.Base(src))
 	}

@@ -48,10 +48,26 @@ func TestSourceState(t *testing.T) {
 	if now, _ := sourceState(dir); now != before {
 		t.Fatalf("build output changed the state:\n%s\n%s", before, now)
 	}
-	time.Sleep(10 * time.Millisecond)
-	write("boost.c", "int y;")
+	write("boost.c", "int y;") // the same size: only the time tells
+	touchAfter(t, filepath.Join(dir, "boost.c"), filepath.Join(dir, "config.json"))
 	now, newest := sourceState(dir)
 	if now == before || newest != "boost.c" {
 		t.Fatalf("a save of boost.c: changed %v, newest %q", now != before, newest)
+	}
+}
+
+// touchAfter sets path's modification time a second after that of
+// other, the file saved last: a save a file system's clock tells apart,
+// which two saves a moment apart may not be (its granularity can be
+// coarser than the moment).
+func touchAfter(t *testing.T, path, other string) {
+	t.Helper()
+	st, err := os.Stat(other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	later := st.ModTime().Add(time.Second)
+	if err := os.Chtimes(path, later, later); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -40,7 +40,9 @@ import (
 // short load; the soak variants (testtier.Soak) repeat the kills and load
 // longer.
 // killScale is how many times a test kills and how long the load runs
-// steadily before each kill and after each recovery.
+// steadily before each kill and after each recovery. These are spans of
+// load the platform is put through (with one replica or broker down, or
+// back), not waits for a state: the tests sleep for them.
 func killScale() (rounds int, steady time.Duration) {
 	if testtier.Soak {
 		return 5, 3 * time.Second
@@ -124,20 +126,20 @@ func TestSearcherKill9UnderLoad(t *testing.T) {
 	l := load{timeout: 5 * time.Second}
 	wait := l.run(lctx, c, index, workers)
 	defer func() { stop(); wait() }()
-	time.Sleep(steady)
+	time.Sleep(steady) // a span of load (killScale)
 	for round := range rounds {
 		victim := searchers[round%2]
 		from, failedBefore := l.mark(), l.failed.Load()
 		killed := time.Now()
 		victim.kill()
-		time.Sleep(steady) // one replica serves every shard
+		time.Sleep(steady) // a span of load with one replica serving every shard
 		if round%2 == 1 {
 			victim.setData(t.TempDir()) // a new machine: download and replay
 		}
 		victim.start()
 		serving()
 		back := time.Since(killed)
-		time.Sleep(steady)
+		time.Sleep(steady) // a span of load with both replicas back
 		n, p50, p99, max := l.window(from, -1)
 		failed := l.failed.Load() - failedBefore
 		t.Logf("round %d: searcher killed, restarted and serving again after %s; %d queries meanwhile, %d failed; p50 %s, p99 %s, max %s",
@@ -219,17 +221,17 @@ func TestBrokerKill9UnderLoad(t *testing.T) {
 	l := load{timeout: time.Second}
 	wait := l.run(lctx, c, index, workers)
 	defer func() { stop(); wait() }()
-	time.Sleep(steady)
+	time.Sleep(steady) // a span of load (killScale)
 	for round := range rounds {
 		victim := brokers[round%2]
 		from, failedBefore := l.mark(), l.failed.Load()
 		killed := time.Now()
 		victim.kill()
-		time.Sleep(steady) // one broker serves
+		time.Sleep(steady) // a span of load with one broker serving
 		victim.start()
 		waitResponders(t, nc, ping, 2)
 		back := time.Since(killed)
-		time.Sleep(steady)
+		time.Sleep(steady) // a span of load with both brokers back
 		n, p50, p99, max := l.window(from, -1)
 		t.Logf("round %d: broker killed, restarted and answering again after %s; %d queries meanwhile, %d failed; p50 %s, p99 %s, max %s",
 			round+1, back.Round(time.Millisecond), n, l.failed.Load()-failedBefore, p50, p99, max)
@@ -326,6 +328,8 @@ func TestIndexerKill9MidBuild(t *testing.T) {
 			if !errors.Is(err, api.ErrUnavailable) || ctx.Err() != nil {
 				return r, err
 			}
+			// A retry until an indexer answers, not waitFor: this runs
+			// in a goroutine too, which may not fail the test.
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
@@ -414,6 +418,8 @@ func TestIndexerKill9MidBuild(t *testing.T) {
 			if time.Since(asked) > time.Minute {
 				t.Fatalf("the indexer was not %s generation %d within a minute\n%s", when, prev.Generation+1, ix.logs)
 			}
+			// A poll every millisecond, finer than waitFor's: the
+			// kill must land within the build.
 			time.Sleep(time.Millisecond)
 		}
 		ix.kill()

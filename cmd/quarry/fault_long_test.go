@@ -129,15 +129,10 @@ func answers(t *testing.T, nc *nats.Conn, subj string) [][]byte {
 // waitResponders waits until want instances answer on subj.
 func waitResponders(t *testing.T, nc *nats.Conn, subj string, want int) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for got := 0; ; {
-		if got = responders(t, nc, subj); got == want {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d answer on %s, want %d", got, subj, want)
-		}
-	}
+	waitFor(t, time.Minute, fmt.Sprintf("%d answers on %s", want, subj), func() (bool, string) {
+		got := responders(t, nc, subj)
+		return got == want, fmt.Sprintf("%d answer", got)
+	})
 }
 
 // waitStarted waits until a role's log says it started.
@@ -198,14 +193,22 @@ func TestRollingRestart(t *testing.T) {
 	var l load
 	wait := l.run(lctx, c, "rr", 6)
 	defer func() { stop(); wait() }()
-	time.Sleep(300 * time.Millisecond)
+	// answered waits for the load to have 50 more answers.
+	answered := func(when string) {
+		t.Helper()
+		from := l.mark()
+		waitFor(t, time.Minute, "50 answers to the load "+when, func() (bool, string) {
+			return l.mark()-from >= 50, fmt.Sprintf("%d answers", l.mark()-from)
+		})
+	}
+	answered("before the restarts")
 	for _, r := range roles {
 		took := r.stop()
 		t.Logf("%s drained and exited in %s", r.args[0], took.Round(time.Millisecond))
 		r.start()
 		ready()
 	}
-	time.Sleep(300 * time.Millisecond)
+	answered("after the restarts")
 	stop()
 	wait()
 	t.Logf("%d queries during the rolling restart: %d failed", l.queries.Load(), l.failed.Load())

@@ -14,10 +14,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/client"
 	"github.com/quarrysearch/quarry/httpapi"
 	"github.com/quarrysearch/quarry/internal/catalog"
+	"github.com/quarrysearch/quarry/internal/subject"
 	"github.com/quarrysearch/quarry/internal/testtier"
 	"github.com/quarrysearch/quarry/internal/wasmtest"
 )
@@ -135,27 +139,43 @@ func interleaveRun(t *testing.T, c *client.Client, url, index string, live, cand
 	}
 	// Wait for the broker to run the experiment (under -race, loading
 	// takes a moment).
-	deadline := time.Now().Add(time.Minute)
-	for u := 0; ; u++ {
+	u := 0 // another user each time: half of them get the canary
+	waitFor(t, time.Minute, "the broker to run the interleaving canary", func() (bool, string) {
+		u++
 		r, err := c.Search(ctx, index, &api.SearchRequest{Q: "pizza", Profile: true, Context: json.RawMessage(fmt.Sprintf(`{"user":"w%d"}`, u))})
-		if err == nil && strings.Contains(fmt.Sprint(r.Profile.Stages), "canary "+api.ShortDigest(cand.Digest)) {
-			break
+		if err != nil {
+			return false, err.Error()
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the broker never ran the interleaving canary: %v", err)
-		}
+		return strings.Contains(fmt.Sprint(r.Profile.Stages), "canary "+api.ShortDigest(cand.Digest)), fmt.Sprint(r.Profile.Stages)
+	})
+	// The brokers' records of interleaved searches, which clicks are
+	// credited to.
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	records, err := js.KeyValue(ctx, subject.InterleaveBucket)
+	if err != nil {
+		t.Fatal(err)
 	}
 	rng := rand.New(rand.NewPCG(seed, 77))
 	searches := 0
 	for searches < budget {
 		var evs []api.UserEvent
+		var clicked []string // the record keys of the interleaved searches clicked
 		for range 10 {
 			searches++
 			user := fmt.Sprint("u", rng.IntN(200))
 			q := simQueries[rng.IntN(len(simQueries))]
 			// A long deadline and a retry: the machine is shared, and a
 			// stall is not what this test is about.
-			req := &api.SearchRequest{Q: q, Size: 10, Fields: []string{"rating"}, Context: json.RawMessage(`{"user":"` + user + `"}`), TimeoutMS: 20000}
+			// Profiled, to tell the searches the canary interleaved.
+			req := &api.SearchRequest{Q: q, Size: 10, Fields: []string{"rating"}, Context: json.RawMessage(`{"user":"` + user + `"}`), TimeoutMS: 20000, Profile: true}
 			resp, err := c.Search(ctx, index, req)
 			if err != nil {
 				resp, err = c.Search(ctx, index, req)
@@ -163,6 +183,7 @@ func interleaveRun(t *testing.T, c *client.Client, url, index string, live, cand
 			if err != nil {
 				t.Fatal(err)
 			}
+			n := len(evs)
 			for i, h := range resp.Hits {
 				rating, _ := h.Fields["rating"].(float64)
 				if rng.Float64() >= 1/float64(i+1) || rng.Float64() >= math.Pow((rating-1)/4, 2) {
@@ -171,8 +192,19 @@ func interleaveRun(t *testing.T, c *client.Client, url, index string, live, cand
 				evs = append(evs, api.UserEvent{ActionName: "click", QueryID: resp.QueryID, UserQuery: q, ClientID: user,
 					EventAttributes: api.EventAttributes{Object: api.EventObject{ObjectID: h.ID}, Position: api.EventPosition{Ordinal: i + 1}}})
 			}
+			if len(evs) > n && resp.Profile != nil && strings.Contains(fmt.Sprint(resp.Profile.Stages), "canary "+api.ShortDigest(cand.Digest)) {
+				clicked = append(clicked, index+"."+resp.QueryID)
+			}
 		}
-		time.Sleep(20 * time.Millisecond) // clicks come after the broker recorded the search
+		// Clicks come after the broker recorded the search (off the
+		// query path): a click on a search not recorded yet counts for
+		// neither side.
+		for _, key := range clicked {
+			waitFor(t, 30*time.Second, "the broker's record of interleaved search "+key, func() (bool, string) {
+				_, err := records.Get(ctx, key)
+				return err == nil, fmt.Sprint(err)
+			})
+		}
 		if len(evs) > 0 {
 			if _, err := c.PutEvents(ctx, index, evs); err != nil {
 				t.Fatal(err)

@@ -92,7 +92,7 @@ func (l *load) run(ctx context.Context, c *client.Client, index string, workers 
 					l.errs = append(l.errs, fmt.Sprintf("pipeline: %+v", r.Pipeline))
 				}
 				l.mu.Unlock()
-				time.Sleep(5 * time.Millisecond)
+				time.Sleep(5 * time.Millisecond) // pacing: a steady load, not a wait for a state
 			}
 		})
 	}
@@ -187,32 +187,38 @@ func TestPluginLifecycleUnderLoad(t *testing.T) {
 	if d1 == "" || d2 == "" || d1 == d2 {
 		t.Fatalf("digests %q and %q", d1, d2)
 	}
+	// settled waits until every broker runs the pipeline as changed by
+	// what, and the load has had answers since.
+	settled := func(what string) {
+		t.Helper()
+		waitFor(t, 30*time.Second, "every broker to run the pipeline after "+what, func() (bool, string) {
+			out := run("pipeline", "show", "lc")
+			return strings.Contains(out, "brokers: all "), out
+		})
+		from := l.mark()
+		waitFor(t, 30*time.Second, "20 answers to the load after "+what, func() (bool, string) {
+			return l.mark()-from >= 20, fmt.Sprintf("%d answers", l.mark()-from)
+		})
+	}
 	// Shadow: the candidate runs on mirrored queries; the stats show it.
 	run("plugin", "shadow", "lc", "suffix", d2, "--percent", "100")
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		var st api.ShadowStats
+	var st api.ShadowStats
+	waitFor(t, 30*time.Second, "the shadow to compare 20 queries", func() (bool, string) {
 		out := run("plugin", "shadow-stats", "lc", "suffix", "--json")
 		if err := json.Unmarshal([]byte(out), &st); err != nil {
 			t.Fatalf("shadow-stats --json: %v\n%s", err, out)
 		}
-		if st.Queries >= 20 {
-			if st.OverlapAt10 > 0.5 || st.ShadowErrors > 0 {
-				t.Fatalf("the shadow searches for burgers, yet overlap@10 is %.3f (shadow errors %d)", st.OverlapAt10, st.ShadowErrors)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("shadow compared %d queries in 30s", st.Queries)
-		}
-		time.Sleep(200 * time.Millisecond)
+		return st.Queries >= 20, out
+	})
+	if st.OverlapAt10 > 0.5 || st.ShadowErrors > 0 {
+		t.Fatalf("the shadow searches for burgers, yet overlap@10 is %.3f (shadow errors %d)", st.OverlapAt10, st.ShadowErrors)
 	}
 	run("plugin", "shadow", "lc", "suffix", d2, "--percent", "0")
 	// Canary, sticky by user, then promote.
 	run("plugin", "canary", "lc", "suffix", d2, "--percent", "30", "--sticky", "user")
-	time.Sleep(500 * time.Millisecond)
+	settled("the canary")
 	run("plugin", "promote", "lc", "suffix")
-	time.Sleep(500 * time.Millisecond)
+	settled("the promotion")
 	if out := run("plugin", "show", "lc", "suffix"); !strings.Contains(out, d2[7:19]) {
 		t.Fatalf("after promote the live version is not %s:\n%s", d2[:19], out)
 	}
@@ -220,7 +226,7 @@ func TestPluginLifecycleUnderLoad(t *testing.T) {
 	// canary: v1 alone is live again.
 	run("plugin", "rollback", "lc")
 	run("plugin", "rollback", "lc")
-	time.Sleep(500 * time.Millisecond)
+	settled("the rollbacks")
 	var spec api.PipelineSpec
 	if err := json.Unmarshal([]byte(run("pipeline", "show", "lc", "--json")), &spec); err != nil {
 		t.Fatal(err)

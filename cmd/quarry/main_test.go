@@ -172,21 +172,14 @@ func waitTotal(t *testing.T, c *client.Client, index, q string, want uint64) {
 // waitTotalOf waits until req finds want documents on every shard.
 func waitTotalOf(t *testing.T, c *client.Client, index string, req *api.SearchRequest, want uint64) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	var last string
-	for time.Now().Before(deadline) {
-		r, err := c.Search(context.Background(), index, req)
-		if err == nil && r.Shards.Failed == 0 && r.Total == want {
-			return
-		}
-		last = fmt.Sprint(r, err)
-		time.Sleep(10 * time.Millisecond)
-	}
 	q := req.Q
 	if req.Query != nil {
 		q = string(req.Query)
 	}
-	t.Fatalf("search %q: want total %d, last answer %s", q, want, last)
+	waitFor(t, 30*time.Second, fmt.Sprintf("search %q to find %d documents on every shard", q, want), func() (bool, string) {
+		r, err := c.Search(context.Background(), index, req)
+		return err == nil && r.Shards.Failed == 0 && r.Total == want, fmt.Sprint(r, err)
+	})
 }
 
 // waitFor polls state, every pollEvery, until it reports done; when
@@ -311,17 +304,13 @@ func TestPluginReplay(t *testing.T) {
 	os.WriteFile(queries, []byte("pizza\nnoodles\n{\"q\":\"vegan burger\",\"size\":5}\n"), 0o644)
 	// Wait for the broker to have the pipeline (compiling a Go plugin
 	// under -race takes a while).
-	deadline := time.Now().Add(3 * time.Minute)
-	for {
+	waitFor(t, 3*time.Minute, "the broker to run the pipeline with ltr", func() (bool, string) {
 		r, err := c.Search(ctx, "rp", &api.SearchRequest{Q: "pizza", Profile: true})
-		if err == nil && strings.Contains(fmt.Sprint(r.Profile.Stages), "rank ltr") {
-			break
+		if err != nil {
+			return false, err.Error()
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the pipeline never went live: %v", err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return strings.Contains(fmt.Sprint(r.Profile.Stages), "rank ltr"), fmt.Sprint(r.Profile.Stages)
+	})
 	var outs []string
 	for range 2 {
 		out, errOut, code := cli(t, "", "plugin", "test", "rp", "ltr", wasm, "--config", cfg, "--queries", queries, "--nats", url)

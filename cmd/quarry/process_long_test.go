@@ -57,21 +57,13 @@ func TestMain(m *testing.M) {
 // waitReady waits until GET url/readyz answers 200.
 func waitReady(t *testing.T, base string, within time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	var last string
-	for time.Now().Before(deadline) {
+	waitFor(t, within, "GET "+base+"/readyz to answer 200", func() (bool, string) {
 		resp, err := http.Get(base + "/readyz")
-		if err == nil {
-			b, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return
-			}
-			last = fmt.Sprintf("%d %s", resp.StatusCode, b)
-		} else {
-			last = err.Error()
+		if err != nil {
+			return false, err.Error()
 		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	t.Fatalf("not ready after %s: %s", within, last)
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode == 200, fmt.Sprintf("%d %s", resp.StatusCode, b)
+	})
 }

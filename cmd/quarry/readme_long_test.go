@@ -173,18 +173,14 @@ type demoProcess struct {
 func startDemo(t *testing.T, dir, data string, args []string) *demoProcess {
 	t.Helper()
 	for _, addr := range []string{"127.0.0.1:4222", "127.0.0.1:7700"} {
-		deadline := time.Now().Add(time.Minute)
-		for {
+		waitFor(t, time.Minute, "the demo's default address "+addr+" to be free (is another process holding it?)", func() (bool, string) {
 			ln, err := net.Listen("tcp", addr)
-			if err == nil {
-				ln.Close()
-				break
+			if err != nil {
+				return false, err.Error()
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("the demo's default address %s is taken by another process: %v", addr, err)
-			}
-			time.Sleep(200 * time.Millisecond)
-		}
+			ln.Close()
+			return true, ""
+		})
 	}
 	p := &demoProcess{cmd: exec.Command(args[0], args[1:]...)}
 	p.cmd.Dir = dir

@@ -312,15 +312,13 @@ func TestJudgementsEvalGate(t *testing.T) {
 // waitRanker waits until the broker runs digest as the index's ranker.
 func waitRanker(t *testing.T, c *client.Client, index, digest string) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for time.Now().Before(deadline) {
+	waitFor(t, time.Minute, "the broker to run ranker "+api.ShortDigest(digest), func() (bool, string) {
 		r, err := c.Search(context.Background(), index, &api.SearchRequest{Q: "noodles", Profile: true})
-		if err == nil && strings.Contains(fmt.Sprint(r.Profile.Stages), api.ShortDigest(digest)) {
-			return
+		if err != nil {
+			return false, err.Error()
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("the broker never ran %s", digest)
+		return strings.Contains(fmt.Sprint(r.Profile.Stages), api.ShortDigest(digest)), fmt.Sprint(r.Profile.Stages)
+	})
 }
 
 // Users with a known preference (the ratings of relevanceIndex) search,
