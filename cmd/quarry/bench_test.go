@@ -12,6 +12,7 @@ import (
 // on PATH (a search that finds nothing), not a checkout's root (this
 // package's directory is none) — it says how to get one.
 func TestBenchNeedsQuarryBench(t *testing.T) {
+	t.Parallel()
 	e, stdout, stderr := testEnv("", nil)
 	e.lookPath = func(string) (string, error) { return "", exec.ErrNotFound }
 	code := runIn(t, e, "bench", "--duration", "1s")

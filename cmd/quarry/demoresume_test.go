@@ -16,6 +16,7 @@ import (
 // the pipeline is registered and the catalogue's last item stored (or
 // stored and deleted since).
 func TestDemoLoadedOnlyWhenFinished(t *testing.T) {
+	t.Parallel()
 	_, c := clusterWith(t, false, func(*node.Config) {})
 	ctx := context.Background()
 	name := demo.Index

@@ -10,6 +10,7 @@ import (
 
 // quarry dev refuses what it cannot use, naming it, before it connects.
 func TestDevBadInput(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	for _, c := range []struct {
 		args []string
@@ -30,6 +31,7 @@ func TestDevBadInput(t *testing.T) {
 // A save changes the folder's fingerprint; a build's output, node_modules
 // and got.ndjson do not.
 func TestSourceState(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	write := func(name, text string) {
 		t.Helper()

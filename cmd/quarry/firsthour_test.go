@@ -45,6 +45,8 @@ func busyPort(t *testing.T) string {
 // naming the cause and the flag to change, with exit status 1 (2 for bad
 // input), and no panic.
 func TestStartupErrors(t *testing.T) {
+	// Not parallel: serve and the roles set process-wide knobs
+	// (cmdline.Runtime.Apply makes their logger the default one).
 	file := filepath.Join(t.TempDir(), "file")
 	if err := os.WriteFile(file, []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
@@ -94,6 +96,8 @@ func TestStartupErrors(t *testing.T) {
 // stopped, the directory is free. TestDataDirLockedKill9 (long tier)
 // kills a searcher process with -9 instead.
 func TestDataDirLocked(t *testing.T) {
+	// Not parallel: serve and the roles set process-wide knobs
+	// (cmdline.Runtime.Apply makes their logger the default one).
 	s := natstest.Start(t)
 	dir := t.TempDir()
 	args := []string{"searcher", "--nats", s.ClientURL(), "--data", dir}
@@ -121,6 +125,7 @@ func TestDataDirLocked(t *testing.T) {
 // Exit codes are the same for every command: 0 ok, 1 a runtime failure,
 // 2 bad use or bad input.
 func TestExitCodes(t *testing.T) {
+	t.Parallel()
 	url, _ := cluster(t, true)
 	cases := []struct {
 		args []string
@@ -148,6 +153,7 @@ func TestExitCodes(t *testing.T) {
 // word in backquotes in its usage would make flag print it as taking a
 // value: "-demo menu").
 func TestBoolFlagsRender(t *testing.T) {
+	t.Parallel()
 	var sets []*flag.FlagSet
 	subs := map[string][]string{
 		"index":    {"create", "query", "ls", "show", "rm"},

@@ -13,6 +13,7 @@ import (
 // running; unknown ids and indexes and deleted documents exit 2 with a
 // message naming what is missing.
 func TestCLIGet(t *testing.T) {
+	t.Parallel()
 	url, c := cluster(t, false)
 	if _, err := c.CreateIndex(context.Background(), "dishes", 2, nil); err != nil {
 		t.Fatal(err)

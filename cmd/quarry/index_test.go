@@ -11,6 +11,7 @@ import (
 // index create says which shard count it took, and that it was the
 // default when --shards was not given.
 func TestCLIIndexCreateSaysShards(t *testing.T) {
+	t.Parallel()
 	url, _ := cluster(t, false)
 	cases := []struct {
 		args []string
@@ -51,6 +52,7 @@ func lsDocs(t *testing.T, url, index string) (string, string) {
 // those of the last snapshot; with no searcher it falls back to the
 // snapshot's count and says so.
 func TestCLIIndexLsLiveDocs(t *testing.T) {
+	t.Parallel()
 	url, c := cluster(t, true)
 	nf := []string{"--nats", url}
 	if out, errOut, code := cli(t, "", append([]string{"index", "create", "dishes", "--shards", "2"}, nf...)...); code != 0 {

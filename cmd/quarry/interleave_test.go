@@ -39,6 +39,7 @@ var simQueries = []string{"noodles", "pizza", "curry", "burger", "salad", "soup"
 // the worse one never wins. docs/relevance.md has the figures
 // (the soak variant, -tags long,soak: 20 seeds each way).
 func TestInterleavingSimulation(t *testing.T) {
+	t.Parallel()
 	url, c := cluster(t, true)
 	ctx := context.Background()
 	const index = "sim"

@@ -145,6 +145,9 @@ func (l *load) failures() string {
 // promotes it and rolls back, while queries run the whole time; none may
 // fail.
 func TestPluginLifecycleUnderLoad(t *testing.T) {
+	// Not parallel: serve sets process-wide knobs (cmdline.Runtime.Apply
+	// makes its logger the default one), and the load must overlap the
+	// lifecycle (at least 200 queries), which other tests' load slows.
 	url := serveInProcess(t)
 	nf := []string{"--nats", url}
 	dir := t.TempDir()

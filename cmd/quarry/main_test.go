@@ -204,6 +204,7 @@ func waitFor(t testing.TB, within time.Duration, what string, state func() (done
 const pollEvery = 20 * time.Millisecond
 
 func TestCLI(t *testing.T) {
+	t.Parallel()
 	url, _ := cluster(t, true)
 	nf := []string{"--nats", url}
 
@@ -282,6 +283,7 @@ func TestCLI(t *testing.T) {
 // quarry plugin test replays recorded queries on the live ranker and a
 // candidate, shows a real diff, and gives the same answer every time.
 func TestPluginReplay(t *testing.T) {
+	t.Parallel()
 	url, c := cluster(t, true)
 	ctx := context.Background()
 	if _, err := c.CreateIndex(ctx, "rp", 1, catalog.Mapping()); err != nil {

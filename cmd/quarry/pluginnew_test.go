@@ -30,6 +30,7 @@ func lines(t *testing.T, path string) []string {
 // Bad input to plugin new is refused with an error naming what is wrong,
 // as bad input (exit status 2), writing nothing.
 func TestPluginNewBadInput(t *testing.T) {
+	t.Parallel()
 	sdk, _ := filepath.Abs("../../sdk")
 	full := t.TempDir()
 	os.WriteFile(filepath.Join(full, "x"), nil, 0o644)

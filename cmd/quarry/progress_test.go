@@ -13,6 +13,7 @@ import (
 )
 
 func TestProgressLine(t *testing.T) {
+	t.Parallel()
 	const total = 8000 * 100 // bytes: 8,000 lines of 100
 	cases := []struct {
 		name string
@@ -53,6 +54,7 @@ func TestProgressLine(t *testing.T) {
 // Without a terminal: a plain line at the first report, then one every
 // interval, and the last state when it ends; nothing when off.
 func TestProgressLinesEvery(t *testing.T) {
+	t.Parallel()
 	var buf bytes.Buffer
 	p := &progress{w: &buf, total: 10000, every: 3 * time.Second}
 	for _, ms := range []int{250, 1000, 3100, 3200, 5000, 6200} {
@@ -82,6 +84,7 @@ func TestProgressLinesEvery(t *testing.T) {
 // quarry ingest without a terminal prints plain lines that count
 // documents indexed, ending with all of them.
 func TestCLIIngestProgressLines(t *testing.T) {
+	t.Parallel()
 	url, _ := cluster(t, true)
 	nf := []string{"--nats", url}
 	if out, errOut, code := cli(t, "", append([]string{"index", "create", "p", "--shards", "3"}, nf...)...); code != 0 {

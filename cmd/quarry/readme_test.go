@@ -11,6 +11,7 @@ import (
 // repository, or made by an earlier command of the README (a /tmp path
 // after -o or >), or is the operator's own (a line saying so).
 func TestREADMEFilesExist(t *testing.T) {
+	t.Parallel()
 	raw, err := os.ReadFile("../../README.md")
 	if err != nil {
 		t.Fatal(err)

@@ -75,6 +75,7 @@ func relevanceIndex(t *testing.T, c *client.Client, index string) []byte {
 // equal one, its override recorded as an event, and its result shown
 // with the version.
 func TestJudgementsEvalGate(t *testing.T) {
+	t.Parallel()
 	url, c := cluster(t, true)
 	nf := []string{"--nats", url}
 	ctx := context.Background()
@@ -327,6 +328,7 @@ func waitRanker(t *testing.T, c *client.Client, index, digest string) {
 // from them with the click model tells the better ranker from the live
 // order, as the true ratings do.
 func TestJudgementsFromEvents(t *testing.T) {
+	t.Parallel()
 	url, c := cluster(t, true)
 	nf := []string{"--nats", url}
 	ctx := context.Background()

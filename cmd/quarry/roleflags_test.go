@@ -15,6 +15,7 @@ import (
 // The role flags show the libraries' defaults, and a config built from
 // untouched flags is, once its defaults are filled, the library's own.
 func TestRoleFlagDefaults(t *testing.T) {
+	t.Parallel()
 	var rf roleFlags
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)

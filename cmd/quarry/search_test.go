@@ -11,6 +11,7 @@ import (
 // quarry search prints the fields asked for, whatever the index's field
 // names (not only the demo's), and the sort values.
 func TestCLISearchPrintsFields(t *testing.T) {
+	t.Parallel()
 	url, c := cluster(t, true)
 	nf := []string{"--nats", url}
 	if out, errOut, code := cli(t, "", append([]string{"index", "create", "parts"}, nf...)...); code != 0 {

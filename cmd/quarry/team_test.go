@@ -15,6 +15,7 @@ import (
 // index belongs to (the demo's index is team index-menu, not menu) warns
 // on stderr, naming the teams there are; bad limits exit 2.
 func TestCLITeamSet(t *testing.T) {
+	t.Parallel()
 	url, c := cluster(t, false)
 	if _, err := c.CreateIndex(context.Background(), "dishes", 1, nil); err != nil {
 		t.Fatal(err)
