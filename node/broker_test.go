@@ -17,6 +17,7 @@ import (
 
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/broker"
+	"github.com/quarrysearch/quarry/client"
 	"github.com/quarrysearch/quarry/indexer"
 	"github.com/quarrysearch/quarry/internal/subject"
 	"github.com/quarrysearch/quarry/searcher"
@@ -25,6 +26,7 @@ import (
 // The NATS API (Go client), the HTTP API and the broker called in-process
 // give the same answer.
 func TestThreeDoorsAnswerTheSame(t *testing.T) {
+	t.Parallel()
 	n := startNode(t)
 	c := n.Client()
 	ctx := context.Background()
@@ -76,6 +78,7 @@ func TestThreeDoorsAnswerTheSame(t *testing.T) {
 
 // The broker is a micro service: `nats micro ls/info/stats quarry` work.
 func TestMicroDiscovery(t *testing.T) {
+	t.Parallel()
 	n := startNode(t)
 	msg, err := n.Conn().Request("$SRV.INFO.quarry", nil, 5*time.Second)
 	if err != nil {
@@ -96,13 +99,14 @@ func TestMicroDiscovery(t *testing.T) {
 // A shard whose searcher goes away mid-test: partial results that name the
 // shard and the reason; with allow_partial false, an error.
 func TestPartialResults(t *testing.T) {
+	t.Parallel()
 	core := startRoles(t, "", &indexer.Config{SnapshotInterval: -1}, nil, &broker.Config{})
 	c := core.Client()
 	ctx := context.Background()
 	if _, err := c.CreateIndex(ctx, "p", 4, nil); err != nil {
 		t.Fatal(err)
 	}
-	mustBulk(t, c, "p", ndjson(400, "p"))
+	bulk(t, c, "p", ndjson(400, "p"), client.BulkOptions{NoSnapshot: true}) // no searcher yet: waited for below
 	startRoles(t, core.NATSURL(), nil, &searcher.Config{Index: "p", Shards: []int{0, 1}}, nil)
 	away := startRoles(t, core.NATSURL(), nil, &searcher.Config{Index: "p", Shards: []int{2, 3}}, nil)
 	waitTotal(t, c, "p", "", 400)
@@ -191,7 +195,7 @@ func TestHedgingRescuesSlowReplica(t *testing.T) {
 	if _, err := c.CreateIndex(ctx, "h", 1, nil); err != nil {
 		t.Fatal(err)
 	}
-	mustBulk(t, c, "h", ndjson(100, "h"))
+	bulk(t, c, "h", ndjson(100, "h"), client.BulkOptions{NoSnapshot: true}) // no searcher yet: waited for below
 	startRoles(t, core.NATSURL(), nil, &searcher.Config{}, nil)
 	startRoles(t, core.NATSURL(), nil, &searcher.Config{FaultDelay: 5 * time.Second, FaultEvery: 25}, nil)
 	waitTotal(t, c, "h", "", 100)
@@ -237,6 +241,7 @@ func TestHedgingRescuesSlowReplica(t *testing.T) {
 
 // Brokers record a sample of search requests for replays, when asked.
 func TestRecordQueries(t *testing.T) {
+	t.Parallel()
 	n := startRoles(t, "", &indexer.Config{SnapshotInterval: -1}, &searcher.Config{}, &broker.Config{RecordPercent: 100})
 	c := n.Client()
 	ctx := context.Background()

@@ -18,6 +18,7 @@ import (
 // one (searches visit every segment), unless the indexer is told not to;
 // the searcher serves the merged shards, the same documents.
 func TestBulkLoadMergesSegments(t *testing.T) {
+	t.Parallel()
 	docs := catalogNDJSON(t, 2000)
 	half := bytes.Index(docs[len(docs)/2:], []byte("\n")) + len(docs)/2 + 1
 	first := uint64(bytes.Count(docs[:half], []byte("\n")))

@@ -125,6 +125,7 @@ var exactCases = []struct {
 // order, with the same scores as the reference (one index holding every
 // document, statistics from its postings).
 func TestExactDistributedScoring(t *testing.T) {
+	t.Parallel()
 	docs := catalogNDJSON(t, 3000)
 	n := startRoles(t, "", &indexer.Config{SnapshotInterval: -1}, &searcher.Config{}, &broker.Config{})
 	loadCatalog(t, n, "menu", 4, docs)
@@ -450,6 +451,7 @@ func startCorpus(t *testing.T, size int, counts []int, bcfg *broker.Config) (s *
 // broker's bounds (Config.StatsMaxUpdates, Config.StatsMaxAge), so
 // scores are exact again once documents changed past either.
 func TestStatsFreshness(t *testing.T) {
+	t.Parallel()
 	const size = 700
 	// Two shard counts: statistics summed over shards is what goes
 	// stale (TestExactScoringCorpus has 1, 2, 4 and 7).
@@ -515,6 +517,7 @@ func TestStatsPhaseTimeout(t *testing.T) {
 // round trip), exactly as the statistics phase would; the broker caches
 // what the shard counted, so the same query next is a cache hit.
 func TestOneShardCountsItsStatistics(t *testing.T) {
+	t.Parallel()
 	docs := catalogNDJSON(t, 400)
 	n := startRoles(t, "", &indexer.Config{SnapshotInterval: -1}, &searcher.Config{}, &broker.Config{})
 	loadCatalog(t, n, "one", 1, docs)
@@ -542,6 +545,7 @@ func TestOneShardCountsItsStatistics(t *testing.T) {
 // pays the round trip; updates past the freshness bound make a shard
 // refuse the put-together statistics, and the search is exact again.
 func TestNewQueryFromCachedTerms(t *testing.T) {
+	t.Parallel()
 	docs := catalogNDJSON(t, 1500)
 	n := startRoles(t, "", &indexer.Config{SnapshotInterval: -1}, &searcher.Config{}, &broker.Config{StatsMaxUpdates: 5})
 	loadCatalog(t, n, "menu", 4, docs)
@@ -582,7 +586,7 @@ func TestNewQueryFromCachedTerms(t *testing.T) {
 		t.Fatalf("the catalogue's lines begin otherwise: %.40s", extra.Bytes())
 	}
 	all := append(slices.Clip(docs), extra.Bytes()...)
-	mustBulk(t, c, "menu", &extra)
+	bulk(t, c, "menu", &extra, client.BulkOptions{NoSnapshot: true}) // more documents: waited for below
 	waitDocs(t, n, 1800)
 	allIdx, allRef := catalogReference(t, all)
 	req := api.SearchRequest{Q: "curry spicy", Size: 20, TimeoutMS: 30000}

@@ -17,6 +17,7 @@ import (
 // the whole index's statistics (maxDocs is the index's document count,
 // not a shard's), and never as a field; without it, no hit has one.
 func TestExplain(t *testing.T) {
+	t.Parallel()
 	n := startRoles(t, "", &indexer.Config{SnapshotInterval: -1}, &searcher.Config{}, &broker.Config{})
 	c := n.Client()
 	ctx := context.Background()

@@ -20,6 +20,7 @@ import (
 // Were each shard to send only its top term, the merge would see x 5 and
 // y 3 and name x.
 func TestFacetTopTermsAcrossShards(t *testing.T) {
+	t.Parallel()
 	n := startConfig(t, Config{Indexer: &indexer.Config{SnapshotInterval: -1}, Searcher: &searcher.Config{}, Broker: &broker.Config{}})
 	c := n.Client()
 	ctx := context.Background()

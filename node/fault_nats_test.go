@@ -96,6 +96,7 @@ func externalClient(t testing.TB, urls string, opts ...nats.Option) (*client.Cli
 // index definitions (a new index works), and the broker still follows the
 // pipelines bucket.
 func TestFaultNATSRestart(t *testing.T) {
+	t.Parallel()
 	ns := natstest.StartRestartable(t)
 	n := startRoles(t, ns.URL(), &indexer.Config{SnapshotInterval: -1}, &searcher.Config{}, &broker.Config{})
 	c, ctx := n.Client(), context.Background()

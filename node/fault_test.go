@@ -10,6 +10,7 @@ import (
 
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/client"
+	"github.com/quarrysearch/quarry/internal/testwait"
 )
 
 // The fault suite (fault_*_test.go) runs short variants by default, for
@@ -18,18 +19,12 @@ import (
 //
 //	go test -tags long,soak ./node -run 'Fault' -v
 
-// waitUntil polls cond until it holds, or fails the test after timeout,
-// saying what it waited for. It returns how long it took.
+// waitUntil is testwait.Until: it polls cond until it holds, or fails the
+// test after timeout saying what it waited for, and returns how long it
+// took.
 func waitUntil(t testing.TB, timeout time.Duration, what string, cond func() bool) time.Duration {
 	t.Helper()
-	start := time.Now()
-	for !cond() {
-		if time.Since(start) > timeout {
-			t.Fatalf("%s: not after %s", what, timeout)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	return time.Since(start)
+	return testwait.Until(t, timeout, what, cond)
 }
 
 // within logs how long after a fault at since something came true, and

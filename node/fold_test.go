@@ -12,6 +12,7 @@ import (
 // with ligatures: a new index folds them (NFKC, then lower case), so each
 // spelling of a word finds the documents holding any other.
 func TestUnicodeFolding(t *testing.T) {
+	t.Parallel()
 	n := startNode(t)
 	c := n.Client()
 	ctx := context.Background()

@@ -17,6 +17,7 @@ import (
 // after the put; 404 naming what is missing for an unknown id or index
 // and a deleted document, 400 for a bad name or id.
 func TestHTTPGetDocument(t *testing.T) {
+	t.Parallel()
 	n := startConfig(t, Config{}) // NATS and the HTTP API only: no role
 	ctx := context.Background()
 	c := n.Client()

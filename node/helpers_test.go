@@ -3,6 +3,7 @@ package node
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os"
@@ -14,6 +15,8 @@ import (
 	"github.com/quarrysearch/quarry/client"
 	"github.com/quarrysearch/quarry/indexer"
 	"github.com/quarrysearch/quarry/internal/catalog"
+	"github.com/quarrysearch/quarry/internal/natstest"
+	"github.com/quarrysearch/quarry/internal/testwait"
 	"github.com/quarrysearch/quarry/internal/wasmtest"
 	"github.com/quarrysearch/quarry/plugins"
 	"github.com/quarrysearch/quarry/searcher"
@@ -35,7 +38,8 @@ func startRoles(t testing.TB, natsURL string, idx *indexer.Config, srch *searche
 
 // startConfig starts a node from cfg, filling in what a test leaves out: a
 // temp DataDir, an embedded NATS on a free port, an HTTP listener on one,
-// the test logger, the test run's plugin cache (wasmtest.PluginCache). It waits until the node is ready and closes it when the
+// the test logger, the test run's plugin cache (wasmtest.PluginCache),
+// JetStream synced in the background (natstest.Sync). It waits until the node is ready and closes it when the
 // test ends.
 func startConfig(t testing.TB, cfg Config) *Node {
 	t.Helper()
@@ -55,6 +59,9 @@ func startConfig(t testing.TB, cfg Config) *Node {
 	}
 	if cfg.PluginCacheDir == "" {
 		cfg.PluginCacheDir = wasmtest.PluginCache(t)
+	}
+	if cfg.NATSSync == 0 && cfg.NATSConfigFile == "" {
+		cfg.NATSSync = natstest.Sync
 	}
 	n, err := Start(ctx, cfg)
 	if err != nil {
@@ -87,9 +94,26 @@ func noodleIndex(tb testing.TB, c *client.Client, index, prefix string) {
 	waitTotal(tb, c, index, "noodles", 10)
 }
 
+// mustBulk bulk loads body into index without asking for a snapshot
+// and waits until what it stored is searchable (from the stream), so
+// body must hold every document of the index; mustBulkSnapshot ends the
+// load with a snapshot instead, for tests of what a snapshot holds.
 func mustBulk(t testing.TB, c *client.Client, index string, body *bytes.Buffer) *client.BulkResult {
 	t.Helper()
-	res, err := c.Bulk(context.Background(), index, body, client.BulkOptions{})
+	res := bulk(t, c, index, body, client.BulkOptions{NoSnapshot: true})
+	waitIndexed(t, c, index, res.Stored)
+	return res
+}
+
+// mustBulkSnapshot is mustBulk ending with a new generation.
+func mustBulkSnapshot(t testing.TB, c *client.Client, index string, body *bytes.Buffer) *client.BulkResult {
+	t.Helper()
+	return bulk(t, c, index, body, client.BulkOptions{})
+}
+
+func bulk(t testing.TB, c *client.Client, index string, body *bytes.Buffer, opts client.BulkOptions) *client.BulkResult {
+	t.Helper()
+	res, err := c.Bulk(context.Background(), index, body, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,15 +131,13 @@ func total(c *client.Client, index, q string) int {
 
 func waitTotal(t testing.TB, c *client.Client, index, q string, want int) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
 	got := -2
-	for time.Now().Before(deadline) {
-		if got = total(c, index, q); got == want {
-			return
+	testwait.UntilErr(t, 20*time.Second, fmt.Sprintf("search %q on %s", q, index), func() error {
+		if got = total(c, index, q); got != want {
+			return fmt.Errorf("total %d, want %d", got, want)
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	t.Fatalf("search %q on %s: total %d, want %d", q, index, got, want)
+		return nil
+	})
 }
 
 func mustRuntime(tb testing.TB) *plugins.Runtime {
@@ -141,25 +163,55 @@ func catalogNDJSON(tb testing.TB, n int) []byte {
 // waitDocs waits until the node's searcher serves docs documents in all.
 func waitDocs(tb testing.TB, n *Node, docs uint64) {
 	tb.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
 	var sum uint64
-	for time.Now().Before(deadline) {
+	testwait.UntilErr(tb, 2*time.Minute, "the searcher's documents", func() error {
 		sum = 0
 		for _, st := range n.Searcher.Stats() {
 			sum += st.Docs
 		}
-		if sum == docs {
-			return
+		if sum != docs {
+			return fmt.Errorf("it serves %d documents, want %d", sum, docs)
 		}
-		time.Sleep(time.Millisecond)
-	}
-	tb.Fatalf("searcher serves %d documents, want %d", sum, docs)
+		return nil
+	})
+}
+
+// waitIndexed waits until a search of index matches its docs documents
+// on every shard: what a bulk load stored is searchable.
+func waitIndexed(tb testing.TB, c *client.Client, index string, docs int) {
+	tb.Helper()
+	all := &api.SearchRequest{Query: json.RawMessage(`{"match_all":{}}`)}
+	testwait.UntilErr(tb, 2*time.Minute, fmt.Sprintf("%d documents searchable in %s", docs, index), func() error {
+		r, err := c.Search(context.Background(), index, all)
+		switch {
+		case err != nil:
+			return err
+		case r.Shards.Failed > 0 || r.Total != uint64(docs):
+			return fmt.Errorf("%d found, %d of %d shards failed", r.Total, r.Shards.Failed, r.Shards.Total)
+		}
+		return nil
+	})
 }
 
 // loadCatalog creates index with the catalogue mapping and shards, bulk
 // loads docs (catalogue NDJSON, one document a line) and waits until the
-// node's searcher serves them all.
+// node's searcher serves them all. A test's load asks for no snapshot
+// (merging the segments and uploading them took most of many tests'
+// time); a benchmark's ends with one, so that it measures merged
+// segments as a loaded index has them, and so does loadCatalogSnapshot's.
 func loadCatalog(tb testing.TB, n *Node, index string, shards int, docs []byte) *client.BulkResult {
+	tb.Helper()
+	_, bench := tb.(*testing.B)
+	return loadCatalogWith(tb, n, index, shards, docs, bench)
+}
+
+// loadCatalogSnapshot is loadCatalog ending with a snapshot.
+func loadCatalogSnapshot(tb testing.TB, n *Node, index string, shards int, docs []byte) *client.BulkResult {
+	tb.Helper()
+	return loadCatalogWith(tb, n, index, shards, docs, true)
+}
+
+func loadCatalogWith(tb testing.TB, n *Node, index string, shards int, docs []byte, snapshot bool) *client.BulkResult {
 	tb.Helper()
 	c := n.Client()
 	ctx := context.Background()
@@ -167,7 +219,7 @@ func loadCatalog(tb testing.TB, n *Node, index string, shards int, docs []byte) 
 		tb.Fatal(err)
 	}
 	want := bytes.Count(docs, []byte("\n"))
-	res, err := c.Bulk(ctx, index, bytes.NewReader(docs), client.BulkOptions{})
+	res, err := c.Bulk(ctx, index, bytes.NewReader(docs), client.BulkOptions{NoSnapshot: !snapshot})
 	if err != nil || res.Stored != want {
 		tb.Fatalf("bulk load %s: %+v %v, want %d stored", index, res, err, want)
 	}

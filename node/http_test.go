@@ -21,6 +21,7 @@ import (
 )
 
 func TestHTTPAPI(t *testing.T) {
+	t.Parallel()
 	n := startNode(t)
 	base := "http://" + n.HTTPAddr
 	do := func(method, path, body string) (int, map[string]any) {
@@ -112,6 +113,7 @@ not json
 }
 
 func TestHTTPPluginAdmin(t *testing.T) {
+	t.Parallel()
 	n := startNode(t)
 	base := "http://" + n.HTTPAddr
 	if _, err := n.Client().CreateIndex(context.Background(), "hp", 1, nil); err != nil {

@@ -44,6 +44,7 @@ func do(t *testing.T, c *http.Client, method, url, token, body string) (int, str
 // indexes or documents; an operator token can; a revoked token stops
 // working.
 func TestHTTPTeamIsolation(t *testing.T) {
+	t.Parallel()
 	n := startConfig(t, Config{HTTPAuth: true, Indexer: &indexer.Config{SnapshotInterval: -1}, Searcher: &searcher.Config{}, Broker: &broker.Config{}})
 	ctx := context.Background()
 	c := n.Client()
@@ -208,6 +209,7 @@ func TestHTTPTeamIsolation(t *testing.T) {
 // Go's mux would send (which a client following redirects, like this one,
 // would take with its DELETE to the index itself).
 func TestHTTPPathsStrict(t *testing.T) {
+	t.Parallel()
 	n := startNode(t)
 	c := n.Client()
 	noodleIndex(t, c, "victim", "v")

@@ -20,6 +20,7 @@ import (
 // once), unless told to keep its own; either way, what it serves follows updates, snapshots and an
 // index deleted and created again under the same name.
 func TestSearcherServesIndexerReplicas(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name     string
 		separate bool
@@ -126,6 +127,7 @@ func TestSearcherServesIndexerReplicas(t *testing.T) {
 // TestIndexerLend: the indexer lends the replicas of the incarnation of an
 // index it holds, and refuses (shard.ErrNotLent) what it does not hold.
 func TestIndexerLend(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	n := startConfig(t, Config{Indexer: &indexer.Config{SnapshotInterval: -1}})

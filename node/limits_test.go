@@ -310,6 +310,7 @@ func watchRSS(t *testing.T, stop <-chan struct{}) <-chan int64 {
 // get 429 with Retry-After, over its in-flight cap too; another team's
 // searches are not touched; back to no limits, all pass.
 func TestTeamLimits(t *testing.T) {
+	t.Parallel()
 	n := startNode(t)
 	ctx := context.Background()
 	c := n.Client()

@@ -24,6 +24,7 @@ func (b *syncBuffer) String() string {
 // A scraper that hangs up in the middle of GET /metrics is no error of
 // the node's: nothing is logged at ERROR.
 func TestMetricsClientHangsUp(t *testing.T) {
+	t.Parallel()
 	var log syncBuffer
 	n := startConfig(t, Config{Indexer: &indexer.Config{SnapshotInterval: -1}, Searcher: &searcher.Config{}, Broker: &broker.Config{},
 		Logger: slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelInfo}))})

@@ -31,6 +31,7 @@ import (
 // output must parse and pass promtool's linter, and the key series must
 // hold what happened.
 func TestMetrics(t *testing.T) {
+	t.Parallel()
 	path := writePipeline(t, map[string][]byte{
 		"suffix.wasm": wasmtest.WATFile(t, "../examples/plugins/wat/suffix.wat"),
 		"trap.wasm":   wasmtest.WAT(t, trapWAT),
@@ -55,7 +56,7 @@ func TestMetrics(t *testing.T) {
 	if err := n.WaitReady(ctx); err != nil {
 		t.Fatal(err)
 	}
-	loadCatalog(t, n, "menu", 2, catalogNDJSON(t, 200))
+	loadCatalogSnapshot(t, n, "menu", 2, catalogNDJSON(t, 200))
 	// Straight into the broker: the registry's validation would refuse
 	// the trap, and the ltr fixture's NaN on documents without a price.
 	pl, err := broker.LoadPipelineFile(ctx, mustRuntime(t), path, t.TempDir())

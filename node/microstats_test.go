@@ -19,6 +19,7 @@ import (
 // replies the broker's goroutines send (micro's own figures stop when the
 // handler hands a request on, at once).
 func TestMicroStats(t *testing.T) {
+	t.Parallel()
 	n := startNode(t)
 	c := n.Client()
 	ctx := context.Background()

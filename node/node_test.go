@@ -11,6 +11,7 @@ import (
 	"github.com/quarrysearch/quarry/broker"
 	"github.com/quarrysearch/quarry/client"
 	"github.com/quarrysearch/quarry/indexer"
+	"github.com/quarrysearch/quarry/internal/testwait"
 	"github.com/quarrysearch/quarry/searcher"
 )
 
@@ -71,11 +72,5 @@ func TestEndToEnd(t *testing.T) {
 
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met in 15s")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testwait.Until(t, 15*time.Second, "condition", cond)
 }

@@ -43,15 +43,7 @@ func writePipelineB(t testing.TB, modules map[string][]byte, file broker.Pipelin
 func startWithPipeline(t *testing.T, pipeline string) *Node {
 	t.Helper()
 	ctx := context.Background()
-	n, err := Start(ctx, Config{DataDir: t.TempDir(), NATSPort: -1,
-		Indexer: &indexer.Config{SnapshotInterval: -1}, Searcher: &searcher.Config{}, Broker: &broker.Config{}, Logger: testLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(n.Close)
-	if err := n.WaitReady(ctx); err != nil {
-		t.Fatal(err)
-	}
+	n := startConfig(t, Config{Indexer: &indexer.Config{SnapshotInterval: -1}, Searcher: &searcher.Config{}, Broker: &broker.Config{}})
 	loadCatalog(t, n, "menu", 2, catalogNDJSON(t, 600))
 	if pipeline != "" {
 		if _, err := n.ApplyPipelineFile(ctx, "menu", pipeline); err != nil {
@@ -64,6 +56,7 @@ func startWithPipeline(t *testing.T, pipeline string) *Node {
 // A plugin written from the ABI alone (WAT) and Go plugins from the SDK
 // change search results through the broker.
 func TestPipelineChangesResults(t *testing.T) {
+	t.Parallel()
 	suffix := wasmtest.WATFile(t, "../examples/plugins/wat/suffix.wat")
 	spelling := wasmtest.GoPlugin(t, "../examples/plugins/spelling")
 	ltr := wasmtest.GoPlugin(t, "../examples/plugins/ltr")
@@ -115,6 +108,7 @@ func TestPipelineChangesResults(t *testing.T) {
 // A failing step: fail-open skips it and says so; fail-closed fails the
 // query naming the plugin; the broker stays up either way.
 func TestPipelineFailurePolicies(t *testing.T) {
+	t.Parallel()
 	trap := wasmtest.WAT(t, `(module (memory 1)
   (func (export "quarry_abi_v1"))
   (func (export "quarry_alloc") (param i32) (result i32) (i32.const 1024))
@@ -155,6 +149,7 @@ func TestPipelineFailurePolicies(t *testing.T) {
 // adds to it; a restart with the same file keeps what was pushed since;
 // a changed file is applied again.
 func TestPipelineFileOneTruth(t *testing.T) {
+	t.Parallel()
 	suffix := wasmtest.WATFile(t, "../examples/plugins/wat/suffix.wat")
 	path := writePipeline(t, map[string][]byte{"suffix.wasm": suffix}, broker.PipelineFile{
 		Rewriters: []broker.StepFile{{Plugin: "suffix", Wasm: "suffix.wasm", BudgetMS: 2000}}})

@@ -15,6 +15,7 @@ import (
 // ready once every role is, and a node that is shutting down says why it
 // is not.
 func TestReadiness(t *testing.T) {
+	t.Parallel()
 	n := startNode(t)
 	get := func(path string) (int, string) {
 		t.Helper()
@@ -44,6 +45,7 @@ func TestReadiness(t *testing.T) {
 // TestReadinessWithoutHTTP: a role without the HTTP API (here a searcher)
 // answers /healthz and /readyz on its --metrics listener.
 func TestReadinessWithoutHTTP(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	n, err := Start(ctx, Config{DataDir: t.TempDir(), NATSPort: -1, MetricsAddr: "127.0.0.1:0", Searcher: &searcher.Config{}, Logger: testLogger()})
@@ -69,6 +71,7 @@ func TestReadinessWithoutHTTP(t *testing.T) {
 // TestProfiling: Go's profiles are served on the metrics listener only
 // when asked for, and asking without a metrics listener is refused.
 func TestProfiling(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if _, err := Start(ctx, Config{DataDir: t.TempDir(), NATSPort: -1, Profiling: true, Searcher: &searcher.Config{}, Logger: testLogger()}); err == nil || !strings.Contains(err.Error(), "metrics listener") {

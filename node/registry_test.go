@@ -34,6 +34,7 @@ func rewrites(r *api.SearchResponse) string {
 // while queries run: every change goes live without a restart, no query
 // fails, bad input is refused and leaves the pipeline as it was.
 func TestRegistryPushActivateRollback(t *testing.T) {
+	t.Parallel()
 	n := startRoles(t, "", &indexer.Config{SnapshotInterval: -1}, &searcher.Config{}, &broker.Config{})
 	c := n.Client()
 	ctx := context.Background()
@@ -257,6 +258,7 @@ func TestRegistryCanary(t *testing.T) {
 // comparison with the live ranker is readable from the admin API; so is a
 // shadow rewriter's, whose requests run the rest of the search again.
 func TestRegistryShadow(t *testing.T) {
+	t.Parallel()
 	n := startRoles(t, "", &indexer.Config{SnapshotInterval: -1}, &searcher.Config{}, &broker.Config{})
 	c := n.Client()
 	ctx := context.Background()

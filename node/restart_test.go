@@ -24,13 +24,14 @@ import (
 // A searcher that goes away and comes back (new process, empty disk)
 // serves every update acknowledged meanwhile: snapshot + replay.
 func TestSearcherRestartReplays(t *testing.T) {
+	t.Parallel()
 	core := startRoles(t, "", &indexer.Config{SnapshotInterval: -1}, nil, &broker.Config{})
 	c := core.Client()
 	ctx := context.Background()
 	if _, err := c.CreateIndex(ctx, "r", 4, nil); err != nil {
 		t.Fatal(err)
 	}
-	mustBulk(t, c, "r", ndjson(200, "a"))
+	mustBulkSnapshot(t, c, "r", ndjson(200, "a"))
 	s1 := startRoles(t, core.NATSURL(), nil, &searcher.Config{}, nil)
 	bc := c
 	waitTotal(t, bc, "r", "noodles", 67)
@@ -64,13 +65,14 @@ func TestSearcherRestartReplays(t *testing.T) {
 // serving what it had, and a searcher starting fresh falls back to a full
 // replay of the stream.
 func TestCorruptSnapshotRefused(t *testing.T) {
+	t.Parallel()
 	n := startNode(t)
 	c := n.Client()
 	ctx := context.Background()
 	if _, err := c.CreateIndex(ctx, "d", 2, nil); err != nil {
 		t.Fatal(err)
 	}
-	mustBulk(t, c, "d", ndjson(90, "a"))
+	mustBulkSnapshot(t, c, "d", ndjson(90, "a"))
 	waitTotal(t, c, "d", "noodles", 30)
 
 	js, _ := jetstream.New(n.Conn())
@@ -117,13 +119,14 @@ func TestCorruptSnapshotRefused(t *testing.T) {
 // Snapshots published while queries run swap generations without failing
 // a single query.
 func TestGenerationSwapUnderLoad(t *testing.T) {
+	t.Parallel()
 	n := startNode(t)
 	c := n.Client()
 	ctx := context.Background()
 	if _, err := c.CreateIndex(ctx, "s", 2, nil); err != nil {
 		t.Fatal(err)
 	}
-	mustBulk(t, c, "s", ndjson(300, "a"))
+	mustBulkSnapshot(t, c, "s", ndjson(300, "a"))
 	waitTotal(t, c, "s", "noodles", 100)
 
 	var queries, failures atomic.Int64
@@ -173,6 +176,7 @@ func TestGenerationSwapUnderLoad(t *testing.T) {
 }
 
 func TestBadInput(t *testing.T) {
+	t.Parallel()
 	n := startNode(t)
 	c := n.Client()
 	ctx := context.Background()
@@ -221,6 +225,7 @@ func TestBadInput(t *testing.T) {
 // An index deleted and created again starts empty, with its new shard
 // count, on every role.
 func TestRecreateIndex(t *testing.T) {
+	t.Parallel()
 	n := startNode(t)
 	c := n.Client()
 	ctx := context.Background()
@@ -253,6 +258,7 @@ func TestRecreateIndex(t *testing.T) {
 // Documents over the size limit are refused, by line, and the rest of a
 // bulk goes in.
 func TestDocumentSizeLimit(t *testing.T) {
+	t.Parallel()
 	n := startNode(t)
 	c := n.Client()
 	ctx := context.Background()

@@ -18,6 +18,7 @@ import (
 // stop words, the AssemblyScript ranker orders by rating and the C one by
 // price within it.
 func TestPipelineSDKPlugins(t *testing.T) {
+	t.Parallel()
 	const asDir = "../examples/plugins/assemblyscript"
 	modules := map[string][]byte{
 		"tidy.wasm":      wasmtest.C(t, "../examples/plugins/c/rewriter.c"),

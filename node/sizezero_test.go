@@ -17,6 +17,7 @@ import (
 // with or without rankers in the pipeline (one with a rerank depth, one
 // without: zero candidates).
 func TestHTTPSizeZero(t *testing.T) {
+	t.Parallel()
 	n := startConfig(t, Config{Indexer: &indexer.Config{SnapshotInterval: -1}, Searcher: &searcher.Config{}, Broker: &broker.Config{}})
 	loadCatalog(t, n, "menu", 2, catalogNDJSON(t, 300))
 	url := "http://" + n.HTTPAddr + "/v1/indexes/menu/search"

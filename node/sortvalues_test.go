@@ -44,6 +44,7 @@ func postJSON(t *testing.T, url, body string, out any) (int, string) {
 // strings, a missing value as null; declared in the mapping or dynamic;
 // merged in the right order across shards.
 func TestHTTPSortValuesTyped(t *testing.T) {
+	t.Parallel()
 	n := startConfig(t, Config{Indexer: &indexer.Config{SnapshotInterval: -1}, Searcher: &searcher.Config{}, Broker: &broker.Config{}})
 	ctx := context.Background()
 	mapping := `{"default_mapping":{"dynamic":true,"properties":{

@@ -50,6 +50,7 @@ func noInternals(t testing.TB, what, msg string) {
 // (its per-line errors) and client.Put; an id with invalid UTF-8 cannot
 // be read or deleted either.
 func TestStrictDocuments(t *testing.T) {
+	t.Parallel()
 	n := startNode(t)
 	c, ctx := n.Client(), context.Background()
 	if _, err := c.CreateIndex(ctx, "u", 2, nil); err != nil {
@@ -126,6 +127,7 @@ func TestStrictDocuments(t *testing.T) {
 // sort, fields, facets and inside query and filter, wrong types: 400
 // naming the field and where, in the API's words.
 func TestStrictSearch(t *testing.T) {
+	t.Parallel()
 	n := startNode(t)
 	c, ctx := n.Client(), context.Background()
 	noodleIndex(t, c, "s", "s")
@@ -182,6 +184,7 @@ func jsonString(s string) string {
 
 // Admin requests over NATS are read strictly too.
 func TestStrictAdminRequests(t *testing.T) {
+	t.Parallel()
 	n := startNode(t)
 	if _, err := n.Client().CreateIndex(context.Background(), "adm", 1, nil); err != nil {
 		t.Fatal(err)

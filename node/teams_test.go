@@ -285,6 +285,7 @@ func TestReplySubjectOutsideInbox(t *testing.T) {
 // unknown upload, a bad chunk header and a digest never uploaded to the
 // index are refused with a clear error and no version recorded.
 func TestChunkedUpload(t *testing.T) {
+	t.Parallel()
 	n := startRoles(t, "", &indexer.Config{}, nil, &broker.Config{})
 	c, ctx := n.Client(), context.Background()
 	if _, err := c.CreateIndex(ctx, "up", 1, nil); err != nil {
@@ -380,6 +381,7 @@ func TestChunkedUpload(t *testing.T) {
 // refused by the broker, which keeps serving the pipeline it had and
 // records why; another team's plugins are not affected.
 func TestTeamRuntimeLimits(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	n := startConfig(t, Config{TeamMaxInstances: 4,

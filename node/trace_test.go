@@ -68,6 +68,7 @@ func (b *syncBuffer) lines(id string) []map[string]any {
 // own log line, and by its trace through the spans of the broker, each
 // shard request, each searcher and the plugin call.
 func TestFollowOneRequest(t *testing.T) {
+	t.Parallel()
 	exp := tracetest.NewInMemoryExporter()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
 	trace.Use(tp)

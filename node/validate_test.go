@@ -28,6 +28,7 @@ const longQueryTrapWAT = `(module (memory 1)
 // and on the index's recorded queries before it can go live, and a
 // refusal names the sample that broke it.
 func TestValidationSamples(t *testing.T) {
+	t.Parallel()
 	n := startRoles(t, "", &indexer.Config{SnapshotInterval: -1}, &searcher.Config{}, &broker.Config{RecordPercent: 100})
 	c, ctx := n.Client(), context.Background()
 	noodleIndex(t, c, "val", "v")

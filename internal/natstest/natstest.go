@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -20,11 +21,20 @@ type Server struct {
 	JS jetstream.JetStream
 }
 
+// Sync is how the test servers' JetStream syncs what it stores: in the
+// background, once a minute. A test's process never crashes under its
+// server (a server stopped by a test is shut down, which syncs), so no
+// acknowledged write is lost, and a write costs no fsync: that made a
+// node's tests several times slower. The durability tests, which kill
+// real processes, run servers of their own (quarry serve's default is
+// to sync every write).
+const Sync = time.Minute
+
 // Start starts a server with JetStream in a temp dir, listening on a free
 // loopback port, and stops it when the test ends.
 func Start(tb testing.TB) *Server {
 	tb.Helper()
-	s, err := embednats.Start(embednats.Config{StoreDir: tb.TempDir(), Port: -1})
+	s, err := embednats.Start(embednats.Config{StoreDir: tb.TempDir(), Port: -1, Sync: Sync})
 	if err != nil {
 		tb.Fatalf("start nats: %v", err)
 	}
