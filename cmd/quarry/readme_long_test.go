@@ -98,31 +98,6 @@ func TestDemoFromEmptyDir(t *testing.T) {
 	}
 }
 
-// readmeCommands returns the commands of README.md's "Set up" section, in
-// order: the demo, the tests, and the search to try.
-func readmeCommands(t *testing.T) (demo, tests, search string) {
-	t.Helper()
-	raw, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, setup, ok := strings.Cut(string(raw), "\n## Set up\n")
-	if !ok {
-		t.Fatal(`README.md has no "## Set up" section`)
-	}
-	setup, _, _ = strings.Cut(setup, "\n## ")
-	var cmds []string
-	for _, l := range strings.Split(setup, "\n") {
-		if strings.HasPrefix(l, "    ") && strings.TrimSpace(l) != "" {
-			cmds = append(cmds, strings.TrimSpace(l))
-		}
-	}
-	if len(cmds) != 3 {
-		t.Fatalf("README's Set up section has %d commands, want 3 (demo, tests, a search): %q", len(cmds), cmds)
-	}
-	return cmds[0], cmds[1], cmds[2]
-}
-
 // words splits a command line as a shell would for the README's simple
 // commands: words, and double- or single-quoted strings.
 func words(t *testing.T, line string) []string {

@@ -67,3 +67,45 @@ func looksLikeFile(w string) bool {
 	}
 	return strings.HasPrefix(w, "examples/") || strings.HasPrefix(w, "docs/")
 }
+
+// readmeCommands returns the commands of README.md's "Set up" section, in
+// order: the demo, the tests, and the search to try.
+func readmeCommands(t *testing.T) (demo, tests, search string) {
+	t.Helper()
+	raw, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, setup, ok := strings.Cut(string(raw), "\n## Set up\n")
+	if !ok {
+		t.Fatal(`README.md has no "## Set up" section`)
+	}
+	setup, _, _ = strings.Cut(setup, "\n## ")
+	var cmds []string
+	for _, l := range strings.Split(setup, "\n") {
+		if strings.HasPrefix(l, "    ") && strings.TrimSpace(l) != "" {
+			cmds = append(cmds, strings.TrimSpace(l))
+		}
+	}
+	if len(cmds) != 3 {
+		t.Fatalf("README's Set up section has %d commands, want 3 (demo, tests, a search): %q", len(cmds), cmds)
+	}
+	return cmds[0], cmds[1], cmds[2]
+}
+
+// The fast tier CI runs is the README's test command, exactly as printed:
+// .ci/run has the line itself.
+func TestCIRunsTheREADMETests(t *testing.T) {
+	t.Parallel()
+	_, tests, _ := readmeCommands(t)
+	ci, err := os.ReadFile("../../.ci/run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(ci), "\n") {
+		if strings.TrimSpace(l) == tests {
+			return
+		}
+	}
+	t.Errorf(".ci/run does not run the README's test command %q as printed", tests)
+}

@@ -11,7 +11,7 @@
 // ./internal/wasmtest` rebuilds them all.
 package wasmtest
 
-//go:generate sh -c "cd ../.. && QUARRY_WASM=rebuild go test -count=1 ./... ./sdk/... ./examples/plugins/..."
+//go:generate sh -c "rm -rf testdata/prebuilt && cd ../.. && QUARRY_WASM=rebuild go test -tags long -count=1 ./... ./sdk/... ./examples/plugins/..."
 
 import (
 	"context"
