@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -20,6 +21,7 @@ import (
 	"github.com/quarrysearch/quarry/client"
 	"github.com/quarrysearch/quarry/indexer"
 	"github.com/quarrysearch/quarry/internal/subject"
+	"github.com/quarrysearch/quarry/internal/testwait"
 	"github.com/quarrysearch/quarry/searcher"
 )
 
@@ -113,13 +115,10 @@ func TestPartialResults(t *testing.T) {
 
 	away.Close()
 	// The server drops a closed client's interest a moment later.
-	for range 200 {
+	waitUntil(t, 5*time.Second, "shard 2 has no responders", func() bool {
 		_, err := core.Conn().Request(subject.Shard("p", 2), []byte("{}"), time.Second)
-		if errors.Is(err, nats.ErrNoResponders) {
-			break
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return errors.Is(err, nats.ErrNoResponders)
+	})
 	r, err := c.Search(ctx, "p", &api.SearchRequest{Q: "noodles"})
 	if err != nil {
 		t.Fatal(err)
@@ -256,8 +255,7 @@ func TestRecordQueries(t *testing.T) {
 		}
 	}
 	var got []string
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
+	testwait.UntilErr(t, 10*time.Second, "the three searches recorded last", func() error {
 		qs, err := c.RecordedQueries(ctx, "rec", 0)
 		if err != nil {
 			t.Fatal(err)
@@ -271,9 +269,8 @@ func TestRecordQueries(t *testing.T) {
 			got = append(got, r.Q)
 		}
 		if len(got) >= 4 && strings.Join(got[len(got)-3:], ",") == "alpha,beta,gamma" {
-			return
+			return nil
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("recorded %v", got)
+		return fmt.Errorf("recorded %v", got)
+	})
 }

@@ -57,7 +57,7 @@ func TestFaultNATSClusterLosesNode(t *testing.T) {
 	ext, extNC := externalClient(t, cl.urls(used), nats.DontRandomize())
 	load := startLoad(ext, "cl", "noodles", rate, 2*time.Second)
 	defer load.Stop()
-	time.Sleep(500 * time.Millisecond) // a steady state before the fault
+	load.waitAnswered(t, time.Time{}, int(rate/2), "a steady state before the faults: half a second's queries answered")
 
 	// lose takes member i down; while it is down, writes and searches a
 	// document, creates an index and pushes a pipeline; then brings it
@@ -97,7 +97,7 @@ func TestFaultNATSClusterLosesNode(t *testing.T) {
 		activate(t, c, "cl-"+word, "suffix", v.Digest)
 		waitRewriter(t, n.Broker, "cl-"+word, short(v.Digest))
 		within(t, down, bound, name+" going down", "a pipeline pushed is live")
-		time.Sleep(500 * time.Millisecond) // the load with a member down
+		load.waitAnswered(t, time.Now(), int(rate/2), "the load with "+name+" down: half a second's queries answered")
 		cl.start(i)
 		up = time.Now()
 		peer := (i + 1) % len(cl.members)
@@ -126,7 +126,7 @@ func TestFaultNATSClusterLosesNode(t *testing.T) {
 		down, up := lose(i, []string{"alpha", "bravo", "charlie", "delta", "echo"}[k])
 		phases = append(phases, phase{down, up})
 	}
-	time.Sleep(500 * time.Millisecond) // the load after
+	load.waitAnswered(t, time.Now(), int(rate/2), "the load after: half a second's queries answered")
 	outs := load.Stop()
 	_, failed, _ := window(outs, time.Time{}, time.Now())
 	t.Logf("%d queries at %g/s, %d failed; %s in all", len(outs), rate, failed, time.Since(began).Round(time.Millisecond))

@@ -11,6 +11,7 @@ import (
 	"github.com/quarrysearch/quarry/client"
 	"github.com/quarrysearch/quarry/indexer"
 	"github.com/quarrysearch/quarry/internal/catalog"
+	"github.com/quarrysearch/quarry/internal/testwait"
 	"github.com/quarrysearch/quarry/searcher"
 )
 
@@ -35,22 +36,23 @@ func TestBulkLoadMergesSegments(t *testing.T) {
 			// segments returns each shard's segments once none is in
 			// memory (and, with merged, once each shard has one), and the
 			// fewest and most a shard has.
-			segments := func(merged bool) ([]string, uint64, uint64) {
-				deadline := time.Now().Add(time.Minute)
-				for {
-					var out []string
-					fewest, most, persisted := uint64(1<<63), uint64(0), true
+			segments := func(merged bool) (out []string, fewest, most uint64) {
+				t.Helper()
+				testwait.UntilErr(t, time.Minute, fmt.Sprintf("segments persisted (merged: %v)", merged), func() error {
+					out, fewest, most = nil, uint64(1<<63), 0
+					persisted := true
 					for _, st := range n.Searcher.Stats() {
 						out = append(out, fmt.Sprintf("%d+%d", st.FileSegments, st.MemorySegments))
 						fewest = min(fewest, st.FileSegments+st.MemorySegments)
 						most = max(most, st.FileSegments+st.MemorySegments)
 						persisted = persisted && st.MemorySegments == 0
 					}
-					if (persisted && (!merged || most == 1)) || time.Now().After(deadline) {
-						return out, fewest, most
+					if persisted && (!merged || most == 1) {
+						return nil
 					}
-					time.Sleep(10 * time.Millisecond)
-				}
+					return fmt.Errorf("segments of each shard (files+memory): %v", out)
+				})
+				return out, fewest, most
 			}
 			// Two loads a persist apart: two segments a shard at least.
 			if _, err := c.Bulk(ctx, "menu", bytes.NewReader(docs[:half]), client.BulkOptions{NoSnapshot: true}); err != nil {

@@ -25,6 +25,7 @@ import (
 	"github.com/quarrysearch/quarry/indexer"
 	"github.com/quarrysearch/quarry/internal/catalog"
 	"github.com/quarrysearch/quarry/internal/demo"
+	"github.com/quarrysearch/quarry/internal/testwait"
 	"github.com/quarrysearch/quarry/internal/wasmtest"
 	"github.com/quarrysearch/quarry/searcher"
 )
@@ -67,8 +68,9 @@ type tab struct {
 	base  string
 	shots string
 
-	mu   sync.Mutex
-	msgs []chromedp.ConsoleMessage
+	mu    sync.Mutex
+	msgs  []chromedp.ConsoleMessage
+	marks int // markers written (settle)
 }
 
 func openTab(t *testing.T, browser context.Context, base, shots string) *tab {
@@ -142,7 +144,7 @@ func (b *tab) console() []string {
 // tests that expect one check it.
 func (b *tab) noErrors(page string) {
 	b.t.Helper()
-	time.Sleep(50 * time.Millisecond) // let the last events arrive
+	b.settle()
 	// Nothing drawn as a value the page failed to format.
 	if bad := eval[[]string](b, `(() => {
 		const w = document.createTreeWalker(document.getElementById("main"), NodeFilter.SHOW_TEXT);
@@ -160,6 +162,21 @@ func (b *tab) noErrors(page string) {
 		}
 	}
 	b.msgs = nil
+}
+
+// settle waits until every message the page wrote so far has arrived:
+// it writes a marker to the console and waits for it, as the messages
+// keep their order.
+func (b *tab) settle() {
+	b.t.Helper()
+	b.marks++
+	mark := fmt.Sprintf("quarry test: marker %d", b.marks)
+	eval[bool](b, fmt.Sprintf(`(console.debug(%q), true)`, mark))
+	testwait.Until(b.t, 45*time.Second, "the console's messages up to "+mark, func() bool {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return slices.ContainsFunc(b.msgs, func(m chromedp.ConsoleMessage) bool { return m.Text == mark })
+	})
 }
 
 // login opens the console and signs in with token.
@@ -298,13 +315,12 @@ func TestConsole(t *testing.T) {
 	base := "http://" + n.HTTPAddr
 	hc := &http.Client{Timeout: 10 * time.Second}
 	for _, tok := range []string{food, books, op} { // usable once the guard has seen them
-		deadline := time.Now().Add(10 * time.Second)
-		for code, _ := do(t, hc, "GET", base+"/v1/me", tok, ""); code != 200; code, _ = do(t, hc, "GET", base+"/v1/me", tok, "") {
-			if time.Now().After(deadline) {
-				t.Fatalf("a token never worked: %d", code)
+		testwait.UntilErr(t, 10*time.Second, "a token works", func() error {
+			if code, body := do(t, hc, "GET", base+"/v1/me", tok, ""); code != 200 {
+				return fmt.Errorf("%d %.200s", code, body)
 			}
-			time.Sleep(10 * time.Millisecond)
-		}
+			return nil
+		})
 	}
 	t.Logf("stack ready in %v", time.Since(start).Round(time.Millisecond))
 
@@ -366,12 +382,9 @@ func TestConsole(t *testing.T) {
 
 	// The brokers run the restored pipeline: the playground's search below
 	// goes through georank again.
-	deadline := time.Now().Add(30 * time.Second)
-	for !ranksWith(c, "georank") {
-		if time.Now().After(deadline) {
-			t.Fatal("the brokers never ran the restored pipeline")
-		}
-		time.Sleep(20 * time.Millisecond)
+	waitRevision(t, 30*time.Second, n.Broker, "menu", live.Revision)
+	if !ranksWith(c, "georank") {
+		t.Fatal("the broker runs the restored pipeline without georank")
 	}
 
 	// Playground: a search with hits, the pipeline report, the rewrite

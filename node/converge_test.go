@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"github.com/quarrysearch/quarry/client"
 	"github.com/quarrysearch/quarry/indexer"
 	"github.com/quarrysearch/quarry/internal/natstest"
+	"github.com/quarrysearch/quarry/internal/testwait"
 	"github.com/quarrysearch/quarry/internal/wasmtest"
 	"github.com/quarrysearch/quarry/searcher"
 )
@@ -20,19 +22,16 @@ import (
 // version (a short digest).
 func waitRewriter(t *testing.T, b *broker.Broker, index, version string) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	var last []api.Stage
-	for time.Now().Before(deadline) {
+	testwait.UntilErr(t, 30*time.Second, fmt.Sprintf("the broker runs version %s on %s", version, index), func() error {
 		r, err := b.Search(context.Background(), index, &api.SearchRequest{Q: "noodles", Profile: true})
-		if err == nil {
-			last = r.Profile.Stages
-			if slices.ContainsFunc(last, func(s api.Stage) bool { return strings.Contains(s.Detail, "version "+version) }) {
-				return
-			}
+		if err != nil {
+			return err
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("the broker never ran version %s on %s; last profile %+v", version, index, last)
+		if !slices.ContainsFunc(r.Profile.Stages, func(s api.Stage) bool { return strings.Contains(s.Detail, "version "+version) }) {
+			return fmt.Errorf("profile %+v", r.Profile.Stages)
+		}
+		return nil
+	})
 }
 
 // TestBrokersConverge: a broker that starts after a pipeline was set, and a

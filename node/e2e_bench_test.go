@@ -73,22 +73,19 @@ func e2eQuarry(b *testing.B, docs []byte, shards int) *Node {
 func e2eWaitGeneration(b *testing.B, n *Node, gen uint64) {
 	b.Helper()
 	deadline := time.Now().Add(2 * time.Minute)
-	for {
+	waitUntil(b, 3*time.Minute, fmt.Sprintf("generation %d served, or the deadline", gen), func() bool {
 		behind := 0
 		for _, st := range n.Searcher.Stats() {
 			if st.Generation < gen {
 				behind++
 			}
 		}
-		if behind == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
+		if behind > 0 && time.Now().After(deadline) {
 			b.Logf("%d shards still serve a generation before %d", behind, gen)
-			return
+			return true
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return behind == 0
+	})
 }
 
 // e2eQuarrySearch is one query through the client, as an application does.

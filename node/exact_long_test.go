@@ -4,6 +4,7 @@ package node
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"slices"
 	"testing"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/quarrysearch/quarry/broker"
 	"github.com/quarrysearch/quarry/internal/testtier"
+	"github.com/quarrysearch/quarry/internal/testwait"
 )
 
 // The same documents (a generated corpus: a Zipf vocabulary of thousands
@@ -74,19 +76,18 @@ func TestExactScoringCorpus(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		deadline := time.Now().Add(time.Minute)
-		for swapped := 0; swapped < shards; {
-			swapped = 0
+		testwait.UntilErr(t, time.Minute, fmt.Sprintf("%s: generation %d swapped in", index, m.Generation), func() error {
+			swapped := 0
 			for _, st := range n.Searcher.Stats() {
 				if st.Index == index && st.Generation >= m.Generation && st.Seq >= s.last[index][st.Shard] {
 					swapped++
 				}
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: generation %d not swapped in: %+v", index, m.Generation, n.Searcher.Stats())
+			if swapped < shards {
+				return fmt.Errorf("%+v", n.Searcher.Stats())
 			}
-			time.Sleep(5 * time.Millisecond)
-		}
+			return nil
+		})
 	}
 	s.check(t, "swapped", cases)
 }

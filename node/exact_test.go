@@ -21,6 +21,7 @@ import (
 	"github.com/quarrysearch/quarry/internal/corpus"
 	"github.com/quarrysearch/quarry/internal/indexmap"
 	"github.com/quarrysearch/quarry/internal/subject"
+	"github.com/quarrysearch/quarry/internal/testwait"
 	"github.com/quarrysearch/quarry/planner"
 	"github.com/quarrysearch/quarry/searcher"
 )
@@ -327,8 +328,7 @@ func (s *corpusState) write(tb testing.TB, put []map[string]any, del []string, n
 // its sequence in last.
 func (s *corpusState) waitApplied(tb testing.TB, index string, last map[int]uint64) {
 	tb.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
+	testwait.UntilErr(tb, 2*time.Minute, index+": searchers apply the writes", func() error {
 		done := 0
 		for _, st := range s.n.Searcher.Stats() {
 			if st.Index == index && st.Seq >= last[st.Shard] {
@@ -336,13 +336,10 @@ func (s *corpusState) waitApplied(tb testing.TB, index string, last map[int]uint
 			}
 		}
 		if done == len(last) || len(last) == 0 {
-			return
+			return nil
 		}
-		if time.Now().After(deadline) {
-			tb.Fatalf("%s: searchers did not apply the writes: %+v, want %v", index, s.n.Searcher.Stats(), last)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+		return fmt.Errorf("%+v, want %v", s.n.Searcher.Stats(), last)
+	})
 }
 
 // updateReference makes the reference afresh: one plain scorch index of
@@ -474,6 +471,8 @@ func TestStatsFreshness(t *testing.T) {
 		s.updateReference(t)
 		s.check(t, "cached", cases[:6])
 		s.write(t, []map[string]any{s.g.Next().Record(), s.g.Next().Record(), s.g.Next().Record()}, nil, false)
+		// The bound under test is a time: the cached statistics age past
+		// StatsMaxAge, with nothing else to wait for.
 		time.Sleep(300 * time.Millisecond)
 		s.check(t, "aged", cases[:6])
 	})

@@ -37,17 +37,16 @@ const natsRecovery = 10 * time.Second
 // the report of issue 6's fault suite), not what the fault tests test.
 func activate(t testing.TB, c *client.Client, index, plugin, digest string) {
 	t.Helper()
-	for start := time.Now(); ; {
+	waitUntil(t, 5*time.Second, fmt.Sprintf("activate %s %s on %s past stale reads", plugin, digest, index), func() bool {
 		_, err := c.ActivatePlugin(context.Background(), index, plugin, digest)
-		if err == nil {
-			return
-		}
-		if !errors.Is(err, api.ErrNotFound) || time.Since(start) > 5*time.Second {
+		if err != nil && !errors.Is(err, api.ErrNotFound) {
 			t.Fatalf("activate %s %s on %s: %v", plugin, digest, index, err)
 		}
-		t.Logf("activate %s on %s: a stale read: %v", plugin, index, err)
-		time.Sleep(20 * time.Millisecond)
-	}
+		if err != nil {
+			t.Logf("activate %s on %s: a stale read: %v", plugin, index, err)
+		}
+		return err == nil
+	})
 }
 
 // failover bounds how long queries may take to recover when the NATS
@@ -114,11 +113,11 @@ func TestFaultNATSRestart(t *testing.T) {
 	ext, extNC := externalClient(t, ns.URL())
 	load := startLoad(ext, "nr", "noodles", rate, 2*time.Second)
 	defer load.Stop()
-	time.Sleep(time.Second) // a steady state before the fault
+	load.waitAnswered(t, time.Time{}, int(rate), "a steady state before the fault: a second's queries answered")
 
 	down := time.Now()
 	ns.Stop()
-	time.Sleep(outage)
+	time.Sleep(outage) // the exposure time of the fault: the server stays down this long
 	ns.Start()
 	up := time.Now()
 
@@ -142,7 +141,7 @@ func TestFaultNATSRestart(t *testing.T) {
 	// searcher and the broker still follow the index definitions.
 	noodleIndex(t, c, "nr-new", "f")
 	within(t, up, natsRecovery, "the NATS restart", "an index created after it is served")
-	time.Sleep(time.Second) // the load after the recovery
+	load.waitAnswered(t, time.Now(), int(rate), "the load after the recovery: a second's queries answered")
 
 	outs := load.Stop()
 	t.Logf("%d queries at %g/s; the node's connection reconnected %d times, the application's %d",

@@ -102,6 +102,23 @@ func (l *steadyLoad) Stop() []queryOutcome {
 	return l.outcomes()
 }
 
+// waitAnswered waits until n queries sent at or after since were
+// answered without failing.
+func (l *steadyLoad) waitAnswered(t testing.TB, since time.Time, n int, what string) {
+	t.Helper()
+	waitUntil(t, 30*time.Second, what, func() bool {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		ok := 0
+		for _, o := range l.outs {
+			if o.err == nil && !o.sent.Before(since) {
+				ok++
+			}
+		}
+		return ok >= n
+	})
+}
+
 // outcomes returns the outcomes so far, in the order queries were sent.
 func (l *steadyLoad) outcomes() []queryOutcome {
 	l.mu.Lock()
@@ -203,18 +220,15 @@ func outageReport(t testing.TB, what string, outs []queryOutcome, down, up time.
 // acknowledged or timeout passes. It returns the sequence and the attempts.
 func putUntilAcked(t testing.TB, c *client.Client, index string, doc []byte, timeout time.Duration) (seq uint64, attempts int) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
+	testwait.UntilErr(t, timeout, fmt.Sprintf("put %s into %s acknowledged", doc, index), func() (err error) {
 		attempts++
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		seq, err := c.Put(ctx, index, doc)
-		cancel()
-		if err == nil {
-			return seq, attempts
+		defer cancel()
+		seq, err = c.Put(ctx, index, doc)
+		if err != nil {
+			return fmt.Errorf("attempt %d: %w", attempts, err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("put %s into %s: not acknowledged after %d attempts in %s: %v", doc, index, attempts, timeout, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
+	return seq, attempts
 }

@@ -424,6 +424,7 @@ func foreignSearch(n *Node, index string, req map[string]any, retries *atomic.In
 				}
 			}
 			json.Unmarshal(body, &e)
+			// A client's retry: after the wait the server asked for.
 			time.Sleep(time.Duration(max(e.Error.RetryAfterMS, 100)) * time.Millisecond)
 			continue
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/broker"
 	"github.com/quarrysearch/quarry/indexer"
+	"github.com/quarrysearch/quarry/internal/testwait"
 	"github.com/quarrysearch/quarry/internal/wasmtest"
 	"github.com/quarrysearch/quarry/searcher"
 )
@@ -70,13 +71,7 @@ func TestHTTPTeamIsolation(t *testing.T) {
 	hc := &http.Client{Timeout: 30 * time.Second}
 	base := "http://" + n.HTTPAddr
 	// A token is usable as soon as the guard has seen it.
-	deadline := time.Now().Add(10 * time.Second)
-	for code, _ := do(t, hc, "POST", base+"/v1/indexes/menu/search", op, `{"q":"noodles"}`); code != 200; code, _ = do(t, hc, "POST", base+"/v1/indexes/menu/search", op, `{"q":"noodles"}`) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the operator token never worked: %d", code)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitStatus(t, hc, base+"/v1/indexes/menu/search", op, 200, "the operator token works")
 	identity := wasmtest.WAT(t, identityWAT)
 	routes := []struct {
 		method, path, body string
@@ -195,13 +190,19 @@ func TestHTTPTeamIsolation(t *testing.T) {
 			}
 		}
 	}
-	deadline = time.Now().Add(10 * time.Second)
-	for code, _ := do(t, hc, "POST", base+"/v1/indexes/menu/search", food, `{"q":"noodles"}`); code != 401; code, _ = do(t, hc, "POST", base+"/v1/indexes/menu/search", food, `{"q":"noodles"}`) {
-		if time.Now().After(deadline) {
-			t.Fatalf("a revoked token still works: %d", code)
+	waitStatus(t, hc, base+"/v1/indexes/menu/search", food, 401, "the revoked token is refused")
+}
+
+// waitStatus searches url with token until the answer's status is want:
+// the guard has seen the token (or its revocation).
+func waitStatus(t *testing.T, hc *http.Client, url, token string, want int, what string) {
+	t.Helper()
+	testwait.UntilErr(t, 10*time.Second, what, func() error {
+		if code, body := do(t, hc, "POST", url, token, `{"q":"noodles"}`); code != want {
+			return fmt.Errorf("%d %.200s", code, body)
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // No path reaches another resource than the one it names: dot segments,

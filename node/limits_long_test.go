@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"net/http"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -73,7 +74,7 @@ func TestHeavyQueryIsolation(t *testing.T) {
 	var peak int64
 	for r := range rounds {
 		if r > 0 {
-			time.Sleep(300 * time.Millisecond) // the heavy team's garbage collected
+			runtime.GC() // the heavy team's garbage collected
 		}
 		calm := func(i int) string { return normal(r*per + i) }
 		a, failed := latencies(base+"calm/search", 1, per, calm, nil)
@@ -83,6 +84,7 @@ func TestHeavyQueryIsolation(t *testing.T) {
 		alone = append(alone, a...)
 		stop := make(chan struct{})
 		heavyDone := make(chan []string, 1)
+		sentBefore := heavyCount.Load()
 		go func() {
 			_, f := latencies(base+"heavy/search", 2, 0, func(i int) string { heavyCount.Add(1); return heavy[i%len(heavy)] }, stop)
 			heavyDone <- f
@@ -91,7 +93,10 @@ func TestHeavyQueryIsolation(t *testing.T) {
 			baseline = residentBytes()
 		}
 		rss := watchRSS(t, stop)
-		time.Sleep(300 * time.Millisecond)
+		// The heavy team's load is up before the calm team's queries are
+		// timed beside it: one of its requests answered (the broker knows
+		// its cost), both of its clients sending.
+		waitUntil(t, time.Minute, "the heavy team's load up", func() bool { return heavyCount.Load() >= sentBefore+3 })
 		d, failed := latencies(base+"calm/search", 1, per, calm, nil)
 		close(stop)
 		heavyFailures := <-heavyDone // its last requests are done too
@@ -189,7 +194,9 @@ func TestNoisyNeighbour(t *testing.T) {
 			})
 		}
 	})
-	time.Sleep(300 * time.Millisecond)
+	// Team A at its limit before team B's queries are timed: its
+	// excess refused.
+	waitUntil(t, 30*time.Second, "team A's excess refused", func() bool { return refused.Load() > 0 })
 	during, failed := latencies(base+"quiet/search", 1, queries, normal, nil)
 	close(stop)
 	loop.Wait()

@@ -24,6 +24,7 @@ import (
 	"github.com/quarrysearch/quarry/indexer"
 	"github.com/quarrysearch/quarry/internal/corpus"
 	"github.com/quarrysearch/quarry/internal/subject"
+	"github.com/quarrysearch/quarry/internal/testwait"
 	"github.com/quarrysearch/quarry/searcher"
 )
 
@@ -42,18 +43,12 @@ func corpusIndex(tb testing.TB, n *Node, index string, shards, docs int, qs api.
 	if err := g.WriteNDJSON(&buf, docs); err != nil {
 		tb.Fatal(err)
 	}
-	mustBulk(tb, c, index, &buf)
-	deadline := time.Now().Add(time.Minute)
-	for {
-		r, err := c.Search(ctx, index, &api.SearchRequest{Size: api.NoHits})
-		if err == nil && r.Total == uint64(docs) && r.Shards.Failed == 0 {
-			return g
-		}
-		if time.Now().After(deadline) {
-			tb.Fatalf("%s: %d of %d documents searchable: %v", index, r.Total, docs, err)
-		}
-		time.Sleep(20 * time.Millisecond)
+	mustBulk(tb, c, index, &buf) // waits until they are searchable
+	r, err := c.Search(ctx, index, &api.SearchRequest{Size: api.NoHits})
+	if err != nil || r.Total != uint64(docs) || r.Shards.Failed != 0 {
+		tb.Fatalf("%s: %+v of %d documents searchable: %v", index, r, docs, err)
 	}
+	return g
 }
 
 // Each of the requests that stalled every team's searches is refused at
@@ -331,31 +326,26 @@ func TestTeamLimits(t *testing.T) {
 		t.Fatalf("a negative rate: %v", err)
 	}
 	base := "http://" + n.HTTPAddr + "/v1/indexes/"
-	// Within moments every broker applies it: 20 quick searches, 5 pass.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		refused, retryAfter := 0, ""
-		for range 20 {
-			resp, err := http.Post(base+"a/search", "application/json", strings.NewReader(`{"q":"noodles"}`))
-			if err != nil {
-				t.Fatal(err)
-			}
-			resp.Body.Close()
-			if resp.StatusCode == 429 {
-				refused++
-				retryAfter = resp.Header.Get("Retry-After")
-			}
+	// Within moments every broker applies it (a search is refused): then
+	// of 20 quick searches, at most the 5 of a full bucket pass.
+	waitRateLimited(t, 10*time.Second, base+"a/search", "alpha's rate of 5/s")
+	refused, retryAfter := 0, ""
+	for range 20 {
+		resp, err := http.Post(base+"a/search", "application/json", strings.NewReader(`{"q":"noodles"}`))
+		if err != nil {
+			t.Fatal(err)
 		}
-		if refused >= 14 {
-			if retryAfter != "1" {
-				t.Errorf("Retry-After %q, want 1 (second)", retryAfter)
-			}
-			break
+		resp.Body.Close()
+		if resp.StatusCode == 429 {
+			refused++
+			retryAfter = resp.Header.Get("Retry-After")
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the rate limit never held: %d of 20 refused", refused)
-		}
-		time.Sleep(1200 * time.Millisecond)
+	}
+	if refused < 14 {
+		t.Fatalf("the rate limit does not hold: %d of 20 refused", refused)
+	}
+	if retryAfter != "1" {
+		t.Errorf("Retry-After %q, want 1 (second)", retryAfter)
 	}
 	_, err := c.Search(ctx, "a", &api.SearchRequest{Q: "noodles"})
 	if e := (*api.Error)(nil); !errors.As(err, &e) || e.Code != api.CodeOverloaded || !strings.Contains(e.Message, "team alpha is over its rate limit of 5 searches/s") || e.RetryAfterMS <= 0 || e.RetryAfterMS > 200 {
@@ -373,15 +363,9 @@ func TestTeamLimits(t *testing.T) {
 	if _, err := c.SetTeam(ctx, api.TeamSettings{Name: "beta", MaxInFlight: 1}); err != nil {
 		t.Fatal(err)
 	}
-	deadline = time.Now().Add(10 * time.Second)
-	for {
-		if refusedAtOnce(base+"b/search", 8) > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("max_in_flight 1 never refused a search of 8 at once")
-		}
-	}
+	waitUntil(t, 10*time.Second, "max_in_flight 1 refuses a search of 8 at once", func() bool {
+		return refusedAtOnce(base+"b/search", 8) > 0
+	})
 	for range 10 { // alpha is back to no rate cap
 		if code, body := post(t, base+"a/search", `{"q":"noodles"}`); code != 200 {
 			t.Fatalf("team alpha after its limit was lifted: %d %s", code, body)
@@ -406,17 +390,25 @@ func TestTeamLimits(t *testing.T) {
 	if _, err := kv.Put(ctx, "beta", []byte(`{"name":"beta","rate":1e-9,"max_in_flight":1}`)); err != nil {
 		t.Fatal(err)
 	}
-	deadline = time.Now().Add(10 * time.Second)
-	for {
-		refused := refusedAtOnce(base+"b/search", 8)
-		if refused == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("refused settings: beta's old in-flight cap still held (%d of 8 at once refused)", refused)
-		}
-		time.Sleep(200 * time.Millisecond)
+	// A marker after it: the broker applies the bucket's changes in
+	// order, so once alpha's new rate holds, beta's refusal was applied.
+	if _, err := c.SetTeam(ctx, api.TeamSettings{Name: "alpha", Rate: 1, Burst: 1}); err != nil {
+		t.Fatal(err)
 	}
+	waitRateLimited(t, 10*time.Second, base+"a/search", "alpha's rate of 1/s, after beta's refused settings")
+	if refused := refusedAtOnce(base+"b/search", 8); refused != 0 {
+		t.Fatalf("refused settings: beta's old in-flight cap still held (%d of 8 at once refused)", refused)
+	}
+}
+
+// waitRateLimited searches url (a team's index over HTTP) until a search
+// is refused with 429: the broker applies the team's rate limit.
+func waitRateLimited(t *testing.T, timeout time.Duration, url, what string) {
+	t.Helper()
+	waitUntil(t, timeout, what, func() bool {
+		code, _ := post(t, url, `{"q":"noodles"}`)
+		return code == http.StatusTooManyRequests
+	})
 }
 
 // refusedAtOnce sends n slow searches (2,000 hits with every field, a
@@ -474,18 +466,16 @@ func TestTeamRateSharedByBrokers(t *testing.T) {
 		return admitted, msg, time.Since(start)
 	}
 	// Within moments both brokers know of each other and of the limit.
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		_, msg, _ := burst()
-		if strings.Contains(msg, "team alpha is over its rate limit of 20 searches/s (10 on each of 2 brokers)") {
-			break
+	var msg string
+	testwait.UntilErr(t, 15*time.Second, "the brokers share the rate", func() error {
+		if _, msg, _ = burst(); !strings.Contains(msg, "team alpha is over its rate limit of 20 searches/s (10 on each of 2 brokers)") {
+			return fmt.Errorf("last refusal %q", msg)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the brokers never shared the rate: last refusal %q", msg)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	time.Sleep(1100 * time.Millisecond) // both buckets full again
+		return nil
+	})
+	// The exposure time of the measure: a token bucket refills with time
+	// alone (10 tokens at 10/s on each broker), there is no state to wait for.
+	time.Sleep(1100 * time.Millisecond)
 	admitted, _, took := burst()
 	if most := 20 + int(20*took.Seconds()) + 2; admitted > most || admitted < 10 {
 		t.Fatalf("%d of 60 searches admitted in %s over two brokers, want 10 to %d", admitted, took, most)

@@ -20,6 +20,7 @@ import (
 	"github.com/quarrysearch/quarry/broker"
 	"github.com/quarrysearch/quarry/indexer"
 	"github.com/quarrysearch/quarry/internal/subject"
+	"github.com/quarrysearch/quarry/internal/testwait"
 	"github.com/quarrysearch/quarry/internal/wasmtest"
 	"github.com/quarrysearch/quarry/searcher"
 )
@@ -165,14 +166,13 @@ func TestMetrics(t *testing.T) {
 			// The stream is applied asynchronously: wait for the last
 			// messages before judging.
 			var fams map[string]*dto.MetricFamily
-			deadline := time.Now().Add(30 * time.Second)
-			for {
+			testwait.UntilErr(t, 30*time.Second, "the searcher's generation metric", func() error {
 				fams = scrape(t, addr.url)
-				if sum(fams, "quarry_searcher_shard_generation", nil) == 2*gen || time.Now().After(deadline) {
-					break
+				if got := sum(fams, "quarry_searcher_shard_generation", nil); got != 2*gen {
+					return fmt.Errorf("quarry_searcher_shard_generation sums to %g, want %g", got, 2*gen)
 				}
-				time.Sleep(20 * time.Millisecond)
-			}
+				return nil
+			})
 			for _, c := range checks {
 				if got := sum(fams, c.name, c.labels); !c.ok(got) {
 					t.Errorf("%s %v = %g, want %s", c.name, c.labels, got, c.want)

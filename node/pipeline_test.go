@@ -187,9 +187,12 @@ func TestPipelineFileOneTruth(t *testing.T) {
 		t.Fatalf("restart with the same file replaced the pushed pipeline: %+v %v", after, err)
 	}
 	waitPipelineRevision(t, n, "menu", pushed.Revision)
+	// A restarted searcher is ready before it serves the shards it had
+	// (Searcher.Ready never waits for the initial indexes): wait for them.
+	waitIndexed(t, c, "menu", 30)
 	r, err := c.Search(ctx, "menu", &api.SearchRequest{Q: "noodles", Profile: true})
 	if err != nil || rewrites(r) != "rewrite suffix,rewrite other" {
-		t.Fatalf("what runs after the restart: %v %v", err, r.Profile)
+		t.Fatalf("what runs after the restart: %v %+v", err, r)
 	}
 	// A changed file is applied.
 	changed := writePipeline(t, map[string][]byte{"suffix.wasm": suffix}, broker.PipelineFile{

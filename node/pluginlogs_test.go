@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/client"
 	"github.com/quarrysearch/quarry/internal/subject"
+	"github.com/quarrysearch/quarry/internal/testwait"
 )
 
 // foodLogs is TestTeamIsolation's part on plugin logs: team food reads
@@ -28,17 +30,16 @@ func foodLogs(t *testing.T, ctx context.Context, n *Node, food, books *client.Cl
 		t.Fatalf("food searches: %+v %v", searched, err)
 	}
 	var logs *api.PluginLogs
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testwait.UntilErr(t, 10*time.Second, "the lines of food's search kept", func() error {
 		logs, err = food.PluginLogs(ctx, "menu", "logger", api.PluginLogsRequest{Limit: 1000})
 		if err != nil {
 			t.Fatalf("food reads its plugin's logs: %v", err)
 		}
-		if len(logs.Lines) >= 2 && logs.Lines[len(logs.Lines)-1].RequestID == searched.RequestID || time.Now().After(deadline) {
-			break
+		if len(logs.Lines) >= 2 && logs.Lines[len(logs.Lines)-1].RequestID == searched.RequestID {
+			return nil
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return fmt.Errorf("%d lines: %+v", len(logs.Lines), logs.Lines[max(0, len(logs.Lines)-2):])
+	})
 	sources := map[string]bool{}
 	for _, l := range logs.Lines {
 		if l.Team != "food" || l.Plugin != "logger" || l.Version == "" || l.Time.IsZero() || l.Level != "info" {
@@ -52,35 +53,41 @@ func foodLogs(t *testing.T, ctx context.Context, n *Node, food, books *client.Cl
 		t.Fatalf("food's logs: %+v, want lines of the log import and of stdout with the request id %s on quarry.v1.logs.food.logger", logs, searched.RequestID)
 	}
 
-	// Following: a new search's lines arrive live.
+	// Following: a new search's lines arrive live. The follow hands the
+	// kept lines it is asked for (from the last one read) once it has
+	// subscribed: after that one, lines are heard live.
 	fctx, stop := context.WithTimeout(ctx, 20*time.Second)
 	defer stop()
 	live := make(chan api.PluginLogLine, 64)
 	followed := make(chan error, 1)
+	last := logs.Lines[len(logs.Lines)-1]
 	go func() {
-		followed <- food.FollowPluginLogs(fctx, "menu", "logger", api.PluginLogsRequest{Since: time.Now()}, func(l api.PluginLogLine) error {
+		followed <- food.FollowPluginLogs(fctx, "menu", "logger", api.PluginLogsRequest{After: last.Seq - 1}, func(l api.PluginLogLine) error {
 			live <- l
 			return nil
 		})
 	}()
-	time.Sleep(200 * time.Millisecond) // subscribed by then, or its lines come from the stream
+	next := func() api.PluginLogLine {
+		t.Helper()
+		select {
+		case l := <-live:
+			return l
+		case err := <-followed:
+			t.Fatalf("follow ended: %v", err)
+		case <-fctx.Done():
+			t.Fatal("no line followed")
+		}
+		return api.PluginLogLine{}
+	}
+	if l := next(); l.ID != last.ID {
+		t.Fatalf("the follow's first line %+v, want the last kept one %+v", l, last)
+	}
 	r, err := food.Search(ctx, "menu", &api.SearchRequest{Q: "followed"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case l := <-live:
-		if l.Plugin != "logger" || l.RequestID != r.RequestID {
-			t.Fatalf("followed line %+v, want one of request %s", l, r.RequestID)
-		}
-	case err := <-followed:
-		t.Fatalf("follow ended: %v", err)
-	case <-fctx.Done():
-		t.Fatal("no line followed")
-	}
-	stop()
-	if err := <-followed; err != nil {
-		t.Fatalf("follow: %v", err)
+	if l := next(); l.Plugin != "logger" || l.RequestID != r.RequestID || l.Seq != 0 {
+		t.Fatalf("followed line %+v, want one of request %s heard live", l, r.RequestID)
 	}
 
 	// Team books hears nothing of food's subject: the server refuses the
@@ -100,13 +107,26 @@ func foodLogs(t *testing.T, ctx context.Context, n *Node, food, books *client.Cl
 	if last := nc.LastError(); last == nil || !errors.Is(last, nats.ErrPermissionViolation) || !strings.Contains(last.Error(), "quarry.v1.logs.food.>") {
 		t.Fatalf("books subscribing to food's logs: last error %v, want a permission violation", last)
 	}
-	if _, err := food.Search(ctx, "menu", &api.SearchRequest{Q: "unheard"}); err != nil {
+	unheard, err := food.Search(ctx, "menu", &api.SearchRequest{Q: "unheard"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Once food's follow hears the search's line, the server has handed
+	// it to every subscriber; books' flush returns after it would have
+	// read it.
+	for l := next(); l.RequestID != unheard.RequestID; l = next() {
+	}
+	if err := nc.Flush(); err != nil {
 		t.Fatal(err)
 	}
 	select {
 	case m := <-heard:
 		t.Fatalf("books heard food's line %s", m.Data)
-	case <-time.After(300 * time.Millisecond):
+	default:
+	}
+	stop()
+	if err := <-followed; err != nil {
+		t.Fatalf("follow: %v", err)
 	}
 	jctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()

@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,6 +16,7 @@ import (
 	"github.com/quarrysearch/quarry/client"
 	"github.com/quarrysearch/quarry/indexer"
 	"github.com/quarrysearch/quarry/internal/meta"
+	"github.com/quarrysearch/quarry/internal/testwait"
 	"github.com/quarrysearch/quarry/internal/wasmtest"
 	"github.com/quarrysearch/quarry/searcher"
 )
@@ -57,20 +59,17 @@ func TestRegistryPushActivateRollback(t *testing.T) {
 			}
 		}
 	})
+	// waitStages waits until the broker runs the stored pipeline and
+	// checks that a query goes through want.
 	waitStages := func(want string) *api.SearchResponse {
 		t.Helper()
 		// Generous: compiling a Go plugin under -race on a busy machine is slow.
-		deadline := time.Now().Add(3 * time.Minute)
-		for {
-			r, err := c.Search(ctx, "reg", &api.SearchRequest{Q: "pizza", Profile: true, Fields: []string{"price"}})
-			if err == nil && rewrites(r) == want {
-				return r
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("pipeline stages never became %q (last %v, %v)", want, r, err)
-			}
-			time.Sleep(20 * time.Millisecond)
+		waitLive(t, 3*time.Minute, n.Broker, c, "reg")
+		r, err := c.Search(ctx, "reg", &api.SearchRequest{Q: "pizza", Profile: true, Fields: []string{"price"}})
+		if err != nil || rewrites(r) != want {
+			t.Fatalf("the live pipeline's stages are not %q: %v %v", want, r, err)
 		}
+		return r
 	}
 
 	suffix := wasmtest.WATFile(t, "../examples/plugins/wat/suffix.wat")
@@ -212,32 +211,26 @@ func TestRegistryCanary(t *testing.T) {
 		}
 		return "none"
 	}
-	if _, err := c.CanaryPlugin(ctx, "can", "suffix", cand.Digest, 50, "user"); err != nil {
+	canary, err := c.CanaryPlugin(ctx, "can", "suffix", cand.Digest, 50, "user")
+	if err != nil {
 		t.Fatal(err)
 	}
+	waitRevision(t, 30*time.Second, n.Broker, "can", canary.Revision)
 	candNote := "canary " + cand.Digest[len("sha256:"):][:12]
-	deadline := time.Now().Add(30 * time.Second)
-	// Two rounds over 40 users: once the canary is live, about half go to
-	// it, and each user gets the same version both times. (A round that
-	// straddles the pipeline swap is retried.)
-	for {
-		canaries := 0
-		sticky := true
-		for u := range 40 {
-			user := "u" + strconv.Itoa(u)
-			v := version(user)
-			if v == candNote {
-				canaries++
-			}
-			sticky = sticky && version(user) == v
+	// Two rounds over 40 users: the canary is live, about half go to it,
+	// and each user gets the same version both times.
+	canaries := 0
+	sticky := true
+	for u := range 40 {
+		user := "u" + strconv.Itoa(u)
+		v := version(user)
+		if v == candNote {
+			canaries++
 		}
-		if canaries > 5 && canaries < 35 && sticky {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("canary took %d of 40 users, sticky %v", canaries, sticky)
-		}
-		time.Sleep(50 * time.Millisecond)
+		sticky = sticky && version(user) == v
+	}
+	if canaries <= 5 || canaries >= 35 || !sticky {
+		t.Fatalf("canary took %d of 40 users, sticky %v", canaries, sticky)
 	}
 	if _, err := c.CanaryPlugin(ctx, "can", "suffix", "sha256:"+strings.Repeat("2", 64), 10, ""); api.CodeOf(err) != api.CodeNotFound {
 		t.Fatalf("canary of an unknown digest: %v", err)
@@ -246,9 +239,7 @@ func TestRegistryCanary(t *testing.T) {
 	if err != nil || spec.Rewriters[0].Digest != cand.Digest || spec.Rewriters[0].Canary != nil {
 		t.Fatalf("promote: %+v %v", spec, err)
 	}
-	for time.Now().Before(deadline) && version("anyone") != "version "+cand.Digest[len("sha256:"):][:12] {
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitRevision(t, 30*time.Second, n.Broker, "can", spec.Revision)
 	if v := version("anyone"); v != "version "+cand.Digest[len("sha256:"):][:12] {
 		t.Fatalf("after promote: %s (live was %s)", v, live.Digest)
 	}
@@ -275,36 +266,36 @@ func TestRegistryShadow(t *testing.T) {
 	if _, err := c.PushPlugin(ctx, "sh", "ltr", ltr, client.PushOptions{Kind: "ranker", Step: dear}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.ShadowPlugin(ctx, "sh", "ltr", live.Digest, 100); err != nil {
+	shadow, err := c.ShadowPlugin(ctx, "sh", "ltr", live.Digest, 100)
+	if err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(3 * time.Minute)
+	waitRevision(t, time.Until(deadline), n.Broker, "sh", shadow.Revision)
+	// Each look is a query (a shadow finding the broker busy is dropped):
+	// until the broker has published 10 compared ones.
 	var st *api.ShadowStats
-	for {
+	testwait.UntilErr(t, time.Until(deadline), "shadow stats of 10 queries", func() error {
 		r, err := c.Search(ctx, "sh", &api.SearchRequest{Q: "pizza", Fields: []string{"price"}, Profile: true})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if rewrites(r) != "rank ltr" {
-			if time.Now().After(deadline) {
-				t.Fatal("the pipeline with the ranker never went live")
-			}
-			time.Sleep(20 * time.Millisecond) // the broker has not swapped the pipeline in yet
-			continue
+			t.Fatalf("the live pipeline has no ranker: %+v", r.Profile.Stages)
 		}
 		for i := 1; i < len(r.Hits); i++ {
 			if r.Hits[i].Fields["price"].(float64) < r.Hits[i-1].Fields["price"].(float64) {
 				t.Fatal("the shadow changed the results")
 			}
 		}
-		if st, err = c.ShadowStats(ctx, "sh", "ltr"); err == nil && st.Queries >= 10 {
-			break
+		if st, err = c.ShadowStats(ctx, "sh", "ltr"); err != nil {
+			return err
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("shadow stats never filled: %+v %v", st, err)
+		if st.Queries < 10 {
+			return fmt.Errorf("%+v", st)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 	if st.RankCorrelation >= 0 || st.OverlapAt10 >= 0.5 || st.ShadowErrors != 0 || st.LiveMS <= 0 || st.ShadowMS <= 0 {
 		t.Fatalf("an opposite model should disagree: %+v", st)
 	}
@@ -336,12 +327,15 @@ func TestRegistryShadow(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := c.ShadowPlugin(ctx, tc.index, "rw", cand.Digest, 100); err != nil {
+			shadow, err := c.ShadowPlugin(ctx, tc.index, "rw", cand.Digest, 100)
+			if err != nil {
 				t.Fatal(err)
 			}
 			deadline := time.Now().Add(time.Minute)
+			waitRevision(t, time.Until(deadline), n.Broker, tc.index, shadow.Revision)
+			// Each look is a query, until 10 compared ones are published.
 			var st *api.ShadowStats
-			for {
+			testwait.UntilErr(t, time.Until(deadline), "shadow stats of 10 queries", func() error {
 				r, err := c.Search(ctx, tc.index, &api.SearchRequest{Q: tc.q, Fields: tc.fields, Profile: true})
 				if err != nil {
 					t.Fatal(err)
@@ -351,14 +345,14 @@ func TestRegistryShadow(t *testing.T) {
 						t.Fatalf("the shadow answered a query: %s", s.Detail)
 					}
 				}
-				if st, err = c.ShadowStats(ctx, tc.index, "rw"); err == nil && st.Queries >= 10 {
-					break
+				if st, err = c.ShadowStats(ctx, tc.index, "rw"); err != nil {
+					return err
 				}
-				if time.Now().After(deadline) {
-					t.Fatalf("shadow stats never filled: %+v %v", st, err)
+				if st.Queries < 10 {
+					return fmt.Errorf("%+v", st)
 				}
-				time.Sleep(20 * time.Millisecond)
-			}
+				return nil
+			})
 			if st.OverlapAt10 < tc.lo || st.OverlapAt10 > tc.hi || st.ShadowErrors != 0 || st.LiveErrors != 0 || st.LiveMS <= 0 || st.ShadowMS <= 0 ||
 				(tc.lo == 1 && st.RankCorrelation != 1) {
 				t.Fatalf("overlap@10 should be in [%v, %v] (rank correlation 1 if identical): %+v", tc.lo, tc.hi, st)
@@ -406,62 +400,73 @@ func pluginEvent(c *client.Client, index, name string) (api.PluginEvent, bool) {
 	return api.PluginEvent{}, false
 }
 
-// waitEvent waits until index has a plugin event named name and returns
-// it.
 // waitTakenOut waits until the index's stored pipeline records that the
 // fallback took plugin out, and returns that pipeline.
 func waitTakenOut(t *testing.T, c *client.Client, index, plugin string) *api.PipelineSpec {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		spec, err := c.Pipeline(context.Background(), index)
-		if err == nil {
-			for _, st := range spec.Rewriters {
-				if st.Plugin == plugin && st.TakenOut != nil {
-					return spec
-				}
+	var spec *api.PipelineSpec
+	testwait.UntilErr(t, 30*time.Second, fmt.Sprintf("the pipeline of %s records %s as taken out", index, plugin), func() error {
+		got, err := c.Pipeline(context.Background(), index)
+		if err != nil {
+			return err
+		}
+		for _, st := range got.Rewriters {
+			if st.Plugin == plugin && st.TakenOut != nil {
+				spec = got
+				return nil
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the pipeline never recorded %s as taken out: %+v %v", plugin, spec, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return fmt.Errorf("%+v", got)
+	})
+	return spec
 }
 
-// waitPipelineRevision waits until every broker answering runs revision
-// rev (or later) of the index's pipeline.
+// waitRevision waits until broker b runs revision rev (or a later one) of
+// the index's pipeline: the revision an admin call returned as stored.
+// The broker records it after it swapped that pipeline in.
+func waitRevision(t testing.TB, timeout time.Duration, b *broker.Broker, index string, rev uint64) {
+	t.Helper()
+	testwait.UntilErr(t, timeout, fmt.Sprintf("the broker runs revision %d of the pipeline of %s", rev, index), func() error {
+		if got := b.PipelineStatus().Revisions[index]; got < rev {
+			return fmt.Errorf("it runs revision %d", got)
+		}
+		return nil
+	})
+}
+
+// waitLive waits until broker b runs the index's stored pipeline (or a
+// later one) and returns the stored pipeline.
+func waitLive(t testing.TB, timeout time.Duration, b *broker.Broker, c *client.Client, index string) *api.PipelineSpec {
+	t.Helper()
+	spec, err := c.Pipeline(context.Background(), index)
+	if err != nil {
+		t.Fatalf("the pipeline of %s: %v", index, err)
+	}
+	waitRevision(t, timeout, b, index, spec.Revision)
+	return spec
+}
+
+// waitPipelineRevision waits until the node's broker runs revision rev
+// (or later) of the index's pipeline.
 func waitPipelineRevision(t *testing.T, n *Node, index string, rev uint64) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		st, err := n.Client().BrokerPipelines(context.Background(), 100*time.Millisecond)
-		ok := err == nil && len(st) > 0
-		for _, b := range st {
-			ok = ok && b.Revisions[index] >= rev
-		}
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("brokers do not run revision %d of %s: %+v %v", rev, index, st, err)
-		}
-	}
+	waitRevision(t, 30*time.Second, n.Broker, index, rev)
 }
 
+// waitEvent waits until index has a plugin event named name and returns
+// it.
 func waitEvent(t *testing.T, c *client.Client, index, name string) api.PluginEvent {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if ev, ok := pluginEvent(c, index, name); ok {
-			return ev
+	var ev api.PluginEvent
+	testwait.UntilErr(t, 30*time.Second, fmt.Sprintf("a %q event on %s", name, index), func() error {
+		var ok bool
+		if ev, ok = pluginEvent(c, index, name); ok {
+			return nil
 		}
-		if time.Now().After(deadline) {
-			evs, err := c.PluginEvents(context.Background(), index)
-			t.Fatalf("no %q event on %s: %+v %v", name, index, evs, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		evs, err := c.PluginEvents(context.Background(), index)
+		return fmt.Errorf("%+v %v", evs, err)
+	})
+	return ev
 }
 
 // short is a digest as the broker names a version.
@@ -568,23 +573,19 @@ func TestAutomaticFallback(t *testing.T) {
 		if err != nil || len(spec.Rewriters) != 1 || spec.Rewriters[0].Digest != good.Digest || spec.Rewriters[0].Policy != "fail-closed" {
 			t.Fatalf("pipeline after the rollback: %+v %v", spec, err)
 		}
-		// Once the brokers swap the rollback in, queries run the good version.
-		for {
-			r, err := c.Search(ctx, "fc", &api.SearchRequest{Q: "noodles", Profile: true})
-			if err == nil {
-				for _, st := range r.Profile.Stages {
-					if st.Name == "rewrite flaky" && !strings.HasPrefix(st.Detail, "version "+short(good.Digest)) {
-						t.Fatalf("after the rollback: %+v", st)
-					}
-				}
-				if rewrites(r) != "rewrite flaky" {
-					t.Fatalf("after the rollback: %+v", r.Profile.Stages)
-				}
-				break
+		// Once the broker swaps the rollback in, queries run the good version.
+		waitRevision(t, time.Until(deadline), n.Broker, "fc", spec.Revision)
+		r, err := c.Search(ctx, "fc", &api.SearchRequest{Q: "noodles", Profile: true})
+		if err != nil {
+			t.Fatalf("a query fails after the rollback: %v", err)
+		}
+		for _, st := range r.Profile.Stages {
+			if st.Name == "rewrite flaky" && !strings.HasPrefix(st.Detail, "version "+short(good.Digest)) {
+				t.Fatalf("after the rollback: %+v", st)
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("queries still fail after the rollback: %v", err)
-			}
+		}
+		if rewrites(r) != "rewrite flaky" {
+			t.Fatalf("after the rollback: %+v", r.Profile.Stages)
 		}
 		for range 20 {
 			if _, err := c.Search(ctx, "fc", &api.SearchRequest{Q: "noodles"}); err != nil {

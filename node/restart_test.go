@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -18,6 +20,7 @@ import (
 	"github.com/quarrysearch/quarry/indexer"
 	"github.com/quarrysearch/quarry/internal/meta"
 	"github.com/quarrysearch/quarry/internal/subject"
+	"github.com/quarrysearch/quarry/internal/testwait"
 	"github.com/quarrysearch/quarry/searcher"
 )
 
@@ -63,10 +66,13 @@ func TestSearcherRestartReplays(t *testing.T) {
 
 // A manifest whose snapshot fails its digest is refused: the searcher keeps
 // serving what it had, and a searcher starting fresh falls back to a full
-// replay of the stream.
+// replay of the stream. (The node's searcher has replicas of its own: one
+// the indexer lends its replicas to loads no snapshot.)
 func TestCorruptSnapshotRefused(t *testing.T) {
 	t.Parallel()
-	n := startNode(t)
+	var logs syncBuffer
+	n := startConfig(t, Config{SeparateReplicas: true, Logger: slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelError})),
+		Indexer: &indexer.Config{SnapshotInterval: -1}, Searcher: &searcher.Config{}, Broker: &broker.Config{}})
 	c := n.Client()
 	ctx := context.Background()
 	if _, err := c.CreateIndex(ctx, "d", 2, nil); err != nil {
@@ -74,6 +80,7 @@ func TestCorruptSnapshotRefused(t *testing.T) {
 	}
 	mustBulkSnapshot(t, c, "d", ndjson(90, "a"))
 	waitTotal(t, c, "d", "noodles", 30)
+	waitGeneration(t, n, 1)
 
 	js, _ := jetstream.New(n.Conn())
 	store, err := meta.Open(ctx, js, meta.Options{})
@@ -99,7 +106,13 @@ func TestCorruptSnapshotRefused(t *testing.T) {
 	if err := store.PutManifest(ctx, bad, rev); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(300 * time.Millisecond) // let the searcher try and refuse it
+	// The searcher tries it and refuses it (shard 0 first; it tries shard
+	// 1 once it has given up on shard 0, after its retries).
+	waitUntil(t, 20*time.Second, "the searcher refuses generation 2 of shard 0", func() bool {
+		return slices.ContainsFunc(logs.match("msg", "new generation refused; still serving the old one"), func(l map[string]any) bool {
+			return l["index"] == "d" && l["generation"] == 2.0 && l["shard"] == 0.0
+		})
+	})
 	for _, st := range n.Searcher.Stats() {
 		if st.Generation != 1 {
 			t.Fatalf("searcher swapped to a corrupt generation: %+v", st)
@@ -109,6 +122,8 @@ func TestCorruptSnapshotRefused(t *testing.T) {
 
 	// A new searcher must not serve the corrupt snapshot either.
 	s2 := startRoles(t, n.NATSURL(), nil, &searcher.Config{}, nil)
+	// Ready does not wait for the indexes there were (Searcher.Ready).
+	waitUntil(t, 20*time.Second, "the new searcher serves both shards", func() bool { return len(s2.Searcher.Stats()) == 2 })
 	for _, st := range s2.Searcher.Stats() {
 		if st.Generation != 0 || st.Seq == 0 {
 			t.Fatalf("new searcher: %+v, want generation 0 (full replay)", st)
@@ -147,25 +162,13 @@ func TestGenerationSwapUnderLoad(t *testing.T) {
 			}
 		})
 	}
-	for range 3 {
+	// Each snapshot once the searcher serves the one before: three swaps
+	// under the queries.
+	for gen := uint64(2); gen <= 4; gen++ {
 		if _, err := c.Snapshot(ctx, "s", 0); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		swapped := true
-		for _, st := range n.Searcher.Stats() {
-			swapped = swapped && st.Generation == 4
-		}
-		if swapped {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("searcher did not reach generation 4: %+v", n.Searcher.Stats())
-		}
-		time.Sleep(10 * time.Millisecond)
+		waitGeneration(t, n, gen)
 	}
 	close(stop)
 	wg.Wait()
@@ -173,6 +176,20 @@ func TestGenerationSwapUnderLoad(t *testing.T) {
 		t.Fatalf("%d of %d queries failed during generation swaps", f, queries.Load())
 	}
 	t.Logf("%d queries during 3 swaps, none failed", queries.Load())
+}
+
+// waitGeneration waits until every shard n's searcher serves is at
+// generation gen.
+func waitGeneration(t *testing.T, n *Node, gen uint64) {
+	t.Helper()
+	testwait.UntilErr(t, 20*time.Second, fmt.Sprintf("the searcher serves generation %d", gen), func() error {
+		for _, st := range n.Searcher.Stats() {
+			if st.Generation != gen {
+				return fmt.Errorf("%+v", n.Searcher.Stats())
+			}
+		}
+		return nil
+	})
 }
 
 func TestBadInput(t *testing.T) {

@@ -5,8 +5,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
-	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -18,6 +18,7 @@ import (
 	"github.com/quarrysearch/quarry/broker"
 	"github.com/quarrysearch/quarry/client"
 	"github.com/quarrysearch/quarry/indexer"
+	"github.com/quarrysearch/quarry/internal/testwait"
 	"github.com/quarrysearch/quarry/internal/trace"
 	"github.com/quarrysearch/quarry/internal/wasmtest"
 	"github.com/quarrysearch/quarry/searcher"
@@ -50,13 +51,18 @@ func (b *syncBuffer) Write(p []byte) (int, error) {
 
 // lines returns the JSON log lines that carry request_id id.
 func (b *syncBuffer) lines(id string) []map[string]any {
+	return b.match("request_id", id)
+}
+
+// match returns the JSON log lines whose key is value.
+func (b *syncBuffer) match(key string, value any) []map[string]any {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	var out []map[string]any
 	sc := bufio.NewScanner(bytes.NewReader(b.buf.Bytes()))
 	for sc.Scan() {
 		var m map[string]any
-		if json.Unmarshal(sc.Bytes(), &m) == nil && m["request_id"] == id {
+		if json.Unmarshal(sc.Bytes(), &m) == nil && m[key] == value {
 			out = append(out, m)
 		}
 	}
@@ -88,20 +94,12 @@ func TestFollowOneRequest(t *testing.T) {
 	if _, err := c.PushPlugin(ctx, "tr", "logger", wasmtest.WAT(t, loggingWAT), client.PushOptions{Kind: "rewriter", Activate: true}); err != nil {
 		t.Fatal(err)
 	}
-	// Wait until the pipeline is live: the plugin's log line appears.
-	var resp *api.SearchResponse
-	for deadline := time.Now().Add(20 * time.Second); ; {
-		exp.Reset()
-		var err error
-		resp, err = c.Search(client.WithRequestID(ctx, "req-"+time.Now().Format("150405.000000")), "tr", &api.SearchRequest{Q: "noodles"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		live := slices.ContainsFunc(logs.lines(resp.RequestID), func(l map[string]any) bool { return l["msg"] == "rewriting" })
-		if live || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
+	// Once the pipeline is live, one search: the spans are its own.
+	waitLive(t, 20*time.Second, n.Broker, c, "tr")
+	exp.Reset()
+	resp, err := c.Search(client.WithRequestID(ctx, "req-"+time.Now().Format("150405.000000")), "tr", &api.SearchRequest{Q: "noodles"})
+	if err != nil {
+		t.Fatal(err)
 	}
 	id := resp.RequestID
 	if id == "" || id[:4] != "req-" {
@@ -111,9 +109,8 @@ func TestFollowOneRequest(t *testing.T) {
 	// Logs: the broker's slow query, each shard's slow request (two
 	// phases: statistics, then search), the plugin's own line.
 	// A searcher logs after it answers: wait for its lines.
-	var msgs map[string]int
-	for deadline := time.Now().Add(5 * time.Second); ; {
-		msgs = map[string]int{}
+	testwait.UntilErr(t, 5*time.Second, "log lines with request id "+id, func() error {
+		msgs := map[string]int{}
 		shards := map[float64]bool{}
 		for _, l := range logs.lines(id) {
 			msgs[l["msg"].(string)]++
@@ -122,13 +119,10 @@ func TestFollowOneRequest(t *testing.T) {
 			}
 		}
 		if msgs["slow query"] == 1 && len(shards) == 2 && msgs["rewriting"] == 1 {
-			break
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("log lines with request id %s: %v (shards %v)", id, msgs, shards)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return fmt.Errorf("%v (shards %v)", msgs, shards)
+	})
 
 	// Spans: one trace, the searchers' spans children of the broker's
 	// shard spans, the plugin call under the search.

@@ -49,20 +49,13 @@ func TestValidationSamples(t *testing.T) {
 	if _, err := c.Search(ctx, "val", &api.SearchRequest{Q: long}); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	waitUntil(t, 10*time.Second, "the long query recorded", func() bool {
 		rec, err := c.RecordedQueries(ctx, "val", 0)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(rec) > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the long query was never recorded")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return len(rec) > 0
+	})
 	_, err = c.PushPlugin(ctx, "val", "trap2", wasm, client.PushOptions{Kind: "rewriter"})
 	if err == nil || !strings.Contains(err.Error(), "recorded query") {
 		t.Fatalf("push after a breaking query was recorded: got %v, want a refusal naming the recorded query", err)
