@@ -19,6 +19,7 @@ import (
 
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/internal/meta"
+	"github.com/quarrysearch/quarry/internal/testwait"
 	"github.com/quarrysearch/quarry/plugins"
 )
 
@@ -171,14 +172,13 @@ func TestControlPlaneStop(t *testing.T) {
 
 	// No goroutine left behind (the timers and context callbacks end
 	// too); others of the runtime may come and go, so wait a little.
-	deadline := time.Now().Add(10 * time.Second)
-	for runtime.NumGoroutine() > before {
-		if time.Now().After(deadline) {
+	testwait.UntilErr(t, 10*time.Second, "the goroutines back to as many as before", func() error {
+		if n := runtime.NumGoroutine(); n > before {
 			buf := make([]byte, 1<<20)
-			t.Fatalf("%d goroutines before, %d after:\n%s", before, runtime.NumGoroutine(), buf[:runtime.Stack(buf, true)])
+			return fmt.Errorf("%d goroutines before, %d after:\n%s", before, n, buf[:runtime.Stack(buf, true)])
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // Two brokers rolling the same tripped version back at once make one

@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go/micro"
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/internal/subject"
+	"github.com/quarrysearch/quarry/internal/testwait"
 )
 
 // An index created a moment ago exists for every broker, even one whose
@@ -55,15 +56,10 @@ func TestLookedUpIndexIsAdmitted(t *testing.T) {
 	if _, err := store.CreateIndex(ctx, api.IndexDefinition{Name: "late", Shards: 1, Team: "alpha"}); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+	testwait.Until(t, 10*time.Second, "the broker learns the index and its team's limits", func() bool {
 		_, known := b.Index("late")
-		if known && b.teamLimits.state("alpha").limits.Load().limiter != nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the broker did not learn the index and its team's limits")
-		}
-	}
+		return known && b.teamLimits.state("alpha").limits.Load().limiter != nil
+	})
 	// The watch's lag, held open: the broker no longer knows the index.
 	b.mu.Lock()
 	delete(b.defs, "late")

@@ -2,12 +2,14 @@ package broker
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"testing"
 	"time"
 
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/internal/natstest"
+	"github.com/quarrysearch/quarry/internal/testwait"
 	"github.com/quarrysearch/quarry/internal/trace"
 	"github.com/quarrysearch/quarry/internal/wasmtest"
 	"github.com/quarrysearch/quarry/plugins"
@@ -38,22 +40,23 @@ func TestPluginLogsRate(t *testing.T) {
 	for range 3 {
 		logs.PluginLog(logLine("books", "calm"))
 	}
-	time.Sleep(300 * time.Millisecond) // a token or more comes back
+	testwait.Until(t, 5*time.Second, "a token back in food's bucket", func() bool { return logs.team("food").limiter.Tokens() >= 1 })
 	logs.PluginLog(logLine("food", "after the burst"))
 
 	read := func(team string, want int) []api.PluginLogLine {
 		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			got, _, err := store.ReadPluginLogs(ctx, team, "spell", api.PluginLogsRequest{Limit: 1000})
-			if err != nil {
+		var got []api.PluginLogLine
+		testwait.UntilErr(t, 10*time.Second, fmt.Sprintf("%d lines of %s kept", want, team), func() error {
+			var err error
+			if got, _, err = store.ReadPluginLogs(ctx, team, "spell", api.PluginLogsRequest{Limit: 1000}); err != nil {
 				t.Fatal(err)
 			}
-			if len(got) >= want || time.Now().After(deadline) {
-				return got
+			if len(got) < want {
+				return fmt.Errorf("%d lines: %+v", len(got), got)
 			}
-			time.Sleep(20 * time.Millisecond)
-		}
+			return nil
+		})
+		return got
 	}
 	food := read("food", 6)
 	if len(food) != 6 {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/broker/internal/pipeline"
+	"github.com/quarrysearch/quarry/internal/testwait"
 	"github.com/quarrysearch/quarry/planner"
 	"github.com/quarrysearch/quarry/plugins"
 	"github.com/quarrysearch/quarry/sdk/abi"
@@ -21,13 +22,7 @@ import (
 // shadowsIdle waits for every running shadow call to end.
 func shadowsIdle(t *testing.T, sh *pipeline.Shadows) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for sh.Running() > 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("shadow calls still running after 30s")
-		}
-		time.Sleep(100 * time.Microsecond)
-	}
+	testwait.Until(t, 30*time.Second, "every shadow call ended", func() bool { return sh.Running() == 0 })
 }
 
 // order answers a rank request with the candidates at idx, scored down.
@@ -287,24 +282,23 @@ func TestPublishShadows(t *testing.T) {
 	key := "menu.ltr." + b.id
 	get := func(t *testing.T, key string, after uint64) (api.ShadowTally, uint64) {
 		t.Helper()
-		deadline := time.Now().Add(30 * time.Second)
-		for {
+		var tally api.ShadowTally
+		var rev uint64
+		testwait.Until(t, 30*time.Second, fmt.Sprintf("%s published after revision %d", key, after), func() bool {
 			e, err := store.Shadow.Get(ctx, key)
-			if err == nil && e.Revision() > after {
-				var tally api.ShadowTally
-				if err := json.Unmarshal(e.Value(), &tally); err != nil {
-					t.Fatal(err)
-				}
-				return tally, e.Revision()
-			}
 			if err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
 				t.Fatal(err)
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s not published (after revision %d)", key, after)
+			if err != nil || e.Revision() <= after {
+				return false
 			}
-			time.Sleep(5 * time.Millisecond)
-		}
+			if err := json.Unmarshal(e.Value(), &tally); err != nil {
+				t.Fatal(err)
+			}
+			rev = e.Revision()
+			return true
+		})
+		return tally, rev
 	}
 	got, rev := get(t, key, 0)
 	if want := (api.ShadowTally{Calls: 1, Queries: 1, LiveNS: 5, ShadowNS: 7, OverlapSum: 0.9, RhoSum: 0.5}); got != want {
@@ -314,7 +308,10 @@ func TestPublishShadows(t *testing.T) {
 		t.Fatalf("menu.syn published %+v", got)
 	}
 
-	time.Sleep(100 * time.Millisecond) // 20 intervals with nothing new
+	// The exposure time: 20 intervals with nothing new. A round that
+	// publishes nothing leaves no trace, and a marker would be a change
+	// (any change republishes every tally).
+	time.Sleep(100 * time.Millisecond)
 	if e, err := store.Shadow.Get(ctx, key); err != nil {
 		t.Fatal(err)
 	} else if e.Revision() != rev {

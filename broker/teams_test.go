@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/quarrysearch/quarry/api"
+	"github.com/quarrysearch/quarry/internal/testwait"
 )
 
 // A heavy team takes turns only while another team is active, waits at
@@ -57,7 +58,9 @@ func TestHeavyTurns(t *testing.T) {
 		}
 		defer tr.end()
 	}
-	// A turn given back is taken by the next heavy search.
+	// A turn given back is taken by the next heavy search, waiting for
+	// it (it has asked for its turn: its team's last search start moved).
+	asked := heavy.lastSeen.Load()
 	done := make(chan error, 1)
 	go func() {
 		tr, err := limits.turn(heavy)
@@ -66,7 +69,7 @@ func TestHeavyTurns(t *testing.T) {
 		}
 		done <- err
 	}()
-	time.Sleep(5 * time.Millisecond)
+	testwait.Until(t, 5*time.Second, "the next heavy search asks for its turn", func() bool { return heavy.lastSeen.Load() != asked })
 	t1.end()
 	if err := <-done; err != nil {
 		t.Fatalf("the next heavy search after a turn was given back: %v", err)

@@ -11,6 +11,7 @@ import (
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/internal/natstest"
 	"github.com/quarrysearch/quarry/internal/subject"
+	"github.com/quarrysearch/quarry/internal/testwait"
 	"github.com/quarrysearch/quarry/internal/wire"
 	"github.com/quarrysearch/quarry/planner"
 )
@@ -223,7 +224,7 @@ func TestNoHedgeToTheSoleReplica(t *testing.T) {
 	}
 	f := serveShard(t, s.NC, "menu", 0, func(n int, _ *wire.ShardRequest) any {
 		if n > 1 {
-			time.Sleep(100 * time.Millisecond) // slower than the hedge delay
+			time.Sleep(100 * time.Millisecond) // the slow replica under test: slower than the hedge delay
 		}
 		return &wire.ShardResponse{Total: 1}
 	})
@@ -234,7 +235,8 @@ func TestNoHedgeToTheSoleReplica(t *testing.T) {
 	if results, _ := rt.Search(withTimeout(t, 5*time.Second), plan, req); results[0].Err != nil {
 		t.Fatal(results[0].Err) // starts the discovery
 	}
-	time.Sleep(2 * discoveryWait)
+	st := rt.shards.get("menu", 0)
+	testwait.Until(t, 5*time.Second, "the discovery over, one replica found", st.soleReplica)
 	results, _ := rt.Search(withTimeout(t, 5*time.Second), plan, req)
 	if r := results[0]; r.Err != nil || r.Hedged {
 		t.Fatalf("the slow search of a shard with one replica: %+v", r)
