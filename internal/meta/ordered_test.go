@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/quarrysearch/quarry/internal/natstest"
+	"github.com/quarrysearch/quarry/internal/testwait"
 )
 
 // An Ordered follower whose consumer is deleted under it (as when the
@@ -42,7 +43,7 @@ func TestOrderedSurvivesLostConsumer(t *testing.T) {
 			inHandler++
 			overlap = overlap || inHandler > 1
 			mu.Unlock()
-			time.Sleep(100 * time.Microsecond) // a handler that takes its time
+			time.Sleep(100 * time.Microsecond) // the work of a handler that takes its time
 			md, _ := m.Metadata()
 			mu.Lock()
 			got = append(got, md.Sequence.Stream)
@@ -60,10 +61,7 @@ func TestOrderedSurvivesLostConsumer(t *testing.T) {
 	}
 	defer ord.Stop()
 	count := func() int { mu.Lock(); defer mu.Unlock(); return len(got) }
-	deadline := time.Now().Add(10 * time.Second)
-	for count() < 50 && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
-	}
+	testwait.Until(t, 10*time.Second, "50 messages handled", func() bool { return count() >= 50 })
 	// Lose the consumer twice, with writes in between.
 	for round := range 2 {
 		st, err := ns.JS.Stream(ctx, "ORD")
@@ -78,9 +76,7 @@ func TestOrderedSurvivesLostConsumer(t *testing.T) {
 		}
 		publish(200+round*100, 300+round*100)
 	}
-	for count() < 400 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
+	testwait.Until(t, 10*time.Second, "400 messages handled", func() bool { return count() >= 400 })
 	mu.Lock()
 	defer mu.Unlock()
 	want := make([]uint64, 400)
