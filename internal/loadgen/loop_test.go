@@ -20,7 +20,7 @@ func TestOpenLoopMeasuresFromSchedule(t *testing.T) {
 	slow := func(ctx context.Context, i int) error {
 		mu.Lock()
 		defer mu.Unlock()
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond) // the target's service time, what the loop measures
 		return nil
 	}
 	cases := []struct {
@@ -88,7 +88,7 @@ func TestOpenLoopWarmupAndErrors(t *testing.T) {
 
 func TestClosedLoop(t *testing.T) {
 	target := func(ctx context.Context, i int) error {
-		time.Sleep(2 * time.Millisecond)
+		time.Sleep(2 * time.Millisecond) // the target's service time, what the loop measures
 		return nil
 	}
 	res, err := ClosedLoop(context.Background(), ClosedConfig{Concurrency: 4, Duration: 300 * time.Millisecond, Warmup: 50 * time.Millisecond}, target)
@@ -122,6 +122,7 @@ func TestClosedLoopCPU(t *testing.T) {
 		perCall  time.Duration // CPU each call burns, at least
 		maxTotal time.Duration
 	}{
+		// A target that waits without burning CPU: its service time is a sleep.
 		{"sleeping", func(context.Context, int) error { time.Sleep(2 * time.Millisecond); return nil }, 0, 60 * time.Millisecond},
 		{"spinning", func(context.Context, int) error { spin(time.Millisecond); return nil }, time.Millisecond, 700 * time.Millisecond},
 	} {
