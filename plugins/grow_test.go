@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/quarrysearch/quarry/internal/testwait"
 	"github.com/quarrysearch/quarry/internal/wasmtest"
 	"github.com/quarrysearch/quarry/sdk/abi"
 )
@@ -46,7 +47,9 @@ func TestBusyPoolGrows(t *testing.T) {
 			}
 		})
 	}
-	time.Sleep(50 * time.Millisecond)
+	// Both hold an instance once the second has grown one: it found the
+	// pooled one taken.
+	testwait.Until(t, 5*time.Second, "the two stuck calls hold two instances", func() bool { return rt.Instances() == 2 })
 	start := time.Now()
 	if _, err := p.Rewrite(ctx, &abi.RewriteRequest{Q: "quick!"}); err != nil {
 		t.Fatalf("a fast call beside two stuck ones: %v", err)
@@ -60,7 +63,7 @@ func TestBusyPoolGrows(t *testing.T) {
 	// Three stuck: the team's 3 instances are spent; a fourth call waits
 	// and is busy at its deadline.
 	wg.Go(func() { p.Rewrite(ctx, &abi.RewriteRequest{Q: "slow"}) })
-	time.Sleep(50 * time.Millisecond)
+	testwait.Until(t, 5*time.Second, "the third stuck call holds the team's third instance", func() bool { return rt.Instances() == 3 })
 	var ce *CallError
 	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond) // before a stuck call's budget ends
 	defer cancel()

@@ -24,7 +24,7 @@ func upper(config []byte) (NativeHandler, error) {
 		case "fail":
 			return errors.New("no thanks")
 		case "slow":
-			time.Sleep(800 * time.Millisecond)
+			time.Sleep(800 * time.Millisecond) // the misbehaviour under test: well past the budget
 		}
 		r.Q = strings.ToUpper(r.Q) + suffix
 		return nil
