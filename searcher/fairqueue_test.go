@@ -128,6 +128,8 @@ func TestHeavyTurnGivesWay(t *testing.T) {
 		}
 		released <- err
 	}()
+	// The exposure time: the light request runs 20 ms (ten of the heavy
+	// one's waits), and the heavy one must give way all along.
 	time.Sleep(20 * time.Millisecond)
 	select {
 	case err := <-released:
