@@ -62,7 +62,7 @@ func Example() {
 		if err == nil && resp.Total == 2 {
 			break
 		}
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond) // an application's retry, as the example shows one (no testing.TB here for testwait)
 	}
 	if err != nil {
 		log.Fatal(err)
