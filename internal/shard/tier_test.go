@@ -3,8 +3,13 @@ package shard
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/blevesearch/bleve/v2/index/scorch"
+
+	"github.com/quarrysearch/quarry/internal/testwait"
 )
 
 // TestSegmentsPerTier: batches of updates, each persisted as a small file
@@ -34,21 +39,23 @@ func TestSegmentsPerTier(t *testing.T) {
 		}
 		waitPersisted(t, tight, loose)
 	}
-	// Merges run in the background: wait until neither has changed its
-	// files for a while.
+	// Merges run in the background: wait until scorch's merger and
+	// persister have both worked on the current root (what bleve reports
+	// as index_bgthreads_active false), and count the files then.
 	settled := func(r *Replica) uint64 {
 		t.Helper()
-		last, since := uint64(0), time.Now()
-		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-			files, _ := r.Segments()
-			if files != last {
-				last, since = files, time.Now()
-			} else if time.Since(since) > 500*time.Millisecond {
-				return files
-			}
+		sc, err := r.scorch()
+		if err != nil {
+			t.Fatal(err)
 		}
-		t.Fatal("the segments never settled")
-		return 0
+		st := sc.Stats().(*scorch.Stats)
+		testwait.Until(t, 20*time.Second, "the merges done", func() bool {
+			root := atomic.LoadUint64(&st.CurRootEpoch)
+			merged, persisted := atomic.LoadUint64(&st.LastMergedEpoch), atomic.LoadUint64(&st.LastPersistedEpoch)
+			return merged == root && persisted == root && atomic.LoadUint64(&st.CurRootEpoch) == root
+		})
+		files, _ := r.Segments()
+		return files
 	}
 	tf, lf := settled(tight), settled(loose)
 	t.Logf("file segments after %d batches of updates: %d with 2 a tier, %d with 10", rounds, tf, lf)
