@@ -1,9 +1,11 @@
 package fanout
 
 import (
+	"errors"
 	"testing"
 	"time"
 
+	"github.com/quarrysearch/quarry/internal/testwait"
 	"github.com/quarrysearch/quarry/internal/wire"
 )
 
@@ -59,10 +61,13 @@ func TestStatsFreshness(t *testing.T) {
 	}
 	q := []byte("q")
 	c.Put("menu", q, &wire.GlobalStats{})
-	time.Sleep(time.Millisecond) // the bound under test is an age (1 ns): the entry ages past it
-	if c.Get("menu", q) != nil {
-		t.Fatal("an entry older than maxAge answered")
-	}
+	// Older than 1 ns as soon as the clock moves: then it is unused.
+	testwait.UntilErr(t, time.Second, "the entry aged past maxAge", func() error {
+		if c.Get("menu", q) != nil {
+			return errors.New("an entry older than maxAge answered")
+		}
+		return nil
+	})
 	c.SetFreshness(0, 0)
 	if c.StaleUpdates() != DefaultStatsMaxUpdates || c.Get("menu", q) == nil {
 		t.Fatal("0, 0 did not restore the defaults")

@@ -1,10 +1,12 @@
 package fanout
 
 import (
+	"errors"
 	"maps"
 	"testing"
 	"time"
 
+	"github.com/quarrysearch/quarry/internal/testwait"
 	"github.com/quarrysearch/quarry/internal/wire"
 )
 
@@ -77,10 +79,13 @@ func TestStatsCacheTerms(t *testing.T) {
 		t.Error("an index made again under a forgotten name starts from generation 0")
 	}
 	c.SetFreshness(0, time.Nanosecond)
-	time.Sleep(time.Millisecond) // the bound under test is an age (1 ns): the terms age past it
-	if c.Compose("menu", map[string][]string{"name": {"curry"}}, fields) != nil {
-		t.Error("terms past maxAge used")
-	}
+	// Older than 1 ns as soon as the clock moves: then they are unused.
+	testwait.UntilErr(t, time.Second, "the terms aged past maxAge", func() error {
+		if c.Compose("menu", map[string][]string{"name": {"curry"}}, fields) != nil {
+			return errors.New("terms past maxAge used")
+		}
+		return nil
+	})
 
 	off := NewStatsCache(10)
 	off.SetTerms(-1)
