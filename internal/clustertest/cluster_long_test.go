@@ -25,6 +25,7 @@ import (
 	"github.com/quarrysearch/quarry/client"
 	"github.com/quarrysearch/quarry/internal/natstest"
 	"github.com/quarrysearch/quarry/internal/testtier"
+	"github.com/quarrysearch/quarry/internal/testwait"
 )
 
 // The long tier runs the short variant (about a minute and a half); the
@@ -127,6 +128,7 @@ func TestDeployCluster(t *testing.T) {
 		{"searcher-1", "quarry-searcher@.service", "1"}, {"searcher-2", "quarry-searcher@.service", "2"},
 		{"broker-1", "quarry-broker@.service", "1"}, {"broker-2", "quarry-broker@.service", "2"}}
 	roles := map[string]*proc{}
+	readyAt := map[string]string{} // each role's listener of GET /readyz: its metrics, else its HTTP API
 	for k, s := range specs {
 		set := quarryEnv(k)
 		set["QUARRY_DATA"] = t.TempDir()
@@ -134,6 +136,14 @@ func TestDeployCluster(t *testing.T) {
 		set["QUARRY_HTTP"] = fmt.Sprintf("127.0.0.1:%d", natstest.FreePort(t))
 		argv, env := readUnit(t, s.unit).command(b, s.instance, set)
 		roles[s.name] = newProc(t, s.name, argv, env)
+		for _, flag := range []string{"--http", "--metrics"} {
+			if i := slices.Index(argv, flag); i >= 0 && i+1 < len(argv) && argv[i+1] != "" {
+				readyAt[s.name] = argv[i+1]
+			}
+		}
+		if readyAt[s.name] == "" {
+			t.Fatalf("%s (%s): no --metrics or --http listener to ask if it is ready", s.name, strings.Join(argv, " "))
+		}
 	}
 	for _, s := range specs {
 		roles[s.name].start()
@@ -178,7 +188,24 @@ func TestDeployCluster(t *testing.T) {
 	if testtier.Soak {
 		steady = 5 * time.Second
 	}
-	time.Sleep(steady)
+	// span runs the platform through a steady span of load, counted in
+	// what went through it rather than in time: from now, each load
+	// answers a steady's worth of its queries and the writer tries a
+	// steady's worth of writes.
+	perLoad, writes := int(rate/2*steady.Seconds()), int64(10*steady.Seconds())
+	span := func(what string) {
+		t.Helper()
+		since, tried := time.Now(), w.attempts.Load()
+		waitFor(t, steady+time.Minute, what, func() bool {
+			for _, l := range loads {
+				if l.answered(since) < perLoad {
+					return false
+				}
+			}
+			return w.attempts.Load()-tried >= writes
+		})
+	}
+	span("a steady span of load before the faults")
 
 	var kills []time.Time // when a NATS member was killed
 	// killMember kills m with -9, puts a document and times how long it
@@ -209,21 +236,26 @@ func TestDeployCluster(t *testing.T) {
 		if found > probeBound {
 			t.Errorf("a document put after %s was killed was searchable after %s, want at most %s", m.name, found, probeBound)
 		}
-		time.Sleep(time.Second)
+		time.Sleep(time.Second) // the exposure time of the fault: the member stays dead a second more
 		m.start()
 		took := waitFor(t, 90*time.Second, m.name+" is healthy again", cl.healthy)
 		t.Logf("%s back: healthy %s after it started, meta leader %s", m.name, took.Round(time.Millisecond), cl.metaLeader())
-		time.Sleep(steady)
+		span("a steady span of load with " + m.name + " back")
 	}
-	// killRole kills a role with -9 and starts it again a second later.
+	// killRole kills a role with -9 and starts it again a second later;
+	// it must get ready and keep running under the load.
 	killRole := func(name string) {
 		t.Helper()
 		p := roles[name]
 		p.kill()
-		time.Sleep(time.Second)
+		time.Sleep(time.Second) // the exposure time of the fault: the role stays dead a second
 		p.start()
-		t.Logf("%s killed and started again", name)
-		time.Sleep(steady)
+		took := waitFor(t, 90*time.Second, name+" is ready again", func() bool { return !p.running() || ready(readyAt[name]) })
+		if !p.running() {
+			t.Fatalf("%s exited after its restart", name)
+		}
+		t.Logf("%s killed and started again: ready %s after it started", name, took.Round(time.Millisecond))
+		span("a steady span of load with " + name + " back")
 		if !p.running() {
 			t.Fatalf("%s exited after its restart", name)
 		}
@@ -266,10 +298,10 @@ func TestDeployCluster(t *testing.T) {
 			m.start()
 			took := waitFor(t, 90*time.Second, m.name+" is healthy again", cl.healthy)
 			t.Logf("%s restarted in lame-duck mode: exited after %s, healthy %s after it started", m.name, time.Since(start).Round(time.Millisecond)-took, took.Round(time.Millisecond))
-			time.Sleep(steady)
+			span("a steady span of load with " + m.name + " restarted")
 		}
 	}
-	time.Sleep(steady)
+	span("a steady span of load at the end")
 
 	// The end: every role still runs, the load's figures, every
 	// acknowledged write searchable.
@@ -394,6 +426,20 @@ func startLoad(t *testing.T, urls string, rate float64) *load {
 	return &load{t: t, k: k, rate: rate, stopped: make(chan struct{})}
 }
 
+// answered counts the queries started at or after since that have
+// ended (answered, failed or given up).
+func (l *load) answered(since time.Time) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, o := range l.outs {
+		if !o.start.Before(since) {
+			n++
+		}
+	}
+	return n
+}
+
 func (l *load) run() {
 	l.wg.Go(func() {
 		tick := time.NewTicker(time.Duration(float64(time.Second) / l.rate))
@@ -434,10 +480,11 @@ func (l *load) stop() []outcome {
 // (team food's writes go through its operators: docs/teams.md), and keeps
 // the ids acknowledged.
 type writer struct {
-	stopped chan struct{}
-	done    chan struct{}
-	acked   []string
-	failed  atomic.Int64
+	stopped  chan struct{}
+	done     chan struct{}
+	acked    []string
+	failed   atomic.Int64
+	attempts atomic.Int64 // writes tried and answered (acknowledged or not)
 }
 
 func startWriter(t *testing.T, urls string, rate float64) *writer {
@@ -457,6 +504,7 @@ func startWriter(t *testing.T, urls string, rate float64) *writer {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			_, err := k.c.Put(ctx, "menu", fmt.Appendf(nil, `{"id":%q,"name":"quarrywrite %s","description":"written under faults"}`, id, id))
 			cancel()
+			w.attempts.Add(1)
 			if err != nil {
 				w.failed.Add(1)
 				continue
@@ -506,19 +554,17 @@ func probe(t *testing.T, c *client.Client, word string) (acked, found time.Durat
 	t.Helper()
 	start := time.Now()
 	doc := fmt.Appendf(nil, `{"id":"probe-%s","name":"%s"}`, word, word)
-	for {
+	var last string
+	testwait.UntilErr(t, 30*time.Second, "put "+word+" acknowledged", func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
 		_, err := c.Put(ctx, "menu", doc)
-		cancel()
-		if err == nil {
-			break
+		if err != nil && err.Error() != last { // each new refusal once
+			last = err.Error()
+			t.Logf("probe %s: put at %s: %v", word, time.Since(start).Round(time.Millisecond), err)
 		}
-		t.Logf("probe %s: put at %s: %v", word, time.Since(start).Round(time.Millisecond), err)
-		if time.Since(start) > 30*time.Second {
-			t.Fatalf("put %s: not acknowledged within 30 s: %v", word, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return err
+	})
 	acked = time.Since(start)
 	// Found by 10 searches in a row: each goes to either searcher (a
 	// queue group), and both must have it.

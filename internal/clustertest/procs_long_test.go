@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/quarrysearch/quarry/internal/natstest"
+	"github.com/quarrysearch/quarry/internal/testwait"
 )
 
 // root is the repository's root, from this package's directory.
@@ -360,16 +361,26 @@ func (cl *natsCluster) healthy() bool {
 	return cl.metaLeader() != ""
 }
 
-// waitFor polls cond every 50 ms for up to d and fails the test with what
-// if it never holds; it returns how long it took.
+// waitFor is testwait.Until: it polls cond for up to d and fails the test
+// with what if it never holds; it returns how long it took.
 func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) time.Duration {
 	t.Helper()
-	start := time.Now()
-	for !cond() {
-		if time.Since(start) > d {
-			t.Fatalf("%s: not within %s", what, d)
-		}
-		time.Sleep(50 * time.Millisecond)
+	return testwait.Until(t, d, what, cond)
+}
+
+// ready reports whether the role whose metrics listener is addr answers
+// GET /readyz with 200.
+func ready(addr string) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/readyz", nil)
+	if err != nil {
+		return false
 	}
-	return time.Since(start)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
 }
