@@ -20,6 +20,7 @@ import (
 	"github.com/quarrysearch/quarry/indexer"
 	"github.com/quarrysearch/quarry/internal/catalog"
 	"github.com/quarrysearch/quarry/internal/natstest"
+	"github.com/quarrysearch/quarry/internal/testwait"
 	"github.com/quarrysearch/quarry/internal/wasmtest"
 	"github.com/quarrysearch/quarry/node"
 	"github.com/quarrysearch/quarry/searcher"
@@ -182,26 +183,18 @@ func waitTotalOf(t *testing.T, c *client.Client, index string, req *api.SearchRe
 	})
 }
 
-// waitFor polls state, every pollEvery, until it reports done; when
-// within passes first it fails the test, saying what it waited for and
-// the state's last report.
+// waitFor polls state until it reports done (testwait.UntilErr: the one
+// polling loop); when within passes first it fails the test, saying what
+// it waited for and the state's last report.
 func waitFor(t testing.TB, within time.Duration, what string, state func() (done bool, last string)) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		done, last := state()
-		if done {
-			return
+	testwait.UntilErr(t, within, what, func() error {
+		if done, last := state(); !done {
+			return fmt.Errorf("the last state seen: %s", last)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("waited %s for %s; the last state seen: %s", within, what, last)
-		}
-		time.Sleep(pollEvery)
-	}
+		return nil
+	})
 }
-
-// pollEvery is how often waitFor looks.
-const pollEvery = 20 * time.Millisecond
 
 func TestCLI(t *testing.T) {
 	t.Parallel()
