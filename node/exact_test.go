@@ -449,11 +449,14 @@ func startCorpus(t *testing.T, size int, counts []int, bcfg *broker.Config) (s *
 // scores are exact again once documents changed past either.
 func TestStatsFreshness(t *testing.T) {
 	t.Parallel()
+	// 10% more documents is more than the bound's 10 updates on each
+	// of 7 shards only from about 700 documents.
 	const size = 700
 	// Two shard counts: statistics summed over shards is what goes
 	// stale (TestExactScoringCorpus has 1, 2, 4 and 7).
 	freshnessShards := []int{2, 7}
 	t.Run("updates", func(t *testing.T) {
+		t.Parallel()
 		// At most 10 updates of any shard's missed: 10% more documents,
 		// and the very next searches are exact (with the bound at
 		// MaxStatsMaxUpdates, 24 of them are not).
@@ -465,6 +468,7 @@ func TestStatsFreshness(t *testing.T) {
 		s.check(t, "10% more", cases)
 	})
 	t.Run("age", func(t *testing.T) {
+		t.Parallel()
 		// A few updates (under the bound), then the bound's time: exact
 		// again.
 		s, _, cases := startCorpus(t, size, freshnessShards, &broker.Config{StatsMaxUpdates: broker.MaxStatsMaxUpdates, StatsMaxAge: 300 * time.Millisecond})
