@@ -8,6 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/quarrysearch/quarry/broker"
+	"github.com/quarrysearch/quarry/client"
+	"github.com/quarrysearch/quarry/indexer"
 	"github.com/quarrysearch/quarry/searcher"
 )
 
@@ -91,5 +94,30 @@ func TestProfiling(t *testing.T) {
 			t.Errorf("profiling %v: /debug/pprof/heap answered %d, want %d", profiling, resp.StatusCode, want)
 		}
 		n.Close()
+	}
+}
+
+// TestSearcherReadyServesExistingIndexes: a searcher started after an
+// index was loaded says it is ready only once it serves every shard of
+// that index with what was acknowledged; it used to say so at once, and
+// the first searches found no searcher for the shards.
+func TestSearcherReadyServesExistingIndexes(t *testing.T) {
+	t.Parallel()
+	core := startRoles(t, "", &indexer.Config{SnapshotInterval: -1}, nil, &broker.Config{})
+	c := core.Client()
+	if _, err := c.CreateIndex(context.Background(), "early", 3, nil); err != nil {
+		t.Fatal(err)
+	}
+	bulk(t, c, "early", ndjson(90, "e"), client.BulkOptions{})       // a snapshot, and no searcher yet
+	s := startRoles(t, core.NATSURL(), nil, &searcher.Config{}, nil) // returns once ready
+	shards, docs := 0, uint64(0)
+	for _, st := range s.Searcher.Stats() {
+		if st.Index == "early" {
+			shards++
+			docs += st.Docs
+		}
+	}
+	if shards != 3 || docs != 90 {
+		t.Fatalf("ready, serving %d shards of 3 and %d documents of 90", shards, docs)
 	}
 }

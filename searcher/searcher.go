@@ -316,7 +316,11 @@ func (s *Searcher) Run(ctx context.Context) error {
 		return fmt.Errorf("searcher: %w", err)
 	}
 	defer svc.Stop()
+	// The indexes the watcher delivers before its end-of-initial-values
+	// marker (a nil entry) are the ones that exist at start: Ready waits
+	// for each of them to be loaded.
 	var initial []*indexState
+	loading := true
 	for {
 		select {
 		case <-ctx.Done():
@@ -326,11 +330,13 @@ func (s *Searcher) Run(ctx context.Context) error {
 				return meta.WatchEnded(ctx, "searcher: index")
 			}
 			if e == nil {
-				go s.markReady(ctx, initial)
-				initial = nil
+				if loading {
+					go s.markReady(ctx, initial)
+					initial, loading = nil, false
+				}
 				continue
 			}
-			if st := s.onIndexChange(ctx, e); st != nil && initial != nil {
+			if st := s.onIndexChange(ctx, e); st != nil && loading {
 				initial = append(initial, st)
 			}
 		case e, ok := <-mw.Updates():
