@@ -252,7 +252,11 @@ func (p *Plugin) newInstance(ctx context.Context) (*instance, error) {
 	// The module's start function (exported by the instrumentation, which
 	// moves it out of instantiation so that it can be interrupted), then
 	// a reactor's _initialize: both within InitBudget.
-	for _, name := range []string{preempt.StartExport, abi.ExportInitialize} {
+	starts := []string{preempt.StartExport, abi.ExportInitialize}
+	if p.rt.cfg.CloseOnContextDone { // not instrumented: wazero ran the start function
+		starts = starts[1:]
+	}
+	for _, name := range starts {
 		if err := in.runStart(ctx, mod.ExportedFunction(name), p.spec.InitBudget); err != nil {
 			mod.Close(context.Background())
 			modules.Delete(mod)
