@@ -389,13 +389,6 @@ type CallError struct {
 func (e *CallError) Error() string { return fmt.Sprintf("plugin %s: %s: %v", e.Plugin, e.Kind, e.Err) }
 func (e *CallError) Unwrap() error { return e.Err }
 
-func describe(ctx context.Context, err error) error {
-	if ctx.Err() != nil { // wazero's exit on a done context, or the interrupt's trap
-		return fmt.Errorf("budget exceeded: %w", ctx.Err())
-	}
-	return err
-}
-
 // acquire takes an instance for one call. When every pooled instance is
 // busy (a burst, or calls stuck on a slow path of the plugin), the call
 // does not queue behind them: it gets an extra instance for itself, within
