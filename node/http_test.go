@@ -131,6 +131,12 @@ func TestHTTPPluginAdmin(t *testing.T) {
 		json.NewDecoder(resp.Body).Decode(&out)
 		return resp.StatusCode, out
 	}
+	// An index without plugins lists none as an empty list, not null:
+	// the console's Plugins page read null's length and failed on every
+	// new index.
+	if code, out := do("GET", "/v1/indexes/hp/plugins", nil); code != 200 || fmt.Sprint(out["versions"]) != "[]" {
+		t.Fatalf("plugins of a new index: %d %#v, want versions []", code, out["versions"])
+	}
 	wasm := wasmtest.WATFile(t, "../examples/plugins/wat/suffix.wat")
 	code, out := do("POST", "/v1/indexes/hp/plugins/suffix?kind=rewriter&activate=true&budget_ms=20", wasm)
 	if code != 200 || out["valid"] != true {

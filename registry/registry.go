@@ -288,6 +288,9 @@ func (s *Service) list(ctx context.Context, index string) (map[string]any, error
 	if err != nil {
 		return nil, err
 	}
+	if versions == nil {
+		versions = []api.PluginVersion{} // [] to a client, never null
+	}
 	slices.SortFunc(versions, func(a, b api.PluginVersion) int { return b.Pushed.Compare(a.Pushed) })
 	spec, err := s.store.Pipeline(ctx, index)
 	if err != nil {

@@ -99,7 +99,7 @@ function interleaveTable(stats) {
 }
 
 function versionTable(versions, live, samples, index, act) {
-  if (!versions.length) return h('p', { class: 'muted' }, 'No version pushed (quarry plugin push).');
+  if (!versions || !versions.length) return h('p', { class: 'muted' }, 'No version pushed (quarry plugin push).');
   const liveDigest = new Map(), trying = new Map(); // trying: digest → "canary 10%"
   for (const st of [...(live.rewriters || []), ...(live.rankers || [])]) {
     liveDigest.set(st.plugin, st.digest);
