@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
+	"time"
 
 	"github.com/nats-io/nats.go"
 
@@ -24,6 +26,10 @@ func (c *Client) PluginLogs(ctx context.Context, index, name string, r api.Plugi
 	return &out, nil
 }
 
+// followFlushTimeout bounds FollowPluginLogs' wait for the server to
+// have its subscription.
+const followFlushTimeout = 10 * time.Second
+
 // FollowPluginLogs hands each a plugin's kept lines that r asks for, then
 // every new line as brokers publish it, until ctx is done (it then
 // returns nil) or each fails. It subscribes to the team's subject
@@ -41,8 +47,14 @@ func (c *Client) FollowPluginLogs(ctx context.Context, index, name string, r api
 		return err
 	}
 	defer sub.Unsubscribe()
-	if err := c.nc.FlushWithContext(ctx); err != nil {
-		return err
+	// The subscription reaches the server before the kept lines are read
+	// again. A follow's ctx usually has no deadline (until Ctrl-C), which
+	// FlushWithContext refuses: the flush gets one of its own.
+	fctx, cancel := context.WithTimeout(ctx, followFlushTimeout)
+	err = c.nc.FlushWithContext(fctx)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("subscribe to %s: %w", first.Subject, err)
 	}
 	if last := c.nc.LastError(); last != nil && errors.Is(last, nats.ErrPermissionViolation) && strings.Contains(last.Error(), `"`+first.Subject+`"`) {
 		return api.Errorf(api.CodeForbidden, "this NATS user may not subscribe to %s (the index belongs to another team?)", first.Subject)

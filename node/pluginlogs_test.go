@@ -55,8 +55,9 @@ func foodLogs(t *testing.T, ctx context.Context, n *Node, food, books *client.Cl
 
 	// Following: a new search's lines arrive live. The follow hands the
 	// kept lines it is asked for (from the last one read) once it has
-	// subscribed: after that one, lines are heard live.
-	fctx, stop := context.WithTimeout(ctx, 20*time.Second)
+	// subscribed: after that one, lines are heard live. Its context has
+	// no deadline, as the CLI's (`plugin logs --follow`, until Ctrl-C).
+	fctx, stop := context.WithCancel(context.Background())
 	defer stop()
 	live := make(chan api.PluginLogLine, 64)
 	followed := make(chan error, 1)
