@@ -25,6 +25,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	oteltrace "go.opentelemetry.io/otel/trace"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/broker/internal/fanout"
@@ -280,6 +281,9 @@ type Broker struct {
 	// lookups bound the store reads of indexes the watch has not
 	// delivered (lookupIndex).
 	lookups chan struct{}
+	// lookupGroup makes the searches of one name that arrive together
+	// share one store read (lookupIndex).
+	lookupGroup singleflight.Group
 	// teamLimits admits each team's searches (rate, in flight).
 	teamLimits *teamLimits
 	peers      *peers           // the brokers up, which share each team's rate
@@ -843,11 +847,12 @@ func lookedUp(ctx context.Context) (api.IndexDefinition, bool) {
 }
 
 // maxIndexLookups is how many store reads of unknown indexes a broker
-// makes at once (lookupIndex); a request over it is answered from the
-// watch alone.
+// makes at once (lookupIndex); a read waits for one of them, within
+// indexLookupTimeout.
 const maxIndexLookups = 4
 
-// indexLookupTimeout bounds one store read of an unknown index.
+// indexLookupTimeout bounds one lookup of an unknown index: the wait for
+// a read and the read.
 const indexLookupTimeout = time.Second
 
 // lookupIndex finds an index the watch has not delivered: one created a
@@ -856,23 +861,31 @@ const indexLookupTimeout = time.Second
 // must not answer "does not exist" for an index its creator was told
 // exists. It reads the store and uses what it read for this request
 // only: the watch stays the one writer of the broker's definitions, so
-// a deletion it delivers meanwhile is never undone. At most
-// maxIndexLookups run at once, so a flood of made-up names costs the
-// store little.
+// a deletion it delivers meanwhile is never undone. The searches of one
+// name that arrive together share one read (a burst on a new index), and
+// at most maxIndexLookups reads of different names run at once, so a
+// flood of made-up names costs the store little; a lookup waits for its
+// turn rather than answer "does not exist" (TestNewIndexBurst).
 func (b *Broker) lookupIndex(ctx context.Context, name string) (api.IndexDefinition, error) {
-	select {
-	case b.lookups <- struct{}{}:
-		defer func() { <-b.lookups }()
-	default:
-		return api.IndexDefinition{}, api.NotFound("index %q does not exist", name)
-	}
-	ctx, cancel := context.WithTimeout(ctx, indexLookupTimeout)
-	defer cancel()
-	def, err := b.store.Index(ctx, name)
-	if err != nil && api.CodeOf(err) != api.CodeNotFound {
-		b.cfg.Logger.Warn("read an index the watch has not delivered", "index", name, "err", err)
-		return def, api.NotFound("index %q does not exist", name)
-	}
+	v, err, _ := b.lookupGroup.Do(name, func() (any, error) {
+		// The read is the group's, not the first caller's: a caller that
+		// gives up does not fail the others.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), indexLookupTimeout)
+		defer cancel()
+		select {
+		case b.lookups <- struct{}{}:
+			defer func() { <-b.lookups }()
+		case <-ctx.Done():
+			return api.IndexDefinition{}, api.NotFound("index %q does not exist", name)
+		}
+		def, err := b.store.Index(ctx, name)
+		if err != nil && api.CodeOf(err) != api.CodeNotFound {
+			b.cfg.Logger.Warn("read an index the watch has not delivered", "index", name, "err", err)
+			return def, api.NotFound("index %q does not exist", name)
+		}
+		return def, err
+	})
+	def, _ := v.(api.IndexDefinition)
 	return def, err
 }
 

@@ -65,9 +65,8 @@ func TestLookedUpIndexIsAdmitted(t *testing.T) {
 	delete(b.defs, "late")
 	b.mu.Unlock()
 	nc := s.Conn(t, "client")
-	// One after another (at once, the broker's few store reads at a time
-	// would answer some not_found); the bucket holds one token and gains
-	// one a second, so at most 1 + the seconds taken are admitted.
+	// One after another: the bucket holds one token and gains one a
+	// second, so at most 1 + the seconds taken are admitted.
 	start := time.Now()
 	refused := 0
 	for range 5 {
@@ -81,5 +80,45 @@ func TestLookedUpIndexIsAdmitted(t *testing.T) {
 	}
 	if most := 1 + int(time.Since(start)/time.Second); 5-refused > most {
 		t.Fatalf("%d of 5 searches admitted in %v, want at most %d (rate 1/s, burst 1)", 5-refused, time.Since(start).Round(time.Millisecond), most)
+	}
+}
+
+// TestNewIndexBurst: a burst of searches of an index the watch has not
+// delivered, while other lookups hold all but one of the broker's store
+// reads, all find it: they share one read and wait for their turn (they
+// used to answer not_found beyond the few reads at once).
+func TestNewIndexBurst(t *testing.T) {
+	s, store, ctx := startStore(t)
+	b := startBroker(t, s, store, ctx, Config{})
+	if _, err := store.CreateIndex(ctx, api.IndexDefinition{Name: "burst", Shards: 1}); err != nil {
+		t.Fatal(err)
+	}
+	testwait.Until(t, 10*time.Second, "the broker learns the index", func() bool { _, known := b.Index("burst"); return known })
+	b.mu.Lock()
+	delete(b.defs, "burst") // the watch's lag, held open
+	b.mu.Unlock()
+	for range maxIndexLookups - 1 { // lookups of other names in flight
+		b.lookups <- struct{}{}
+	}
+	defer func() {
+		for range maxIndexLookups - 1 {
+			<-b.lookups
+		}
+	}()
+	const burst = 32
+	errs := make(chan error, burst)
+	start := make(chan struct{})
+	for range burst {
+		go func() {
+			<-start
+			_, err := b.lookupIndex(ctx, "burst")
+			errs <- err
+		}()
+	}
+	close(start)
+	for range burst {
+		if err := <-errs; err != nil {
+			t.Errorf("a search in the burst: %v", err)
+		}
 	}
 }
