@@ -406,6 +406,12 @@ func (b *Broker) Run(ctx context.Context) error {
 		return fmt.Errorf("broker: subscribe %s: %w", subject.BrokerQueries, err)
 	}
 	defer queries.Unsubscribe()
+	// Ready once the server has the subscriptions: a client on another
+	// connection that searches at once must find a responder (in-process
+	// CLI tests did not, now and then: "no broker is running").
+	if err := b.nc.FlushTimeout(readyFlushTimeout); err != nil {
+		return fmt.Errorf("broker: subscribe: %w", err)
+	}
 	close(b.ready)
 	shadowsDone := make(chan struct{})
 	go func() {
@@ -845,6 +851,10 @@ func lookedUp(ctx context.Context) (api.IndexDefinition, bool) {
 	def, ok := ctx.Value(lookedUpKey{}).(api.IndexDefinition)
 	return def, ok
 }
+
+// readyFlushTimeout bounds the wait for the server to confirm the
+// broker's subscriptions before it says it is ready.
+const readyFlushTimeout = 10 * time.Second
 
 // maxIndexLookups is how many store reads of unknown indexes a broker
 // makes at once (lookupIndex); a read waits for one of them, within
