@@ -284,6 +284,9 @@ type Broker struct {
 	// lookupGroup makes the searches of one name that arrive together
 	// share one store read (lookupIndex).
 	lookupGroup singleflight.Group
+	// lookupsWaiting counts the distinct names waiting for one of the
+	// lookups (at most maxIndexLookupsWaiting).
+	lookupsWaiting atomic.Int64
 	// teamLimits admits each team's searches (rate, in flight).
 	teamLimits *teamLimits
 	peers      *peers           // the brokers up, which share each team's rate
@@ -861,6 +864,12 @@ const readyFlushTimeout = 10 * time.Second
 // indexLookupTimeout.
 const maxIndexLookups = 4
 
+// maxIndexLookupsWaiting is how many distinct names may wait for one of
+// the maxIndexLookups reads; beyond it a lookup answers "does not exist"
+// at once, so a flood of made-up names holds no more than that many
+// requests for up to indexLookupTimeout.
+const maxIndexLookupsWaiting = 64
+
 // indexLookupTimeout bounds one lookup of an unknown index: the wait for
 // a read and the read.
 const indexLookupTimeout = time.Second
@@ -875,19 +884,18 @@ const indexLookupTimeout = time.Second
 // name that arrive together share one read (a burst on a new index), and
 // at most maxIndexLookups reads of different names run at once, so a
 // flood of made-up names costs the store little; a lookup waits for its
-// turn rather than answer "does not exist" (TestNewIndexBurst).
+// turn (with at most maxIndexLookupsWaiting others) rather than answer
+// "does not exist" (TestNewIndexBurst).
 func (b *Broker) lookupIndex(ctx context.Context, name string) (api.IndexDefinition, error) {
 	v, err, _ := b.lookupGroup.Do(name, func() (any, error) {
 		// The read is the group's, not the first caller's: a caller that
 		// gives up does not fail the others.
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), indexLookupTimeout)
 		defer cancel()
-		select {
-		case b.lookups <- struct{}{}:
-			defer func() { <-b.lookups }()
-		case <-ctx.Done():
+		if !b.takeLookup(ctx) {
 			return api.IndexDefinition{}, api.NotFound("index %q does not exist", name)
 		}
+		defer func() { <-b.lookups }()
 		def, err := b.store.Index(ctx, name)
 		if err != nil && api.CodeOf(err) != api.CodeNotFound {
 			b.cfg.Logger.Warn("read an index the watch has not delivered", "index", name, "err", err)
@@ -897,6 +905,28 @@ func (b *Broker) lookupIndex(ctx context.Context, name string) (api.IndexDefinit
 	})
 	def, _ := v.(api.IndexDefinition)
 	return def, err
+}
+
+// takeLookup takes one of the lookups, waiting until ctx is done if
+// fewer than maxIndexLookupsWaiting names wait already; it reports
+// whether it got one.
+func (b *Broker) takeLookup(ctx context.Context) bool {
+	select {
+	case b.lookups <- struct{}{}:
+		return true
+	default:
+	}
+	if b.lookupsWaiting.Add(1) > maxIndexLookupsWaiting {
+		b.lookupsWaiting.Add(-1)
+		return false
+	}
+	defer b.lookupsWaiting.Add(-1)
+	select {
+	case b.lookups <- struct{}{}:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // endpointStats are the search endpoint's figures. micro counts a

@@ -122,3 +122,29 @@ func TestNewIndexBurst(t *testing.T) {
 		}
 	}
 }
+
+// TestIndexLookupFloodBounded: with every store read taken and as many
+// names waiting as are allowed, a lookup of one more made-up name answers
+// not_found at once instead of joining the wait.
+func TestIndexLookupFloodBounded(t *testing.T) {
+	s, store, ctx := startStore(t)
+	b := startBroker(t, s, store, ctx, Config{})
+	for range maxIndexLookups {
+		b.lookups <- struct{}{}
+	}
+	defer func() {
+		for range maxIndexLookups {
+			<-b.lookups
+		}
+	}()
+	b.lookupsWaiting.Add(maxIndexLookupsWaiting)
+	defer b.lookupsWaiting.Add(-maxIndexLookupsWaiting)
+	start := time.Now()
+	_, err := b.lookupIndex(ctx, "made-up")
+	if api.CodeOf(err) != api.CodeNotFound {
+		t.Fatalf("lookup beyond the waiting bound: %v, want not_found", err)
+	}
+	if took := time.Since(start); took >= indexLookupTimeout {
+		t.Fatalf("answered after %s: it waited for a read", took)
+	}
+}
