@@ -1,6 +1,6 @@
-// Package clitest runs Quarry's commands as a user does, for the tests of
-// cmd/quarry and cmd/quarry-bench: a binary, its stdin, its output and
-// its exit code.
+// Package clitest runs a built command as a user does, for the tests of
+// cmd/quarry-bench: a binary, its stdin, its output and its exit code.
+// (cmd/quarry's tests run the CLI in-process, through its run function.)
 package clitest
 
 import (
