@@ -66,7 +66,7 @@ func (r *recorder) lastRewrite(t *testing.T) abi.RewriteRequest {
 // the requests.
 func nativeRanker(t *testing.T, name string, rec *recorder, answer func(req *abi.RankRequest) []byte) *plugins.Plugin {
 	t.Helper()
-	p, err := plugins.LoadNative(plugins.Spec{Name: name, Version: "v1", Kind: plugins.Ranker, Budget: 10 * time.Second, Instances: 2},
+	p, err := plugins.LoadNative(plugins.Spec{Name: name, Version: "v1", Kind: plugins.Ranker, Budget: 5 * time.Second, Instances: 2},
 		func([]byte) (plugins.NativeHandler, error) {
 			return func(in, out []byte) []byte {
 				var req abi.RankRequest
@@ -91,7 +91,7 @@ func nativeRanker(t *testing.T, name string, rec *recorder, answer func(req *abi
 // nativeRewriter loads a native rewriter answering answer(req).
 func nativeRewriter(t *testing.T, name string, rec *recorder, answer func(req *abi.RewriteRequest) []byte) *plugins.Plugin {
 	t.Helper()
-	p, err := plugins.LoadNative(plugins.Spec{Name: name, Version: "v1", Kind: plugins.Rewriter, Budget: 10 * time.Second, Instances: 2},
+	p, err := plugins.LoadNative(plugins.Spec{Name: name, Version: "v1", Kind: plugins.Rewriter, Budget: 5 * time.Second, Instances: 2},
 		func([]byte) (plugins.NativeHandler, error) {
 			return func(in, out []byte) []byte {
 				var req abi.RewriteRequest
@@ -472,7 +472,7 @@ func fixedWAT(t *testing.T, kind plugins.Kind, answer []byte) *plugins.Plugin {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { rt.Close(context.Background()) })
-	p, err := rt.Load(context.Background(), plugins.Spec{Name: "wat", Kind: kind, Budget: 10 * time.Second, Instances: 1}, wasm)
+	p, err := rt.Load(context.Background(), plugins.Spec{Name: "wat", Kind: kind, Budget: 5 * time.Second, Instances: 1}, wasm)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/quarrysearch/quarry/api"
@@ -78,6 +79,10 @@ func (b *Broker) search(ctx context.Context, index string, req *api.SearchReques
 // the plan (the planner checks the request again: the rewriters may have
 // changed it), and its execution.
 func (r *run) fromRewrite(ctx context.Context, index string, rewriters []Step) (*api.SearchResponse, error) {
+	// The request's deadline holds from its start: a rewriter's call
+	// stops there whatever its budget.
+	ctx, cancel := context.WithDeadline(ctx, r.start.Add(r.b.planner.Timeout(&r.req)))
+	defer cancel()
 	if len(rewriters) > 0 {
 		if r.hints == nil {
 			r.hints = &planner.Hints{}
@@ -86,6 +91,9 @@ func (r *run) fromRewrite(ctx context.Context, index string, rewriters []Step) (
 			return nil, err
 		}
 		r.rewritten = time.Now()
+		if ctx.Err() != nil {
+			return nil, api.Errorf(api.CodeTimeout, "the request's time (%s) ran out in its rewriters: %s", r.b.planner.Timeout(&r.req), r.stepErrors())
+		}
 	}
 	plan, err := r.b.planner.Plan(&r.req, r.def, r.hints)
 	if err != nil {
@@ -123,9 +131,12 @@ func (o *execOptions) stage(st int, d time.Duration) {
 // execute runs a plan: each stage is a method of the run that times
 // itself where it runs.
 func (r *run) execute(ctx context.Context, plan *planner.Plan) (*api.SearchResponse, error) {
-	ctx, cancel := context.WithTimeout(ctx, plan.Timeout)
+	// Both deadlines count from the request's start (the rewriters ran
+	// within them), the shards' a merge reserve before the request's.
+	deadline := r.start.Add(plan.Timeout)
+	ctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
-	shardCtx, cancelShards := context.WithTimeout(ctx, plan.ShardTimeout)
+	shardCtx, cancelShards := context.WithDeadline(ctx, deadline.Add(plan.ShardTimeout-plan.Timeout))
 	defer cancelShards()
 	r.plan = plan
 	r.planned()
@@ -493,3 +504,18 @@ func anyClientError(results []fanout.Result) bool {
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// stepErrors lists the failed steps of the run's reports, for an error
+// message.
+func (r *run) stepErrors() string {
+	var parts []string
+	for _, rep := range r.reports {
+		if rep.Error != "" {
+			parts = append(parts, rep.Plugin+": "+rep.Error)
+		}
+	}
+	if len(parts) == 0 {
+		return "no step failed"
+	}
+	return strings.Join(parts, "; ")
+}

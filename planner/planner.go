@@ -172,10 +172,7 @@ func (p *Planner) Plan(req *api.SearchRequest, def api.IndexDefinition, hints *H
 		// no statistics are gathered for scores nobody sees.
 		k, exact = 0, false
 	}
-	timeout := p.cfg.DefaultTimeout
-	if req.TimeoutMS > 0 {
-		timeout = min(time.Duration(req.TimeoutMS)*time.Millisecond, p.cfg.MaxTimeout)
-	}
+	timeout := p.Timeout(req)
 	reserve := p.cfg.MergeReserve
 	if reserve == 0 {
 		reserve = min(timeout/10, 20*time.Millisecond)
@@ -330,4 +327,14 @@ func queryProblem(err error) string {
 		return fmt.Sprintf("an ip range query's cidr %s is not a network or an IP address", cidr)
 	}
 	return err.Error()
+}
+
+// Timeout is a request's whole budget, from when the broker took it: its
+// timeout_ms, at most the max timeout, or the default timeout. The
+// rewriters run within it too.
+func (p *Planner) Timeout(req *api.SearchRequest) time.Duration {
+	if req.TimeoutMS > 0 {
+		return min(time.Duration(req.TimeoutMS)*time.Millisecond, p.cfg.MaxTimeout)
+	}
+	return p.cfg.DefaultTimeout
 }

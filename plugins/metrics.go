@@ -24,7 +24,7 @@ var (
 )
 
 // errorKinds are the kinds of failure, in the order they are exported.
-var errorKinds = []ErrorKind{KindTimeout, KindTrap, KindMemory, KindOutput, KindMalformed, KindPlugin, KindBusy}
+var errorKinds = []ErrorKind{KindTimeout, KindTrap, KindMemory, KindOutput, KindMalformed, KindPlugin, KindBusy, KindStopped}
 
 // NewCollector returns a collector of the metrics every plugin listed by
 // plugins keeps (calls, errors by kind, call latency, live instances and

@@ -84,6 +84,10 @@ type Plugin struct {
 	// live and memBytes count the instances alive and their linear
 	// memory, as of each instance's last return to the pool.
 	live, memBytes atomic.Int64
+	// instances are the live instances, free or in a call, for
+	// StopCalls; changed when an instance is made or closed, not per call.
+	mu        sync.Mutex
+	instances map[*instance]struct{}
 
 	Metrics Metrics
 }
@@ -109,6 +113,9 @@ type instance struct {
 	timer     *time.Timer // sets interrupt; stopped between calls
 	// poisoned: an interrupt was set; the instance must not be reused.
 	poisoned bool
+	// state is idle, running (between arm and disarm) or stopped (by
+	// StopCalls while running): what another goroutine may stop.
+	state atomic.Int32
 	// stdout and stderr are the instance's own, so a line names the
 	// request of the call that wrote it.
 	stdout, stderr *lineLogger
@@ -122,6 +129,7 @@ type instance struct {
 // does this itself. One timer per instance, reset per call: nothing is
 // allocated.
 func (in *instance) arm(left time.Duration) {
+	in.state.Store(running)
 	if in.timer != nil {
 		in.timer.Reset(left)
 	}
@@ -131,6 +139,31 @@ func (in *instance) disarm() {
 	if in.timer != nil && !in.timer.Stop() {
 		in.poisoned = true
 	}
+	if !in.state.CompareAndSwap(running, idle) { // stopped (StopCalls)
+		in.poisoned = true
+	}
+}
+
+// Instance states (instance.state).
+const (
+	idle int32 = iota
+	running
+	stopped
+)
+
+// stop interrupts the instance's call, if it is in one: the call fails at
+// its next function call or loop iteration and the instance is discarded.
+// An idle instance is left alone.
+func (in *instance) stop() {
+	if !in.state.CompareAndSwap(running, stopped) {
+		return
+	}
+	if in.timer != nil {
+		in.timer.Reset(0) // the interrupt, set by the timer's own function
+		return
+	}
+	// Under Config.CloseOnContextDone, closing the module ends the call.
+	in.mod.CloseWithExitCode(context.Background(), 1)
 }
 
 // validate checks a spec's kind and fills in its defaults.
@@ -161,6 +194,9 @@ func (s *Spec) validate() error {
 func (r *Runtime) Load(ctx context.Context, spec Spec, wasm []byte) (*Plugin, error) {
 	if err := spec.validate(); err != nil {
 		return nil, err
+	}
+	if spec.Budget > r.cfg.MaxBudget {
+		return nil, fmt.Errorf("plugin %s: %w: a budget of %s is over the maximum of %s", spec.Name, ErrLimit, spec.Budget, r.cfg.MaxBudget)
 	}
 	if err := r.reserve(spec.Name, spec.Instances); err != nil {
 		return nil, err
@@ -268,6 +304,12 @@ func (p *Plugin) newInstance(ctx context.Context) (*instance, error) {
 	}
 	p.live.Add(1)
 	p.noteMemory(in)
+	p.mu.Lock()
+	if p.instances == nil {
+		p.instances = map[*instance]struct{}{}
+	}
+	p.instances[in] = struct{}{}
+	p.mu.Unlock()
 	return in, nil
 }
 
@@ -321,6 +363,9 @@ func (p *Plugin) closeInstance(ctx context.Context, in *instance) {
 	if in.timer != nil {
 		in.timer.Stop()
 	}
+	p.mu.Lock()
+	delete(p.instances, in)
+	p.mu.Unlock()
 	in.mod.Close(ctx)
 	modules.Delete(in.mod)
 	p.live.Add(-1)
@@ -346,13 +391,27 @@ func seed32(s uint64) [32]byte {
 	return b
 }
 
-// Close releases every instance and returns them to the runtime's
-// budget. Calls in flight finish first (their instances are closed when
-// returned). Closing twice is harmless.
+// StopCalls stops the calls running now: each fails (a timeout, "the
+// plugin was stopped") at its next function call or loop iteration, and
+// its instance is discarded. Calls made later run as usual. The broker
+// stops the calls of a plugin that has left every pipeline, so that
+// removing or replacing a plugin leaves nothing of it running.
+func (p *Plugin) StopCalls() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for in := range p.instances {
+		in.stop()
+	}
+}
+
+// Close stops the calls in flight (StopCalls), releases every instance and
+// returns them to the runtime's budget (an instance in a call is closed
+// when its call returns). Closing twice is harmless.
 func (p *Plugin) Close(ctx context.Context) {
 	if !p.closed.CompareAndSwap(false, true) || p.native != nil {
 		return
 	}
+	p.StopCalls()
 	p.rt.release(p.spec.Instances)
 	for {
 		select {
@@ -377,6 +436,9 @@ const (
 	KindMalformed ErrorKind = "malformed_output"
 	KindPlugin    ErrorKind = "plugin_error"
 	KindBusy      ErrorKind = "busy"
+	// KindStopped: StopCalls stopped the call (its plugin was removed,
+	// replaced or closed).
+	KindStopped ErrorKind = "stopped"
 )
 
 // CallError is a failed plugin call.
@@ -501,7 +563,7 @@ func (p *Plugin) call(ctx context.Context, encode func([]byte) []byte, decode fu
 			p.closeInstance(context.Background(), in)
 			p.rt.release(1)
 			return
-		case discard || in.poisoned:
+		case discard || in.poisoned || p.closed.Load():
 			p.closeInstance(context.Background(), in)
 			p.cold <- struct{}{} // made again when a call needs it
 		default:
@@ -521,7 +583,7 @@ func (p *Plugin) call(ctx context.Context, encode func([]byte) []byte, decode fu
 		err := in.alloc.CallWithStack(ctx, in.stack)
 		in.disarm()
 		if err != nil {
-			return p.failure(ctx, in, err)
+			return p.failure(ctx, in, err, left)
 		}
 		in.buf, in.bufLen = uint32(in.stack[0]), uint32(max(len(req), 4096))
 	}
@@ -536,7 +598,7 @@ func (p *Plugin) call(ctx context.Context, encode func([]byte) []byte, decode fu
 	err = in.hook.CallWithStack(ctx, in.stack)
 	in.disarm()
 	if err != nil {
-		return p.failure(ctx, in, err)
+		return p.failure(ctx, in, err, left)
 	}
 	optr, olen := uint32(in.stack[0]>>32), uint32(in.stack[0])
 	if int(olen) > p.spec.MaxOutput {
@@ -558,13 +620,20 @@ func (p *Plugin) call(ctx context.Context, encode func([]byte) []byte, decode fu
 	return nil
 }
 
-// failure classifies an error from a call into the guest.
-func (p *Plugin) failure(ctx context.Context, in *instance, err error) error {
+// failure classifies an error from a call into the guest, which had left
+// to run (its budget, or less when its caller's deadline came first).
+func (p *Plugin) failure(ctx context.Context, in *instance, err error, left time.Duration) error {
 	kind := KindTrap
 	switch {
+	case in.state.Load() == stopped:
+		kind = KindStopped
+		err = errors.New("its plugin was removed or replaced while it ran")
 	case ctx.Err() != nil || in.poisoned: // the interrupt may fire before ctx's own timer
 		kind = KindTimeout
 		err = fmt.Errorf("budget of %s exceeded", p.spec.Budget)
+		if left < p.spec.Budget {
+			err = fmt.Errorf("stopped at its caller's deadline, %s after it began (its budget is %s)", left.Round(time.Millisecond), p.spec.Budget)
+		}
 	case isMemoryError(err):
 		kind = KindMemory
 	}

@@ -27,6 +27,9 @@ const (
 	// DefaultWarmInstances is how many instances of a plugin are made
 	// when it loads.
 	DefaultWarmInstances = 1
+	// DefaultMaxBudget is the longest budget a plugin call may be given
+	// (a step's budget_ms).
+	DefaultMaxBudget = 5 * time.Second
 )
 
 // Config configures a runtime. Zero values are documented defaults.
@@ -69,6 +72,10 @@ type Config struct {
 	LogSink LogSink
 	// Team names the runtime's team in LogLines (Teams sets it).
 	Team string
+	// MaxBudget is the longest Spec.Budget a plugin may load with
+	// (default DefaultMaxBudget): an operator's bound on what one call
+	// of a team's plugin may cost, whatever the team asks for.
+	MaxBudget time.Duration
 }
 
 // Runtime compiles and runs plugins. Brokers keep one per team (see
@@ -137,6 +144,9 @@ func NewRuntime(ctx context.Context, cfg Config) (*Runtime, error) {
 	if cfg.WarmInstances <= 0 {
 		cfg.WarmInstances = DefaultWarmInstances
 	}
+	if cfg.MaxBudget <= 0 {
+		cfg.MaxBudget = DefaultMaxBudget
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -165,6 +175,10 @@ func NewRuntime(ctx context.Context, cfg Config) (*Runtime, error) {
 	}
 	return r, nil
 }
+
+// MaxBudget is the longest budget a plugin may load with
+// (Config.MaxBudget).
+func (r *Runtime) MaxBudget() time.Duration { return r.cfg.MaxBudget }
 
 // Close releases the runtime and every plugin loaded in it.
 func (r *Runtime) Close(ctx context.Context) error {

@@ -65,6 +65,7 @@ type roleFlags struct {
 	pluginPages      uint
 	teamInstances    int
 	warmInstances    int
+	maxBudget        time.Duration
 	drainTimeout     time.Duration
 	slowQuery        time.Duration
 	slowShard        time.Duration
@@ -128,6 +129,7 @@ func (f *roleFlags) registerBroker(fs *flag.FlagSet) {
 	fs.UintVar(&f.pluginPages, "plugin-memory-pages", plugins.DefaultMemoryLimitPages, "most memory of one plugin instance, in 64 KiB pages (1024: 64 MiB)")
 	fs.IntVar(&f.teamInstances, "team-max-instances", plugins.DefaultMaxInstances, "most warm plugin instances one team's plugins may hold on this broker (negative: no cap); with --plugin-memory-pages it bounds a team's plugin memory")
 	fs.IntVar(&f.warmInstances, "plugin-warm-instances", plugins.DefaultWarmInstances, "instances of each plugin made when it loads; the rest of its pool (its instances setting, "+strconv.Itoa(plugins.DefaultInstances)+" by default) is made when calls overlap, so a plugin holds the memory its concurrency needs")
+	fs.DurationVar(&f.maxBudget, "plugin-max-budget", plugins.DefaultMaxBudget, "the longest time budget a plugin call may be given (a step's budget_ms): a push or activation asking for more is refused; every call also stops at its search's deadline")
 	fs.Float64Var(&f.fallbackSlow, "fallback-slow-rate", broker.Defaults.FallbackSlowRate, "take a plugin with a latency budget out when more than this share of its recent calls took longer (0.01: its p99 is over the budget)")
 }
 
@@ -142,7 +144,10 @@ func (f *roleFlags) pluginLimits(cfg *node.Config) error {
 	if f.warmInstances < 1 {
 		return fmt.Errorf("--plugin-warm-instances must be 1 or more, got %d", f.warmInstances)
 	}
-	cfg.PluginMemoryPages, cfg.TeamMaxInstances, cfg.PluginWarmInstances = uint32(f.pluginPages), f.teamInstances, f.warmInstances
+	if f.maxBudget <= 0 {
+		return fmt.Errorf("--plugin-max-budget must be positive, got %s", f.maxBudget)
+	}
+	cfg.PluginMemoryPages, cfg.TeamMaxInstances, cfg.PluginWarmInstances, cfg.PluginMaxBudget = uint32(f.pluginPages), f.teamInstances, f.warmInstances, f.maxBudget
 	return nil
 }
 

@@ -17,6 +17,13 @@ import (
 // queries that started with it finish on it.
 const retireAfter = 30 * time.Second
 
+// stopAfter is how long a call of a plugin that has left every pipeline
+// may still run: then it is stopped (plugins.Plugin.StopCalls), whatever
+// its budget, so that removing or replacing a plugin leaves nothing of
+// it running. Calls begun later (by queries that started before the
+// change) run as usual until retireAfter.
+const stopAfter = time.Second
+
 // RuntimeFunc returns the plugin runtime of an index's team, and the
 // team's name.
 type RuntimeFunc func(ctx context.Context, index string) (*plugins.Runtime, string, error)
@@ -213,18 +220,34 @@ func (l *Loader) Retire(index string, keys []string) {
 		l.inUse[index] = used
 	}
 	l.mu.Unlock()
+	time.AfterFunc(stopAfter, func() {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		for k, p := range l.loaded {
+			if !l.used(k) {
+				p.StopCalls()
+			}
+		}
+	})
 	time.AfterFunc(retireAfter, func() {
 		l.mu.Lock()
 		defer l.mu.Unlock()
 		for k, p := range l.loaded {
-			stillUsed := false
-			for _, set := range l.inUse {
-				stillUsed = stillUsed || set[k]
-			}
-			if !stillUsed {
+			if !l.used(k) {
 				delete(l.loaded, k)
 				p.Close(context.Background())
 			}
 		}
 	})
+}
+
+// used reports whether a pipeline uses the plugin loaded as key. l.mu is
+// held.
+func (l *Loader) used(key string) bool {
+	for _, set := range l.inUse {
+		if set[key] {
+			return true
+		}
+	}
+	return false
 }

@@ -15,7 +15,7 @@ import (
 // testPlugin loads a native ranker named name that ranks nothing.
 func testPlugin(t *testing.T, name string) *plugins.Plugin {
 	t.Helper()
-	p, err := plugins.LoadNative(plugins.Spec{Name: name, Version: "v1", Kind: plugins.Ranker, Budget: 10 * time.Second, Instances: 1},
+	p, err := plugins.LoadNative(plugins.Spec{Name: name, Version: "v1", Kind: plugins.Ranker, Budget: 5 * time.Second, Instances: 1},
 		func([]byte) (plugins.NativeHandler, error) {
 			return func(_, out []byte) []byte { return append(out, abi.StatusOK, 0, 0, 0, 0, 0) }, nil
 		})
