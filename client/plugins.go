@@ -50,7 +50,7 @@ func (c *Client) PushPlugin(ctx context.Context, index, name string, wasm []byte
 	}
 	digest := meta.PluginDigest(wasm)
 	upload := nuid.Next()
-	chunk := uploadChunkBytes
+	chunk := meta.MaxUploadChunkBytes
 	if max := int(c.nc.MaxPayload()) - 4096; max > 0 && max < chunk {
 		chunk = max
 	}
@@ -63,11 +63,15 @@ func (c *Client) PushPlugin(ctx context.Context, index, name string, wasm []byte
 			Received int64 `json:"received"`
 		}
 		if err := c.adminMsg(ctx, index, msg, &r); err != nil {
+			c.dropUpload(ctx, index, upload)
 			return nil, fmt.Errorf("upload %s at byte %d of %d: %w", name, off, len(wasm), err)
 		}
 	}
 	var v api.PluginVersion
 	if err := c.admin(ctx, index, "plugin.register", map[string]any{"name": name, "kind": opts.Kind, "digest": digest, "upload": upload, "step": opts.Step, "samples": opts.Samples}, &v); err != nil {
+		// The registry drops the upload of a register it received; this
+		// covers one it never got (the push cancelled, a timeout).
+		c.dropUpload(ctx, index, upload)
 		return nil, err
 	}
 	if opts.Activate {
@@ -78,9 +82,22 @@ func (c *Client) PushPlugin(ctx context.Context, index, name string, wasm []byte
 	return &v, nil
 }
 
-// uploadChunkBytes is the largest chunk of a plugin upload (smaller when
-// the server's payload limit is).
-const uploadChunkBytes = 512 << 10
+// dropUpload asks the registry to drop what a push that failed staged, at
+// once, even when ctx is done (the push cancelled): staged uploads count
+// against the team's quota (meta.MaxStagedUploads) until dropped or idle
+// for meta.UploadIdle. A failure is ignored: the upload then expires.
+func (c *Client) dropUpload(ctx context.Context, index, upload string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), dropUploadTimeout)
+	defer cancel()
+	msg := nats.NewMsg(subject.Admin(index, "plugin.upload"))
+	msg.Header.Set(subject.HeaderUpload, upload)
+	msg.Header.Set(subject.HeaderUploadDrop, "1")
+	var r struct{}
+	_ = c.adminMsg(ctx, index, msg, &r)
+}
+
+// dropUploadTimeout bounds dropUpload.
+const dropUploadTimeout = 5 * time.Second
 
 // ActivatePlugin puts a validated version of a plugin live on an index.
 // When the index has a relevance gate, the version must pass it: else an

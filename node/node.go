@@ -95,10 +95,6 @@ type Config struct {
 	// made when it loads (default plugins.DefaultWarmInstances); the
 	// others are made when calls overlap.
 	PluginWarmInstances int
-	// PluginMaxBudget is the longest time budget a plugin call may be
-	// given (a step's budget_ms; default plugins.DefaultMaxBudget): a
-	// longer one is refused when a version is pushed or activated.
-	PluginMaxBudget time.Duration
 
 	Indexer  *indexer.Config  // nil: no indexer
 	Searcher *searcher.Config // nil: no searcher
@@ -305,7 +301,7 @@ func (n *Node) start(ctx context.Context) (err error) {
 		if n.Broker, err = broker.New(n.nc, n.store, c); err != nil {
 			return err
 		}
-		limits := plugins.Config{MemoryLimitPages: cfg.PluginMemoryPages, MaxInstances: cfg.TeamMaxInstances, WarmInstances: cfg.PluginWarmInstances, MaxBudget: cfg.PluginMaxBudget, Logger: cfg.Logger}
+		limits := plugins.Config{MemoryLimitPages: cfg.PluginMemoryPages, MaxInstances: cfg.TeamMaxInstances, WarmInstances: cfg.PluginWarmInstances, Logger: cfg.Logger}
 		cached := limits
 		cached.CacheDir = filepath.Join(n.pluginDir(), "compiled")
 		// Plugin log lines go to each team's subject, never waited for.
@@ -325,7 +321,7 @@ func (n *Node) start(ctx context.Context) (err error) {
 		// The admin API (plugins and pipelines) runs beside the broker.
 		// Validation compiles with the brokers' cache: a version it
 		// validated goes live without compiling again.
-		admin, err := registry.New(ctx, n.nc, n.store, registry.Config{Plugins: cached, Logger: cfg.Logger})
+		admin, err := registry.New(ctx, n.nc, n.store, registry.Config{Plugins: cached, Logger: cfg.Logger, Registerer: n.Metrics})
 		if err != nil {
 			return err
 		}

@@ -361,17 +361,18 @@ func TestChunkedUpload(t *testing.T) {
 	if _, err := n.store.PluginBinary(ctx, meta.PluginDigest(ltr)); err != nil {
 		t.Errorf("the valid binary was not kept: %v", err)
 	}
-	// The staging quota: 4 uploads at once per index; a chunk of one
-	// already staged is still taken.
+	// The staging quota: 4 uploads at once per team (this index is a team
+	// of its own); a chunk of one already staged is still taken.
+	chunk := bytes.Repeat([]byte("w"), meta.MinUploadChunkBytes)
 	for i := range meta.MaxStagedUploads {
-		if err := upload(fmt.Sprint("q", i), 0, suffix[:10]); err != nil {
+		if err := upload(fmt.Sprint("q", i), 0, chunk); err != nil {
 			t.Fatalf("upload %d of the quota: %v", i, err)
 		}
 	}
 	if err := upload("qover", 0, suffix[:10]); err == nil || !strings.Contains(err.Error(), "4 plugin uploads staged, its quota") {
 		t.Errorf("an upload over the quota: %v", err)
 	}
-	if err := upload("q0", 10, suffix[10:20]); err != nil {
+	if err := upload("q0", len(chunk), suffix[10:20]); err != nil {
 		t.Errorf("the next chunk of a staged upload: %v", err)
 	}
 }

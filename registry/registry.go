@@ -13,6 +13,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/internal/meta"
@@ -26,6 +27,9 @@ type Config struct {
 	// Plugins are the limits plugins are validated under.
 	Plugins plugins.Config
 	Logger  *slog.Logger
+	// Registerer gets the service's Prometheus metrics (nil: a registry
+	// of its own, which nothing serves).
+	Registerer prometheus.Registerer
 }
 
 // Service serves the admin API.
@@ -36,6 +40,7 @@ type Service struct {
 	rt    *plugins.Runtime
 	// replies drops requests whose reply subject is not an inbox.
 	replies subject.ReplyGuard
+	metrics *metrics
 }
 
 // New makes the admin service.
@@ -44,11 +49,15 @@ func New(ctx context.Context, nc *nats.Conn, store *meta.Store, cfg Config) (*Se
 		cfg.Logger = slog.Default()
 	}
 	cfg.Plugins.Logger = cfg.Logger
+	m, err := newMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, err
+	}
 	rt, err := plugins.NewRuntime(ctx, cfg.Plugins)
 	if err != nil {
 		return nil, err
 	}
-	return &Service{nc: nc, store: store, cfg: cfg, rt: rt, replies: subject.ReplyGuard{Service: "admin", Logger: cfg.Logger}}, nil
+	return &Service{nc: nc, store: store, cfg: cfg, rt: rt, replies: subject.ReplyGuard{Service: "admin", Logger: cfg.Logger}, metrics: m}, nil
 }
 
 // Request is the body of an admin request; each operation reads its part.
@@ -173,7 +182,7 @@ func (s *Service) Do(ctx context.Context, index, op string, r *Request) (any, er
 	}
 	switch op {
 	case "plugin.register":
-		return s.register(ctx, index, r)
+		return s.registerUpload(ctx, def, r)
 	case "plugin.ls":
 		return s.list(ctx, index)
 	case "plugin.activate":
@@ -239,7 +248,7 @@ func (s *Service) register(ctx context.Context, index string, r *Request) (*api.
 	if err := validName(r.Name); err != nil {
 		return nil, err
 	}
-	if err := checkBudgets(r.Step, s.rt.MaxBudget()); err != nil {
+	if err := checkBudgets(r.Step); err != nil {
 		return nil, err
 	}
 	if err := r.Kind.Check(); err != nil {
@@ -422,7 +431,7 @@ func (s *Service) checkSpec(ctx context.Context, index string, spec *api.Pipelin
 			if len(st.Config) > 0 && !json.Valid(st.Config) {
 				return api.BadRequest("%s %d: config is not valid JSON", kind, i)
 			}
-			if err := checkBudgets(st, s.rt.MaxBudget()); err != nil {
+			if err := checkBudgets(st); err != nil {
 				return api.BadRequest("%s %d: %v", kind, i, err)
 			}
 		}
@@ -434,17 +443,11 @@ func (s *Service) checkSpec(ctx context.Context, index string, spec *api.Pipelin
 	return check(api.Ranker, spec.Rankers)
 }
 
-// checkBudgets checks a step's time budgets: budget_ms, the hard limit of
-// one call, must not be above the operator's maximum (max, the brokers'
-// --plugin-max-budget); latency_budget_ms, the call time the automatic
-// fallback holds the step to, must be >= 0 and, when budget_ms is set
-// too, not above it.
-func checkBudgets(st api.StepSpec, max time.Duration) error {
+// checkBudgets checks a step's time budgets: latency_budget_ms, the call
+// time the automatic fallback holds the step to, must be >= 0 and, when
+// budget_ms (the hard limit of one call) is set too, not above it.
+func checkBudgets(st api.StepSpec) error {
 	switch {
-	case st.BudgetMS < 0:
-		return api.BadRequest("budget_ms must be >= 0, got %d", st.BudgetMS)
-	case int64(st.BudgetMS) > max.Milliseconds():
-		return api.BadRequest("budget_ms %d is over the maximum of %d ms this platform allows a plugin call (quarry serve --plugin-max-budget)", st.BudgetMS, max.Milliseconds())
 	case st.LatencyBudgetMS < 0:
 		return api.BadRequest("latency_budget_ms must be >= 0, got %d", st.LatencyBudgetMS)
 	case st.BudgetMS > 0 && st.LatencyBudgetMS > st.BudgetMS:

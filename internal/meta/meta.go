@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -79,6 +80,9 @@ type Store struct {
 	// PluginLogs keeps the recent lines of the plugins brokers run, in
 	// memory (see PluginLogsStreamConfig).
 	PluginLogs jetstream.Stream
+
+	// uploadLocks holds a *sync.Mutex per team: see lockTeamUploads.
+	uploadLocks sync.Map
 }
 
 // PluginLogsStreamConfig bounds the kept plugin lines: in memory (lines

@@ -62,7 +62,8 @@ const (
 	// UserEventsPrefix is UserEventsStream's subject prefix.
 	UserEventsPrefix = "quarry.v1.events"
 	// UploadsStream stages plugin binaries uploaded in chunks through the
-	// admin API, one subject per upload: quarry.v1.uploads.<index>.<id>.
+	// admin API, one subject per upload, under the team of the index:
+	// quarry.v1.uploads.<team>.<index>.<id>.
 	UploadsStream = "QUARRY_UPLOADS"
 	// UploadsPrefix is UploadsStream's subject prefix.
 	UploadsPrefix = "quarry.v1.uploads"
@@ -128,6 +129,9 @@ const (
 	HeaderUpload = "Quarry-Upload"
 	// HeaderUploadOffset is a chunk's byte offset in its upload.
 	HeaderUploadOffset = "Quarry-Upload-Offset"
+	// HeaderUploadDrop, on a plugin.upload request with no body, drops
+	// the staged upload HeaderUpload names.
+	HeaderUploadDrop = "Quarry-Upload-Drop"
 )
 
 // MaxIDBytes is the longest document id Quarry accepts.
@@ -277,8 +281,15 @@ func Admin(index, op string) string { return AdminPrefix + "." + index + "." + o
 // PluginLogs is the subject of a team's plugin's log lines.
 func PluginLogs(team, plugin string) string { return PluginLogsPrefix + "." + team + "." + plugin }
 
-// Upload is the staging subject of one chunked upload to an index.
-func Upload(index, id string) string { return UploadsPrefix + "." + index + "." + id }
+// Upload is the staging subject of one chunked upload to an index of a
+// team.
+func Upload(team, index, id string) string {
+	return UploadsPrefix + "." + team + "." + index + "." + id
+}
+
+// UploadsOfTeam is the filter subject of every upload staged for one
+// team's indexes.
+func UploadsOfTeam(team string) string { return UploadsPrefix + "." + team + ".*.*" }
 
 // ValidUploadID checks an upload id: 1-64 ASCII letters and digits.
 func ValidUploadID(id string) error {
