@@ -95,6 +95,10 @@ type Config struct {
 	// made when it loads (default plugins.DefaultWarmInstances); the
 	// others are made when calls overlap.
 	PluginWarmInstances int
+	// PluginMaxBudget is the longest time budget a plugin call may be
+	// given (a step's budget_ms; default plugins.DefaultMaxBudget): a
+	// longer one is refused when a version is pushed or activated.
+	PluginMaxBudget time.Duration
 
 	Indexer  *indexer.Config  // nil: no indexer
 	Searcher *searcher.Config // nil: no searcher
@@ -301,7 +305,7 @@ func (n *Node) start(ctx context.Context) (err error) {
 		if n.Broker, err = broker.New(n.nc, n.store, c); err != nil {
 			return err
 		}
-		limits := plugins.Config{MemoryLimitPages: cfg.PluginMemoryPages, MaxInstances: cfg.TeamMaxInstances, WarmInstances: cfg.PluginWarmInstances, Logger: cfg.Logger}
+		limits := plugins.Config{MemoryLimitPages: cfg.PluginMemoryPages, MaxInstances: cfg.TeamMaxInstances, WarmInstances: cfg.PluginWarmInstances, MaxBudget: cfg.PluginMaxBudget, Logger: cfg.Logger}
 		cached := limits
 		cached.CacheDir = filepath.Join(n.pluginDir(), "compiled")
 		// Plugin log lines go to each team's subject, never waited for.

@@ -248,7 +248,7 @@ func (s *Service) register(ctx context.Context, index string, r *Request) (*api.
 	if err := validName(r.Name); err != nil {
 		return nil, err
 	}
-	if err := checkBudgets(r.Step); err != nil {
+	if err := checkBudgets(r.Step, s.rt.MaxBudget()); err != nil {
 		return nil, err
 	}
 	if err := r.Kind.Check(); err != nil {
@@ -431,7 +431,7 @@ func (s *Service) checkSpec(ctx context.Context, index string, spec *api.Pipelin
 			if len(st.Config) > 0 && !json.Valid(st.Config) {
 				return api.BadRequest("%s %d: config is not valid JSON", kind, i)
 			}
-			if err := checkBudgets(st); err != nil {
+			if err := checkBudgets(st, s.rt.MaxBudget()); err != nil {
 				return api.BadRequest("%s %d: %v", kind, i, err)
 			}
 		}
@@ -443,11 +443,17 @@ func (s *Service) checkSpec(ctx context.Context, index string, spec *api.Pipelin
 	return check(api.Ranker, spec.Rankers)
 }
 
-// checkBudgets checks a step's time budgets: latency_budget_ms, the call
-// time the automatic fallback holds the step to, must be >= 0 and, when
-// budget_ms (the hard limit of one call) is set too, not above it.
-func checkBudgets(st api.StepSpec) error {
+// checkBudgets checks a step's time budgets: budget_ms, the hard limit of
+// one call, must not be above the operator's maximum (max, the brokers'
+// --plugin-max-budget); latency_budget_ms, the call time the automatic
+// fallback holds the step to, must be >= 0 and, when budget_ms is set
+// too, not above it.
+func checkBudgets(st api.StepSpec, max time.Duration) error {
 	switch {
+	case st.BudgetMS < 0:
+		return api.BadRequest("budget_ms must be >= 0, got %d", st.BudgetMS)
+	case int64(st.BudgetMS) > max.Milliseconds():
+		return api.BadRequest("budget_ms %d is over the maximum of %d ms this platform allows a plugin call (quarry serve --plugin-max-budget)", st.BudgetMS, max.Milliseconds())
 	case st.LatencyBudgetMS < 0:
 		return api.BadRequest("latency_budget_ms must be >= 0, got %d", st.LatencyBudgetMS)
 	case st.BudgetMS > 0 && st.LatencyBudgetMS > st.BudgetMS:
