@@ -36,7 +36,11 @@ type Options struct {
 	// goroutine for ever. It bounds each wait, not the whole body, so an
 	// upload of a gigabyte that keeps coming is not cut off.
 	BodyTimeout time.Duration
-	Logger      *slog.Logger
+	// Door, when set, is the door in front of the API (node puts it
+	// there): the API counts among its refusals the requests it refuses
+	// for their Content-Type.
+	Door   *Door
+	Logger *slog.Logger
 }
 
 // DefaultBodyTimeout is Options.BodyTimeout's default.
@@ -47,7 +51,12 @@ func Handler(c *client.Client, opts Options) http.Handler {
 	h := &handler{c: c, maxBulk: opts.MaxBulkBytes, log: opts.Logger}
 	bodyTimeout := cmp.Or(opts.BodyTimeout, DefaultBodyTimeout)
 	mux := http.NewServeMux()
-	route := func(pattern string, a access, f http.HandlerFunc) {
+	// route serves pattern to callers with access a; a request with a
+	// body must send one of types as its Content-Type (default: JSON).
+	route := func(pattern string, a access, f http.HandlerFunc, types ...string) {
+		if len(types) == 0 {
+			types = jsonBody
+		}
 		mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 			if r.Body != nil && r.Body != http.NoBody {
 				// From here on, even an answer given without reading the
@@ -70,6 +79,13 @@ func Handler(c *client.Client, opts Options) http.Handler {
 					return
 				}
 			}
+			if err := bodyType(r, types); err != nil {
+				if opts.Door != nil {
+					opts.Door.refused.WithLabelValues("content_type").Inc()
+				}
+				h.fail(w, err)
+				return
+			}
 			if err := validText(r); err != nil {
 				h.fail(w, err)
 				return
@@ -84,7 +100,7 @@ func Handler(c *client.Client, opts Options) http.Handler {
 	route("DELETE /v1/indexes/{index}", operator, h.remove)
 	route("PUT /v1/indexes/{index}/query", operator, h.setQuery)
 	route("POST /v1/indexes/{index}/search", team, h.search)
-	route("POST /v1/indexes/{index}/documents", operator, h.ingest)
+	route("POST /v1/indexes/{index}/documents", operator, h.ingest, ndjsonBody...)
 	route("GET /v1/indexes/{index}/documents/{id}", operator, h.getDoc)
 	route("DELETE /v1/indexes/{index}/documents/{id}", operator, h.deleteDoc)
 	// The same with the id as a query parameter (?id=), for ids no path
@@ -92,7 +108,7 @@ func Handler(c *client.Client, opts Options) http.Handler {
 	route("GET /v1/indexes/{index}/documents", operator, h.getDoc)
 	route("DELETE /v1/indexes/{index}/documents", operator, h.deleteDoc)
 	route("GET /v1/indexes/{index}/plugins", team, h.listPlugins)
-	route("POST /v1/indexes/{index}/plugins/{name}", team, h.pushPlugin)
+	route("POST /v1/indexes/{index}/plugins/{name}", team, h.pushPlugin, wasmBody...)
 	route("POST /v1/indexes/{index}/plugins/{name}/activate", team, h.activatePlugin)
 	route("DELETE /v1/indexes/{index}/plugins/{name}", team, h.removePlugin)
 	route("POST /v1/indexes/{index}/plugins/{name}/canary", team, h.canaryPlugin)
@@ -115,11 +131,11 @@ func Handler(c *client.Client, opts Options) http.Handler {
 	mux.Handle("GET /{$}", console.Handler())
 	mux.Handle("GET /console/", console.Handler())
 	route("GET /v1/indexes/{index}/judgements", team, h.listJudgements)
-	route("PUT /v1/indexes/{index}/judgements/{name}", team, h.pushJudgements)
+	route("PUT /v1/indexes/{index}/judgements/{name}", team, h.pushJudgements, ndjsonBody...)
 	route("GET /v1/indexes/{index}/judgements/{name}", team, h.showJudgements)
 	route("DELETE /v1/indexes/{index}/judgements/{name}", team, h.removeJudgements)
 	route("POST /v1/indexes/{index}/judgements/{name}/eval", team, h.evaluate)
-	route("POST /v1/indexes/{index}/events", team, h.putEvents)
+	route("POST /v1/indexes/{index}/events", team, h.putEvents, ndjsonBody...)
 	route("GET /v1/indexes/{index}/gate", team, h.getGate)
 	route("PUT /v1/indexes/{index}/gate", team, h.setGate)
 	route("DELETE /v1/indexes/{index}/gate", team, h.removeGate)
@@ -223,12 +239,26 @@ func (h *handler) public(w http.ResponseWriter, err error) *api.Error {
 	return api.Errorf(api.CodeInternal, "internal error (request id %s)", id)
 }
 
+// fail answers err. A 401 closes the connection: a client without a
+// valid token keeps no connection open (and no file descriptor) by
+// keeping it alive.
 func (h *handler) fail(w http.ResponseWriter, err error) {
 	e := h.public(w, err)
 	if e.RetryAfterMS > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa((e.RetryAfterMS+999)/1000))
 	}
-	writeJSON(w, api.HTTPStatus(e.Code), map[string]*api.Error{"error": e})
+	if e.Code == api.CodeUnauthorized {
+		w.Header().Set("Connection", "close")
+	}
+	writeJSON(w, status(e.Code), map[string]*api.Error{"error": e})
+}
+
+// status is the HTTP status of an error code.
+func status(c api.Code) int {
+	if c == CodeUnsupportedMediaType {
+		return http.StatusUnsupportedMediaType
+	}
+	return api.HTTPStatus(c)
 }
 
 func (h *handler) list(w http.ResponseWriter, r *http.Request) {

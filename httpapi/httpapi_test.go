@@ -46,6 +46,14 @@ func call(t *testing.T, method, url, body string, header ...string) answer {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if body != "" {
+		// Bodies go with their route's type (a plugin is a module).
+		ct := "application/json"
+		if strings.Contains(url, "/plugins/") {
+			ct = "application/wasm"
+		}
+		req.Header.Set("Content-Type", ct)
+	}
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Set(header[i], header[i+1])
 	}

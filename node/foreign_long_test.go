@@ -390,6 +390,7 @@ func foreignHTTP(n *Node, method, path string, body []byte) (int, []byte, error)
 	if err != nil {
 		return 0, nil, err
 	}
+	setBodyType(req, string(body))
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return 0, nil, err

@@ -30,6 +30,7 @@ func TestHTTPAPI(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		setBodyType(req, body)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
@@ -122,6 +123,7 @@ func TestHTTPPluginAdmin(t *testing.T) {
 	do := func(method, path string, body []byte) (int, map[string]any) {
 		t.Helper()
 		req, _ := http.NewRequest(method, base+path, bytes.NewReader(body))
+		setBodyType(req, string(body))
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
@@ -231,7 +233,7 @@ func TestHTTPSlowClients(t *testing.T) {
 		t.Run("a body that stops "+c.path, func(t *testing.T) {
 			conn := dial()
 			start := time.Now()
-			fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: quarry\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"q\":", c.path)
+			fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"q\":", c.path)
 			resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
 			if err != nil {
 				t.Fatalf("no answer after %s: %v", time.Since(start), err)
@@ -252,7 +254,7 @@ func TestHTTPSlowClients(t *testing.T) {
 	}
 	t.Run("an idle connection", func(t *testing.T) {
 		conn := dial()
-		fmt.Fprintf(conn, "GET /healthz HTTP/1.1\r\nHost: quarry\r\n\r\n")
+		fmt.Fprintf(conn, "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
 		br := bufio.NewReader(conn)
 		resp, err := http.ReadResponse(br, nil)
 		if err != nil || resp.StatusCode != 200 {
@@ -269,7 +271,7 @@ func TestHTTPSlowClients(t *testing.T) {
 	})
 	t.Run("a client that hangs up midway", func(t *testing.T) {
 		conn := dial()
-		fmt.Fprintf(conn, "POST /v1/indexes/x/search HTTP/1.1\r\nHost: quarry\r\nContent-Length: 100\r\n\r\n{\"q\":")
+		fmt.Fprintf(conn, "POST /v1/indexes/x/search HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"q\":")
 		conn.(*net.TCPConn).CloseWrite()
 		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
 		if err != nil {

@@ -30,6 +30,7 @@ func do(t *testing.T, c *http.Client, method, url, token, body string) (int, str
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
+	setBodyType(req, body)
 	resp, err := c.Do(req)
 	if err != nil {
 		t.Fatal(err)

@@ -38,7 +38,7 @@ func TestMetricsClientHangsUp(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer conn.Close()
-		fmt.Fprintf(conn, "GET /metrics HTTP/1.1\r\nHost: quarry\r\n\r\n")
+		fmt.Fprintf(conn, "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
 		if _, err := io.ReadFull(conn, make([]byte, read)); err != nil {
 			t.Fatal(err)
 		}

@@ -73,10 +73,40 @@ type Config struct {
 	// (default httpapi.DefaultBodyTimeout, 30s).
 	HTTPBodyTimeout time.Duration
 	// HTTPIdleTimeout closes an HTTP connection (the API's, the metrics
-	// listener's) kept alive with no request for that long (default 2m),
-	// so idle connections do not pile up. Headers must come within 10s of
-	// a request's start.
+	// listener's) kept alive with no request for that long (default
+	// DefaultHTTPIdleTimeout, 30s), so idle connections do not pile up.
+	// Headers must come within 10s of a request's start, and a request
+	// refused for want of a valid token (401) closes its connection.
 	HTTPIdleTimeout time.Duration
+	// HTTPMaxConns caps the HTTP API's open connections (default
+	// httpapi.DefaultMaxConns, 4096, or fewer where the open-file limit
+	// less HTTPFDReserve is lower); a connection past it is answered 503
+	// and closed.
+	HTTPMaxConns int
+	// HTTPMaxConnsPerClient caps the HTTP API's open connections from one
+	// client address, an IPv4 address or an IPv6 /64 (default
+	// httpapi.DefaultMaxConnsPerClient, 256, at most HTTPMaxConns); one
+	// past it is answered 429 and closed.
+	HTTPMaxConnsPerClient int
+	// HTTPFDReserve is how many of the process's file descriptors the
+	// HTTP API's connections leave to the rest (NATS, JetStream, the
+	// indexes, plugins): HTTPMaxConns may not be more than the open-file
+	// limit (RLIMIT_NOFILE, whose soft limit Start raises to the hard one)
+	// less this. Default: half the limit.
+	HTTPFDReserve int
+	// HTTPHosts are names the HTTP API answers to besides localhost and
+	// loopback addresses (Host header, any port). On loopback nothing else
+	// is answered (DNS rebinding); beyond loopback, when set, only these,
+	// localhost and IP addresses are (unset: any name).
+	HTTPHosts []string
+	// HTTPOrigins are the web origins (scheme://host[:port]) whose pages
+	// may call the HTTP API besides the server's own (the console); a
+	// request with any other Origin header is refused with 403.
+	HTTPOrigins []string
+	// fileLimit is the open-file limit Start found (0: unknown) and
+	// fileLimitRaised whether it raised it, for the log.
+	fileLimit       uint64
+	fileLimitRaised bool
 	// Replicas is the JetStream replication factor of Quarry's resources.
 	Replicas int
 
@@ -179,7 +209,10 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if cfg.HTTPBodyTimeout < 0 || cfg.HTTPIdleTimeout < 0 {
 		return nil, fmt.Errorf("node: HTTP timeouts must be 0 (the default) or positive, got a body timeout of %s and an idle timeout of %s", cfg.HTTPBodyTimeout, cfg.HTTPIdleTimeout)
 	}
-	cfg.HTTPIdleTimeout = cmp.Or(cfg.HTTPIdleTimeout, 2*time.Minute)
+	cfg.HTTPIdleTimeout = cmp.Or(cfg.HTTPIdleTimeout, DefaultHTTPIdleTimeout)
+	if err := checkHTTPDoor(&cfg); err != nil {
+		return nil, err
+	}
 	if cfg.Profiling && cfg.MetricsAddr == "" {
 		return nil, settingErr(SettingMetricsAddr, "profiles are served on the metrics listener: set its address too")
 	}
@@ -339,15 +372,22 @@ func (n *Node) start(ctx context.Context) (err error) {
 			n.run(tierBroker, "http-guard", func(ctx context.Context) error { return n.guard.Run(ctx, n.store) })
 			opts.Guard = n.guard
 		}
+		// Connections within their caps, requests through the door
+		// (Host, Origin), bodies of their routes' Content-Type.
+		ln, door, err := n.httpDoor(httpLn)
+		if err != nil {
+			return err
+		}
+		opts.Door = door
 		mux := http.NewServeMux()
 		mux.Handle("/", httpapi.Handler(n.client, opts))
 		mux.HandleFunc("GET /readyz", n.serveReady)
 		// With tokens, a team reads only its own indexes' series here; the
 		// --metrics listener (for the operators' network) serves them all.
 		mux.Handle("GET /metrics", httpapi.GuardedMetrics(n.Metrics, cfg.Logger, opts.Guard))
-		n.http = &http.Server{Handler: httpapi.Strict(mux), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: cfg.HTTPIdleTimeout}
+		n.http = &http.Server{Handler: door.Wrap(httpapi.Strict(mux)), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: cfg.HTTPIdleTimeout}
 		n.run(tierBroker, "http", func(context.Context) error {
-			if err := n.http.Serve(httpLn); !errors.Is(err, http.ErrServerClosed) {
+			if err := n.http.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 				return err
 			}
 			return nil

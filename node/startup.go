@@ -1,8 +1,10 @@
 package node
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"os"
 	"path/filepath"
@@ -10,6 +12,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/quarrysearch/quarry/httpapi"
 )
 
 // Settings a SettingError names: the fields of Config a person changes to
@@ -21,6 +25,12 @@ const (
 	SettingHTTPAddr    = "HTTPAddr"
 	SettingMetricsAddr = "MetricsAddr"
 	SettingPipelines   = "Pipelines"
+	// SettingHTTPConns covers HTTPMaxConns, HTTPMaxConnsPerClient and
+	// HTTPFDReserve: the HTTP API's connection caps and the descriptors
+	// they leave.
+	SettingHTTPConns   = "HTTPMaxConns"
+	SettingHTTPHosts   = "HTTPHosts"
+	SettingHTTPOrigins = "HTTPOrigins"
 )
 
 // SettingError is a start-up failure that one setting causes and a change
@@ -143,4 +153,89 @@ func unwrapPath(err error) error {
 		return pe.Err
 	}
 	return err
+}
+
+// DefaultHTTPIdleTimeout is Config.HTTPIdleTimeout's default: short, so
+// that connections kept alive and left idle do not hold descriptors long.
+const DefaultHTTPIdleTimeout = 30 * time.Second
+
+// checkHTTPDoor checks the HTTP API's connection caps, hosts and origins
+// and fills in the caps' defaults. It raises the process's soft limit on
+// open files to the hard one (Go does so at start on Linux, quietly; this
+// says so in the log) and sizes the connection cap so that HTTPFDReserve
+// descriptors remain for NATS, JetStream and the indexes.
+func checkHTTPDoor(cfg *Config) error {
+	if cfg.HTTPMaxConns < 0 || cfg.HTTPMaxConnsPerClient < 0 || cfg.HTTPFDReserve < 0 {
+		return settingErr(SettingHTTPConns, "HTTP connection caps and the descriptor reserve must be 0 (the default) or positive, got %d in total, %d per client and a reserve of %d", cfg.HTTPMaxConns, cfg.HTTPMaxConnsPerClient, cfg.HTTPFDReserve)
+	}
+	limit, raised, err := httpapi.RaiseFileLimit()
+	if err != nil {
+		cfg.Logger.Warn("cannot read the open-file limit; the HTTP connection cap is not sized to it", "err", err)
+	}
+	if cfg.HTTPAddr == "" {
+		cfg.Logger.Debug("open files", "limit", limit, "raised_to_hard_limit", raised)
+		return nil
+	}
+	if err := fitConns(cfg, min(limit, math.MaxInt32)); err != nil {
+		return err
+	}
+	if _, err := httpapi.NewDoor(httpapi.DoorConfig{Hosts: cfg.HTTPHosts}); err != nil {
+		return settingErr(SettingHTTPHosts, "%v", err)
+	}
+	if _, err := httpapi.NewDoor(httpapi.DoorConfig{Origins: cfg.HTTPOrigins}); err != nil {
+		return settingErr(SettingHTTPOrigins, "%v", err)
+	}
+	cfg.fileLimit, cfg.fileLimitRaised = limit, raised
+	return nil
+}
+
+// fitConns fills in the HTTP connection caps and the descriptor reserve
+// under limit, the soft limit on open files (0: unknown, no reserve
+// kept), refusing caps that do not fit.
+func fitConns(cfg *Config, limit uint64) error {
+	cfg.HTTPMaxConnsPerClient = cmp.Or(cfg.HTTPMaxConnsPerClient, httpapi.DefaultMaxConnsPerClient)
+	if limit == 0 {
+		cfg.HTTPMaxConns = cmp.Or(cfg.HTTPMaxConns, httpapi.DefaultMaxConns)
+		cfg.HTTPMaxConnsPerClient = min(cfg.HTTPMaxConnsPerClient, cfg.HTTPMaxConns)
+		return nil
+	}
+	lim := int(limit)
+	cfg.HTTPFDReserve = cmp.Or(cfg.HTTPFDReserve, lim/2)
+	room := lim - cfg.HTTPFDReserve
+	switch {
+	case room < 1:
+		return settingErr(SettingHTTPConns, "a reserve of %d file descriptors leaves none for HTTP connections under the open-file limit of %d: lower the reserve or raise the limit (ulimit -n, systemd LimitNOFILE=)", cfg.HTTPFDReserve, lim)
+	case cfg.HTTPMaxConns == 0:
+		cfg.HTTPMaxConns = min(httpapi.DefaultMaxConns, room)
+	case cfg.HTTPMaxConns > room:
+		return settingErr(SettingHTTPConns, "%d HTTP connections and a reserve of %d file descriptors need %d open files, over the limit of %d: lower either or raise the limit (ulimit -n, systemd LimitNOFILE=)", cfg.HTTPMaxConns, cfg.HTTPFDReserve, cfg.HTTPMaxConns+cfg.HTTPFDReserve, lim)
+	}
+	cfg.HTTPMaxConnsPerClient = min(cfg.HTTPMaxConnsPerClient, cfg.HTTPMaxConns)
+	return nil
+}
+
+// httpDoor wraps the HTTP API's listener in its connection caps and makes
+// its door (Host, Origin), registering their metrics.
+func (n *Node) httpDoor(ln net.Listener) (*httpapi.Listener, *httpapi.Door, error) {
+	cfg := n.cfg
+	limited, err := httpapi.LimitListener(ln, httpapi.ConnLimits{Total: cfg.HTTPMaxConns, PerClient: cfg.HTTPMaxConnsPerClient}, cfg.Logger)
+	if err != nil {
+		return nil, nil, settingErr(SettingHTTPConns, "%v", err)
+	}
+	tcp, _ := ln.Addr().(*net.TCPAddr)
+	door, err := httpapi.NewDoor(httpapi.DoorConfig{Loopback: tcp != nil && tcp.IP.IsLoopback(), Hosts: cfg.HTTPHosts, Origins: cfg.HTTPOrigins})
+	if err != nil {
+		return nil, nil, settingErr(SettingHTTPOrigins, "%v", err)
+	}
+	for _, c := range append(limited.Collectors(), door.Collectors()...) {
+		if err := n.Metrics.Register(c); err != nil {
+			return nil, nil, fmt.Errorf("HTTP connection metrics: %w", err)
+		}
+	}
+	// Said once the node has started this far: a start-up failure is one
+	// line on its own.
+	cfg.Logger.Info("open files and HTTP connections", "open_file_limit", cfg.fileLimit, "raised_to_hard_limit", cfg.fileLimitRaised,
+		"http_max_conns", cfg.HTTPMaxConns, "http_max_conns_per_client", cfg.HTTPMaxConnsPerClient, "fds_reserved_for_nats_jetstream_indexes", cfg.HTTPFDReserve,
+		"loopback", tcp != nil && tcp.IP.IsLoopback(), "http_hosts", cfg.HTTPHosts, "http_origins", cfg.HTTPOrigins)
+	return limited, door, nil
 }

@@ -25,6 +25,7 @@ func httpDo(t testing.TB, n *Node, method, path, body string) (int, []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	setBodyType(req, body)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

@@ -284,10 +284,12 @@ func TestJudgementsEvalGate(t *testing.T) {
 
 	// HTTP: the lists, the gate and an evaluation.
 	req, _ := http.NewRequest("PUT", srv.URL+"/v1/indexes/"+index+"/judgements/other", strings.NewReader("{\"q\":\"a\",\"ratings\":{\"d\":9}}\n"))
+	req.Header.Set("Content-Type", "application/x-ndjson")
 	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 400 {
 		t.Fatalf("HTTP bad list: %v %v", resp, err)
 	}
 	req, _ = http.NewRequest("PUT", srv.URL+"/v1/indexes/"+index+"/judgements/other", bytes.NewReader(list))
+	req.Header.Set("Content-Type", "application/x-ndjson")
 	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 201 {
 		t.Fatalf("HTTP push: %v %v", resp, err)
 	}

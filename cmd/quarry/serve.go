@@ -186,6 +186,8 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	httpAddr := fs.String("http", "127.0.0.1:7700", "HTTP API listen address (empty: none)")
 	var hf httpAuthFlags
 	hf.register(fs)
+	var df httpDoorFlags
+	df.register(fs)
 	mf := addMetricsFlags(fs)
 	demo := fs.Bool("demo", false, "create and load the demo index \"menu\" (20,000 catalogue items, 4 shards, the spelling → synonyms → georank pipeline) if it does not exist, or finish loading it if a run was stopped while loading it")
 	var pipelines pipelineFlag
@@ -227,9 +229,12 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	if err := rf.pluginLimits(&cfg); err != nil {
 		return err
 	}
+	if err := df.apply(&cfg); err != nil {
+		return err
+	}
 	n, err := node.Start(startCtx, cfg)
 	if err != nil {
-		return err
+		return df.explain(err)
 	}
 	defer n.Close()
 	// Not ready (GET /readyz) until the demo and the pipeline files are
@@ -508,8 +513,10 @@ func runRole(ctx context.Context, e *env, role string, args []string) error {
 	shards := fs.String("shards", "", "searcher: serve only these shards, e.g. 0,1 (needs --index)")
 	httpAddr := fs.String("http", "", "broker: HTTP API listen address (default: none)")
 	var hf httpAuthFlags
+	var df httpDoorFlags
 	if role == "broker" {
 		hf.register(fs)
+		df.register(fs)
 	}
 	mf := addMetricsFlags(fs)
 	replicas := fs.Int("replicas", 0, "JetStream replicas of Quarry's streams and buckets, 1 to 5; they must match the deployment's if it has any (`quarry init` changes it) (default: the deployment's, else 1)")
@@ -569,6 +576,9 @@ func runRole(ctx context.Context, e *env, role string, args []string) error {
 			return err
 		}
 		cfg.HTTPAddr, cfg.HTTPAuth = *httpAddr, hf.required(*httpAddr)
+		if err := df.apply(&cfg); err != nil {
+			return err
+		}
 	}
 	if *shards != "" && role != "searcher" {
 		return fmt.Errorf("--shards is a searcher flag")
@@ -580,7 +590,7 @@ func runRole(ctx context.Context, e *env, role string, args []string) error {
 	defer cancel()
 	n, err := node.Start(startCtx, cfg)
 	if err != nil {
-		return err
+		return df.explain(err)
 	}
 	defer n.Close()
 	if len(pipelines) > 0 {
