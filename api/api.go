@@ -481,8 +481,12 @@ type IndexDefinition struct {
 	Mapping json.RawMessage `json:"mapping,omitempty"`
 	// Query says how `q` becomes a retrieval query. It can be changed on a
 	// live index; brokers pick the change up without a restart.
-	Query   QuerySettings `json:"query"`
-	Created time.Time     `json:"created"`
+	Query QuerySettings `json:"query"`
+	// Documents bound what one document may cost the index; zero fields
+	// take the defaults of DefaultDocumentLimits. They are set when the
+	// index is created.
+	Documents DocumentLimits `json:"documents,omitzero"`
+	Created   time.Time      `json:"created"`
 }
 
 // TeamOf returns the team an index's plugins run under: its Team, or
@@ -665,6 +669,10 @@ const (
 	// max_payload); the message gives both. Ask for fewer hits or fields.
 	// HTTP 400.
 	CodeResponseTooLarge Code = "response_too_large"
+	// CodeDocumentTooComplex: a document is over one of its index's
+	// document limits (DocumentLimits); the message names the limit, the
+	// value and the document's id. Nothing of it is stored. HTTP 400.
+	CodeDocumentTooComplex Code = "document_too_complex"
 	// CodeGateFailed: a plugin version did not pass the index's relevance
 	// gate, so it was not put live; Error.Gate has the figures. HTTP 412.
 	CodeGateFailed Code = "gate_failed"
@@ -705,6 +713,8 @@ var (
 	ErrResponseTooLarge = &Error{Code: CodeResponseTooLarge, Message: "response too large"}
 	// ErrGateFailed matches any CodeGateFailed error.
 	ErrGateFailed = &Error{Code: CodeGateFailed, Message: "gate failed"}
+	// ErrDocumentTooComplex matches any CodeDocumentTooComplex error.
+	ErrDocumentTooComplex = &Error{Code: CodeDocumentTooComplex, Message: "document too complex"}
 )
 
 // BadRequest makes a CodeBadRequest error.
@@ -734,7 +744,7 @@ func CodeOf(err error) Code {
 // HTTPStatus maps a code to an HTTP status.
 func HTTPStatus(c Code) int {
 	switch c {
-	case CodeBadRequest, CodeQueryTooComplex, CodeResponseTooLarge:
+	case CodeBadRequest, CodeQueryTooComplex, CodeResponseTooLarge, CodeDocumentTooComplex:
 		return 400
 	case CodeNotFound:
 		return 404

@@ -50,6 +50,11 @@ type Client struct {
 
 	mu   sync.Mutex
 	defs map[string]api.IndexDefinition
+
+	// fieldsMu guards fields: what the client knows of each index's field
+	// paths (see admitFields).
+	fieldsMu sync.Mutex
+	fields   map[string]*indexFields
 }
 
 // New makes a client on an open NATS connection. Quarry's JetStream
@@ -67,7 +72,7 @@ func New(ctx context.Context, nc *nats.Conn, opts Options) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("jetstream: %w", err)
 	}
-	return &Client{nc: nc, js: js, opts: opts, defs: map[string]api.IndexDefinition{}}, nil
+	return &Client{nc: nc, js: js, opts: opts, defs: map[string]api.IndexDefinition{}, fields: map[string]*indexFields{}}, nil
 }
 
 // Init creates Quarry's JetStream streams and buckets on the deployment nc
@@ -268,17 +273,21 @@ func (c *Client) Put(ctx context.Context, index string, doc []byte) (uint64, err
 	return ack.Sequence, nil
 }
 
-// docMsg validates doc and makes its stream message.
+// docMsg validates doc, holds it to its index's document limits, and
+// makes its stream message.
 func (c *Client) docMsg(ctx context.Context, index string, doc []byte) (*nats.Msg, error) {
 	def, err := c.definition(ctx, index)
 	if err != nil {
 		return nil, err
 	}
-	id, err := api.DocumentID(doc, c.opts.MaxDocBytes)
+	d, err := api.ParseDocument(doc, c.opts.MaxDocBytes, def.Documents)
 	if err != nil {
 		return nil, err
 	}
-	return &nats.Msg{Subject: subject.Doc(index, subject.ShardOf(id, def.Shards), id), Data: doc}, nil
+	if err := c.admitFields(ctx, def, d, doc); err != nil {
+		return nil, err
+	}
+	return &nats.Msg{Subject: subject.Doc(index, subject.ShardOf(d.ID, def.Shards), d.ID), Data: doc}, nil
 }
 
 // Delete removes a document by id (a tombstone on the stream) and returns

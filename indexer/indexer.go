@@ -283,7 +283,7 @@ func (ix *Indexer) load(ctx context.Context, def api.IndexDefinition) (*indexSta
 	}
 	for i := range def.Shards {
 		cfg := shard.Config{Index: def.Name, Shard: i, Mapping: m, Dir: filepath.Join(st.dir, strconv.Itoa(i)),
-			Store: ix.store, MaxBatch: ix.cfg.MaxBatch, Writes: ix.cfg.Writes, Logger: ix.cfg.Logger}
+			Store: ix.store, MaxBatch: ix.cfg.MaxBatch, Writes: ix.cfg.Writes, Documents: def.Documents, Logger: ix.cfg.Logger}
 		r, err := ix.openReplica(ctx, cfg, manifest)
 		if err == nil {
 			err = r.Start(ctx)

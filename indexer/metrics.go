@@ -1,12 +1,14 @@
 package indexer
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/internal/shard"
 )
 
@@ -76,15 +78,23 @@ type replicaCollector struct{ ix *Indexer }
 var (
 	shardLabels = []string{"index", "shard"}
 	descDocs    = prometheus.NewDesc("quarry_indexer_documents_total",
-		"Document messages the indexer applied from the stream since it opened the shard, by index, shard and result: indexed, deleted, rejected (malformed JSON, a document bleve refused, a bad subject).",
+		"Document messages the indexer applied from the stream since it opened the shard, by index, shard and result: indexed, deleted, rejected (skipped for good: over the index's documents.max_fields or max_depth, malformed JSON, a document bleve refused, a bad subject).",
 		append(shardLabels[:2:2], "result"), nil)
 	descLag = prometheus.NewDesc("quarry_indexer_stream_lag_messages", "Messages of a shard the stream held after the last one the indexer applied, as of its last applied batch.", shardLabels, nil)
 	descSeq = prometheus.NewDesc("quarry_indexer_shard_stream_sequence", "Last stream sequence the indexer applied to a shard.", shardLabels, nil)
+	// An index's field paths against their limit: documents that would
+	// take it past are refused where they come in.
+	descFields      = prometheus.NewDesc("quarry_indexer_index_fields", "Distinct field paths the index's documents were sent with (the quarry-fields bucket), read when scraped.", []string{"index"}, nil)
+	descFieldsLimit = prometheus.NewDesc("quarry_indexer_index_fields_limit", "The index's documents.max_index_fields: a document that would take quarry_indexer_index_fields past it is refused.", []string{"index"}, nil)
 )
+
+// fieldsReadTimeout bounds reading every index's field paths in one
+// scrape.
+const fieldsReadTimeout = 2 * time.Second
 
 // Describe implements prometheus.Collector.
 func (c *replicaCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descDocs, descLag, descSeq} {
+	for _, d := range []*prometheus.Desc{descDocs, descLag, descSeq, descFields, descFieldsLimit} {
 		ch <- d
 	}
 }
@@ -94,14 +104,21 @@ func (c *replicaCollector) Collect(ch chan<- prometheus.Metric) {
 	c.ix.mu.Lock()
 	type entry struct {
 		index    string
+		def      api.IndexDefinition
 		replicas []*shard.Replica
 	}
 	var all []entry
 	for name, st := range c.ix.indexes {
-		all = append(all, entry{name, st.replicas})
+		all = append(all, entry{name, st.def, st.replicas})
 	}
 	c.ix.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), fieldsReadTimeout)
+	defer cancel()
 	for _, e := range all {
+		if fields, _, err := c.ix.store.IndexFields(ctx, e.def); err == nil {
+			ch <- prometheus.MustNewConstMetric(descFields, prometheus.GaugeValue, float64(len(fields)), e.index)
+		}
+		ch <- prometheus.MustNewConstMetric(descFieldsLimit, prometheus.GaugeValue, float64(e.def.Documents.Effective().MaxIndexFields), e.index)
 		for i, r := range e.replicas {
 			s := strconv.Itoa(i)
 			p := r.Progress()

@@ -172,8 +172,8 @@ func TestUploadBounds(t *testing.T) {
 	}
 }
 
-// counter reads a counter of the node's metrics, summed over the series
-// whose labels include labels.
+// counter reads a counter (or a gauge) of the node's metrics, summed over
+// the series whose labels include labels.
 func counter(t *testing.T, n *Node, name string, labels map[string]string) float64 {
 	t.Helper()
 	fams, err := n.Metrics.Gather()
@@ -192,7 +192,7 @@ func counter(t *testing.T, n *Node, name string, labels map[string]string) float
 					continue series
 				}
 			}
-			sum += m.GetCounter().GetValue()
+			sum += m.GetCounter().GetValue() + m.GetGauge().GetValue()
 		}
 	}
 	return sum

@@ -204,6 +204,7 @@ const (
 	errTrailing
 	errRange
 	errTime
+	errFields
 )
 
 // Error is a refused input: where it is and what is wrong, in words a
@@ -223,12 +224,23 @@ type Error struct {
 	detail  string // errSyntax
 	suggest string // errUnknown: the field's right spelling
 	known   string // errUnknown: every field of the object
-	limit   int    // errDepth: the deepest nesting accepted
+	limit   int    // errDepth: the deepest nesting accepted; errFields: the most fields
 }
 
 // TooDeep reports whether the input was refused for nesting deeper than
-// its limit (MaxDepth, or CheckLimited's).
+// its limit (MaxDepth, or CheckLimited's or CheckDocument's).
 func (e *Error) TooDeep() bool { return e.kind == errDepth }
+
+// TooManyFields reports whether a document was refused for more distinct
+// field paths than CheckDocument's limit.
+func (e *Error) TooManyFields() bool { return e.kind == errFields }
+
+// OutOfRange reports whether a number was refused for its range: an
+// integer field's, or in CheckDocument a number float64 cannot hold.
+func (e *Error) OutOfRange() bool { return e.kind == errRange }
+
+// Limit is the limit a TooDeep or TooManyFields error is over.
+func (e *Error) Limit() int { return e.limit }
 
 func (e *Error) Error() string {
 	in := ""
@@ -259,6 +271,8 @@ func (e *Error) Error() string {
 		return fmt.Sprintf("duplicate field %s%s at byte %d", e.key, in, e.Offset)
 	case errDepth:
 		return fmt.Sprintf("nesting deeper than %d levels%s at byte %d", e.limit, in, e.Offset)
+	case errFields:
+		return fmt.Sprintf("more than %d fields (distinct field paths) at byte %d", e.limit, e.Offset)
 	case errTrailing:
 		return fmt.Sprintf("data after the JSON value at byte %d", e.Offset)
 	}
@@ -272,7 +286,7 @@ const maxPath = 200
 // syntax or depth error needs none (its byte offset says where), and a
 // long path is cut at its start.
 func (e *Error) addKey(key []byte) {
-	if e.kind == errSyntax || e.kind == errDepth || strings.HasPrefix(e.Path, "…") {
+	if e.kind == errSyntax || e.kind == errDepth || e.kind == errFields || strings.HasPrefix(e.Path, "…") {
 		return
 	}
 	if len(e.Path) > maxPath {
@@ -291,7 +305,7 @@ func (e *Error) addKey(key []byte) {
 }
 
 func (e *Error) addIndex(i int) {
-	if e.kind == errSyntax || e.kind == errDepth || strings.HasPrefix(e.Path, "…") {
+	if e.kind == errSyntax || e.kind == errDepth || e.kind == errFields || strings.HasPrefix(e.Path, "…") {
 		return
 	}
 	if len(e.Path) > maxPath {
@@ -332,6 +346,82 @@ type scanner struct {
 	lookup string
 	found  []byte
 	folded string
+	// CheckDocument: its field paths and their limit, numbers held to
+	// float64's range.
+	doc *docScan
+}
+
+// docScan is what CheckDocument's scan keeps of a document's fields.
+type docScan struct {
+	maxFields int
+	// path is the FNV-1a state of the object being scanned's path;
+	// inField is false at the top, where a key is a whole path.
+	path    uint64
+	inField bool
+	fields  []uint64            // distinct, in the order first seen
+	set     map[uint64]struct{} // fields, once there are many
+}
+
+// FNV-1a, 64 bits: a field path's hash is extended key by key.
+const (
+	fnvOffset = 14695981039346656037
+	fnvPrime  = 1099511628211
+)
+
+// FieldHash is the hash of a field path as CheckDocument reports it: the
+// keys from the document's top joined with ".", as bleve names fields
+// ("address.city"; an array adds no key).
+func FieldHash(path string) uint64 {
+	h := uint64(fnvOffset)
+	for i := 0; i < len(path); i++ {
+		h ^= uint64(path[i])
+		h *= fnvPrime
+	}
+	return h
+}
+
+// field adds the path of key, in the object being scanned, and returns
+// the path state before it (to restore once its value is scanned).
+func (d *docScan) field(key []byte, at int) (saved uint64, savedIn bool, err *Error) {
+	saved, savedIn = d.path, d.inField
+	h := uint64(fnvOffset)
+	if d.inField {
+		h = (d.path ^ '.') * fnvPrime
+	}
+	for _, c := range key {
+		h ^= uint64(c)
+		h *= fnvPrime
+	}
+	d.path, d.inField = h, true
+	if d.has(h) {
+		return saved, savedIn, nil
+	}
+	if len(d.fields) >= d.maxFields {
+		return saved, savedIn, &Error{Offset: at, kind: errFields, limit: d.maxFields}
+	}
+	d.fields = append(d.fields, h)
+	if d.set != nil {
+		d.set[h] = struct{}{}
+	} else if len(d.fields) > 32 {
+		d.set = make(map[uint64]struct{}, 2*len(d.fields))
+		for _, f := range d.fields {
+			d.set[f] = struct{}{}
+		}
+	}
+	return saved, savedIn, nil
+}
+
+func (d *docScan) has(h uint64) bool {
+	if d.set != nil {
+		_, ok := d.set[h]
+		return ok
+	}
+	for _, f := range d.fields {
+		if f == h {
+			return true
+		}
+	}
+	return false
 }
 
 // Check checks that data is one JSON value of schema s (see For), with
@@ -376,6 +466,42 @@ func CheckObject(data []byte, name string) (value []byte, folded string, err err
 		return nil, "", e
 	}
 	return sc.found, sc.folded, nil
+}
+
+// Document is what CheckDocument found in a document.
+type Document struct {
+	// ID is the raw JSON value of the top-level field looked up (nil: it
+	// has none, or the scan stopped before it); Folded, when it has none,
+	// a top-level field name equal to it but for case.
+	ID     []byte
+	Folded string
+	// Fields are the hashes (FieldHash) of the document's distinct field
+	// paths, in the order first seen: every key at every depth, objects'
+	// included, arrays adding none ({"a":[{"b":1}]} has "a" and "a.b").
+	Fields []uint64
+}
+
+// CheckDocument checks data as CheckObject does, and holds it to a
+// document's bounds: nesting at most maxDepth deep (the document itself
+// is 1; at most MaxDepth), at most maxFields distinct field paths, every
+// number within float64's range (1e400 is refused: no index can hold
+// it). The scan stops at the first key past maxFields and at the first
+// level past maxDepth, so a document far over either costs what its
+// first part does. On an error, the Document holds what the scan found
+// before it.
+func CheckDocument(data []byte, lookup string, maxDepth, maxFields int) (Document, error) {
+	d := &docScan{maxFields: maxFields, path: fnvOffset}
+	sc := scanner{data: data, maxDepth: min(maxDepth, MaxDepth), lookup: lookup, doc: d}
+	sc.skipSpace()
+	if sc.pos < len(data) && data[sc.pos] != '{' {
+		return Document{}, &Error{Offset: sc.pos, kind: errType, want: "an object", got: sc.describe()}
+	}
+	err := sc.check(anySchema)
+	out := Document{ID: sc.found, Folded: sc.folded, Fields: d.fields}
+	if err != nil {
+		return out, err
+	}
+	return out, nil
 }
 
 func (sc *scanner) check(s *Schema) *Error {
@@ -673,11 +799,21 @@ func (sc *scanner) mapObject(elem *Schema) *Error {
 		if keys.add(key) {
 			return &Error{Offset: keyAt, kind: errDuplicate, key: strconv.Quote(string(key))}
 		}
+		var saved uint64
+		var savedIn bool
+		if sc.doc != nil {
+			if saved, savedIn, err = sc.doc.field(key, keyAt); err != nil {
+				return err
+			}
+		}
 		sc.skipSpace()
 		start := sc.pos
 		if err := sc.value(elem); err != nil {
 			err.addKey(key)
 			return err
+		}
+		if sc.doc != nil {
+			sc.doc.path, sc.doc.inField = saved, savedIn
 		}
 		if top {
 			if string(key) == sc.lookup {
@@ -842,8 +978,9 @@ func (sc *scanner) number(k kind) *Error {
 			sc.pos++
 		}
 	}
+	exp := false
 	if sc.pos < len(d) && (d[sc.pos] == 'e' || d[sc.pos] == 'E') {
-		whole = false
+		whole, exp = false, true
 		sc.pos++
 		if sc.pos < len(d) && (d[sc.pos] == '+' || d[sc.pos] == '-') {
 			sc.pos++
@@ -853,6 +990,13 @@ func (sc *scanner) number(k kind) *Error {
 		}
 		for sc.pos < len(d) && '0' <= d[sc.pos] && d[sc.pos] <= '9' {
 			sc.pos++
+		}
+	}
+	if k == kAny && sc.doc != nil && (exp || intEnd-digits > 300) { // else it fits
+		// A number float64 cannot hold (1e400) is refused: encoding/json
+		// fails on it, so no index could hold the document.
+		if _, err := strconv.ParseFloat(string(d[start:sc.pos]), 64); err != nil {
+			return &Error{Offset: start, kind: errRange, want: "a number that fits in a 64-bit float", got: shorten(d[start:sc.pos])}
 		}
 	}
 	if k != kInt && k != kUint {

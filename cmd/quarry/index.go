@@ -22,6 +22,7 @@ func runIndex(ctx context.Context, e *env, args []string) error {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
 		fmt.Fprint(e.stderr, "Usage: quarry index create|ls|show|query|rm ...\n\n"+
 			"  create NAME [--shards N] [--team TEAM] [--mapping FILE] [--query FILE]\n"+
+			"         [--max-doc-fields N] [--max-doc-depth N] [--max-index-fields N]\n"+
 			"                                            create an index (1 shard unless --shards; bleve mapping JSON;\n"+
 			"                                            query settings JSON)\n"+
 			"  query NAME [FILE|-]                       show, or replace, how the index turns text into a query\n"+
@@ -44,6 +45,11 @@ func runIndex(ctx context.Context, e *env, args []string) error {
 		team := fs.String("team", "", "team that owns the index: its plugins share that team's plugin runtime and limits (default: the index is a team of its own)")
 		mappingFile := fs.String("mapping", "", "bleve index mapping JSON file (default: dynamic mapping, BM25)")
 		queryFile := fs.String("query", "", `query settings JSON file, e.g. {"fields":[{"field":"name","boost":3}],"operator":"or"}`)
+		var docs api.DocumentLimits
+		dd, dm := &api.DefaultDocumentLimits, &api.MaxDocumentLimits
+		fs.IntVar(&docs.MaxFields, "max-doc-fields", 0, fmt.Sprintf("most distinct field paths in one document (documents.max_fields; 0: the default, %d; at most %d)", dd.MaxFields, dm.MaxFields))
+		fs.IntVar(&docs.MaxDepth, "max-doc-depth", 0, fmt.Sprintf("deepest nesting of objects and arrays in a document, the document itself 1 (documents.max_depth; 0: the default, %d; at most %d)", dd.MaxDepth, dm.MaxDepth))
+		fs.IntVar(&docs.MaxIndexFields, "max-index-fields", 0, fmt.Sprintf("most distinct field paths of the index, over every document sent to it (documents.max_index_fields; 0: the default, %d; at most %d)", dd.MaxIndexFields, dm.MaxIndexFields))
 		pos, err := cmdline.Parse(fs, args, 1, 1)
 		if err != nil {
 			return err
@@ -65,7 +71,7 @@ func runIndex(ctx context.Context, e *env, args []string) error {
 			return err
 		}
 		defer nc.Close()
-		def, err := c.CreateIndexDef(ctx, api.IndexDefinition{Name: pos[0], Shards: *shards, Team: *team, Mapping: mapping, Query: qs})
+		def, err := c.CreateIndexDef(ctx, api.IndexDefinition{Name: pos[0], Shards: *shards, Team: *team, Mapping: mapping, Query: qs, Documents: docs})
 		if err != nil {
 			return err
 		}

@@ -80,6 +80,9 @@ type Store struct {
 	// PluginLogs keeps the recent lines of the plugins brokers run, in
 	// memory (see PluginLogsStreamConfig).
 	PluginLogs jetstream.Stream
+	// Fields holds each index's field paths, for its limit on them
+	// (api.DocumentLimits.MaxIndexFields; see fields.go).
+	Fields jetstream.KeyValue
 
 	// uploadLocks holds a *sync.Mutex per team: see lockTeamUploads.
 	uploadLocks sync.Map
@@ -126,6 +129,7 @@ func Open(ctx context.Context, js jetstream.JetStream, opts Options) (*Store, er
 		{&s.Interleave, jetstream.KeyValueConfig{Bucket: subject.InterleaveBucket, Description: "Quarry interleaved searches: which side placed each result", TTL: 24 * time.Hour}},
 		{&s.InterleaveTallies, jetstream.KeyValueConfig{Bucket: subject.InterleaveTalliesBucket, Description: "Quarry interleaving experiments' tallies"}},
 		{&s.Judgements, jetstream.KeyValueConfig{Bucket: subject.JudgementsBucket, Description: "Quarry judgement lists and relevance gates", History: JudgementHistory}},
+		{&s.Fields, jetstream.KeyValueConfig{Bucket: subject.FieldsBucket, Description: "Quarry index field paths, for each index's limit on them"}},
 	}
 	for _, b := range buckets {
 		b.cfg.Storage, b.cfg.Replicas = jetstream.FileStorage, repl.of("KV_"+b.cfg.Bucket)
@@ -214,6 +218,9 @@ func (s *Store) CreateIndex(ctx context.Context, def api.IndexDefinition) (api.I
 		}
 	}
 	if err := def.Query.Validate(); err != nil {
+		return def, err
+	}
+	if err := def.Documents.Validate(); err != nil {
 		return def, err
 	}
 	m, err := indexmap.Canonical(def.Mapping)
@@ -327,6 +334,9 @@ func (s *Store) DeleteIndex(ctx context.Context, name string) error {
 	}
 	if err := s.Manifests.Purge(ctx, name); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
 		return fmt.Errorf("delete manifest of %q: %w", name, err)
+	}
+	if err := s.Fields.Purge(ctx, name); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
+		return fmt.Errorf("delete the field paths of %q: %w", name, err)
 	}
 	if err := s.UserEvents.Purge(ctx, jetstream.WithPurgeSubject(subject.UserEventsPrefix+"."+name)); err != nil {
 		return fmt.Errorf("purge the user events of %q: %w", name, err)

@@ -18,6 +18,8 @@ import (
 	zap "github.com/blevesearch/zapx/v17"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/quarrysearch/quarry/api"
+	"github.com/quarrysearch/quarry/api/strictjson"
 	"github.com/quarrysearch/quarry/internal/meta"
 	"github.com/quarrysearch/quarry/internal/snapshot"
 	"github.com/quarrysearch/quarry/internal/subject"
@@ -51,7 +53,13 @@ type Config struct {
 	MaxSnapshotBytes int64
 	// Writes paces how updates are applied (WriteOptions).
 	Writes WriteOptions
-	Logger *slog.Logger
+	// Documents are the index's document limits (its definition's; zero
+	// fields: the defaults): a document over the per-document ones
+	// (fields, depth), which a client would have refused, is skipped and
+	// counted as rejected, never indexed (it may have reached the stream
+	// before the limits, or from a writer that bypassed the client).
+	Documents api.DocumentLimits
+	Logger    *slog.Logger
 }
 
 // WriteOptions pace how a replica applies the stream's updates, so that
@@ -141,6 +149,7 @@ func (c *Config) defaults() {
 		c.Logger = slog.Default()
 	}
 	c.Logger = c.Logger.With("index", c.Index, "shard", c.Shard)
+	c.Documents = c.Documents.Effective()
 }
 
 // Replica is one shard's index following the document stream.
@@ -498,14 +507,10 @@ func (r *Replica) apply(msgs []jetstream.Msg) error {
 			}
 			continue
 		}
-		var doc map[string]any
-		if err := json.Unmarshal(m.Data(), &doc); err != nil {
-			r.cfg.Logger.Warn("skipping malformed document", "id", id, "seq", last, "err", err)
-			rejected++
-			continue
-		}
-		if err := b.Index(id, doc); err != nil {
-			r.cfg.Logger.Warn("skipping unindexable document", "id", id, "seq", last, "err", err)
+		if err := r.addDoc(b, id, m.Data()); err != nil {
+			// Skipped for good: the stream keeps it, and a replay skips
+			// it again, so it can neither stop nor loop the replica.
+			r.cfg.Logger.Warn("skipping a document that cannot be applied", "id", id, "seq", last, "err", err)
 			rejected++
 			continue
 		}
@@ -525,6 +530,14 @@ func (r *Replica) apply(msgs []jetstream.Msg) error {
 	err := r.idx.Batch(b)
 	if err == nil {
 		r.updates.add(seqs)
+		// The counts first: whoever sees the sequence (WaitSeq) sees
+		// the batch counted.
+		r.pending.Store(pending)
+		r.batches.Add(1)
+		r.reindexed.Add(uint64(folded))
+		r.indexed.Add(indexed)
+		r.deleted.Add(deleted)
+		r.rejected.Add(rejected)
 		r.seq.Store(last)
 	}
 	r.applyMu.Unlock()
@@ -538,14 +551,31 @@ func (r *Replica) apply(msgs []jetstream.Msg) error {
 			r.fresh.indexed(o.id, o.data)
 		}
 	}
-	r.pending.Store(pending)
-	r.batches.Add(1)
-	r.reindexed.Add(uint64(folded))
-	r.indexed.Add(indexed)
-	r.deleted.Add(deleted)
-	r.rejected.Add(rejected)
 	if pending == 0 {
 		r.markCaughtUp()
+	}
+	return nil
+}
+
+// addDoc adds one document to a batch, if it is within the index's
+// per-document limits, decodes and is indexable; a panic in bleve's
+// mapping of it is its error, not the process's end.
+func (r *Replica) addDoc(b *bleve.Batch, id string, data []byte) (err error) {
+	lim := r.cfg.Documents
+	if _, err := strictjson.CheckDocument(data, "", lim.MaxDepth, lim.MaxFields); err != nil {
+		return fmt.Errorf("over the index's document limits (documents.max_fields %d, max_depth %d) or malformed: %w", lim.MaxFields, lim.MaxDepth, err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(data, &doc); err != nil {
+		return fmt.Errorf("malformed: %w", err)
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("unindexable: bleve panicked: %v", p)
+		}
+	}()
+	if err := b.Index(id, doc); err != nil {
+		return fmt.Errorf("unindexable: %w", err)
 	}
 	return nil
 }

@@ -55,6 +55,9 @@ const (
 	// InterleaveTalliesBucket holds interleaving experiments' tallies
 	// (api.CanaryStats), keyed <index>.<plugin>.<hex digest>.
 	InterleaveTalliesBucket = "quarry-interleave-tallies"
+	// FieldsBucket holds each index's distinct field paths (their
+	// hashes), keyed by index, for its limit on them.
+	FieldsBucket = "quarry-fields"
 	// UserEventsStream holds what users did with search results (clicks,
 	// add-to-cart, purchases, dwell), subject quarry.v1.events.<index>,
 	// kept for UserEventsMaxAge; docs/relevance.md.
