@@ -129,6 +129,12 @@ type Config struct {
 	// given (a step's budget_ms; default plugins.DefaultMaxBudget): a
 	// longer one is refused when a version is pushed or activated.
 	PluginMaxBudget time.Duration
+	// PluginCompile bounds what a plugin module may ask of the compiler
+	// (zero fields: plugins.DefaultCompileLimits), and
+	// PluginCompileTimeout one module's compile (default
+	// plugins.DefaultCompileTimeout).
+	PluginCompile        plugins.CompileLimits
+	PluginCompileTimeout time.Duration
 
 	Indexer  *indexer.Config  // nil: no indexer
 	Searcher *searcher.Config // nil: no searcher
@@ -338,7 +344,8 @@ func (n *Node) start(ctx context.Context) (err error) {
 		if n.Broker, err = broker.New(n.nc, n.store, c); err != nil {
 			return err
 		}
-		limits := plugins.Config{MemoryLimitPages: cfg.PluginMemoryPages, MaxInstances: cfg.TeamMaxInstances, WarmInstances: cfg.PluginWarmInstances, MaxBudget: cfg.PluginMaxBudget, Logger: cfg.Logger}
+		limits := plugins.Config{MemoryLimitPages: cfg.PluginMemoryPages, MaxInstances: cfg.TeamMaxInstances, WarmInstances: cfg.PluginWarmInstances, MaxBudget: cfg.PluginMaxBudget,
+			Compile: cfg.PluginCompile, CompileTimeout: cfg.PluginCompileTimeout, Logger: cfg.Logger}
 		cached := limits
 		cached.CacheDir = filepath.Join(n.pluginDir(), "compiled")
 		// Plugin log lines go to each team's subject, never waited for.

@@ -79,3 +79,47 @@ func TestPluginTimeBounded(t *testing.T) {
 		t.Fatal("plugin rm left the call running: the search did not answer within 5s")
 	}
 }
+
+// TestAdminPerTeam: admin requests of different teams run at once. While
+// team alpha's push waits on a validation that takes seconds (its sample
+// query spins for the step's budget), team beta pushes and activates a
+// plugin: beta's calls answer before alpha's push does.
+func TestAdminPerTeam(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	n := startNode(t)
+	c := n.Client()
+	for _, def := range []api.IndexDefinition{{Name: "slowteam", Shards: 1, Team: "alpha"}, {Name: "quickteam", Shards: 1, Team: "beta"}} {
+		if _, err := c.CreateIndexDef(ctx, def); err != nil {
+			t.Fatal(err)
+		}
+	}
+	spin := wasmtest.WAT(t, spinWAT)
+	alphaDone := make(chan error, 1)
+	go func() {
+		_, err := c.PushPlugin(ctx, "slowteam", "spin", spin, client.PushOptions{Kind: "rewriter",
+			Step: api.StepSpec{BudgetMS: 4000}, Samples: []api.SearchRequest{{Q: "noodles"}}})
+		alphaDone <- err
+	}()
+	// Alpha's validation is under way once its team's runtime runs a call.
+	time.Sleep(500 * time.Millisecond) // the upload and the compile of a 200-byte module take milliseconds
+	start := time.Now()
+	v, err := c.PushPlugin(ctx, "quickteam", "identity", wasmtest.WAT(t, identityWAT), client.PushOptions{Kind: "rewriter", Activate: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	took := time.Since(start)
+	select {
+	case err := <-alphaDone:
+		t.Fatalf("team alpha's push answered (%v) before team beta's, which took %s: beta waited for alpha", err, took)
+	default:
+	}
+	if !v.Valid {
+		t.Fatalf("beta's version: %+v", v)
+	}
+	if err := <-alphaDone; err == nil || !strings.Contains(err.Error(), "budget") {
+		t.Fatalf("alpha's spinning version: %v, want refused for its budget", err)
+	}
+	t.Logf("beta's push and activation took %s beside alpha's 4-second validation", took)
+}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/experimental"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	oteltrace "go.opentelemetry.io/otel/trace"
@@ -201,21 +202,10 @@ func (r *Runtime) Load(ctx context.Context, spec Spec, wasm []byte) (*Plugin, er
 	if err := r.reserve(spec.Name, spec.Instances); err != nil {
 		return nil, err
 	}
-	if !r.cfg.CloseOnContextDone {
-		instrumented, err := preempt.Instrument(wasm)
-		if err != nil {
-			r.release(spec.Instances)
-			return nil, fmt.Errorf("plugin %s: %w: %v", spec.Name, ErrNotWasm, err)
-		}
-		wasm = instrumented
-	}
-	cm, err := r.rt.CompileModule(ctx, wasm)
+	cm, err := r.compile(ctx, wasm)
 	if err != nil {
 		r.release(spec.Instances)
-		if strings.Contains(err.Error(), "over limit of") { // wazero's check of the declared minimum
-			return nil, fmt.Errorf("plugin %s: %w: %v (each instance may have %d pages of 64 KiB)", spec.Name, ErrMemoryLimit, err, r.cfg.MemoryLimitPages)
-		}
-		return nil, fmt.Errorf("plugin %s: %w: %v", spec.Name, ErrNotWasm, err)
+		return nil, fmt.Errorf("plugin %s: %w", spec.Name, err)
 	}
 	if err := check(cm, spec.Kind); err != nil {
 		r.release(spec.Instances)
@@ -239,6 +229,54 @@ func (r *Runtime) Load(ctx context.Context, spec Spec, wasm []byte) (*Plugin, er
 	}
 	return p, nil
 }
+
+// compile checks wasm against the runtime's compile limits, instruments
+// it (unless CloseOnContextDone) and compiles it, on one of the
+// runtime's CompileWorkers (a team's compiles take turns; other teams'
+// runtimes have workers of their own) and within CompileTimeout. Errors
+// wrap ErrCompileLimit, ErrMemoryLimit, ErrNotWasm or ctx's error.
+func (r *Runtime) compile(ctx context.Context, wasm []byte) (wazero.CompiledModule, error) {
+	// Instrumenting reads every instruction and checks the compile limits
+	// on the way; under CloseOnContextDone it runs for the limits alone.
+	instrumented, err := preempt.Instrument(wasm, preempt.Limits(r.cfg.Compile))
+	switch {
+	case errors.Is(err, preempt.ErrLimit):
+		return nil, fmt.Errorf("%w: %v (quarry serve --plugin-compile-limits)", ErrCompileLimit, err)
+	case err != nil:
+		return nil, fmt.Errorf("%w: %v", ErrNotWasm, err)
+	case !r.cfg.CloseOnContextDone:
+		wasm = instrumented
+	}
+	select {
+	case r.compiling <- struct{}{}:
+		defer func() { <-r.compiling }()
+	case <-ctx.Done():
+		return nil, fmt.Errorf("waiting for a compile worker (%d busy): %w", cap(r.compiling), context.Cause(ctx))
+	}
+	cctx, cancel := context.WithTimeoutCause(ctx, r.cfg.CompileTimeout, errCompileTimeout)
+	defer cancel()
+	// Two workers: wazero then checks the context between functions (one
+	// worker never does), so a compile stops at its deadline or on a
+	// signal; the compile limits bound each function's time.
+	cctx = experimental.WithCompilationWorkers(cctx, 2)
+	start := time.Now()
+	cm, err := r.rt.CompileModule(cctx, wasm)
+	switch {
+	case err == nil:
+		return cm, nil
+	case context.Cause(cctx) == errCompileTimeout:
+		return nil, fmt.Errorf("%w: compiling took over %s (quarry serve --plugin-compile-timeout)", ErrCompileLimit, r.cfg.CompileTimeout)
+	case ctx.Err() != nil:
+		return nil, fmt.Errorf("compile stopped after %s: %w", time.Since(start).Round(time.Millisecond), context.Cause(ctx))
+	case strings.Contains(err.Error(), "over limit of"): // wazero's check of the declared minimum
+		return nil, fmt.Errorf("%w: %v (each instance may have %d pages of 64 KiB)", ErrMemoryLimit, err, r.cfg.MemoryLimitPages)
+	}
+	return nil, fmt.Errorf("%w: %v", ErrNotWasm, err)
+}
+
+// errCompileTimeout is the cause of a compile's context at
+// Config.CompileTimeout.
+var errCompileTimeout = errors.New("compile timeout")
 
 func seedOf(s string) uint64 {
 	h := uint64(14695981039346656037)

@@ -1,6 +1,7 @@
 package plugins
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -30,7 +31,45 @@ const (
 	// DefaultMaxBudget is the longest budget a plugin call may be given
 	// (a step's budget_ms).
 	DefaultMaxBudget = 5 * time.Second
+	// DefaultCompileTimeout bounds one module's compile: a 7 MB Go
+	// program compiles in 1.2–2.3 s (ten times that under the race
+	// detector).
+	DefaultCompileTimeout = time.Minute
 )
+
+// CompileLimits bound what a module may ask of the compiler: wazero's
+// compile time grows with the square of a function's block nesting (a
+// 240 KB module of 80,000 nested blocks took 26 s to compile), so a
+// module over a limit is refused before it is compiled. Browsers' engines
+// apply limits of the same kind.
+type CompileLimits struct {
+	// Functions caps the functions a module defines.
+	Functions uint32
+	// BodyBytes caps one function body's size.
+	BodyBytes uint32
+	// Locals caps one function's locals (its parameters not counted).
+	Locals uint32
+	// Nesting caps the depth of blocks, loops, ifs and trys in one
+	// function body.
+	Nesting uint32
+	// NestingWork caps, over the whole module, the sum of every block's
+	// depth: what compile time grows with (d nested blocks cost d²/2), so
+	// that many bodies each within Nesting cannot add up.
+	NestingWork uint64
+}
+
+// DefaultCompileLimits are the compile limits of a Config that sets none,
+// measured against what compilers emit and what compiling costs
+// (docs/RATIONALE.md, "Compile limits"): a Go program of 7 MB (json,
+// regexp, templates, go/format) defines 4,892 functions, its largest body
+// is 50,636 bytes, its deepest nesting 570 blocks (nesting work 6.1
+// million), its most locals 20; 4,000 nested blocks compile in 65 ms,
+// 8,000 in 230 ms. Locals and functions follow browsers' engines.
+var DefaultCompileLimits = CompileLimits{Functions: 200_000, BodyBytes: 2 << 20, Locals: 50_000, Nesting: 4096, NestingWork: 64 << 20}
+
+// ErrCompileLimit reports a module over one of its runtime's
+// CompileLimits.
+var ErrCompileLimit = errors.New("module over a compile limit")
 
 // Config configures a runtime. Zero values are documented defaults.
 type Config struct {
@@ -72,6 +111,18 @@ type Config struct {
 	LogSink LogSink
 	// Team names the runtime's team in LogLines (Teams sets it).
 	Team string
+	// Compile bounds what a module may ask of the compiler (default
+	// DefaultCompileLimits; a zero field: that default). A module over a
+	// limit is refused with ErrCompileLimit before it is compiled.
+	Compile CompileLimits
+	// CompileTimeout bounds one module's compile (default
+	// DefaultCompileTimeout): a longer one is stopped and the module
+	// refused with ErrCompileLimit.
+	CompileTimeout time.Duration
+	// CompileWorkers is how many modules the runtime compiles at once
+	// (default 1): a team's compiles take turns, and wait for a worker
+	// within their caller's deadline.
+	CompileWorkers int
 	// MaxBudget is the longest Spec.Budget a plugin may load with
 	// (default DefaultMaxBudget): an operator's bound on what one call
 	// of a team's plugin may cost, whatever the team asks for.
@@ -85,6 +136,9 @@ type Runtime struct {
 	cfg   Config
 	rt    wazero.Runtime
 	cache wazero.CompilationCache
+
+	// compiling holds a token per compile under way (CompileWorkers).
+	compiling chan struct{}
 
 	mu        sync.Mutex
 	instances int // reserved by loaded plugins
@@ -147,11 +201,20 @@ func NewRuntime(ctx context.Context, cfg Config) (*Runtime, error) {
 	if cfg.MaxBudget <= 0 {
 		cfg.MaxBudget = DefaultMaxBudget
 	}
+	if cfg.CompileTimeout <= 0 {
+		cfg.CompileTimeout = DefaultCompileTimeout
+	}
+	if cfg.CompileWorkers <= 0 {
+		cfg.CompileWorkers = 1
+	}
+	d := DefaultCompileLimits
+	cfg.Compile = CompileLimits{Functions: cmp.Or(cfg.Compile.Functions, d.Functions), BodyBytes: cmp.Or(cfg.Compile.BodyBytes, d.BodyBytes),
+		Locals: cmp.Or(cfg.Compile.Locals, d.Locals), Nesting: cmp.Or(cfg.Compile.Nesting, d.Nesting), NestingWork: cmp.Or(cfg.Compile.NestingWork, d.NestingWork)}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
 	rc := wazero.NewRuntimeConfig().WithCloseOnContextDone(cfg.CloseOnContextDone).WithMemoryLimitPages(cfg.MemoryLimitPages)
-	r := &Runtime{cfg: cfg}
+	r := &Runtime{cfg: cfg, compiling: make(chan struct{}, cfg.CompileWorkers)}
 	if cfg.CacheDir != "" {
 		cache, err := wazero.NewCompilationCacheWithDir(cfg.CacheDir)
 		if err != nil {

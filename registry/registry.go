@@ -2,6 +2,7 @@ package registry
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -37,7 +38,13 @@ type Service struct {
 	nc    *nats.Conn
 	store *meta.Store
 	cfg   Config
-	rt    *plugins.Runtime
+	// teams validates each team's plugins in a runtime of its own, so a
+	// team's compile waits only for its own (plugins.Config.CompileWorkers).
+	teams     *plugins.Teams
+	maxBudget time.Duration // the plugins' MaxBudget, or its default
+	// lanes runs each team's admin requests one at a time, beside other
+	// teams'.
+	lanes lanes
 	// replies drops requests whose reply subject is not an inbox.
 	replies subject.ReplyGuard
 	metrics *metrics
@@ -53,11 +60,8 @@ func New(ctx context.Context, nc *nats.Conn, store *meta.Store, cfg Config) (*Se
 	if err != nil {
 		return nil, err
 	}
-	rt, err := plugins.NewRuntime(ctx, cfg.Plugins)
-	if err != nil {
-		return nil, err
-	}
-	return &Service{nc: nc, store: store, cfg: cfg, rt: rt, replies: subject.ReplyGuard{Service: "admin", Logger: cfg.Logger}, metrics: m}, nil
+	return &Service{nc: nc, store: store, cfg: cfg, teams: plugins.NewTeams(cfg.Plugins), maxBudget: cmp.Or(cfg.Plugins.MaxBudget, plugins.DefaultMaxBudget),
+		lanes: lanes{waiting: teamAdminWaiting}, replies: subject.ReplyGuard{Service: "admin", Logger: cfg.Logger}, metrics: m}, nil
 }
 
 // Request is the body of an admin request; each operation reads its part.
@@ -110,7 +114,8 @@ var operations = []string{"plugin.upload", "plugin.register", "plugin.ls", "plug
 
 // Run serves the admin API until ctx is done.
 func (s *Service) Run(ctx context.Context) error {
-	defer s.rt.Close(context.Background())
+	defer s.teams.Close(context.Background())
+	defer s.lanes.wg.Wait() // requests under way answer before the runtimes close
 	svc, err := micro.AddService(s.nc, micro.Config{Name: subject.AdminService, Version: "0.1.0",
 		Description: "Quarry admin API: plugins and pipelines, per index"})
 	if err != nil {
@@ -146,14 +151,30 @@ func (s *Service) handle(ctx context.Context, op string, req micro.Request) {
 			return
 		}
 	}
+	// The request runs in its team's lane, not in the endpoint's
+	// subscription: one team's slow validation or gate does not hold
+	// another team's requests.
 	cctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	out, err := s.Do(cctx, index, op, &r)
-	if err != nil {
-		s.respondError(req, err)
-		return
+	team := ""
+	if def, err := s.store.Index(cctx, index); err == nil {
+		team = def.TeamOf()
 	}
-	req.RespondJSON(out)
+	err := s.lanes.run(cctx, team, func(ctx context.Context) {
+		defer cancel()
+		out, err := s.Do(ctx, index, op, &r)
+		if err != nil {
+			s.respondError(req, err)
+			return
+		}
+		req.RespondJSON(out)
+	}, func(err error) {
+		cancel()
+		s.respondError(req, err)
+	})
+	if err != nil {
+		cancel()
+		s.respondError(req, err)
+	}
 }
 
 // respondError answers a request with an error. An *api.Error says what
@@ -244,11 +265,12 @@ func validName(name string) error {
 }
 
 // register validates an uploaded binary and records the version.
-func (s *Service) register(ctx context.Context, index string, r *Request) (*api.PluginVersion, error) {
+func (s *Service) register(ctx context.Context, def api.IndexDefinition, r *Request) (*api.PluginVersion, error) {
+	index := def.Name
 	if err := validName(r.Name); err != nil {
 		return nil, err
 	}
-	if err := checkBudgets(r.Step, s.rt.MaxBudget()); err != nil {
+	if err := checkBudgets(r.Step, s.maxBudget); err != nil {
 		return nil, err
 	}
 	if err := r.Kind.Check(); err != nil {
@@ -270,7 +292,7 @@ func (s *Service) register(ctx context.Context, index string, r *Request) (*api.
 	v := &api.PluginVersion{Index: index, Name: r.Name, Kind: r.Kind, Digest: r.Digest, Size: int64(len(wasm)), Pushed: time.Now().UTC()}
 	v.Step = r.Step
 	v.Step.Plugin, v.Step.Digest = r.Name, r.Digest
-	if err := s.validate(ctx, v, wasm, r.Samples); err != nil {
+	if err := s.validate(ctx, def.TeamOf(), v, wasm, r.Samples); err != nil {
 		// The refusal is recorded (plugin ls says why); the bytes are not
 		// kept.
 		v.Error = err.Error()
@@ -431,7 +453,7 @@ func (s *Service) checkSpec(ctx context.Context, index string, spec *api.Pipelin
 			if len(st.Config) > 0 && !json.Valid(st.Config) {
 				return api.BadRequest("%s %d: config is not valid JSON", kind, i)
 			}
-			if err := checkBudgets(st, s.rt.MaxBudget()); err != nil {
+			if err := checkBudgets(st, s.maxBudget); err != nil {
 				return api.BadRequest("%s %d: %v", kind, i, err)
 			}
 		}

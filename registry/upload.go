@@ -106,7 +106,7 @@ func (s *Service) registerUpload(ctx context.Context, def api.IndexDefinition, r
 			}
 		}()
 	}
-	return s.register(ctx, def.Name, r)
+	return s.register(ctx, def, r)
 }
 
 // uploaded returns the binary of a register request: the staged upload

@@ -27,10 +27,14 @@ const sampleCandidates = 20
 // A ranker ranks the index's own documents for each request (the live
 // search's top hits with the fields it reads), or made-up candidates when
 // the index cannot be searched. A refusal names the sample that failed.
-func (s *Service) validate(ctx context.Context, v *api.PluginVersion, wasm []byte, samples []api.SearchRequest) error {
+func (s *Service) validate(ctx context.Context, team string, v *api.PluginVersion, wasm []byte, samples []api.SearchRequest) error {
 	spec := plugins.SpecOf(v.Kind, api.ShortDigest(v.Digest), v.Step)
 	spec.Name, spec.Instances = v.Name, 1
-	p, err := s.rt.Load(ctx, spec, wasm)
+	rt, err := s.teams.Runtime(ctx, team)
+	if err != nil {
+		return err
+	}
+	p, err := rt.Load(ctx, spec, wasm)
 	if err != nil {
 		return fmt.Errorf("load: %w", err)
 	}

@@ -66,6 +66,8 @@ type roleFlags struct {
 	teamInstances    int
 	warmInstances    int
 	maxBudget        time.Duration
+	compileLimits    compileLimitsFlag
+	compileTimeout   time.Duration
 	drainTimeout     time.Duration
 	slowQuery        time.Duration
 	slowShard        time.Duration
@@ -130,6 +132,9 @@ func (f *roleFlags) registerBroker(fs *flag.FlagSet) {
 	fs.IntVar(&f.teamInstances, "team-max-instances", plugins.DefaultMaxInstances, "most warm plugin instances one team's plugins may hold on this broker (negative: no cap); with --plugin-memory-pages it bounds a team's plugin memory")
 	fs.IntVar(&f.warmInstances, "plugin-warm-instances", plugins.DefaultWarmInstances, "instances of each plugin made when it loads; the rest of its pool (its instances setting, "+strconv.Itoa(plugins.DefaultInstances)+" by default) is made when calls overlap, so a plugin holds the memory its concurrency needs")
 	fs.DurationVar(&f.maxBudget, "plugin-max-budget", plugins.DefaultMaxBudget, "the longest time budget a plugin call may be given (a step's budget_ms): a push or activation asking for more is refused; every call also stops at its search's deadline")
+	f.compileLimits = compileLimitsFlag(plugins.DefaultCompileLimits)
+	fs.Var(&f.compileLimits, "plugin-compile-limits", "what a plugin module may ask of the compiler, refused before compiling when over: functions=N,body-bytes=N,locals=N,nesting=N,nesting-work=N (any of them; the others keep their defaults)")
+	fs.DurationVar(&f.compileTimeout, "plugin-compile-timeout", plugins.DefaultCompileTimeout, "the longest one plugin module's compile may take: a longer one is stopped and the module refused")
 	fs.Float64Var(&f.fallbackSlow, "fallback-slow-rate", broker.Defaults.FallbackSlowRate, "take a plugin with a latency budget out when more than this share of its recent calls took longer (0.01: its p99 is over the budget)")
 }
 
@@ -147,7 +152,11 @@ func (f *roleFlags) pluginLimits(cfg *node.Config) error {
 	if f.maxBudget <= 0 {
 		return fmt.Errorf("--plugin-max-budget must be positive, got %s", f.maxBudget)
 	}
+	if f.compileTimeout <= 0 {
+		return fmt.Errorf("--plugin-compile-timeout must be positive, got %s", f.compileTimeout)
+	}
 	cfg.PluginMemoryPages, cfg.TeamMaxInstances, cfg.PluginWarmInstances, cfg.PluginMaxBudget = uint32(f.pluginPages), f.teamInstances, f.warmInstances, f.maxBudget
+	cfg.PluginCompile, cfg.PluginCompileTimeout = plugins.CompileLimits(f.compileLimits), f.compileTimeout
 	return nil
 }
 
@@ -636,4 +645,47 @@ func runSearcher(ctx context.Context, e *env, args []string) error {
 
 func runBroker(ctx context.Context, e *env, args []string) error {
 	return runRole(ctx, e, "broker", args)
+}
+
+// compileLimitsFlag is --plugin-compile-limits: name=value pairs, each
+// changing one of plugins.CompileLimits.
+type compileLimitsFlag plugins.CompileLimits
+
+func (f *compileLimitsFlag) String() string {
+	return fmt.Sprintf("functions=%d,body-bytes=%d,locals=%d,nesting=%d,nesting-work=%d", f.Functions, f.BodyBytes, f.Locals, f.Nesting, f.NestingWork)
+}
+
+func (f *compileLimitsFlag) Set(s string) error {
+	for part := range strings.SplitSeq(s, ",") {
+		name, value, ok := strings.Cut(strings.TrimSpace(part), "=")
+		n, err := strconv.ParseUint(value, 10, 64)
+		if !ok || err != nil || n == 0 {
+			return fmt.Errorf("%q: want name=N with N a positive whole number, names functions, body-bytes, locals, nesting and nesting-work", part)
+		}
+		small := func(dst *uint32) error {
+			if n > 1<<32-1 {
+				return fmt.Errorf("%s=%d: at most %d", name, n, uint32(1<<32-1))
+			}
+			*dst = uint32(n)
+			return nil
+		}
+		switch name {
+		case "functions":
+			err = small(&f.Functions)
+		case "body-bytes":
+			err = small(&f.BodyBytes)
+		case "locals":
+			err = small(&f.Locals)
+		case "nesting":
+			err = small(&f.Nesting)
+		case "nesting-work":
+			f.NestingWork = n
+		default:
+			err = fmt.Errorf("%q: unknown limit %q (functions, body-bytes, locals, nesting, nesting-work)", part, name)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -63,6 +63,32 @@ const Fuel = 1 << 14
 // ErrMalformed reports a module Instrument cannot read.
 var ErrMalformed = errors.New("malformed module")
 
+// ErrLimit reports a module over one of the Limits Instrument was given.
+var ErrLimit = errors.New("module over a compile limit")
+
+// Limits bound what a module may ask of the compiler. wazero's compile
+// time grows with the square of a body's block nesting (a 240 KB module of
+// 80,000 nested blocks took 26 s), so a module past a limit is refused
+// before it is compiled. A zero field is no limit.
+type Limits struct {
+	// Functions caps the functions a module defines.
+	Functions uint32
+	// BodyBytes caps one function body's size.
+	BodyBytes uint32
+	// Locals caps one function's locals (its parameters not counted).
+	Locals uint32
+	// Nesting caps the depth of blocks, loops, ifs and trys in one body
+	// (the function's own block not counted).
+	Nesting uint32
+	// NestingWork caps, over the whole module, the sum of every block's
+	// depth: what the compiler's work grows with (d nested blocks cost
+	// d²/2), so that many bodies each within Nesting cannot add up.
+	NestingWork uint64
+}
+
+// over reports whether n is past limit (0: none).
+func over(n uint64, limit uint32) bool { return limit > 0 && n > uint64(limit) }
+
 // Section ids (WebAssembly core specification, 5.5.2; tag from the
 // exception-handling proposal).
 const (
@@ -99,8 +125,9 @@ type section struct {
 }
 
 // Instrument returns a copy of wasm with the checks described in the
-// package comment. The input is not modified.
-func Instrument(wasm []byte) ([]byte, error) {
+// package comment, or an error wrapping ErrLimit if wasm is over one of
+// lim. The input is not modified.
+func Instrument(wasm []byte, lim Limits) ([]byte, error) {
 	if len(wasm) < 8 || !bytes.Equal(wasm[:4], []byte("\x00asm")) {
 		return nil, fmt.Errorf("%w: no WebAssembly magic number", ErrMalformed)
 	}
@@ -123,11 +150,14 @@ func Instrument(wasm []byte) ([]byte, error) {
 		}
 		secs = append(secs, section{id, body})
 	}
-	m := &module{}
+	m := &module{lim: lim}
 	for _, s := range secs {
 		if err := m.learn(s); err != nil {
 			return nil, err
 		}
+	}
+	if over(uint64(m.funcsDefined), lim.Functions) {
+		return nil, fmt.Errorf("%w: %d functions, over the limit of %d", ErrLimit, m.funcsDefined, lim.Functions)
 	}
 	m.interrupt, m.fuel = m.globalsImported+m.globalsDefined, m.globalsImported+m.globalsDefined+1
 	m.tick = m.funcsImported + m.funcsDefined
@@ -217,6 +247,9 @@ type module struct {
 
 	start    uint32 // the start function's index, if hasStart
 	hasStart bool
+
+	lim  Limits
+	work uint64 // the sum of every block's depth so far (Limits.NestingWork)
 }
 
 // learn reads what Instrument needs of one section.
@@ -399,12 +432,18 @@ func (m *module) code(b []byte) ([]byte, error) {
 	var body []byte
 	for i := range n {
 		size := r.u32()
+		if r.err == nil && over(uint64(size), m.lim.BodyBytes) {
+			return nil, fmt.Errorf("%w: function body %d is %d bytes, over the limit of %d", ErrLimit, i, size, m.lim.BodyBytes)
+		}
 		fn := r.bytes(int(size))
 		if r.err != nil {
 			return nil, fmt.Errorf("code section: function body %d: %w", i, r.err)
 		}
 		var err error
 		body, err = m.function(body[:0], fn, check)
+		if errors.Is(err, ErrLimit) {
+			return nil, fmt.Errorf("function body %d: %w", i, err)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("code section: function body %d: %w", i, err)
 		}
@@ -424,15 +463,20 @@ func (m *module) code(b []byte) ([]byte, error) {
 func (m *module) function(out, fn, check []byte) ([]byte, error) {
 	r := &reader{b: fn}
 	groups, _ := r.count()
+	var locals uint64
 	for range groups {
-		r.u32()
+		locals += uint64(r.u32())
 		r.valType()
 	}
 	if r.err != nil {
 		return nil, fmt.Errorf("locals: %w", r.err)
 	}
+	if over(locals, m.lim.Locals) {
+		return nil, fmt.Errorf("%w: %d locals, over the limit of %d", ErrLimit, locals, m.lim.Locals)
+	}
 	out = append(out, fn[:r.off]...)
 	out = append(out, check...)
+	var depth int64 // blocks open, the function's own not counted
 	for !r.done() {
 		start := r.off
 		op := r.byte()
@@ -441,6 +485,17 @@ func (m *module) function(out, fn, check []byte) ([]byte, error) {
 			return nil, fmt.Errorf("instruction 0x%02x at body offset %d: %w", op, start, r.err)
 		}
 		out = append(out, fn[start:r.off]...)
+		switch op {
+		case 0x02, 0x03, 0x04, 0x06, 0x1f: // block, loop, if, try, try_table
+			if depth++; over(uint64(depth), m.lim.Nesting) {
+				return nil, fmt.Errorf("%w: blocks nested %d deep at body offset %d, over the limit of %d", ErrLimit, depth, start, m.lim.Nesting)
+			}
+			if m.work += uint64(depth); m.lim.NestingWork > 0 && m.work > m.lim.NestingWork {
+				return nil, fmt.Errorf("%w: its blocks' depths add up to over %d (each block counts its depth), the limit", ErrLimit, m.lim.NestingWork)
+			}
+		case opEnd:
+			depth--
+		}
 		if op == 0x03 { // loop
 			out = append(out, check...)
 		}

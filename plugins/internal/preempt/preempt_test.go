@@ -18,7 +18,7 @@ import (
 // wazero's own termination checks: only the instrumented ones can stop it.
 func instantiate(t *testing.T, wasm []byte) (api.Module, api.MutableGlobal) {
 	t.Helper()
-	out, err := Instrument(wasm)
+	out, err := Instrument(wasm, Limits{})
 	if err != nil {
 		t.Fatalf("Instrument: %v", err)
 	}
@@ -40,11 +40,14 @@ func instantiate(t *testing.T, wasm []byte) (api.Module, api.MutableGlobal) {
 // the interrupt and it traps at once, whether it loops, recurses without
 // a loop, or loops in a callee.
 func TestInterruptStops(t *testing.T) {
+	// Each module has a memory, as every plugin must: without one the
+	// tick has no memory.grow to enter Go by, and a garbage collection
+	// that began while the guest spun would wait for it for ever.
 	for _, tc := range []struct{ name, wat string }{
-		{"loop", `(module (func (export "run") (loop $l (br $l))))`},
-		{"loop with params", `(module (type $t (func (param i32))) (func (export "run") (i32.const 1) (loop $l (type $t) (param i32) (drop) (i32.const 2) (br $l))))`},
-		{"loop in a callee", `(module (func $spin (loop $l (br $l))) (func (export "run") (call $spin)))`},
-		{"recursion without a loop", `(module
+		{"loop", `(module (memory 1) (func (export "run") (loop $l (br $l))))`},
+		{"loop with params", `(module (memory 1) (type $t (func (param i32))) (func (export "run") (i32.const 1) (loop $l (type $t) (param i32) (drop) (i32.const 2) (br $l))))`},
+		{"loop in a callee", `(module (memory 1) (func $spin (loop $l (br $l))) (func (export "run") (call $spin)))`},
+		{"recursion without a loop", `(module (memory 1)
 			(func $fib (param $n i64) (result i64)
 				(if (result i64) (i64.lt_u (local.get $n) (i64.const 2))
 					(then (local.get $n))
@@ -143,7 +146,7 @@ func TestInstrumentAddsSections(t *testing.T) {
 
 func instantiateWithImports(t *testing.T, wasm []byte) {
 	t.Helper()
-	out, err := Instrument(wasm)
+	out, err := Instrument(wasm, Limits{})
 	if err != nil {
 		t.Fatalf("Instrument: %v", err)
 	}
@@ -223,7 +226,7 @@ func TestInstrumentRefuses(t *testing.T) {
 		{"the reserved start export", wasmtest.WAT(t, `(module (func (export "quarry_start")))`), "reserves"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := Instrument(tc.wasm)
+			_, err := Instrument(tc.wasm, Limits{})
 			if !errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("Instrument = %v, want ErrMalformed naming %q", err, tc.want)
 			}
@@ -244,7 +247,7 @@ func TestInstrumentDropsDebugInfo(t *testing.T) {
 	}
 	wasm := append([]byte("\x00asm\x01\x00\x00\x00"), custom(".debug_info", "xx")...)
 	wasm = append(wasm, custom("producers", "yy")...)
-	out, err := Instrument(wasm)
+	out, err := Instrument(wasm, Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,7 +274,7 @@ func FuzzInstrument(f *testing.F) {
 	ctx := context.Background()
 	var runs int
 	f.Fuzz(func(t *testing.T, wasm []byte) {
-		out, err := Instrument(wasm)
+		out, err := Instrument(wasm, Limits{})
 		if err != nil {
 			return
 		}
