@@ -149,6 +149,10 @@ type Config struct {
 	// DefaultPluginLogRate, negative none); the rest are dropped and
 	// counted.
 	PluginLogRate float64
+	// PluginLogProcessRate is how many of those lines a second each team
+	// may put in the process's own log (default
+	// DefaultPluginLogProcessRate; negative: none).
+	PluginLogProcessRate float64
 	// PeerHeartbeat is how often each broker tells the others it is up
 	// (subject.BrokerHeartbeat). Brokers count each other so that each
 	// admits its share of a team's rate limit (api.TeamSettings.Rate over

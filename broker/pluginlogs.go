@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -23,6 +24,15 @@ const (
 	DefaultPluginLogRate  = 100
 	DefaultPluginLogBurst = 500
 	DefaultPluginLogQueue = 4096
+	// DefaultPluginLogProcessRate is how many of a team's plugin lines a
+	// second reach the process's own log (the operator's stderr), in
+	// bursts of up to DefaultPluginLogProcessBurst; the team's subject gets
+	// the rest within DefaultPluginLogRate.
+	DefaultPluginLogProcessRate  = 1
+	DefaultPluginLogProcessBurst = 10
+	// PluginLogProcessBytes is the most of one plugin line the process's
+	// log shows; the subject keeps the whole line.
+	PluginLogProcessBytes = 512
 )
 
 // PluginLogsConfig bounds what a broker sends of its plugins' lines.
@@ -38,11 +48,17 @@ type PluginLogsConfig struct {
 	Queue int
 	// Registerer gets the lines sent and dropped per team (nil: none).
 	Registerer prometheus.Registerer
-	// Logger, when set, also gets every line taken (the publisher logs
-	// it, not the plugin call), with its plugin, version, team and
-	// request id: an operator following one request through the
-	// process's log sees its plugins' lines, within the same rate.
+	// Logger, when set, also gets the lines taken (the publisher logs
+	// them, not the plugin call), with their plugin, version, team and
+	// request id, so that an operator following one request through the
+	// process's log sees its plugins' lines; within ProcessRate per team,
+	// each cut to PluginLogProcessBytes, so no team fills the operator's
+	// log.
 	Logger *slog.Logger
+	// ProcessRate is the lines per second of each team that Logger gets
+	// (default DefaultPluginLogProcessRate, in bursts of
+	// DefaultPluginLogProcessBurst; negative: none).
+	ProcessRate float64
 }
 
 // PluginLogs is a plugins.LogSink that publishes each team's plugin lines
@@ -67,6 +83,9 @@ type PluginLogs struct {
 type teamLog struct {
 	limiter *rate.Limiter
 	dropped atomic.Int64 // since the last line queued
+	// process holds the team to PluginLogsConfig.ProcessRate in the
+	// process's log (used by the publisher alone).
+	process *rate.Limiter
 }
 
 type queuedLine struct {
@@ -84,6 +103,9 @@ func NewPluginLogs(nc *nats.Conn, cfg PluginLogsConfig) (*PluginLogs, error) {
 	}
 	if cfg.Queue <= 0 {
 		cfg.Queue = DefaultPluginLogQueue
+	}
+	if cfg.ProcessRate == 0 {
+		cfg.ProcessRate = DefaultPluginLogProcessRate
 	}
 	l := &PluginLogs{nc: nc, cfg: cfg, id: trace.NewRequestID()[:8], queue: make(chan queuedLine, cfg.Queue), teams: map[string]*teamLog{},
 		sent: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "quarry_plugin_log_lines_total",
@@ -109,7 +131,11 @@ func (l *PluginLogs) team(name string) *teamLog {
 		if l.cfg.Rate < 0 {
 			lim = rate.NewLimiter(0, 0)
 		}
-		t = &teamLog{limiter: lim}
+		process := rate.NewLimiter(rate.Limit(l.cfg.ProcessRate), DefaultPluginLogProcessBurst)
+		if l.cfg.ProcessRate < 0 {
+			process = rate.NewLimiter(0, 0)
+		}
+		t = &teamLog{limiter: lim, process: process}
 		l.teams[name] = t
 	}
 	return t
@@ -150,7 +176,11 @@ func (l *PluginLogs) publish(q queuedLine) {
 	out := api.PluginLogLine{Time: in.Time.UTC(), ID: l.id + "-" + strconv.FormatUint(l.count.Add(1), 10), Team: in.Team,
 		Plugin: in.Plugin, Version: in.Version, Level: in.Level, Source: in.Source, RequestID: in.RequestID,
 		Message: in.Message, Dropped: q.dropped}
-	if log := l.cfg.Logger; log != nil {
+	if log := l.cfg.Logger; log != nil && l.team(in.Team).process.Allow() {
+		msg := in.Message
+		if len(msg) > PluginLogProcessBytes {
+			msg = strings.ToValidUTF8(msg[:PluginLogProcessBytes], "") + "…"
+		}
 		lvl := slog.LevelInfo
 		switch in.Level {
 		case "debug":
@@ -160,7 +190,7 @@ func (l *PluginLogs) publish(q queuedLine) {
 		case "error":
 			lvl = slog.LevelError
 		}
-		log.Log(context.Background(), lvl, in.Message, "plugin", in.Plugin, "version", in.Version, "team", in.Team, "source", in.Source, "request_id", in.RequestID)
+		log.Log(context.Background(), lvl, msg, "plugin", in.Plugin, "version", in.Version, "team", in.Team, "source", in.Source, "request_id", in.RequestID)
 	}
 	b, err := json.Marshal(out)
 	if err != nil {

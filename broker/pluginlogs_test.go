@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -149,4 +151,58 @@ func TestPluginLogsQueueFull(t *testing.T) {
 	if q := <-logs.queue; q.line.Message != "after" || q.dropped != 3 {
 		t.Fatalf("the line after a full queue: %+v, want it to carry the 3 dropped", q)
 	}
+}
+
+// The process's own log (the operator's stderr) gets few of a team's
+// lines, each cut short: a plugin logging 200 lines of 4 KiB a call fills
+// its team's subject up to the team's rate, not the operator's log.
+func TestPluginLogsProcessRate(t *testing.T) {
+	s, store, ctx := startStore(t)
+	var buf syncBuffer
+	logs, err := NewPluginLogs(s.NC, PluginLogsConfig{Rate: 1000, Burst: 1000, Logger: slog.New(slog.NewTextHandler(&buf, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- logs.Run(rctx) }()
+	defer func() { stop(); <-done }()
+	big := strings.Repeat("x", 4096)
+	for range 200 {
+		logs.PluginLog(logLine("food", big))
+	}
+	logs.PluginLog(logLine("books", "calm"))
+	testwait.UntilErr(t, 10*time.Second, "food's 200 lines kept", func() error {
+		got, _, err := store.ReadPluginLogs(ctx, "food", "spell", api.PluginLogsRequest{Limit: 1000})
+		if err != nil || len(got) < 200 {
+			return fmt.Errorf("%d lines %v", len(got), err)
+		}
+		return nil
+	})
+	testwait.Until(t, 5*time.Second, "books' line in the process's log", func() bool { return strings.Contains(buf.String(), "calm") })
+	out := buf.String()
+	if n := strings.Count(out, "team=food"); n != DefaultPluginLogProcessBurst {
+		t.Errorf("the process's log has %d of food's 200 lines, want its burst of %d", n, DefaultPluginLogProcessBurst)
+	}
+	if n := len(out); n > 2*DefaultPluginLogProcessBurst*PluginLogProcessBytes {
+		t.Errorf("the process's log grew %d bytes for food's 800 KiB of lines", n)
+	}
+}
+
+// syncBuffer is a strings.Builder safe for a logger and a test reading it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

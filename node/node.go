@@ -349,7 +349,7 @@ func (n *Node) start(ctx context.Context) (err error) {
 		cached := limits
 		cached.CacheDir = filepath.Join(n.pluginDir(), "compiled")
 		// Plugin log lines go to each team's subject, never waited for.
-		logs, err := broker.NewPluginLogs(n.nc, broker.PluginLogsConfig{Rate: c.PluginLogRate, Registerer: n.Metrics, Logger: cfg.Logger})
+		logs, err := broker.NewPluginLogs(n.nc, broker.PluginLogsConfig{Rate: c.PluginLogRate, ProcessRate: c.PluginLogProcessRate, Registerer: n.Metrics, Logger: cfg.Logger})
 		if err != nil {
 			return fmt.Errorf("plugin logs: %w", err)
 		}

@@ -58,6 +58,7 @@ type roleFlags struct {
 	statsMaxAge      time.Duration
 	recordPercent    int
 	pluginLogRate    float64
+	pluginLogProcess float64
 	fallbackRate     float64
 	fallbackWindow   int
 	fallbackMin      int
@@ -125,6 +126,7 @@ func (f *roleFlags) registerBroker(fs *flag.FlagSet) {
 	fs.DurationVar(&f.slowQuery, "slow-query", broker.Defaults.SlowQuery, "log searches slower than this at warn level, with the request id and the profile (negative: never)")
 	fs.IntVar(&f.recordPercent, "record-queries", 0, "record this percentage of search requests for replays (quarry queries export)")
 	fs.Float64Var(&f.pluginLogRate, "plugin-log-rate", broker.DefaultPluginLogRate, "plugin log lines per second each team may send from a broker (quarry plugin logs); the rest are dropped and counted; negative: none")
+	fs.Float64Var(&f.pluginLogProcess, "plugin-log-process-rate", broker.DefaultPluginLogProcessRate, "of those, the plugin log lines per second each team may put in this process's own log (each cut to "+strconv.Itoa(broker.PluginLogProcessBytes)+" bytes); negative: none")
 	fs.Float64Var(&f.fallbackRate, "fallback-error-rate", broker.Defaults.FallbackErrorRate, "take a fail-open plugin out when more than this share of its recent calls failed")
 	fs.IntVar(&f.fallbackWindow, "fallback-window", broker.Defaults.FallbackWindow, "recent calls the fallback looks at")
 	fs.IntVar(&f.fallbackMin, "fallback-min-calls", broker.Defaults.FallbackMinCalls, "calls before the fallback can act")
@@ -177,7 +179,7 @@ func (f *roleFlags) searcher() *searcher.Config {
 
 func (f *roleFlags) broker() *broker.Config {
 	return &broker.Config{DefaultTimeout: f.defaultTimeout, MaxInFlight: f.maxInFlight, TeamMaxInFlight: f.teamInFlight,
-		HeavyAfter: f.heavySearch, HeavySearches: f.heavySearches, HeavyWait: f.heavyWait, RateUnit: f.rateUnit, NoHedge: f.noHedge, StatsCacheSize: f.statsCache, StatsCacheTerms: f.statsCacheTerms, StatsMaxUpdates: f.statsMaxUpdates, StatsMaxAge: f.statsMaxAge, RecordPercent: f.recordPercent, PluginLogRate: f.pluginLogRate,
+		HeavyAfter: f.heavySearch, HeavySearches: f.heavySearches, HeavyWait: f.heavyWait, RateUnit: f.rateUnit, NoHedge: f.noHedge, StatsCacheSize: f.statsCache, StatsCacheTerms: f.statsCacheTerms, StatsMaxUpdates: f.statsMaxUpdates, StatsMaxAge: f.statsMaxAge, RecordPercent: f.recordPercent, PluginLogRate: f.pluginLogRate, PluginLogProcessRate: f.pluginLogProcess,
 		FallbackErrorRate: f.fallbackRate, FallbackWindow: f.fallbackWindow, FallbackMinCalls: f.fallbackMin, FallbackSlowRate: f.fallbackSlow,
 		DrainTimeout: f.drainTimeout, SlowQuery: f.slowQuery}
 }
