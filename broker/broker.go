@@ -67,9 +67,11 @@ type Config struct {
 	// every slot (default MaxInFlight/4, at least 1).
 	TeamMaxInFlight int
 	// HeavyAfter marks a team heavy on this broker when its recent
-	// searches take longer than this on average (the search's own time,
-	// from its start to its reply, waiting for a turn excluded) (default
-	// 20ms; negative: never). While another team is active, a heavy team
+	// searches cost more than this on average: a search's cost is its
+	// own work, its shards' search time on the searchers and its plugin
+	// calls' time, not its latency, which other teams' load stretches (a
+	// victim of contention is not classed heavy for it) (default 20ms;
+	// negative: never). While another team is active, a heavy team
 	// runs at most HeavySearches searches at once and the others wait
 	// their turn: a Go program cannot give one goroutine priority over
 	// another, so the only way to keep a heavy team's merging and encoding
@@ -84,8 +86,8 @@ type Config struct {
 	HeavyWait time.Duration
 	// RateUnit is what one search is under a team's rate limit
 	// (api.TeamSettings.Rate): a search counts once for each RateUnit of
-	// its time begun (from its start to its reply), so at 50ms a search of
-	// 120ms counts 3 times. It takes one count to start and pays the rest
+	// its cost begun (see HeavyAfter), so at 50ms a search costing 120ms
+	// counts 3 times. It takes one count to start and pays the rest
 	// when done, which may put the team in debt: its next searches are
 	// refused (429, Retry-After when the debt is paid) until it is. A rate
 	// in searches alone lets a team whose every search moves megabytes
@@ -592,6 +594,7 @@ func (b *Broker) handle(req micro.Request) {
 			}
 			ctx = withLookedUp(ctx, def)
 		}
+		var cost time.Duration // the search's own work, what its team is charged
 		if team != nil {
 			turn, err := b.teamLimits.turn(team)
 			if err != nil {
@@ -599,7 +602,7 @@ func (b *Broker) handle(req micro.Request) {
 				b.respondError(req.Reply(), err)
 				return
 			}
-			defer turn.end()
+			defer func() { turn.end(cost) }()
 		}
 		defer func() {
 			// A bug one request trips must not take the broker, and every
@@ -610,7 +613,8 @@ func (b *Broker) handle(req micro.Request) {
 		}()
 		buf := responseBuffers.Get().(*bytes.Buffer)
 		defer putResponseBuffer(buf)
-		if err := b.searchJSON(ctx, index, req.Data(), buf); err != nil {
+		var err error
+		if cost, err = b.searchJSON(ctx, index, req.Data(), buf); err != nil {
 			b.respondError(req.Reply(), b.public(ctx, err, "index", index))
 			return
 		}
@@ -668,7 +672,7 @@ func putResponseBuffer(buf *bytes.Buffer) {
 // searchJSON decodes a JSON request, searches and encodes the response
 // into out: the one code path behind the NATS and HTTP doors (the HTTP
 // API sends its searches over NATS).
-func (b *Broker) searchJSON(ctx context.Context, index string, data []byte, out *bytes.Buffer) (err error) {
+func (b *Broker) searchJSON(ctx context.Context, index string, data []byte, out *bytes.Buffer) (cost time.Duration, err error) {
 	start := time.Now()
 	if trace.Enabled() {
 		var span oteltrace.Span
@@ -684,7 +688,7 @@ func (b *Broker) searchJSON(ctx context.Context, index string, data []byte, out 
 	sreq, err := DecodeRequest(data)
 	if err != nil {
 		b.metrics.answered(index, start, err)
-		return err
+		return cost, err
 	}
 	decoded := time.Since(start)
 	if b.cfg.RecordPercent > 0 && sreq.Variant == nil && rand.IntN(100) < b.cfg.RecordPercent {
@@ -694,10 +698,15 @@ func (b *Broker) searchJSON(ctx context.Context, index string, data []byte, out 
 		b.nc.Publish(subject.QueriesPrefix+"."+index, data)
 	}
 	qid := nuid.Next()
-	resp, times, err := b.search(withQueryID(ctx, qid), index, sreq) // times: for the slow-query log
+	resp, times, cost, err := b.search(withQueryID(ctx, qid), index, sreq) // times: for the slow-query log
 	if err != nil {
+		if errors.Is(err, api.ErrTimeout) {
+			// Shards that ran out of time answered no cost: the search
+			// held its share of the searchers until its deadline.
+			cost = time.Since(start)
+		}
 		b.metrics.answered(index, start, err)
-		return err
+		return cost, err
 	}
 	resp.RequestID, resp.QueryID = trace.RequestID(ctx), qid
 	if took := time.Since(start); b.cfg.SlowQuery > 0 && took > b.cfg.SlowQuery {
@@ -717,14 +726,14 @@ func (b *Broker) searchJSON(ctx context.Context, index string, data []byte, out 
 	if err = encodeResponse(out, resp); err != nil {
 		err = fmt.Errorf("encode response: %w", err)
 		b.metrics.answered(index, start, err)
-		return err
+		return cost, err
 	}
 	if room := wire.ReplyRoom(b.nc); out.Len() > room {
 		// Sent, it would be refused by the server, and the client left
 		// waiting to its own deadline.
 		err = api.ResponseTooLarge(fmt.Sprintf("the response is %d bytes, over the %d bytes one reply carries", out.Len(), room))
 		b.metrics.answered(index, start, err)
-		return err
+		return cost, err
 	}
 	encoded := time.Now()
 	b.metrics.served(index, encoded.Sub(start), decoded, encoded.Sub(encStart), resp.Shards.Failed > 0)
@@ -734,14 +743,14 @@ func (b *Broker) searchJSON(ctx context.Context, index string, data []byte, out 
 		resp.Profile = prof
 		p, err := json.Marshal(prof)
 		if err != nil {
-			return fmt.Errorf("encode profile: %w", err)
+			return cost, fmt.Errorf("encode profile: %w", err)
 		}
 		out.Truncate(out.Len() - 1) // the closing brace
 		out.WriteString(`,"profile":`)
 		out.Write(p)
 		out.WriteByte('}')
 	}
-	return nil
+	return cost, nil
 }
 
 // hitsNull is how encoding/json begins a SearchResponse without hits:

@@ -82,6 +82,7 @@ func (r *run) rewrite(ctx context.Context, index string, steps []Step) error {
 		in := plugins.RewriteInput(req)
 		out, err := s.Plugin.Rewrite(ctx, &in)
 		took := time.Since(start)
+		r.cost += took
 		b.metrics.step(index, s, took)
 		b.observe(index, s, took, err)
 		if mirror {
@@ -178,6 +179,7 @@ func (r *run) rank(ctx context.Context) error {
 		called := time.Now()
 		out, err := r.rankCall(ctx, &r.pipeline.Rankers[i], s, canary, in, head)
 		end := time.Now()
+		r.cost += end.Sub(called)
 		b.observe(plan.Index, s, end.Sub(called), err)
 		b.metrics.step(plan.Index, s, end.Sub(start))
 		if !canary {

@@ -26,7 +26,7 @@ func (b *Broker) Search(ctx context.Context, index string, req *api.SearchReques
 	if err := req.Validate(); err != nil {
 		return nil, err
 	}
-	resp, _, err := b.search(ctx, index, req)
+	resp, _, _, err := b.search(ctx, index, req)
 	if err != nil {
 		return nil, err
 	}
@@ -40,7 +40,7 @@ func (b *Broker) Search(ctx context.Context, index string, req *api.SearchReques
 // Search); it returns the response and the run's stage times (the
 // slow-query log's). The planner checks the request again after the
 // rewriters, who may have changed it.
-func (b *Broker) search(ctx context.Context, index string, req *api.SearchRequest) (*api.SearchResponse, stageTimes, error) {
+func (b *Broker) search(ctx context.Context, index string, req *api.SearchRequest) (resp *api.SearchResponse, times stageTimes, cost time.Duration, err error) {
 	start := time.Now()
 	def, ok := b.Index(index)
 	if !ok {
@@ -48,18 +48,18 @@ func (b *Broker) search(ctx context.Context, index string, req *api.SearchReques
 	}
 	if !ok {
 		if err := subject.ValidIndexName(index); err != nil {
-			return nil, stageTimes{}, api.BadRequest("%v", err)
+			return nil, stageTimes{}, 0, api.BadRequest("%v", err)
 		}
 		var err error
 		if def, err = b.lookupIndex(ctx, index); err != nil {
-			return nil, stageTimes{}, err
+			return nil, stageTimes{}, 0, err
 		}
 	}
 	opts := execOptions{profile: req.Profile, start: start, pipeline: b.pipelines.Get(index), metrics: b.metrics.index(index)}
 	if req.Variant != nil {
 		pl, err := b.variant(ctx, index, opts.pipeline, req.Variant)
 		if err != nil {
-			return nil, stageTimes{}, err
+			return nil, stageTimes{}, 0, err
 		}
 		opts.pipeline = pl
 	}
@@ -68,11 +68,11 @@ func (b *Broker) search(ctx context.Context, index string, req *api.SearchReques
 	if opts.pipeline != nil {
 		rewriters = opts.pipeline.Rewriters
 	}
-	resp, err := r.fromRewrite(ctx, index, rewriters)
+	resp, err = r.fromRewrite(ctx, index, rewriters)
 	if len(r.mirrors) > 0 {
 		b.mirrorRewrites(index, def, opts.pipeline, r.mirrors, resp)
 	}
-	return resp, r.times, err
+	return resp, r.times, r.cost, err
 }
 
 // fromRewrite runs the run from its rewriters on: each of rewriters,
@@ -117,6 +117,11 @@ type execOptions struct {
 	// times are the stage times too (search returns them: the
 	// slow-query log).
 	times stageTimes
+	// cost is the search's own work: its shards' search time on the
+	// searchers and its plugin calls' time. Its team is classed heavy by
+	// it (Config.HeavyAfter), and charged by it (Config.RateUnit), not by
+	// its latency, which other teams' load stretches.
+	cost time.Duration
 }
 
 // stageTimes are one request's stage times, for the slow-query log.
@@ -345,6 +350,7 @@ func (r *run) collect(ctx context.Context) error {
 			continue
 		}
 		r.resp.Shards.Successful++
+		r.cost += time.Duration(sr.TookNS)
 		r.results[i].Resp = &sr
 		r.good = append(r.good, &sr)
 		r.b.stats.NoteGeneration(plan.Index, sr.Generation)

@@ -163,18 +163,16 @@ const otherTeamWindow = time.Second
 type turn struct {
 	limits *teamLimits
 	st     *teamState
-	start  time.Time
 	heavy  bool // it holds one of the heavy teams' turns
 }
 
 // turn waits, if st's team is heavy and another team is active, for one
-// of the heavy teams' turns, then starts timing the search. Past
-// Config.HeavyWait it refuses the search as overloaded. It does not
+// of the heavy teams' turns. Past Config.HeavyWait it refuses the search as overloaded. It does not
 // allocate unless it refuses.
 func (t *teamLimits) turn(st *teamState) (turn, error) {
-	start := time.Now()
-	st.lastSeen.Store(start.UnixNano())
-	heavy := t.heavy(st, start)
+	now := time.Now()
+	st.lastSeen.Store(now.UnixNano())
+	heavy := t.heavy(st, now)
 	if heavy {
 		timer := time.NewTimer(t.heavyWait)
 		defer timer.Stop()
@@ -182,19 +180,19 @@ func (t *teamLimits) turn(st *teamState) (turn, error) {
 		case t.turns <- struct{}{}:
 		case <-timer.C:
 			return turn{}, &api.Error{Code: api.CodeOverloaded, RetryAfterMS: int(t.heavyWait.Milliseconds()),
-				Message: fmt.Sprintf("team %s's searches take %s on average (heavy) and waited %s for a turn while other teams search; try again",
+				Message: fmt.Sprintf("team %s's searches cost %s of searcher and plugin time on average (heavy) and waited %s for a turn while other teams search; try again",
 					st.name, time.Duration(st.costNS.Load()).Round(time.Millisecond), t.heavyWait)}
 		}
-		start = time.Now()
 	}
-	return turn{limits: t, st: st, start: start, heavy: heavy}, nil
+	return turn{limits: t, st: st, heavy: heavy}, nil
 }
 
-// end adds the search's time to its team's mean, charges the team's
-// rate for it (Config.RateUnit), and gives its turn back.
-func (tr turn) end() {
+// end adds the search's cost (its own work: shards' search time and
+// plugin calls, not its latency, which other teams' load stretches) to its
+// team's mean, charges the team's rate for it (Config.RateUnit), and
+// gives its turn back.
+func (tr turn) end(took time.Duration) {
 	now := time.Now()
-	took := now.Sub(tr.start)
 	tr.st.observe(took)
 	if unit := tr.limits.rateUnit; unit > 0 {
 		if b := tr.st.limits.Load().limiter; b != nil && took > unit {

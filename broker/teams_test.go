@@ -28,8 +28,8 @@ func TestHeavyTurns(t *testing.T) {
 	if err != nil {
 		t.Fatalf("a heavy team alone waited: %v", err)
 	}
-	t1.end()
-	t2.end()
+	t1.end(0)
+	t2.end(0)
 	heavy.costNS.Store(int64(40 * time.Millisecond))
 
 	// Another team starts a search: the heavy team's searches take turns.
@@ -44,7 +44,7 @@ func TestHeavyTurns(t *testing.T) {
 	start := time.Now()
 	_, err = limits.turn(heavy)
 	var e *api.Error
-	if !errors.As(err, &e) || e.Code != api.CodeOverloaded || !strings.Contains(e.Message, "team heavy's searches take 40ms on average (heavy)") {
+	if !errors.As(err, &e) || e.Code != api.CodeOverloaded || !strings.Contains(e.Message, "team heavy's searches cost 40ms of searcher and plugin time on average (heavy)") {
 		t.Fatalf("a second heavy search while another team is active: %v", err)
 	}
 	if waited := time.Since(start); waited < cfg.HeavyWait {
@@ -56,7 +56,7 @@ func TestHeavyTurns(t *testing.T) {
 		if err != nil {
 			t.Fatalf("the light team waited: %v", err)
 		}
-		defer tr.end()
+		defer tr.end(0)
 	}
 	// A turn given back is taken by the next heavy search, waiting for
 	// it (it has asked for its turn: its team's last search start moved).
@@ -65,21 +65,21 @@ func TestHeavyTurns(t *testing.T) {
 	go func() {
 		tr, err := limits.turn(heavy)
 		if err == nil {
-			tr.end()
+			tr.end(0)
 		}
 		done <- err
 	}()
 	testwait.Until(t, 5*time.Second, "the next heavy search asks for its turn", func() bool { return heavy.lastSeen.Load() != asked })
-	t1.end()
+	t1.end(0)
 	if err := <-done; err != nil {
 		t.Fatalf("the next heavy search after a turn was given back: %v", err)
 	}
-	tLight.end()
+	tLight.end(0)
 
 	// A search's turn costs no allocation (it runs for every search).
 	if n := testing.AllocsPerRun(100, func() {
 		tr, _ := limits.turn(light)
-		tr.end()
+		tr.end(0)
 	}); n != 0 {
 		t.Errorf("a turn allocates %v times", n)
 	}
@@ -114,7 +114,7 @@ func TestRateCountsSearchTime(t *testing.T) {
 			t.Fatalf("admit at %s: %v", now.Format(time.StampMilli), err)
 		}
 		st.inFlight.Add(-1)
-		turn{limits: limits, st: st, start: time.Now().Add(-took)}.end()
+		turn{limits: limits, st: st}.end(took)
 	}
 	refusedFor := func(now time.Time) time.Duration {
 		t.Helper()
@@ -152,7 +152,7 @@ func TestRateCountsSearchTime(t *testing.T) {
 	st := limits.state("alpha")
 	if n := testing.AllocsPerRun(100, func() {
 		st.limits.Load().limiter.take(time.Now())
-		turn{limits: limits, st: st, start: time.Now().Add(-time.Second)}.end()
+		turn{limits: limits, st: st}.end(time.Second)
 	}); n != 0 {
 		t.Errorf("a rate's take and charge allocate %v times", n)
 	}
