@@ -247,12 +247,16 @@ func (r *Runtime) compile(ctx context.Context, wasm []byte) (wazero.CompiledModu
 	case !r.cfg.CloseOnContextDone:
 		wasm = instrumented
 	}
-	select {
+	select { // a free worker first, whatever ctx says (select picks at random)
 	case r.compiling <- struct{}{}:
-		defer func() { <-r.compiling }()
-	case <-ctx.Done():
-		return nil, fmt.Errorf("waiting for a compile worker (%d busy): %w", cap(r.compiling), context.Cause(ctx))
+	default:
+		select {
+		case r.compiling <- struct{}{}:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("waiting for a compile worker (%d busy): %w", cap(r.compiling), context.Cause(ctx))
+		}
 	}
+	defer func() { <-r.compiling }()
 	cctx, cancel := context.WithTimeoutCause(ctx, r.cfg.CompileTimeout, errCompileTimeout)
 	defer cancel()
 	// Two workers: wazero then checks the context between functions (one
