@@ -172,22 +172,3 @@ func (s *Store) DeleteGate(ctx context.Context, index string) error {
 	}
 	return nil
 }
-
-// purgeJudgements removes every judgement list and the gate of an index.
-func (s *Store) purgeJudgements(ctx context.Context, index string) error {
-	keys, err := s.Judgements.ListKeysFiltered(ctx, index+".>")
-	if err != nil {
-		return fmt.Errorf("list the judgement lists of %q: %w", index, err)
-	}
-	defer keys.Stop()
-	var names []string
-	for k := range keys.Keys() {
-		names = append(names, k)
-	}
-	for _, k := range names {
-		if err := s.Judgements.Purge(ctx, k); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
-			return fmt.Errorf("remove %s: %w", k, err)
-		}
-	}
-	return nil
-}

@@ -320,31 +320,88 @@ func (s *Store) ListIndexes(ctx context.Context) ([]api.IndexDefinition, error) 
 	return defs, nil
 }
 
-// DeleteIndex removes an index: its definition first (so every role stops
-// serving it), then its documents, manifest and snapshots.
+// DeleteIndex removes an index and everything kept under its name, so
+// that an index created later with the name (by any team) inherits
+// nothing: its documents, manifest, snapshots and field paths, its
+// pipeline and its history, its plugin versions (and their configs,
+// which may hold a team's secrets), plugin events, shadow and
+// interleaving tallies, judgement lists and gate, user events, recorded
+// queries and staged uploads. What is kept is purged before the
+// definition is deleted (a failure leaves the index there, to delete
+// again) and once more after (what roles wrote meanwhile); then the
+// roles stop serving it.
 func (s *Store) DeleteIndex(ctx context.Context, name string) error {
-	if _, err := s.Index(ctx, name); err != nil {
+	def, err := s.Index(ctx, name)
+	if err != nil {
+		return err
+	}
+	if err := s.purgeIndex(ctx, def); err != nil {
 		return err
 	}
 	if err := s.Indexes.Delete(ctx, name); err != nil {
 		return fmt.Errorf("delete index %q: %w", name, err)
 	}
-	if err := s.Docs.Purge(ctx, jetstream.WithPurgeSubject(subject.DocsOfIndex(name))); err != nil {
-		return fmt.Errorf("purge documents of %q: %w", name, err)
-	}
-	if err := s.Manifests.Purge(ctx, name); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
-		return fmt.Errorf("delete manifest of %q: %w", name, err)
-	}
-	if err := s.Fields.Purge(ctx, name); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
-		return fmt.Errorf("delete the field paths of %q: %w", name, err)
-	}
-	if err := s.UserEvents.Purge(ctx, jetstream.WithPurgeSubject(subject.UserEventsPrefix+"."+name)); err != nil {
-		return fmt.Errorf("purge the user events of %q: %w", name, err)
-	}
-	if err := s.purgeJudgements(ctx, name); err != nil {
+	if err := s.purgeIndex(ctx, def); err != nil {
 		return err
 	}
 	return s.deleteObjects(ctx, name+"/", func(string) bool { return true })
+}
+
+// purgeIndex removes what is kept under an index's name, but its
+// definition and snapshots (DeleteIndex).
+func (s *Store) purgeIndex(ctx context.Context, def api.IndexDefinition) error {
+	name := def.Name
+	for _, st := range []struct {
+		what    string
+		stream  jetstream.Stream
+		subject string
+	}{
+		{"documents", s.Docs, subject.DocsOfIndex(name)},
+		{"user events", s.UserEvents, subject.UserEventsPrefix + "." + name},
+		{"recorded queries", s.Queries, subject.QueriesPrefix + "." + name},
+		{"staged uploads", s.Uploads, subject.UploadsPrefix + "." + def.TeamOf() + "." + name + ".>"},
+	} {
+		if err := st.stream.Purge(ctx, jetstream.WithPurgeSubject(st.subject)); err != nil {
+			return fmt.Errorf("purge the %s of %q: %w", st.what, name, err)
+		}
+	}
+	for _, kv := range []struct {
+		what string
+		kv   jetstream.KeyValue
+	}{{"manifest", s.Manifests}, {"field paths", s.Fields}, {"pipeline", s.Pipelines}} {
+		if err := kv.kv.Purge(ctx, name); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
+			return fmt.Errorf("delete the %s of %q: %w", kv.what, name, err)
+		}
+	}
+	for _, kv := range []struct {
+		what string
+		kv   jetstream.KeyValue
+	}{{"judgement lists", s.Judgements}, {"plugin versions", s.PluginVersions}, {"plugin events", s.Events},
+		{"shadow tallies", s.Shadow}, {"interleaved searches", s.Interleave}, {"interleaving tallies", s.InterleaveTallies}} {
+		if err := purgeKeys(ctx, kv.kv, name+".>"); err != nil {
+			return fmt.Errorf("delete the %s of %q: %w", kv.what, name, err)
+		}
+	}
+	return nil
+}
+
+// purgeKeys purges the keys of kv that match filter.
+func purgeKeys(ctx context.Context, kv jetstream.KeyValue, filter string) error {
+	keys, err := kv.ListKeysFiltered(ctx, filter)
+	if err != nil {
+		return err
+	}
+	defer keys.Stop()
+	var names []string
+	for k := range keys.Keys() {
+		names = append(names, k)
+	}
+	for _, k := range names {
+		if err := kv.Purge(ctx, k); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
+			return fmt.Errorf("remove %s: %w", k, err)
+		}
+	}
+	return nil
 }
 
 // deleteObjects deletes the segment objects whose names start with prefix
