@@ -29,6 +29,9 @@ func TestParseDocument(t *testing.T) {
 		{"1e400", `{"id":"hn","v":1e400}`, small, CodeBadRequest, `malformed document "hn": v must be a number that fits in a 64-bit float, got 1e400`},
 		{"no id and over", `{"a":1,"b":2,"c":3,"d":4,"e":5}`, small, CodeDocumentTooComplex, `document has more than 4 fields`},
 		{"no id", `{"a":1}`, small, CodeBadRequest, `document has no "id" field`},
+		{"a field _id", `{"id":"att1","_id":"victim2","t":"hijack"}`, small, CodeBadRequest, `document "att1" has a field named _id, which the index keeps for its own`},
+		{"a field _all", `{"id":"a","_all":"x"}`, small, CodeBadRequest, `document "a" has a field named _all`},
+		{"a nested _id is a field like any", `{"id":"ok","a":{"_id":1},"b":2}`, small, "", ""},
 		{"deeper than JSON allows", `{"id":"x","v":` + strings.Repeat("[", 10001) + `}`, MaxDocumentLimits, CodeDocumentTooComplex, `nests deeper than 100 levels`},
 	}
 	for _, tc := range cases {
