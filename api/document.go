@@ -169,23 +169,27 @@ func ParseDocument(doc []byte, maxBytes int, lim DocumentLimits) (Document, erro
 	if err != nil {
 		return Document{}, err
 	}
-	for _, f := range reservedFields {
-		if slices.Contains(d.Fields, f.hash) {
-			return Document{}, BadRequest("document %q has a field named %s, which the index keeps for its own (%s): rename it", id, f.name, f.why)
+	for i, h := range reservedHashes {
+		if slices.Contains(d.Fields, h) {
+			return Document{}, ReservedFieldError(id, ReservedFields[i])
 		}
 	}
 	return Document{ID: id, Fields: d.Fields}, nil
 }
 
-// reservedFields are the field paths a document may not have: bleve keeps
-// them for its own, and one in a document would pass for it (a field
-// "_id" replaced the id of the hit it was stored with).
-var reservedFields = []struct {
-	name, why string
-	hash      uint64
-}{
-	{"_id", "the document's id, which is its \"id\"", FieldHash("_id")},
-	{"_all", "the field every field's text is searched through", FieldHash("_all")},
+// ReservedFields are the fields a document may not have at its top level:
+// bleve keeps them for its own, "_id" for the document's id (its "id")
+// and "_all" for the field every field's text is searched through, and
+// one in a document would pass for it (a field "_id" replaced the id of
+// the hit it was stored with).
+var ReservedFields = []string{"_id", "_all"}
+
+var reservedHashes = []uint64{FieldHash("_id"), FieldHash("_all")}
+
+// ReservedFieldError is the error of document id's field named field,
+// one of ReservedFields.
+func ReservedFieldError(id, field string) error {
+	return BadRequest("document %q has a field named %s, which the index keeps for its own: rename it", id, field)
 }
 
 // documentError makes the error of a document strictjson refused; rawID

@@ -188,6 +188,7 @@ func TestUnappliableDocumentsSkipped(t *testing.T) {
 		{"hn", `{"id":"hn","v":1e400}`},
 		{"junk", `{"id":"junk",`},
 		{"dup", `{"id":"dup","a":1,"a":2}`},
+		{"att1", `{"id":"att1","_id":"good","name":"hijack"}`},
 		{"good", `{"id":"good","name":"kept"}`},
 	}
 	for _, d := range docs { // straight into the stream, past the client

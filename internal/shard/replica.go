@@ -569,6 +569,11 @@ func (r *Replica) addDoc(b *bleve.Batch, id string, data []byte) (err error) {
 	if err := json.Unmarshal(data, &doc); err != nil {
 		return fmt.Errorf("malformed: %w", err)
 	}
+	for _, f := range api.ReservedFields {
+		if _, ok := doc[f]; ok {
+			return api.ReservedFieldError(id, f)
+		}
+	}
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("unindexable: bleve panicked: %v", p)
