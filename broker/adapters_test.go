@@ -163,6 +163,8 @@ func TestApplyRewrite(t *testing.T) {
 			Q: "x", Query: []byte(`{"match":`), RerankDepth: 400}, true, nil},
 		{"filter not JSON: nothing changes", abi.RewriteResponse{Flags: abi.FlagQ | abi.FlagFilter,
 			Q: "x", Filter: []byte(`{"term":`)}, true, nil},
+		{"q not UTF-8: the plugin's malformed output", abi.RewriteResponse{Flags: abi.FlagQ | abi.FlagRerankDepth,
+			Q: "pad \xff thai", RerankDepth: 400}, true, nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"time"
+	"unicode/utf8"
 
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/sdk/abi"
@@ -63,11 +64,15 @@ func RankInput(q string, context []byte, hits []api.Hit, fields []string) *abi.R
 }
 
 // CheckRewrite reports what makes a rewriter's answer unusable whatever
-// the request: a query or a filter that is not JSON. The broker skips (or,
+// the request: a q that is not valid UTF-8, a query or a filter that is
+// not JSON. The broker skips (or,
 // fail-closed, fails on) such an answer, so the plugin's fault is not the
 // caller's bad request, and the registry refuses a version that gives one
 // for a sample, so a version is validated as production judges it.
 func CheckRewrite(out *abi.RewriteResponse) error {
+	if out.Flags&abi.FlagQ != 0 && !utf8.ValidString(out.Q) {
+		return errors.New("rewritten q is not valid UTF-8")
+	}
 	if out.Flags&abi.FlagQuery != 0 && len(out.Query) > 0 && !json.Valid(out.Query) {
 		return errors.New("rewritten query is not JSON")
 	}
