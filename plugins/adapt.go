@@ -65,9 +65,9 @@ func RankInput(q string, context []byte, hits []api.Hit, fields []string) *abi.R
 
 // CheckRewrite reports what makes a rewriter's answer unusable whatever
 // the request: a q that is not valid UTF-8, a query or a filter that is
-// not JSON. The broker skips (or,
-// fail-closed, fails on) such an answer, so the plugin's fault is not the
-// caller's bad request, and the registry refuses a version that gives one
+// not JSON. The broker skips (or, fail-closed, fails on) such an answer,
+// so the plugin's fault is not the caller's bad request, and the registry
+// refuses a version that gives one
 // for a sample, so a version is validated as production judges it.
 func CheckRewrite(out *abi.RewriteResponse) error {
 	if out.Flags&abi.FlagQ != 0 && !utf8.ValidString(out.Q) {
