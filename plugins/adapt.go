@@ -67,8 +67,8 @@ func RankInput(q string, context []byte, hits []api.Hit, fields []string) *abi.R
 // the request: a q that is not valid UTF-8, a query or a filter that is
 // not JSON. The broker skips (or, fail-closed, fails on) such an answer,
 // so the plugin's fault is not the caller's bad request, and the registry
-// refuses a version that gives one
-// for a sample, so a version is validated as production judges it.
+// refuses a version that gives one for a sample, so a version is
+// validated as production judges it.
 func CheckRewrite(out *abi.RewriteResponse) error {
 	if out.Flags&abi.FlagQ != 0 && !utf8.ValidString(out.Q) {
 		return errors.New("rewritten q is not valid UTF-8")
