@@ -50,6 +50,12 @@ type Client struct {
 
 	mu   sync.Mutex
 	defs map[string]api.IndexDefinition
+	// defsWatch follows the indexes bucket (updates only) from the first
+	// definition read, so that a cached definition is dropped once its
+	// index changes or is deleted (and perhaps created again with other
+	// shards, which a write routed by the old one would miss). It is
+	// drained where definitions are read: no goroutine of the client's.
+	defsWatch jetstream.KeyWatcher
 
 	// fieldsMu guards fields: what the client knows of each index's field
 	// paths (see admitFields).
@@ -241,22 +247,98 @@ func (c *Client) DeleteIndex(ctx context.Context, name string) error {
 	return st.DeleteIndex(ctx, name)
 }
 
-// definition returns a cached index definition, reading it on a miss.
+// definition returns a cached index definition, reading it on a miss. A
+// definition is cached only while the client follows the indexes bucket
+// (defsWatch): what changed since is dropped first, so a write is never
+// routed by the definition of an index since deleted.
 func (c *Client) definition(ctx context.Context, name string) (api.IndexDefinition, error) {
 	c.mu.Lock()
+	changed := c.drainDefs()
 	def, ok := c.defs[name]
+	watching := c.defsWatch != nil
 	c.mu.Unlock()
-	if ok {
+	c.forgetFields(changed)
+	if ok && watching {
 		return def, nil
+	}
+	if !watching {
+		if err := c.watchDefs(ctx); err != nil {
+			return def, err
+		}
 	}
 	def, err := c.Index(ctx, name)
 	if err != nil {
 		return def, err
 	}
 	c.mu.Lock()
-	c.defs[name] = def
+	if c.defsWatch != nil { // not stopped meanwhile (a closed connection)
+		c.defs[name] = def
+	}
 	c.mu.Unlock()
 	return def, nil
+}
+
+// watchDefs starts following the indexes bucket, before the definition
+// it is for is read (so that no change between the two is missed).
+func (c *Client) watchDefs(ctx context.Context) error {
+	st, err := c.metaStore(ctx)
+	if err != nil {
+		return err
+	}
+	// Not ctx: the watch outlives the call; it ends with the connection.
+	w, err := st.Indexes.WatchAll(context.Background(), jetstream.UpdatesOnly())
+	if err != nil {
+		return fmt.Errorf("follow the index definitions: %w", err)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.defsWatch != nil { // started meanwhile
+		w.Stop()
+		return nil
+	}
+	c.defsWatch = w
+	return nil
+}
+
+// drainDefs drops the cached definitions of the indexes defsWatch says
+// changed, and returns their names. With the watch ended (the connection
+// closed) every definition is dropped and none is cached again. c.mu is
+// held.
+func (c *Client) drainDefs() []string {
+	var changed []string
+	for c.defsWatch != nil {
+		select {
+		case e, ok := <-c.defsWatch.Updates():
+			if !ok {
+				c.defsWatch = nil
+				for name := range c.defs {
+					changed = append(changed, name)
+				}
+				clear(c.defs)
+				return changed
+			}
+			if e != nil {
+				delete(c.defs, e.Key())
+				changed = append(changed, e.Key())
+			}
+		default:
+			return changed
+		}
+	}
+	return changed
+}
+
+// forgetFields drops what the client knows of the named indexes' field
+// paths (see admitFields).
+func (c *Client) forgetFields(names []string) {
+	if len(names) == 0 {
+		return
+	}
+	c.fieldsMu.Lock()
+	defer c.fieldsMu.Unlock()
+	for _, name := range names {
+		delete(c.fields, name)
+	}
 }
 
 // Put upserts one document (a JSON object with a string "id") and returns
