@@ -66,6 +66,25 @@ type Config struct {
 	// (api.TeamSettings, `quarry team set`), so that one team cannot take
 	// every slot (default MaxInFlight/4, at least 1).
 	TeamMaxInFlight int
+	// TeamMaxSearchMemory caps the memory one team's searches in flight
+	// hold on this broker, in bytes: each search is accounted an estimate
+	// once it is planned (its shards' replies and its response, from its
+	// shards, hits, fields and explain), then what its shards' replies
+	// came to once they are decoded. A search that would take its team
+	// over the cap is refused with 429 overloaded naming it (default
+	// DefaultTeamMaxSearchMemory, 256 MiB).
+	TeamMaxSearchMemory int64
+	// MaxResponseBytes bounds a search's response, counted as its page is
+	// cut, before it is encoded: its hits' ids, fields and explanations.
+	// Past it the search stops with response_too_large. It is at most
+	// what one reply carries on the broker's NATS connection (the
+	// server's max_payload less 4 KiB, wire.ReplyRoom), which is also its
+	// default (0).
+	MaxResponseBytes int
+	// MaxExplain caps from+size of a request that asks to explain
+	// (planner.Config.MaxExplain; default planner.DefaultMaxExplain, 100):
+	// every shard explains each of its from+size hits, kilobytes each.
+	MaxExplain int
 	// HeavyAfter marks a team heavy on this broker when its recent
 	// searches cost more than this on average: a search's cost is its
 	// own work, its shards' search time on the searchers and its plugin
@@ -175,8 +194,14 @@ var Defaults = Config{
 	DrainTimeout: 10 * time.Second, SlowQuery: 500 * time.Millisecond,
 	FallbackErrorRate: 0.5, FallbackWindow: 100, FallbackMinCalls: 20, FallbackSlowRate: 0.01,
 	StatsCacheSize: 4096, StatsCacheTerms: fanout.DefaultStatsCacheTerms, StatsMaxUpdates: DefaultStatsMaxUpdates, StatsMaxAge: DefaultStatsMaxAge, CompressThreshold: wire.CompressThreshold, QueueGroup: "quarry-broker",
-	PeerHeartbeat: 2 * time.Second,
+	PeerHeartbeat: 2 * time.Second, TeamMaxSearchMemory: DefaultTeamMaxSearchMemory, MaxExplain: planner.DefaultMaxExplain,
 }
+
+// DefaultTeamMaxSearchMemory is Config.TeamMaxSearchMemory's default:
+// room for about five searches of 10,000 hits with every field of
+// kilobyte documents from four shards at once, and for thousands of
+// ordinary ones.
+const DefaultTeamMaxSearchMemory = 256 << 20
 
 // EnsureDefaults gives every zero field its default (Defaults;
 // TeamMaxInFlight: a quarter of MaxInFlight). It changes nothing else, and
@@ -204,6 +229,8 @@ func (c *Config) EnsureDefaults() {
 	c.CompressThreshold = cmp.Or(c.CompressThreshold, d.CompressThreshold)
 	c.QueueGroup = cmp.Or(c.QueueGroup, d.QueueGroup)
 	c.PeerHeartbeat = cmp.Or(c.PeerHeartbeat, d.PeerHeartbeat)
+	c.TeamMaxSearchMemory = cmp.Or(c.TeamMaxSearchMemory, d.TeamMaxSearchMemory)
+	c.MaxExplain = cmp.Or(c.MaxExplain, d.MaxExplain)
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -255,6 +282,15 @@ func (c *Config) Validate() error {
 	}
 	if c.HedgeMaxFraction < 0 || c.HedgeMaxFraction > 1 {
 		bad("hedge max fraction must be in [0,1], got %g", c.HedgeMaxFraction)
+	}
+	if c.TeamMaxSearchMemory <= 0 {
+		bad("team max search memory must be above 0, got %d", c.TeamMaxSearchMemory)
+	}
+	if c.MaxResponseBytes < 0 {
+		bad("max response bytes must be 0 (what one NATS reply carries) or more, got %d", c.MaxResponseBytes)
+	}
+	if c.MaxExplain <= 0 || c.MaxExplain > api.MaxWindow {
+		bad("max explain must be 1-%d, got %d", api.MaxWindow, c.MaxExplain)
 	}
 	return errors.Join(errs...)
 }
@@ -324,7 +360,7 @@ func New(nc *nats.Conn, store *meta.Store, cfg Config) (*Broker, error) {
 		return nil, err
 	}
 	cfg.Logger = cfg.Logger.With("role", "broker")
-	p, err := planner.New(planner.Config{DefaultTimeout: cfg.DefaultTimeout, MaxTimeout: cfg.MaxTimeout,
+	p, err := planner.New(planner.Config{DefaultTimeout: cfg.DefaultTimeout, MaxTimeout: cfg.MaxTimeout, MaxExplain: cfg.MaxExplain,
 		Hedge: planner.Hedge{Enabled: !cfg.NoHedge, MaxFraction: cfg.HedgeMaxFraction}})
 	if err != nil {
 		return nil, err
@@ -728,15 +764,7 @@ func (b *Broker) searchJSON(ctx context.Context, index string, data []byte, out 
 		b.metrics.answered(index, start, err)
 		return cost, err
 	}
-	if room := wire.ReplyRoom(b.nc); out.Len() > room {
-		// Sent, it would be refused by the server, and the client left
-		// waiting to its own deadline.
-		err = api.ResponseTooLarge(fmt.Sprintf("the response is %d bytes, over the %d bytes one reply carries", out.Len(), room))
-		b.metrics.answered(index, start, err)
-		return cost, err
-	}
 	encoded := time.Now()
-	b.metrics.served(index, encoded.Sub(start), decoded, encoded.Sub(encStart), resp.Shards.Failed > 0)
 	if prof != nil {
 		prof.Stages = append([]api.Stage{{Name: "decode", TookMS: ms(decoded)}}, prof.Stages...)
 		prof.Stages = append(prof.Stages, api.Stage{Name: "encode", TookMS: ms(encoded.Sub(encStart))})
@@ -750,6 +778,17 @@ func (b *Broker) searchJSON(ctx context.Context, index string, data []byte, out 
 		out.Write(p)
 		out.WriteByte('}')
 	}
+	// The page was counted as it was cut (run.page); this is the exact
+	// size, the profile included. Sent, a response over what one reply
+	// carries would be refused by the server, and the client left waiting
+	// to its own deadline.
+	if max := b.responseCap(); out.Len() > max {
+		err = api.ResponseTooLarge(fmt.Sprintf("the response is %d bytes, over the %d bytes one response may hold (the broker's --max-response-bytes, at most what one reply carries)", out.Len(), max))
+		b.metrics.bound(boundResponseBytes)
+		b.metrics.answered(index, start, err)
+		return cost, err
+	}
+	b.metrics.served(index, encoded.Sub(start), decoded, encoded.Sub(encStart), resp.Shards.Failed > 0)
 	return cost, nil
 }
 

@@ -38,6 +38,7 @@ func TestConfigDefaultsAndValidate(t *testing.T) {
 	bad.HeavySearches = -3
 	bad.RateUnit = time.Microsecond
 	bad.StatsMaxUpdates, bad.StatsMaxAge = MaxStatsMaxUpdates+1, -time.Second
+	bad.TeamMaxSearchMemory, bad.MaxResponseBytes, bad.MaxExplain = -1, -2, 10001
 	before := bad
 	err := bad.Validate()
 	if err == nil {
@@ -46,7 +47,8 @@ func TestConfigDefaultsAndValidate(t *testing.T) {
 	for _, want := range []string{"default timeout 5s is over the max timeout 1s", "record percent must be 0-100, got 101",
 		"fallback error rate must be in [0,1], got 2", "fallback min calls (101) must not be above the fallback window (100)",
 		"heavy searches must be 1 or more, got -3", "stats max updates must be 1-4096 (what a searcher remembers of its updates), got 4097",
-		"stats max age must be above 0, got -1s", "rate unit must be 1ms or more (negative: a search counts once), got 1µs"} {
+		"stats max age must be above 0, got -1s", "rate unit must be 1ms or more (negative: a search counts once), got 1µs",
+		"team max search memory must be above 0, got -1", "max response bytes must be 0 (what one NATS reply carries) or more, got -2", "max explain must be 1-10000, got 10001"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("Validate: %v\nwant it to say %q", err, want)
 		}

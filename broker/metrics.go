@@ -93,7 +93,10 @@ type metrics struct {
 	partial   *prometheus.CounterVec
 	// cpDropped counts the control-plane writes dropped, by lane.
 	cpDropped *prometheus.CounterVec
-	known     func(index string) bool
+	// bounds counts the searches refused by a bound on their size or
+	// memory, by bound (boundNames).
+	bounds [numBounds]prometheus.Counter
+	known  func(index string) bool
 
 	mu      sync.RWMutex
 	indexes map[string]*indexMetrics
@@ -148,7 +151,13 @@ func newMetrics(b *Broker, reg prometheus.Registerer) (*metrics, error) {
 		known:   func(index string) bool { _, ok := b.Index(index); return ok },
 		indexes: map[string]*indexMetrics{},
 	}
-	for _, c := range []prometheus.Collector{m.statsFrom, m.requests, m.duration, m.stages, m.steps, m.partial, m.cpDropped, &brokerCollector{b: b},
+	bounds := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "quarry_broker_bound_refusals_total",
+		Help: "Searches refused by a bound on what they build or hold, by bound: max_explain (explain over --max-explain hits, 400), max_response_bytes (a response over --max-response-bytes as its page was cut, 400), team_max_search_memory (a team's searches in flight over --team-max-search-memory, 429)."},
+		[]string{"bound"})
+	for i, name := range boundNames {
+		m.bounds[i] = bounds.WithLabelValues(name)
+	}
+	for _, c := range []prometheus.Collector{m.statsFrom, m.requests, m.duration, m.stages, m.steps, m.partial, m.cpDropped, bounds, &brokerCollector{b: b},
 		plugins.NewCollector(b.loadedPlugins)} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("broker: register metrics: %w", err)
@@ -235,6 +244,9 @@ func (m *metrics) served(index string, total, decode, encode time.Duration, part
 	}
 }
 
+// bound counts a search refused by one of the bounds of boundNames.
+func (m *metrics) bound(b int) { m.bounds[b].Inc() }
+
 // refused counts a request refused as overloaded.
 func (m *metrics) refused(index string) {
 	m.index(index).requests[outcomeOf(errOverloaded)].Inc()
@@ -313,11 +325,13 @@ var (
 	descShardRequests = prometheus.NewDesc("quarry_broker_shard_requests_total", "Requests sent to shards (statistics and search phases), hedges not included.", nil, nil)
 	descHedges        = prometheus.NewDesc("quarry_broker_hedges_total", "Hedged shard requests: a second replica asked because the first was slower than the shard's recent latency quantile.", nil, nil)
 	descHedgesWon     = prometheus.NewDesc("quarry_broker_hedges_won_total", "Hedged shard requests that answered first.", nil, nil)
+	descTeamMemory    = prometheus.NewDesc("quarry_broker_team_search_memory_bytes", "Memory a team's searches in flight hold on this broker, as accounted against --team-max-search-memory (an estimate once a search is planned, its shards' decoded replies once they answer), by team.", []string{"team"}, nil)
+	descMemoryLimit   = prometheus.NewDesc("quarry_broker_team_search_memory_limit_bytes", "The most memory one team's searches in flight may hold on this broker (--team-max-search-memory).", nil, nil)
 )
 
 // Describe implements prometheus.Collector.
 func (c *brokerCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descInFlight, descInFlightLimit, descShardRequests, descHedges, descHedgesWon} {
+	for _, d := range []*prometheus.Desc{descInFlight, descInFlightLimit, descShardRequests, descHedges, descHedgesWon, descTeamMemory, descMemoryLimit} {
 		ch <- d
 	}
 }
@@ -330,4 +344,11 @@ func (c *brokerCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descShardRequests, prometheus.CounterValue, float64(requests))
 	ch <- prometheus.MustNewConstMetric(descHedges, prometheus.CounterValue, float64(hedges))
 	ch <- prometheus.MustNewConstMetric(descHedgesWon, prometheus.CounterValue, float64(won))
+	ch <- prometheus.MustNewConstMetric(descMemoryLimit, prometheus.GaugeValue, float64(c.b.cfg.TeamMaxSearchMemory))
+	t := c.b.teamLimits
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	for name, st := range t.teams {
+		ch <- prometheus.MustNewConstMetric(descTeamMemory, prometheus.GaugeValue, float64(st.memory.Load()), name)
+	}
 }

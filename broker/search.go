@@ -55,6 +55,9 @@ func (b *Broker) search(ctx context.Context, index string, req *api.SearchReques
 			return nil, stageTimes{}, 0, err
 		}
 	}
+	if err := b.checkExplain(req); err != nil {
+		return nil, stageTimes{}, 0, err // before the rewriters: it costs nothing
+	}
 	opts := execOptions{profile: req.Profile, start: start, pipeline: b.pipelines.Get(index), metrics: b.metrics.index(index)}
 	if req.Variant != nil {
 		pl, err := b.variant(ctx, index, opts.pipeline, req.Variant)
@@ -69,6 +72,7 @@ func (b *Broker) search(ctx context.Context, index string, req *api.SearchReques
 		rewriters = opts.pipeline.Rewriters
 	}
 	resp, err = r.fromRewrite(ctx, index, rewriters)
+	r.releaseMemory()
 	if len(r.mirrors) > 0 {
 		b.mirrorRewrites(index, def, opts.pipeline, r.mirrors, resp)
 	}
@@ -94,6 +98,9 @@ func (r *run) fromRewrite(ctx context.Context, index string, rewriters []Step) (
 		if ctx.Err() != nil {
 			return nil, api.Errorf(api.CodeTimeout, "the request's time (%s) ran out in its rewriters: %s", r.b.planner.Timeout(&r.req), r.stepErrors())
 		}
+	}
+	if err := r.b.checkExplain(&r.req); err != nil {
+		return nil, err // the rewriters asked for it
 	}
 	plan, err := r.b.planner.Plan(&r.req, r.def, r.hints)
 	if err != nil {
@@ -145,6 +152,12 @@ func (r *run) execute(ctx context.Context, plan *planner.Plan) (*api.SearchRespo
 	defer cancelShards()
 	r.plan = plan
 	r.planned()
+	// The team's search memory: an estimate before the shards are asked,
+	// what their replies came to once decoded (releaseMemory gives it
+	// back when the run ends).
+	if err := r.account(r.estimate(), "estimated from its shards, hits, fields and explain"); err != nil {
+		return nil, err
+	}
 	if err := r.statistics(shardCtx); err != nil {
 		return nil, err
 	}
@@ -152,11 +165,16 @@ func (r *run) execute(ctx context.Context, plan *planner.Plan) (*api.SearchRespo
 	if err := r.collect(ctx); err != nil {
 		return nil, err
 	}
+	if err := r.account(r.counted(), "counted from its shards' replies"); err != nil {
+		return nil, err
+	}
 	r.merge()
 	if err := r.rank(ctx); err != nil {
 		return nil, err
 	}
-	r.page()
+	if err := r.page(); err != nil {
+		return nil, err
+	}
 	r.finish()
 	return r.resp, nil
 }
@@ -199,8 +217,15 @@ type run struct {
 	rankStages []api.Stage
 	rankTook   time.Duration
 	// explanations are the candidates' score explanations, by id, when
-	// the request asked to explain.
-	explanations map[string]json.RawMessage
+	// the request asked to explain, as decoded: those of the page are
+	// encoded.
+	explanations map[string]any
+	// memTeam is the team whose search memory the run holds memHeld
+	// bytes of (account); replyBytes is what its shards' decoded replies
+	// hold (collect).
+	memTeam    *teamState
+	memHeld    int64
+	replyBytes int64
 }
 
 // planned records the rewrite and plan stages, and widens the plan for
@@ -350,6 +375,9 @@ func (r *run) collect(ctx context.Context) error {
 			continue
 		}
 		r.resp.Shards.Successful++
+		for j := range sr.Hits {
+			r.replyBytes += hitBytes(&sr.Hits[j])
+		}
 		r.cost += time.Duration(sr.TookNS)
 		r.results[i].Resp = &sr
 		r.good = append(r.good, &sr)
@@ -378,25 +406,27 @@ func (r *run) merge() {
 }
 
 // takeExplanations moves each candidate's score explanation out of its
-// fields (wire.ExplanationField), before a ranker sees them.
+// fields (wire.ExplanationField), before a ranker sees them; page
+// encodes those of its hits.
 func (r *run) takeExplanations() {
-	r.explanations = make(map[string]json.RawMessage, len(r.hits))
+	r.explanations = make(map[string]any, len(r.hits))
 	for i := range r.hits {
 		h := &r.hits[i]
 		h.DecodeFields()
 		if e, ok := h.Fields[wire.ExplanationField]; ok {
 			delete(h.Fields, wire.ExplanationField)
-			if raw, err := json.Marshal(e); err == nil {
-				r.explanations[h.ID] = raw
-			}
+			r.explanations[h.ID] = e
 		}
 	}
 }
 
-// page cuts the from/size window, decodes its sort values and takes the
-// rankers' extra fields out of it.
-func (r *run) page() {
+// page cuts the from/size window, decodes its sort values, takes the
+// rankers' extra fields out of it and gives its hits their explanations,
+// counting the response's bytes as it goes: past responseCap it stops
+// with response_too_large, before anything is encoded.
+func (r *run) page() error {
 	start := time.Now()
+	defer func() { r.mergeTook += time.Since(start) }()
 	r.resp.Hits = fanout.Page(r.hits, r.plan)
 	if len(r.plan.Sort) > 0 {
 		decodeSortValues(r.b.sortTypesOf(r.plan.Index), r.plan.Sort, r.resp.Hits)
@@ -409,13 +439,23 @@ func (r *run) page() {
 			}
 		}
 	}
+	budget := responseBudget{max: r.b.responseCap()}
+	budget.take(profileBytes(r.prelude) + profileBytes(r.prof) + 64*len(r.results)) // the profile, if asked for
 	for i := range r.resp.Hits {
-		if e, ok := r.explanations[r.resp.Hits[i].ID]; ok {
-			r.resp.Hits[i].Explanation = e
+		h := &r.resp.Hits[i]
+		if e, ok := r.explanations[h.ID]; ok {
+			raw, err := json.Marshal(e)
+			if err != nil {
+				return fmt.Errorf("encode hit %q's explanation: %w", h.ID, err)
+			}
+			h.Explanation = raw
+		}
+		if !budget.take(int(hitBytes(h)) - hitMemory + 48 + len(h.Explanation)) {
+			return r.responseTooLarge(i+1, len(r.resp.Hits), budget.max)
 		}
 	}
 	r.resp.Pipeline = r.reports
-	r.mergeTook += time.Since(start)
+	return nil
 }
 
 // finish records the merge and rank times and writes the profile.

@@ -51,6 +51,9 @@ type teamState struct {
 	limits   atomic.Pointer[teamConfig]
 	costNS   atomic.Int64 // moving mean of its recent searches' time
 	lastSeen atomic.Int64 // when its last search started, in Unix ns
+	// memory is what its searches in flight hold on this broker, in
+	// bytes (run.account), at most Config.TeamMaxSearchMemory.
+	memory atomic.Int64
 }
 
 // teamConfig is a team's limits as the broker applies them.

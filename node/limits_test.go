@@ -129,9 +129,10 @@ func postTimed(client *http.Client, url, body string) (int, time.Duration, error
 }
 
 // A search whose hits' fields come to more than one NATS message carries
-// is refused at once, with response_too_large naming both sizes, by the
+// is refused at once, with response_too_large naming the bound, by the
 // searcher (the fields of its own hits, counted as they load: it holds no
-// more of them than it could send) or by the broker (the merged response).
+// more of them than it could send) or by the broker (the merged response,
+// counted as its page is cut, before it is encoded).
 // On a stock nats-server (max_payload 1 MB) and documents of 25 KB, a
 // search for 60 hits with every field waited 30 s, the client's own
 // timeout, and got "context deadline exceeded": the broker's reply was
@@ -166,9 +167,9 @@ func TestResponseTooLarge(t *testing.T) {
 		{"ten hits", `{"q":"book","size":10,"fields":["*"]}`, 200, `"total":100`},
 		// About 30 hits a shard: each shard's reply fits, the merged
 		// response does not.
-		{"sixty hits", `{"q":"early","size":60,"fields":["*"]}`, 400, "response too large: the response is "},
+		{"sixty hits", `{"q":"early","size":60,"fields":["*"]}`, 400, "response too large: the response comes to more than "},
 		// About 50 a shard: a shard's fields alone are over.
-		{"a hundred hits", `{"q":"book","size":100,"fields":["*"]}`, 400, "response too large: the hits' stored fields on shard "},
+		{"a hundred hits", `{"q":"book","size":100,"fields":["*"]}`, 400, "'s reply comes to more than "},
 		{"a hundred hits, their titles", `{"q":"book","size":100,"fields":["title"]}`, 200, `"total":100`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

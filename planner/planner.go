@@ -25,7 +25,16 @@ type Config struct {
 	MergeReserve time.Duration
 	// Hedge is the default hedging policy.
 	Hedge Hedge
+	// MaxExplain caps from+size of a request that asks to explain
+	// (default DefaultMaxExplain). Every shard explains each of its
+	// from+size hits, and an explanation is kilobytes: 10,000 of them made
+	// a response of 35 MB, built before its size could be checked.
+	MaxExplain int
 }
+
+// DefaultMaxExplain is Config.MaxExplain's default: a page to read, not
+// a result set to export.
+const DefaultMaxExplain = 100
 
 // Hedge says when a slow shard is asked again, on another replica.
 type Hedge struct {
@@ -56,6 +65,12 @@ func (c *Config) Validate() error {
 	}
 	if c.MergeReserve < 0 {
 		return fmt.Errorf("planner: merge reserve must be >= 0")
+	}
+	if c.MaxExplain == 0 {
+		c.MaxExplain = DefaultMaxExplain
+	}
+	if c.MaxExplain < 0 || c.MaxExplain > api.MaxWindow {
+		return fmt.Errorf("planner: max explain must be between 1 and %d, got %d", api.MaxWindow, c.MaxExplain)
 	}
 	h := &c.Hedge
 	if h.Quantile == 0 {
@@ -136,6 +151,9 @@ func (p *Planner) Plan(req *api.SearchRequest, def api.IndexDefinition, hints *H
 	if err := req.Validate(); err != nil {
 		return nil, err
 	}
+	if err := p.CheckExplain(req); err != nil {
+		return nil, err
+	}
 	limits := def.Query.Limits.Effective()
 	if err := checkRequest(req, limits); err != nil {
 		return nil, err
@@ -188,6 +206,20 @@ func (p *Planner) Plan(req *api.SearchRequest, def api.IndexDefinition, hints *H
 		Timeout: timeout, ShardTimeout: timeout - reserve, Hedge: p.cfg.Hedge,
 		AllowPartial: req.PartialAllowed(), ExactScoring: exact, MaxTerms: limits.MaxTerms, MaxWindow: limits.MaxWindow,
 	}, nil
+}
+
+// CheckExplain refuses, with query_too_complex naming the limit, a
+// request that asks to explain more hits (from+size) than
+// Config.MaxExplain. Plan checks it; a broker checks it before the
+// rewriters too, so that such a request costs nothing.
+func (p *Planner) CheckExplain(req *api.SearchRequest) error {
+	if !req.Explain {
+		return nil
+	}
+	if w := req.From + req.EffectiveSize(); w > p.cfg.MaxExplain {
+		return api.Errorf(api.CodeQueryTooComplex, "query too complex: explain asks for the explanations of from+size %d hits, over the limit of %d (the broker's --max-explain); explain a smaller page", w, p.cfg.MaxExplain)
+	}
+	return nil
 }
 
 // scoresMatter reports whether hits are ordered (or tie-broken) by score:

@@ -182,6 +182,10 @@ func TestPlanLimits(t *testing.T) {
 		{"fields at the limit", api.SearchRequest{Fields: []string{"a", "b", "*"}}, small, nil, ""},
 		{"fields", api.SearchRequest{Fields: []string{"a", "b", "c", "d"}}, small, nil, "the number of fields is 4, over the index's limit of 3 (query.limits.max_fields)"},
 		{"hint query terms", api.SearchRequest{Q: "x"}, small, &Hints{Query: json.RawMessage(`{"match":"a b c d e f g h i j k l m","field":"a"}`)}, "max_terms"},
+		{"explain at the limit", api.SearchRequest{Q: "x", From: 90, Size: 10, Explain: true}, def, nil, ""},
+		{"explain over the limit", api.SearchRequest{Q: "x", From: 91, Size: 10, Explain: true}, def, nil, "from+size 101 hits, over the limit of 100 (the broker's --max-explain)"},
+		{"explain of 10,000 hits", api.SearchRequest{Q: "x", Size: 10000, Explain: true}, def, nil, "from+size 10000 hits, over the limit of 100 (the broker's --max-explain)"},
+		{"10,000 hits unexplained", api.SearchRequest{Q: "x", Size: 10000}, def, nil, ""},
 	}
 	for _, c := range cases {
 		plan, err := p.Plan(&c.req, c.def, c.hint)
@@ -201,6 +205,14 @@ func TestPlanLimits(t *testing.T) {
 	// user did not ask for it.
 	if plan, err := p.Plan(&api.SearchRequest{Q: "x"}, small, &Hints{RerankDepth: 51}); err != nil || plan.K != 50 || plan.MaxWindow != 50 {
 		t.Errorf("rerank depth over the window: %+v %v", plan, err)
+	}
+	// The operator's explain limit, lowered.
+	low, err := New(Config{MaxExplain: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := low.Plan(&api.SearchRequest{Q: "x", Size: 6, Explain: true}, def, nil); !errors.Is(err, api.ErrQueryTooComplex) || !strings.Contains(err.Error(), "over the limit of 5") {
+		t.Errorf("explain over a lowered limit: %v", err)
 	}
 	bad := api.QuerySettings{Limits: api.QueryLimits{MaxTerms: 1 << 20}}
 	if err := bad.Validate(); !errors.Is(err, api.ErrBadRequest) || !strings.Contains(err.Error(), "query.limits.max_terms must be between 0 (the default) and 65536") {

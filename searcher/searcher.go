@@ -102,6 +102,14 @@ type Config struct {
 	// CompressThreshold is the response size above which replies are zstd
 	// compressed (default wire.CompressThreshold).
 	CompressThreshold int
+	// MaxReplyBytes bounds one shard reply as the search builds it, before
+	// it is compressed: its hits' ids and sort keys, stored fields and
+	// explanations, counted as each hit is added (wire.ShardRequest's
+	// MaxReplyBytes). Past it the search stops and answers
+	// response_too_large. It is at most what one reply carries on the
+	// searcher's NATS connection (the server's max_payload less 4 KiB,
+	// wire.ReplyRoom), which is also its default (0).
+	MaxReplyBytes int
 	// FaultDelay and FaultEvery inject slowness, for fault tests and
 	// demonstrations of hedging: every FaultEvery-th shard request (1: all)
 	// waits FaultDelay before it is searched. FaultDelay zero: off;
@@ -202,6 +210,9 @@ func (c *Config) Validate() error {
 	}
 	if c.FaultDelay < 0 {
 		bad("fault delay must be 0 or more, got %s", c.FaultDelay)
+	}
+	if c.MaxReplyBytes < 0 {
+		bad("max reply bytes must be 0 (what one NATS reply carries) or more, got %d", c.MaxReplyBytes)
 	}
 	return errors.Join(errs...)
 }

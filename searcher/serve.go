@@ -2,6 +2,7 @@ package searcher
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -136,7 +137,10 @@ func (s *Searcher) handle(ctx context.Context, msg *nats.Msg, queued time.Durati
 		} else {
 			var resp *wire.ShardResponse
 			room := wire.ReplyRoom(s.nc)
-			req.MaxFieldBytes = room
+			req.MaxReplyBytes = room
+			if s.cfg.MaxReplyBytes > 0 {
+				req.MaxReplyBytes = min(room, s.cfg.MaxReplyBytes)
+			}
 			if resp, err = sl.cur.Load().Search(ctx, &req); err == nil {
 				resp.Replica, resp.QueueNS = s.id, queued.Nanoseconds()
 				sl.metrics.search.Observe(time.Duration(resp.TookNS).Seconds())
@@ -149,6 +153,9 @@ func (s *Searcher) handle(ctx context.Context, msg *nats.Msg, queued time.Durati
 			continue // swapped out under us: retry on the new replica
 		}
 		sl.metrics.answered(req.Phase, err)
+		if errors.Is(err, api.ErrResponseTooLarge) {
+			s.metrics.tooLarge.Inc()
+		}
 		if err != nil {
 			respondError(msg, err)
 			return

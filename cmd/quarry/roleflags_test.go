@@ -50,6 +50,10 @@ func TestRoleFlagDefaults(t *testing.T) {
 		{"heavy-pause", searcher.Defaults.HeavyPause},
 		{"heavy-linger", searcher.Defaults.HeavyLinger},
 		{"rate-unit", broker.Defaults.RateUnit},
+		{"team-max-search-memory", broker.Defaults.TeamMaxSearchMemory},
+		{"max-explain", broker.Defaults.MaxExplain},
+		{"max-response-bytes", int64(broker.Defaults.MaxResponseBytes)},
+		{"max-shard-reply-bytes", int64(searcher.Defaults.MaxReplyBytes)},
 	} {
 		got := fs.Lookup(f.name).Value.(flag.Getter).Get()
 		if got != f.want {

@@ -75,6 +75,10 @@ type roleFlags struct {
 	writes           shard.WriteOptions
 	indexerApply     time.Duration
 	separateReplicas bool
+	maxShardReply    bytesFlag
+	maxResponse      bytesFlag
+	teamMemory       bytesFlag
+	maxExplain       int
 }
 
 // registerWrites adds the flags pacing how replicas apply updates (the
@@ -107,6 +111,7 @@ func (f *roleFlags) registerSearcher(fs *flag.FlagSet) {
 	fs.DurationVar(&f.heavyPause, "heavy-pause", searcher.Defaults.HeavyPause, "the most one running request of a heavy team waits, in all, for other teams' shard requests to finish, checking every few hits (negative: never)")
 	fs.DurationVar(&f.heavyLinger, "heavy-linger", searcher.Defaults.HeavyLinger, "how long after another team's shard request is done a heavy team's running request still waits at its checkpoints, within --heavy-pause (negative: not at all)")
 	fs.IntVar(&f.heavyWorkers, "heavy-workers", 0, "shard requests of a heavy team run at once while other teams are active (default GOMAXPROCS/2, at least 1)")
+	fs.Var(&f.maxShardReply, "max-shard-reply-bytes", "most one shard reply may hold, counted as the search adds its hits (ids, stored fields, explanations), e.g. 4MiB: past it the search stops and answers response_too_large (default 0: what one NATS reply carries, the server's max_payload less 4 KiB, which is also its most)")
 	f.registerWrites(fs)
 }
 
@@ -114,6 +119,10 @@ func (f *roleFlags) registerBroker(fs *flag.FlagSet) {
 	fs.DurationVar(&f.defaultTimeout, "search-timeout", broker.Defaults.DefaultTimeout, "deadline of a search that gives no timeout_ms")
 	fs.IntVar(&f.maxInFlight, "max-in-flight", broker.Defaults.MaxInFlight, "searches served at once; more are refused at once with 429 (overloaded)")
 	fs.IntVar(&f.teamInFlight, "team-max-in-flight", 0, "searches of one team served at once, unless its limits say otherwise (quarry team set); default --max-in-flight/4")
+	f.teamMemory = bytesFlag(broker.Defaults.TeamMaxSearchMemory)
+	fs.Var(&f.teamMemory, "team-max-search-memory", "most memory one team's searches in flight may hold on a broker (each estimated once planned, then counted from its shards' replies), e.g. 512MiB; a search that would take its team over it is refused with 429")
+	fs.Var(&f.maxResponse, "max-response-bytes", "most one search response may hold, counted as its page is cut (ids, fields, explanations, profile), e.g. 4MiB: past it the search stops with response_too_large (default 0: what one NATS reply carries, the server's max_payload less 4 KiB, which is also its most)")
+	fs.IntVar(&f.maxExplain, "max-explain", broker.Defaults.MaxExplain, "most hits (from+size) a search may ask to explain (\"explain\": true); more is refused at once with query_too_complex (400)")
 	fs.DurationVar(&f.heavySearch, "heavy-search", broker.Defaults.HeavyAfter, "a team whose recent searches cost more than this on average (their shards' search time and plugin calls, not their latency) is heavy: while other teams are active its searches take turns, --heavy-searches at once (negative: never)")
 	fs.IntVar(&f.heavySearches, "heavy-searches", 0, "searches of heavy teams run at once on this broker while other teams are active (default GOMAXPROCS/2, at least 1)")
 	fs.DurationVar(&f.heavyWait, "heavy-wait", broker.Defaults.HeavyWait, "how long a heavy team's search waits for its turn before it is refused with 429")
@@ -174,14 +183,14 @@ func (f *roleFlags) indexer() *indexer.Config {
 
 func (f *roleFlags) searcher() *searcher.Config {
 	return &searcher.Config{Workers: f.workers, MaxBatch: f.maxBatch, Writes: f.writes, FaultDelay: f.faultDelay, FaultEvery: f.faultEvery, FaultStats: f.faultStats, DrainTimeout: f.drainTimeout,
-		SlowRequest: f.slowShard, HeavyAfter: f.heavyAfter, HeavyWorkers: f.heavyWorkers, HeavyPause: f.heavyPause, HeavyLinger: f.heavyLinger}
+		SlowRequest: f.slowShard, HeavyAfter: f.heavyAfter, HeavyWorkers: f.heavyWorkers, HeavyPause: f.heavyPause, HeavyLinger: f.heavyLinger, MaxReplyBytes: int(f.maxShardReply)}
 }
 
 func (f *roleFlags) broker() *broker.Config {
 	return &broker.Config{DefaultTimeout: f.defaultTimeout, MaxInFlight: f.maxInFlight, TeamMaxInFlight: f.teamInFlight,
 		HeavyAfter: f.heavySearch, HeavySearches: f.heavySearches, HeavyWait: f.heavyWait, RateUnit: f.rateUnit, NoHedge: f.noHedge, StatsCacheSize: f.statsCache, StatsCacheTerms: f.statsCacheTerms, StatsMaxUpdates: f.statsMaxUpdates, StatsMaxAge: f.statsMaxAge, RecordPercent: f.recordPercent, PluginLogRate: f.pluginLogRate, PluginLogProcessRate: f.pluginLogProcess,
 		FallbackErrorRate: f.fallbackRate, FallbackWindow: f.fallbackWindow, FallbackMinCalls: f.fallbackMin, FallbackSlowRate: f.fallbackSlow,
-		DrainTimeout: f.drainTimeout, SlowQuery: f.slowQuery}
+		DrainTimeout: f.drainTimeout, SlowQuery: f.slowQuery, TeamMaxSearchMemory: int64(f.teamMemory), MaxResponseBytes: int(f.maxResponse), MaxExplain: f.maxExplain}
 }
 
 func runServe(ctx context.Context, e *env, args []string) error {

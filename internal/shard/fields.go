@@ -32,7 +32,7 @@ import (
 // formats in its own ways) is loaded by bleve. (bleve's online mapping
 // updates, which can hide a stored field, are not used by Quarry: a
 // mapping changes with a new index.) BenchmarkLoadFields measures both.
-func loadFields(ctx context.Context, idx bleve.Index, hits []*search.DocumentMatch, fields []string, maxBytes int) ([]json.RawMessage, error) {
+func loadFields(ctx context.Context, idx bleve.Index, hits []*search.DocumentMatch, fields []string, budget *replyBudget) ([]json.RawMessage, error) {
 	if len(hits) == 0 || len(fields) == 0 {
 		return nil, nil
 	}
@@ -41,8 +41,14 @@ func loadFields(ctx context.Context, idx bleve.Index, hits []*search.DocumentMat
 		return nil, err
 	}
 	defer closeSnap()
+	if budget == nil {
+		budget = &replyBudget{}
+	}
 	if snap == nil {
-		return nil, bleveFields(ctx, idx, hits, fields)
+		if err := bleveFields(ctx, idx, hits, fields); err != nil {
+			return nil, err
+		}
+		return nil, budget.takeFields(hits)
 	}
 	all := slices.Contains(fields, "*")
 	byID := make(map[string]int, len(hits))
@@ -53,7 +59,6 @@ func loadFields(ctx context.Context, idx bleve.Index, hits []*search.DocumentMat
 	var bleveLoads []*search.DocumentMatch // hits bleve loads
 	found := 0
 	cp := checkpointOf(ctx)
-	budget := fieldBudget{max: maxBytes}
 	var doc docJSON
 	at := make([][2]int, len(hits)) // each hit's JSON in doc.out, [start, end) (empty: none)
 	// One visitor for every document, its state reset before each: a
@@ -100,7 +105,7 @@ func loadFields(ctx context.Context, idx bleve.Index, hits []*search.DocumentMat
 				return nil, err
 			}
 			if budget.over() {
-				return nil, errFieldsTooLarge
+				return nil, errReplyTooLarge
 			}
 			if hit < 0 {
 				continue
@@ -125,12 +130,8 @@ func loadFields(ctx context.Context, idx bleve.Index, hits []*search.DocumentMat
 		if err := bleveFields(ctx, idx, bleveLoads, fields); err != nil {
 			return nil, err
 		}
-		for _, h := range bleveLoads {
-			for name, v := range h.Fields {
-				if !budget.take(len(name) + valueBytes(v)) {
-					return nil, errFieldsTooLarge
-				}
-			}
+		if err := budget.takeFields(bleveLoads); err != nil {
+			return nil, err
 		}
 	}
 	raws := make([]json.RawMessage, len(hits))
@@ -208,20 +209,18 @@ func (d *docJSON) finish() {
 	d.out = append(d.out, '}')
 }
 
-// fieldBudget counts the bytes of stored fields loaded for one search
-// against its bound (wire.ShardRequest.MaxFieldBytes).
-type fieldBudget struct {
-	max, used int // max 0: no bound
+// takeFields counts the fields bleve loaded for hits, and stops with
+// errReplyTooLarge at the first that goes over the bound.
+func (b *replyBudget) takeFields(hits []*search.DocumentMatch) error {
+	for _, h := range hits {
+		for name, v := range h.Fields {
+			if !b.take(len(name) + valueBytes(v)) {
+				return errReplyTooLarge
+			}
+		}
+	}
+	return nil
 }
-
-// take counts n bytes more, and reports whether they are within the
-// bound.
-func (b *fieldBudget) take(n int) bool {
-	b.used += n
-	return !b.over()
-}
-
-func (b *fieldBudget) over() bool { return b.max > 0 && b.used > b.max }
 
 // valueBytes is about what a field value bleve loaded takes in a reply:
 // its text, or 8 bytes a number.

@@ -121,43 +121,72 @@ func TestLoadFieldsAsBleve(t *testing.T) {
 	r := reps[shardOf(id, len(reps))]
 	deleteDocs(t, reps, []string{id})
 	hits := []*search.DocumentMatch{{ID: id}, {ID: "no-such-document"}}
-	if raws, err := loadFields(ctx, r.idx, hits, []string{"name"}, 0); err != nil || hits[0].Fields != nil || hits[1].Fields != nil || raws[0] != nil || raws[1] != nil {
+	if raws, err := loadFields(ctx, r.idx, hits, []string{"name"}, nil); err != nil || hits[0].Fields != nil || hits[1].Fields != nil || raws[0] != nil || raws[1] != nil {
 		t.Fatalf("deleted document: %v %v %s", err, hits[0].Fields, raws)
 	}
 }
 
-// TestMaxFieldBytes: past its MaxFieldBytes a search fails with
-// response_too_large naming the shard and the bound, whether the fields
-// are loaded here or by bleve (dates, IP addresses); within it, or
-// without one, it is answered.
-func TestMaxFieldBytes(t *testing.T) {
+// TestMaxReplyBytes: past its MaxReplyBytes a search stops and fails
+// with response_too_large naming the shard and the bound, whatever takes
+// it over: the hits' ids, their explanations, their stored fields (loaded
+// here or by bleve: dates, IP addresses); within it, or without one, it
+// is answered.
+func TestMaxReplyBytes(t *testing.T) {
 	t.Parallel()
 	docs, mapping := oddCatalog(t, 200)
 	r := loadReplicas(t, 1, mapping, docs)[0]
-	q := json.RawMessage(`{"match_all":{}}`)
+	all := json.RawMessage(`{"match_all":{}}`)
+	scored := json.RawMessage(`{"disjuncts":[{"match":"chicken","field":"name"},{"match":"rice","field":"description"},{"match":"fresh","field":"description"}]}`)
+	// What the hits' ids alone come to: a bound a little over it leaves
+	// no room for their fields or explanations.
+	idBytes := func(q json.RawMessage) (n, hits int) {
+		t.Helper()
+		res, err := r.Search(context.Background(), &wire.ShardRequest{Query: q, K: 200})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, h := range res.Hits {
+			n += hitOverhead + len(h.ID)
+		}
+		return n, len(res.Hits)
+	}
+	ids, _ := idBytes(all)
+	scoredIDs, scoredHits := idBytes(scored)
+	if scoredHits < 10 {
+		t.Fatalf("the scored query has %d hits", scoredHits)
+	}
 	for _, c := range []struct {
-		name   string
-		max, k int
-		fields []string
-		refuse bool
+		name    string
+		q       json.RawMessage
+		max, k  int
+		fields  []string
+		explain bool
+		refuse  bool
 	}{
-		{"no bound", 0, 200, []string{"*"}, false},
-		{"within", 1 << 20, 200, []string{"*"}, false},
-		{"over", 1000, 200, []string{"*"}, true},
-		{"over, loaded by bleve", 100, 200, []string{"added", "addr"}, true},
-		{"one hit within", 1000, 1, []string{"*"}, false},
-		{"no fields asked", 10, 200, nil, false},
+		{"no bound", all, 0, 200, []string{"*"}, true, false},
+		{"within", all, 1 << 20, 200, []string{"*"}, false, false},
+		{"fields over", all, ids + 1000, 200, []string{"*"}, false, true},
+		{"fields over, loaded by bleve", all, ids + 100, 200, []string{"added", "addr"}, false, true},
+		{"one hit within", all, 1000, 1, []string{"*"}, false, false},
+		{"ids within", all, ids, 200, nil, false, false},
+		{"ids over", all, ids - 1, 200, nil, false, true},
+		{"explanations within", scored, 1 << 20, 200, nil, true, false},
+		{"explanations over", scored, scoredIDs + 100, 200, nil, true, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			res, err := r.Search(context.Background(), &wire.ShardRequest{Query: q, K: c.k, Fields: c.fields, MaxFieldBytes: c.max})
+			res, err := r.Search(context.Background(), &wire.ShardRequest{Query: c.q, K: c.k, Fields: c.fields, Explain: c.explain, MaxReplyBytes: c.max})
 			if !c.refuse {
-				if err != nil || len(res.Hits) != c.k {
-					t.Fatalf("%v", err)
+				want := c.k
+				if string(c.q) == string(scored) {
+					want = min(c.k, scoredHits)
+				}
+				if err != nil || len(res.Hits) != want {
+					t.Fatalf("%v; %d hits, want %d", err, len(res.Hits), want)
 				}
 				return
 			}
-			want := fmt.Sprintf("stored fields on shard 0 come to more than %d bytes", c.max)
-			if !errors.Is(err, api.ErrResponseTooLarge) || !strings.Contains(err.Error(), want) {
+			want := fmt.Sprintf("shard 0's reply comes to more than %d bytes", c.max)
+			if !errors.Is(err, api.ErrResponseTooLarge) || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "--max-shard-reply-bytes") {
 				t.Fatalf("got %v, want response_too_large saying %q", err, want)
 			}
 		})
@@ -204,7 +233,7 @@ func BenchmarkLoadFields(b *testing.B) {
 				return err
 			}},
 			{"quarry", func(ctx context.Context, hits []*search.DocumentMatch) error {
-				raws, err := loadFields(ctx, r.idx, hits, fields, 0)
+				raws, err := loadFields(ctx, r.idx, hits, fields, nil)
 				if err == nil && !bytes.Contains(raws[49], []byte(`"rating"`)) {
 					err = fmt.Errorf("hit 49 has fields %s", raws[49])
 				}

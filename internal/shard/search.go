@@ -60,9 +60,20 @@ func (r *Replica) Search(ctx context.Context, req *wire.ShardRequest) (*wire.Sha
 	} else {
 		res, err = idx.SearchInContext(ctx, sreq)
 	}
+	// The reply is bounded as it is built: the hits' ids, sort keys and
+	// explanations, then their stored fields as they load.
 	var fieldsJSON []json.RawMessage
+	budget := &replyBudget{max: req.MaxReplyBytes}
 	if err == nil {
-		fieldsJSON, err = loadFields(ctx, idx, res.Hits, fields, req.MaxFieldBytes)
+		if len(req.Sort) == 0 {
+			for _, h := range res.Hits {
+				h.Sort = nil // the default tie-break sort: not the caller's
+			}
+		}
+		err = budget.takeHits(res.Hits)
+	}
+	if err == nil {
+		fieldsJSON, err = loadFields(ctx, idx, res.Hits, fields, budget)
 	}
 	seq := r.Seq()
 	r.mu.RUnlock()
@@ -73,7 +84,7 @@ func (r *Replica) Search(ctx context.Context, req *wire.ShardRequest) (*wire.Sha
 		if tooMany := tooManyTerms(err, r.cfg.Shard, req.MaxTerms); tooMany != nil {
 			return nil, tooMany
 		}
-		if tooLarge := fieldsTooLarge(err, r.cfg.Shard, req.MaxFieldBytes); tooLarge != nil {
+		if tooLarge := replyTooLarge(err, r.cfg.Shard, req.MaxReplyBytes); tooLarge != nil {
 			return nil, tooLarge
 		}
 		if lacks := scoped.lacks(r.cfg.Shard, err); lacks != nil {
@@ -83,11 +94,6 @@ func (r *Replica) Search(ctx context.Context, req *wire.ShardRequest) (*wire.Sha
 	}
 	out := ToResponse(res, fieldsJSON, seq, r.generation.Load(), time.Since(start))
 	out.Stats = counted
-	if len(req.Sort) == 0 {
-		for i := range out.Hits {
-			out.Hits[i].SortKeys = nil // the default tie-break sort: not the caller's
-		}
-	}
 	return out, nil
 }
 

@@ -56,12 +56,15 @@ type ShardRequest struct {
 	// hit's field ExplanationField (so the binary response needs no new
 	// layout).
 	Explain bool `json:"explain,omitempty"`
-	// MaxFieldBytes bounds the bytes of stored fields the search loads
-	// for its hits (names and values); past it the shard answers
-	// api.CodeResponseTooLarge instead of holding what its reply could
-	// not carry. Not sent: the searcher serving the request sets it to
-	// what one reply carries on its connection (ReplyRoom). 0: no bound.
-	MaxFieldBytes int `json:"-"`
+	// MaxReplyBytes bounds the reply the search builds, estimated as its
+	// hits are added: their ids and sort keys, their stored fields (names
+	// and values) and their explanations. Past it the shard stops and
+	// answers api.CodeResponseTooLarge instead of building what its reply
+	// could not carry, or what the searcher's operator bounds it to. Not
+	// sent: the searcher serving the request sets it (its
+	// Config.MaxReplyBytes, at most what one reply carries on its
+	// connection, ReplyRoom). 0: no bound.
+	MaxReplyBytes int `json:"-"`
 }
 
 // ExplanationField is the stored-field name under which a shard returns a
