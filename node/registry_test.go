@@ -235,6 +235,10 @@ func TestRegistryCanary(t *testing.T) {
 	if _, err := c.CanaryPlugin(ctx, "can", "suffix", "sha256:"+strings.Repeat("2", 64), 10, ""); api.CodeOf(err) != api.CodeNotFound {
 		t.Fatalf("canary of an unknown digest: %v", err)
 	}
+	// The live version against itself compares nothing: refused, saying so.
+	if _, err := c.CanaryPlugin(ctx, "can", "suffix", live.Digest, 10, ""); api.CodeOf(err) != api.CodeBadRequest || !strings.Contains(err.Error(), "is the live version of suffix, with the same settings") {
+		t.Fatalf("canary of the live version: %v", err)
+	}
 	spec, err := c.PromotePlugin(ctx, "can", "suffix")
 	if err != nil || spec.Rewriters[0].Digest != cand.Digest || spec.Rewriters[0].Canary != nil {
 		t.Fatalf("promote: %+v %v", spec, err)

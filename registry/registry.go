@@ -528,7 +528,7 @@ func (s *Service) candidate(ctx context.Context, index, op string, r *Request, s
 	return s.update(ctx, index, what, func(spec *api.PipelineSpec) error {
 		st, kind := spec.Step(r.Name)
 		if st == nil {
-			return api.NotFound("plugin %s is not in the pipeline of %q: activate a version first", r.Name, index)
+			return api.NotFound("plugin %s is not in the pipeline of %q: %s compares a version with the live one, so activate a first version (quarry plugin activate %s %s DIGEST), then push the next and %s it", r.Name, index, op, index, r.Name, op)
 		}
 		if cand == nil {
 			set(st, nil)
@@ -536,6 +536,11 @@ func (s *Service) candidate(ctx context.Context, index, op string, r *Request, s
 		}
 		if cand.Kind != kind {
 			return api.BadRequest("the candidate is a %s, the live %s a %s", cand.Kind, r.Name, kind)
+		}
+		if strings.HasPrefix(op, "plugin canary") && sameStep(cand.Step, *st) {
+			// A shadow of the live version itself is an A/A check of
+			// the comparison; a canary of it changes nothing.
+			return api.BadRequest("%s is the live version of %s, with the same settings: a canary sends queries to another version (push one; quarry plugin shadow compares a version with itself)", api.ShortDigest(cand.Digest), r.Name)
 		}
 		set(st, &cand.Step)
 		return nil
@@ -636,4 +641,15 @@ func (s *Service) events(ctx context.Context, index string) ([]api.PluginEvent, 
 	}
 	slices.SortFunc(out, func(a, b api.PluginEvent) int { return a.Time.Compare(b.Time) })
 	return out, nil
+}
+
+// sameStep reports whether two steps run the same binary with the same
+// settings (their canaries, shadows and fallback state aside): a version
+// re-pushed with another config is another candidate.
+func sameStep(a, b api.StepSpec) bool {
+	a.Canary, a.Shadow, a.TakenOut = nil, nil, nil
+	b.Canary, b.Shadow, b.TakenOut = nil, nil, nil
+	ja, errA := json.Marshal(a)
+	jb, errB := json.Marshal(b)
+	return errA == nil && errB == nil && bytes.Equal(ja, jb)
 }
