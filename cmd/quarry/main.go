@@ -21,6 +21,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -84,7 +85,7 @@ func usage(w io.Writer) {
 	for _, n := range names {
 		fmt.Fprintf(w, "  %-10s %s\n", n, commands[n].summary)
 	}
-	fmt.Fprintf(w, "\nRun 'quarry COMMAND --help' for a command's flags.\n")
+	fmt.Fprintf(w, "\nRun 'quarry COMMAND --help' for a command's flags. The connection flags (--nats, --user,\n--creds, ...) may also come before the command: quarry --nats URL search INDEX QUERY.\n")
 }
 
 // main wires the process to run: its arguments, streams and environment,
@@ -130,6 +131,15 @@ func (e *env) run(ctx context.Context, args []string) int {
 	if name == "-h" || name == "--help" || name == "help" {
 		usage(e.stdout)
 		return exitOK
+	}
+	if strings.HasPrefix(name, "-") {
+		moved, err := e.connectionFlagsFirst(args)
+		if err != nil {
+			fmt.Fprintf(e.stderr, "quarry: %v\n\n", err)
+			usage(e.stderr)
+			return exitUsage
+		}
+		args, name = moved, moved[0]
 	}
 	cmd, ok := commands[name]
 	if !ok {
@@ -215,4 +225,32 @@ func (e *env) newFlags(name, args, about string) *flag.FlagSet {
 		*e.flagSets = append(*e.flagSets, fs)
 	}
 	return fs
+}
+
+// connectionFlagsFirst turns `quarry --nats URL index ls` into `quarry
+// index ls --nats URL` (commands take flags after their arguments, and
+// the flags go before a "--"): the connection flags every networked
+// command takes (natsFlags) may come before the command, as in other
+// CLIs; any other flag there is refused, naming it.
+func (e *env) connectionFlagsFirst(args []string) ([]string, error) {
+	fs := flag.NewFlagSet("quarry", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	var nf natsFlags
+	nf.register(fs, e.getenv)
+	if err := fs.Parse(args); err != nil {
+		return nil, fmt.Errorf("%v: only the connection flags (--nats, --user, --creds, …) may come before the command; put the others after it", err)
+	}
+	rest := fs.Args()
+	if len(rest) == 0 {
+		return nil, errors.New("no command after the flags")
+	}
+	lead := args[:len(args)-len(rest)]
+	tail := rest[1:]
+	at := len(tail)
+	if i := slices.Index(tail, "--"); i >= 0 {
+		at = i
+	}
+	out := append([]string{rest[0]}, tail[:at]...)
+	out = append(out, lead...)
+	return append(out, tail[at:]...), nil
 }
