@@ -182,6 +182,11 @@ type Config struct {
 	PeerHeartbeat time.Duration
 	// QueueGroup is shared by every broker (default "quarry-broker").
 	QueueGroup string
+	// WaitForPipelines makes Run join QueueGroup only once WatchPipelines
+	// has made every index's current pipeline live (or refused it), so
+	// that no search runs without its index's plugins while a broker
+	// starts. Set it when WatchPipelines runs beside Run, as node does.
+	WaitForPipelines bool
 	Logger     *slog.Logger
 }
 
@@ -421,6 +426,16 @@ func (b *Broker) Run(ctx context.Context) error {
 			if known = e == nil; !known {
 				b.applyIndex(e)
 			}
+		}
+	}
+	if b.cfg.WaitForPipelines {
+		// Nor before every index's pipeline is live: a search would run
+		// without its rewriters and rankers (a rolling start answered
+		// with no spelling step for seconds).
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-b.pipelinesReady:
 		}
 	}
 	svc, err := micro.AddService(b.nc, micro.Config{

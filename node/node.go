@@ -341,6 +341,7 @@ func (n *Node) start(ctx context.Context) (err error) {
 	if cfg.Broker != nil {
 		c := *cfg.Broker
 		c.Logger, c.Registerer = cfg.Logger, n.Metrics
+		c.WaitForPipelines = true // WatchPipelines runs beside it, below
 		if n.Broker, err = broker.New(n.nc, n.store, c); err != nil {
 			return err
 		}
