@@ -187,7 +187,7 @@ type Config struct {
 	// that no search runs without its index's plugins while a broker
 	// starts. Set it when WatchPipelines runs beside Run, as node does.
 	WaitForPipelines bool
-	Logger     *slog.Logger
+	Logger           *slog.Logger
 }
 
 // Defaults are the values EnsureDefaults gives a Config's zero fields, and
