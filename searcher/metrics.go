@@ -44,6 +44,9 @@ type metrics struct {
 	// tooLarge counts the shard replies refused as response_too_large
 	// (Config.MaxReplyBytes, the NATS server's max_payload).
 	tooLarge prometheus.Counter
+	// panics counts shard requests that panicked (answered with an
+	// internal error; the searcher serves on).
+	panics prometheus.Counter
 }
 
 // shardMetrics are one served shard's series.
@@ -77,6 +80,8 @@ func newMetrics(s *Searcher, reg prometheus.Registerer) (*metrics, error) {
 			Help: "Time a shard request waited for a worker.", Buckets: LatencyBuckets}),
 		tooLarge: prometheus.NewCounter(prometheus.CounterOpts{Name: "quarry_searcher_replies_too_large_total",
 			Help: "Shard searches stopped as response_too_large: their reply, counted as its hits were added (ids, stored fields, explanations), came to more than --max-shard-reply-bytes or what one NATS reply carries."}),
+		panics: prometheus.NewCounter(prometheus.CounterOpts{Name: "quarry_searcher_panics_total",
+			Help: "Shard requests that panicked: each answered with an internal error carrying its request id and logged with its stack; the searcher serves on."}),
 		heavyWaited: prometheus.NewCounter(prometheus.CounterOpts{Name: "quarry_searcher_heavy_waited_seconds_total",
 			Help: "Time heavy teams' running shard requests waited at their checkpoints for other teams' requests to finish, and lingered after them (--heavy-pause, --heavy-linger)."}),
 	}
@@ -86,7 +91,7 @@ func newMetrics(s *Searcher, reg prometheus.Registerer) (*metrics, error) {
 	for i, r := range refusedNames {
 		m.refused[i] = refused.WithLabelValues(r)
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.duration, m.swaps, m.swapFails, m.queueWait, m.heavyWaited, m.tooLarge, refused, &shardCollector{s: s}} {
+	for _, c := range []prometheus.Collector{m.requests, m.duration, m.swaps, m.swapFails, m.queueWait, m.heavyWaited, m.tooLarge, m.panics, refused, &shardCollector{s: s}} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("searcher: register metrics: %w", err)
 		}

@@ -119,6 +119,10 @@ type Config struct {
 	// FaultStats delays the statistics phase instead of the search phase
 	// (a shard slow to give its term statistics).
 	FaultStats bool
+	// FaultPanic makes every FaultEvery-th shard search panic while it
+	// holds its shard (fault injection, for tests): the searcher answers
+	// that request with an internal error and serves on.
+	FaultPanic bool
 	// Registerer gets the searcher's Prometheus metrics (nil: a registry
 	// of its own, which nothing serves).
 	Registerer prometheus.Registerer

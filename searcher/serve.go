@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"strconv"
 	"time"
 
@@ -53,13 +54,35 @@ func (s *Searcher) worker() {
 			turn = &heavyTurn{q: s.queue, left: s.cfg.HeavyPause, linger: s.cfg.HeavyLinger}
 			ctx = shard.WithCheckpoint(ctx, turn.checkpoint)
 		}
-		s.handle(ctx, j.msg, start.Sub(j.at))
+		s.serveOne(ctx, j.msg, start.Sub(j.at))
 		s.queue.done(team, j, time.Since(start))
 		if turn != nil && turn.waited > 0 {
 			s.metrics.heavyWaited.Add(turn.waited.Seconds())
 		}
 		s.busy.Add(-1)
 	}
+}
+
+// serveOne handles one shard request; a panic in it (a bug one request
+// trips) answers that request with an internal error, is logged with the
+// request id and counted, and leaves the worker serving every team's
+// other requests.
+func (s *Searcher) serveOne(ctx context.Context, msg *nats.Msg, queued time.Duration) {
+	defer func() {
+		if p := recover(); p != nil {
+			id := msg.Header.Get(trace.HeaderRequestID)
+			if !trace.ValidRequestID(id) {
+				id = trace.NewRequestID()
+			}
+			s.metrics.panics.Inc()
+			s.cfg.Logger.Error("shard request panicked", "request_id", id, "subject", msg.Subject, "panic", p, "stack", string(debug.Stack()))
+			respondError(msg, api.Errorf(api.CodeInternal, "internal error (request id %s)", id))
+		}
+	}()
+	if s.cfg.FaultPanic && s.requests.Add(1)%int64(s.cfg.FaultEvery) == 0 {
+		ctx = shard.WithInjectedPanic(ctx)
+	}
+	s.handle(ctx, msg, queued)
 }
 
 func (s *Searcher) handle(ctx context.Context, msg *nats.Msg, queued time.Duration) {

@@ -54,3 +54,17 @@ func checkpointOf(ctx context.Context) Checkpoint {
 	cp, _ := ctx.Value(checkpointKey{}).(Checkpoint)
 	return cp
 }
+
+type panicKey struct{}
+
+// WithInjectedPanic makes the shard search run with ctx panic while it
+// holds its replica: fault injection, for tests of the searcher's
+// recovery (searcher.Config.FaultPanic).
+func WithInjectedPanic(ctx context.Context) context.Context {
+	return context.WithValue(ctx, panicKey{}, true)
+}
+
+func panicInjected(ctx context.Context) bool {
+	b, _ := ctx.Value(panicKey{}).(bool)
+	return b
+}

@@ -49,6 +49,13 @@ func (r *Replica) Search(ctx context.Context, req *wire.ShardRequest) (*wire.Sha
 	if err != nil {
 		return nil, err
 	}
+	// Deferred, so that a panic below (bleve's, or one injected) leaves
+	// the replica's lock free: its searcher recovers and serves on, and
+	// Close does not wait for ever.
+	defer r.mu.RUnlock()
+	if panicInjected(ctx) {
+		panic(fmt.Sprintf("shard %d: injected fault (searcher FaultPanic)", r.cfg.Shard))
+	}
 	ctx = withTermLimit(ctx, req.MaxTerms)
 
 	// The hits' stored fields are loaded once they are known (loadFields).
@@ -76,7 +83,6 @@ func (r *Replica) Search(ctx context.Context, req *wire.ShardRequest) (*wire.Sha
 		fieldsJSON, err = loadFields(ctx, idx, res.Hits, fields, budget)
 	}
 	seq := r.Seq()
-	r.mu.RUnlock()
 	if err != nil {
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			return nil, api.Errorf(api.CodeTimeout, "shard %d: %v", r.cfg.Shard, ctxErr)
