@@ -14,8 +14,8 @@ import (
 //     (planner.Config.MaxExplain, Config.MaxExplain);
 //   - each shard stops building its reply past the searcher's bound
 //     (wire.ShardRequest.MaxReplyBytes);
-//   - the broker stops cutting the page once the response, counted hit by
-//     hit with its fields, explanations and profile, passes
+//   - the broker stops cutting the page once the response (its facets
+//     and profile, then hit by hit with fields and explanations) passes
 //     Config.MaxResponseBytes (responseBudget), before it is encoded;
 //   - a team's searches in flight hold at most Config.TeamMaxSearchMemory
 //     on the broker (run.account): an estimate once a search is planned,
@@ -196,6 +196,18 @@ func (r *run) responseTooLarge(at, hits, max int) error {
 	return &api.Error{Code: api.CodeResponseTooLarge, Message: fmt.Sprintf("response too large: the response comes to more than %d bytes by hit %d of %d "+
 		"(its hits' ids, fields and explanations and its profile, counted before it is encoded), the most one response may hold "+
 		"(the broker's --max-response-bytes, at most the NATS server's max_payload less 4 KiB); ask for fewer hits (size), fewer fields or no explain", max, at, hits)}
+}
+
+// facetBytes is about what facets take in the response.
+func facetBytes(facets map[string]api.FacetResult) int {
+	n := 0
+	for name, f := range facets {
+		n += 64 + len(name) + len(f.Field)
+		for _, t := range f.Terms {
+			n += 24 + len(t.Term)
+		}
+	}
+	return n
 }
 
 // profileBytes is about what the profile's stages take in the response.

@@ -64,7 +64,11 @@ func (b *Broker) search(ctx context.Context, index string, req *api.SearchReques
 		if err != nil {
 			return nil, stageTimes{}, 0, err
 		}
-		opts.pipeline = pl
+		// A replay's clock (its deadline and took_ms) starts once its
+		// candidate pipeline is loaded: a version's first load compiles
+		// it, a cost of the candidate's (bounded by the compile limits),
+		// not of the search.
+		opts.pipeline, opts.start = pl, time.Now()
 	}
 	r := &run{b: b, def: def, execOptions: opts, req: *req, mirroring: req.Variant == nil} // replays are not mirrored
 	var rewriters []Step
@@ -72,7 +76,6 @@ func (b *Broker) search(ctx context.Context, index string, req *api.SearchReques
 		rewriters = opts.pipeline.Rewriters
 	}
 	resp, err = r.fromRewrite(ctx, index, rewriters)
-	r.releaseMemory()
 	if len(r.mirrors) > 0 {
 		b.mirrorRewrites(index, def, opts.pipeline, r.mirrors, resp)
 	}
@@ -153,8 +156,9 @@ func (r *run) execute(ctx context.Context, plan *planner.Plan) (*api.SearchRespo
 	r.plan = plan
 	r.planned()
 	// The team's search memory: an estimate before the shards are asked,
-	// what their replies came to once decoded (releaseMemory gives it
-	// back when the run ends).
+	// what their replies came to once decoded, given back once the
+	// response is cut (shadow runs hold theirs too).
+	defer r.releaseMemory()
 	if err := r.account(r.estimate(), "estimated from its shards, hits, fields and explain"); err != nil {
 		return nil, err
 	}
@@ -440,7 +444,10 @@ func (r *run) page() error {
 		}
 	}
 	budget := responseBudget{max: r.b.responseCap()}
-	budget.take(profileBytes(r.prelude) + profileBytes(r.prof) + 64*len(r.results)) // the profile, if asked for
+	budget.take(facetBytes(r.resp.Facets))
+	if r.profile {
+		budget.take(profileBytes(r.prelude) + profileBytes(r.prof) + 160*len(r.results))
+	}
 	for i := range r.resp.Hits {
 		h := &r.resp.Hits[i]
 		if e, ok := r.explanations[h.ID]; ok {
