@@ -64,7 +64,11 @@ func (b *Broker) search(ctx context.Context, index string, req *api.SearchReques
 		if err != nil {
 			return nil, stageTimes{}, 0, err
 		}
-		opts.pipeline = pl
+		// A replay's clock (its deadline and took_ms) starts once its
+		// candidate pipeline is loaded: a version's first load compiles
+		// it, a cost of the candidate's (bounded by the compile limits),
+		// not of the search.
+		opts.pipeline, opts.start = pl, time.Now()
 	}
 	r := &run{b: b, def: def, execOptions: opts, req: *req, mirroring: req.Variant == nil} // replays are not mirrored
 	var rewriters []Step
