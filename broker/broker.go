@@ -590,6 +590,11 @@ func (b *Broker) handle(req micro.Request) {
 	var team *teamState
 	def, known := b.Index(index)
 	if known {
+		if !b.replies.AllowTeam(req.Subject(), req.Reply(), def.TeamOf()) {
+			b.metrics.refused(index)
+			b.served.done(start)
+			return
+		}
 		var err error
 		if team, err = b.teamLimits.admit(def.TeamOf(), start); err != nil {
 			b.metrics.refused(index)
@@ -636,6 +641,10 @@ func (b *Broker) handle(req micro.Request) {
 			if err != nil {
 				b.metrics.answered(index, start, err)
 				b.respondError(req.Reply(), b.public(ctx, err, "index", index))
+				return
+			}
+			if !b.replies.AllowTeam(req.Subject(), req.Reply(), def.TeamOf()) {
+				b.metrics.refused(index)
 				return
 			}
 			if team, err = b.teamLimits.admit(def.TeamOf(), time.Now()); err != nil {

@@ -430,3 +430,52 @@ func TestTeamRuntimeLimits(t *testing.T) {
 	rewritten("b1", true)
 	rewritten("a1", true)
 }
+
+// TestReplyToAnotherTeamsInbox: team food cannot aim the answer to a
+// request on its own index at team books' inbox: brokers and the admin
+// API answer a request on an index of team T only at _INBOX.… or
+// _INBOX_T.…, so books' inbox receives nothing.
+func TestReplyToAnotherTeamsInbox(t *testing.T) {
+	ctx := context.Background()
+	n, _ := teamsNode(t)
+	books, err := nats.Connect(n.NATSURL(), nats.UserInfo("books", "books-secret"), nats.CustomInboxPrefix("_INBOX_books"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(books.Close)
+	got, err := books.SubscribeSync("_INBOX_books.victim")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := books.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	food, err := nats.Connect(n.NATSURL(), nats.UserInfo("food", "food-secret"), nats.CustomInboxPrefix("_INBOX_food"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(food.Close)
+	for _, req := range []*nats.Msg{
+		{Subject: subject.Search("menu"), Reply: "_INBOX_books.victim", Data: []byte(`{"q":"noodles"}`)},
+		{Subject: subject.AdminPrefix + ".menu.plugin.ls", Reply: "_INBOX_books.victim", Data: []byte(`{}`)},
+	} {
+		if err := food.PublishMsg(req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := food.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	// Food's own requests, sent after those, are answered: the others
+	// were handled (and dropped) first.
+	fc := teamClient(t, n, "food", "_INBOX_food")
+	if _, err := fc.Search(ctx, "menu", &api.SearchRequest{Q: "noodles"}); err != nil {
+		t.Fatalf("food's own search: %v", err)
+	}
+	if _, err := fc.Plugins(ctx, "menu"); err != nil {
+		t.Fatalf("food's own admin request: %v", err)
+	}
+	if m, err := got.NextMsg(200 * time.Millisecond); err == nil {
+		t.Fatalf("team books' inbox received an answer to team food's request: %s", m.Data)
+	}
+}

@@ -158,6 +158,10 @@ func (s *Service) handle(ctx context.Context, op string, req micro.Request) {
 	team := ""
 	if def, err := s.store.Index(cctx, index); err == nil {
 		team = def.TeamOf()
+		if !s.replies.AllowTeam(req.Subject(), req.Reply(), team) {
+			cancel()
+			return
+		}
 	}
 	err := s.lanes.run(cctx, team, func(ctx context.Context) {
 		defer cancel()

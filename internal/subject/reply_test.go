@@ -47,3 +47,23 @@ func TestReplyGuardLogsOnceASecond(t *testing.T) {
 		t.Fatalf("%d log lines:\n%s", n, log.String())
 	}
 }
+
+func TestTeamReply(t *testing.T) {
+	for _, c := range []struct {
+		reply, team string
+		ok          bool
+	}{
+		{"_INBOX.abc.1", "food", true},
+		{"_INBOX_food.abc.1", "food", true},
+		{"_INBOX_books.abc.1", "food", false},
+		{"_INBOX_foodie.abc", "food", false},
+		{"_INBOX_food", "food", false},
+		{"_INBOXfood.x", "food", false},
+		{"quarry.v1.docs.books.0.x", "food", false},
+		{"_INBOX_index-menu.x", "index-menu", true},
+	} {
+		if got := TeamReply(c.reply, c.team); got != c.ok {
+			t.Errorf("TeamReply(%q, %q) = %v, want %v", c.reply, c.team, got, c.ok)
+		}
+	}
+}
