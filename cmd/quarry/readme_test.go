@@ -16,12 +16,17 @@ func TestREADMEFilesExist(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	blocks, err := parseDocBlocks(string(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for _, b := range blocks {
+		lines = append(lines, strings.Split(b.Code, "\n")...)
+	}
 	made := map[string]bool{}
 	checked := 0
-	for _, line := range strings.Split(string(raw), "\n") {
-		if !strings.HasPrefix(line, "    ") {
-			continue
-		}
+	for _, line := range lines {
 		cmd, comment, _ := strings.Cut(line, " # ")
 		fields := strings.Fields(cmd)
 		for i, w := range fields {
@@ -81,11 +86,13 @@ func readmeCommands(t *testing.T) (demo, tests, search string) {
 		t.Fatal(`README.md has no "## Set up" section`)
 	}
 	setup, _, _ = strings.Cut(setup, "\n## ")
+	blocks, err := parseDocBlocks(setup)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var cmds []string
-	for _, l := range strings.Split(setup, "\n") {
-		if strings.HasPrefix(l, "    ") && strings.TrimSpace(l) != "" {
-			cmds = append(cmds, strings.TrimSpace(l))
-		}
+	for _, b := range blocks {
+		cmds = append(cmds, strings.TrimSpace(b.Code))
 	}
 	if len(cmds) != 3 {
 		t.Fatalf("README's Set up section has %d commands, want 3 (demo, tests, a search): %q", len(cmds), cmds)
