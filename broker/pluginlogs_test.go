@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/internal/natstest"
 	"github.com/quarrysearch/quarry/internal/testwait"
@@ -27,14 +28,7 @@ func logLine(team, msg string) plugins.LogLine {
 // another team's lines are not touched by it.
 func TestPluginLogsRate(t *testing.T) {
 	s, store, ctx := startStore(t)
-	logs, err := NewPluginLogs(s.NC, PluginLogsConfig{Rate: 5, Burst: 5})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rctx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- logs.Run(rctx) }()
-	defer func() { stop(); <-done }()
+	logs := runPluginLogs(t, ctx, s.NC, PluginLogsConfig{Rate: 5, Burst: 5})
 
 	for range 50 {
 		logs.PluginLog(logLine("food", "burst"))
@@ -159,14 +153,7 @@ func TestPluginLogsQueueFull(t *testing.T) {
 func TestPluginLogsProcessRate(t *testing.T) {
 	s, store, ctx := startStore(t)
 	var buf syncBuffer
-	logs, err := NewPluginLogs(s.NC, PluginLogsConfig{Rate: 1000, Burst: 1000, Logger: slog.New(slog.NewTextHandler(&buf, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rctx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- logs.Run(rctx) }()
-	defer func() { stop(); <-done }()
+	logs := runPluginLogs(t, ctx, s.NC, PluginLogsConfig{Rate: 1000, Burst: 1000, Logger: slog.New(slog.NewTextHandler(&buf, nil))})
 	big := strings.Repeat("x", 4096)
 	for range 200 {
 		logs.PluginLog(logLine("food", big))
@@ -205,4 +192,19 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// runPluginLogs makes a PluginLogs with cfg and runs it until the test
+// ends.
+func runPluginLogs(t *testing.T, ctx context.Context, nc *nats.Conn, cfg PluginLogsConfig) *PluginLogs {
+	t.Helper()
+	logs, err := NewPluginLogs(nc, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- logs.Run(rctx) }()
+	t.Cleanup(func() { stop(); <-done })
+	return logs
 }
