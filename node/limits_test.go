@@ -205,6 +205,10 @@ func heavyRequests(words []string) []string {
 		`{"sort":["-year","body"],"size":5000,"fields":["*"]}`,
 		fmt.Sprintf(`{"q":%q}`, strings.Repeat("noisy ", 150000)),
 		`{"query":` + strings.Repeat(`{"conjuncts":[`, 4900) + `{"term":"x","field":"body"}` + strings.Repeat(`]}`, 4900) + `}`,
+		// Issue 34's: a page of 10,000 explained (refused at once), and a
+		// wildcard over every field's terms.
+		`{"q":"a","size":10000,"explain":true}`,
+		`{"query":{"wildcard":"*","field":"_all"},"size":10}`,
 	}
 }
 
