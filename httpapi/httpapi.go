@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -154,9 +155,46 @@ func Strict(next http.Handler) http.Handler {
 			writeJSON(w, 400, map[string]*api.Error{"error": api.BadRequest("path %q: %s; name a document with those characters with ?id= (/v1/indexes/{index}/documents?id=…)", r.URL.EscapedPath(), why)})
 			return
 		}
-		next.ServeHTTP(w, r)
+		next.ServeHTTP(&jsonRouteErrors{ResponseWriter: w, r: r}, r)
 	})
 }
+
+// CodeMethodNotAllowed is the code of a request whose path has routes,
+// none for its method (405, with the Allow header).
+const CodeMethodNotAllowed api.Code = "method_not_allowed"
+
+// jsonRouteErrors turns the router's own plain-text answers (404 for a
+// path no route has, 405 for a method a path has no route for) into the
+// API's JSON errors, as every other answer is.
+type jsonRouteErrors struct {
+	http.ResponseWriter
+	r         *http.Request
+	swallowed bool // the router's text, replaced
+}
+
+func (w *jsonRouteErrors) WriteHeader(code int) {
+	if (code == http.StatusNotFound || code == http.StatusMethodNotAllowed) && strings.HasPrefix(w.Header().Get("Content-Type"), "text/plain") {
+		e := api.NotFound("no route %s %s (docs/api.md)", w.r.Method, w.r.URL.Path)
+		if code == http.StatusMethodNotAllowed {
+			e = &api.Error{Code: CodeMethodNotAllowed, Message: fmt.Sprintf("%s takes %s, not %s (docs/api.md)", w.r.URL.Path, w.Header().Get("Allow"), w.r.Method)}
+		}
+		w.Header().Del("Content-Length")
+		writeJSON(w.ResponseWriter, code, map[string]*api.Error{"error": e})
+		w.swallowed = true
+		return
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *jsonRouteErrors) Write(b []byte) (int, error) {
+	if w.swallowed {
+		return len(b), nil
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap gives http.ResponseController the connection's writer.
+func (w *jsonRouteErrors) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // notCanonical says why an escaped path is not canonical, or "".
 func notCanonical(p string) string {
