@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"strings"
 	"testing"
 )
@@ -21,5 +22,19 @@ func TestConnectionFlagsBeforeCommand(t *testing.T) {
 	_, stderr, code = cli(t, "", "--nats", "nats://127.0.0.1:1")
 	if code != exitUsage || !strings.Contains(stderr, "no command") {
 		t.Fatalf("exit %d: %s", code, stderr)
+	}
+}
+
+// queries export with nothing recorded fails and says why, rather than
+// printing nothing with exit 0.
+func TestQueriesExportNothingRecorded(t *testing.T) {
+	t.Parallel()
+	url, c := cluster(t, false)
+	if _, err := c.CreateIndex(context.Background(), "unrec", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, code := cli(t, "", "queries", "export", "unrec", "--nats", url)
+	if code == 0 || stdout != "" || !strings.Contains(stderr, "--record-queries") {
+		t.Fatalf("exit %d, stdout %q, stderr %q: want a failure naming --record-queries", code, stdout, stderr)
 	}
 }

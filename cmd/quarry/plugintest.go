@@ -250,5 +250,10 @@ func runQueries(ctx context.Context, e *env, args []string) error {
 	for _, q := range qs {
 		e.stdout.Write(append(bytes.TrimSpace(q), '\n'))
 	}
+	if err == nil && len(qs) == 0 {
+		// Nothing to export is not a success for a pipeline that feeds
+		// plugin test: say why it may be.
+		return fmt.Errorf("no recorded queries for %q: brokers record a share of searches only when started with --record-queries PERCENT (quarry serve --record-queries 10)", pos[0])
+	}
 	return err
 }
