@@ -624,6 +624,9 @@ func (b *Broker) handle(req micro.Request) {
 			}
 		}()
 		ctx := tracenats.Extract(context.Background(), nats.Header(req.Headers()))
+		if req.Headers().Get(subject.HeaderInternal) != "" {
+			ctx = withInternal(ctx)
+		}
 		if trace.RequestID(ctx) == "" {
 			ctx = trace.WithRequestID(ctx, trace.NewRequestID())
 		}
@@ -751,7 +754,10 @@ func (b *Broker) searchJSON(ctx context.Context, index string, data []byte, out 
 		return cost, err
 	}
 	decoded := time.Since(start)
-	if b.cfg.RecordPercent > 0 && sreq.Variant == nil && rand.IntN(100) < b.cfg.RecordPercent {
+	// Quarry's own searches (validation samples, gates, evaluations) and
+	// replays are not the index's traffic: neither recorded nor counted.
+	traffic := sreq.Variant == nil && !internal(ctx)
+	if b.cfg.RecordPercent > 0 && traffic && rand.IntN(100) < b.cfg.RecordPercent {
 		// Recorded as received, after validation: fire and forget. A
 		// replay (a variant: quarry plugin test, quarry dev) is not
 		// traffic to record.
@@ -772,8 +778,10 @@ func (b *Broker) searchJSON(ctx context.Context, index string, data []byte, out 
 	if took := time.Since(start); b.cfg.SlowQuery > 0 && took > b.cfg.SlowQuery {
 		times[stageDecode] = decoded
 		b.logSlow(ctx, index, sreq, resp, took, &times)
-		b.queries.add(index, sreq, resp.Total, took, &times)
-	} else {
+		if traffic {
+			b.queries.add(index, sreq, resp.Total, took, &times)
+		}
+	} else if traffic {
 		b.queries.add(index, sreq, resp.Total, took, nil)
 	}
 	// The profile, asked for, holds the encode's time too: the response
@@ -918,6 +926,19 @@ func (b *Broker) Index(name string) (api.IndexDefinition, bool) {
 // lookedUpKey carries, in a search's context, the definition of its
 // index as read from the store (lookupIndex) when the watch had not
 // delivered it yet: the search uses it rather than read it again.
+type internalKey struct{}
+
+// withInternal marks ctx's search as Quarry's own (subject.HeaderInternal).
+func withInternal(ctx context.Context) context.Context {
+	return context.WithValue(ctx, internalKey{}, true)
+}
+
+// internal reports a search withInternal marked.
+func internal(ctx context.Context) bool {
+	b, _ := ctx.Value(internalKey{}).(bool)
+	return b
+}
+
 type lookedUpKey struct{}
 
 // withLookedUp returns ctx carrying def, read from the store.

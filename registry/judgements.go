@@ -289,6 +289,10 @@ func (s *Service) searcher(index string, variant *api.Variant) relevance.SearchF
 		}
 		msg := &nats.Msg{Subject: subject.Search(index), Data: body}
 		msg.Header = tracenats.Inject(ctx, msg.Header)
+		if msg.Header == nil {
+			msg.Header = nats.Header{}
+		}
+		msg.Header.Set(subject.HeaderInternal, "relevance")
 		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
 		reply, err := s.nc.RequestMsgWithContext(sctx, msg)

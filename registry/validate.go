@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
 
 	"github.com/quarrysearch/quarry/api"
@@ -89,7 +90,8 @@ func (s *Service) candidates(ctx context.Context, index string, r api.SearchRequ
 	var resp api.SearchResponse
 	sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	if msg, err := s.nc.RequestWithContext(sctx, subject.Search(index), body); err == nil && msg.Header.Get(micro.ErrorHeader) == "" {
+	req := &nats.Msg{Subject: subject.Search(index), Data: body, Header: nats.Header{subject.HeaderInternal: []string{"validation"}}}
+	if msg, err := s.nc.RequestMsgWithContext(sctx, req); err == nil && msg.Header.Get(micro.ErrorHeader) == "" {
 		if json.Unmarshal(msg.Data, &resp) == nil && len(resp.Hits) > 0 {
 			return resp.Hits
 		}

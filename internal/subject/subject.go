@@ -135,6 +135,11 @@ const (
 	// HeaderUploadDrop, on a plugin.upload request with no body, drops
 	// the staged upload HeaderUpload names.
 	HeaderUploadDrop = "Quarry-Upload-Drop"
+	// HeaderInternal marks a search Quarry makes for itself (its value
+	// says why: validation, gate, eval): brokers answer it as any
+	// other, but leave it out of the index's traffic (top and
+	// zero-result queries) and of recorded queries.
+	HeaderInternal = "Quarry-Internal"
 )
 
 // MaxIDBytes is the longest document id Quarry accepts.
