@@ -38,6 +38,10 @@ type BulkOptions struct {
 	MaxErrors int
 	// NoSnapshot skips asking the indexer for a new generation at the end.
 	NoSnapshot bool
+	// WaitSearchable makes Bulk return only once a search finds every
+	// document it stored (WaitSearchable): the result's Searchable says
+	// so.
+	WaitSearchable bool
 	// Progress, if set, is called every 1,000 documents and at the end with
 	// the lines read and the input bytes consumed. Reading runs far ahead
 	// of indexing: OnProgress says how many documents are searchable.
@@ -64,6 +68,9 @@ type BulkResult struct {
 	LastSeq uint64 `json:"last_seq"`
 	// Snapshot is the generation published at the end.
 	Snapshot *SnapshotResult `json:"snapshot,omitempty"`
+	// Searchable is set once a search finds every stored document
+	// (BulkOptions.WaitSearchable, HTTP ?wait=searchable).
+	Searchable bool `json:"searchable,omitempty"`
 }
 
 // LineError is a refused line of a bulk input.
@@ -205,6 +212,12 @@ func (c *Client) Bulk(ctx context.Context, index string, r io.Reader, opts BulkO
 		opts.Progress(res.Lines, consumed)
 	}
 	b.track.allStored(ctx)
+	if opts.WaitSearchable && res.Stored > 0 {
+		if err := c.WaitSearchable(ctx, index, res.LastSeq); err != nil {
+			return res, err
+		}
+		res.Searchable = true
+	}
 	if opts.NoSnapshot || res.Stored == 0 {
 		return res, nil
 	}

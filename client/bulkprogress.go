@@ -3,10 +3,14 @@ package client
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/internal/subject"
@@ -193,21 +197,10 @@ func (t *ingestTracker) stop() {
 func (t *ingestTracker) poll() {
 	ctx, cancel := context.WithTimeout(context.Background(), progressTimeout)
 	defer cancel()
-	req := &nats.Msg{}
-	if err := wire.Encode(req, &wire.ShardRequest{Query: matchNone}, 0); err != nil {
-		return
-	}
 	var wg sync.WaitGroup
 	for sh := range t.shards {
 		wg.Go(func() {
-			var seq uint64
-			reply, err := t.c.nc.RequestMsgWithContext(ctx, &nats.Msg{Subject: subject.Shard(t.def.Name, sh), Data: req.Data, Header: req.Header})
-			ok := err == nil && reply.Header.Get(subject.HeaderError) == ""
-			if ok {
-				var r wire.ShardResponse
-				ok = wire.DecodeShardResponse(reply, &r) == nil
-				seq = r.Seq
-			}
+			seq, ok := t.c.shardApplied(ctx, t.def.Name, sh)
 			if !ok {
 				return // keep what is known: a busy searcher may not answer in time
 			}
@@ -266,4 +259,82 @@ func (s *shardProgress) indexed() int {
 	}
 	n := int(float64(s.stored) * float64(s.applied-s.first+1) / float64(s.last-s.first+1))
 	return min(n, s.stored-1)
+}
+
+// shardApplied asks a searcher of shard sh of index (one of the shard's
+// queue group) which stream sequence it has applied: a shard's answer to
+// a query that reads nothing carries it, at no cost. ok is false when no
+// searcher answered within ctx.
+func (c *Client) shardApplied(ctx context.Context, index string, sh int) (seq uint64, ok bool) {
+	req := &nats.Msg{}
+	if err := wire.Encode(req, &wire.ShardRequest{Query: matchNone}, 0); err != nil {
+		return 0, false
+	}
+	reply, err := c.nc.RequestMsgWithContext(ctx, &nats.Msg{Subject: subject.Shard(index, sh), Data: req.Data, Header: req.Header})
+	if err != nil || reply.Header.Get(subject.HeaderError) != "" {
+		return 0, false
+	}
+	var r wire.ShardResponse
+	if wire.DecodeShardResponse(reply, &r) != nil {
+		return 0, false
+	}
+	return r.Seq, true
+}
+
+// WaitSearchable waits until a search of index finds every write stored up
+// to stream sequence seq (what Put and Delete return, a BulkResult's
+// LastSeq): until each shard's searcher has applied the shard's last
+// document at or before seq. It is Elasticsearch's refresh=wait_for:
+// ?wait=searchable over HTTP, --wait in the CLI. With several searcher
+// replicas of a shard it asks one of them each time: a search answered
+// by another may, for a moment, not see the write yet. The error on ctx's
+// end says which shards were behind.
+func (c *Client) WaitSearchable(ctx context.Context, index string, seq uint64) error {
+	def, err := c.definition(ctx, index)
+	if err != nil {
+		return err
+	}
+	st, err := c.metaStore(ctx)
+	if err != nil {
+		return err
+	}
+	// What each shard must reach: its last document if that is at or
+	// before seq, else seq itself (a shard sees only its own documents'
+	// sequences, in order: once it is at seq or past, it has applied
+	// every one of them stored before).
+	want := make([]uint64, def.Shards)
+	for sh := range def.Shards {
+		last, err := st.Docs.GetLastMsgForSubject(ctx, subject.DocsOfShard(index, sh))
+		switch {
+		case errors.Is(err, jetstream.ErrMsgNotFound):
+			continue // nothing stored on the shard
+		case err != nil:
+			return fmt.Errorf("last document of shard %d of %q: %w", sh, index, err)
+		}
+		want[sh] = min(seq, last.Sequence)
+	}
+	for wait := 5 * time.Millisecond; ; wait = min(2*wait, 100*time.Millisecond) {
+		behind := ""
+		for sh, w := range want {
+			if w == 0 {
+				continue
+			}
+			pctx, cancel := context.WithTimeout(ctx, progressTimeout)
+			applied, ok := c.shardApplied(pctx, index, sh)
+			cancel()
+			if ok && applied >= w {
+				want[sh] = 0
+				continue
+			}
+			behind += fmt.Sprintf(" shard %d at %d of %d;", sh, applied, w)
+		}
+		if behind == "" {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return api.Errorf(api.CodeTimeout, "index %q was not searchable up to sequence %d in time:%s", index, seq, strings.TrimSuffix(behind, ";"))
+		case <-time.After(wait):
+		}
+	}
 }

@@ -391,7 +391,12 @@ func (h *handler) search(w http.ResponseWriter, r *http.Request) {
 
 func (h *handler) ingest(w http.ResponseWriter, r *http.Request) {
 	snap, _ := strconv.ParseBool(r.URL.Query().Get("snapshot"))
-	res, err := h.c.Bulk(r.Context(), r.PathValue("index"), http.MaxBytesReader(w, r.Body, h.maxBulk), client.BulkOptions{NoSnapshot: !snap})
+	wait := r.URL.Query().Get("wait")
+	if wait != "" && wait != "searchable" {
+		h.fail(w, api.BadRequest("wait=%q: the one value is searchable (answer once a search finds every document stored)", wait))
+		return
+	}
+	res, err := h.c.Bulk(r.Context(), r.PathValue("index"), http.MaxBytesReader(w, r.Body, h.maxBulk), client.BulkOptions{NoSnapshot: !snap, WaitSearchable: wait == "searchable"})
 	if err != nil && res == nil {
 		h.fail(w, err)
 		return

@@ -20,6 +20,7 @@ func runIngest(ctx context.Context, e *env, args []string) error {
 	var nf natsFlags
 	nf.register(fs, e.getenv)
 	noSnap := fs.Bool("no-snapshot", false, "do not publish a new generation at the end")
+	wait := fs.Bool("wait", false, "return only once a search finds every document stored (the searchers have applied them)")
 	jsonOut := fs.Bool("json", false, "print the result as JSON")
 	quiet := fs.Bool("quiet", false, "no progress bar")
 	every := fs.Duration("progress-every", 3*time.Second, "how often a progress line is printed when stderr is not a terminal (a terminal gets a bar)")
@@ -49,7 +50,7 @@ func runIngest(ctx context.Context, e *env, args []string) error {
 		return api.BadRequest("--progress-every must be positive, got %s", *every)
 	}
 	bar := newProgress(e.stderr, total, *quiet || *jsonOut, *every)
-	opts := client.BulkOptions{NoSnapshot: *noSnap}
+	opts := client.BulkOptions{NoSnapshot: *noSnap, WaitSearchable: *wait}
 	if !*quiet && !*jsonOut {
 		opts.OnProgress = bar.update
 	}
@@ -69,6 +70,9 @@ func runIngest(ctx context.Context, e *env, args []string) error {
 			if res.Failed > len(res.Errors) {
 				fmt.Fprintf(e.stdout, "  … and %d more\n", res.Failed-len(res.Errors))
 			}
+			if res.Searchable {
+				fmt.Fprintf(e.stdout, "searchable: a search finds all %d\n", res.Stored)
+			}
 			if res.Snapshot != nil {
 				fmt.Fprintf(e.stdout, "published generation %d: %d docs, %s\n", res.Snapshot.Generation, res.Snapshot.Docs, humanBytes(res.Snapshot.Bytes))
 			}
@@ -87,6 +91,7 @@ func runPut(ctx context.Context, e *env, args []string) error {
 	fs := e.newFlags("put", "INDEX FILE.json|-", "Upserts one JSON document (an object with a string \"id\"). It is\nacknowledged once stored in the stream and searchable within milliseconds.")
 	var nf natsFlags
 	nf.register(fs, e.getenv)
+	wait := fs.Bool("wait", false, "return only once a search finds the document (its searcher has applied it)")
 	pos, err := cmdline.Parse(fs, args, 2, 2)
 	if err != nil {
 		return err
@@ -110,6 +115,12 @@ func runPut(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	fmt.Fprintf(e.stdout, "stored at sequence %d\n", seq)
+	if *wait {
+		if err := c.WaitSearchable(ctx, pos[0], seq); err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stdout, "searchable\n")
+	}
 	return nil
 }
 
