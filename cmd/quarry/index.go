@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"flag"
@@ -112,7 +111,7 @@ func runIndex(ctx context.Context, e *env, args []string) error {
 				notes = append(notes, fmt.Sprintf("%s: %s", d.Name, st.DocsNote))
 			}
 			if !jsonOut {
-				fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\t%s\n", d.Name, cmp.Or(d.Team, "-"), d.Shards, st.Generation, docs, humanBytes(st.Bytes), d.Created.Local().Format(time.DateTime))
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\t%s\n", d.Name, d.TeamOf(), d.Shards, st.Generation, docs, humanBytes(st.Bytes), d.Created.Local().Format(time.DateTime))
 			}
 		}
 		if jsonOut {

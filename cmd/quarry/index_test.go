@@ -27,6 +27,14 @@ func TestCLIIndexCreateSaysShards(t *testing.T) {
 			t.Errorf("index create %s: %d %q %s, want %q", strings.Join(tc.args, " "), code, out, errOut, tc.want)
 		}
 	}
+	// An index made without --team is a team of its own, named as the
+	// plugins, judgements and tokens name it: index-<name>, not "-".
+	_, out := lsDocs(t, url, "dishes")
+	for _, l := range strings.Split(out, "\n") {
+		if f := strings.Fields(l); len(f) > 1 && f[0] == "dishes" && f[1] != "index-dishes" {
+			t.Errorf("index ls shows the team of dishes as %q, want index-dishes:\n%s", f[1], out)
+		}
+	}
 }
 
 // lsDocs runs index ls and returns the DOCS column of index's row, and

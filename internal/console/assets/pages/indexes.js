@@ -45,7 +45,7 @@ function card(info) {
     h('td', { class: 'num' }, bytes(s.snapshot_bytes))));
   const q = info.query || {};
   return h('div', { class: 'card index', dataset: { index: info.name } },
-    h('h2', {}, info.name, ' ', h('span', { class: 'badge' }, 'team ' + (info.team || info.name))),
+    h('h2', {}, info.name, ' ', h('span', { class: 'badge' }, 'team ' + (info.team || 'index-' + info.name))),
     h('div', { class: 'stats' },
       stat(num(served ? liveDocs : snapDocs), served ? 'documents (searchers)' : 'documents (snapshot)'),
       stat(info.shards, 'shards'),
