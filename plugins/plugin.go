@@ -433,9 +433,8 @@ func seed32(s uint64) [32]byte {
 	return b
 }
 
-// StopCalls stops the calls running now: each fails (a timeout, "the
-// plugin was stopped") at its next function call or loop iteration, and
-// its instance is discarded. Calls made later run as usual. The broker
+// StopCalls stops the calls running now: each fails (KindStopped) at its
+// next function call or loop iteration, and its instance is discarded. Calls made later run as usual. The broker
 // stops the calls of a plugin that has left every pipeline, so that
 // removing or replacing a plugin leaves nothing of it running.
 func (p *Plugin) StopCalls() {
