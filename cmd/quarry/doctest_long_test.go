@@ -80,7 +80,8 @@ type docRun struct {
 	dir     string   // where the first block starts
 	env     []string // the blocks' environment
 	state   string   // the variables and directory a block leaves to the next
-	rewrite *strings.Replacer
+	ports   *strings.Replacer // the ports and /tmp/, in commands and in the output shown
+	rewrite *strings.Replacer // those and quarry serve's flags, in commands
 	bg      []*docBackground
 }
 
@@ -111,15 +112,19 @@ func newDocRun(t *testing.T, file, root, bin string, goenv []string) *docRun {
 	}
 	natsPort, httpPort, metricsPort := natstest.FreePort(t), natstest.FreePort(t), natstest.FreePort(t)
 	r := &docRun{t: t, file: file, dir: dir, state: filepath.Join(tmp, "doctest-state.sh")}
-	r.rewrite = strings.NewReplacer(
-		"go run ./cmd/quarry serve", fmt.Sprintf("quarry serve --nats-port %d --http 127.0.0.1:%d", natsPort, httpPort),
-		"quarry serve", fmt.Sprintf("quarry serve --nats-port %d --http 127.0.0.1:%d", natsPort, httpPort),
-		"go run ./cmd/quarry", "quarry",
+	ports := []string{
 		":7700", fmt.Sprintf(":%d", httpPort),
 		":4222", fmt.Sprintf(":%d", natsPort),
 		":9464", fmt.Sprintf(":%d", metricsPort),
-		"/tmp/", tmp+"/",
-	)
+		"/tmp/", tmp + "/",
+	}
+	serve := fmt.Sprintf("quarry serve --nats-port %d --http 127.0.0.1:%d", natsPort, httpPort)
+	r.ports = strings.NewReplacer(ports...)
+	r.rewrite = strings.NewReplacer(append([]string{
+		"go run ./cmd/quarry serve", serve,
+		"quarry serve", serve,
+		"go run ./cmd/quarry", "quarry",
+	}, ports...)...)
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
 		if k == "HOME" || k == "PATH" || k == "TMPDIR" || strings.HasPrefix(k, "XDG_") || strings.HasPrefix(k, "QUARRY_") {
@@ -175,7 +180,7 @@ func (r *docRun) block(b docBlock) {
 		}
 	}
 	if b.Lang == "console" {
-		if shown := r.rewrite.Replace(b.Output); !outputMatches(shown, out) {
+		if shown := r.ports.Replace(b.Output); !outputMatches(shown, out) {
 			wrong = append(wrong, fmt.Sprintf("the output is not what the doc shows:\n%s", shown))
 		}
 	}
@@ -207,11 +212,11 @@ func (r *docRun) command(ctx context.Context, script string, out *lockedBuffer) 
 	return cmd
 }
 
-// run runs a block in the foreground, for at most 3 minutes, and returns
+// run runs a block in the foreground, for at most 2 minutes, and returns
 // its output and exit status; what it left running is killed.
 func (r *docRun) run(code string) (string, int) {
 	r.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	var out lockedBuffer
 	cmd := r.command(ctx, r.script(code, true), &out)
@@ -220,7 +225,7 @@ func (r *docRun) run(code string) (string, int) {
 		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	}
 	if ctx.Err() != nil {
-		return out.String() + "\n(killed: still running after 3 minutes)", -1
+		return out.String() + "\n(killed: still running after 2 minutes)", -1
 	}
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
