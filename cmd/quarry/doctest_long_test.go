@@ -77,9 +77,9 @@ func TestDocs(t *testing.T) {
 type docRun struct {
 	t       *testing.T
 	file    string
-	dir     string   // where the first block starts
-	env     []string // the blocks' environment
-	state   string   // the variables and directory a block leaves to the next
+	dir     string            // where the first block starts
+	env     []string          // the blocks' environment
+	state   string            // the variables and directory a block leaves to the next
 	ports   *strings.Replacer // the ports and /tmp/, in commands and in the output shown
 	rewrite *strings.Replacer // those and quarry serve's flags, in commands
 	bg      []*docBackground
