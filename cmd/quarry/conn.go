@@ -3,8 +3,10 @@ package main
 import (
 	"cmp"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -40,7 +42,7 @@ func (f *natsFlags) register(fs *flag.FlagSet, getenv func(string) string) {
 
 // options turns the flags into connection options.
 func (f *natsFlags) options() ([]nats.Option, error) {
-	opts := []nats.Option{nats.Timeout(f.timeout)}
+	opts := []nats.Option{nats.Timeout(f.timeout), nats.ErrorHandler(asyncError)}
 	if f.user != "" {
 		opts = append(opts, nats.UserInfo(f.user, f.password))
 	}
@@ -72,6 +74,17 @@ func (f *natsFlags) options() ([]nats.Option, error) {
 		opts = append(opts, nats.ClientCert(f.tlsCert, f.tlsKey))
 	}
 	return opts, nil
+}
+
+// asyncError reports an error the connection found on its own, as
+// nats.go's default handler does, but not a permission violation: the
+// request that hit it fails and says so, naming the subject and the
+// likely reason (docs/teams.md), and the raw line came first, twice.
+func asyncError(_ *nats.Conn, _ *nats.Subscription, err error) {
+	if errors.Is(err, nats.ErrPermissionViolation) {
+		return
+	}
+	fmt.Fprintf(os.Stderr, "quarry: NATS: %v\n", err)
 }
 
 // connect opens a NATS connection and a client on it.
