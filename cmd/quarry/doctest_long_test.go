@@ -170,7 +170,7 @@ func (r *docRun) block(b docBlock) {
 	out, exit := r.run(code)
 	r.t.Logf("%s: exit %d in %s", where, exit, time.Since(start).Round(time.Millisecond))
 	if testing.Verbose() {
-		r.t.Logf("%s\n--- output:\n%s", code, out)
+		r.t.Logf("%s\n--- output (its last lines):\n%s", code, tail(out))
 	}
 	var wrong []string
 	if exit != b.Exit {

@@ -27,7 +27,7 @@ import (
 //	                                                block starts once its output holds each text
 //	                                                of "output contains"
 //	<!-- doctest: stop background -->               Ctrl-C what runs in the background before it
-var docTestFiles = []string{"README.md", "docs/plugins.md", "docs/relevance.md", "docs/api.md", "docs/teams.md"}
+var docTestFiles = []string{"README.md", "docs/plugins.md", "docs/relevance.md", "docs/api.md", "docs/teams.md", "docs/operations.md"}
 
 // A docBlock is one command block of a Markdown file.
 type docBlock struct {
