@@ -219,6 +219,11 @@ func devRun(ctx context.Context, c *client.Client, o *devOptions, w io.Writer, r
 	if kind != "rewriter" && kind != "ranker" {
 		return api.BadRequest("--kind %q: want rewriter or ranker (the plugin is not live on %s and DIR/test.sh does not say)", kind, o.index)
 	}
+	if kind == "ranker" && liveStep == nil && len(o.fields) == 0 {
+		// Not an error (a ranker may rank by score alone), but the
+		// usual reason for "the same" rounds, and what it goes live with.
+		fmt.Fprintf(w, "note: a new ranker without --fields reads no stored field: its candidates carry only their ids and scores, and a version activated from here goes live so (quarry dev %s %s --fields price,rating)\n", o.index, o.dir)
+	}
 
 	// Build.
 	built := time.Now()
