@@ -38,8 +38,9 @@ import (
 	"github.com/quarrysearch/quarry/planner"
 )
 
-// shadowPublishEvery is how often a broker publishes its shadow tallies.
-var shadowPublishEvery = 2 * time.Second
+// ShadowPublishEvery is how often a broker publishes its shadow tallies
+// (quarry plugin shadow-stats reads them).
+const ShadowPublishEvery = 2 * time.Second
 
 // Config configures a broker. Zero values are documented defaults.
 type Config struct {
@@ -476,7 +477,7 @@ func (b *Broker) Run(ctx context.Context) error {
 	shadowsDone := make(chan struct{})
 	go func() {
 		defer close(shadowsDone)
-		b.publishShadows(ctx, shadowPublishEvery)
+		b.publishShadows(ctx, ShadowPublishEvery)
 	}()
 	defer func() { <-shadowsDone }()
 	teamsDone := make(chan struct{})

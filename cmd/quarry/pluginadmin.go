@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/quarrysearch/quarry/api"
+	"github.com/quarrysearch/quarry/broker"
 	"github.com/quarrysearch/quarry/client"
 	"github.com/quarrysearch/quarry/internal/cmdline"
 	"github.com/quarrysearch/quarry/internal/loadgen"
@@ -159,6 +160,9 @@ func pluginAdmin(ctx context.Context, e *env, op string, args []string) error {
 		}
 		fmt.Fprintf(e.stdout, "shadow of %s on %s: %d queries compared\n  overlap@10 %.3f, rank correlation %.3f\n  live %.3f ms, shadow %.3f ms; errors live %d, shadow %d\n",
 			st.Plugin, st.Index, st.Queries, st.OverlapAt10, st.RankCorrelation, st.LiveMS, st.ShadowMS, st.LiveErrors, st.ShadowErrors)
+		if st.Queries == 0 {
+			fmt.Fprintf(e.stdout, "  (brokers publish their tallies every %s: a shadow set up moments ago, or with no searches since, has none yet)\n", broker.ShadowPublishEvery)
+		}
 		return nil
 	case "activate", "rollback", "rm", "canary", "promote", "shadow":
 		var spec *api.PipelineSpec
