@@ -95,6 +95,7 @@ function pipelineReport(resp, spec, stages) {
     const skip = skipped.get(kind + ' ' + st.plugin);
     let status;
     if (skip) status = h('span', { class: 'badge bad' }, skip.status || 'skipped');
+    else if (stage && /not called/.test(stage.detail || '')) status = h('span', { class: 'badge' }, 'not called');
     else if (stage) status = h('span', { class: 'badge ok' }, 'ran');
     else status = h('span', { class: 'badge' }, 'not run');
     const notes = [];
