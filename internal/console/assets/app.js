@@ -47,7 +47,9 @@ function showWho(me) {
 
 function fillPicker(me) {
   const saved = sessionStorage.getItem(indexKey);
-  state.index = me.indexes.includes(saved) ? saved : (me.indexes[0] || '');
+  // The last one chosen; else the demo's (quarry serve --demo), which the
+  // README's tour uses; else the first.
+  state.index = me.indexes.includes(saved) ? saved : me.indexes.includes('menu') ? 'menu' : (me.indexes[0] || '');
   picker.replaceChildren(...me.indexes.map(n => h('option', { value: n, selected: n === state.index }, n)));
   picker.disabled = me.indexes.length === 0;
 }
