@@ -273,7 +273,7 @@ func (r *docRun) startBackground(where string, b docBlock, code string) {
 	})
 	select {
 	case <-bg.done:
-		r.t.Fatalf("%s: %s: ended (exit %d) before its output held %q:\n%s", where, code, bg.cmd.ProcessState.ExitCode(), b.Contains, bg.out)
+		r.t.Fatalf("%s: %s: ended (exit %d) instead of running in the background:\n%s", where, code, bg.cmd.ProcessState.ExitCode(), bg.out)
 	default:
 	}
 	r.t.Logf("%s: in the background, ready in %s", where, time.Since(start).Round(time.Millisecond))

@@ -27,6 +27,11 @@ import (
 //	                                                block starts once its output holds each text
 //	                                                of "output contains"
 //	<!-- doctest: stop background -->               Ctrl-C what runs in the background before it
+//
+// CONTRIBUTING.md ("The docs are tests") has what to run and a checklist.
+// Not here yet: docs/deploy.md and docs/scaling.md (a NATS cluster),
+// docs/performance.md (minutes of load), docs/plugin-abi.md and
+// docs/RATIONALE.md.
 var docTestFiles = []string{"README.md", "docs/plugins.md", "docs/relevance.md", "docs/api.md", "docs/teams.md", "docs/operations.md"}
 
 // A docBlock is one command block of a Markdown file.
