@@ -208,10 +208,15 @@ the host sorts by it.[[else]]It lower-cases the search text.[[end]]
     ./build.sh        # [[.Name]].wasm
     ./test.sh         # build, then run it on requests.ndjson; the answers must be expected.ndjson
 
-Then try it on an index (a canary first):
+Then try it on an index. The first version goes live with --activate
+(after a replay, quarry plugin test, if you like); each next one is
+pushed and canaried against the live one, named by its digest (what push
+prints, or the start of its sha256):
 
+    quarry plugin push INDEX [[.Name]] [[.Name]].wasm --kind [[.Kind]] --config config.json[[if .Ranker]] --fields rating[[end]] --activate
+    # ... edit, ./test.sh, then:
     quarry plugin push INDEX [[.Name]] [[.Name]].wasm --kind [[.Kind]] --config config.json[[if .Ranker]] --fields rating[[end]]
-    quarry plugin canary INDEX [[.Name]] DIGEST --percent 10
+    quarry plugin canary INDEX [[.Name]] $(sha256sum [[.Name]].wasm | cut -c1-12) --percent 10
 
 The SDK: [[.SDK]][[if eq .Lang "c"]]/c/quarry.h (copied here)[[else if eq .Lang "assemblyscript"]]/assemblyscript[[end]]; the ABI: docs/plugin-abi.md.
 `,
