@@ -208,8 +208,8 @@ func TestReplicationDecidedOnce(t *testing.T) {
 	}
 	allAt := func(got map[string]int, want int) {
 		t.Helper()
-		if len(got) != 18 {
-			t.Errorf("%d streams, want Quarry's 18: %v", len(got), got)
+		if len(got) != meta.Resources {
+			t.Errorf("%d streams, want Quarry's %d: %v", len(got), meta.Resources, got)
 		}
 		for name, n := range got {
 			if n != want {
@@ -242,7 +242,7 @@ func TestReplicationDecidedOnce(t *testing.T) {
 		Indexer: &indexer.Config{SnapshotInterval: -1}})
 	var re *meta.ReplicasError
 	if !errors.As(err, &re) || re.Want != 1 || re.Existing[subject.DocsStream] != 3 ||
-		!strings.Contains(err.Error(), "--replicas 1, but this deployment's JetStream streams exist at 3 (QUARRY_DOCS and 17 more)") ||
+		!strings.Contains(err.Error(), fmt.Sprintf("--replicas 1, but this deployment's JetStream streams exist at 3 (QUARRY_DOCS and %d more)", meta.Resources-1)) ||
 		!strings.Contains(err.Error(), "quarry init --replicas 1") {
 		t.Fatalf("a role at --replicas 1 on an R3 deployment: %v", err)
 	}

@@ -23,6 +23,7 @@ import (
 
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/client"
+	"github.com/quarrysearch/quarry/internal/meta"
 	"github.com/quarrysearch/quarry/internal/natstest"
 	"github.com/quarrysearch/quarry/internal/testtier"
 	"github.com/quarrysearch/quarry/internal/testwait"
@@ -106,8 +107,8 @@ func TestDeployCluster(t *testing.T) {
 		return true
 	})
 	out := cli("init", "--user", "quarry", "--replicas", "3")
-	if n := strings.Count(out, "  3\n"); n != 18 {
-		t.Fatalf("quarry init --replicas 3: %d streams at 3 replicas, want 18:\n%s", n, out)
+	if n := strings.Count(out, "  3\n"); n != meta.Resources {
+		t.Fatalf("quarry init --replicas 3: %d streams at 3 replicas, want %d:\n%s", n, meta.Resources, out)
 	}
 	t.Logf("quarry init --replicas 3 done %s after the members started", time.Since(began).Round(time.Millisecond))
 	var varz struct {

@@ -96,6 +96,10 @@ var PluginLogsStreamConfig = jetstream.StreamConfig{Name: subject.PluginLogsStre
 	Subjects: []string{subject.PluginLogsPrefix + ".>"}, Storage: jetstream.MemoryStorage, MaxMsgsPerSubject: api.MaxPluginLogLines,
 	MaxAge: 24 * time.Hour, MaxBytes: 64 << 20, MaxMsgSize: 32 << 10, Discard: jetstream.DiscardOld}
 
+// Resources is how many JetStream streams Open makes (its key-value
+// buckets and object stores are streams too): what `quarry init` lists.
+const Resources = 19
+
 // Open creates or binds to every resource.
 func Open(ctx context.Context, js jetstream.JetStream, opts Options) (*Store, error) {
 	if opts.Replicas != 0 || opts.Rescale {
