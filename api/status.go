@@ -140,6 +140,12 @@ type ReplicaShard struct {
 	Seq        uint64 `json:"seq"`
 	Lag        uint64 `json:"lag"`
 	Docs       uint64 `json:"docs"`
+	// Rejected counts the messages of the shard the replica skipped since
+	// it opened because they could not be applied (over the index's
+	// document limits, malformed, refused by bleve: they reached the
+	// stream past the client's checks); its log names each, with its id
+	// and stream sequence ("skipping a document that cannot be applied").
+	Rejected uint64 `json:"rejected,omitempty"`
 	// Replica, in an IndexInfo, is the searcher it belongs to.
 	Replica string `json:"replica,omitempty"`
 }

@@ -30,7 +30,7 @@ func (ix *Indexer) Status() api.RoleStatus {
 			}
 			p := r.Progress()
 			docs, _ := r.DocCount()
-			st.Shards = append(st.Shards, api.ReplicaShard{Index: name, Shard: i, Generation: r.Generation(), Seq: p.Seq, Lag: p.Pending, Docs: docs})
+			st.Shards = append(st.Shards, api.ReplicaShard{Index: name, Shard: i, Generation: r.Generation(), Seq: p.Seq, Lag: p.Pending, Docs: docs, Rejected: p.Rejected})
 		}
 	}
 	ix.mu.Unlock()

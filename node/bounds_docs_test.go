@@ -201,6 +201,21 @@ func TestUnappliableDocumentsSkipped(t *testing.T) {
 	}
 	c := n.Client()
 	waitIndexed(t, c, "raw", 1)
+	// Each serving replica says how many it skipped (GET
+	// /v1/indexes/raw, the console's index page).
+	info, err := c.IndexInfo(ctx, "raw")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rejected uint64
+	for _, sh := range info.ShardStatus {
+		for _, r := range sh.Serving {
+			rejected += r.Rejected
+		}
+	}
+	if rejected != uint64(len(docs)-1) {
+		t.Errorf("the searchers' status says %d rejected, want %d: %+v", rejected, len(docs)-1, info.ShardStatus)
+	}
 	for _, d := range docs {
 		r, err := c.Search(ctx, "raw", &api.SearchRequest{Query: json.RawMessage(`{"ids":[` + strconv.Quote(d.id) + `]}`)})
 		if err != nil || (r.Total == 1) != (d.id == "good") {

@@ -718,6 +718,9 @@ type Stats struct {
 	// the last one applied, as of the last batch.
 	Lag  uint64
 	Docs uint64
+	// Rejected counts the messages the replica skipped, unappliable
+	// (shard.Progress.Rejected).
+	Rejected uint64
 	// Lent: the replica served is Config.Replicas' (the indexer's).
 	Lent bool
 	// FileSegments and MemorySegments are the segments the replica's
@@ -749,7 +752,7 @@ func (s *Searcher) Stats() []Stats {
 		docs, _ := sh.replica.DocCount()
 		p := sh.replica.Progress()
 		files, memory := sh.replica.Segments()
-		out = append(out, Stats{Index: sh.index, Shard: sh.shard, Generation: sh.replica.Generation(), Seq: p.Seq, Lag: p.Pending, Docs: docs, Lent: sh.lent,
+		out = append(out, Stats{Index: sh.index, Shard: sh.shard, Generation: sh.replica.Generation(), Seq: p.Seq, Lag: p.Pending, Docs: docs, Rejected: p.Rejected, Lent: sh.lent,
 			FileSegments: files, MemorySegments: memory})
 	}
 	slices.SortFunc(out, func(a, b Stats) int {

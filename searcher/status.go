@@ -19,7 +19,7 @@ func (s *Searcher) Status() api.RoleStatus {
 	default:
 	}
 	for _, sh := range s.Stats() {
-		st.Shards = append(st.Shards, api.ReplicaShard{Index: sh.Index, Shard: sh.Shard, Generation: sh.Generation, Seq: sh.Seq, Lag: sh.Lag, Docs: sh.Docs})
+		st.Shards = append(st.Shards, api.ReplicaShard{Index: sh.Index, Shard: sh.Shard, Generation: sh.Generation, Seq: sh.Seq, Lag: sh.Lag, Docs: sh.Docs, Rejected: sh.Rejected})
 	}
 	return st
 }
