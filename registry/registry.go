@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -144,10 +145,11 @@ func (s *Service) handle(ctx context.Context, op string, req micro.Request) {
 		s.handleUpload(cctx, index, req)
 		return
 	}
+	a := s.answerTo(req)
 	var r Request
 	if data := bytes.TrimSpace(req.Data()); len(data) > 0 && string(data) != "null" { // no body: an empty request
 		if err := api.DecodeStrict("admin request", data, &r); err != nil {
-			s.respondError(req, err)
+			a.fail(err)
 			return
 		}
 	}
@@ -167,17 +169,17 @@ func (s *Service) handle(ctx context.Context, op string, req micro.Request) {
 		defer cancel()
 		out, err := s.Do(ctx, index, op, &r)
 		if err != nil {
-			s.respondError(req, err)
+			a.fail(err)
 			return
 		}
-		req.RespondJSON(out)
+		a.json(out)
 	}, func(err error) {
 		cancel()
-		s.respondError(req, err)
+		a.fail(err)
 	})
 	if err != nil {
 		cancel()
-		s.respondError(req, err)
+		a.fail(err)
 	}
 }
 
@@ -186,17 +188,59 @@ func (s *Service) handle(ctx context.Context, op string, req micro.Request) {
 // text, a library's words) logged under a request id and the caller told
 // "internal error (request id …)".
 func (s *Service) respondError(req micro.Request, err error) {
+	s.answerTo(req).fail(err)
+}
+
+// answer is where a request's answer goes, taken from its micro.Request
+// in the handler: micro reads the request again once its handler returns
+// (to count errors), so a request answered later, from its team's lane,
+// is answered on the connection (as micro would: its error headers), not
+// through the request.
+type answer struct {
+	s              *Service
+	subject, reply string
+	requestID      string
+}
+
+func (s *Service) answerTo(req micro.Request) answer {
+	return answer{s: s, subject: req.Subject(), reply: req.Reply(), requestID: req.Headers().Get(trace.HeaderRequestID)}
+}
+
+// json answers v as JSON.
+func (a answer) json(v any) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		a.fail(fmt.Errorf("encode the answer: %w", err))
+		return
+	}
+	a.publish(&nats.Msg{Subject: a.reply, Data: body})
+}
+
+// fail answers an error. An *api.Error says what the caller can act on;
+// any other is internal, its detail (a Go error's text, a library's
+// words) logged under a request id and the caller told "internal error
+// (request id …)".
+func (a answer) fail(err error) {
 	var e *api.Error
 	if !errors.As(err, &e) {
-		id := req.Headers().Get(trace.HeaderRequestID)
+		id := a.requestID
 		if !trace.ValidRequestID(id) {
 			id = trace.NewRequestID()
 		}
-		s.cfg.Logger.Error("internal error", "request_id", id, "subject", req.Subject(), "err", err)
+		a.s.cfg.Logger.Error("internal error", "request_id", id, "subject", a.subject, "err", err)
 		e = api.Errorf(api.CodeInternal, "internal error (request id %s)", id)
 	}
 	body, _ := json.Marshal(e)
-	req.Error(fmt.Sprint(api.HTTPStatus(e.Code)), e.Message, body)
+	msg := &nats.Msg{Subject: a.reply, Data: body, Header: nats.Header{}}
+	msg.Header.Set(micro.ErrorHeader, e.Message)
+	msg.Header.Set(micro.ErrorCodeHeader, strconv.Itoa(api.HTTPStatus(e.Code)))
+	a.publish(msg)
+}
+
+func (a answer) publish(msg *nats.Msg) {
+	if err := a.s.nc.PublishMsg(msg); err != nil {
+		a.s.cfg.Logger.Warn("admin answer failed", "subject", a.subject, "err", err)
+	}
 }
 
 // Do runs one admin operation on an index.
