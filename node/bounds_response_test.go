@@ -204,7 +204,7 @@ func TestResponseBoundedWhileBuilt(t *testing.T) {
 func TestTeamSearchMemory(t *testing.T) {
 	t.Parallel()
 	const limit = 1 << 20
-	const delay = 700 * time.Millisecond // every shard request: a search stays in flight
+	const delay = 700 * time.Millisecond                                                                                                                                                           // every shard request: a search stays in flight
 	n := startConfig(t, Config{Indexer: &indexer.Config{SnapshotInterval: -1}, Searcher: &searcher.Config{FaultDelay: delay}, Broker: &broker.Config{TeamMaxSearchMemory: limit, HeavyAfter: -1}}) // memory alone: no heavy-team turns
 	c := n.Client()
 	ctx := context.Background()
