@@ -123,3 +123,34 @@ func TestAdminPerTeam(t *testing.T) {
 	}
 	t.Logf("beta's push and activation took %s beside alpha's 4-second validation", took)
 }
+
+// TestVariantPipelineBounded: a search that asks for a variant pipeline of
+// 32 steps of a version that spins (issue 34: 1.6 s of plugin CPU a
+// search) stops at its own deadline, like a live one, and the spinning
+// plugin's calls count as its team's cost.
+func TestVariantPipelineBounded(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	n := startNode(t)
+	c := n.Client()
+	if _, err := c.CreateIndex(ctx, "vp", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	mustBulk(t, c, "vp", ndjson(10, "t"))
+	v, err := c.PushPlugin(ctx, "vp", "spin", wasmtest.WAT(t, spinWAT), client.PushOptions{Kind: "rewriter", Step: api.StepSpec{BudgetMS: 5000}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := make([]api.StepSpec, 32)
+	for i := range steps {
+		steps[i] = api.StepSpec{Plugin: "spin", Digest: v.Digest}
+	}
+	start := time.Now()
+	_, err = c.Search(ctx, "vp", &api.SearchRequest{Q: "noodles", TimeoutMS: 300, Variant: &api.Variant{Pipeline: &api.PipelineSpec{Rewriters: steps}}})
+	took := time.Since(start)
+	if !errors.Is(err, api.ErrTimeout) || took > 3*time.Second {
+		t.Fatalf("a variant of 32 spinning steps with timeout_ms 300: %v after %s, want a timeout at its deadline", err, took)
+	}
+	t.Logf("answered %v after %s", err, took.Round(time.Millisecond))
+}

@@ -160,7 +160,11 @@ func (in *instance) stop() {
 		return
 	}
 	if in.timer != nil {
-		in.timer.Reset(0) // the interrupt, set by the timer's own function
+		// The interrupt, set by the timer's own function; unless it has
+		// fired already (the budget is spent): then it is set, or being.
+		if in.timer.Stop() {
+			in.timer.Reset(0)
+		}
 		return
 	}
 	// Under Config.CloseOnContextDone, closing the module ends the call.
@@ -588,6 +592,11 @@ func (p *Plugin) call(ctx context.Context, encode func([]byte) []byte, decode fu
 			return p.callNative(ctx, encode, decode)
 		}
 	}
+	if !deadline.After(start) {
+		// The caller's time is up (earlier steps took it): no call, so no
+		// timer set to fire at once.
+		return &CallError{Plugin: p.spec.Name, Kind: KindTimeout, Err: errors.New("its caller's deadline had passed before it began")}
+	}
 	in, extra, slow, err := p.acquire(ctx, deadline)
 	if err != nil {
 		return err
@@ -623,6 +632,11 @@ func (p *Plugin) call(ctx context.Context, encode func([]byte) []byte, decode fu
 		in.stack[0] = uint64(max(len(req), 4096))
 		err := in.alloc.CallWithStack(ctx, in.stack)
 		in.disarm()
+		if err == nil && in.poisoned {
+			// The timer fired as the allocation returned: the budget is
+			// spent, and arming it again would set the interrupt twice.
+			err = errors.New("interrupted")
+		}
 		if err != nil {
 			return p.failure(ctx, in, err, left)
 		}
