@@ -278,6 +278,12 @@ func (m *module) learn(s section) error {
 			r.fail("%d bytes after the start function's index", len(r.b)-r.off)
 		}
 		err = r.err
+	case 4, 9, 11, secTag, secCode: // table, element, data, tag, code: vectors
+		// A count the section's bytes cannot hold (an unterminated LEB128
+		// that wazero reads on into the next section) made wazero
+		// allocate tens of gigabytes for a 39-byte module and the process
+		// die of it (FuzzInstrument): refused here, before it compiles.
+		_, err = r.count()
 	case secDataCount: // one u32 and nothing else (wazero takes an empty one, then trips on the sections after it)
 		r.u32()
 		if r.err == nil && !r.done() {
