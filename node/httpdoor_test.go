@@ -129,8 +129,11 @@ func TestHTTPUnauthorizedClosesConnection(t *testing.T) {
 			t.Fatalf("%s: after the 401 %v, want it closed", c.name, err)
 		}
 	}
-	conn := dialRaw(t, n.HTTPAddr)
+	// Until the guard knows the new token, its requests get a 401, which
+	// closes their connection: each try on a connection of its own.
+	var conn *rawConn
 	testwait.UntilErr(t, 10*time.Second, "the operator token works", func() error {
+		conn = dialRaw(t, n.HTTPAddr)
 		resp, _, err := conn.get(t, "/v1/indexes", "Authorization: Bearer "+tok)
 		switch {
 		case err != nil:
