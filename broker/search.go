@@ -146,11 +146,10 @@ func (o *execOptions) stage(st int, d time.Duration) {
 // execute runs a plan: each stage is a method of the run that times
 // itself where it runs.
 func (r *run) execute(ctx context.Context, plan *planner.Plan) (*api.SearchResponse, error) {
-	// Both deadlines count from the request's start (the rewriters ran
-	// within them), the shards' a merge reserve before the request's.
+	// ctx holds the request's deadline already (fromRewrite: from its
+	// start, the rewriters within it); the shards' is a merge reserve
+	// before it.
 	deadline := r.start.Add(plan.Timeout)
-	ctx, cancel := context.WithDeadline(ctx, deadline)
-	defer cancel()
 	shardCtx, cancelShards := context.WithDeadline(ctx, deadline.Add(plan.ShardTimeout-plan.Timeout))
 	defer cancelShards()
 	r.plan = plan
