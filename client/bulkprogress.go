@@ -3,14 +3,12 @@ package client
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/internal/subject"
@@ -162,12 +160,12 @@ func (t *ingestTracker) allStored(ctx context.Context) {
 		if empty {
 			continue
 		}
-		last, err := st.Docs.GetLastMsgForSubject(ctx, subject.DocsOfShard(t.def.Name, sh))
+		last, err := st.ShardLastSeq(ctx, t.def.Name, sh)
 		if err != nil {
 			continue
 		}
 		t.mu.Lock()
-		t.shards[sh].last = max(t.shards[sh].last, last.Sequence)
+		t.shards[sh].last = max(t.shards[sh].last, last)
 		t.mu.Unlock()
 	}
 }
@@ -304,14 +302,11 @@ func (c *Client) WaitSearchable(ctx context.Context, index string, seq uint64) e
 	// every one of them stored before).
 	want := make([]uint64, def.Shards)
 	for sh := range def.Shards {
-		last, err := st.Docs.GetLastMsgForSubject(ctx, subject.DocsOfShard(index, sh))
-		switch {
-		case errors.Is(err, jetstream.ErrMsgNotFound):
-			continue // nothing stored on the shard
-		case err != nil:
-			return fmt.Errorf("last document of shard %d of %q: %w", sh, index, err)
+		last, err := st.ShardLastSeq(ctx, index, sh)
+		if err != nil {
+			return err
 		}
-		want[sh] = min(seq, last.Sequence)
+		want[sh] = min(seq, last) // 0: nothing stored on the shard
 	}
 	for wait := 5 * time.Millisecond; ; wait = min(2*wait, 100*time.Millisecond) {
 		behind := ""

@@ -501,14 +501,14 @@ func (ix *Indexer) waitApplied(ctx context.Context, st *indexState, minSeq uint6
 		return nil
 	}
 	for i, r := range st.replicas {
-		last, err := ix.store.Docs.GetLastMsgForSubject(ctx, subject.DocsOfShard(st.def.Name, i))
-		if errors.Is(err, jetstream.ErrMsgNotFound) {
+		last, err := ix.store.ShardLastSeq(ctx, st.def.Name, i)
+		if err != nil {
+			return err
+		}
+		if last == 0 {
 			continue
 		}
-		if err != nil {
-			return fmt.Errorf("last message of shard %d: %w", i, err)
-		}
-		if err := r.WaitSeq(ctx, min(last.Sequence, minSeq)); err != nil {
+		if err := r.WaitSeq(ctx, min(last, minSeq)); err != nil {
 			return err
 		}
 	}

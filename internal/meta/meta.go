@@ -428,3 +428,17 @@ func (s *Store) deleteObjects(ctx context.Context, prefix string, del func(name 
 	}
 	return nil
 }
+
+// ShardLastSeq is the stream sequence of the last message stored on one
+// shard of index (a document or a tombstone), 0 if there is none: what
+// the shard's replica must have applied to hold every write to it.
+func (s *Store) ShardLastSeq(ctx context.Context, index string, shard int) (uint64, error) {
+	last, err := s.Docs.GetLastMsgForSubject(ctx, subject.DocsOfShard(index, shard))
+	switch {
+	case errors.Is(err, jetstream.ErrMsgNotFound):
+		return 0, nil
+	case err != nil:
+		return 0, fmt.Errorf("last message of shard %d of %q: %w", shard, index, err)
+	}
+	return last.Sequence, nil
+}
