@@ -9,7 +9,6 @@ import (
 
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/broker"
-	"github.com/quarrysearch/quarry/indexer"
 	"github.com/quarrysearch/quarry/searcher"
 )
 
@@ -23,9 +22,8 @@ func TestHeavyByCostNotLatency(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	n := startConfig(t, Config{Indexer: &indexer.Config{SnapshotInterval: -1},
-		Searcher: &searcher.Config{FaultDelay: 60 * time.Millisecond, FaultEvery: 1},
-		Broker:   &broker.Config{HeavyAfter: 20 * time.Millisecond, HeavySearches: 1, HeavyWait: 30 * time.Millisecond}})
+	n := startConfig(t, allRoles(Config{Searcher: &searcher.Config{FaultDelay: 60 * time.Millisecond, FaultEvery: 1},
+		Broker: &broker.Config{HeavyAfter: 20 * time.Millisecond, HeavySearches: 1, HeavyWait: 30 * time.Millisecond}}))
 	c := n.Client()
 	for _, def := range []api.IndexDefinition{{Name: "fa", Shards: 1, Team: "alpha"}, {Name: "fb", Shards: 1, Team: "beta"}} {
 		if _, err := c.CreateIndexDef(ctx, def); err != nil {

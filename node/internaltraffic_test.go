@@ -9,10 +9,8 @@ import (
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/broker"
 	"github.com/quarrysearch/quarry/client"
-	"github.com/quarrysearch/quarry/indexer"
 	"github.com/quarrysearch/quarry/internal/testwait"
 	"github.com/quarrysearch/quarry/internal/wasmtest"
-	"github.com/quarrysearch/quarry/searcher"
 )
 
 // TestInternalSearchesNotTraffic: the searches Quarry makes for itself
@@ -23,7 +21,7 @@ func TestInternalSearchesNotTraffic(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	n := startConfig(t, Config{Indexer: &indexer.Config{SnapshotInterval: -1}, Searcher: &searcher.Config{}, Broker: &broker.Config{RecordPercent: 100}})
+	n := startConfig(t, allRoles(Config{Broker: &broker.Config{RecordPercent: 100}}))
 	c := n.Client()
 	loadCatalog(t, n, "traffic", 1, catalogNDJSON(t, 50))
 	step := api.StepSpec{Config: json.RawMessage(`{"weights":{"price":-1}}`), Fields: []string{"price"}, RerankDepth: 10, BudgetMS: 2000}

@@ -18,7 +18,22 @@ import (
 // startNode runs every role on an embedded server in a temp dir.
 func startNode(t *testing.T) *Node {
 	t.Helper()
-	return startRoles(t, "", &indexer.Config{SnapshotInterval: -1}, &searcher.Config{}, &broker.Config{})
+	return startConfig(t, allRoles(Config{}))
+}
+
+// allRoles is cfg with each role it leaves nil run with its defaults, the
+// indexer snapshotting only when asked (as startNode runs them).
+func allRoles(cfg Config) Config {
+	if cfg.Indexer == nil {
+		cfg.Indexer = &indexer.Config{SnapshotInterval: -1}
+	}
+	if cfg.Searcher == nil {
+		cfg.Searcher = &searcher.Config{}
+	}
+	if cfg.Broker == nil {
+		cfg.Broker = &broker.Config{}
+	}
+	return cfg
 }
 
 func TestEndToEnd(t *testing.T) {

@@ -8,11 +8,8 @@ import (
 	"time"
 
 	"github.com/quarrysearch/quarry/api"
-	"github.com/quarrysearch/quarry/broker"
 	"github.com/quarrysearch/quarry/client"
-	"github.com/quarrysearch/quarry/indexer"
 	"github.com/quarrysearch/quarry/internal/wasmtest"
-	"github.com/quarrysearch/quarry/searcher"
 )
 
 // spinWAT is a rewriter that changes nothing and, on any 7-byte q
@@ -33,7 +30,7 @@ func TestPluginTimeBounded(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	n := startConfig(t, Config{PluginMaxBudget: 30 * time.Second, Indexer: &indexer.Config{SnapshotInterval: -1}, Searcher: &searcher.Config{}, Broker: &broker.Config{}})
+	n := startConfig(t, allRoles(Config{PluginMaxBudget: 30 * time.Second}))
 	c := n.Client()
 	if _, err := c.CreateIndex(ctx, "pt", 1, nil); err != nil {
 		t.Fatal(err)

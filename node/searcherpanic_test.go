@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"github.com/quarrysearch/quarry/api"
-	"github.com/quarrysearch/quarry/broker"
-	"github.com/quarrysearch/quarry/indexer"
 	"github.com/quarrysearch/quarry/searcher"
 )
 
@@ -20,8 +18,7 @@ func TestShardPanicServesOn(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	n := startConfig(t, Config{Indexer: &indexer.Config{SnapshotInterval: -1},
-		Searcher: &searcher.Config{FaultPanic: true, FaultEvery: 3}, Broker: &broker.Config{}})
+	n := startConfig(t, allRoles(Config{Searcher: &searcher.Config{FaultPanic: true, FaultEvery: 3}}))
 	c := n.Client()
 	if _, err := c.CreateIndex(ctx, "pan", 1, nil); err != nil {
 		t.Fatal(err)

@@ -8,9 +8,6 @@ import (
 	"time"
 
 	"github.com/quarrysearch/quarry/api"
-	"github.com/quarrysearch/quarry/broker"
-	"github.com/quarrysearch/quarry/indexer"
-	"github.com/quarrysearch/quarry/searcher"
 )
 
 // TestWaitSearchable: a bulk load over HTTP with ?wait=searchable answers
@@ -21,7 +18,7 @@ func TestWaitSearchable(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	n := startConfig(t, Config{Indexer: &indexer.Config{SnapshotInterval: -1}, Searcher: &searcher.Config{}, Broker: &broker.Config{}})
+	n := startNode(t)
 	c := n.Client()
 	if _, err := c.CreateIndex(ctx, "ws", 3, nil); err != nil {
 		t.Fatal(err)
