@@ -11,7 +11,6 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"runtime/debug"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -907,11 +906,7 @@ func (b *Broker) respondError(reply string, err error) {
 		e.RetryAfterMS = ae.RetryAfterMS
 	}
 	b.served.failed(e)
-	body, _ := json.Marshal(e)
-	msg := &nats.Msg{Subject: reply, Data: body, Header: nats.Header{}}
-	msg.Header.Set(micro.ErrorHeader, e.Message)
-	msg.Header.Set(micro.ErrorCodeHeader, strconv.Itoa(api.HTTPStatus(e.Code)))
-	if perr := b.nc.PublishMsg(msg); perr != nil {
+	if perr := b.nc.PublishMsg(wire.ErrorReply(reply, e)); perr != nil {
 		b.cfg.Logger.Warn("error reply failed", "err", perr)
 	}
 }

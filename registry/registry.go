@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -21,6 +20,7 @@ import (
 	"github.com/quarrysearch/quarry/internal/meta"
 	"github.com/quarrysearch/quarry/internal/subject"
 	"github.com/quarrysearch/quarry/internal/trace"
+	"github.com/quarrysearch/quarry/internal/wire"
 	"github.com/quarrysearch/quarry/plugins"
 )
 
@@ -230,11 +230,7 @@ func (a answer) fail(err error) {
 		a.s.cfg.Logger.Error("internal error", "request_id", id, "subject", a.subject, "err", err)
 		e = api.Errorf(api.CodeInternal, "internal error (request id %s)", id)
 	}
-	body, _ := json.Marshal(e)
-	msg := &nats.Msg{Subject: a.reply, Data: body, Header: nats.Header{}}
-	msg.Header.Set(micro.ErrorHeader, e.Message)
-	msg.Header.Set(micro.ErrorCodeHeader, strconv.Itoa(api.HTTPStatus(e.Code)))
-	a.publish(msg)
+	a.publish(wire.ErrorReply(a.reply, e))
 }
 
 func (a answer) publish(msg *nats.Msg) {
