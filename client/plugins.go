@@ -373,3 +373,34 @@ func (c *Client) QueryReport(ctx context.Context, index string) (*api.QueryRepor
 	err := c.admin(ctx, index, "queries.report", nil, &rep)
 	return &rep, err
 }
+
+// WaitPipeline waits until every broker that answers runs the index's
+// pipeline revision rev or a later one (what ActivatePlugin, SetPipeline
+// and the other pipeline changes return in PipelineSpec.Revision): a
+// search sent after it returns runs the new pipeline. Brokers swap a new
+// pipeline in within moments of the change; the CLI's pipeline commands
+// wait this way (--wait). It returns the brokers' last answers; none when
+// no broker answered (none runs, or the NATS user may not ask). The error
+// on ctx's end names the brokers still behind.
+func (c *Client) WaitPipeline(ctx context.Context, index string, rev uint64) ([]api.PipelineStatus, error) {
+	for wait := 5 * time.Millisecond; ; wait = min(2*wait, 100*time.Millisecond) {
+		status, err := c.BrokerPipelines(ctx, 100*time.Millisecond)
+		if err != nil {
+			return nil, err
+		}
+		behind := ""
+		for _, st := range status {
+			if r := st.Revisions[index]; r < rev {
+				behind += fmt.Sprintf(" broker %s at revision %d;", st.Broker, r)
+			}
+		}
+		if behind == "" {
+			return status, nil
+		}
+		select {
+		case <-ctx.Done():
+			return status, api.Errorf(api.CodeTimeout, "pipeline revision %d of index %q was not live on every broker in time:%s", rev, index, strings.TrimSuffix(behind, ";"))
+		case <-time.After(wait):
+		}
+	}
+}

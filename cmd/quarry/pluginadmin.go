@@ -57,6 +57,11 @@ func pluginAdmin(ctx context.Context, e *env, op string, args []string) error {
 		fs.Float64Var(&test.Beta, "beta", 0, "--interleave: chance of rolling back a candidate better by delta (default 0.05)")
 		fs.IntVar(&test.MaxQueries, "max-queries", 0, "--interleave: decided queries after which, undecided, the candidate is rolled back (default 2000)")
 	}
+	var wait time.Duration
+	switch op {
+	case "activate", "rollback", "rm", "canary", "promote", "shadow", "push":
+		fs.DurationVar(&wait, "wait", 10*time.Second, "wait up to this long until every broker runs the changed pipeline, so a search sent next uses it (0: do not wait)")
+	}
 	var force bool
 	var reason string
 	if op == "activate" || op == "promote" {
@@ -117,6 +122,11 @@ func pluginAdmin(ctx context.Context, e *env, op string, args []string) error {
 		fmt.Fprintf(e.stdout, "pushed %s %s (%s, %s): valid\n", v.Name, v.Digest, v.Kind, humanBytes(v.Size))
 		if activate {
 			fmt.Fprintln(e.stdout, "activated")
+			l, err := c.Plugins(ctx, index)
+			if err != nil {
+				return err
+			}
+			return waitBrokers(ctx, e.stdout, c, index, l.Pipeline.Revision, wait)
 		}
 		return nil
 	case "events":
@@ -188,10 +198,13 @@ func pluginAdmin(ctx context.Context, e *env, op string, args []string) error {
 			return err
 		}
 		if *jsonOut {
-			return printJSON(e.stdout, spec)
+			if err := printJSON(e.stdout, spec); err != nil {
+				return err
+			}
+			return waitBrokers(ctx, io.Discard, c, index, spec.Revision, wait)
 		}
 		printPipeline(e.stdout, spec)
-		return nil
+		return waitBrokers(ctx, e.stdout, c, index, spec.Revision, wait)
 	}
 	l, err := c.Plugins(ctx, index)
 	if err != nil {
@@ -283,6 +296,22 @@ func printPipeline(w io.Writer, spec *api.PipelineSpec) {
 		fmt.Fprintf(w, "  ranker   %-12s %s  %s\n", s.Plugin, "sha256:"+api.ShortDigest(s.Digest), stepDetail(s))
 		printCandidates(w, s)
 	}
+}
+
+// waitBrokers waits up to wait (0: not at all) until every broker runs
+// the index's pipeline revision rev, then says so (printBrokers).
+func waitBrokers(ctx context.Context, w io.Writer, c *client.Client, index string, rev uint64, wait time.Duration) error {
+	if wait <= 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	status, err := c.WaitPipeline(ctx, index, rev)
+	if err != nil {
+		return fmt.Errorf("the pipeline changed, but %w", err)
+	}
+	printBrokers(w, index, rev, status)
+	return nil
 }
 
 // printBrokers says which revision each broker runs for the index.

@@ -178,7 +178,9 @@ func TestJudgementsEvalGate(t *testing.T) {
 
 	// An improved ranker passes the gate (a plugin not yet live: the
 	// candidate is the pipeline with it added).
-	if out := run(0, "plugin", "activate", index, "boost", good.Digest); !strings.Contains(out, "ranker   boost") {
+	// It returns once every broker runs it: the evaluations below see it
+	// from their first query.
+	if out := run(0, "plugin", "activate", index, "boost", good.Digest); !strings.Contains(out, "ranker   boost") || !strings.Contains(out, "brokers: all 1 run revision") {
 		t.Fatal(out)
 	}
 	if out := run(0, "plugin", "show", index, "boost"); !strings.Contains(out, "gate on sha256:"+api.ShortDigest(good.Digest)+": passed") {
