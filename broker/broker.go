@@ -158,6 +158,11 @@ type Config struct {
 	// calls for that quantile (1/FallbackSlowRate, at least
 	// FallbackMinCalls, at most FallbackWindow).
 	FallbackSlowRate float64
+	// FallbackVariantCooldown: variant searches (replays, relevance
+	// evaluations' candidates) have the fallback too, over all of a
+	// version's variant calls; a version that trips it is refused in
+	// variant searches for this long (default 1m), and nothing is written.
+	FallbackVariantCooldown time.Duration
 	// RecordPercent records that share (0-100) of search requests to the
 	// QUARRY_QUERIES stream, for `quarry plugin test` replays (default 0:
 	// off).
@@ -198,7 +203,8 @@ var Defaults = Config{
 	MaxInFlight: 1024, HeavyAfter: 20 * time.Millisecond, HeavyWait: time.Second, RateUnit: 50 * time.Millisecond,
 	DrainTimeout: 10 * time.Second, SlowQuery: 500 * time.Millisecond,
 	FallbackErrorRate: 0.5, FallbackWindow: 100, FallbackMinCalls: 20, FallbackSlowRate: 0.01,
-	StatsCacheSize: 4096, StatsCacheTerms: fanout.DefaultStatsCacheTerms, StatsMaxUpdates: DefaultStatsMaxUpdates, StatsMaxAge: DefaultStatsMaxAge, CompressThreshold: wire.CompressThreshold, QueueGroup: "quarry-broker",
+	FallbackVariantCooldown: pipeline.DefaultVariantCooldown,
+	StatsCacheSize:          4096, StatsCacheTerms: fanout.DefaultStatsCacheTerms, StatsMaxUpdates: DefaultStatsMaxUpdates, StatsMaxAge: DefaultStatsMaxAge, CompressThreshold: wire.CompressThreshold, QueueGroup: "quarry-broker",
 	PeerHeartbeat: 2 * time.Second, TeamMaxSearchMemory: DefaultTeamMaxSearchMemory, MaxExplain: planner.DefaultMaxExplain,
 }
 
@@ -227,6 +233,7 @@ func (c *Config) EnsureDefaults() {
 	c.FallbackWindow = cmp.Or(c.FallbackWindow, d.FallbackWindow)
 	c.FallbackMinCalls = cmp.Or(c.FallbackMinCalls, d.FallbackMinCalls)
 	c.FallbackSlowRate = cmp.Or(c.FallbackSlowRate, d.FallbackSlowRate)
+	c.FallbackVariantCooldown = cmp.Or(c.FallbackVariantCooldown, d.FallbackVariantCooldown)
 	c.StatsCacheSize = cmp.Or(c.StatsCacheSize, d.StatsCacheSize)
 	c.StatsCacheTerms = cmp.Or(c.StatsCacheTerms, d.StatsCacheTerms)
 	c.StatsMaxUpdates = cmp.Or(c.StatsMaxUpdates, d.StatsMaxUpdates)
@@ -250,7 +257,8 @@ func (c *Config) Validate() error {
 	for _, d := range []struct {
 		name string
 		v    time.Duration
-	}{{"default timeout", c.DefaultTimeout}, {"max timeout", c.MaxTimeout}, {"heavy wait", c.HeavyWait}, {"drain timeout", c.DrainTimeout}, {"peer heartbeat", c.PeerHeartbeat}, {"stats max age", c.StatsMaxAge}} {
+	}{{"default timeout", c.DefaultTimeout}, {"max timeout", c.MaxTimeout}, {"heavy wait", c.HeavyWait}, {"drain timeout", c.DrainTimeout}, {"peer heartbeat", c.PeerHeartbeat}, {"stats max age", c.StatsMaxAge},
+		{"fallback variant cooldown", c.FallbackVariantCooldown}} {
 		if d.v <= 0 {
 			bad("%s must be above 0, got %s", d.name, d.v)
 		}

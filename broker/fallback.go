@@ -27,6 +27,8 @@ func newFallbackLimits(c *Config) pipeline.FallbackLimits {
 
 // observe records a step's call (how long it took, and its error) and,
 // if it trips the fallback (pipeline.Step.Observe), acts on it: a
+// variant search's step is refused in variant searches for a while (only
+// logged: the live pipeline is not concerned); a
 // fail-open step is taken out at once (this broker skips it from the next
 // call); the writes, the take-out in a new pipeline revision or a
 // fail-closed step's rollback, are left to the broker's control-plane
@@ -37,6 +39,10 @@ func (b *Broker) observe(index string, s *Step, took time.Duration, err error) {
 		return
 	}
 	spec := s.Plugin.Spec()
+	if trip.Variant {
+		b.cfg.Logger.Warn("plugin version taken out of variant searches (replays, evaluations) for a while", "index", index, "plugin", spec.Name, "version", spec.Version, "reason", trip.Reason)
+		return
+	}
 	w := cpWrite{kind: cpRollBack, index: index, pluginKind: spec.Kind, plugin: spec.Name, version: spec.Version, reason: trip.Reason}
 	if trip.RollBack {
 		b.cfg.Logger.Warn("fail-closed plugin tripped the fallback; rolling it back", "index", index, "plugin", spec.Name, "version", spec.Version, "reason", trip.Reason)

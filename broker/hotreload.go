@@ -35,6 +35,7 @@ func (b *Broker) WatchPipelines(ctx context.Context, teams *plugins.Teams) error
 		rt, err := teams.Runtime(ctx, team)
 		return rt, team, err
 	}, b.store.PluginBinary, b.cfg.FallbackWindow)
+	l.SetVariantCooldown(b.cfg.FallbackVariantCooldown)
 	b.mu.Lock()
 	b.loader = l
 	b.mu.Unlock()

@@ -72,6 +72,9 @@ func (r *run) rewrite(ctx context.Context, index string, steps []Step) error {
 		s, canary := steps[i].Choose(req.Context)
 		start := time.Now()
 		if s.Disabled() {
+			if s.Variant() {
+				return s.VariantRefused()
+			}
 			r.reports = append(r.reports, api.StepReport{Plugin: s.Plugin.Spec().Name, Kind: api.Rewriter, Status: "skipped", Error: "taken out by the automatic fallback"})
 			continue
 		}
@@ -159,6 +162,9 @@ func (r *run) rank(ctx context.Context) error {
 		s, canary := r.pipeline.Rankers[i].Choose(r.req.Context)
 		start := time.Now()
 		if s.Disabled() {
+			if s.Variant() {
+				return s.VariantRefused()
+			}
 			r.reports = append(r.reports, api.StepReport{Plugin: s.Plugin.Spec().Name, Kind: api.Ranker, Status: "skipped", Error: "taken out by the automatic fallback"})
 			continue
 		}

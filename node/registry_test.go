@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -545,6 +546,52 @@ func TestAutomaticFallback(t *testing.T) {
 			}
 		})
 	}
+
+	// Variant searches (replays, evaluations' candidates) have the
+	// fallback too (issue 34): a version failing in every one of them is
+	// refused in them after the window's calls, rather than costing a
+	// call each time; the live pipeline is not touched.
+	t.Run("variants", func(t *testing.T) {
+		noodleIndex(t, c, "vf", "v")
+		v, err := c.PushPlugin(ctx, "vf", "flaky", trap, client.PushOptions{Kind: "rewriter", Step: api.StepSpec{Instances: 1}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := func() (*api.SearchResponse, error) {
+			return c.Search(ctx, "vf", &api.SearchRequest{Q: "noodles", Variant: &api.Variant{Plugin: "flaky", Digest: v.Digest}})
+		}
+		calls := 0
+		for ; ; calls++ {
+			r, err := req()
+			if err != nil {
+				if !errors.Is(err, api.ErrUnavailable) || !strings.Contains(err.Error(), "taken out of variant searches by the automatic fallback") || !strings.Contains(err.Error(), "calls failed") {
+					t.Fatalf("after %d variant searches: %v", calls, err)
+				}
+				t.Logf("after %d variant searches: %v", calls, err)
+				break
+			}
+			if len(r.Pipeline) != 1 || r.Pipeline[0].Status != "skipped" {
+				t.Fatalf("variant search %d: the failing version's report %+v", calls, r.Pipeline)
+			}
+			if calls > 20 {
+				t.Fatal("a version failing in every variant search was called in each of 20 (the fallback window): never refused")
+			}
+		}
+		if calls != 10 { // FallbackMinCalls
+			t.Fatalf("refused after %d calls, want 10 (the fallback's min calls)", calls)
+		}
+		// Refused at once from then on, and nothing written: no event,
+		// no pipeline.
+		if _, err := req(); !errors.Is(err, api.ErrUnavailable) {
+			t.Fatalf("the next variant search: %v", err)
+		}
+		if evs, err := c.PluginEvents(ctx, "vf"); err != nil || len(evs) != 0 {
+			t.Fatalf("events: %v %+v, want none", err, evs)
+		}
+		if l, err := c.Plugins(ctx, "vf"); err != nil || l.Pipeline != nil && len(l.Pipeline.Rewriters) != 0 {
+			t.Fatalf("pipeline: %v %+v, want none", err, l.Pipeline)
+		}
+	})
 
 	// Fail-closed: queries fail while the failing version is live.
 	failClosed := api.StepSpec{Policy: "fail-closed", Instances: 1}

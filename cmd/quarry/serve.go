@@ -63,6 +63,7 @@ type roleFlags struct {
 	fallbackWindow   int
 	fallbackMin      int
 	fallbackSlow     float64
+	fallbackVariant  time.Duration
 	pluginPages      uint
 	teamInstances    int
 	warmInstances    int
@@ -146,6 +147,7 @@ func (f *roleFlags) registerBroker(fs *flag.FlagSet) {
 	f.compileLimits = compileLimitsFlag(plugins.DefaultCompileLimits)
 	fs.Var(&f.compileLimits, "plugin-compile-limits", "what a plugin module may ask of the compiler, refused before compiling when over: functions=N,body-bytes=N,locals=N,nesting=N,nesting-work=N (any of them; the others keep their defaults)")
 	fs.DurationVar(&f.compileTimeout, "plugin-compile-timeout", plugins.DefaultCompileTimeout, "the longest one plugin module's compile may take: a longer one is stopped and the module refused")
+	fs.DurationVar(&f.fallbackVariant, "fallback-variant-cooldown", broker.Defaults.FallbackVariantCooldown, "a plugin version that trips the fallback in replays and evaluations (variant searches) is refused in them for this long")
 	fs.Float64Var(&f.fallbackSlow, "fallback-slow-rate", broker.Defaults.FallbackSlowRate, "take a plugin with a latency budget out when more than this share of its recent calls took longer (0.01: its p99 is over the budget)")
 }
 
@@ -189,7 +191,7 @@ func (f *roleFlags) searcher() *searcher.Config {
 func (f *roleFlags) broker() *broker.Config {
 	return &broker.Config{DefaultTimeout: f.defaultTimeout, MaxInFlight: f.maxInFlight, TeamMaxInFlight: f.teamInFlight,
 		HeavyAfter: f.heavySearch, HeavySearches: f.heavySearches, HeavyWait: f.heavyWait, RateUnit: f.rateUnit, NoHedge: f.noHedge, StatsCacheSize: f.statsCache, StatsCacheTerms: f.statsCacheTerms, StatsMaxUpdates: f.statsMaxUpdates, StatsMaxAge: f.statsMaxAge, RecordPercent: f.recordPercent, PluginLogRate: f.pluginLogRate, PluginLogProcessRate: f.pluginLogProcess,
-		FallbackErrorRate: f.fallbackRate, FallbackWindow: f.fallbackWindow, FallbackMinCalls: f.fallbackMin, FallbackSlowRate: f.fallbackSlow,
+		FallbackErrorRate: f.fallbackRate, FallbackWindow: f.fallbackWindow, FallbackMinCalls: f.fallbackMin, FallbackSlowRate: f.fallbackSlow, FallbackVariantCooldown: f.fallbackVariant,
 		DrainTimeout: f.drainTimeout, SlowQuery: f.slowQuery, TeamMaxSearchMemory: int64(f.teamMemory), MaxResponseBytes: int(f.maxResponse), MaxExplain: f.maxExplain}
 }
 

@@ -27,6 +27,32 @@ type health struct {
 	slow     int
 	tripped  bool
 	disabled atomic.Bool // a fail-open step taken out
+	// reason and at say why and when it tripped; cooldown, for the
+	// variants' health, how long it stays tripped (h.mu).
+	reason   string
+	at       time.Time
+	cooldown time.Duration
+}
+
+// expired reports whether h tripped longer than cooldown ago.
+func (h *health) expired(cooldown time.Duration) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.tripped && time.Since(h.at) > cooldown
+}
+
+// why says why h tripped.
+func (h *health) why() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.reason
+}
+
+// until is when a variants' health that tripped is started afresh.
+func (h *health) until() time.Time {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.at.Add(h.cooldown)
 }
 
 // A call's outcome, in health's window.
@@ -116,14 +142,20 @@ type Trip struct {
 	// its last good version (LastGood). Otherwise the step failed open
 	// and is taken out already (Disabled), on this broker.
 	RollBack bool
+	// Variant: the step is a variant search's; it is refused in variant
+	// searches for the loader's cooldown (Step.VariantRefused), and
+	// nothing is written: the live pipeline is not concerned.
+	Variant bool
 }
 
 // Observe records a step's call (how long it took, and its error) in the
 // step's window and reports whether the call tripped the fallback (once
 // per loaded step), and what to do about it. A fail-open step that trips
 // is taken out at once: it is skipped from the next call. Steps without
-// the fallback (not from the registry, variants) and quiet steps are not
-// observed. It does not allocate unless the step trips.
+// the fallback (not from the registry) and quiet steps are not observed.
+// A variant search's step counts toward the variants' record of its
+// version, shared by every replay and evaluation; one that trips is
+// refused in them for a while. It does not allocate unless the step trips.
 func (s *Step) Observe(took time.Duration, err error, lim *FallbackLimits) (Trip, bool) {
 	if s.health == nil || s.quiet {
 		return Trip{}, false
@@ -142,6 +174,13 @@ func (s *Step) Observe(took time.Duration, err error, lim *FallbackLimits) (Trip
 	} else {
 		reason = fmt.Sprintf("%d of its last %d calls took longer than its %s latency budget (threshold %s)",
 			count, calls, s.LatencyBudget, percent(lim.slowRate))
+	}
+	s.health.mu.Lock()
+	s.health.reason, s.health.at = reason, time.Now()
+	s.health.mu.Unlock()
+	if s.variant { // refused in variant searches for a while, whatever its policy
+		s.health.disabled.Store(true)
+		return Trip{Reason: reason, Variant: true}, true
 	}
 	if s.Policy == api.FailClosed {
 		return Trip{Reason: reason, RollBack: true}, true

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -41,17 +42,69 @@ type Loader struct {
 	// window is the automatic fallback's window, in calls (0: no
 	// fallback).
 	window int
+	// variantCooldown is how long a variant version that tripped the
+	// fallback stays refused in variant searches.
+	variantCooldown time.Duration
 
 	mu     sync.Mutex
 	loaded map[string]*plugins.Plugin
 	inUse  map[string]map[string]bool // index → keys its pipeline uses
+	// variants holds the health of each plugin (by key) that variant
+	// searches run, across their requests: replays and evaluations have
+	// the automatic fallback as live steps do (variantHealth).
+	variants map[string]*health
 }
 
 // NewLoader returns a loader that runs an index's plugins in the runtime
 // runtime gives and fetches binaries with binary. window is the automatic
 // fallback's window, in calls, of the steps it builds (0: no fallback).
 func NewLoader(runtime RuntimeFunc, binary BinaryFunc, window int) *Loader {
-	return &Loader{runtime: runtime, binary: binary, window: window, loaded: map[string]*plugins.Plugin{}, inUse: map[string]map[string]bool{}}
+	return &Loader{runtime: runtime, binary: binary, window: window, variantCooldown: DefaultVariantCooldown,
+		loaded: map[string]*plugins.Plugin{}, inUse: map[string]map[string]bool{}, variants: map[string]*health{}}
+}
+
+// DefaultVariantCooldown is how long a version that tripped the automatic
+// fallback in variant searches stays refused in them, by default.
+const DefaultVariantCooldown = time.Minute
+
+// SetVariantCooldown sets how long a version that tripped the automatic
+// fallback in variant searches stays refused in them (0: the default),
+// before the loader is used.
+func (l *Loader) SetVariantCooldown(d time.Duration) {
+	l.variantCooldown = cmp.Or(d, DefaultVariantCooldown)
+}
+
+// variantHealth returns the fallback's record of the plugin loaded as key
+// in variant searches (nil without a fallback): one for all of them, so
+// that a version failing or slow in every replay or evaluation trips the
+// fallback as a live step would. A record that tripped more than the
+// cooldown ago is started afresh.
+func (l *Loader) variantHealth(key string) *health {
+	if l.window <= 0 {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	h := l.variants[key]
+	if h == nil || h.expired(l.variantCooldown) {
+		for k, old := range l.variants { // forget the expired ones
+			if old.expired(l.variantCooldown) {
+				delete(l.variants, k)
+			}
+		}
+		h = newHealth(l.window)
+		h.cooldown = l.variantCooldown
+		l.variants[key] = h
+	}
+	return h
+}
+
+// variantStep is the step of spec running p in variant searches: no
+// canary or shadow, and the variants' fallback.
+func (l *Loader) variantStep(p *plugins.Plugin, key string, spec api.StepSpec) Step {
+	st := stepOf(p, spec)
+	st.health, st.variant = l.variantHealth(key), true
+	return st
 }
 
 func stepKey(kind plugins.Kind, s api.StepSpec) string {
@@ -155,17 +208,23 @@ func (l *Loader) Build(ctx context.Context, spec *api.PipelineSpec) (*Pipeline, 
 	return p, keys, nil
 }
 
-// BuildVariant builds the pipeline of spec for a request of its own (a
-// relevance evaluation's candidate): its steps' failures are not the
-// live steps' (no automatic fallback).
+// BuildVariant builds the pipeline of spec (steps without canaries or
+// shadows) for a request of its own (a relevance evaluation's candidate).
+// Its steps' failures are not the live steps': they count toward the
+// variants' fallback (see Step.Observe).
 func (l *Loader) BuildVariant(ctx context.Context, spec *api.PipelineSpec) (*Pipeline, error) {
-	p, _, err := l.Build(ctx, spec)
-	if err != nil {
-		return nil, err
-	}
-	for _, steps := range [][]Step{p.Rewriters, p.Rankers} {
-		for i := range steps {
-			steps[i].health = nil
+	p := &Pipeline{}
+	for _, k := range []struct {
+		kind  plugins.Kind
+		specs []api.StepSpec
+		out   *[]Step
+	}{{plugins.Rewriter, spec.Rewriters, &p.Rewriters}, {plugins.Ranker, spec.Rankers, &p.Rankers}} {
+		for _, s := range k.specs {
+			plugin, key, err := l.Plugin(ctx, spec.Index, k.kind, s)
+			if err != nil {
+				return nil, fmt.Errorf("%s %s: %w", k.kind, s.Plugin, err)
+			}
+			*k.out = append(*k.out, l.variantStep(plugin, key, s))
 		}
 	}
 	return p, nil
@@ -175,8 +234,8 @@ func (l *Loader) BuildVariant(ctx context.Context, spec *api.PipelineSpec) (*Pip
 // kind running the version of spec instead, with that version's fields
 // and rerank depth and no canary or shadow, or, when the plugin is not in
 // p, with the version added as the last step of its kind, as activating
-// it would. Its failures are not the live version's (no automatic
-// fallback).
+// it would. Its failures are not the live version's: they count toward
+// the variants' fallback (see Step.Observe).
 func (l *Loader) Variant(ctx context.Context, index string, p *Pipeline, kind plugins.Kind, name string, spec api.StepSpec) (*Pipeline, error) {
 	if p == nil {
 		p = &Pipeline{}
@@ -186,7 +245,7 @@ func (l *Loader) Variant(ctx context.Context, index string, p *Pipeline, kind pl
 	if kind == plugins.Ranker {
 		steps = &out.Rankers
 	}
-	plugin, _, err := l.Plugin(ctx, index, kind, spec)
+	plugin, key, err := l.Plugin(ctx, index, kind, spec)
 	if err != nil {
 		return nil, err
 	}
@@ -195,13 +254,15 @@ func (l *Loader) Variant(ctx context.Context, index string, p *Pipeline, kind pl
 			continue
 		}
 		st := (*steps)[i]
-		st.Plugin, st.Canary, st.Shadow = plugin, nil, nil
-		st.health = nil // a variant's failures are not the live version's
-		st.Fields, st.RerankDepth = spec.Fields, spec.RerankDepth
+		vs := l.variantStep(plugin, key, spec)
+		// The live step's place and policy, the version's own settings.
+		st.Plugin, st.Canary, st.Shadow, st.Interleave = plugin, nil, nil, nil
+		st.health, st.variant = vs.health, true
+		st.Fields, st.RerankDepth, st.LatencyBudget = spec.Fields, spec.RerankDepth, vs.LatencyBudget
 		(*steps)[i] = st
 		return out, nil
 	}
-	*steps = append(*steps, stepOf(plugin, spec))
+	*steps = append(*steps, l.variantStep(plugin, key, spec))
 	return out, nil
 }
 

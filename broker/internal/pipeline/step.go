@@ -45,6 +45,10 @@ type Step struct {
 	// quiet marks the copy of a step a shadow search runs: its calls do
 	// not count toward the live step's health.
 	quiet bool
+	// variant marks a step of a variant search (a replay, an evaluation's
+	// candidate): its health is the variants' (Loader.variantHealth), and
+	// once it trips the step is refused (VariantRefused), not skipped.
+	variant bool
 }
 
 // stepOf is the step of spec running p, without the automatic fallback
@@ -85,6 +89,20 @@ func (s *Step) Quiet() bool { return s.quiet }
 
 // Disabled reports whether the automatic fallback took the step out.
 func (s *Step) Disabled() bool { return s.health != nil && s.health.disabled.Load() }
+
+// Variant reports whether s is a step of a variant search (a replay or an
+// evaluation's candidate): one that the fallback took out (Disabled) must
+// fail the search (VariantRefused) rather than be skipped, since a
+// candidate without it is not the candidate asked for.
+func (s *Step) Variant() bool { return s.variant }
+
+// VariantRefused is the error of a variant search whose step the
+// automatic fallback took out of variant searches.
+func (s *Step) VariantRefused() error {
+	spec := s.Plugin.Spec()
+	return api.Errorf(api.CodeUnavailable, "variant %s %s version %s was taken out of variant searches by the automatic fallback until %s: %s",
+		spec.Kind, spec.Name, spec.Version, s.health.until().UTC().Format(time.RFC3339), s.health.why())
+}
 
 // Quiet copies steps for a shadow search: no shadows of their own, and
 // calls that do not count toward the live steps' health (a step the
