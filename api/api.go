@@ -676,6 +676,13 @@ const (
 	// CodeGateFailed: a plugin version did not pass the index's relevance
 	// gate, so it was not put live; Error.Gate has the figures. HTTP 412.
 	CodeGateFailed Code = "gate_failed"
+	// CodeGateRunning: the index's relevance gate is still running on
+	// the change (plugin.activate, plugin.promote, pipeline.set) when the
+	// request stops waiting for it (the registry's GateWait); it goes on
+	// in the background, and the change goes live by itself if it passes
+	// (docs/relevance.md, "A gate over a large list"). Error.Running has
+	// its progress. HTTP 202 Accepted.
+	CodeGateRunning Code = "gate_running"
 )
 
 // Error is an API error with a code. errors.Is matches two Errors with the
@@ -688,6 +695,9 @@ type Error struct {
 	RetryAfterMS int `json:"retry_after_ms,omitempty"`
 	// Gate, on a gate_failed error, is what the gate found.
 	Gate *GateResult `json:"gate,omitempty"`
+	// Running, on a gate_running error, is the gate's progress when the
+	// request answered: what client.WaitGate waits for.
+	Running *GateProgress `json:"running,omitempty"`
 }
 
 func (e *Error) Error() string { return e.Message }
@@ -713,6 +723,8 @@ var (
 	ErrResponseTooLarge = &Error{Code: CodeResponseTooLarge, Message: "response too large"}
 	// ErrGateFailed matches any CodeGateFailed error.
 	ErrGateFailed = &Error{Code: CodeGateFailed, Message: "gate failed"}
+	// ErrGateRunning matches any CodeGateRunning error.
+	ErrGateRunning = &Error{Code: CodeGateRunning, Message: "gate running"}
 	// ErrDocumentTooComplex matches any CodeDocumentTooComplex error.
 	ErrDocumentTooComplex = &Error{Code: CodeDocumentTooComplex, Message: "document too complex"}
 )
@@ -756,6 +768,8 @@ func HTTPStatus(c Code) int {
 		return 409
 	case CodeGateFailed:
 		return 412
+	case CodeGateRunning:
+		return 202
 	case CodeOverloaded:
 		return 429
 	case CodeUnavailable:

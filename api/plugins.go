@@ -318,7 +318,27 @@ type PluginEvent struct {
 	Event   string    `json:"event"`
 	Reason  string    `json:"reason"`
 	Broker  string    `json:"broker"`
+	// Gate, on an event of a relevance gate (EventGateLive and the
+	// others), is what it found.
+	Gate *GateResult `json:"gate,omitempty"`
+	// Code, on EventGateRefused and EventGateStopped, is the error the
+	// change's request would have answered (gate_failed, timeout,
+	// conflict, …); Reason is its message.
+	Code Code `json:"code,omitempty"`
 }
+
+// Plugin events the registry records when a relevance gate that ran on
+// in the background (a gate_running answer) ends: the change went live
+// (the gate passed, or failed and was forced), the gate refused it, or
+// the gate or the change stopped for another reason (its time ran out,
+// the pipeline changed under a promotion). Plugin and Version are the
+// version's name and short digest, or "pipeline" and "set".
+const (
+	EventGateLive    = "gate passed: now live"
+	EventGateForced  = "gate overridden: now live"
+	EventGateRefused = "gate refused"
+	EventGateStopped = "gate stopped"
+)
 
 // MaxValidationSamples caps the sample requests a team sends with a plugin
 // version; the registry adds up to as many of the index's recorded queries.

@@ -93,6 +93,31 @@ type GateResult struct {
 	Reason string `json:"reason,omitempty"`
 }
 
+// GateProgress is a relevance gate running in the background on a change
+// about to go live (plugin.ls's "gate", a gate_running error's
+// Running): what it checks and how far it got.
+type GateProgress struct {
+	Index string `json:"index"`
+	// Plugin and Digest name the version it checks; Plugin is
+	// "pipeline" (and Digest empty) for a whole pipeline (pipeline.set).
+	Plugin string `json:"plugin"`
+	Digest string `json:"digest,omitempty"`
+	// What is the change that goes live if it passes, as the pipeline's
+	// history will name it ("plugin activate boost 1a2b3c4d5e6f").
+	What    string    `json:"what"`
+	Started time.Time `json:"started"`
+	// Deadline is when the gate stops at the latest (its start and the
+	// registry's --gate-timeout); its outcome is recorded within seconds
+	// after it.
+	Deadline time.Time `json:"deadline"`
+	// Done counts the judged queries evaluated so far (each searched
+	// through the live pipeline and the candidate), of Total over all
+	// the gate's sets; Set is the set being evaluated.
+	Done  int    `json:"done"`
+	Total int    `json:"total"`
+	Set   string `json:"set,omitempty"`
+}
+
 // GateSetResult is the gate's comparison on one judgement set.
 type GateSetResult struct {
 	Set     string `json:"set"`

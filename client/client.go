@@ -502,6 +502,8 @@ func codeFromStatus(s int) api.Code {
 		return api.CodeConflict
 	case 412:
 		return api.CodeGateFailed
+	case 202:
+		return api.CodeGateRunning
 	case 429:
 		return api.CodeOverloaded
 	case 503:

@@ -101,7 +101,11 @@ const dropUploadTimeout = 5 * time.Second
 
 // ActivatePlugin puts a validated version of a plugin live on an index.
 // When the index has a relevance gate, the version must pass it: else an
-// api.ErrGateFailed error whose Gate has the figures (see Force).
+// api.ErrGateFailed error whose Gate has the figures (see Force). A gate
+// still running when the registry stops waiting for it (its --gate-wait,
+// 20 s) goes on in the background: the error is then api.ErrGateRunning,
+// whose Running WaitGate waits for, and the version goes live by itself
+// if it passes.
 func (c *Client) ActivatePlugin(ctx context.Context, index, name, digest string, opts ...GoLiveOption) (*api.PipelineSpec, error) {
 	var spec api.PipelineSpec
 	body := map[string]any{"name": name, "digest": digest}
@@ -142,7 +146,8 @@ func (c *Client) CanaryStats(ctx context.Context, index, name string) (*api.Cana
 }
 
 // PromotePlugin makes a plugin's canary its live version; like
-// ActivatePlugin, it must pass the index's relevance gate if it has one.
+// ActivatePlugin, it must pass the index's relevance gate if it has one
+// (api.ErrGateFailed; api.ErrGateRunning while it runs on: WaitGate).
 func (c *Client) PromotePlugin(ctx context.Context, index, name string, opts ...GoLiveOption) (*api.PipelineSpec, error) {
 	var spec api.PipelineSpec
 	body := map[string]any{"name": name}
@@ -200,7 +205,8 @@ func (c *Client) Pipeline(ctx context.Context, index string) (*api.PipelineSpec,
 
 // SetPipeline replaces an index's whole pipeline. Every step must name a
 // validated version pushed to the index, and the pipeline must pass the
-// index's relevance gate if it has one (see Force).
+// index's relevance gate if it has one (see Force; api.ErrGateRunning
+// while the gate runs on, as for ActivatePlugin: WaitGate).
 func (c *Client) SetPipeline(ctx context.Context, index string, spec *api.PipelineSpec, opts ...GoLiveOption) (*api.PipelineSpec, error) {
 	var out api.PipelineSpec
 	body := map[string]any{"spec": spec}
@@ -249,6 +255,10 @@ func (c *Client) BrokerPipelines(ctx context.Context, wait time.Duration) ([]api
 type PluginList struct {
 	Versions []api.PluginVersion `json:"versions"`
 	Pipeline *api.PipelineSpec   `json:"pipeline"`
+	// Gate, while the index's relevance gate runs on a change in the
+	// background (the admin service that answered runs it), is how far
+	// it got.
+	Gate *api.GateProgress `json:"gate,omitempty"`
 }
 
 // Plugins lists an index's pushed plugin versions and its pipeline.
@@ -400,6 +410,72 @@ func (c *Client) WaitPipeline(ctx context.Context, index string, rev uint64) ([]
 		select {
 		case <-ctx.Done():
 			return status, api.Errorf(api.CodeTimeout, "pipeline revision %d of index %q was not live on every broker in time:%s", rev, index, strings.TrimSuffix(behind, ";"))
+		case <-time.After(wait):
+		}
+	}
+}
+
+// gateOutcomeGrace is how long after a gate's deadline WaitGate still
+// looks for its outcome: the registry records it within seconds.
+const gateOutcomeGrace = 30 * time.Second
+
+// WaitGate waits until the relevance gate job behind a gate_running
+// error ends (job is the error's Running) and returns its outcome as the
+// change's request would have: the index's pipeline once the change is
+// live, else the error (api.ErrGateFailed with the figures in Gate, a
+// timeout when the gate ran out of its time, a conflict when the
+// pipeline changed under a promotion, …). It polls plugin.ls, calling
+// progress (if not nil) with how far the gate got at each poll that
+// finds it, and reads the outcome from the plugin event the registry
+// records when the job ends (api.EventGateLive and the others). The end
+// of ctx stops only the waiting: the gate goes on.
+func (c *Client) WaitGate(ctx context.Context, index string, job *api.GateProgress, progress func(api.GateProgress)) (*api.PipelineSpec, error) {
+	if job == nil || job.Plugin == "" {
+		return nil, api.BadRequest("WaitGate needs the gate job a gate_running error names (its Running)")
+	}
+	version := "set"
+	if job.Digest != "" {
+		version = api.ShortDigest(job.Digest)
+	}
+	for wait := 50 * time.Millisecond; ; wait = min(2*wait, 500*time.Millisecond) {
+		l, err := c.Plugins(ctx, index)
+		if err != nil {
+			return nil, err
+		}
+		if g := l.Gate; g != nil && g.Plugin == job.Plugin && g.Digest == job.Digest && g.Started.Equal(job.Started) {
+			if progress != nil {
+				progress(*g)
+			}
+		} else {
+			// Not running, or running on another admin service than the
+			// one that answered: done once its outcome is recorded.
+			evs, err := c.PluginEvents(ctx, index)
+			if err != nil {
+				return nil, err
+			}
+			for i := len(evs) - 1; i >= 0; i-- {
+				ev := evs[i]
+				if ev.Broker != "registry" || ev.Plugin != job.Plugin || ev.Version != version || ev.Time.Before(job.Started) {
+					continue
+				}
+				switch ev.Event {
+				case api.EventGateLive, api.EventGateForced:
+					return c.Pipeline(ctx, index)
+				case api.EventGateRefused, api.EventGateStopped:
+					e := &api.Error{Code: ev.Code, Message: ev.Reason}
+					if e.Code == api.CodeGateFailed {
+						e.Gate = ev.Gate
+					}
+					return nil, e
+				}
+			}
+			if !job.Deadline.IsZero() && time.Now().After(job.Deadline.Add(gateOutcomeGrace)) {
+				return nil, api.Errorf(api.CodeUnavailable, "the relevance gate of %q on %s (%s) ended without recording its outcome: the admin service that ran it stopped? See quarry plugin events %s", index, job.Plugin, job.What, index)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
 		case <-time.After(wait):
 		}
 	}

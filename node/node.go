@@ -135,6 +135,16 @@ type Config struct {
 	// plugins.DefaultCompileTimeout).
 	PluginCompile        plugins.CompileLimits
 	PluginCompileTimeout time.Duration
+	// GateTimeout bounds one relevance gate of the admin service (an
+	// activation's, a promotion's, a pipeline set's), which runs as a job
+	// of its own, at most one per index (default
+	// registry.DefaultGateTimeout, 30 min); GateWait is how long the
+	// change's request waits for it before it answers gate_running and
+	// the gate goes on in the background (default
+	// registry.DefaultGateWait, 20 s; under a minute, the admin
+	// request's deadline).
+	GateTimeout time.Duration
+	GateWait    time.Duration
 
 	Indexer  *indexer.Config  // nil: no indexer
 	Searcher *searcher.Config // nil: no searcher
@@ -216,6 +226,9 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		return nil, fmt.Errorf("node: HTTP timeouts must be 0 (the default) or positive, got a body timeout of %s and an idle timeout of %s", cfg.HTTPBodyTimeout, cfg.HTTPIdleTimeout)
 	}
 	cfg.HTTPIdleTimeout = cmp.Or(cfg.HTTPIdleTimeout, DefaultHTTPIdleTimeout)
+	if err := checkGate(&cfg); err != nil {
+		return nil, err
+	}
 	if err := checkHTTPDoor(&cfg); err != nil {
 		return nil, err
 	}
@@ -366,7 +379,8 @@ func (n *Node) start(ctx context.Context) (err error) {
 		// The admin API (plugins and pipelines) runs beside the broker.
 		// Validation compiles with the brokers' cache: a version it
 		// validated goes live without compiling again.
-		admin, err := registry.New(ctx, n.nc, n.store, registry.Config{Plugins: cached, Logger: cfg.Logger, Registerer: n.Metrics})
+		admin, err := registry.New(ctx, n.nc, n.store, registry.Config{Plugins: cached, Logger: cfg.Logger, Registerer: n.Metrics,
+			GateTimeout: cfg.GateTimeout, GateWait: cfg.GateWait})
 		if err != nil {
 			return err
 		}

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -124,6 +125,12 @@ func (n *Node) applyPipeline(ctx context.Context, index string, f *broker.Pipeli
 		}
 	}
 	spec, err := c.SetPipeline(ctx, index, want)
+	var running *api.Error
+	if errors.As(err, &running) && running.Code == api.CodeGateRunning && running.Running != nil {
+		// A gate over a large judgement list: its outcome decides.
+		n.cfg.Logger.Info("waiting for the relevance gate on the pipeline", "index", index, "from", change, "done", running.Running.Done, "total", running.Running.Total)
+		spec, err = c.WaitGate(ctx, index, running.Running, nil)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", change, err)
 	}

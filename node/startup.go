@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/quarrysearch/quarry/httpapi"
+	"github.com/quarrysearch/quarry/registry"
 )
 
 // Settings a SettingError names: the fields of Config a person changes to
@@ -186,6 +187,19 @@ func checkHTTPDoor(cfg *Config) error {
 		return settingErr(SettingHTTPOrigins, "%v", err)
 	}
 	cfg.fileLimit, cfg.fileLimitRaised = limit, raised
+	return nil
+}
+
+// checkGate fills in the relevance gate's bounds, refusing a negative
+// one and a wait the admin request's minute would cut short.
+func checkGate(cfg *Config) error {
+	if cfg.GateTimeout < 0 {
+		return fmt.Errorf("node: the relevance gate's timeout (quarry serve --gate-timeout) must be 0 (the default, %s) or positive, got %s", registry.DefaultGateTimeout, cfg.GateTimeout)
+	}
+	if cfg.GateWait < 0 || cfg.GateWait >= registry.RequestTimeout {
+		return fmt.Errorf("node: the relevance gate's wait (quarry serve --gate-wait) must be 0 (the default, %s) or positive and under %s, an admin request's deadline, got %s", registry.DefaultGateWait, registry.RequestTimeout, cfg.GateWait)
+	}
+	cfg.GateTimeout, cfg.GateWait = cmp.Or(cfg.GateTimeout, registry.DefaultGateTimeout), cmp.Or(cfg.GateWait, registry.DefaultGateWait)
 	return nil
 }
 

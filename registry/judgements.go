@@ -163,103 +163,11 @@ func (s *Service) evaluate(ctx context.Context, index string, e *api.EvalRequest
 	return rep, nil
 }
 
-// runGate runs the index's gate, if it has one, on a version about to go
-// live (activated, or promoted from a canary), records what it found
-// with the version, and refuses with a CodeGateFailed error carrying the
-// figures when it fails, unless force (with a reason), which records a
-// plugin event instead. It returns the result (nil: no gate).
-func (s *Service) runGate(ctx context.Context, index string, v *api.PluginVersion, force bool, reason string) (*api.GateResult, error) {
-	if err := checkForce(force, reason); err != nil {
-		return nil, err
-	}
-	res, err := s.evaluateGate(ctx, index, &api.Variant{Plugin: v.Name, Digest: v.Digest}, force, reason)
-	if err != nil || res == nil {
-		return nil, err
-	}
-	res.Plugin, res.Digest = v.Name, v.Digest
-	v.Gate = res
-	if err := s.store.PutPluginVersion(ctx, v); err != nil {
-		return nil, err
-	}
-	return res, s.enforceGate(ctx, index, res, fmt.Sprintf("plugin %s %s", v.Name, api.ShortDigest(v.Digest)), v.Name, api.ShortDigest(v.Digest))
-}
-
-// runPipelineGate is runGate for a whole pipeline about to replace the
-// live one (pipeline.set); the result is stored with the new revision.
-func (s *Service) runPipelineGate(ctx context.Context, index string, spec *api.PipelineSpec, force bool, reason string) (*api.GateResult, error) {
-	if err := checkForce(force, reason); err != nil {
-		return nil, err
-	}
-	p := &api.PipelineSpec{Index: index, Rewriters: spec.Rewriters, Rankers: spec.Rankers}
-	res, err := s.evaluateGate(ctx, index, &api.Variant{Pipeline: p}, force, reason)
-	if err != nil || res == nil {
-		return nil, err
-	}
-	res.Plugin = "pipeline"
-	return res, s.enforceGate(ctx, index, res, "the pipeline", "pipeline", "set")
-}
-
+// checkForce refuses a force without a reason.
 func checkForce(force bool, reason string) error {
 	if force && strings.TrimSpace(reason) == "" {
 		return api.BadRequest("--force needs a --reason: it is recorded with the event")
 	}
-	return nil
-}
-
-// evaluateGate runs the index's gate (nil, nil if it has none) on the
-// candidate variant against the live pipeline, every set in turn; with
-// force, a failed result is marked forced with the reason.
-func (s *Service) evaluateGate(ctx context.Context, index string, variant *api.Variant, force bool, reason string) (*api.GateResult, error) {
-	g, err := s.store.Gate(ctx, index)
-	if err != nil || g == nil {
-		return nil, err
-	}
-	res := &api.GateResult{Time: time.Now().UTC().Truncate(time.Millisecond), Gate: *g, Passed: true}
-	cand := s.searcher(index, variant)
-	for _, name := range g.Sets {
-		sr := api.GateSetResult{Set: name}
-		set, err := s.store.JudgementSet(ctx, index, name, 0)
-		if err == nil {
-			var rep *api.EvalReport
-			rep, err = relevance.Evaluate(ctx, set, relevance.Options{K: g.K, Confidence: g.Confidence}, s.searcher(index, nil), cand)
-			if err == nil {
-				sr, err = relevance.GateSet(g, rep)
-			}
-		}
-		if err != nil {
-			if api.CodeOf(err) == api.CodeInternal && ctx.Err() == nil {
-				return nil, fmt.Errorf("gate on set %s: %w", name, err)
-			}
-			sr.Set, sr.Passed, sr.Error = name, false, err.Error()
-		}
-		res.Sets = append(res.Sets, sr)
-		res.Passed = res.Passed && sr.Passed
-	}
-	if !res.Passed && force {
-		res.Forced, res.Reason = true, reason
-	}
-	return res, nil
-}
-
-// enforceGate refuses what (a version, the pipeline) when res failed and
-// was not forced, with the figures; a forced one is recorded as a plugin
-// event of plugin at version.
-func (s *Service) enforceGate(ctx context.Context, index string, res *api.GateResult, what, plugin, version string) error {
-	if res.Passed {
-		return nil
-	}
-	figures := relevance.Describe(res)
-	for _, sr := range res.Sets {
-		if sr.Error != "" {
-			figures += "; set " + sr.Set + ": " + sr.Error
-		}
-	}
-	if !res.Forced {
-		return &api.Error{Code: api.CodeGateFailed, Gate: res,
-			Message: fmt.Sprintf("%s refused by the relevance gate of %q: %s (--force --reason \"...\" overrides)", what, index, figures)}
-	}
-	s.recordEvent(ctx, api.PluginEvent{Index: index, Plugin: plugin, Version: version, Time: res.Time,
-		Event: "gate overridden", Reason: res.Reason + "; " + figures})
 	return nil
 }
 

@@ -12,6 +12,7 @@ import (
 // metrics are the admin service's Prometheus metrics.
 type metrics struct {
 	uploadRefused *prometheus.CounterVec
+	gateJobs      prometheus.Gauge
 }
 
 // newMetrics makes the admin service's metrics and registers them on reg
@@ -24,9 +25,13 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		uploadRefused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "quarry_registry_upload_refusals_total",
 			Help: "Plugin upload chunks the admin API refused for a bound, by team and limit: chunk_size (over 512 KiB), plugin_size (past the 64 MiB module limit), order (a gap, an overlap, a chunk after a small one), quota (the team's staged uploads), staging (the shared stream full)."},
 			[]string{"team", "limit"}),
+		gateJobs: prometheus.NewGauge(prometheus.GaugeOpts{Name: "quarry_registry_gate_jobs",
+			Help: "Relevance gates running on this admin service (an activation's, a promotion's or a pipeline.set's, at most one per index, each bounded by --gate-timeout)."}),
 	}
-	if err := reg.Register(m.uploadRefused); err != nil {
-		return nil, fmt.Errorf("admin: register metrics: %w", err)
+	for _, c := range []prometheus.Collector{m.uploadRefused, m.gateJobs} {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("admin: register metrics: %w", err)
+		}
 	}
 	return m, nil
 }

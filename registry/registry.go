@@ -32,7 +32,21 @@ type Config struct {
 	// Registerer gets the service's Prometheus metrics (nil: a registry
 	// of its own, which nothing serves).
 	Registerer prometheus.Registerer
+	// GateTimeout bounds one relevance gate (an activation's, a
+	// promotion's, a pipeline.set's), which runs as a job of the
+	// service, at most one per index (0: DefaultGateTimeout, 30 min): a
+	// gate still running then refuses the change.
+	GateTimeout time.Duration
+	// GateWait is how long the change's request waits for its gate (0:
+	// DefaultGateWait, 20 s) before it answers gate_running and the gate
+	// goes on in the background; it should be well under the admin
+	// request's minute.
+	GateWait time.Duration
 }
+
+// RequestTimeout is the deadline of one admin request, its wait for its
+// team's lane included.
+const RequestTimeout = time.Minute
 
 // Service serves the admin API.
 type Service struct {
@@ -49,6 +63,10 @@ type Service struct {
 	// replies drops requests whose reply subject is not an inbox.
 	replies subject.ReplyGuard
 	metrics *metrics
+	// base is Run's context, under which gate jobs run; gates are the
+	// jobs running.
+	base  context.Context
+	gates gateJobs
 }
 
 // New makes the admin service.
@@ -57,6 +75,10 @@ func New(ctx context.Context, nc *nats.Conn, store *meta.Store, cfg Config) (*Se
 		cfg.Logger = slog.Default()
 	}
 	cfg.Plugins.Logger = cfg.Logger
+	if cfg.GateTimeout < 0 || cfg.GateWait < 0 {
+		return nil, fmt.Errorf("admin: the gate's timeout and wait must be 0 (the default) or positive, got %s and %s", cfg.GateTimeout, cfg.GateWait)
+	}
+	cfg.GateTimeout, cfg.GateWait = cmp.Or(cfg.GateTimeout, DefaultGateTimeout), cmp.Or(cfg.GateWait, DefaultGateWait)
 	m, err := newMetrics(cfg.Registerer)
 	if err != nil {
 		return nil, err
@@ -116,7 +138,11 @@ var operations = []string{"plugin.upload", "plugin.register", "plugin.ls", "plug
 // Run serves the admin API until ctx is done.
 func (s *Service) Run(ctx context.Context) error {
 	defer s.teams.Close(context.Background())
+	// Gate jobs end with ctx and record why; the requests that start
+	// them are done first.
+	defer s.gates.wg.Wait()
 	defer s.lanes.wg.Wait() // requests under way answer before the runtimes close
+	s.base = ctx
 	svc, err := micro.AddService(s.nc, micro.Config{Name: subject.AdminService, Version: "0.1.0",
 		Description: "Quarry admin API: plugins and pipelines, per index"})
 	if err != nil {
@@ -140,7 +166,7 @@ func (s *Service) handle(ctx context.Context, op string, req micro.Request) {
 	}
 	index := strings.TrimSuffix(strings.TrimPrefix(req.Subject(), subject.AdminPrefix+"."), "."+op)
 	if op == "plugin.upload" { // raw bytes, not JSON
-		cctx, cancel := context.WithTimeout(ctx, time.Minute)
+		cctx, cancel := context.WithTimeout(ctx, RequestTimeout)
 		defer cancel()
 		s.handleUpload(cctx, index, req)
 		return
@@ -156,7 +182,7 @@ func (s *Service) handle(ctx context.Context, op string, req micro.Request) {
 	// The request runs in its team's lane, not in the endpoint's
 	// subscription: one team's slow validation or gate does not hold
 	// another team's requests.
-	cctx, cancel := context.WithTimeout(ctx, time.Minute)
+	cctx, cancel := context.WithTimeout(ctx, RequestTimeout)
 	team := ""
 	if def, err := s.store.Index(cctx, index); err == nil {
 		team = def.TeamOf()
@@ -371,7 +397,11 @@ func (s *Service) list(ctx context.Context, index string) (map[string]any, error
 	if err != nil {
 		return nil, err
 	}
-	return map[string]any{"versions": versions, "pipeline": spec}, nil
+	out := map[string]any{"versions": versions, "pipeline": spec}
+	if p := s.gateProgress(index); p != nil {
+		out["gate"] = p
+	}
+	return out, nil
 }
 
 // update changes an index's pipeline with compare-and-set, as a new
@@ -384,7 +414,7 @@ func (s *Service) update(ctx context.Context, index, change string, fn func(*api
 
 // activate puts a validated version live: its step replaces the plugin's
 // step, or is appended to its kind's steps. The index's relevance gate,
-// if it has one, must pass first (or r.Force).
+// if it has one, must pass first (or r.Force): see goLive.
 func (s *Service) activate(ctx context.Context, index string, r *Request) (*api.PipelineSpec, error) {
 	name := r.Name
 	if err := validName(name); err != nil {
@@ -394,12 +424,10 @@ func (s *Service) activate(ctx context.Context, index string, r *Request) (*api.
 	if err != nil {
 		return nil, err
 	}
-	res, err := s.runGate(ctx, index, v, r.Force, r.Reason)
-	if err != nil {
+	if err := checkForce(r.Force, r.Reason); err != nil {
 		return nil, err
 	}
-	return s.update(ctx, index, fmt.Sprintf("plugin activate %s %s", name, api.ShortDigest(v.Digest)), func(spec *api.PipelineSpec) error {
-		spec.Gate = res
+	return s.goLive(ctx, s.versionJob(index, v, fmt.Sprintf("plugin activate %s %s", name, api.ShortDigest(v.Digest)), r, func(spec *api.PipelineSpec) error {
 		steps := spec.Steps(v.Kind)
 		for i := range *steps {
 			if (*steps)[i].Plugin == name {
@@ -409,7 +437,7 @@ func (s *Service) activate(ctx context.Context, index string, r *Request) (*api.
 		}
 		*steps = append(*steps, v.Step)
 		return nil
-	})
+	}))
 }
 
 // remove takes a plugin out of the pipeline.
@@ -458,7 +486,8 @@ func (s *Service) rollback(ctx context.Context, index string) (*api.PipelineSpec
 
 // setPipeline replaces the whole pipeline; every step must name a version
 // that was pushed to this index and passed validation, with its kind,
-// and the index's relevance gate, if it has one, must pass (or r.Force).
+// and the index's relevance gate, if it has one, must pass (or r.Force):
+// see goLive.
 func (s *Service) setPipeline(ctx context.Context, index string, r *Request) (*api.PipelineSpec, error) {
 	spec := r.Spec
 	if spec == nil {
@@ -467,18 +496,17 @@ func (s *Service) setPipeline(ctx context.Context, index string, r *Request) (*a
 	if err := s.checkSpec(ctx, index, spec); err != nil {
 		return nil, err
 	}
-	res, err := s.runPipelineGate(ctx, index, spec, r.Force, r.Reason)
-	if err != nil {
+	if err := checkForce(r.Force, r.Reason); err != nil {
 		return nil, err
 	}
 	change := spec.Change
 	if change == "" {
 		change = "pipeline set"
 	}
-	return s.update(ctx, index, change, func(cur *api.PipelineSpec) error {
-		cur.Rewriters, cur.Rankers, cur.Source, cur.Gate = spec.Rewriters, spec.Rankers, spec.Source, res
+	return s.goLive(ctx, s.pipelineJob(index, spec, change, r, func(cur *api.PipelineSpec) error {
+		cur.Rewriters, cur.Rankers, cur.Source = spec.Rewriters, spec.Rankers, spec.Source
 		return nil
-	})
+	}))
 }
 
 // checkSpec checks that every step of a pipeline names a version pushed
@@ -592,9 +620,9 @@ func (s *Service) candidate(ctx context.Context, index, op string, r *Request, s
 }
 
 // promote makes a plugin's canary its live version. The index's
-// relevance gate, if it has one, must pass first (or r.Force); the
-// promotion then goes through only if the canary is still the version
-// the gate ran on.
+// relevance gate, if it has one, must pass first (or r.Force: see
+// goLive); the promotion then goes through only if the canary is still
+// the version the gate ran on.
 func (s *Service) promote(ctx context.Context, index string, r *Request) (*api.PipelineSpec, error) {
 	name := r.Name
 	spec, err := s.store.Pipeline(ctx, index)
@@ -610,12 +638,10 @@ func (s *Service) promote(ctx context.Context, index string, r *Request) (*api.P
 	if err != nil {
 		return nil, err
 	}
-	res, err := s.runGate(ctx, index, v, r.Force, r.Reason)
-	if err != nil {
+	if err := checkForce(r.Force, r.Reason); err != nil {
 		return nil, err
 	}
-	return s.update(ctx, index, "plugin promote "+name, func(spec *api.PipelineSpec) error {
-		spec.Gate = res
+	return s.goLive(ctx, s.versionJob(index, v, "plugin promote "+name, r, func(spec *api.PipelineSpec) error {
 		st, _ := spec.Step(name)
 		if st == nil || st.Canary == nil {
 			return api.BadRequest("plugin %s has no canary on index %q", name, index)
@@ -625,7 +651,7 @@ func (s *Service) promote(ctx context.Context, index string, r *Request) (*api.P
 		}
 		*st = st.Canary.Step
 		return nil
-	})
+	}))
 }
 
 // shadow runs a candidate version of a live plugin (ranker or rewriter)

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -24,7 +25,7 @@ func pluginAdmin(ctx context.Context, e *env, op string, args []string) error {
 		"push":         {"INDEX NAME FILE.wasm", "Uploads a plugin version (content-addressed), validates it (compile, ABI, imports,\nsample requests within its budget) and, with --activate, puts it live."},
 		"ls":           {"INDEX", "Lists an index's pushed plugin versions and its live pipeline."},
 		"show":         {"INDEX NAME", "Shows one plugin's versions and its live step."},
-		"activate":     {"INDEX NAME DIGEST", "Puts a validated version of a plugin live (brokers swap it in without a restart).\nWhen the index has a relevance gate (quarry judgements gate), the version must pass it."},
+		"activate":     {"INDEX NAME DIGEST", "Puts a validated version of a plugin live (brokers swap it in without a restart).\nWhen the index has a relevance gate (quarry judgements gate), the version must pass it;\na gate that runs on past the registry's --gate-wait goes on in the background, and\nthis waits for its outcome, saying how far it got (Ctrl-C stops only the waiting)."},
 		"rollback":     {"INDEX", "Restores the index's previous pipeline."},
 		"rm":           {"INDEX NAME", "Takes a plugin out of the index's pipeline."},
 		"canary":       {"INDEX NAME DIGEST", "Sends --percent of the queries to a candidate version of a live plugin\n(sticky by a context field with --sticky; --percent 0 ends the canary)."},
@@ -113,6 +114,9 @@ func pluginAdmin(ctx context.Context, e *env, op string, args []string) error {
 			}
 		}
 		v, err := c.PushPlugin(ctx, index, pos[1], wasm, opts)
+		if errors.Is(err, api.ErrGateRunning) { // --activate: the gate runs on
+			_, err = waitGate(ctx, e.stderr, c, index, err)
+		}
 		if err != nil {
 			return err
 		}
@@ -194,6 +198,9 @@ func pluginAdmin(ctx context.Context, e *env, op string, args []string) error {
 		case "rm":
 			spec, err = c.RemovePlugin(ctx, index, pos[1])
 		}
+		if errors.Is(err, api.ErrGateRunning) {
+			spec, err = waitGate(ctx, e.stderr, c, index, err)
+		}
 		if err != nil {
 			return err
 		}
@@ -242,6 +249,9 @@ func pluginAdmin(ctx context.Context, e *env, op string, args []string) error {
 			}
 		}
 	}
+	if g := l.Gate; g != nil && (op == "ls" || g.Plugin == pos[1] || g.Plugin == "pipeline") {
+		fmt.Fprintf(e.stdout, "\n%s\n", gateRunning(g))
+	}
 	fmt.Fprintln(e.stdout)
 	printPipeline(e.stdout, l.Pipeline)
 	return nil
@@ -253,6 +263,49 @@ func goLive(force bool, reason string) []client.GoLiveOption {
 		return nil
 	}
 	return []client.GoLiveOption{client.Force(reason)}
+}
+
+// gateRunning says how far a relevance gate running in the background
+// got: "relevance gate running on sha256:1a2b3c4d5e6f: 340 of 1000
+// queries, 12s (plugin activate boost 1a2b3c4d5e6f)".
+func gateRunning(g *api.GateProgress) string {
+	on := "the pipeline"
+	if g.Digest != "" {
+		on = "sha256:" + api.ShortDigest(g.Digest)
+	}
+	return fmt.Sprintf("relevance gate running on %s: %d of %d queries, %s (%s)", on, g.Done, g.Total, time.Since(g.Started).Round(time.Second), g.What)
+}
+
+// gateProgressEvery is how often waitGate says how far the gate got.
+const gateProgressEvery = 2 * time.Second
+
+// waitGate waits for the relevance gate a change's request left running
+// in the background (err, its gate_running error), saying on w how far
+// it got every gateProgressEvery, and returns its outcome as the request
+// would have: the pipeline, or the refusal with its figures. The end of
+// ctx (Ctrl-C) stops only the waiting.
+func waitGate(ctx context.Context, w io.Writer, c *client.Client, index string, err error) (*api.PipelineSpec, error) {
+	var ae *api.Error
+	if !errors.As(err, &ae) || ae.Running == nil {
+		return nil, err
+	}
+	job := ae.Running
+	fmt.Fprintf(w, "%s\nrelevance gate: %d of %d queries (Ctrl-C stops waiting; the gate goes on)\n", ae.Message, job.Done, job.Total)
+	last := time.Now()
+	spec, err := c.WaitGate(ctx, index, job, func(p api.GateProgress) {
+		if time.Since(last) >= gateProgressEvery {
+			fmt.Fprintf(w, "relevance gate: %d of %d queries\n", p.Done, p.Total)
+			last = time.Now()
+		}
+	})
+	if err != nil && ctx.Err() != nil {
+		show := "quarry plugin ls " + index
+		if job.Digest != "" {
+			show = "quarry plugin show " + index + " " + job.Plugin
+		}
+		return nil, fmt.Errorf("stopped waiting; the relevance gate goes on, and %s goes live by itself if it passes (%s shows the outcome)", job.What, show)
+	}
+	return spec, err
 }
 
 // gateVerdict says what a gate found for a version, with the figures.
@@ -428,6 +481,9 @@ func runPipeline(ctx context.Context, e *env, args []string) error {
 			return api.BadRequest("pipeline file %s: %v", pos[1], err)
 		}
 		spec, err = c.SetPipeline(ctx, pos[0], &in, goLive(force, reason)...)
+		if errors.Is(err, api.ErrGateRunning) {
+			spec, err = waitGate(ctx, e.stderr, c, pos[0], err)
+		}
 	}
 	if err != nil {
 		return err

@@ -9,6 +9,7 @@ import (
 	"github.com/quarrysearch/quarry/broker"
 	"github.com/quarrysearch/quarry/indexer"
 	"github.com/quarrysearch/quarry/internal/shard"
+	"github.com/quarrysearch/quarry/registry"
 	"github.com/quarrysearch/quarry/searcher"
 )
 
@@ -54,6 +55,8 @@ func TestRoleFlagDefaults(t *testing.T) {
 		{"max-explain", broker.Defaults.MaxExplain},
 		{"max-response-bytes", int64(broker.Defaults.MaxResponseBytes)},
 		{"max-shard-reply-bytes", int64(searcher.Defaults.MaxReplyBytes)},
+		{"gate-timeout", registry.DefaultGateTimeout},
+		{"gate-wait", registry.DefaultGateWait},
 	} {
 		got := fs.Lookup(f.name).Value.(flag.Getter).Get()
 		if got != f.want {

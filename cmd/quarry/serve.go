@@ -28,6 +28,7 @@ import (
 	"github.com/quarrysearch/quarry/internal/shard"
 	"github.com/quarrysearch/quarry/node"
 	"github.com/quarrysearch/quarry/plugins"
+	"github.com/quarrysearch/quarry/registry"
 	"github.com/quarrysearch/quarry/searcher"
 )
 
@@ -70,6 +71,8 @@ type roleFlags struct {
 	maxBudget        time.Duration
 	compileLimits    compileLimitsFlag
 	compileTimeout   time.Duration
+	gateTimeout      time.Duration
+	gateWait         time.Duration
 	drainTimeout     time.Duration
 	slowQuery        time.Duration
 	slowShard        time.Duration
@@ -147,11 +150,14 @@ func (f *roleFlags) registerBroker(fs *flag.FlagSet) {
 	f.compileLimits = compileLimitsFlag(plugins.DefaultCompileLimits)
 	fs.Var(&f.compileLimits, "plugin-compile-limits", "what a plugin module may ask of the compiler, refused before compiling when over: functions=N,body-bytes=N,locals=N,nesting=N,nesting-work=N (any of them; the others keep their defaults)")
 	fs.DurationVar(&f.compileTimeout, "plugin-compile-timeout", plugins.DefaultCompileTimeout, "the longest one plugin module's compile may take: a longer one is stopped and the module refused")
+	fs.DurationVar(&f.gateTimeout, "gate-timeout", registry.DefaultGateTimeout, "the longest an index's relevance gate may run on an activation, promotion or pipeline set (one at a time per index, in the background once --gate-wait is over): a gate still running then refuses the change")
+	fs.DurationVar(&f.gateWait, "gate-wait", registry.DefaultGateWait, "how long an activation, promotion or pipeline set waits for its relevance gate before it answers gate_running (202) and the gate goes on in the background, the change going live by itself if it passes (under 1m)")
 	fs.DurationVar(&f.fallbackVariant, "fallback-variant-cooldown", broker.Defaults.FallbackVariantCooldown, "a plugin version that trips the fallback in replays and evaluations (variant searches) is refused in them for this long")
 	fs.Float64Var(&f.fallbackSlow, "fallback-slow-rate", broker.Defaults.FallbackSlowRate, "take a plugin with a latency budget out when more than this share of its recent calls took longer (0.01: its p99 is over the budget)")
 }
 
-// pluginLimits sets the broker's plugin limits on a node's config.
+// pluginLimits sets the broker's plugin limits, and its admin service's
+// relevance gate bounds (node.Start checks those), on a node's config.
 func (f *roleFlags) pluginLimits(cfg *node.Config) error {
 	if f.pluginPages < 1 || f.pluginPages > 65536 {
 		return fmt.Errorf("--plugin-memory-pages must be between 1 and 65536 (4 GiB), got %d", f.pluginPages)
@@ -170,6 +176,7 @@ func (f *roleFlags) pluginLimits(cfg *node.Config) error {
 	}
 	cfg.PluginMemoryPages, cfg.TeamMaxInstances, cfg.PluginWarmInstances, cfg.PluginMaxBudget = uint32(f.pluginPages), f.teamInstances, f.warmInstances, f.maxBudget
 	cfg.PluginCompile, cfg.PluginCompileTimeout = plugins.CompileLimits(f.compileLimits), f.compileTimeout
+	cfg.GateTimeout, cfg.GateWait = f.gateTimeout, f.gateWait
 	return nil
 }
 

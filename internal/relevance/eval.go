@@ -24,6 +24,10 @@ type Options struct {
 	K int
 	// Confidence of the intervals (default DefaultConfidence).
 	Confidence float64
+	// Progress, if not nil, is called after each query of the set
+	// (searched, or failed) with how many are done of how many: what a
+	// relevance gate running in the background shows of itself.
+	Progress func(done, total int)
 }
 
 // CheckOptions fills in defaults and refuses values out of range.
@@ -59,34 +63,41 @@ func Evaluate(ctx context.Context, set *api.JudgementSet, o Options, live, cand 
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("evaluate %s: %w", set.Name, err)
 		}
-		q := &set.Queries[i]
-		qe := api.QueryEval{Line: q.Line, Q: q.Q}
-		for _, r := range q.Ratings {
-			if r > 0 {
-				qe.Relevant++
-			}
+		rep.Queries = append(rep.Queries, evalQuery(ctx, &set.Queries[i], o.K, live, cand))
+		if o.Progress != nil {
+			o.Progress(i+1, len(set.Queries))
 		}
-		ranking, err := run(ctx, live, q, o.K)
-		if err != nil {
-			qe.Error = "live: " + err.Error()
-			rep.Queries = append(rep.Queries, qe)
-			continue
-		}
-		qe.Live = metrics(ranking, q.Ratings, o.K)
-		if cand != nil {
-			ranking, err := run(ctx, cand, q, o.K)
-			if err != nil {
-				qe.Error = "candidate: " + err.Error()
-				rep.Queries = append(rep.Queries, qe)
-				continue
-			}
-			m := metrics(ranking, q.Ratings, o.K)
-			qe.Candidate = &m
-		}
-		rep.Queries = append(rep.Queries, qe)
 	}
 	rep.Summary = Summarize(rep.Queries, cand != nil, o.Confidence)
 	return rep, nil
+}
+
+// evalQuery searches for one judged query through live and, when cand
+// is not nil, cand, and scores both at depth k; a failed search is the
+// query's Error.
+func evalQuery(ctx context.Context, q *api.JudgedQuery, k int, live, cand SearchFunc) api.QueryEval {
+	qe := api.QueryEval{Line: q.Line, Q: q.Q}
+	for _, r := range q.Ratings {
+		if r > 0 {
+			qe.Relevant++
+		}
+	}
+	ranking, err := run(ctx, live, q, k)
+	if err != nil {
+		qe.Error = "live: " + err.Error()
+		return qe
+	}
+	qe.Live = metrics(ranking, q.Ratings, k)
+	if cand != nil {
+		ranking, err := run(ctx, cand, q, k)
+		if err != nil {
+			qe.Error = "candidate: " + err.Error()
+			return qe
+		}
+		m := metrics(ranking, q.Ratings, k)
+		qe.Candidate = &m
+	}
+	return qe
 }
 
 // run searches for one judged query and returns the ids of its top k.

@@ -156,11 +156,21 @@ func TestJudgeEvaluateAndGate(t *testing.T) {
 	if res, err := GateSet(g, same); err != nil || !res.Passed || res.Diff != 0 || res.P != 1 {
 		t.Fatalf("an equal ranker: %+v %v", res, err)
 	}
-	// A failed search fails the gate, naming the line.
+	// A failed search fails the gate, naming the line; progress counts
+	// it as done, every query once, in order.
 	delete(bad, "c")
-	rep, err = Evaluate(ctx, set, Options{K: 3}, rankings(good), rankings(bad))
+	var seen []int
+	rep, err = Evaluate(ctx, set, Options{K: 3, Progress: func(done, total int) {
+		if total != 30 {
+			t.Errorf("progress total %d, want 30", total)
+		}
+		seen = append(seen, done)
+	}}, rankings(good), rankings(bad))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if len(seen) != 30 || seen[0] != 1 || seen[29] != 30 {
+		t.Fatalf("progress: %v", seen)
 	}
 	if _, err := GateSet(g, rep); !errors.Is(err, api.ErrGateFailed) || !strings.Contains(err.Error(), "line 3") {
 		t.Fatalf("failed query: %v", err)

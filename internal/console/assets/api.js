@@ -8,8 +8,9 @@ export function setToken(t) {
   if (t) sessionStorage.setItem(tokenKey, t); else sessionStorage.removeItem(tokenKey);
 }
 
-// APIError is an answer other than 2xx: its HTTP status and the API's
-// {"error": {"code", "message"}}.
+// APIError is an answer other than 2xx, or a 202 whose body is an error
+// (gate_running: the change goes on in the background): its HTTP status
+// and the API's {"error": {"code", "message"}}.
 export class APIError extends Error {
   constructor(status, code, message) {
     super(message || `HTTP ${status}`);
@@ -33,7 +34,7 @@ export async function call(method, path, body) {
   const text = await resp.text();
   let data = null;
   try { data = text ? JSON.parse(text) : null; } catch { data = null; }
-  if (!resp.ok) {
+  if (!resp.ok || (resp.status === 202 && data && data.error)) {
     const e = data && data.error ? data.error : {};
     throw new APIError(resp.status, e.code || 'http_' + resp.status, e.message || text.trim() || resp.statusText);
   }

@@ -17,7 +17,7 @@ export async function render(root, state, alive) {
     try {
       const spec = await post(idx(state.index) + path);
       say(what + ': the pipeline is now revision ' + (spec && spec.revision) + '.');
-    } catch (err) { say(what + ': ' + err.message, true); }
+    } catch (err) { say(what + ': ' + err.message, err.code !== 'gate_running'); }
     await draw();
   };
   const draw = async () => {
