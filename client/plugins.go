@@ -439,7 +439,10 @@ func (c *Client) WaitGate(ctx context.Context, index string, job *api.GateProgre
 	}
 	for wait := 50 * time.Millisecond; ; wait = min(2*wait, 500*time.Millisecond) {
 		l, err := c.Plugins(ctx, index)
-		if err != nil {
+		switch {
+		case errors.Is(err, api.ErrOverloaded): // the team's admin lane is full: look again
+			l = &PluginList{}
+		case err != nil:
 			return nil, err
 		}
 		if g := l.Gate; g != nil && g.Plugin == job.Plugin && g.Digest == job.Digest && g.Started.Equal(job.Started) {
@@ -450,7 +453,7 @@ func (c *Client) WaitGate(ctx context.Context, index string, job *api.GateProgre
 			// Not running, or running on another admin service than the
 			// one that answered: done once its outcome is recorded.
 			evs, err := c.PluginEvents(ctx, index)
-			if err != nil {
+			if err != nil && !errors.Is(err, api.ErrOverloaded) {
 				return nil, err
 			}
 			for i := len(evs) - 1; i >= 0; i-- {
