@@ -69,6 +69,12 @@ func (r *run) stepFailed(s *Step, err error) error {
 func (r *run) rewrite(ctx context.Context, index string, steps []Step) error {
 	b, req, hints := r.b, &r.req, r.hints
 	for i := range steps {
+		if ctx.Err() != nil {
+			// The request's time ran out (fromRewrite says so): the
+			// steps left are not called, so their plugins are not blamed
+			// for calls that could not begin.
+			return nil
+		}
 		s, canary := steps[i].Choose(req.Context)
 		start := time.Now()
 		if s.Disabled() {
@@ -161,6 +167,15 @@ func (r *run) rank(ctx context.Context) error {
 	for i := range r.pipeline.Rankers {
 		s, canary := r.pipeline.Rankers[i].Choose(r.req.Context)
 		start := time.Now()
+		if ctx.Err() != nil {
+			// The request's time ran out: not called, so its plugin is
+			// not blamed for a call that could not begin.
+			if s.Policy == api.FailClosed {
+				return api.Errorf(api.CodeTimeout, "the request's time ran out before its ranker %s (fail-closed)", s.Plugin.Spec().Name)
+			}
+			r.reports = append(r.reports, api.StepReport{Plugin: s.Plugin.Spec().Name, Kind: api.Ranker, Status: "skipped", Error: "the request's time ran out before it"})
+			continue
+		}
 		if s.Disabled() {
 			if s.Variant() {
 				return s.VariantRefused()

@@ -121,6 +121,12 @@ type Config struct {
 	// plugins.DefaultMaxInstances; negative: no cap). With
 	// PluginMemoryPages it bounds a team's plugin memory.
 	TeamMaxInstances int
+	// TeamMaxPluginCalls caps the calls of one team's plugins that run at
+	// once on a broker (default plugins.DefaultMaxCalls: half the
+	// processors; negative: no cap): a guest's call takes a processor
+	// until it returns, so one team's spinning plugins cannot take them
+	// all.
+	TeamMaxPluginCalls int
 	// PluginWarmInstances is how many instances of each plugin's pool are
 	// made when it loads (default plugins.DefaultWarmInstances); the
 	// others are made when calls overlap.
@@ -358,7 +364,7 @@ func (n *Node) start(ctx context.Context) (err error) {
 		if n.Broker, err = broker.New(n.nc, n.store, c); err != nil {
 			return err
 		}
-		limits := plugins.Config{MemoryLimitPages: cfg.PluginMemoryPages, MaxInstances: cfg.TeamMaxInstances, WarmInstances: cfg.PluginWarmInstances, MaxBudget: cfg.PluginMaxBudget,
+		limits := plugins.Config{MemoryLimitPages: cfg.PluginMemoryPages, MaxInstances: cfg.TeamMaxInstances, MaxCalls: cfg.TeamMaxPluginCalls, WarmInstances: cfg.PluginWarmInstances, MaxBudget: cfg.PluginMaxBudget,
 			Compile: cfg.PluginCompile, CompileTimeout: cfg.PluginCompileTimeout, Logger: cfg.Logger}
 		cached := limits
 		cached.CacheDir = filepath.Join(n.pluginDir(), "compiled")

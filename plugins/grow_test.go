@@ -3,6 +3,8 @@ package plugins
 import (
 	"context"
 	"errors"
+	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -30,7 +32,7 @@ const stuckWAT = `(module (memory 1)
 // at its deadline.
 func TestBusyPoolGrows(t *testing.T) {
 	ctx := context.Background()
-	rt, err := NewRuntime(ctx, Config{MaxInstances: 3})
+	rt, err := NewRuntime(ctx, Config{MaxInstances: 3, MaxCalls: -1}) // instances alone (TestTeamMaxCalls: calls)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,5 +75,46 @@ func TestBusyPoolGrows(t *testing.T) {
 	wg.Wait()
 	if n := rt.Instances(); n != 1 {
 		t.Errorf("the runtime still reserves %d instances after the extra ones returned, want 1", n)
+	}
+}
+
+// A team's plugin calls running at once are capped (Config.MaxCalls): a
+// guest holds its processor until it returns, so calls stuck in a loop
+// would otherwise hold every processor. A call past the cap waits for one
+// to end, fails as busy at its deadline, and runs once one has ended.
+func TestTeamMaxCalls(t *testing.T) {
+	ctx := context.Background()
+	rt := testRuntimeWith(t, Config{MaxCalls: 1})
+	p, err := rt.Load(ctx, Spec{Name: "stuck", Version: "v1", Kind: Rewriter, Budget: 500 * time.Millisecond, Instances: 2}, wasmtest.WAT(t, stuckWAT))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stuck := make(chan error, 1)
+	go func() {
+		_, err := p.Rewrite(ctx, &abi.RewriteRequest{Q: "slow"})
+		stuck <- err
+	}()
+	testwait.Until(t, 5*time.Second, "the stuck call is running", func() bool { return len(rt.calls) == 1 })
+	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond) // before the stuck call's budget ends
+	defer cancel()
+	var ce *CallError
+	start := time.Now()
+	if _, err := p.Rewrite(short, &abi.RewriteRequest{Q: "quick!"}); !errors.As(err, &ce) || ce.Kind != KindBusy || !strings.Contains(err.Error(), "--team-max-plugin-calls") {
+		t.Fatalf("a call beside the team's one running call: %v, want busy naming the cap", err)
+	} else if took := time.Since(start); took < 90*time.Millisecond {
+		t.Fatalf("busy after %s, before its deadline", took)
+	}
+	// One that can wait runs once the stuck call's budget stops it.
+	if _, err := p.Rewrite(ctx, &abi.RewriteRequest{Q: "quick!"}); err != nil {
+		t.Fatalf("a call that waited for the stuck one: %v", err)
+	}
+	if err := <-stuck; err == nil {
+		t.Fatal("the stuck call answered")
+	}
+	if n := rt.waited.Load(); n != 2 {
+		t.Errorf("%d calls waited, want 2", n)
+	}
+	if got := DefaultMaxCalls(); got != max(1, runtime.GOMAXPROCS(0)/2) {
+		t.Errorf("DefaultMaxCalls() = %d", got)
 	}
 }

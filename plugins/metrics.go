@@ -20,6 +20,7 @@ var (
 	descGrown       = prometheus.NewDesc("quarry_plugin_instances_grown_total", "Calls that found every pooled instance of a plugin version busy and ran on an extra instance of their own, within the team's instance budget.", pluginLabels, nil)
 
 	descTeamSeconds   = prometheus.NewDesc("quarry_team_plugin_seconds_total", "Time the calls of a team's plugins ran (held an instance): about the CPU time the team's plugins used on this broker.", []string{"team"}, nil)
+	descTeamWaited    = prometheus.NewDesc("quarry_team_plugin_calls_waited_total", "Calls of a team's plugins that found its --team-max-plugin-calls all running and waited for one to end (or failed busy at their deadline).", []string{"team"}, nil)
 	descTeamInstances = prometheus.NewDesc("quarry_team_plugin_instances", "Plugin instances a team's loaded plugins reserve on this broker, of its --team-max-instances.", []string{"team"}, nil)
 )
 
@@ -95,6 +96,7 @@ type teamsCollector struct{ t *Teams }
 func (c teamsCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- descTeamSeconds
 	ch <- descTeamInstances
+	ch <- descTeamWaited
 }
 
 // Collect implements prometheus.Collector.
@@ -104,5 +106,6 @@ func (c teamsCollector) Collect(ch chan<- prometheus.Metric) {
 	for team, r := range c.t.rts {
 		ch <- prometheus.MustNewConstMetric(descTeamSeconds, prometheus.CounterValue, float64(r.busyNS.Load())/1e9, team)
 		ch <- prometheus.MustNewConstMetric(descTeamInstances, prometheus.GaugeValue, float64(r.Instances()), team)
+		ch <- prometheus.MustNewConstMetric(descTeamWaited, prometheus.CounterValue, float64(r.waited.Load()), team)
 	}
 }

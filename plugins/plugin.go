@@ -538,6 +538,21 @@ func (p *Plugin) acquire(ctx context.Context, deadline time.Time) (in *instance,
 	}
 }
 
+// waitCall waits for a free call of the team's runtime (Config.MaxCalls)
+// until deadline: the slow path of a call that found every one taken.
+func (p *Plugin) waitCall(ctx context.Context, deadline time.Time) error {
+	p.rt.waited.Add(1)
+	ctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	select {
+	case p.rt.calls <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return &CallError{Plugin: p.spec.Name, Kind: KindBusy,
+			Err: fmt.Errorf("the team's %d plugin calls at once on this broker (--team-max-plugin-calls) were all running until the call's deadline", p.rt.cfg.MaxCalls)}
+	}
+}
+
 // fillSlot makes an instance for a slot of the pool that has none (its
 // token taken from cold); on failure the token goes back.
 func (p *Plugin) fillSlot() (*instance, error) {
@@ -597,12 +612,24 @@ func (p *Plugin) call(ctx context.Context, encode func([]byte) []byte, decode fu
 		// timer set to fire at once.
 		return &CallError{Plugin: p.spec.Name, Kind: KindTimeout, Err: errors.New("its caller's deadline had passed before it began")}
 	}
+	waited := false
+	if slots := p.rt.calls; slots != nil {
+		select {
+		case slots <- struct{}{}:
+		default:
+			if err := p.waitCall(ctx, deadline); err != nil {
+				return err
+			}
+			waited = true
+		}
+		defer func() { <-slots }()
+	}
 	in, extra, slow, err := p.acquire(ctx, deadline)
 	if err != nil {
 		return err
 	}
 	running = start
-	if slow {
+	if slow || waited {
 		running = time.Now()
 	}
 	left := deadline.Sub(start)

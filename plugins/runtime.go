@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -127,7 +128,23 @@ type Config struct {
 	// (default DefaultMaxBudget): an operator's bound on what one call
 	// of a team's plugin may cost, whatever the team asks for.
 	MaxBudget time.Duration
+	// MaxCalls caps the calls of the runtime's plugins that run at once
+	// (default DefaultMaxCalls: half the processors, at least one;
+	// negative: no cap). Go's scheduler does not preempt a guest's code
+	// as it does Go code (with one processor, a garbage collection waited
+	// 142 ms beside a spinning call): each call takes a processor until
+	// it returns or its budget's interrupt stops it, so a team whose calls
+	// spin could otherwise take every processor for their budgets, and
+	// every other team's searches would wait (issue 34: a calm team's p99
+	// 12x beside three spinning calls, 3x with the cap, on two cores). A
+	// call past the cap waits for another to end, within its deadline,
+	// then fails as busy.
+	MaxCalls int
 }
+
+// DefaultMaxCalls is Config.MaxCalls's default: half the processors Go
+// runs on (GOMAXPROCS), at least one.
+func DefaultMaxCalls() int { return max(1, runtime.GOMAXPROCS(0)/2) }
 
 // Runtime compiles and runs plugins. Brokers keep one per team (see
 // Teams), so one team's plugins cannot use another's instances, memory or
@@ -139,6 +156,10 @@ type Runtime struct {
 
 	// compiling holds a token per compile under way (CompileWorkers).
 	compiling chan struct{}
+	// calls holds a token per call running (MaxCalls; nil: no cap), and
+	// waited counts the calls that found none free at once.
+	calls  chan struct{}
+	waited atomic.Int64
 
 	mu        sync.Mutex
 	instances int // reserved by loaded plugins
@@ -207,6 +228,9 @@ func NewRuntime(ctx context.Context, cfg Config) (*Runtime, error) {
 	if cfg.CompileWorkers <= 0 {
 		cfg.CompileWorkers = 1
 	}
+	if cfg.MaxCalls == 0 {
+		cfg.MaxCalls = DefaultMaxCalls()
+	}
 	d := DefaultCompileLimits
 	cfg.Compile = CompileLimits{Functions: cmp.Or(cfg.Compile.Functions, d.Functions), BodyBytes: cmp.Or(cfg.Compile.BodyBytes, d.BodyBytes),
 		Locals: cmp.Or(cfg.Compile.Locals, d.Locals), Nesting: cmp.Or(cfg.Compile.Nesting, d.Nesting), NestingWork: cmp.Or(cfg.Compile.NestingWork, d.NestingWork)}
@@ -215,6 +239,9 @@ func NewRuntime(ctx context.Context, cfg Config) (*Runtime, error) {
 	}
 	rc := wazero.NewRuntimeConfig().WithCloseOnContextDone(cfg.CloseOnContextDone).WithMemoryLimitPages(cfg.MemoryLimitPages)
 	r := &Runtime{cfg: cfg, compiling: make(chan struct{}, cfg.CompileWorkers)}
+	if cfg.MaxCalls > 0 {
+		r.calls = make(chan struct{}, cfg.MaxCalls)
+	}
 	if cfg.CacheDir != "" {
 		cache, err := wazero.NewCompilationCacheWithDir(cfg.CacheDir)
 		if err != nil {

@@ -67,6 +67,7 @@ type roleFlags struct {
 	fallbackVariant  time.Duration
 	pluginPages      uint
 	teamInstances    int
+	teamCalls        int
 	warmInstances    int
 	maxBudget        time.Duration
 	compileLimits    compileLimitsFlag
@@ -144,6 +145,7 @@ func (f *roleFlags) registerBroker(fs *flag.FlagSet) {
 	fs.IntVar(&f.fallbackWindow, "fallback-window", broker.Defaults.FallbackWindow, "recent calls the fallback looks at")
 	fs.IntVar(&f.fallbackMin, "fallback-min-calls", broker.Defaults.FallbackMinCalls, "calls before the fallback can act")
 	fs.UintVar(&f.pluginPages, "plugin-memory-pages", plugins.DefaultMemoryLimitPages, "most memory of one plugin instance, in 64 KiB pages (1024: 64 MiB)")
+	fs.IntVar(&f.teamCalls, "team-max-plugin-calls", plugins.DefaultMaxCalls(), "most calls of one team's plugins running at once on this broker (negative: no cap): a plugin call takes a processor until it returns or its budget stops it, so this bounds the processors one team's plugins take from the others; the default is half of them")
 	fs.IntVar(&f.teamInstances, "team-max-instances", plugins.DefaultMaxInstances, "most warm plugin instances one team's plugins may hold on this broker (negative: no cap); with --plugin-memory-pages it bounds a team's plugin memory")
 	fs.IntVar(&f.warmInstances, "plugin-warm-instances", plugins.DefaultWarmInstances, "instances of each plugin made when it loads; the rest of its pool (its instances setting, "+strconv.Itoa(plugins.DefaultInstances)+" by default) is made when calls overlap, so a plugin holds the memory its concurrency needs")
 	fs.DurationVar(&f.maxBudget, "plugin-max-budget", plugins.DefaultMaxBudget, "the longest time budget a plugin call may be given (a step's budget_ms): a push or activation asking for more is refused; every call also stops at its search's deadline")
@@ -165,6 +167,9 @@ func (f *roleFlags) pluginLimits(cfg *node.Config) error {
 	if f.teamInstances == 0 {
 		return fmt.Errorf("--team-max-instances must be 1 or more, or negative for no cap, got 0")
 	}
+	if f.teamCalls == 0 {
+		return fmt.Errorf("--team-max-plugin-calls must be 1 or more, or negative for no cap, got 0")
+	}
 	if f.warmInstances < 1 {
 		return fmt.Errorf("--plugin-warm-instances must be 1 or more, got %d", f.warmInstances)
 	}
@@ -177,6 +182,7 @@ func (f *roleFlags) pluginLimits(cfg *node.Config) error {
 	cfg.PluginMemoryPages, cfg.TeamMaxInstances, cfg.PluginWarmInstances, cfg.PluginMaxBudget = uint32(f.pluginPages), f.teamInstances, f.warmInstances, f.maxBudget
 	cfg.PluginCompile, cfg.PluginCompileTimeout = plugins.CompileLimits(f.compileLimits), f.compileTimeout
 	cfg.GateTimeout, cfg.GateWait = f.gateTimeout, f.gateWait
+	cfg.TeamMaxPluginCalls = f.teamCalls
 	return nil
 }
 
