@@ -270,6 +270,29 @@ func BenchmarkCallOverheadWAT(b *testing.B) {
 	})
 }
 
+// BenchmarkCallCap: BenchmarkCallOverheadWAT's call with the team's cap
+// on calls running at once (Config.MaxCalls, the default) and without:
+// what taking and giving back a call's token costs.
+func BenchmarkCallCap(b *testing.B) {
+	for _, c := range []struct {
+		name  string
+		calls int
+	}{{"cap=default", 0}, {"cap=none", -1}} {
+		b.Run(c.name, func(b *testing.B) {
+			rt := testRuntimeWith(b, Config{MaxCalls: c.calls})
+			p, err := rt.Load(context.Background(), Spec{Name: "noop-wat", Kind: Rewriter, Instances: 1}, wasmtest.WAT(b, watPlugin("", okBody)))
+			if err != nil {
+				b.Fatal(err)
+			}
+			req := &abi.RewriteRequest{Q: "pop and chips", Size: 10}
+			measure(b, func() error {
+				_, err := p.Rewrite(context.Background(), req)
+				return err
+			})
+		})
+	}
+}
+
 // BenchmarkRank1000WAT: a linear ranker over 1,000 candidates written by
 // hand in WAT: the ABI's and the host's share of a ranker call (encode,
 // copy, call, decode, sort), with no language runtime in the guest.

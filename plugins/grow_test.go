@@ -94,7 +94,7 @@ func TestTeamMaxCalls(t *testing.T) {
 		_, err := p.Rewrite(ctx, &abi.RewriteRequest{Q: "slow"})
 		stuck <- err
 	}()
-	testwait.Until(t, 5*time.Second, "the stuck call is running", func() bool { return len(rt.calls) == 1 })
+	testwait.Until(t, 5*time.Second, "the stuck call is running", func() bool { return rt.calls.running.Load() == 1 })
 	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond) // before the stuck call's budget ends
 	defer cancel()
 	var ce *CallError
@@ -111,7 +111,7 @@ func TestTeamMaxCalls(t *testing.T) {
 	if err := <-stuck; err == nil {
 		t.Fatal("the stuck call answered")
 	}
-	if n := rt.waited.Load(); n != 2 {
+	if n := rt.callsWaited(); n != 2 {
 		t.Errorf("%d calls waited, want 2", n)
 	}
 	if got := DefaultMaxCalls(); got != max(1, runtime.GOMAXPROCS(0)/2) {

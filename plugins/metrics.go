@@ -106,6 +106,6 @@ func (c teamsCollector) Collect(ch chan<- prometheus.Metric) {
 	for team, r := range c.t.rts {
 		ch <- prometheus.MustNewConstMetric(descTeamSeconds, prometheus.CounterValue, float64(r.busyNS.Load())/1e9, team)
 		ch <- prometheus.MustNewConstMetric(descTeamInstances, prometheus.GaugeValue, float64(r.Instances()), team)
-		ch <- prometheus.MustNewConstMetric(descTeamWaited, prometheus.CounterValue, float64(r.waited.Load()), team)
+		ch <- prometheus.MustNewConstMetric(descTeamWaited, prometheus.CounterValue, float64(r.callsWaited()), team)
 	}
 }

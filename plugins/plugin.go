@@ -541,16 +541,13 @@ func (p *Plugin) acquire(ctx context.Context, deadline time.Time) (in *instance,
 // waitCall waits for a free call of the team's runtime (Config.MaxCalls)
 // until deadline: the slow path of a call that found every one taken.
 func (p *Plugin) waitCall(ctx context.Context, deadline time.Time) error {
-	p.rt.waited.Add(1)
 	ctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
-	select {
-	case p.rt.calls <- struct{}{}:
+	if p.rt.calls.wait(ctx) {
 		return nil
-	case <-ctx.Done():
-		return &CallError{Plugin: p.spec.Name, Kind: KindBusy,
-			Err: fmt.Errorf("the team's %d plugin calls at once on this broker (--team-max-plugin-calls) were all running until the call's deadline", p.rt.cfg.MaxCalls)}
 	}
+	return &CallError{Plugin: p.spec.Name, Kind: KindBusy,
+		Err: fmt.Errorf("the team's %d plugin calls at once on this broker (--team-max-plugin-calls) were all running until the call's deadline", p.rt.cfg.MaxCalls)}
 }
 
 // fillSlot makes an instance for a slot of the pool that has none (its
@@ -574,7 +571,11 @@ func (p *Plugin) call(ctx context.Context, encode func([]byte) []byte, decode fu
 	// time.
 	start := time.Now()
 	var running time.Time // when the call got an instance; zero: never
+	slotted := false      // it holds one of the team's calls (Config.MaxCalls)
 	defer func() {
+		if slotted {
+			p.rt.calls.give()
+		}
 		end := time.Now()
 		p.Metrics.observe(end.Sub(start), err)
 		if !running.IsZero() {
@@ -614,15 +615,13 @@ func (p *Plugin) call(ctx context.Context, encode func([]byte) []byte, decode fu
 	}
 	waited := false
 	if slots := p.rt.calls; slots != nil {
-		select {
-		case slots <- struct{}{}:
-		default:
+		if !slots.take() {
 			if err := p.waitCall(ctx, deadline); err != nil {
 				return err
 			}
 			waited = true
 		}
-		defer func() { <-slots }()
+		slotted = true
 	}
 	in, extra, slow, err := p.acquire(ctx, deadline)
 	if err != nil {

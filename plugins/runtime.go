@@ -156,10 +156,8 @@ type Runtime struct {
 
 	// compiling holds a token per compile under way (CompileWorkers).
 	compiling chan struct{}
-	// calls holds a token per call running (MaxCalls; nil: no cap), and
-	// waited counts the calls that found none free at once.
-	calls  chan struct{}
-	waited atomic.Int64
+	// calls counts the calls running against MaxCalls (nil: no cap).
+	calls *callSlots
 
 	mu        sync.Mutex
 	instances int // reserved by loaded plugins
@@ -207,6 +205,13 @@ var allowedWASI = map[string]bool{
 	"fd_seek": true,
 }
 
+// wazeroVersion has wazero read its own version once, before any of
+// Quarry's runtimes or compilation caches: wazero (1.12) keeps it in a
+// global it fills without a lock the first time a compiler engine or a
+// file cache asks for it, so two runtimes made at once (two teams' first
+// pushes, in tests two nodes') raced there under -race.
+var wazeroVersion sync.Once
+
 // NewRuntime starts a runtime with the WASI subset and Quarry's host
 // functions.
 func NewRuntime(ctx context.Context, cfg Config) (*Runtime, error) {
@@ -237,10 +242,11 @@ func NewRuntime(ctx context.Context, cfg Config) (*Runtime, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	wazeroVersion.Do(func() { wazero.NewRuntime(context.Background()).Close(context.Background()) })
 	rc := wazero.NewRuntimeConfig().WithCloseOnContextDone(cfg.CloseOnContextDone).WithMemoryLimitPages(cfg.MemoryLimitPages)
 	r := &Runtime{cfg: cfg, compiling: make(chan struct{}, cfg.CompileWorkers)}
 	if cfg.MaxCalls > 0 {
-		r.calls = make(chan struct{}, cfg.MaxCalls)
+		r.calls = newCallSlots(cfg.MaxCalls)
 	}
 	if cfg.CacheDir != "" {
 		cache, err := wazero.NewCompilationCacheWithDir(cfg.CacheDir)
@@ -414,3 +420,69 @@ var (
 	ErrForbiddenImport = errors.New("import not provided to plugins")
 	ErrInit            = errors.New("plugin initialization failed")
 )
+
+// callSlots counts a runtime's calls running against its cap
+// (Config.MaxCalls): taking and giving back a slot is an atomic add each
+// when one is free; a call that finds none sleeps until one is given back
+// or its deadline.
+type callSlots struct {
+	max      int64
+	running  atomic.Int64
+	sleepers atomic.Int64
+	// wake gets a token when a slot is given back while calls sleep: as
+	// many as there are slots, so none is lost.
+	wake chan struct{}
+	// waited counts the calls that found no slot free at once.
+	waited atomic.Int64
+}
+
+// callsWaited is how many calls found no slot free at once (0 without a
+// cap).
+func (r *Runtime) callsWaited() int64 {
+	if r.calls == nil {
+		return 0
+	}
+	return r.calls.waited.Load()
+}
+
+func newCallSlots(n int) *callSlots {
+	return &callSlots{max: int64(n), wake: make(chan struct{}, n)}
+}
+
+// take takes a slot if one is free.
+func (c *callSlots) take() bool {
+	if c.running.Add(1) <= c.max {
+		return true
+	}
+	c.running.Add(-1)
+	return false
+}
+
+// wait takes a slot, sleeping until one is given back, or reports false
+// when ctx ends first.
+func (c *callSlots) wait(ctx context.Context) bool {
+	c.waited.Add(1)
+	c.sleepers.Add(1)
+	defer c.sleepers.Add(-1)
+	for {
+		if c.take() {
+			return true
+		}
+		select {
+		case <-c.wake:
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
+
+// give gives a slot back, waking a sleeping call if there is one.
+func (c *callSlots) give() {
+	c.running.Add(-1)
+	if c.sleepers.Load() > 0 {
+		select {
+		case c.wake <- struct{}{}:
+		default: // tokens enough are on their way
+		}
+	}
+}
