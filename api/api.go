@@ -305,6 +305,11 @@ type SearchResponse struct {
 	// QueryID names this search, unique (the broker makes it): what user
 	// events about its results carry (api.UserEvent.QueryID).
 	QueryID string `json:"query_id,omitempty"`
+	// PipelineRevision is the registry revision of the index's pipeline
+	// the search ran (quarry pipeline show; the broker swaps each in
+	// whole): 0, and left out, when the index has never had one, or for
+	// a replay or evaluation (a variant).
+	PipelineRevision uint64 `json:"pipeline_revision,omitempty"`
 }
 
 // IDs returns the ids of the response's first k hits (all of them when

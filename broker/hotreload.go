@@ -98,8 +98,7 @@ func (b *Broker) watchPipelines(ctx context.Context, l *pipeline.Loader, applied
 			}
 			index := e.Key()
 			if e.Operation() != jetstream.KeyValuePut {
-				b.pipelines.Set(index, nil)
-				b.pipelines.SetRevision(index, e.Revision())
+				b.pipelines.Swap(index, nil, e.Revision())
 				l.Retire(index, nil)
 				applied[index] = e.Revision()
 				continue
@@ -112,8 +111,7 @@ func (b *Broker) watchPipelines(ctx context.Context, l *pipeline.Loader, applied
 					if len(pl.Rewriters)+len(pl.Rankers) == 0 {
 						pl = nil
 					}
-					b.pipelines.Set(index, pl)
-					b.pipelines.SetRevision(index, e.Revision())
+					b.pipelines.Swap(index, pl, e.Revision())
 					l.Retire(index, keys)
 					applied[index] = e.Revision()
 					b.cfg.Logger.Info("pipeline swapped in", "index", index, "revision", spec.Revision,

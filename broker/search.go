@@ -58,8 +58,10 @@ func (b *Broker) search(ctx context.Context, index string, req *api.SearchReques
 	if err := b.checkExplain(req); err != nil {
 		return nil, stageTimes{}, 0, err // before the rewriters: it costs nothing
 	}
-	opts := execOptions{profile: req.Profile, start: start, pipeline: b.pipelines.Get(index), metrics: b.metrics.index(index)}
+	pl, rev := b.pipelines.Current(index)
+	opts := execOptions{profile: req.Profile, start: start, pipeline: pl, metrics: b.metrics.index(index)}
 	if req.Variant != nil {
+		rev = 0 // not the live pipeline
 		pl, err := b.variant(ctx, index, opts.pipeline, req.Variant)
 		if err != nil {
 			return nil, stageTimes{}, 0, err
@@ -76,6 +78,9 @@ func (b *Broker) search(ctx context.Context, index string, req *api.SearchReques
 		rewriters = opts.pipeline.Rewriters
 	}
 	resp, err = r.fromRewrite(ctx, index, rewriters)
+	if resp != nil {
+		resp.PipelineRevision = rev
+	}
 	if len(r.mirrors) > 0 {
 		b.mirrorRewrites(index, def, opts.pipeline, r.mirrors, resp)
 	}

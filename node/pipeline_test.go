@@ -6,7 +6,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/broker"
@@ -207,5 +209,64 @@ func TestPipelineFileOneTruth(t *testing.T) {
 	// An index that does not exist is refused by name.
 	if _, err := n.ApplyPipelineFile(ctx, "nosuch", path); api.CodeOf(err) != api.CodeNotFound {
 		t.Fatalf("a file for a missing index: %v", err)
+	}
+}
+
+// TestSecondBrokerRevisions: a broker started beside a running one, under
+// load, takes no search before it holds the index's pipeline (issue 35:
+// one search in 12 ran without the spelling step). Every response says
+// which pipeline revision it ran, and every one ran the live one.
+func TestSecondBrokerRevisions(t *testing.T) {
+	core := startNode(t)
+	c := core.Client()
+	ctx := context.Background()
+	noodleIndex(t, c, "rv", "r")
+	if _, err := c.PushPlugin(ctx, "rv", "same", wasmtest.WAT(t, identityWAT), client.PushOptions{Kind: "rewriter", Activate: true}); err != nil {
+		t.Fatal(err)
+	}
+	l, err := c.Plugins(ctx, "rv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := l.Pipeline.Revision
+	waitPipelineRevision(t, core, "rv", live)
+
+	stop := make(chan struct{})
+	var load sync.WaitGroup
+	var mu sync.Mutex
+	revs := map[uint64]int{}
+	var failures []error
+	for range 2 {
+		load.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				r, err := c.Search(ctx, "rv", &api.SearchRequest{Q: "noodles"})
+				mu.Lock()
+				if err != nil {
+					failures = append(failures, err)
+				} else {
+					revs[r.PipelineRevision]++
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	second := startRoles(t, core.NATSURL(), nil, nil, &broker.Config{})
+	answered := func() float64 {
+		return max(0, sum(scrape(t, "http://"+second.HTTPAddr+"/metrics"), "quarry_broker_requests_total", map[string]string{"index": "rv"}))
+	}
+	waitUntil(t, 30*time.Second, "the second broker answered 50 searches", func() bool { return answered() >= 50 })
+	close(stop)
+	load.Wait()
+	t.Logf("revisions of the responses: %v (the live one %d); the second broker answered %.0f", revs, live, answered())
+	if len(failures) > 0 {
+		t.Errorf("%d searches failed, the first: %v", len(failures), failures[0])
+	}
+	if len(revs) != 1 || revs[live] == 0 {
+		t.Errorf("responses ran revisions %v, want only the live one, %d", revs, live)
 	}
 }

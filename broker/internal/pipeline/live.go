@@ -26,6 +26,11 @@ func (l *Live) Get(index string) *Pipeline {
 func (l *Live) Set(index string, p *Pipeline) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.set(index, p)
+}
+
+// set is Set with l.mu held.
+func (l *Live) set(index string, p *Pipeline) {
 	if l.pipelines == nil {
 		l.pipelines = map[string]*Pipeline{}
 	}
@@ -36,15 +41,26 @@ func (l *Live) Set(index string, p *Pipeline) {
 	l.pipelines[index] = p
 }
 
-// SetRevision records the registry revision of index's pipeline now live
-// (an index whose pipeline was deleted keeps the deletion's revision).
-func (l *Live) SetRevision(index string, rev uint64) {
+// Swap makes p index's live pipeline (nil: none), swapped in from the
+// registry's revision rev (an index whose pipeline was deleted keeps the
+// deletion's revision): both at once, so that Current never pairs a
+// pipeline with another's revision.
+func (l *Live) Swap(index string, p *Pipeline, rev uint64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.set(index, p)
 	if l.revisions == nil {
 		l.revisions = map[string]uint64{}
 	}
 	l.revisions[index] = rev
+}
+
+// Current returns index's live pipeline (nil: none) and the registry
+// revision it was swapped in from (0: none recorded).
+func (l *Live) Current(index string) (*Pipeline, uint64) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.pipelines[index], l.revisions[index]
 }
 
 // Revisions returns a copy of the recorded revisions, by index (nil if
@@ -56,7 +72,7 @@ func (l *Live) Revisions() map[string]uint64 {
 }
 
 // All yields each index with a live pipeline, and the pipeline, holding
-// the Live's read lock: yield must not call Set or SetRevision.
+// the Live's read lock: yield must not call Set or Swap.
 func (l *Live) All(yield func(index string, p *Pipeline) bool) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
