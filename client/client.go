@@ -472,7 +472,11 @@ func (c *Client) SearchRaw(ctx context.Context, index string, body []byte) ([]by
 	reply, err := c.nc.RequestMsgWithContext(ctx, msg)
 	switch {
 	case errors.Is(err, nats.ErrNoResponders):
-		return nil, api.Errorf(api.CodeUnavailable, "no broker is running")
+		// None runs, or none is ready: a broker takes searches once it
+		// holds every index's pipeline (/readyz says so too).
+		e := api.Errorf(api.CodeUnavailable, "no broker is serving searches yet (one starts serving once it holds every index's plugin pipeline); try again")
+		e.RetryAfterMS = 1000
+		return nil, e
 	case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) || errors.Is(err, context.Canceled):
 		// Not an internal error: the caller's deadline (HTTP: 504).
 		return nil, api.Errorf(api.CodeTimeout, "search %q: %v", index, err)

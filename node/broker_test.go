@@ -274,3 +274,26 @@ func TestRecordQueries(t *testing.T) {
 		return fmt.Errorf("recorded %v", got)
 	})
 }
+
+// With no broker serving searches (none runs, or none holds its pipelines
+// yet), a search is answered at once: 503 over HTTP with Retry-After,
+// unavailable over the client, saying why.
+func TestNoBrokerRetryAfter(t *testing.T) {
+	n := startRoles(t, "", &indexer.Config{SnapshotInterval: -1}, nil, nil)
+	if _, err := n.Client().Search(context.Background(), "menu", &api.SearchRequest{Q: "x"}); !errors.Is(err, api.ErrUnavailable) || !strings.Contains(err.Error(), "no broker is serving searches yet") {
+		t.Fatalf("client: %v", err)
+	}
+	req, err := http.NewRequest("POST", "http://"+n.HTTPAddr+"/v1/indexes/menu/search", strings.NewReader(`{"q":"x"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") != "1" {
+		t.Fatalf("HTTP: %d, Retry-After %q; want 503 and 1", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+}
