@@ -307,8 +307,10 @@ type SearchResponse struct {
 	QueryID string `json:"query_id,omitempty"`
 	// PipelineRevision is the registry revision of the index's pipeline
 	// the search ran (quarry pipeline show; the broker swaps each in
-	// whole): 0, and left out, when the index has never had one, or for
-	// a replay or evaluation (a variant).
+	// whole), or of its removal when it has none any more (the revisions
+	// of every index count up together); 0, and left out, when the
+	// index's name never had one, or for a replay or evaluation (a
+	// variant).
 	PipelineRevision uint64 `json:"pipeline_revision,omitempty"`
 }
 

@@ -322,10 +322,14 @@ func decodeBody(w http.ResponseWriter, r *http.Request, what string, v any) erro
 }
 
 // indexBody is the body of POST /v1/indexes/{index}.
+// indexBody is what POST /v1/indexes/{index} takes: an
+// api.IndexDefinition without its name (the path's) and creation time.
 type indexBody struct {
-	Shards  int               `json:"shards"`
-	Mapping json.RawMessage   `json:"mapping"`
-	Query   api.QuerySettings `json:"query"`
+	Shards    int                `json:"shards"`
+	Team      string             `json:"team"`
+	Mapping   json.RawMessage    `json:"mapping"`
+	Query     api.QuerySettings  `json:"query"`
+	Documents api.DocumentLimits `json:"documents"`
 }
 
 func (h *handler) create(w http.ResponseWriter, r *http.Request) {
@@ -334,7 +338,8 @@ func (h *handler) create(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, err)
 		return
 	}
-	def, err := h.c.CreateIndexDef(r.Context(), api.IndexDefinition{Name: r.PathValue("index"), Shards: body.Shards, Mapping: body.Mapping, Query: body.Query})
+	def, err := h.c.CreateIndexDef(r.Context(), api.IndexDefinition{Name: r.PathValue("index"), Shards: body.Shards, Team: body.Team,
+		Mapping: body.Mapping, Query: body.Query, Documents: body.Documents})
 	if err != nil {
 		h.fail(w, err)
 		return

@@ -84,7 +84,7 @@ func TestHTTPStrictBodies(t *testing.T) {
 		{"create: wrong case", "POST", "/v1/indexes/a", `{"Shards":1}`,
 			`malformed index definition: unknown field "Shards" (field names are case-sensitive: did you mean "shards"?)`},
 		{"create: duplicate", "POST", "/v1/indexes/a", `{"shards":1,"shards":4}`, `malformed index definition: duplicate field "shards"`},
-		{"create: unknown", "POST", "/v1/indexes/a", `{"shardz":1}`, `unknown field "shardz"; the fields are: shards, mapping, query`},
+		{"create: unknown", "POST", "/v1/indexes/a", `{"shardz":1}`, `unknown field "shardz"; the fields are: shards, team, mapping, query, documents`},
 		{"create: type", "POST", "/v1/indexes/a", `{"shards":"2"}`, "malformed index definition: shards must be an integer, got a string"},
 		{"create: nested", "POST", "/v1/indexes/a", `{"shards":1,"query":{"limits":{"max_terms":1.5}}}`, "query.limits.max_terms must be an integer, got 1.5"},
 		{"create: mapping duplicate", "POST", "/v1/indexes/a", `{"shards":1,"mapping":{"default_analyzer":"en","default_analyzer":"x"}}`, `duplicate field "default_analyzer" in mapping`},
