@@ -690,6 +690,12 @@ const (
 	// (docs/relevance.md, "A gate over a large list"). Error.Running has
 	// its progress. HTTP 202 Accepted.
 	CodeGateRunning Code = "gate_running"
+	// CodeInsufficientStorage: the server holds writes because the disk
+	// of its data directory is (nearly) full (quarry serve
+	// --min-free-disk); the message names the directory and the space
+	// left. Nothing was stored; writes resume by themselves once space is
+	// freed. HTTP 507.
+	CodeInsufficientStorage Code = "insufficient_storage"
 )
 
 // Error is an API error with a code. errors.Is matches two Errors with the
@@ -732,6 +738,8 @@ var (
 	ErrGateFailed = &Error{Code: CodeGateFailed, Message: "gate failed"}
 	// ErrGateRunning matches any CodeGateRunning error.
 	ErrGateRunning = &Error{Code: CodeGateRunning, Message: "gate running"}
+	// ErrInsufficientStorage matches any CodeInsufficientStorage error.
+	ErrInsufficientStorage = &Error{Code: CodeInsufficientStorage, Message: "insufficient storage"}
 	// ErrDocumentTooComplex matches any CodeDocumentTooComplex error.
 	ErrDocumentTooComplex = &Error{Code: CodeDocumentTooComplex, Message: "document too complex"}
 )
@@ -783,6 +791,8 @@ func HTTPStatus(c Code) int {
 		return 503
 	case CodeTimeout:
 		return 504
+	case CodeInsufficientStorage:
+		return 507
 	}
 	return 500
 }

@@ -305,7 +305,7 @@ func (b *bulk) publish(docs []bulkDoc) error {
 		fut, err = b.send(docs)
 	}
 	if err != nil {
-		return fmt.Errorf("line %d: publish: %w", docs[0].line, err)
+		return b.c.publishErr(b.ctx, fmt.Sprintf("line %d: publish", docs[0].line), err)
 	}
 	b.pending = append(b.pending, pendingAck{docs: docs, fut: fut})
 	b.inflight += len(docs)
@@ -358,6 +358,13 @@ func (b *bulk) settleOldest() error {
 	b.pending = b.pending[1:]
 	b.inflight -= len(p.docs)
 	ack, perr, err := b.wait(p)
+	if perr != nil {
+		// A server that holds writes (its disk nearly full) refuses
+		// every one: the ingest stops, with why.
+		if herr := b.c.heldErr(b.ctx); herr != nil {
+			return fmt.Errorf("line %d: %w", p.docs[0].line, herr)
+		}
+	}
 	switch {
 	case err != nil:
 		return err

@@ -350,9 +350,36 @@ func (c *Client) Put(ctx context.Context, index string, doc []byte) (uint64, err
 	}
 	ack, err := c.js.PublishMsg(ctx, msg)
 	if err != nil {
-		return 0, fmt.Errorf("publish: %w", err)
+		return 0, c.publishErr(ctx, "publish", err)
 	}
 	return ack.Sequence, nil
+}
+
+// publishErr is the error of a write whose publish failed: the server's
+// reason when it holds writes (its disk nearly full: heldErr), else err
+// wrapped as what.
+func (c *Client) publishErr(ctx context.Context, what string, err error) error {
+	if herr := c.heldErr(ctx); herr != nil {
+		return herr
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}
+
+// heldErr is a CodeInsufficientStorage error with the server's reason
+// when it holds writes to the documents stream (meta.Store.HoldWrites),
+// else nil. It asks once, within two seconds of its own: a caller whose
+// context ended still learns why.
+func (c *Client) heldErr(ctx context.Context) error {
+	st, err := c.metaStore(ctx)
+	if err != nil {
+		return nil
+	}
+	hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+	defer cancel()
+	if reason, err := st.WritesHeld(hctx); err == nil && reason != "" {
+		return api.Errorf(api.CodeInsufficientStorage, "not stored: %s", reason)
+	}
+	return nil
 }
 
 // docMsg validates doc, holds it to its index's document limits, and
@@ -386,7 +413,7 @@ func (c *Client) Delete(ctx context.Context, index, id string) (uint64, error) {
 	msg.Header.Set(subject.HeaderOp, subject.OpDelete)
 	ack, err := c.js.PublishMsg(ctx, msg)
 	if err != nil {
-		return 0, fmt.Errorf("publish delete: %w", err)
+		return 0, c.publishErr(ctx, "publish delete", err)
 	}
 	return ack.Sequence, nil
 }
@@ -514,6 +541,8 @@ func codeFromStatus(s int) api.Code {
 		return api.CodeUnavailable
 	case 504:
 		return api.CodeTimeout
+	case 507:
+		return api.CodeInsufficientStorage
 	}
 	return api.CodeInternal
 }

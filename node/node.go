@@ -151,6 +151,16 @@ type Config struct {
 	// request's deadline).
 	GateTimeout time.Duration
 	GateWait    time.Duration
+	// MinFreeDisk is the free space a node running the embedded NATS
+	// keeps on the disks of JetStream's store and of its data directory
+	// (default DefaultMinFreeDisk, 512 MiB; negative: not watched): below
+	// it, writes of documents are held, refused at once with
+	// insufficient_storage (HTTP 507) naming the directory, and /readyz
+	// says so; above it and a half they are taken again, with no restart.
+	// DiskCheckInterval is how often the space is looked at (default
+	// DefaultDiskCheckInterval, 1s).
+	MinFreeDisk       int64
+	DiskCheckInterval time.Duration
 
 	Indexer  *indexer.Config  // nil: no indexer
 	Searcher *searcher.Config // nil: no searcher
@@ -233,6 +243,9 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	}
 	cfg.HTTPIdleTimeout = cmp.Or(cfg.HTTPIdleTimeout, DefaultHTTPIdleTimeout)
 	if err := checkGate(&cfg); err != nil {
+		return nil, err
+	}
+	if err := checkDisk(&cfg); err != nil {
 		return nil, err
 	}
 	if err := checkHTTPDoor(&cfg); err != nil {
@@ -320,6 +333,10 @@ func (n *Node) start(ctx context.Context) (err error) {
 	}
 	if n.client, err = client.New(ctx, n.nc, client.Options{Replicas: cfg.Replicas}); err != nil {
 		return err
+	}
+	if n.ns != nil && cfg.MinFreeDisk > 0 {
+		w := &diskWatch{n: n, dirs: watchedDirs(n.ns.NATS().StoreDir(), cfg.DataDir)}
+		n.run(tierIndexer, "disk-watch", w.run) // the last tier stopped: until the end
 	}
 	lend := cfg.Indexer != nil && cfg.Searcher != nil && !cfg.SeparateReplicas
 	if cfg.Indexer != nil {

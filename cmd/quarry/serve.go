@@ -74,6 +74,7 @@ type roleFlags struct {
 	compileTimeout   time.Duration
 	gateTimeout      time.Duration
 	gateWait         time.Duration
+	minFreeDisk      bytesFlag
 	drainTimeout     time.Duration
 	slowQuery        time.Duration
 	slowShard        time.Duration
@@ -153,6 +154,8 @@ func (f *roleFlags) registerBroker(fs *flag.FlagSet) {
 	fs.Var(&f.compileLimits, "plugin-compile-limits", "what a plugin module may ask of the compiler, refused before compiling when over: functions=N,body-bytes=N,locals=N,nesting=N,nesting-work=N (any of them; the others keep their defaults)")
 	fs.DurationVar(&f.compileTimeout, "plugin-compile-timeout", plugins.DefaultCompileTimeout, "the longest one plugin module's compile may take: a longer one is stopped and the module refused")
 	fs.DurationVar(&f.gateTimeout, "gate-timeout", registry.DefaultGateTimeout, "the longest an index's relevance gate may run on an activation, promotion or pipeline set (one at a time per index, in the background once --gate-wait is over): a gate still running then refuses the change")
+	f.minFreeDisk = node.DefaultMinFreeDisk
+	fs.Var(&f.minFreeDisk, "min-free-disk", "free space kept on the disks of the embedded NATS's store and of --data: below it, writes of documents are held, refused at once with insufficient_storage (507) naming the directory, until it is back above it and a half (0: not watched)")
 	fs.DurationVar(&f.gateWait, "gate-wait", registry.DefaultGateWait, "how long an activation, promotion or pipeline set waits for its relevance gate before it answers gate_running (202) and the gate goes on in the background, the change going live by itself if it passes (under 1m)")
 	fs.DurationVar(&f.fallbackVariant, "fallback-variant-cooldown", broker.Defaults.FallbackVariantCooldown, "a plugin version that trips the fallback in replays and evaluations (variant searches) is refused in them for this long")
 	fs.Float64Var(&f.fallbackSlow, "fallback-slow-rate", broker.Defaults.FallbackSlowRate, "take a plugin with a latency budget out when more than this share of its recent calls took longer (0.01: its p99 is over the budget)")
@@ -182,6 +185,10 @@ func (f *roleFlags) pluginLimits(cfg *node.Config) error {
 	cfg.PluginMemoryPages, cfg.TeamMaxInstances, cfg.PluginWarmInstances, cfg.PluginMaxBudget = uint32(f.pluginPages), f.teamInstances, f.warmInstances, f.maxBudget
 	cfg.PluginCompile, cfg.PluginCompileTimeout = plugins.CompileLimits(f.compileLimits), f.compileTimeout
 	cfg.GateTimeout, cfg.GateWait = f.gateTimeout, f.gateWait
+	cfg.MinFreeDisk = int64(f.minFreeDisk)
+	if cfg.MinFreeDisk == 0 {
+		cfg.MinFreeDisk = -1 // not watched
+	}
 	cfg.TeamMaxPluginCalls = f.teamCalls
 	return nil
 }
