@@ -83,3 +83,23 @@ func (c *Client) Get(ctx context.Context, index, id string) (*Document, error) {
 		return &Document{Index: index, ID: id, Seq: msg.Sequence, Stored: msg.Time, Source: msg.Data}, nil
 	}
 }
+
+// RejectedDocuments lists the documents of an index that the stream
+// acknowledged but its shards could not apply (over the index's
+// documents.max_fields or max_depth, malformed, refused by bleve, on a
+// bad subject: written past the client's checks), each with its shard,
+// stream sequence, id and why, in stream order (the newest last): the
+// last limit of them (0: every one kept, api.MaxRejectedDocuments at
+// most). The indexer records them as it skips them; they go with the
+// index. It asks the admin API, so a team's NATS user may read those of
+// its own indexes.
+func (c *Client) RejectedDocuments(ctx context.Context, index string, limit int) ([]api.RejectedDocument, error) {
+	if limit < 0 {
+		return nil, api.BadRequest("limit must be 0 (every record kept) or more, got %d", limit)
+	}
+	var out []api.RejectedDocument
+	if err := c.admin(ctx, index, "documents.rejected", map[string]any{"limit": limit}, &out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}

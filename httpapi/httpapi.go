@@ -125,6 +125,7 @@ func Handler(c *client.Client, opts Options) http.Handler {
 	route("GET /v1/indexes/{index}/pipeline/history", team, h.pipelineHistory)
 	route("GET /v1/indexes/{index}/info", team, h.indexInfo)
 	route("GET /v1/indexes/{index}/queries", team, h.queryReport)
+	route("GET /v1/indexes/{index}/rejected", team, h.rejectedDocs)
 	route("GET /v1/roles", operator, h.roles)
 	route("GET /v1/me", anyToken, func(w http.ResponseWriter, r *http.Request) { h.me(w, r, opts.Guard) })
 	// The console: static pages that call the routes above with the
@@ -694,6 +695,25 @@ func (h *handler) indexInfo(w http.ResponseWriter, r *http.Request) {
 func (h *handler) queryReport(w http.ResponseWriter, r *http.Request) {
 	rep, err := h.c.QueryReport(r.Context(), r.PathValue("index"))
 	h.reply(w, rep, err)
+}
+
+// rejectedDocs answers the records of an index's rejected documents
+// (documents.rejected), the last ?limit= of them (default: all kept).
+func (h *handler) rejectedDocs(w http.ResponseWriter, r *http.Request) {
+	limit := 0
+	if s := r.URL.Query().Get("limit"); s != "" {
+		v, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			h.fail(w, api.BadRequest("query parameter limit=%q: want a whole number", s))
+			return
+		}
+		limit = int(min(v, 1<<30))
+	}
+	docs, err := h.c.RejectedDocuments(r.Context(), r.PathValue("index"), limit)
+	if docs == nil && err == nil {
+		docs = []api.RejectedDocument{}
+	}
+	h.reply(w, docs, err)
 }
 
 func (h *handler) roles(w http.ResponseWriter, r *http.Request) {

@@ -140,6 +140,10 @@ type Indexer struct {
 	failed  map[string]error // indexes that could not be loaded, and why
 	ready   chan struct{}
 	id      string // in micro discovery
+	// rejects records the documents the replicas skip
+	// (api.RejectedDocument): the indexer is where they are recorded,
+	// once, not the searchers, which apply the same messages.
+	rejects *meta.RejectRecorder
 }
 
 type indexState struct {
@@ -156,7 +160,8 @@ func New(nc *nats.Conn, store *meta.Store, cfg Config) (*Indexer, error) {
 		return nil, err
 	}
 	cfg.Logger = cfg.Logger.With("role", "indexer")
-	ix := &Indexer{nc: nc, store: store, cfg: cfg, indexes: map[string]*indexState{}, failed: map[string]error{}, ready: make(chan struct{}), id: nuid.Next()}
+	ix := &Indexer{nc: nc, store: store, cfg: cfg, indexes: map[string]*indexState{}, failed: map[string]error{}, ready: make(chan struct{}), id: nuid.Next(),
+		rejects: store.NewRejectRecorder(cfg.Logger)}
 	var err error
 	if ix.metrics, err = newMetrics(ix, cfg.Registerer); err != nil {
 		return nil, err
@@ -173,6 +178,8 @@ const workPrefix = ".snapshot-"
 
 // Run serves until ctx is done, then closes every replica.
 func (ix *Indexer) Run(ctx context.Context) error {
+	ix.rejects.Start()
+	defer ix.rejects.Close() // after the replicas: what their last batches rejected
 	defer ix.closeAll()
 	// A process killed while building a snapshot left its working
 	// directory (a copy of the index) behind.
@@ -283,7 +290,8 @@ func (ix *Indexer) load(ctx context.Context, def api.IndexDefinition) (*indexSta
 	}
 	for i := range def.Shards {
 		cfg := shard.Config{Index: def.Name, Shard: i, Mapping: m, Dir: filepath.Join(st.dir, strconv.Itoa(i)),
-			Store: ix.store, MaxBatch: ix.cfg.MaxBatch, Writes: ix.cfg.Writes, Documents: def.Documents, Logger: ix.cfg.Logger}
+			Store: ix.store, MaxBatch: ix.cfg.MaxBatch, Writes: ix.cfg.Writes, Documents: def.Documents, Logger: ix.cfg.Logger,
+			OnReject: func(d api.RejectedDocument) { ix.rejects.Record(def.Created, d) }}
 		r, err := ix.openReplica(ctx, cfg, manifest)
 		if err == nil {
 			err = r.Start(ctx)

@@ -86,6 +86,10 @@ var (
 	// take it past are refused where they come in.
 	descFields      = prometheus.NewDesc("quarry_indexer_index_fields", "Distinct field paths the index's documents were sent with (the quarry-fields bucket), read when scraped.", []string{"index"}, nil)
 	descFieldsLimit = prometheus.NewDesc("quarry_indexer_index_fields_limit", "The index's documents.max_index_fields: a document that would take quarry_indexer_index_fields past it is refused.", []string{"index"}, nil)
+	// The records of rejected documents (quarry index rejected).
+	descRejectRecords = prometheus.NewDesc("quarry_indexer_rejection_records_total",
+		"Records of rejected documents (those counted in quarry_indexer_documents_total{result=\"rejected\"}) the indexer wrote to the QUARRY_REJECTED stream, by result: recorded, dropped (its queue was full, or it was stopping), failed (JetStream refused it or did not answer).",
+		[]string{"result"}, nil)
 )
 
 // fieldsReadTimeout bounds reading every index's field paths in one
@@ -94,7 +98,7 @@ const fieldsReadTimeout = 2 * time.Second
 
 // Describe implements prometheus.Collector.
 func (c *replicaCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descDocs, descLag, descSeq, descFields, descFieldsLimit} {
+	for _, d := range []*prometheus.Desc{descDocs, descLag, descSeq, descFields, descFieldsLimit, descRejectRecords} {
 		ch <- d
 	}
 }
@@ -112,6 +116,10 @@ func (c *replicaCollector) Collect(ch chan<- prometheus.Metric) {
 		all = append(all, entry{name, st.def, st.replicas})
 	}
 	c.ix.mu.Unlock()
+	recorded, dropped, failed := c.ix.rejects.Counts()
+	ch <- prometheus.MustNewConstMetric(descRejectRecords, prometheus.CounterValue, float64(recorded), "recorded")
+	ch <- prometheus.MustNewConstMetric(descRejectRecords, prometheus.CounterValue, float64(dropped), "dropped")
+	ch <- prometheus.MustNewConstMetric(descRejectRecords, prometheus.CounterValue, float64(failed), "failed")
 	ctx, cancel := context.WithTimeout(context.Background(), fieldsReadTimeout)
 	defer cancel()
 	for _, e := range all {

@@ -231,6 +231,22 @@ func TestUnappliableDocumentsSkipped(t *testing.T) {
 		t.Errorf("on replay: %d documents rejected, want %d", got, len(docs)-1)
 	}
 	waitIndexed(t, n2.Client(), "raw", 1)
+	// Each is recorded once: indexers record them (a searcher of its own
+	// records none), and the second indexer's records, published within
+	// the stream's duplicate window, are stored once with the first's.
+	testwait.UntilErr(t, 30*time.Second, "the second indexer's records published", func() error {
+		if got := counter(t, n2, "quarry_indexer_rejection_records_total", map[string]string{"result": "recorded"}); got != float64(len(docs)-1) {
+			return fmt.Errorf("%g recorded", got)
+		}
+		return nil
+	})
+	listed, err := c.RejectedDocuments(ctx, "raw", 0)
+	if err != nil || len(listed) != len(docs)-1 {
+		t.Errorf("listed %d rejected documents (%v), want %d: %+v", len(listed), err, len(docs)-1, listed)
+	}
+	if info, err := n.store.Rejected.Info(ctx); err != nil || info.State.Msgs != uint64(len(docs)-1) {
+		t.Errorf("the stream holds %d records (%v), want %d: each once", info.State.Msgs, err, len(docs)-1)
+	}
 }
 
 // wideDoc is a document of fields distinct field paths ("f0000":1, …),

@@ -3,12 +3,17 @@ package node
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/client"
+	"github.com/quarrysearch/quarry/internal/subject"
 	"github.com/quarrysearch/quarry/internal/testwait"
 	"github.com/quarrysearch/quarry/internal/wasmtest"
 )
@@ -16,7 +21,8 @@ import (
 // TestDeletedIndexLeavesNothing: an index deleted and created again under
 // its name, by another team, inherits nothing of the first: not its
 // pipeline (whose plugin config holds team books' secret), its plugin
-// versions or its events, and the brokers stop running its plugins.
+// versions or its events, nor the records of its rejected documents, and
+// the brokers stop running its plugins.
 func TestDeletedIndexLeavesNothing(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -32,6 +38,17 @@ func TestDeletedIndexLeavesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitLive(t, 20*time.Second, n.Broker, c, "tmpx")
+	// A document the shard cannot apply, past the client: recorded.
+	if _, err := n.store.JS.Publish(ctx, subject.Doc("tmpx", 0, "junk"), []byte(`{"id":"junk",`)); err != nil {
+		t.Fatal(err)
+	}
+	testwait.UntilErr(t, 20*time.Second, "the rejected document recorded", func() error {
+		got, err := c.RejectedDocuments(ctx, "tmpx", 0)
+		if err == nil && (len(got) != 1 || got[0].ID != "junk") {
+			err = fmt.Errorf("listed %+v", got)
+		}
+		return err
+	})
 	if err := c.DeleteIndex(ctx, "tmpx"); err != nil {
 		t.Fatal(err)
 	}
@@ -48,6 +65,16 @@ func TestDeletedIndexLeavesNothing(t *testing.T) {
 	}
 	if evs, err := c.PluginEvents(ctx, "tmpx"); err != nil || len(evs) != 0 {
 		t.Fatalf("plugin events of the new index: %+v %v", evs, err)
+	}
+	// Gone from the stream, not only from what is listed.
+	if m, err := n.store.Rejected.GetLastMsgForSubject(ctx, subject.Rejected("tmpx")); !errors.Is(err, jetstream.ErrMsgNotFound) {
+		if err == nil {
+			err = fmt.Errorf("%s", m.Data)
+		}
+		t.Errorf("a record of a rejected document of the deleted index is left: %v", err)
+	}
+	if got, err := c.RejectedDocuments(ctx, "tmpx", 0); err != nil || len(got) != 0 {
+		t.Errorf("rejected documents of the new index: %+v %v", got, err)
 	}
 	mustBulk(t, c, "tmpx", ndjson(10, "u"))
 	testwait.UntilErr(t, 20*time.Second, "a search of the new index runs no rewriter", func() error {

@@ -95,6 +95,7 @@ func TestHTTPTeamIsolation(t *testing.T) {
 		{"GET", "/v1/indexes/menu/pipeline/history", "", true},
 		{"GET", "/v1/indexes/menu/info", "", true},
 		{"GET", "/v1/indexes/menu/queries", "", true},
+		{"GET", "/v1/indexes/menu/rejected", "", true},
 		{"GET", "/v1/roles", "", false},
 		{"PUT", "/v1/indexes/menu/judgements/golden", `{"q":"noodles","ratings":{"menu0001":3}}`, true},
 		{"GET", "/v1/indexes/menu/judgements", "", true},

@@ -108,6 +108,10 @@ func TestTeamIsolation(t *testing.T) {
 	if sets, err := food.JudgementSets(ctx, "menu"); err != nil || len(sets) != 1 {
 		t.Fatalf("food lists its judgements: %+v %v", sets, err)
 	}
+	// And the records of its index's rejected documents (none here).
+	if rej, err := food.RejectedDocuments(ctx, "menu", 0); err != nil || len(rej) != 0 {
+		t.Fatalf("food lists its rejected documents: %+v %v", rej, err)
+	}
 	foodLogs(t, ctx, n, food, books)
 	before, err := ops.Pipeline(ctx, "menu")
 	if err != nil || len(before.Rewriters) != 2 {
@@ -161,6 +165,7 @@ func TestTeamIsolation(t *testing.T) {
 			return err
 		}},
 		{"read canary stats", func(ctx context.Context) error { _, err := books.CanaryStats(ctx, "menu", "suffix"); return err }},
+		{"list rejected documents", func(ctx context.Context) error { _, err := books.RejectedDocuments(ctx, "menu", 0); return err }},
 		{"read plugin logs", func(ctx context.Context) error {
 			_, err := books.PluginLogs(ctx, "menu", "logger", api.PluginLogsRequest{})
 			return err

@@ -127,13 +127,16 @@ type Request struct {
 	Interleave *api.InterleaveSpec `json:"interleave,omitempty"`
 	// Logs filters plugin.logs.
 	Logs api.PluginLogsRequest `json:"logs,omitzero"`
+	// Limit keeps the last Limit records of documents.rejected (0: every
+	// one kept).
+	Limit int `json:"limit,omitempty"`
 }
 
 // Operations of the admin API.
 var operations = []string{"plugin.upload", "plugin.register", "plugin.ls", "plugin.activate", "plugin.rm", "plugin.rollback", "plugin.canary", "plugin.promote", "plugin.shadow", "shadow.stats", "plugin.events", "pipeline.show", "pipeline.set",
 	"pipeline.history", "index.show", "queries.report",
 	"judgements.push", "judgements.ls", "judgements.show", "judgements.rm", "judgements.gate", "judgements.eval",
-	"events.put", "judgements.from-events", "canary.stats", "plugin.logs"}
+	"events.put", "judgements.from-events", "canary.stats", "plugin.logs", "documents.rejected"}
 
 // Run serves the admin API until ctx is done.
 func (s *Service) Run(ctx context.Context) error {
@@ -323,6 +326,11 @@ func (s *Service) Do(ctx context.Context, index, op string, r *Request) (any, er
 		return s.canaryStats(ctx, index, r.Name)
 	case "plugin.logs":
 		return s.pluginLogs(ctx, index, r.Name, r.Logs)
+	case "documents.rejected":
+		if r.Limit < 0 {
+			return nil, api.BadRequest("limit must be 0 (every record kept) or more, got %d", r.Limit)
+		}
+		return s.store.RejectedDocuments(ctx, index, r.Limit)
 	}
 	return nil, api.BadRequest("unknown admin operation %q", op)
 }

@@ -181,6 +181,11 @@ func (r *docRun) block(b docBlock) {
 			wrong = append(wrong, fmt.Sprintf("the output does not contain %q", s))
 		}
 	}
+	for _, s := range b.Lacks {
+		if strings.Contains(out, s) {
+			wrong = append(wrong, fmt.Sprintf("the output contains %q", s))
+		}
+	}
 	if b.Lang == "console" {
 		if shown := r.ports.Replace(b.Output); !outputMatches(shown, curlFailRe.ReplaceAllString(out, "")) {
 			wrong = append(wrong, fmt.Sprintf("the output is not what the doc shows:\n%s", shown))

@@ -23,6 +23,7 @@ import (
 //	<!-- doctest: skip (needs a NATS cluster) -->   not run: the reason is required
 //	<!-- doctest: exit 1 -->                        its exit status (default 0)
 //	<!-- doctest: output contains "refused" -->     a text its output must hold (repeatable)
+//	<!-- doctest: output lacks "Pad See Ew" -->     a text its output must not hold (repeatable)
 //	<!-- doctest: background -->                    left running (a server, a --follow); the next
 //	                                                block starts once its output holds each text
 //	                                                of "output contains"
@@ -43,6 +44,7 @@ type docBlock struct {
 	Skip       string   // why it is not run; "" when it is
 	Exit       int      // the exit status it must end with
 	Contains   []string // texts its output must hold
+	Lacks      []string // texts its output must not hold
 	Background bool     // left running until the doc's end or a "stop background"
 	Stop       bool     // Ctrl-C the background commands before this block
 }
@@ -204,12 +206,18 @@ func (b *docBlock) apply(d string) error {
 			return fmt.Errorf(`output contains needs a quoted text, got %q`, rest)
 		}
 		b.Contains = append(b.Contains, s)
+	case word == "output" && strings.HasPrefix(rest, "lacks "):
+		s, err := strconv.Unquote(strings.TrimSpace(strings.TrimPrefix(rest, "lacks ")))
+		if err != nil || s == "" {
+			return fmt.Errorf(`output lacks needs a quoted text, got %q`, rest)
+		}
+		b.Lacks = append(b.Lacks, s)
 	case d == "background":
 		b.Background = true
 	case d == "stop background":
 		b.Stop = true
 	default:
-		return fmt.Errorf("unknown doctest directive %q (skip, exit, output contains, background, stop background)", d)
+		return fmt.Errorf("unknown doctest directive %q (skip, exit, output contains, output lacks, background, stop background)", d)
 	}
 	return nil
 }
@@ -253,6 +261,8 @@ func TestParseDocBlocks(t *testing.T) {
 		{"indented code is not a block", "    quarry index ls\n", nil, ""},
 		{"annotations", "<!-- doctest: exit 1; output contains \"a;b\" -->\n<!-- doctest: output contains \"c \\\"d\\\"\" -->\n```bash\nfalse\n```\n",
 			[]docBlock{{Line: 3, Lang: "bash", Code: "false", Exit: 1, Contains: []string{"a;b", `c "d"`}}}, ""},
+		{"lacks", "<!-- doctest: output lacks \"Pad See Ew\" -->\n```sh\nquarry search dishes pad\n```\n",
+			[]docBlock{{Line: 2, Lang: "sh", Code: "quarry search dishes pad", Lacks: []string{"Pad See Ew"}}}, ""},
 		{"skip", "<!-- doctest: skip (needs a NATS cluster) -->\n```sh\nquarry init\n```\n",
 			[]docBlock{{Line: 2, Lang: "sh", Code: "quarry init", Skip: "needs a NATS cluster"}}, ""},
 		{"background and stop", "<!-- doctest: background; output contains \"serving\" -->\n```sh\nquarry serve\n```\n<!-- doctest: stop background -->\n```sh\nquarry serve --demo\n```\n",

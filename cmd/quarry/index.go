@@ -19,7 +19,7 @@ import (
 
 func runIndex(ctx context.Context, e *env, args []string) error {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
-		fmt.Fprint(e.stderr, "Usage: quarry index create|ls|show|query|rm ...\n\n"+
+		fmt.Fprint(e.stderr, "Usage: quarry index create|ls|show|query|rejected|rm ...\n\n"+
 			"  create NAME [--shards N] [--team TEAM] [--mapping FILE] [--query FILE]\n"+
 			"         [--max-doc-fields N] [--max-doc-depth N] [--max-index-fields N]\n"+
 			"                                            create an index (1 shard unless --shards; bleve mapping JSON;\n"+
@@ -27,6 +27,7 @@ func runIndex(ctx context.Context, e *env, args []string) error {
 			"  query NAME [FILE|-]                       show, or replace, how the index turns text into a query\n"+
 			"  ls                                        list indexes, with live document counts\n"+
 			"  show NAME                                 an index's definition, live document count and snapshot\n"+
+			"  rejected NAME [--limit N]                 documents the stream acknowledged that the indexer could not apply\n"+
 			"  rm NAME                                   delete an index, its documents and snapshots\n")
 		if len(args) == 0 {
 			return errUsage
@@ -171,6 +172,35 @@ func runIndex(ctx context.Context, e *env, args []string) error {
 			return err
 		}
 		return printJSON(e.stdout, st)
+	case "rejected":
+		fs := e.newFlags("index rejected", "NAME", "Lists the documents of an index that the stream acknowledged but the indexer\n"+
+			"could not apply, and so skipped for good: over the index's documents.max_fields\n"+
+			"or max_depth, malformed JSON, a document bleve refused, a bad subject. They\n"+
+			"reached the stream past the client's checks (written to JetStream directly, or\n"+
+			"stored before a limit existed). One line each, oldest first: its stream\n"+
+			fmt.Sprintf("sequence, shard, id, when the stream stored it, and why. The last %d of an\n", api.MaxRejectedDocuments)+
+			"index are kept; they go with the index. It asks the admin API, which brokers\n"+
+			"serve (documents.rejected), so a team's NATS user may list its own indexes'.")
+		nf.register(fs, e.getenv)
+		fs.BoolVar(&jsonOut, "json", false, "print JSON")
+		limit := fs.Int("limit", 0, "show only the last N (0: every one kept)")
+		pos, err := cmdline.Parse(fs, args, 1, 1)
+		if err != nil {
+			return err
+		}
+		if *limit < 0 {
+			return api.BadRequest("--limit must be 0 (every one kept) or more, got %d", *limit)
+		}
+		nc, c, err := nf.connect(ctx)
+		if err != nil {
+			return err
+		}
+		defer nc.Close()
+		docs, err := c.RejectedDocuments(ctx, pos[0], *limit)
+		if err != nil {
+			return err
+		}
+		return printRejected(e.stdout, docs, jsonOut)
 	case "rm", "delete":
 		fs := e.newFlags("index rm", "NAME", "Deletes an index: its definition, documents and snapshots.")
 		nf.register(fs, e.getenv)
@@ -189,8 +219,42 @@ func runIndex(ctx context.Context, e *env, args []string) error {
 		fmt.Fprintf(e.stdout, "deleted index %s\n", pos[0])
 		return nil
 	}
-	fmt.Fprintf(e.stderr, "quarry index: unknown subcommand %q (want create, ls, show, query or rm)\n", sub)
+	fmt.Fprintf(e.stderr, "quarry index: unknown subcommand %q (want create, ls, show, query, rejected or rm)\n", sub)
 	return errUsage
+}
+
+// printRejected prints the records of rejected documents as a table, or
+// JSON.
+func printRejected(w io.Writer, docs []api.RejectedDocument, jsonOut bool) error {
+	if jsonOut {
+		if docs == nil {
+			docs = []api.RejectedDocument{}
+		}
+		return printJSON(w, docs)
+	}
+	if len(docs) == 0 {
+		_, err := fmt.Fprintln(w, "no rejected documents")
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SEQ\tSHARD\tID\tTIME\tREASON")
+	for _, d := range docs {
+		id := d.ID
+		if id == "" {
+			id = "-"
+		}
+		fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\n", d.Seq, d.Shard, cell(id), d.Time.Local().Format(time.DateTime), cell(d.Reason))
+	}
+	return tw.Flush()
+}
+
+// cell quotes s if it holds a tab, a line break or another control
+// character, which would break a table's row.
+func cell(s string) string {
+	if strings.ContainsFunc(s, func(r rune) bool { return r < ' ' || r == 0x7f }) {
+		return strconv.Quote(s)
+	}
+	return s
 }
 
 // defaultShards is index create's shard count without --shards.

@@ -2,7 +2,7 @@
 //
 //	quarry serve --demo                 everything in one process, with demo data
 //	quarry indexer|searcher|broker      one role against --nats URL
-//	quarry index create|ls|show|rm      manage indexes
+//	quarry index create|ls|show|rm      manage indexes; index rejected lists the documents not applied
 //	quarry ingest|put|delete            write documents
 //	quarry get                          read one document by id
 //	quarry search                       query an index

@@ -9,11 +9,13 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"testing"
 
 	"github.com/klauspost/compress/zstd"
 
+	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/broker"
 	"github.com/quarrysearch/quarry/internal/demo"
 	"github.com/quarrysearch/quarry/internal/gobuild"
@@ -126,5 +128,21 @@ func write(t *testing.T, name string, b []byte) {
 	t.Helper()
 	if err := os.WriteFile(name, b, 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// The query settings of examples/catalog/query.json, which the README's
+// tour creates its index with, are the demo index's (Query).
+func TestCatalogQueryFile(t *testing.T) {
+	raw, err := os.ReadFile("../../examples/catalog/query.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var qs api.QuerySettings
+	if err := api.DecodeStrict("query settings", raw, &qs); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(qs, demo.Query) {
+		t.Fatalf("examples/catalog/query.json is %+v, the demo's query settings %+v", qs, demo.Query)
 	}
 }

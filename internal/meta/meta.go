@@ -83,6 +83,10 @@ type Store struct {
 	// Fields holds each index's field paths, for its limit on them
 	// (api.DocumentLimits.MaxIndexFields; see fields.go).
 	Fields jetstream.KeyValue
+	// Rejected keeps the records of the documents the stream acknowledged
+	// that the indexer could not apply, per index (see
+	// RejectedStreamConfig and rejected.go).
+	Rejected jetstream.Stream
 
 	// uploadLocks holds a *sync.Mutex per team: see lockTeamUploads.
 	uploadLocks sync.Map
@@ -98,7 +102,7 @@ var PluginLogsStreamConfig = jetstream.StreamConfig{Name: subject.PluginLogsStre
 
 // Resources is how many JetStream streams Open makes (its key-value
 // buckets and object stores are streams too): what `quarry init` lists.
-const Resources = 19
+const Resources = 20
 
 // Open creates or binds to every resource.
 func Open(ctx context.Context, js jetstream.JetStream, opts Options) (*Store, error) {
@@ -181,6 +185,7 @@ func Open(ctx context.Context, js jetstream.JetStream, opts Options) (*Store, er
 			Subjects: []string{subject.DocsPrefix + ".>"}, MaxMsgsPerSubject: 1, Duplicates: 2 * time.Minute, AllowDirect: true,
 			AllowAtomicPublish: true}},
 		{&s.PluginLogs, PluginLogsStreamConfig},
+		{&s.Rejected, RejectedStreamConfig},
 	}
 	for _, st := range streams {
 		if st.cfg.Storage != jetstream.MemoryStorage {
@@ -330,10 +335,10 @@ func (s *Store) ListIndexes(ctx context.Context) ([]api.IndexDefinition, error) 
 // pipeline and its history, its plugin versions (and their configs,
 // which may hold a team's secrets), plugin events, shadow and
 // interleaving tallies, judgement lists and gate, user events, recorded
-// queries and staged uploads. What is kept is purged before the
-// definition is deleted (a failure leaves the index there, to delete
-// again) and once more after (what roles wrote meanwhile); then the
-// roles stop serving it.
+// queries, staged uploads and the records of its rejected documents.
+// What is kept is purged before the definition is deleted (a failure
+// leaves the index there, to delete again) and once more after (what
+// roles wrote meanwhile); then the roles stop serving it.
 func (s *Store) DeleteIndex(ctx context.Context, name string) error {
 	def, err := s.Index(ctx, name)
 	if err != nil {
@@ -364,6 +369,7 @@ func (s *Store) purgeIndex(ctx context.Context, def api.IndexDefinition) error {
 		{"user events", s.UserEvents, subject.UserEventsPrefix + "." + name},
 		{"recorded queries", s.Queries, subject.QueriesPrefix + "." + name},
 		{"staged uploads", s.Uploads, subject.UploadsPrefix + "." + def.TeamOf() + "." + name + ".>"},
+		{"rejected documents", s.Rejected, subject.Rejected(name)},
 	} {
 		if err := st.stream.Purge(ctx, jetstream.WithPurgeSubject(st.subject)); err != nil {
 			return fmt.Errorf("purge the %s of %q: %w", st.what, name, err)

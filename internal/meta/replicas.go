@@ -26,7 +26,7 @@ func streamNames() []string {
 	for _, b := range []string{subject.SegmentsBucket, subject.PluginsBucket} {
 		names = append(names, "OBJ_"+b)
 	}
-	return append(names, subject.QueriesStream, subject.UploadsStream, subject.UserEventsStream, subject.PluginLogsStream)
+	return append(names, subject.QueriesStream, subject.UploadsStream, subject.UserEventsStream, subject.PluginLogsStream, subject.RejectedStream)
 }
 
 // ReplicasError says that a role or command asked for a replication

@@ -3,11 +3,15 @@ package shard
 import (
 	"context"
 	"fmt"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/internal/catalog"
 	"github.com/quarrysearch/quarry/internal/indexmap"
 	"github.com/quarrysearch/quarry/internal/meta"
@@ -120,5 +124,83 @@ func TestApplyIntervalOff(t *testing.T) {
 	}
 	if p := r.Progress(); p.Indexed != 3 || p.Batches != 3 {
 		t.Errorf("progress %+v: want 3 documents in 3 batches", p)
+	}
+}
+
+// TestOnReject: every message a replica skips is handed to OnReject, once
+// its batch is applied, with its shard, stream sequence, id (none on a
+// bad subject), when the stream stored it and why, naming the limit it is
+// over; documents applied and tombstones are not.
+func TestOnReject(t *testing.T) {
+	t.Parallel()
+	ns := natstest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	store, err := meta.Open(ctx, ns.JS, meta.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := indexmap.Build(catalog.Mapping())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var got []api.RejectedDocument
+	r, err := OpenLocal(Config{Index: "t", Shard: 0, Mapping: m, Dir: t.TempDir() + "/r", Store: store,
+		Documents: api.DocumentLimits{MaxFields: 3, MaxDepth: 3}, OnReject: func(d api.RejectedDocument) {
+			mu.Lock()
+			got = append(got, d)
+			mu.Unlock()
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	if err := r.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	seqs := map[string]uint64{}
+	for _, p := range []struct{ name, subj, doc string }{
+		{"good", subject.Doc("t", 0, "good"), `{"id":"good","name":"kept"}`},
+		{"wide", subject.Doc("t", 0, "wide"), `{"id":"wide","a":1,"b":2,"c":3}`},
+		{"junk", subject.Doc("t", 0, "junk"), `{"id":"junk",`},
+		{"bad subject", subject.DocsOfShard("t", 0)[:len(subject.DocsOfShard("t", 0))-1] + "x.y", `{"id":"x"}`},
+	} {
+		ack, err := store.JS.Publish(ctx, p.subj, []byte(p.doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		seqs[p.name] = ack.Sequence
+	}
+	msg := nats.NewMsg(subject.Doc("t", 0, "good"))
+	msg.Header.Set(subject.HeaderOp, subject.OpDelete)
+	ack, err := store.JS.PublishMsg(ctx, msg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.WaitSeq(ctx, ack.Sequence); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	want := []struct {
+		name, id, reason string
+	}{
+		{"wide", "wide", "over the index's limit of 3 (documents.max_fields)"},
+		{"junk", "junk", "malformed"},
+		{"bad subject", "", "not a document subject"},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%d records, want %d: %+v", len(got), len(want), got)
+	}
+	for i, w := range want {
+		g := got[i]
+		if g.Index != "t" || g.Shard != 0 || g.Seq != seqs[w.name] || g.ID != w.id || !strings.Contains(g.Reason, w.reason) ||
+			g.Time.IsZero() || time.Since(g.Time) > time.Minute {
+			t.Errorf("record of %s: %+v, want seq %d, id %q and a reason saying %q", w.name, g, seqs[w.name], w.id, w.reason)
+		}
+	}
+	if p := r.Progress(); p.Rejected != 3 || p.Indexed != 1 || p.Deleted != 1 {
+		t.Errorf("progress %+v", p)
 	}
 }

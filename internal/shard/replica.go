@@ -59,7 +59,14 @@ type Config struct {
 	// counted as rejected, never indexed (it may have reached the stream
 	// before the limits, or from a writer that bypassed the client).
 	Documents api.DocumentLimits
-	Logger    *slog.Logger
+	// OnReject, when set, is called with the record of every message the
+	// replica skips (rejected, above), once the batch that held it is
+	// applied, from the loop applying the stream: it must not block
+	// (meta.RejectRecorder.Record). The role that records rejections
+	// sets it: the indexer, not the searchers, which apply the same
+	// messages.
+	OnReject func(api.RejectedDocument)
+	Logger   *slog.Logger
 }
 
 // WriteOptions pace how a replica applies the stream's updates, so that
@@ -486,6 +493,15 @@ func (r *Replica) apply(msgs []jetstream.Msg) error {
 	// (WriteOptions.FreshSegments).
 	var ops []freshOp
 	folding := r.cfg.Writes.FreshSegments > 0
+	// rejects are the records of the messages skipped, for OnReject.
+	var rejects []api.RejectedDocument
+	reject := func(md *jetstream.MsgMetadata, id string, err error) {
+		rejected++
+		if r.cfg.OnReject != nil {
+			rejects = append(rejects, api.RejectedDocument{Index: r.cfg.Index, Shard: r.cfg.Shard, Seq: md.Sequence.Stream,
+				ID: id, Reason: err.Error(), Time: md.Timestamp.UTC()})
+		}
+	}
 	for _, m := range msgs {
 		md, err := m.Metadata()
 		if err != nil {
@@ -496,7 +512,7 @@ func (r *Replica) apply(msgs []jetstream.Msg) error {
 		_, _, id, err := subject.ParseDoc(m.Subject())
 		if err != nil {
 			r.cfg.Logger.Warn("skipping message on a bad subject", "subject", m.Subject(), "seq", last, "err", err)
-			rejected++
+			reject(md, "", err)
 			continue
 		}
 		if m.Headers().Get(subject.HeaderOp) == subject.OpDelete {
@@ -511,7 +527,7 @@ func (r *Replica) apply(msgs []jetstream.Msg) error {
 			// Skipped for good: the stream keeps it, and a replay skips
 			// it again, so it can neither stop nor loop the replica.
 			r.cfg.Logger.Warn("skipping a document that cannot be applied", "id", id, "seq", last, "err", err)
-			rejected++
+			reject(md, id, err)
 			continue
 		}
 		indexed++
@@ -551,6 +567,9 @@ func (r *Replica) apply(msgs []jetstream.Msg) error {
 			r.fresh.indexed(o.id, o.data)
 		}
 	}
+	for _, d := range rejects {
+		r.cfg.OnReject(d)
+	}
 	if pending == 0 {
 		r.markCaughtUp()
 	}
@@ -563,7 +582,15 @@ func (r *Replica) apply(msgs []jetstream.Msg) error {
 func (r *Replica) addDoc(b *bleve.Batch, id string, data []byte) (err error) {
 	lim := r.cfg.Documents
 	if _, err := strictjson.CheckDocument(data, "", lim.MaxDepth, lim.MaxFields); err != nil {
-		return fmt.Errorf("over the index's document limits (documents.max_fields %d, max_depth %d) or malformed: %w", lim.MaxFields, lim.MaxDepth, err)
+		// The client's words (api.DocumentID), naming the limit.
+		var se *strictjson.Error
+		switch {
+		case errors.As(err, &se) && se.TooManyFields():
+			return fmt.Errorf("more than %d fields (distinct field paths; field %d starts at byte %d), over the index's limit of %d (documents.max_fields)", se.Limit(), se.Limit()+1, se.Offset, lim.MaxFields)
+		case errors.As(err, &se) && se.TooDeep() && se.Limit() == lim.MaxDepth:
+			return fmt.Errorf("nests deeper than %d levels (at byte %d), over the index's limit of %d (documents.max_depth)", se.Limit(), se.Offset, lim.MaxDepth)
+		}
+		return fmt.Errorf("malformed: %w", err)
 	}
 	var doc map[string]any
 	if err := json.Unmarshal(data, &doc); err != nil {

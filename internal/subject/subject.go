@@ -77,6 +77,13 @@ const (
 	// PluginLogsPrefix is PluginLogsStream's subject prefix; a team may
 	// subscribe to PluginLogsPrefix.<team>.> (docs/teams.md).
 	PluginLogsPrefix = "quarry.v1.logs"
+	// RejectedStream keeps, per index, the records of the documents the
+	// stream acknowledged that the indexer could not apply
+	// (api.RejectedDocument): subject quarry.v1.rejected.<index>, the last
+	// api.MaxRejectedDocuments of each.
+	RejectedStream = "QUARRY_REJECTED"
+	// RejectedPrefix is RejectedStream's subject prefix.
+	RejectedPrefix = "quarry.v1.rejected"
 )
 
 // Request/reply services.
@@ -140,6 +147,11 @@ const (
 	// other, but leave it out of the index's traffic (top and
 	// zero-result queries) and of recorded queries.
 	HeaderInternal = "Quarry-Internal"
+	// HeaderIndexCreated, on a record of a rejected document, is when
+	// the index the record belongs to was created (Unix milliseconds): a
+	// record left of an index deleted and created again under its name
+	// is not the new one's.
+	HeaderIndexCreated = "Quarry-Index-Created"
 )
 
 // MaxIDBytes is the longest document id Quarry accepts.
@@ -288,6 +300,10 @@ func Admin(index, op string) string { return AdminPrefix + "." + index + "." + o
 
 // PluginLogs is the subject of a team's plugin's log lines.
 func PluginLogs(team, plugin string) string { return PluginLogsPrefix + "." + team + "." + plugin }
+
+// Rejected is the subject of the records of an index's rejected
+// documents, in RejectedStream.
+func Rejected(index string) string { return RejectedPrefix + "." + index }
 
 // Upload is the staging subject of one chunked upload to an index of a
 // team.
