@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -11,18 +12,24 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/httpapi"
+	"github.com/quarrysearch/quarry/internal/subject"
 	"github.com/quarrysearch/quarry/internal/wasmtest"
 )
 
 // TestDeletedIndexLeavesNothingAtAnyDoor: team books builds an index
 // over the CLI (documents, a rewriter whose config holds a secret, a
-// judgement list, user events); it is deleted over HTTP and the name
-// created again for team food; then neither the CLI, the HTTP API (the
-// console's), nor the client over NATS shows anything of books' (issue
-// 35; node's TestDeletedIndexLeavesNothing checks what the brokers run).
+// judgement list, user events, a document the indexer rejects); it is
+// deleted over HTTP and the name created again for team food; then
+// neither the CLI, the HTTP API (the console's), nor the client over
+// NATS shows anything of books' (issue 35; node's
+// TestDeletedIndexLeavesNothing checks what the brokers run).
 func TestDeletedIndexLeavesNothingAtAnyDoor(t *testing.T) {
 	t.Parallel()
 	url, c := cluster(t, true)
@@ -84,6 +91,24 @@ func TestDeletedIndexLeavesNothingAtAnyDoor(t *testing.T) {
 	if out := run(0, "plugin", "ls", "tmpx"); !strings.Contains(out, "secretive") {
 		t.Fatalf("books' plugin is not there to begin with:\n%s", out)
 	}
+	// A document the shard cannot apply, written past the client:
+	// recorded as rejected.
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.Publish(ctx, subject.Doc("tmpx", 0, "booksjunk"), []byte(`{"id":"booksjunk",`)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "books' rejected document listed", func() (bool, string) {
+		out := run(0, "index", "rejected", "tmpx")
+		return strings.Contains(out, "booksjunk"), out
+	})
 
 	// Deleted over HTTP; the name created again, for food, over HTTP.
 	if code, body := do("DELETE", "/v1/indexes/tmpx", ""); code != http.StatusNoContent {
@@ -102,15 +127,25 @@ func TestDeletedIndexLeavesNothingAtAnyDoor(t *testing.T) {
 			}
 		}
 	}
-	for _, args := range [][]string{{"plugin", "ls", "tmpx"}, {"judgements", "ls", "tmpx"}, {"plugin", "events", "tmpx"}, {"pipeline", "show", "tmpx"}, {"index", "ls"}} {
+	for _, args := range [][]string{{"plugin", "ls", "tmpx"}, {"judgements", "ls", "tmpx"}, {"plugin", "events", "tmpx"}, {"pipeline", "show", "tmpx"}, {"index", "ls"}, {"index", "rejected", "tmpx"}} {
 		leaked("quarry "+strings.Join(args, " "), run(0, args...))
 	}
-	for _, path := range []string{"/plugins", "/pipeline", "/pipeline/history", "/judgements", "/events", "/gate", "/info", "", "/documents/b1"} {
+	for _, path := range []string{"/plugins", "/pipeline", "/pipeline/history", "/judgements", "/events", "/gate", "/info", "", "/documents/b1", "/rejected"} {
 		code, body := do("GET", "/v1/indexes/tmpx"+path, "")
 		if code >= 500 {
 			t.Errorf("GET /v1/indexes/tmpx%s: %d %s", path, code, body)
 		}
 		leaked("GET /v1/indexes/tmpx"+path, body)
+	}
+	// The record of books' rejected document is gone from the stream,
+	// not only from what is listed.
+	if st, err := js.Stream(ctx, subject.RejectedStream); err != nil {
+		t.Error(err)
+	} else if m, err := st.GetLastMsgForSubject(ctx, subject.Rejected("tmpx")); !errors.Is(err, jetstream.ErrMsgNotFound) {
+		if err == nil {
+			err = fmt.Errorf("%s", m.Data)
+		}
+		t.Errorf("a record of books' rejected document is left: %v", err)
 	}
 	if l, err := c.Plugins(ctx, "tmpx"); err != nil || len(l.Versions) != 0 {
 		raw, _ := json.Marshal(l)
