@@ -124,6 +124,12 @@ type RoleStatus struct {
 	ID       string `json:"id"`
 	Ready    bool   `json:"ready"`
 	Draining bool   `json:"draining,omitempty"`
+	// Requests and Errors count a searcher's shard requests answered, and
+	// those answered with an error, since it started (its micro
+	// service's own endpoint counts only status questions: shard
+	// requests come on subjects of their own).
+	Requests uint64 `json:"requests,omitempty"`
+	Errors   uint64 `json:"errors,omitempty"`
 	// Shards are the shard replicas it holds: a searcher's serve searches,
 	// an indexer's follow the stream to build snapshots.
 	Shards []ReplicaShard `json:"shards"`

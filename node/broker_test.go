@@ -297,3 +297,38 @@ func TestNoBrokerRetryAfter(t *testing.T) {
 		t.Fatalf("HTTP: %d, Retry-After %q; want 503 and 1", resp.StatusCode, resp.Header.Get("Retry-After"))
 	}
 }
+
+// The roles (GET /v1/roles, the console's Roles page) count a searcher's
+// shard requests: they come on subjects of their own, so its micro
+// service's endpoint counts only status questions (issue 36: "requests 0"
+// after 260 searches).
+func TestRolesCountShardRequests(t *testing.T) {
+	t.Parallel()
+	n := startNode(t)
+	c := n.Client()
+	noodleIndex(t, c, "rq", "r")
+	for range 5 {
+		if _, err := c.Search(context.Background(), "rq", &api.SearchRequest{Q: "noodles"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	roles, err := c.Roles(context.Background(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, svc := range roles.Services {
+		if svc.Name != subject.SearcherService {
+			continue
+		}
+		for _, ep := range svc.Endpoints {
+			var st api.RoleStatus
+			raw, _ := json.Marshal(ep.Data)
+			if ep.Name == "status" && json.Unmarshal(raw, &st) == nil && st.Requests >= 5 {
+				t.Logf("the searcher answered %d shard requests, %d with an error", st.Requests, st.Errors)
+				return
+			}
+		}
+		t.Fatalf("the searcher's status does not count its shard requests: %+v", svc.Endpoints)
+	}
+	t.Fatal("no searcher in the roles")
+}

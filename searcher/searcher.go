@@ -241,7 +241,10 @@ type Searcher struct {
 	wg       sync.WaitGroup
 	requests atomic.Int64 // shard requests taken by workers (fault injection counts these)
 	busy     atomic.Int64 // shard requests being handled now
-	draining atomic.Bool
+	// answered and failed count the shard requests answered, and those
+	// answered with an error, since start (Status).
+	answered, failed atomic.Uint64
+	draining         atomic.Bool
 }
 
 type indexState struct {

@@ -176,6 +176,10 @@ func (s *Searcher) handle(ctx context.Context, msg *nats.Msg, queued time.Durati
 			continue // swapped out under us: retry on the new replica
 		}
 		sl.metrics.answered(req.Phase, err)
+		s.answered.Add(1)
+		if err != nil {
+			s.failed.Add(1)
+		}
 		if errors.Is(err, api.ErrResponseTooLarge) {
 			s.metrics.tooLarge.Inc()
 		}

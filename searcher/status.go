@@ -10,9 +10,11 @@ import (
 
 // Status is what the searcher says of itself in micro discovery: whether
 // it is ready or draining, and every shard it serves with its
-// generation, applied sequence, replay lag and documents.
+// generation, applied sequence, replay lag and documents, and the shard
+// requests it answered.
 func (s *Searcher) Status() api.RoleStatus {
-	st := api.RoleStatus{Role: "searcher", ID: s.id, Draining: s.Draining(), Shards: []api.ReplicaShard{}}
+	st := api.RoleStatus{Role: "searcher", ID: s.id, Draining: s.Draining(), Shards: []api.ReplicaShard{},
+		Requests: s.answered.Load(), Errors: s.failed.Load()}
 	select {
 	case <-s.ready:
 		st.Ready = true

@@ -46,8 +46,10 @@ export async function render(root, state, alive) {
         h('td', { class: 'mono small', title: 'micro service instance ' + svc.id }, status && status.id ? status.id : svc.id), h('td', {}, svc.version), h('td', { class: 'small' }, ago(svc.started)),
         h('td', {}, status ? h('span', { class: 'badge ' + (status.draining ? 'warn' : status.ready ? 'ok' : 'bad') }, status.draining ? 'draining' : status.ready ? 'ready' : 'loading') : h('span', { class: 'badge ok' }, 'answering')),
         h('td', { class: 'small' }, status ? shardList(status.shards) : '–'),
-        h('td', { class: 'num' }, num(svc.endpoints.reduce((a, e) => a + e.num_requests, 0))),
-        h('td', { class: 'num' }, num(svc.endpoints.reduce((a, e) => a + e.num_errors, 0))),
+        // A searcher's shard requests come on subjects of their own: it
+        // counts them in its status; the rest count micro requests.
+        h('td', { class: 'num' }, num(status && status.role === 'searcher' ? status.requests || 0 : svc.endpoints.reduce((a, e) => a + e.num_requests, 0))),
+        h('td', { class: 'num' }, num(status && status.role === 'searcher' ? status.errors || 0 : svc.endpoints.reduce((a, e) => a + e.num_errors, 0))),
         h('td', { class: 'small' }, svc.endpoints.filter(e => e.last_error).map(e => e.name + ': ' + e.last_error).join('; ') || '–'));
     });
     root.append(h('div', { class: 'card' }, h('h2', {}, label[name] || name),
