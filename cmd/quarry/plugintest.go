@@ -26,7 +26,11 @@ type replayResult struct {
 	Same        bool     `json:"same"`
 	Live        []string `json:"live"`
 	Candidate   []string `json:"candidate"`
-	Error       string   `json:"error,omitempty"`
+	// Error is the candidate's failure; LiveError the live pipeline's,
+	// when the query fails there already (the candidate is then not
+	// asked: its failure would not be its own).
+	Error     string `json:"error,omitempty"`
+	LiveError string `json:"live_error,omitempty"`
 }
 
 // runPluginTest pushes a candidate version (validated, not activated) and
@@ -77,7 +81,7 @@ func runPluginTest(ctx context.Context, e *env, args []string) error {
 	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	enc := json.NewEncoder(e.stdout)
-	var n, same, failed int
+	var n, same, failed, liveFailed int
 	var overlap float64
 	line := 0
 	for sc.Scan() {
@@ -92,9 +96,12 @@ func runPluginTest(ctx context.Context, e *env, args []string) error {
 		}
 		req.Profile = false
 		res, _, _ := replay(ctx, c, index, req, line, &api.Variant{Plugin: name, Digest: v.Digest})
-		if res.Error != "" {
+		switch {
+		case res.LiveError != "":
+			liveFailed++
+		case res.Error != "":
 			failed++
-		} else {
+		default:
 			n++
 			overlap += res.OverlapAt10
 			if res.Same {
@@ -106,6 +113,8 @@ func runPluginTest(ctx context.Context, e *env, args []string) error {
 			continue
 		}
 		switch {
+		case res.LiveError != "":
+			fmt.Fprintf(e.stdout, "%4d  %-30.30q  fails on the live pipeline already (not counted): %s\n", line, res.Q, res.LiveError)
 		case res.Error != "":
 			fmt.Fprintf(e.stdout, "%4d  %-30.30q  error: %s\n", line, res.Q, res.Error)
 		case res.Same:
@@ -122,9 +131,12 @@ func runPluginTest(ctx context.Context, e *env, args []string) error {
 		mean = overlap / float64(n)
 	}
 	if *jsonOut {
-		enc.Encode(map[string]any{"queries": n, "same": same, "changed": n - same, "failed": failed, "mean_overlap_at_10": mean, "candidate": v.Digest})
+		enc.Encode(map[string]any{"queries": n, "same": same, "changed": n - same, "failed": failed, "failed_on_live": liveFailed, "mean_overlap_at_10": mean, "candidate": v.Digest})
 	} else {
 		fmt.Fprintf(e.stdout, "\n%d queries: %d the same, %d changed, %d failed; mean overlap@10 %.3f (candidate %s)\n", n, same, n-same, failed, mean, v.Digest)
+		if liveFailed > 0 {
+			fmt.Fprintf(e.stdout, "%d more fail on the live pipeline already: not the candidate's failures, not counted\n", liveFailed)
+		}
 	}
 	if failed > 0 {
 		return fmt.Errorf("%d of %d queries failed", failed, n+failed)
@@ -201,18 +213,22 @@ func pushCandidate(ctx context.Context, c *client.Client, index, name string, wa
 
 // replay runs req on the index's live pipeline and with variant (a
 // pushed version in place of, or beside, the live one) and compares the
-// two; it returns both answers (nil on an error, which res names).
+// two; it returns both answers (nil on an error, which res names: a
+// query that fails on the live pipeline already is not tried with the
+// variant).
 func replay(ctx context.Context, c *client.Client, index string, req api.SearchRequest, line int, variant *api.Variant) (res replayResult, live, cand *api.SearchResponse) {
 	req.Variant = nil
 	res = replayResult{Line: line, Q: req.Q}
 	live, err := c.Search(ctx, index, &req)
-	if err == nil {
-		req.Variant = variant
-		if cand, err = c.Search(ctx, index, &req); err == nil {
-			res.Live, res.Candidate = live.IDs(len(live.Hits)), cand.IDs(len(cand.Hits))
-			res.OverlapAt10 = rankcmp.OverlapAt(10, res.Live, res.Candidate)
-			res.Same = strings.Join(res.Live, ",") == strings.Join(res.Candidate, ",")
-		}
+	if err != nil {
+		res.LiveError = err.Error()
+		return res, nil, nil
+	}
+	req.Variant = variant
+	if cand, err = c.Search(ctx, index, &req); err == nil {
+		res.Live, res.Candidate = live.IDs(len(live.Hits)), cand.IDs(len(cand.Hits))
+		res.OverlapAt10 = rankcmp.OverlapAt(10, res.Live, res.Candidate)
+		res.Same = strings.Join(res.Live, ",") == strings.Join(res.Candidate, ",")
 	}
 	if err != nil {
 		res.Error = err.Error()

@@ -181,7 +181,7 @@ func Open(ctx context.Context, js jetstream.JetStream, opts Options) (*Store, er
 			Subjects: []string{subject.UserEventsPrefix + ".>"}, MaxAge: UserEventsMaxAge, MaxBytes: UserEventsMaxBytes, Discard: jetstream.DiscardOld}},
 		// Atomic batches let a bulk ingest have many documents stored,
 		// and synced to disk, with one acknowledgement (client.Bulk).
-		{&s.Docs, jetstream.StreamConfig{Name: subject.DocsStream, Description: "Quarry documents: one subject per document, latest kept",
+		{&s.Docs, jetstream.StreamConfig{Name: subject.DocsStream, Description: DocsDescription,
 			Subjects: []string{subject.DocsPrefix + ".>"}, MaxMsgsPerSubject: 1, Duplicates: 2 * time.Minute, AllowDirect: true,
 			AllowAtomicPublish: true}},
 		{&s.PluginLogs, PluginLogsStreamConfig},
