@@ -13,11 +13,21 @@ import (
 
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/internal/cmdline"
+	"github.com/quarrysearch/quarry/internal/sdkfiles"
 	"github.com/quarrysearch/quarry/internal/subject"
 )
 
 // plugin new: a plugin folder that builds and passes its test as
 // generated, in Go, C or AssemblyScript, for either hook.
+//
+// The folder holds the SDK it builds with, written from the copy quarry
+// carries (internal/sdkfiles), wherever plugin new runs: a quarry from go
+// install or a release has no checkout to point at, and a folder that
+// pointed into one stopped building when moved or committed elsewhere.
+// Inside a checkout it does the same rather than follow the checkout's
+// sdk/: one way to test, and the SDK is always the one of the quarry that
+// runs the plugin (plugin run, dev); TestCopiesCurrent keeps the copy
+// equal to sdk/. --sdk DIR is for work on the SDK itself.
 
 // pluginLangs are the languages plugin new writes, each with its files.
 var pluginLangs = []string{"go", "c", "assemblyscript"}
@@ -25,19 +35,42 @@ var pluginLangs = []string{"go", "c", "assemblyscript"}
 // newPlugin is what the templates see.
 type newPlugin struct {
 	Name, Kind, Lang string
-	// SDK is the absolute path of a Quarry checkout's sdk directory.
+	// SDK is where the build finds the language's SDK: "./quarry-sdk",
+	// the copy plugin new writes into the folder (Go, AssemblyScript), or
+	// with --sdk the absolute path of that checkout's Go module or npm
+	// package; "." for C, whose header is copied beside the source.
 	SDK string
+	// SDKNote says in the folder's README where its SDK came from.
+	SDKNote string
+	// Copied is true when the folder holds its SDK (not with --sdk but
+	// for C's header).
+	Copied bool
 	// Ranker is Kind == "ranker".
 	Ranker bool
 }
 
+// sdkFolder is the folder of a plugin folder that holds its SDK, written
+// from the copy built into quarry (internal/sdkfiles).
+const sdkFolder = "quarry-sdk"
+
+// pluginNewAbout is plugin new's help: where the folder's SDK comes from.
+const pluginNewAbout = `Writes a plugin folder (the plugin, a test, build.sh, sample requests and their
+expected answers) that builds and passes its test as generated.
+
+The folder builds anywhere, with no Quarry checkout: quarry carries the SDK of its
+own version and writes it into the folder, which builds with it (Go: the module in
+` + sdkFolder + `/, which go.mod replaces the SDK module with; AssemblyScript: the npm
+package in ` + sdkFolder + `/, which package.json depends on by path; C: quarry.h beside
+the source). Inside a Quarry checkout too. --sdk DIR builds against a checkout's
+sdk directory instead, for work on the SDK itself: go.mod or package.json points
+at it, a C plugin copies its header.`
+
 func runPluginNew(_ context.Context, e *env, args []string) error {
-	fs := e.newFlags("plugin new", "NAME --lang go|c|assemblyscript --kind rewriter|ranker",
-		"Writes a plugin folder (the plugin, a test, build.sh, sample requests and their expected answers) that builds and passes its test as generated.")
+	fs := e.newFlags("plugin new", "NAME --lang go|c|assemblyscript --kind rewriter|ranker", pluginNewAbout)
 	lang := fs.String("lang", "", "the plugin's language: go, c or assemblyscript")
 	kind := fs.String("kind", "", "the plugin's hook: rewriter or ranker")
 	dir := fs.String("dir", "", "the folder to write (default ./NAME); it must not exist or be empty")
-	sdk := fs.String("sdk", "", "a Quarry checkout's sdk directory (default: found from the current directory upward)")
+	sdk := fs.String("sdk", "", "a Quarry checkout's sdk directory to build against (default: the SDK built into quarry, written into the folder)")
 	pos, err := cmdline.Parse(fs, args, 1, 1)
 	if err != nil {
 		return err
@@ -50,8 +83,9 @@ func runPluginNew(_ context.Context, e *env, args []string) error {
 	return nil
 }
 
-// pluginNew checks its input and writes the plugin folder; it returns the
-// folder's path.
+// pluginNew checks its input and writes the plugin folder, with the SDK
+// built into quarry unless sdk names a checkout's sdk directory; it
+// returns the folder's path.
 func pluginNew(name, lang, kind, dir, sdk string) (string, error) {
 	if err := subject.ValidIndexName(name); err != nil {
 		return "", api.BadRequest("plugin name %q: use 1-64 of a-z, 0-9, '-' and '_', starting with a letter or digit", name)
@@ -71,11 +105,33 @@ func pluginNew(name, lang, kind, dir, sdk string) (string, error) {
 	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return "", fmt.Errorf("plugin new: %w", err)
 	}
-	sdkDir, err := findSDK(sdk)
-	if err != nil {
-		return "", err
+	p := newPlugin{Name: name, Kind: kind, Lang: lang, Ranker: kind == "ranker"}
+	// checkout is the --sdk directory; "" for the SDK built into quarry.
+	checkout := ""
+	if sdk != "" {
+		var err error
+		if checkout, err = checkSDK(sdk); err != nil {
+			return "", err
+		}
 	}
-	p := newPlugin{Name: name, Kind: kind, Lang: lang, SDK: sdkDir, Ranker: kind == "ranker"}
+	p.Copied = checkout == "" || lang == "c"
+	switch {
+	case lang == "c" && checkout == "":
+		p.SDK, p.SDKNote = ".", "quarry.h, the C SDK's header, as this quarry carries it"
+	case lang == "c":
+		p.SDK, p.SDKNote = ".", "quarry.h, copied from "+filepath.Join(checkout, "c", "quarry.h")
+	case checkout == "":
+		p.SDK = "./" + sdkFolder
+		p.SDKNote = sdkFolder + "/, the Go module github.com/quarrysearch/quarry/sdk as this quarry carries it (go.mod replaces the module with it)"
+		if lang == "assemblyscript" {
+			p.SDKNote = sdkFolder + "/, the npm package @quarrysearch/sdk as this quarry carries it (package.json depends on it by path)"
+		}
+	case lang == "go":
+		p.SDK, p.SDKNote = checkout, checkout+" (--sdk; go.mod replaces the module github.com/quarrysearch/quarry/sdk with it)"
+	default:
+		p.SDK = filepath.Join(checkout, "assemblyscript")
+		p.SDKNote = p.SDK + " (--sdk; package.json depends on it by path)"
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("plugin new: %w", err)
 	}
@@ -116,54 +172,48 @@ func pluginNew(name, lang, kind, dir, sdk string) (string, error) {
 			return "", err
 		}
 	}
-	if lang == "c" {
-		// The header, copied: the folder builds on its own.
-		h, err := os.ReadFile(filepath.Join(sdkDir, "c", "quarry.h"))
+	// The SDK: the header beside a C plugin's source; the module or the
+	// npm package in quarry-sdk/, unless --sdk points the build at a
+	// checkout.
+	switch {
+	case lang == "c" && checkout != "":
+		h, err := os.ReadFile(filepath.Join(checkout, "c", "quarry.h"))
 		if err != nil {
 			return "", fmt.Errorf("plugin new: the C SDK: %w", err)
 		}
 		if err := os.WriteFile(filepath.Join(dir, "quarry.h"), h, 0o644); err != nil {
 			return "", fmt.Errorf("plugin new: %w", err)
 		}
+	case lang == "c":
+		if _, err := sdkfiles.Write(dir, lang); err != nil {
+			return "", fmt.Errorf("plugin new: %w", err)
+		}
+	case checkout == "":
+		if _, err := sdkfiles.Write(filepath.Join(dir, sdkFolder), lang); err != nil {
+			return "", fmt.Errorf("plugin new: %w", err)
+		}
 	}
 	return dir, nil
 }
 
-// findSDK returns the absolute path of a Quarry checkout's sdk directory:
-// flag if given, else the first DIR/sdk from the current directory upward
-// that holds the Go SDK's go.mod and the C SDK's header.
-func findSDK(flag string) (string, error) {
-	isSDK := func(d string) bool {
-		mod, err := os.ReadFile(filepath.Join(d, "go.mod"))
-		if err != nil || !strings.HasPrefix(string(mod), "module github.com/quarrysearch/quarry/sdk\n") {
-			return false
-		}
-		_, err = os.Stat(filepath.Join(d, "c", "quarry.h"))
-		return err == nil
-	}
-	if flag != "" {
-		abs, err := filepath.Abs(flag)
-		if err != nil {
-			return "", fmt.Errorf("plugin new: --sdk: %w", err)
-		}
-		if !isSDK(abs) {
-			return "", api.BadRequest("--sdk %s: not a Quarry sdk directory (want go.mod of github.com/quarrysearch/quarry/sdk and c/quarry.h)", flag)
-		}
-		return abs, nil
-	}
-	wd, err := os.Getwd()
+// checkSDK returns the absolute path of dir, a Quarry checkout's sdk
+// directory (--sdk): it must hold the Go SDK's go.mod and the C SDK's
+// header.
+func checkSDK(dir string) (string, error) {
+	abs, err := filepath.Abs(dir)
 	if err != nil {
-		return "", fmt.Errorf("plugin new: %w", err)
+		return "", fmt.Errorf("plugin new: --sdk: %w", err)
 	}
-	for d := wd; ; d = filepath.Dir(d) {
-		if isSDK(filepath.Join(d, "sdk")) {
-			return filepath.Join(d, "sdk"), nil
-		}
-		if filepath.Dir(d) == d {
-			break
-		}
+	mod, err := os.ReadFile(filepath.Join(abs, "go.mod"))
+	if err == nil && strings.HasPrefix(string(mod), "module github.com/quarrysearch/quarry/sdk\n") {
+		_, err = os.Stat(filepath.Join(abs, "c", "quarry.h"))
+	} else if err == nil {
+		err = errors.New("another module")
 	}
-	return "", api.BadRequest("cannot find the Quarry SDK from %s upward: run inside a Quarry checkout or pass --sdk DIR (its sdk directory)", wd)
+	if err != nil {
+		return "", api.BadRequest("--sdk %s: not a Quarry sdk directory (want go.mod of github.com/quarrysearch/quarry/sdk and c/quarry.h)", dir)
+	}
+	return abs, nil
 }
 
 // The files every plugin folder has: sample requests, their expected
@@ -218,9 +268,57 @@ prints, or the start of its sha256):
     quarry plugin push INDEX [[.Name]] [[.Name]].wasm --kind [[.Kind]] --config config.json[[if .Ranker]] --fields rating[[end]]
     quarry plugin canary INDEX [[.Name]] $(sha256sum [[.Name]].wasm | cut -c1-12) --percent 10
 
-The SDK: [[.SDK]][[if eq .Lang "c"]]/c/quarry.h (copied here)[[else if eq .Lang "assemblyscript"]]/assemblyscript[[end]]; the ABI: docs/plugin-abi.md.
+The SDK: [[.SDKNote]].[[if .Copied]]
+The folder builds on its own, with no Quarry checkout: commit it whole.[[end]]
+The ABI: Quarry's docs/plugin-abi.md.
 `,
 }
+
+// cBuildSh is a C plugin's build.sh. It takes clang, else the newest
+// clang-NN on PATH (Debian's clang-14 package installs clang-14 alone;
+// CLANG overrides both),
+// and wasm-ld, else the newest wasm-ld-NN (Debian's lld-14), and says what
+// to install when one is missing.
+const cBuildSh = `#!/bin/sh
+# Builds [[.Name]].wasm with clang and lld (Debian: apt-get install clang
+# lld); quarry.h is the C SDK. CLANG names the compiler (default: clang,
+# else the newest clang-NN on PATH).
+set -eu
+cd "$(dirname "$0")"
+
+# newest NAME prints the path of NAME on PATH, else of the newest NAME-NN.
+newest() {
+  if command -v "$1"; then return 0; fi
+  best="" bestv=-1 oldifs=$IFS
+  IFS=:
+  for d in $PATH; do
+    for f in "${d:-.}/$1"-[0-9]*; do
+      v=${f##*/"$1"-}
+      case $v in *[!0-9]*) continue ;; esac
+      if [ -x "$f" ] && [ "$v" -gt "$bestv" ]; then best=$f bestv=$v; fi
+    done
+  done
+  IFS=$oldifs
+  if [ -n "$best" ]; then echo "$best"; fi
+}
+
+cc=${CLANG:-$(newest clang)}
+if [ -z "$cc" ]; then
+  echo "build.sh: no clang or clang-NN on PATH: install clang with the WebAssembly target, and lld (Debian, Ubuntu: apt-get install clang lld), or set CLANG to one" >&2
+  exit 1
+fi
+ld=""
+if ! command -v wasm-ld >/dev/null; then
+  l=$(newest wasm-ld)
+  if [ -n "$l" ]; then ld="-fuse-ld=$l"; fi
+fi
+if ! "$cc" --target=wasm32 -O2 -mbulk-memory -nostdlib -Wl,--no-entry -Wall $ld -I . -o [[.Name]].wasm [[.Name]].c; then
+  if [ -z "$ld" ] && ! command -v wasm-ld >/dev/null; then
+    echo "build.sh: $cc failed, and no wasm-ld or wasm-ld-NN is on PATH: install lld (Debian, Ubuntu: apt-get install lld)" >&2
+  fi
+  exit 1
+fi
+`
 
 // pluginTemplates are each language's own files.
 var pluginTemplates = map[string]map[string]string{
@@ -339,16 +437,7 @@ func TestRewrite(t *testing.T) {
 [[end]]`,
 	},
 	"c": {
-		"build.sh": `#!/bin/sh
-# clang and lld (Debian: apt-get install clang lld); quarry.h is the C SDK.
-set -eu
-cd "$(dirname "$0")"
-ld=""
-if ! command -v wasm-ld >/dev/null; then
-  for l in /usr/bin/wasm-ld-*; do [ -x "$l" ] && ld="-fuse-ld=$l"; done
-fi
-clang --target=wasm32 -O2 -mbulk-memory -nostdlib -Wl,--no-entry -Wall $ld -I . -o [[.Name]].wasm [[.Name]].c
-`,
+		"build.sh": cBuildSh,
 		"NAME.c": `[[if .Ranker]]/*
  * [[.Name]]: a Quarry ranker in C. Each candidate's score becomes
  * score + weight × a numeric field. Configuration (both optional):
@@ -447,7 +536,7 @@ QUARRY_REWRITER(rewrite)
     "build": "asc assembly/index.ts --config node_modules/@quarrysearch/sdk/asconfig.json -o [[.Name]].wasm"
   },
   "devDependencies": {
-    "@quarrysearch/sdk": "file:[[.SDK]]/assemblyscript",
+    "@quarrysearch/sdk": "file:[[.SDK]]",
     "assemblyscript": "0.28.20"
   }
 }
