@@ -219,3 +219,34 @@ func TestExamplesStayOut(t *testing.T) {
 		t.Error("go.mod requires or replaces the examples module")
 	}
 }
+
+// clientForbidden are what the public client (and the api it speaks)
+// must not link: the server's parts (wazero, nats-server) and what only
+// the quarry commands need (the OTLP exporter's grpc and protobuf,
+// internal/trace/traceexport). Issue 37 adds bleve here once the client
+// no longer canonicalizes mappings or decodes shard replies itself.
+var clientForbidden = []string{"github.com/tetratelabs/wazero", "github.com/nats-io/nats-server", "google.golang.org/grpc",
+	"google.golang.org/protobuf", "go.opentelemetry.io/otel/exporters", mod + "/internal/trace/traceexport"}
+
+// TestClientIsSmall: a program that imports the client gets no server
+// and no exporter with it.
+func TestClientIsSmall(t *testing.T) {
+	for _, pkg := range []string{"client", "api"} {
+		out, err := exec.Command("go", "list", "-deps", mod+"/"+pkg).CombinedOutput()
+		if err != nil {
+			t.Fatalf("go list: %v\n%s", err, out)
+		}
+		n := 0
+		for _, dep := range strings.Fields(string(out)) {
+			if strings.Contains(dep, ".") {
+				n++
+			}
+			for _, bad := range clientForbidden {
+				if strings.HasPrefix(dep, bad) {
+					t.Errorf("%s depends on %s", pkg, dep)
+				}
+			}
+		}
+		t.Logf("%s: %d packages outside the standard library", pkg, n)
+	}
+}

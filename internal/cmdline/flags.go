@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/quarrysearch/quarry/internal/shard"
-	"github.com/quarrysearch/quarry/internal/trace"
+	"github.com/quarrysearch/quarry/internal/trace/traceexport"
 )
 
 // ErrUsage reports bad command-line use, already explained on the flag
@@ -85,7 +85,7 @@ func (f *Runtime) Tracing(ctx context.Context, service string) (func(), error) {
 	if f.OTLPEndpoint != "" && (f.TraceSample <= 0 || f.TraceSample > 1) {
 		return nil, fmt.Errorf("--trace-sample must be above 0 and at most 1, got %g", f.TraceSample)
 	}
-	shutdown, err := trace.Setup(ctx, trace.Config{Endpoint: f.OTLPEndpoint, SampleRatio: f.TraceSample, Service: service})
+	shutdown, err := traceexport.Setup(ctx, traceexport.Config{Endpoint: f.OTLPEndpoint, SampleRatio: f.TraceSample, Service: service})
 	if err != nil {
 		return nil, fmt.Errorf("--otlp-endpoint: %w", err)
 	}

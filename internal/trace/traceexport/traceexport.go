@@ -1,4 +1,9 @@
-package trace
+// Package traceexport exports Quarry's spans (package trace) to an
+// OpenTelemetry collector over OTLP/HTTP. It is apart from trace, which
+// every role and the client import, so that the exporter and what it
+// pulls in (grpc, protobuf) are linked only into the processes that
+// export: the quarry commands.
+package traceexport
 
 import (
 	"context"
@@ -10,6 +15,8 @@ import (
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
+	"github.com/quarrysearch/quarry/internal/trace"
 )
 
 // Config configures span export. The zero value exports nothing.
@@ -65,9 +72,9 @@ func Setup(ctx context.Context, cfg Config) (shutdown func(context.Context) erro
 		sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(cfg.SampleRatio))),
 		sdktrace.WithResource(resource.NewSchemaless(attribute.String("service.name", cfg.Service))),
 	)
-	Use(tp)
+	trace.Use(tp)
 	return func(ctx context.Context) error {
-		Use(nil)
+		trace.Use(nil)
 		return errors.Join(tp.Shutdown(ctx))
 	}, nil
 }
