@@ -289,7 +289,7 @@ func (ix *Indexer) load(ctx context.Context, def api.IndexDefinition) (*indexSta
 		return nil, err
 	}
 	for i := range def.Shards {
-		cfg := shard.Config{Index: def.Name, Shard: i, Mapping: m, Dir: filepath.Join(st.dir, strconv.Itoa(i)),
+		cfg := shard.Config{Index: def.Name, Shard: i, Shards: def.Shards, Mapping: m, Dir: filepath.Join(st.dir, strconv.Itoa(i)),
 			Store: ix.store, MaxBatch: ix.cfg.MaxBatch, Writes: ix.cfg.Writes, Documents: def.Documents, Logger: ix.cfg.Logger,
 			OnReject: func(d api.RejectedDocument) { ix.rejects.Record(def.Created, d) }}
 		r, err := ix.openReplica(ctx, cfg, manifest)

@@ -34,22 +34,39 @@ func TestRejectedDocumentsListed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	docs := []struct{ id, doc, reason string }{
-		{"wide", `{"id":"wide","f1":1,"f2":2,"f3":3,"f4":4,"f5":5}`, "over the index's limit of 5 (documents.max_fields)"},
-		{"good", `{"id":"good","name":"kept"}`, ""},
-		{"deep", `{"id":"deep","a":{"b":[[1]]}}`, "over the index's limit of 3 (documents.max_depth)"},
-		{"junk", `{"id":"junk",`, "malformed: invalid JSON"},
-		{"att", `{"id":"att","_id":"good"}`, "_id"},
+	docs := []struct {
+		id, doc, reason string
+		wrongShard      bool // published on the other shard's subject
+	}{
+		{"wide", `{"id":"wide","f1":1,"f2":2,"f3":3,"f4":4,"f5":5}`, "over the index's limit of 5 (documents.max_fields)", false},
+		{"good", `{"id":"good","name":"kept"}`, "", false},
+		{"deep", `{"id":"deep","a":{"b":[[1]]}}`, "over the index's limit of 3 (documents.max_depth)", false},
+		{"junk", `{"id":"junk",`, "malformed: invalid JSON", false},
+		{"att", `{"id":"att","_id":"good"}`, "_id", false},
+		// What a client with a stale definition (the index deleted and
+		// made again with other shards) would write: kept out of the
+		// shard, where it would live beside the right shard's copy.
+		{"misplaced", `{"id":"misplaced","name":"lost"}`, "written for another layout of the index", true},
 	}
-	want := map[uint64]struct{ id, reason string }{}
+	want := map[uint64]struct {
+		id, reason string
+		shard      int
+	}{}
 	var wantSeqs []uint64
 	for _, d := range docs { // straight into the stream, past the client
-		ack, err := n.store.JS.Publish(ctx, subject.Doc(def.Name, subject.ShardOf(d.id, def.Shards), d.id), []byte(d.doc))
+		sh := subject.ShardOf(d.id, def.Shards)
+		if d.wrongShard {
+			sh = 1 - sh
+		}
+		ack, err := n.store.JS.Publish(ctx, subject.Doc(def.Name, sh, d.id), []byte(d.doc))
 		if err != nil {
 			t.Fatal(err)
 		}
 		if d.reason != "" {
-			want[ack.Sequence] = struct{ id, reason string }{d.id, d.reason}
+			want[ack.Sequence] = struct {
+				id, reason string
+				shard      int
+			}{d.id, d.reason, sh}
 			wantSeqs = append(wantSeqs, ack.Sequence)
 		}
 	}
@@ -65,8 +82,8 @@ func TestRejectedDocumentsListed(t *testing.T) {
 	for _, g := range got {
 		seqs = append(seqs, g.Seq)
 		w := want[g.Seq]
-		if g.Index != "rej" || g.ID != w.id || g.Shard != subject.ShardOf(w.id, def.Shards) || !strings.Contains(g.Reason, w.reason) || time.Since(g.Time) > time.Minute {
-			t.Errorf("listed %+v, want id %q on shard %d, a reason saying %q", g, w.id, subject.ShardOf(w.id, def.Shards), w.reason)
+		if g.Index != "rej" || g.ID != w.id || g.Shard != w.shard || !strings.Contains(g.Reason, w.reason) || time.Since(g.Time) > time.Minute {
+			t.Errorf("listed %+v, want id %q on shard %d, a reason saying %q", g, w.id, w.shard, w.reason)
 		}
 	}
 	if !slices.Equal(seqs, wantSeqs) {

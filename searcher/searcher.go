@@ -509,7 +509,7 @@ func (s *Searcher) openReplica(ctx context.Context, st *indexState, i int, m met
 	if err != nil {
 		return nil, err
 	}
-	cfg := shard.Config{Index: st.def.Name, Shard: i, Mapping: mapping, Store: s.store,
+	cfg := shard.Config{Index: st.def.Name, Shard: i, Shards: st.def.Shards, Mapping: mapping, Store: s.store,
 		MaxBatch: s.cfg.MaxBatch, Writes: s.cfg.Writes, Documents: st.def.Documents, Logger: s.cfg.Logger,
 		Dir: filepath.Join(st.dir, fmt.Sprintf("%d-g%d-%s", i, m.Generation, nuid.Next()))}
 	if err := os.MkdirAll(st.dir, 0o755); err != nil {

@@ -40,6 +40,14 @@ var ErrNotLent = errors.New("replica not held by this process")
 type Config struct {
 	Index string
 	Shard int
+	// Shards is the index's shard count: a document on this shard's
+	// subject whose id hashes to another shard (subject.ShardOf) was
+	// written for another layout (an earlier index of this name with
+	// other shards, by a client that had not learnt of the change yet,
+	// or a writer that bypassed the client) and is skipped, counted as
+	// rejected: applied, it would live beside the copy a later write puts
+	// on the right shard. 0: not checked.
+	Shards int
 	// Mapping is the index's bleve mapping (see indexmap.Build).
 	Mapping mapping.IndexMapping
 	// Dir is the replica's index directory.
@@ -521,6 +529,12 @@ func (r *Replica) apply(msgs []jetstream.Msg) error {
 			if folding {
 				ops = append(ops, freshOp{id: id})
 			}
+			continue
+		}
+		if n := r.cfg.Shards; n > 0 && subject.ShardOf(id, n) != r.cfg.Shard {
+			err := fmt.Errorf("on shard %d, but its id belongs on shard %d of the index's %d: written for another layout of the index (an earlier index of this name with other shards?)", r.cfg.Shard, subject.ShardOf(id, n), n)
+			r.cfg.Logger.Warn("skipping a document on the wrong shard", "id", id, "seq", last, "err", err)
+			reject(md, id, err)
 			continue
 		}
 		if err := r.addDoc(b, id, m.Data()); err != nil {
