@@ -8,8 +8,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -38,21 +36,8 @@ func TestDeletedIndexLeavesNothingAtAnyDoor(t *testing.T) {
 	srv := httptest.NewServer(httpapi.Handler(c, httpapi.Options{}))
 	defer srv.Close()
 	dir := t.TempDir()
-	write := func(name, body string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	run := func(wantCode int, args ...string) string {
-		t.Helper()
-		out, errOut, code := cli(t, "", append(args, nf...)...)
-		if code != wantCode {
-			t.Fatalf("quarry %s: exit %d, want %d\n%s\n%s", strings.Join(args, " "), code, wantCode, out, errOut)
-		}
-		return out + errOut
-	}
+	write := func(name, body string) string { return fileIn(t, dir, name, []byte(body)) }
+	run := cliWith(t, nf...)
 	do := func(method, path, body string) (int, string) {
 		t.Helper()
 		req, err := http.NewRequest(method, srv.URL+path, strings.NewReader(body))

@@ -79,6 +79,30 @@ func cli(t *testing.T, stdin string, args ...string) (string, string, int) {
 	return stdout.String(), stderr.String(), code
 }
 
+// cliWith returns a function that runs quarry with its args and then
+// flags (a server's --nats URL), fails the test unless it exits with
+// wantCode, and returns what it printed, stdout then stderr.
+func cliWith(t *testing.T, flags ...string) func(wantCode int, args ...string) string {
+	return func(wantCode int, args ...string) string {
+		t.Helper()
+		out, errOut, code := cli(t, "", append(args, flags...)...)
+		if code != wantCode {
+			t.Fatalf("quarry %s: exit %d, want %d\n%s\n%s", strings.Join(args, " "), code, wantCode, out, errOut)
+		}
+		return out + errOut
+	}
+}
+
+// fileIn writes b to a file name in dir and returns its path.
+func fileIn(t *testing.T, dir, name string, b []byte) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 // background is a long-running command (serve, a role, dev) running in
 // the test's process.
 type background struct {

@@ -82,21 +82,8 @@ func TestJudgementsEvalGate(t *testing.T) {
 	const index = "rel"
 	list := relevanceIndex(t, c, index)
 	dir := t.TempDir()
-	write := func(name string, b []byte) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	run := func(wantCode int, args ...string) string {
-		t.Helper()
-		out, errOut, code := cli(t, "", append(args, nf...)...)
-		if code != wantCode {
-			t.Fatalf("quarry %s: exit %d, want %d\n%s\n%s", strings.Join(args, " "), code, wantCode, out, errOut)
-		}
-		return out + errOut
-	}
+	write := func(name string, b []byte) string { return fileIn(t, dir, name, b) }
+	run := cliWith(t, nf...)
 
 	// Judgement lists: pushed, versioned, listed, shown; bad ones refused
 	// naming the line, and nothing stored.
