@@ -257,8 +257,12 @@ func BenchmarkRankOverhead(b *testing.B) {
 
 // BenchmarkCallOverheadWAT: the same no-op rewrite in a hand-written
 // module with no language runtime: the host's and wazero's share of a call.
-func BenchmarkCallOverheadWAT(b *testing.B) {
-	rt := testRuntime(b)
+func BenchmarkCallOverheadWAT(b *testing.B) { benchNoopWAT(b, Config{}) }
+
+// benchNoopWAT measures calls of the hand-written no-op rewriter in a
+// runtime of cfg.
+func benchNoopWAT(b *testing.B, cfg Config) {
+	rt := testRuntimeWith(b, cfg)
 	p, err := rt.Load(context.Background(), Spec{Name: "noop-wat", Kind: Rewriter, Instances: 1}, wasmtest.WAT(b, watPlugin("", okBody)))
 	if err != nil {
 		b.Fatal(err)
@@ -278,18 +282,7 @@ func BenchmarkCallCap(b *testing.B) {
 		name  string
 		calls int
 	}{{"cap=default", 0}, {"cap=none", -1}} {
-		b.Run(c.name, func(b *testing.B) {
-			rt := testRuntimeWith(b, Config{MaxCalls: c.calls})
-			p, err := rt.Load(context.Background(), Spec{Name: "noop-wat", Kind: Rewriter, Instances: 1}, wasmtest.WAT(b, watPlugin("", okBody)))
-			if err != nil {
-				b.Fatal(err)
-			}
-			req := &abi.RewriteRequest{Q: "pop and chips", Size: 10}
-			measure(b, func() error {
-				_, err := p.Rewrite(context.Background(), req)
-				return err
-			})
-		})
+		b.Run(c.name, func(b *testing.B) { benchNoopWAT(b, Config{MaxCalls: c.calls}) })
 	}
 }
 
