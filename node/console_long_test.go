@@ -517,8 +517,26 @@ func TestConsole(t *testing.T) {
 	if searchers := eval[int](o, `document.querySelectorAll("#searchers tr.searcher").length`); searchers != 1 {
 		t.Errorf("the roles page shows %d searchers, want 1", searchers)
 	}
+	// The searcher's row counts the shard requests it answered (its
+	// micro endpoint alone counts status questions).
+	if requests := eval[string](o, `document.querySelector('tr.service[data-name="quarry-searcher"] td.num').textContent`); requests == "0" || requests == "" {
+		t.Errorf("the roles page shows %q requests for the searcher after the searches above", requests)
+	}
 	o.noErrors("roles (operator)")
 	o.screenshot("roles")
+
+	// Every page of a new, empty index: no documents, no plugins, no
+	// traffic (issue 36: the plugins page failed on every such index).
+	if _, err := c.CreateIndexDef(ctx, api.IndexDefinition{Name: "fresh", Shards: 1}); err != nil {
+		t.Fatal(err)
+	}
+	eval[any](o, `sessionStorage.setItem("quarry-index", "fresh")`)
+	o.do(chromedp.Reload())
+	o.until(`document.body.dataset.ready !== undefined && document.getElementById("index") !== null && document.getElementById("index").value === "fresh"`)
+	for _, name := range []string{"indexes", "plugins", "playground", "traffic", "roles"} {
+		o.page(name)
+		o.noErrors(name + " (a new, empty index)")
+	}
 	t.Logf("browser part took %v; screenshots in %s", time.Since(browserStart).Round(time.Millisecond), shots)
 }
 
