@@ -346,4 +346,14 @@ func TestPluginReplay(t *testing.T) {
 	if outs[0] != outs[1] {
 		t.Fatalf("two replays differ:\n%s\n---\n%s", outs[0], outs[1])
 	}
+	// Another module that changes nothing on these queries (another
+	// plugin's, pushed under ltr's name, say): said so.
+	other := filepath.Join(dir, "other.wasm")
+	os.WriteFile(other, wasmtest.C(t, "testdata/worse.c"), 0o644)
+	nothing := filepath.Join(dir, "nothing.ndjson")
+	os.WriteFile(nothing, []byte("zzqqxx\n"), 0o644)
+	out, errOut, code := cli(t, "", "plugin", "test", "rp", "ltr", other, "--queries", nothing, "--nats", url)
+	if code != 0 || !strings.Contains(out, "note: the candidate changed nothing on any query") {
+		t.Fatalf("plugin test of a module that changes nothing: %d\n%s\n%s", code, out, errOut)
+	}
 }

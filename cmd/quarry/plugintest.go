@@ -137,6 +137,9 @@ func runPluginTest(ctx context.Context, e *env, args []string) error {
 		if liveFailed > 0 {
 			fmt.Fprintf(e.stdout, "%d more fail on the live pipeline already: not the candidate's failures, not counted\n", liveFailed)
 		}
+		if n > 0 && same == n && v.Digest != liveDigest(ctx, c, index, name) {
+			fmt.Fprintf(e.stdout, "note: the candidate changed nothing on any query: is %s a version of %s that should differ? (a module of another plugin pushed under this name is accepted if it handles the %s hook)\n", pos[2], name, v.Kind)
+		}
 	}
 	if failed > 0 {
 		return fmt.Errorf("%d of %d queries failed", failed, n+failed)
@@ -209,6 +212,19 @@ func pushCandidate(ctx context.Context, c *client.Client, index, name string, wa
 		}
 	}
 	return c.PushPlugin(ctx, index, name, wasm, client.PushOptions{Kind: kind, Step: step})
+}
+
+// liveDigest is the digest of plugin name's live step on index ("" when
+// it has none, or on an error).
+func liveDigest(ctx context.Context, c *client.Client, index, name string) string {
+	l, err := c.Plugins(ctx, index)
+	if err != nil || l.Pipeline == nil {
+		return ""
+	}
+	if st, _ := l.Pipeline.Step(name); st != nil {
+		return st.Digest
+	}
+	return ""
 }
 
 // replay runs req on the index's live pipeline and with variant (a
