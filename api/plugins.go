@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"slices"
 	"strings"
 	"time"
 )
@@ -390,17 +391,71 @@ func (t *TeamSettings) Validate() error {
 
 // Token is an HTTP API token as stored (KV bucket quarry-tokens, keyed by
 // the hex sha256 of the token, which is shown once, when it is made). A
-// team token may search its team's indexes and manage their plugins and
-// pipelines, as the team's NATS user may (docs/teams.md); an operator
-// token may do everything.
+// team token acts on its team's indexes only, and only as far as its
+// Scope lets it (docs/teams.md); an operator token may do everything.
 type Token struct {
 	// ID is the first 12 hex digits of the token's sha256: what `quarry
 	// token ls` shows and `quarry token revoke` takes.
-	ID       string    `json:"id"`
-	Team     string    `json:"team,omitempty"`
-	Operator bool      `json:"operator,omitempty"`
-	Name     string    `json:"name,omitempty"`
-	Created  time.Time `json:"created"`
+	ID       string `json:"id"`
+	Team     string `json:"team,omitempty"`
+	Operator bool   `json:"operator,omitempty"`
+	// Scope is what a team token may do on its team's indexes:
+	// ScopeSearch, ScopeWrite or ScopeAdmin. Empty on an operator token
+	// (it may do everything) and on a team token stored before tokens had
+	// scopes, which is ScopeAdmin (ScopeOf).
+	Scope   string    `json:"scope,omitempty"`
+	Name    string    `json:"name,omitempty"`
+	Created time.Time `json:"created"`
+}
+
+// The scopes of a team token, narrowest first: each may do what the one
+// before it may, and more, on the team's own indexes.
+const (
+	// ScopeSearch searches and reads documents by id: a key a browser or
+	// a front-end app may hold.
+	ScopeSearch = "search"
+	// ScopeWrite also writes and deletes documents and records user
+	// events.
+	ScopeWrite = "write"
+	// ScopeAdmin also does everything else a team may: plugins,
+	// pipelines, judgements, gates, reports. A team token's default.
+	ScopeAdmin = "admin"
+)
+
+// TokenScopes are the scopes, narrowest first.
+var TokenScopes = []string{ScopeSearch, ScopeWrite, ScopeAdmin}
+
+// ValidTokenScope is nil when scope is one of TokenScopes, else a
+// bad_request naming them.
+func ValidTokenScope(scope string) error {
+	if slices.Contains(TokenScopes, scope) {
+		return nil
+	}
+	return BadRequest("token scope %q: want %s", scope, strings.Join(TokenScopes, ", "))
+}
+
+// ScopeOf is what t may do as a team token: its Scope, or ScopeAdmin for
+// one stored without a scope (before tokens had them, when every team
+// token could do what ScopeAdmin may). Empty for an operator's token.
+func (t Token) ScopeOf() string {
+	switch {
+	case t.Operator:
+		return ""
+	case t.Scope == "":
+		return ScopeAdmin
+	}
+	return t.Scope
+}
+
+// ScopeCovers reports whether a team token of scope have may do what
+// needs scope need (need "": anything a token may). A scope this version
+// does not know covers nothing but "".
+func ScopeCovers(have, need string) bool {
+	if need == "" {
+		return true
+	}
+	h, n := slices.Index(TokenScopes, have), slices.Index(TokenScopes, need)
+	return h >= 0 && n >= 0 && h >= n
 }
 
 // TokenKey is how a token is stored and looked up: the hex sha256 of it.

@@ -3,6 +3,8 @@ package api
 import (
 	"errors"
 	"math"
+	"slices"
+	"strings"
 	"testing"
 )
 
@@ -75,6 +77,45 @@ func TestTeamRateBounds(t *testing.T) {
 		err := (&TeamSettings{Name: "t", Rate: tc.rate}).Validate()
 		if (err == nil) != tc.ok {
 			t.Errorf("rate %g: %v, want ok=%v", tc.rate, err, tc.ok)
+		}
+	}
+}
+
+// A team token's scope covers its own and narrower ones; one stored
+// without a scope is admin; an unknown stored scope covers nothing a
+// scope is needed for.
+func TestTokenScopes(t *testing.T) {
+	cases := []struct {
+		token Token
+		of    string
+		may   []string // of search, write, admin
+	}{
+		{Token{Team: "food", Scope: ScopeSearch}, "search", []string{"search"}},
+		{Token{Team: "food", Scope: ScopeWrite}, "write", []string{"search", "write"}},
+		{Token{Team: "food", Scope: ScopeAdmin}, "admin", []string{"search", "write", "admin"}},
+		{Token{Team: "food"}, "admin", []string{"search", "write", "admin"}},
+		{Token{Team: "food", Scope: "root"}, "root", nil},
+		{Token{Operator: true}, "", nil},
+	}
+	for _, tc := range cases {
+		if got := tc.token.ScopeOf(); got != tc.of {
+			t.Errorf("%+v: ScopeOf %q, want %q", tc.token, got, tc.of)
+		}
+		if tc.token.Operator {
+			continue
+		}
+		for _, need := range TokenScopes {
+			if got, want := ScopeCovers(tc.token.ScopeOf(), need), slices.Contains(tc.may, need); got != want {
+				t.Errorf("%+v: covers %s: %v, want %v", tc.token, need, got, want)
+			}
+		}
+		if !ScopeCovers(tc.token.ScopeOf(), "") {
+			t.Errorf("%+v: does not cover a route that needs no scope", tc.token)
+		}
+	}
+	for _, s := range []string{"", "read", "Admin", "search "} {
+		if err := ValidTokenScope(s); err == nil || !strings.Contains(err.Error(), "want search, write, admin") {
+			t.Errorf("scope %q: %v", s, err)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package client
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/base64"
@@ -20,14 +21,25 @@ import (
 // CreateToken makes an HTTP API token for a team (or, with operator, one
 // that may do everything) and returns it: the only time it is shown, since
 // only its sha256 is stored (an operator's task: it writes the
-// quarry-tokens bucket through JetStream).
-func (c *Client) CreateToken(ctx context.Context, team string, operator bool, name string) (string, api.Token, error) {
+// quarry-tokens bucket through JetStream). A team token gets
+// api.ScopeAdmin unless an option (TokenScope) says otherwise.
+func (c *Client) CreateToken(ctx context.Context, team string, operator bool, name string, opts ...TokenOption) (string, api.Token, error) {
+	t := api.Token{Team: team, Operator: operator, Name: name}
+	for _, o := range opts {
+		o(&t)
+	}
 	switch {
 	case operator && team != "":
 		return "", api.Token{}, api.BadRequest("a token is for a team or for operators, not both")
+	case operator && t.Scope != "":
+		return "", api.Token{}, api.BadRequest("an operator token takes no scope (scope %q): it may do everything", t.Scope)
 	case !operator:
 		if err := subject.ValidIndexName(team); err != nil {
 			return "", api.Token{}, api.BadRequest("team name %q: use 1-64 of a-z, 0-9, '-' and '_'", team)
+		}
+		t.Scope = cmp.Or(t.Scope, api.ScopeAdmin)
+		if err := api.ValidTokenScope(t.Scope); err != nil {
+			return "", api.Token{}, err
 		}
 	}
 	st, err := c.metaStore(ctx)
@@ -38,7 +50,7 @@ func (c *Client) CreateToken(ctx context.Context, team string, operator bool, na
 	rand.Read(secret)
 	token := "qk_" + base64.RawURLEncoding.EncodeToString(secret)
 	key := api.TokenKey(token)
-	t := api.Token{ID: key[:12], Team: team, Operator: operator, Name: name, Created: time.Now().UTC()}
+	t.ID, t.Created = key[:12], time.Now().UTC()
 	b, _ := json.Marshal(t)
 	if _, err := st.Tokens.Create(ctx, key, b); err != nil {
 		return "", api.Token{}, fmt.Errorf("store token: %w", err)
@@ -46,8 +58,19 @@ func (c *Client) CreateToken(ctx context.Context, team string, operator bool, na
 	return token, t, nil
 }
 
+// TokenOption sets something of the token CreateToken makes.
+type TokenOption func(*api.Token)
+
+// TokenScope gives a team token its scope: api.ScopeSearch (search and
+// read documents: a key for a browser), api.ScopeWrite (and write
+// documents) or api.ScopeAdmin (everything a team may; the default).
+// CreateToken refuses any other, and any scope on an operator token.
+func TokenScope(scope string) TokenOption {
+	return func(t *api.Token) { t.Scope = scope }
+}
+
 // Tokens lists the HTTP API tokens (never the tokens themselves: their
-// ids, teams and names).
+// ids, teams, scopes and names).
 func (c *Client) Tokens(ctx context.Context) ([]api.Token, error) {
 	st, err := c.metaStore(ctx)
 	if err != nil {

@@ -17,9 +17,11 @@ import (
 
 // Guard enforces over HTTP what NATS permissions enforce over NATS
 // (docs/teams.md): a request carries a token (Authorization: Bearer …);
-// a team's token may search its team's indexes and manage their plugins
-// and pipelines; everything else (indexes, documents, query settings) is
-// for operator tokens. No token: 401; a token outside its team: 403.
+// a team's token may act on its team's indexes only, as far as its scope
+// goes (search: search and read documents; write: and write documents;
+// admin: and manage their plugins, pipelines, judgements and gates);
+// everything else (indexes, query settings, roles) is for operator
+// tokens. No token: 401; a token outside its team or its scope: 403.
 // Tokens are kept as the sha256 of each (api.Token), so the store never
 // holds one that works.
 //
@@ -111,19 +113,39 @@ func (g *Guard) applyIndex(e jetstream.KeyValueEntry) {
 }
 
 // access is who may use a route.
-type access uint8
+type access struct {
+	who audience
+	// scope is the narrowest scope (api.TokenScopes) of a team token
+	// that may use the route; "": any. Operator tokens may use every
+	// route.
+	scope string
+}
+
+// audience is whose tokens a route takes.
+type audience uint8
 
 const (
-	open     access = iota // anyone (health)
-	team                   // the index's team, or an operator
-	operator               // operators only
-	anyToken               // any known token, of a team or an operator
+	anyone     audience = iota // no token needed (health)
+	knownToken                 // any known token, of any team or an operator
+	indexTeam                  // a token of the index's team, or an operator's
+	operators                  // operators' tokens only
 )
+
+var (
+	open     = access{who: anyone}
+	anyToken = access{who: knownToken}
+	operator = access{who: operators}
+)
+
+// team is the access of a route of an index's team: its team's tokens of
+// scope at least scope (and operators') may use it. Each route names the
+// scope it needs; that is the whole of what each scope may do.
+func team(scope string) access { return access{who: indexTeam, scope: scope} }
 
 // check authorizes r for a route of the given access: nil, or the error
 // to answer.
 func (g *Guard) check(r *http.Request, a access) error {
-	if a == open {
+	if a.who == anyone {
 		return nil
 	}
 	select {
@@ -144,12 +166,15 @@ func (g *Guard) check(r *http.Request, a access) error {
 	switch {
 	case !known:
 		return &api.Error{Code: api.CodeUnauthorized, Message: "unknown or revoked token"}
-	case t.Operator || a == anyToken:
+	case t.Operator:
 		return nil
-	case a == operator:
-		return api.Errorf(api.CodeForbidden, "team %s's token may not do this: it is for operator tokens (team tokens search their indexes and manage their plugins and pipelines)", t.Team)
-	case !exists || owner != t.Team:
+	case a.who == operators:
+		return api.Errorf(api.CodeForbidden, "team %s's token may not do this: it is for operator tokens (team tokens search their indexes, write their documents and manage their plugins and pipelines)", t.Team)
+	case a.who == indexTeam && (!exists || owner != t.Team):
 		return api.Errorf(api.CodeForbidden, "team %s's token may not use index %q", t.Team, index)
+	case !api.ScopeCovers(t.ScopeOf(), a.scope):
+		return api.Errorf(api.CodeForbidden, "team %s's token (scope %s) may not %s %s: it needs scope %s (quarry token create --team %s --scope %s)",
+			t.Team, t.ScopeOf(), r.Method, r.URL.Path, a.scope, t.Team, a.scope)
 	}
 	return nil
 }
@@ -161,7 +186,11 @@ type Identity struct {
 	Auth     bool   `json:"auth"`
 	Team     string `json:"team,omitempty"`
 	Operator bool   `json:"operator"`
-	Name     string `json:"name,omitempty"`
+	// Scope is a team token's scope (api.TokenScopes; admin for a token
+	// stored without one): what it may do on Indexes, so that the
+	// console offers only that. Empty for an operator (everything).
+	Scope string `json:"scope,omitempty"`
+	Name  string `json:"name,omitempty"`
 	// Indexes are those the token may use: its team's, or every index
 	// for an operator.
 	Indexes []string `json:"indexes"`
@@ -173,7 +202,7 @@ func (g *Guard) identity(r *http.Request) Identity {
 	g.mu.RLock()
 	defer g.mu.RUnlock()
 	t := g.tokens[api.TokenKey(raw)]
-	who := Identity{Team: t.Team, Operator: t.Operator, Name: t.Name}
+	who := Identity{Team: t.Team, Operator: t.Operator, Scope: t.ScopeOf(), Name: t.Name}
 	if !t.Operator {
 		for index, owner := range g.teams {
 			if owner == t.Team {

@@ -8,6 +8,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	dto "github.com/prometheus/client_model/go"
+
+	"github.com/quarrysearch/quarry/api"
 )
 
 // Metrics serves the metrics g gathers in the Prometheus text format (GET
@@ -29,17 +31,18 @@ func Metrics(g prometheus.Gatherer, log *slog.Logger) http.Handler {
 }
 
 // GuardedMetrics is Metrics behind guard (nil: Metrics itself): an
-// operator's token gets every series; a team's token only the series
-// labelled with one of its indexes (index="…") or with its team
-// (team="…"), so the page tells a team nothing of another team's indexes,
-// plugins or traffic; no token, or an unknown one, gets 401.
+// operator's token gets every series; a team's token of scope admin only
+// the series labelled with one of its indexes (index="…") or with its
+// team (team="…"), so the page tells a team nothing of another team's
+// indexes, plugins or traffic; a team's token of a narrower scope (a key
+// a browser may hold) gets 403; no token, or an unknown one, gets 401.
 func GuardedMetrics(g prometheus.Gatherer, log *slog.Logger, guard *Guard) http.Handler {
 	if guard == nil {
 		return Metrics(g, log)
 	}
 	all := Metrics(g, log)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if err := guard.check(r, anyToken); err != nil {
+		if err := guard.check(r, metricsAccess); err != nil {
 			(&handler{log: log}).fail(w, err)
 			return
 		}
@@ -54,6 +57,11 @@ func GuardedMetrics(g prometheus.Gatherer, log *slog.Logger, guard *Guard) http.
 		}), log).ServeHTTP(w, r)
 	})
 }
+
+// metricsAccess is who may read GET /metrics: any token, but a team's of
+// scope admin only (what the page tells, of plugins and traffic, is an
+// admin's, as GET …/info and …/queries are).
+var metricsAccess = access{who: knownToken, scope: api.ScopeAdmin}
 
 // teamSeries keeps the series of mfs labelled with one of indexes or with
 // team, and the families left with any.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/broker"
+	"github.com/quarrysearch/quarry/client"
 	"github.com/quarrysearch/quarry/indexer"
 	"github.com/quarrysearch/quarry/internal/testwait"
 	"github.com/quarrysearch/quarry/internal/wasmtest"
@@ -41,10 +42,13 @@ func do(t *testing.T, c *http.Client, method, url, token, body string) (int, str
 }
 
 // TestHTTPTeamIsolation runs TestTeamIsolation's matrix over HTTP with
-// tokens: no token gets 401; team books's token gets 403 on team food's
-// index for every search and plugin operation; team tokens cannot manage
-// indexes or documents; an operator token can; a revoked token stops
-// working.
+// tokens: no token gets 401; team books's tokens get 403 on team food's
+// index for every route; team food's tokens may use the routes their
+// scope covers on food's index (search: search and read documents;
+// write: and write documents and user events; admin, and a token stored
+// before scopes: everything a team may) and get 403 naming both scopes
+// on the rest; team tokens cannot manage indexes, query settings or
+// roles; an operator token can; a revoked token stops working.
 func TestHTTPTeamIsolation(t *testing.T) {
 	t.Parallel()
 	n := startConfig(t, Config{HTTPAuth: true, Indexer: &indexer.Config{SnapshotInterval: -1}, Searcher: &searcher.Config{}, Broker: &broker.Config{}})
@@ -57,85 +61,149 @@ func TestHTTPTeamIsolation(t *testing.T) {
 		mustBulk(t, c, def.Name, ndjson(30, def.Name))
 		waitTotal(t, c, def.Name, "noodles", 10)
 	}
-	food, _, err := c.CreateToken(ctx, "food", false, "food ci")
-	if err != nil {
-		t.Fatal(err)
+	token := func(team string, operator bool, name string, opts ...client.TokenOption) string {
+		t.Helper()
+		tok, _, err := c.CreateToken(ctx, team, operator, name, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tok
 	}
-	books, _, err := c.CreateToken(ctx, "books", false, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	op, _, err := c.CreateToken(ctx, "", true, "ops")
-	if err != nil {
+	food := token("food", false, "food ci") // no scope given: admin
+	foodWrite := token("food", false, "loader", client.TokenScope(api.ScopeWrite))
+	foodSearch := token("food", false, "front end", client.TokenScope(api.ScopeSearch))
+	books := token("books", false, "")
+	booksWrite := token("books", false, "", client.TokenScope(api.ScopeWrite))
+	op := token("", true, "ops")
+	// A token stored before tokens had scopes (no "scope"): admin.
+	const foodOld = "qk_stored-before-scopes"
+	old, _ := json.Marshal(map[string]any{"id": api.TokenKey(foodOld)[:12], "team": "food", "name": "old", "created": time.Now().UTC()})
+	if _, err := n.store.Tokens.Create(ctx, api.TokenKey(foodOld), old); err != nil {
 		t.Fatal(err)
 	}
 	hc := &http.Client{Timeout: 30 * time.Second}
 	base := "http://" + n.HTTPAddr
 	// A token is usable as soon as the guard has seen it.
 	waitStatus(t, hc, base+"/v1/indexes/menu/search", op, 200, "the operator token works")
+	waitStatus(t, hc, base+"/v1/indexes/menu/search", foodOld, 200, "the token stored without a scope works")
 	identity := wasmtest.WAT(t, identityWAT)
+	const search, write, admin, operatorOnly = api.ScopeSearch, api.ScopeWrite, api.ScopeAdmin, ""
 	routes := []struct {
 		method, path, body string
-		teamRoute          bool // a team may use it on its own index
+		// scope is the narrowest scope of a team token that may use
+		// the route on its own index; operatorOnly: none may.
+		scope string
 	}{
-		{"POST", "/v1/indexes/menu/search", `{"q":"noodles"}`, true},
-		{"GET", "/v1/indexes/menu/plugins", "", true},
-		{"POST", "/v1/indexes/menu/plugins/evil?kind=rewriter", string(identity), true},
-		{"POST", "/v1/indexes/menu/plugins/evil/activate", `{"digest":"sha256:00"}`, true},
-		{"DELETE", "/v1/indexes/menu/plugins/evil", "", true},
-		{"POST", "/v1/indexes/menu/plugins/evil/canary", `{"digest":"x","percent":5}`, true},
-		{"POST", "/v1/indexes/menu/plugins/evil/promote", "", true},
-		{"POST", "/v1/indexes/menu/plugins/evil/shadow", `{"digest":"x","percent":5}`, true},
-		{"GET", "/v1/indexes/menu/plugins/evil/shadow", "", true},
-		{"GET", "/v1/indexes/menu/plugins/evil/logs?since=1h", "", true},
-		{"GET", "/v1/indexes/menu/events", "", true},
-		{"GET", "/v1/indexes/menu/pipeline", "", true},
-		{"PUT", "/v1/indexes/menu/pipeline", `{"rewriters":[]}`, true},
-		{"POST", "/v1/indexes/menu/pipeline/rollback", "", true},
-		{"GET", "/v1/indexes/menu/pipeline/history", "", true},
-		{"GET", "/v1/indexes/menu/info", "", true},
-		{"GET", "/v1/indexes/menu/queries", "", true},
-		{"GET", "/v1/indexes/menu/rejected", "", true},
-		{"GET", "/v1/roles", "", false},
-		{"PUT", "/v1/indexes/menu/judgements/golden", `{"q":"noodles","ratings":{"menu0001":3}}`, true},
-		{"GET", "/v1/indexes/menu/judgements", "", true},
-		{"GET", "/v1/indexes/menu/judgements/golden", "", true},
-		{"POST", "/v1/indexes/menu/judgements/golden/eval", `{"k":5}`, true},
-		{"DELETE", "/v1/indexes/menu/judgements/golden", "", true},
-		{"PUT", "/v1/indexes/menu/gate", `{"sets":["golden"],"metric":"ndcg"}`, true},
-		{"GET", "/v1/indexes/menu/gate", "", true},
-		{"DELETE", "/v1/indexes/menu/gate", "", true},
-		{"POST", "/v1/indexes/menu/events", `{"action_name":"click","query_id":"q1","user_query":"noodles","event_attributes":{"object":{"object_id":"menu0001"},"position":{"ordinal":1}}}`, true},
-		{"GET", "/v1/indexes/menu/plugins/evil/canary", "", true},
-		{"GET", "/v1/indexes", "", false},
-		{"GET", "/v1/indexes/menu", "", false},
-		{"PUT", "/v1/indexes/menu/query", `{"operator":"and"}`, false},
-		{"POST", "/v1/indexes/menu/documents", `{"id":"x1","text":"noodles"}`, false},
-		{"GET", "/v1/indexes/menu/documents/menu0001", "", false},
-		{"DELETE", "/v1/indexes/menu/documents/menu0001", "", false},
-		{"GET", "/v1/indexes/menu/documents?id=menu0002", "", false},
-		{"DELETE", "/v1/indexes/menu/documents?id=menu0002", "", false},
-		{"POST", "/v1/indexes/other", `{"shards":1}`, false},
-		{"DELETE", "/v1/indexes/menu", "", false},
+		{"POST", "/v1/indexes/menu/search", `{"q":"noodles"}`, search},
+		{"GET", "/v1/indexes/menu/plugins", "", admin},
+		{"POST", "/v1/indexes/menu/plugins/evil?kind=rewriter", string(identity), admin},
+		{"POST", "/v1/indexes/menu/plugins/evil/activate", `{"digest":"sha256:00"}`, admin},
+		{"DELETE", "/v1/indexes/menu/plugins/evil", "", admin},
+		{"POST", "/v1/indexes/menu/plugins/evil/canary", `{"digest":"x","percent":5}`, admin},
+		{"POST", "/v1/indexes/menu/plugins/evil/promote", "", admin},
+		{"POST", "/v1/indexes/menu/plugins/evil/shadow", `{"digest":"x","percent":5}`, admin},
+		{"GET", "/v1/indexes/menu/plugins/evil/shadow", "", admin},
+		{"GET", "/v1/indexes/menu/plugins/evil/logs?since=1h", "", admin},
+		{"GET", "/v1/indexes/menu/events", "", admin},
+		{"GET", "/v1/indexes/menu/pipeline", "", admin},
+		{"PUT", "/v1/indexes/menu/pipeline", `{"rewriters":[]}`, admin},
+		{"POST", "/v1/indexes/menu/pipeline/rollback", "", admin},
+		{"GET", "/v1/indexes/menu/pipeline/history", "", admin},
+		{"GET", "/v1/indexes/menu/info", "", admin},
+		{"GET", "/v1/indexes/menu/queries", "", admin},
+		{"GET", "/v1/indexes/menu/rejected", "", admin},
+		{"GET", "/v1/roles", "", operatorOnly},
+		{"PUT", "/v1/indexes/menu/judgements/golden", `{"q":"noodles","ratings":{"menu0001":3}}`, admin},
+		{"GET", "/v1/indexes/menu/judgements", "", admin},
+		{"GET", "/v1/indexes/menu/judgements/golden", "", admin},
+		{"POST", "/v1/indexes/menu/judgements/golden/eval", `{"k":5}`, admin},
+		{"DELETE", "/v1/indexes/menu/judgements/golden", "", admin},
+		{"PUT", "/v1/indexes/menu/gate", `{"sets":["golden"],"metric":"ndcg"}`, admin},
+		{"GET", "/v1/indexes/menu/gate", "", admin},
+		{"DELETE", "/v1/indexes/menu/gate", "", admin},
+		{"POST", "/v1/indexes/menu/events", `{"action_name":"click","query_id":"q1","user_query":"noodles","event_attributes":{"object":{"object_id":"menu0001"},"position":{"ordinal":1}}}`, write},
+		{"GET", "/v1/indexes/menu/plugins/evil/canary", "", admin},
+		{"GET", "/v1/indexes", "", operatorOnly},
+		{"GET", "/v1/indexes/menu", "", operatorOnly},
+		{"PUT", "/v1/indexes/menu/query", `{"operator":"and"}`, operatorOnly},
+		{"POST", "/v1/indexes/menu/documents", `{"id":"x1","text":"noodles"}`, write},
+		{"GET", "/v1/indexes/menu/documents/menu0001", "", search},
+		{"DELETE", "/v1/indexes/menu/documents/menu0001", "", write},
+		{"GET", "/v1/indexes/menu/documents?id=menu0002", "", search},
+		{"DELETE", "/v1/indexes/menu/documents?id=menu0002", "", write},
+		{"POST", "/v1/indexes/other", `{"shards":1}`, operatorOnly},
+		{"DELETE", "/v1/indexes/menu", "", operatorOnly},
 	}
 	for _, r := range routes {
 		for _, who := range []struct {
 			name, token string
-			want        int // 0: not refused (any status the operation itself gives)
+			scope       string // a food token's; "": not food's
+			want        int    // 0: not refused (any status the operation itself gives)
 		}{
-			{"no token", "", 401},
-			{"a made-up token", "qk_madeup", 401},
-			{"team books", books, 403},
-			{"team food", food, map[bool]int{true: 0, false: 403}[r.teamRoute]},
+			{"no token", "", "", 401},
+			{"a made-up token", "qk_madeup", "", 401},
+			{"team books", books, "", 403},
+			{"team books (write)", booksWrite, "", 403},
+			{"team food (admin)", food, admin, 0},
+			{"team food (stored without a scope)", foodOld, admin, 0},
+			{"team food (write)", foodWrite, write, 0},
+			{"team food (search)", foodSearch, search, 0},
 		} {
+			tooNarrow := r.scope != operatorOnly && who.scope != "" && !api.ScopeCovers(who.scope, r.scope)
+			if who.scope != "" && (r.scope == operatorOnly || tooNarrow) {
+				who.want = 403
+			}
 			code, body := do(t, hc, r.method, base+r.path, who.token, r.body)
 			switch {
 			case who.want != 0 && code != who.want:
 				t.Errorf("%s %s as %s: %d %.200s, want %d", r.method, r.path, who.name, code, body, who.want)
 			case who.want == 0 && (code == 401 || code == 403):
 				t.Errorf("%s %s as %s: refused (%d %.200s)", r.method, r.path, who.name, code, body)
+			case tooNarrow && !strings.Contains(body, fmt.Sprintf(`(scope %s) may not %s %s: it needs scope %s (quarry token create --team food --scope %s)`, who.scope, r.method, strings.Split(r.path, "?")[0], r.scope, r.scope)):
+				t.Errorf("%s %s as %s: the refusal does not name both scopes: %.300s", r.method, r.path, who.name, body)
 			}
 		}
+	}
+	// A write token loads its team's documents and deletes them; a search
+	// token finds and reads them, and is told what writing needs.
+	loaded := `{"id":"w1","name":"loaded","text":"udon noodles"}` + "\n" + `{"id":"w2","name":"loaded","text":"udon broth"}`
+	if code, body := do(t, hc, "POST", base+"/v1/indexes/menu/documents?wait=searchable", foodWrite, loaded); code != 200 || !strings.Contains(body, `"stored":2`) || !strings.Contains(body, `"searchable":true`) {
+		t.Fatalf("team food's write token loads menu: %d %s", code, body)
+	}
+	if code, body := do(t, hc, "POST", base+"/v1/indexes/menu/search", foodSearch, `{"q":"udon"}`); code != 200 || !strings.Contains(body, `"total":2`) {
+		t.Fatalf("team food's search token searches what was loaded: %d %s", code, body)
+	}
+	if code, body := do(t, hc, "GET", base+"/v1/indexes/menu/documents/w1", foodSearch, ""); code != 200 || !strings.Contains(body, `"udon noodles"`) {
+		t.Fatalf("team food's search token reads w1: %d %s", code, body)
+	}
+	if code, body := do(t, hc, "POST", base+"/v1/indexes/menu/documents", foodSearch, loaded); code != 403 || !strings.Contains(body, `"forbidden"`) || !strings.Contains(body, "team food's token (scope search) may not POST /v1/indexes/menu/documents: it needs scope write") {
+		t.Fatalf("team food's search token writes: %d %s", code, body)
+	}
+	if code, body := do(t, hc, "DELETE", base+"/v1/indexes/menu/documents/w1", foodWrite, ""); code != 200 {
+		t.Fatalf("team food's write token deletes w1: %d %s", code, body)
+	}
+	testwait.UntilErr(t, 10*time.Second, "w1 deleted", func() error {
+		if code, body := do(t, hc, "GET", base+"/v1/indexes/menu/documents/w1", foodSearch, ""); code != 404 {
+			return fmt.Errorf("%d %.200s", code, body)
+		}
+		return nil
+	})
+	if code, body := do(t, hc, "POST", base+"/v1/indexes/books/documents", foodWrite, loaded); code != 403 || !strings.Contains(body, `team food's token may not use index \"books\"`) {
+		t.Fatalf("team food's write token on books: %d %s", code, body)
+	}
+	if code, body := do(t, hc, "POST", base+"/v1/indexes/menu/plugins/evil?kind=rewriter", foodWrite, string(identity)); code != 403 || !strings.Contains(body, "(scope write) may not POST /v1/indexes/menu/plugins/evil: it needs scope admin") {
+		t.Fatalf("team food's write token pushes a plugin: %d %s", code, body)
+	}
+	// /v1/me tells each token its scope (the console hides the rest).
+	for _, who := range []struct{ token, want string }{
+		{foodSearch, `"scope":"search"`}, {foodWrite, `"scope":"write"`}, {food, `"scope":"admin"`}, {foodOld, `"scope":"admin"`},
+	} {
+		if code, body := do(t, hc, "GET", base+"/v1/me", who.token, ""); code != 200 || !strings.Contains(body, who.want) || !strings.Contains(body, `"indexes":["menu"]`) {
+			t.Errorf("/v1/me: %d %s, want %s", code, body, who.want)
+		}
+	}
+	if code, body := do(t, hc, "GET", base+"/v1/me", op, ""); code != 200 || strings.Contains(body, `"scope"`) {
+		t.Errorf("/v1/me as the operator: %d %s, want no scope", code, body)
 	}
 	// A team reads its own plugin's logs over HTTP; bad parameters are
 	// named.
@@ -157,6 +225,12 @@ func TestHTTPTeamIsolation(t *testing.T) {
 	// all of them, nobody without a token.
 	if code, _ := do(t, hc, "GET", base+"/metrics", "", ""); code != 401 {
 		t.Errorf("/metrics without a token: %d, want 401", code)
+	}
+	// A search or write token (a browser's key) reads no metrics.
+	for _, tok := range []string{foodSearch, foodWrite} {
+		if code, body := do(t, hc, "GET", base+"/metrics", tok, ""); code != 403 || !strings.Contains(body, "may not GET /metrics: it needs scope admin") {
+			t.Errorf("/metrics with a narrower token: %d %.200s, want 403", code, body)
+		}
 	}
 	for _, who := range []struct {
 		name, token string
@@ -182,7 +256,7 @@ func TestHTTPTeamIsolation(t *testing.T) {
 	}
 	// Revoked: refused within moments.
 	tokens, err := c.Tokens(ctx)
-	if err != nil || len(tokens) != 3 {
+	if err != nil || len(tokens) != 7 {
 		t.Fatalf("tokens: %+v %v", tokens, err)
 	}
 	for _, tk := range tokens {

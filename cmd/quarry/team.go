@@ -140,16 +140,20 @@ func teamLimitsText(s api.TeamSettings) string {
 
 const tokenUsage = `Usage: quarry token create|ls|revoke ...
 
-  create --team TEAM [--name NAME]   a token for the HTTP API, for one team's indexes
+  create --team TEAM [--scope search|write|admin] [--name NAME]
+                                     a token for the HTTP API, for one team's indexes
   create --operator [--name NAME]    a token that may do everything
-  ls                                 list tokens (ids, teams, names; never the tokens)
+  ls                                 list tokens (ids, teams, scopes, names; never the tokens)
   revoke ID                          revoke a token (HTTP requests with it get 401 within moments)
 
 The HTTP API asks for a token (Authorization: Bearer <token>) when it runs
 with --http-auth, or listens beyond loopback without --insecure-http. A team
-token may search its team's indexes and manage their plugins and pipelines,
-as the team's NATS user may (docs/teams.md). Only the token's sha256 is
-stored: create prints the token once.
+token acts on its team's indexes only, as far as its scope goes: search
+(search and read documents: a key a browser may hold), write (and write
+and delete documents, record user events) or admin (the default: and
+manage their plugins, pipelines, judgements and gates, as the team's NATS
+user may; docs/teams.md). Only the token's sha256 is stored: create prints
+the token once.
 `
 
 func runToken(ctx context.Context, e *env, args []string) error {
@@ -164,13 +168,14 @@ func runToken(ctx context.Context, e *env, args []string) error {
 	sub, args := args[0], args[1:]
 	fs := e.newFlags("token "+sub, "", "Manages HTTP API tokens.")
 	nf.register(fs, e.getenv)
-	var team, name string
+	var team, name, scope string
 	var operator, jsonOut bool
 	minArgs, maxArgs := 0, 0
 	switch sub {
 	case "create":
 		fs.StringVar(&team, "team", "", "the team whose indexes the token may use")
 		fs.BoolVar(&operator, "operator", false, "a token that may do everything (indexes, documents, every team's plugins)")
+		fs.StringVar(&scope, "scope", "", "what a team token may do on its team's indexes: search (search, read documents), write (and write documents) or admin (everything a team may; the default)")
 		fs.StringVar(&name, "name", "", "a name to tell the token by (quarry token ls)")
 	case "ls":
 		fs.BoolVar(&jsonOut, "json", false, "print JSON")
@@ -184,9 +189,20 @@ func runToken(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if sub == "create" && (team == "") == !operator {
-		fmt.Fprintln(e.stderr, "quarry token create: give --team TEAM or --operator")
-		return errUsage
+	if sub == "create" {
+		switch {
+		case (team == "") == !operator:
+			fmt.Fprintln(e.stderr, "quarry token create: give --team TEAM or --operator")
+			return errUsage
+		case operator && scope != "":
+			fmt.Fprintln(e.stderr, "quarry token create: --operator takes no --scope (an operator token may do everything); --scope is for --team tokens")
+			return errUsage
+		case scope != "":
+			if err := api.ValidTokenScope(scope); err != nil {
+				fmt.Fprintf(e.stderr, "quarry token create: --scope %s: want %s\n", scope, strings.Join(api.TokenScopes, ", "))
+				return errUsage
+			}
+		}
 	}
 	nc, c, err := nf.connect(ctx)
 	if err != nil {
@@ -195,11 +211,15 @@ func runToken(ctx context.Context, e *env, args []string) error {
 	defer nc.Close()
 	switch sub {
 	case "create":
-		token, t, err := c.CreateToken(ctx, team, operator, name)
+		var opts []client.TokenOption
+		if scope != "" {
+			opts = append(opts, client.TokenScope(scope))
+		}
+		token, t, err := c.CreateToken(ctx, team, operator, name, opts...)
 		if err != nil {
 			return err
 		}
-		who := "team " + t.Team
+		who := "team " + t.Team + ", scope " + t.ScopeOf()
 		if t.Operator {
 			who = "operators"
 		}
@@ -214,13 +234,13 @@ func runToken(ctx context.Context, e *env, args []string) error {
 			return printJSON(e.stdout, tokens)
 		}
 		tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "ID\tFOR\tNAME\tCREATED")
+		fmt.Fprintln(tw, "ID\tFOR\tSCOPE\tNAME\tCREATED")
 		for _, t := range tokens {
-			who := "team " + t.Team
+			who, scope := "team "+t.Team, t.ScopeOf()
 			if t.Operator {
-				who = "operators"
+				who, scope = "operators", "everything"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.ID, who, t.Name, t.Created.Local().Format(time.DateTime))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", t.ID, who, scope, t.Name, t.Created.Local().Format(time.DateTime))
 		}
 		return tw.Flush()
 	case "revoke":

@@ -73,3 +73,61 @@ func TestCLITeamSet(t *testing.T) {
 		t.Errorf("team ls with settings the brokers refuse: %d %q %q", code, out, errOut)
 	}
 }
+
+// quarry token create gives a team token the scope --scope names (admin
+// without one), refuses another scope naming the valid ones and any scope
+// on an operator token, and token ls shows each token's scope.
+func TestCLITokenScopes(t *testing.T) {
+	t.Parallel()
+	url, _ := cluster(t, false)
+	nf := []string{"--nats", url}
+	cases := []struct {
+		args      []string
+		code      int
+		said      string // on stderr
+		name      string // --name, and the token ls row to find
+		lsFor, ls string // the row's FOR and SCOPE
+	}{
+		{[]string{"--team", "food", "--scope", "search", "--name", "front-end"}, 0, "for team food, scope search (shown once", "front-end", "team food", "search"},
+		{[]string{"--team", "food", "--scope", "write", "--name", "loader"}, 0, "for team food, scope write", "loader", "team food", "write"},
+		{[]string{"--team", "food", "--scope", "admin", "--name", "ci"}, 0, "for team food, scope admin", "ci", "team food", "admin"},
+		{[]string{"--team", "food", "--name", "default"}, 0, "for team food, scope admin", "default", "team food", "admin"},
+		{[]string{"--operator", "--name", "ops"}, 0, "for operators (shown once", "ops", "operators", "everything"},
+		{[]string{"--team", "food", "--scope", "read", "--name", "bad"}, 2, "quarry token create: --scope read: want search, write, admin", "", "", ""},
+		{[]string{"--team", "food", "--scope", "", "--name", "empty"}, 0, "for team food, scope admin", "empty", "team food", "admin"},
+		{[]string{"--operator", "--scope", "search", "--name", "bad-ops"}, 2, "quarry token create: --operator takes no --scope (an operator token may do everything)", "", "", ""},
+	}
+	for _, tc := range cases {
+		out, errOut, code := cli(t, "", append(append([]string{"token", "create"}, tc.args...), nf...)...)
+		if code != tc.code || !strings.Contains(errOut, tc.said) || (code == 0) != strings.HasPrefix(out, "qk_") {
+			t.Errorf("token create %s: %d %q %q, want %d and %q", strings.Join(tc.args, " "), code, out, errOut, tc.code, tc.said)
+		}
+	}
+	out, errOut, code := cli(t, "", append([]string{"token", "ls"}, nf...)...)
+	if code != 0 || !strings.HasPrefix(out, "ID") || !strings.Contains(strings.Split(out, "\n")[0], "SCOPE") {
+		t.Fatalf("token ls: %d %q %q", code, out, errOut)
+	}
+	rows := map[string]string{} // name → "FOR SCOPE"
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n")[1:] {
+		f := strings.Fields(l)
+		switch {
+		case len(f) >= 6 && f[1] == "team":
+			rows[f[4]] = f[1] + " " + f[2] + " " + f[3]
+		case len(f) >= 5 && f[1] == "operators":
+			rows[f[3]] = f[1] + " " + f[2]
+		default:
+			t.Errorf("token ls: a row of neither a team nor operators: %q", l)
+		}
+	}
+	for _, tc := range cases {
+		if want := tc.lsFor + " " + tc.ls; tc.name != "" && rows[tc.name] != want {
+			t.Errorf("token ls: %s is %q, want %q\n%s", tc.name, rows[tc.name], want, out)
+		}
+	}
+	if len(rows) != 6 {
+		t.Errorf("token ls lists %d tokens, want the 6 made:\n%s", len(rows), out)
+	}
+	if out, _, code := cli(t, "", append([]string{"token", "ls", "--json"}, nf...)...); code != 0 || !strings.Contains(out, `"scope": "search"`) {
+		t.Errorf("token ls --json: %d %s", code, out)
+	}
+}

@@ -46,6 +46,17 @@ export const post = (path, body) => call('POST', path, body);
 
 export const idx = (name) => '/v1/indexes/' + encodeURIComponent(name);
 
+// scopes are a team token's scopes, narrowest first (api.TokenScopes).
+const scopes = ['search', 'write', 'admin'];
+
+// may says whether me (GET /v1/me) may use routes that need scope: an
+// operator's token and an open API may do everything; a team token as
+// far as its scope goes (one stored without a scope is admin).
+export function may(me, scope) {
+  if (me.operator || !scope) return true;
+  return scopes.indexOf(me.scope || 'admin') >= scopes.indexOf(scope);
+}
+
 // metrics reads this node's Prometheus metrics (GET /metrics: with
 // tokens, a team's token gets its own indexes' series only) into samples:
 // [{name, labels, value}].

@@ -1,7 +1,7 @@
 // The console's shell: who the token is, the index picker, and a page per
 // hash route (#/indexes, #/playground, #/plugins, #/traffic, #/roles).
 
-import { get, setToken, token, APIError } from './api.js';
+import { get, setToken, token, may, APIError } from './api.js';
 import { h, fill, errorBox } from './dom.js';
 import * as indexes from './pages/indexes.js';
 import * as playground from './pages/playground.js';
@@ -40,7 +40,8 @@ function login(message) {
 
 function showWho(me) {
   const who = document.getElementById('who');
-  const label = !me.auth ? 'open API (no tokens: loopback)' : me.operator ? 'operator' + (me.name ? ' · ' + me.name : '') : 'team ' + me.team;
+  const label = !me.auth ? 'open API (no tokens: loopback)' : me.operator ? 'operator' + (me.name ? ' · ' + me.name : '')
+    : 'team ' + me.team + (may(me, 'admin') ? '' : ' · ' + me.scope + ' token');
   fill(who, h('span', { id: 'identity' }, label),
     me.auth ? h('button', { class: 'plain', type: 'button', onclick: () => { setToken(''); location.hash = '#/indexes'; start(); } }, 'Sign out') : null);
 }
@@ -60,11 +61,19 @@ picker.addEventListener('change', () => {
   route();
 });
 
+// allowed says whether me may open a page: one that exports scope (the
+// scope its calls need) only with a token of that scope.
+const allowed = (me, name) => may(me, pages[name].scope);
+
 async function route() {
   if (!state.me) return;
-  const name = (location.hash.replace(/^#\/?/, '').split('?')[0]) || 'indexes';
-  const page = pages[name] || pages.indexes;
-  for (const a of document.querySelectorAll('#nav a')) a.classList.toggle('active', a.dataset.page === name);
+  let name = (location.hash.replace(/^#\/?/, '').split('?')[0]) || 'indexes';
+  if (!pages[name] || !allowed(state.me, name)) name = 'indexes';
+  const page = pages[name];
+  for (const a of document.querySelectorAll('#nav a')) {
+    a.classList.toggle('active', a.dataset.page === name);
+    a.hidden = !allowed(state.me, a.dataset.page);
+  }
   if (leave) { leave(); leave = null; }
   delete document.body.dataset.ready;
   const mine = ++seq;

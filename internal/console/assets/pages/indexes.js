@@ -2,13 +2,21 @@
 // replicas serving them (generation, applied sequence, replay lag,
 // documents), the snapshot, its freshness, the query settings and team.
 
-import { get, idx } from '../api.js';
+import { get, idx, may } from '../api.js';
 import { h, table, num, bytes, ago, kv, stat, errorBox } from '../dom.js';
 
 export async function render(root, state, alive) {
   root.append(h('h1', {}, 'Indexes'));
   if (!state.me.indexes.length) {
     root.append(h('p', { class: 'muted' }, state.me.operator ? 'No index yet: quarry index create NAME --shards N.' : 'Team ' + state.me.team + ' has no index yet.'));
+    return;
+  }
+  if (!may(state.me, 'admin')) {
+    // GET …/info is an admin's: a search or write token is told what it
+    // may do instead.
+    const does = state.me.scope === 'write' ? 'search, read and write the documents of' : 'search and read the documents of';
+    root.append(h('p', { class: 'muted', id: 'scope-note' }, 'This token (scope ' + state.me.scope + ') may ' + does + ' these indexes (the Playground); their shards, settings, plugins and traffic need a token of scope admin.'));
+    for (const n of state.me.indexes) root.append(h('div', { class: 'card index', dataset: { index: n } }, h('h2', {}, n)));
     return;
   }
   const infos = await Promise.all(state.me.indexes.map(n => get(idx(n) + '/info').catch(err => ({ name: n, error: err }))));

@@ -5,6 +5,10 @@
 import { get, post, idx, metrics, pick, sum, bucketsBy, quantile } from '../api.js';
 import { h, fill, table, ms, num, bytes, ago, short, kv } from '../dom.js';
 
+// scope is what a team token needs for this page's calls (app.js hides
+// the page from a narrower one).
+export const scope = 'admin';
+
 export async function render(root, state, alive) {
   root.append(h('h1', {}, 'Plugins and pipeline ', state.index ? h('span', { class: 'badge' }, state.index) : null));
   if (!state.index) { root.append(h('p', { class: 'muted' }, 'No index.')); return; }
