@@ -20,6 +20,13 @@ func TestBuild(t *testing.T) {
 		{"wrong type", `{"default_mapping":7}`, false},
 		{"unknown analyzer", `{"default_analyzer":"klingon"}`, false},
 		{"bad scoring", `{"scoring_model":"magic"}`, false},
+		// bleve's timestamp parsers, which its root package registers
+		// (parsers.go): a process that links no index engine builds them.
+		{"seconds since the epoch", `{"default_datetime_parser":"unix_sec"}`, true},
+		{"milliseconds since the epoch", `{"default_mapping":{"properties":{"when":{"fields":[{"type":"datetime","date_format":"unix_milli"}]}}}}`, true},
+		{"microseconds since the epoch", `{"default_datetime_parser":"unix_micro"}`, true},
+		{"nanoseconds since the epoch", `{"default_datetime_parser":"unix_nano"}`, true},
+		{"unknown date parser", `{"default_datetime_parser":"unix_fortnight"}`, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
