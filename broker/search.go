@@ -12,7 +12,7 @@ import (
 
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/broker/internal/fanout"
-	"github.com/quarrysearch/quarry/internal/shard"
+	"github.com/quarrysearch/quarry/internal/querystats"
 	"github.com/quarrysearch/quarry/internal/subject"
 	"github.com/quarrysearch/quarry/internal/trace"
 	"github.com/quarrysearch/quarry/internal/wire"
@@ -340,7 +340,7 @@ func (r *run) composeStats(ctx context.Context) bool {
 	if m == nil {
 		return false
 	}
-	qt, ok := shard.ListTerms(ctx, &wire.ShardRequest{Query: r.plan.Query, MaxTerms: r.plan.MaxTerms}, m)
+	qt, ok := querystats.ListTerms(ctx, &wire.ShardRequest{Query: r.plan.Query, MaxTerms: r.plan.MaxTerms}, m)
 	if !ok {
 		return false
 	}

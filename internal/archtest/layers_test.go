@@ -45,6 +45,10 @@ var forbidden = []struct {
 	{"internal/wire", []string{"internal/meta", "internal/shard", "client", "broker", "searcher", "indexer"}, nil},
 	{"internal/meta", []string{"internal/shard", "client", "broker", "searcher", "indexer"}, nil},
 	{"internal/shard", []string{"client", "broker", "searcher", "indexer"}, nil},
+	// A query's term statistics, read through any index reader: the
+	// broker's term listing and the shards' statistics phase. Of Quarry,
+	// wire types only (TestBrokerLinksNoIndex).
+	{"internal/querystats", []string{"internal/", "client", "broker", "searcher", "indexer"}, []string{"internal/wire"}},
 	{"internal/snapshot", []string{"internal/", "client", "broker", "searcher", "indexer"}, nil},
 	{"internal/catalog", []string{"internal/", "client", "broker", "searcher", "indexer"}, nil},
 	// A role's micro service for discovery: subjects and NATS only.
@@ -53,8 +57,9 @@ var forbidden = []struct {
 	// fan-out) serve the broker's run: they import neither the broker nor
 	// another service nor the top layer.
 	{"broker/internal", []string{"broker", "searcher", "indexer", "registry", "client", "httpapi", "node", "cmd/"}, nil},
-	// Services do not import each other or the client.
-	{"broker", []string{"searcher", "indexer", "client", "node", "httpapi", "cmd/"}, nil},
+	// Services do not import each other or the client. The broker does
+	// not import the shard replica either (TestBrokerLinksNoIndex).
+	{"broker", []string{"searcher", "indexer", "client", "node", "httpapi", "cmd/", "internal/shard"}, nil},
 	{"searcher", []string{"broker", "indexer", "client", "node", "httpapi", "cmd/"}, nil},
 	{"indexer", []string{"broker", "searcher", "client", "node", "httpapi", "cmd/"}, nil},
 	{"client", []string{"broker", "searcher", "indexer", "node", "httpapi", "cmd/"}, nil},
@@ -103,6 +108,39 @@ func TestPlannerIsPure(t *testing.T) {
 				t.Errorf("planner depends on %s: it must stay pure (README.md, Layout)", dep)
 			}
 		}
+	}
+}
+
+// indexForbidden are what the broker, and internal/querystats (which
+// lists a query's terms for it), must not link: an index engine (bleve's
+// index implementations, scorch and upsidedown with its stores; zap's
+// segment formats) or the shard replica that opens one; nor the bleve
+// package itself, which registers the engines (checked apart: its
+// subpackages are the query API). Issue 37: the broker linked scorch to
+// list a query's terms. bbolt is not on the list: bleve's util package,
+// which its mapping, search and query packages import, wraps it for
+// upsidedown's store, so the broker links the package and never opens a
+// file with it.
+var indexForbidden = []string{"github.com/blevesearch/bleve/v2/index", "github.com/blevesearch/zapx/", mod + "/internal/shard"}
+
+// TestBrokerLinksNoIndex: the broker, which never opens an index, links
+// no index engine.
+func TestBrokerLinksNoIndex(t *testing.T) {
+	for _, pkg := range []string{"broker", "internal/querystats"} {
+		out, err := exec.Command("go", "list", "-deps", mod+"/"+pkg).CombinedOutput()
+		if err != nil {
+			t.Fatalf("go list: %v\n%s", err, out)
+		}
+		n := 0
+		for _, dep := range strings.Fields(string(out)) {
+			if strings.Contains(dep, ".") {
+				n++
+			}
+			if slices.ContainsFunc(indexForbidden, func(bad string) bool { return matches(dep, bad) }) || dep == "github.com/blevesearch/bleve/v2" {
+				t.Errorf("%s depends on %s: it must link no index engine (issue 37)", pkg, dep)
+			}
+		}
+		t.Logf("%s: %d packages outside the standard library", pkg, n)
 	}
 }
 

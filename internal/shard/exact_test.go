@@ -18,6 +18,7 @@ import (
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/internal/corpus"
 	"github.com/quarrysearch/quarry/internal/indexmap"
+	"github.com/quarrysearch/quarry/internal/querystats"
 	"github.com/quarrysearch/quarry/internal/testtier"
 	"github.com/quarrysearch/quarry/internal/wire"
 )
@@ -395,7 +396,7 @@ func TestTokenTotals(t *testing.T) {
 		}
 		defer reader.Close()
 		for _, f := range fields {
-			n, err := reader.(*statsReader).FieldCardinality(f)
+			n, err := reader.(*querystats.Reader).FieldCardinality(f)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -430,7 +431,7 @@ func TestTokenTotals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, ss := range reader.(*statsReader).IndexReader.(*scorch.IndexSnapshot).Segments() {
+	for _, ss := range reader.(*querystats.Reader).IndexReader.(*scorch.IndexSnapshot).Segments() {
 		st := si.(*statsIndex).tokens.segment(ss.Id())
 		st.mu.Lock()
 		if st.fields["body"] == nil {

@@ -11,10 +11,10 @@ import (
 	"github.com/quarrysearch/quarry/internal/wire"
 )
 
-// A parsed query is shared by every search of the same JSON (parseQuery):
-// searches of each kind of query, at once, from many goroutines (with
-// -race: bleve must only read a query) give the answers the first one
-// gave; a bad query is refused each time.
+// A parsed query is shared by every search of the same JSON
+// (querystats.RequestQuery): searches of each kind of query, at once, from
+// many goroutines (with -race: bleve must only read a query) give the
+// answers the first one gave; a bad query is refused each time.
 func TestParsedQueriesShared(t *testing.T) {
 	t.Parallel()
 	docs, mapping := oddCatalog(t, 300)

@@ -14,9 +14,9 @@ import (
 
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/search"
-	index "github.com/blevesearch/bleve_index_api"
 
 	"github.com/quarrysearch/quarry/api"
+	"github.com/quarrysearch/quarry/internal/querystats"
 	"github.com/quarrysearch/quarry/internal/wire"
 )
 
@@ -28,7 +28,7 @@ func (r *Replica) Search(ctx context.Context, req *wire.ShardRequest) (*wire.Sha
 		return nil, err
 	}
 	var counted *GlobalStats
-	var scoped *scopedQuery
+	var scoped *querystats.ScopedQuery
 	if req.Stats == nil && req.LocalStats {
 		if counted, err = r.Stats(ctx, req); err != nil {
 			return nil, err
@@ -42,7 +42,7 @@ func (r *Replica) Search(ctx context.Context, req *wire.ShardRequest) (*wire.Sha
 			return nil, err
 		}
 		ctx = withStats(ctx, req.Stats)
-		scoped = &scopedQuery{Query: sreq.Query, gs: req.Stats, strict: req.StatsComposed && req.MaxStaleUpdates > 0}
+		scoped = querystats.NewScopedQuery(sreq.Query, req.Stats, req.StatsComposed && req.MaxStaleUpdates > 0)
 		sreq.Query = scoped
 	}
 	idx, err := r.acquire()
@@ -56,7 +56,7 @@ func (r *Replica) Search(ctx context.Context, req *wire.ShardRequest) (*wire.Sha
 	if panicInjected(ctx) {
 		panic(fmt.Sprintf("shard %d: injected fault (searcher FaultPanic)", r.cfg.Shard))
 	}
-	ctx = withTermLimit(ctx, req.MaxTerms)
+	ctx = querystats.WithTermLimit(ctx, req.MaxTerms)
 
 	// The hits' stored fields are loaded once they are known (loadFields).
 	fields := sreq.Fields
@@ -87,13 +87,13 @@ func (r *Replica) Search(ctx context.Context, req *wire.ShardRequest) (*wire.Sha
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			return nil, api.Errorf(api.CodeTimeout, "shard %d: %v", r.cfg.Shard, ctxErr)
 		}
-		if tooMany := tooManyTerms(err, r.cfg.Shard, req.MaxTerms); tooMany != nil {
+		if tooMany := querystats.TooManyTerms(err, r.cfg.Shard, req.MaxTerms); tooMany != nil {
 			return nil, tooMany
 		}
 		if tooLarge := replyTooLarge(err, r.cfg.Shard, req.MaxReplyBytes); tooLarge != nil {
 			return nil, tooLarge
 		}
-		if lacks := scoped.lacks(r.cfg.Shard, err); lacks != nil {
+		if lacks := scoped.Lacks(r.cfg.Shard, err); lacks != nil {
 			return nil, lacks
 		}
 		return nil, fmt.Errorf("search shard %d: %w", r.cfg.Shard, err)
@@ -103,12 +103,10 @@ func (r *Replica) Search(ctx context.Context, req *wire.ShardRequest) (*wire.Sha
 	return out, nil
 }
 
-// BuildRequest turns a shard request into a bleve search request.
+// BuildRequest turns a shard request into a bleve search request (its
+// query from querystats.RequestQuery).
 func BuildRequest(req *wire.ShardRequest) (*bleve.SearchRequest, error) {
-	if req.K < 0 || req.K > api.MaxWindow {
-		return nil, api.BadRequest("k must be between 0 and %d, got %d", api.MaxWindow, req.K)
-	}
-	q, err := parseQuery(req.Query)
+	q, err := querystats.RequestQuery(req)
 	if err != nil {
 		return nil, err
 	}
@@ -228,7 +226,7 @@ func IsClosed(err error) bool { return errors.Is(err, ErrClosed) }
 // (rounding up) for BM25's average field length. Statistics without token
 // totals (from a broker that predates them) leave the average length the
 // shard's own. The document frequencies and the dictionary go through the
-// scoped reader (scopedQuery).
+// scoped reader (querystats.ScopedQuery).
 func withStats(ctx context.Context, gs *GlobalStats) context.Context {
 	if gs.FieldTokens == nil {
 		return ctx
@@ -257,16 +255,13 @@ func (r *Replica) checkFresh(req *wire.ShardRequest) error {
 	return nil
 }
 
-// maxRecorded bounds the terms the statistics phase records when the
-// request sets no max_terms.
-const maxRecorded = 1 << 16
-
 // Stats runs the statistics phase of a request: which terms of which fields
 // the query reads on this shard (its own expansions), their live document
-// frequencies, the live document count, those fields' token totals, and
-// the stream sequence they were counted at.
+// frequencies, the live document count, those fields' token totals
+// (querystats.Count, over the replica's reader), and the stream sequence
+// they were counted at.
 func (r *Replica) Stats(ctx context.Context, req *wire.ShardRequest) (*GlobalStats, error) {
-	sreq, err := BuildRequest(req)
+	q, err := querystats.RequestQuery(req)
 	if err != nil {
 		return nil, err
 	}
@@ -286,38 +281,11 @@ func (r *Replica) Stats(ctx context.Context, req *wire.ShardRequest) (*GlobalSta
 		return nil, fmt.Errorf("shard %d: statistics: %w", r.cfg.Shard, err)
 	}
 	defer reader.Close()
-	max := maxRecorded
-	if req.MaxTerms > 0 {
-		max = 2 * req.MaxTerms
-	}
-	rec := newRecorder(max)
-	sr := scope(reader, nil, rec)
-	fields, err := rec.read(ctx, sreq, sr, idx.Mapping(), req.MaxTerms, r.cfg.Shard)
+	out, err := querystats.Count(ctx, q, req.MaxTerms, reader, idx.Mapping(), r.cfg.Shard)
 	if err != nil {
 		return nil, err
 	}
-	out := &rec.stats
 	out.Generation = r.generation.Load()
 	out.Seqs = map[int]uint64{r.cfg.Shard: seq}
-	if out.DocCount, err = reader.DocCount(); err != nil {
-		return nil, fmt.Errorf("shard %d: statistics: %w", r.cfg.Shard, err)
-	}
-	out.FieldTokens = make(map[string]int, len(fields))
-	out.FieldTokens["*"] = 0
-	bleveOwn, _ := sr.IndexReader.(index.BM25Reader)
-	out.FieldCardinality = make(map[string]int, len(fields))
-	for field := range fields {
-		n, err := sr.FieldCardinality(field)
-		if err != nil {
-			return nil, fmt.Errorf("shard %d: field %q statistics: %w", r.cfg.Shard, field, err)
-		}
-		out.FieldTokens[field] = n
-		// For searchers that predate token totals (a rolling upgrade).
-		if bleveOwn != nil {
-			if out.FieldCardinality[field], err = bleveOwn.FieldCardinality(field); err != nil {
-				return nil, fmt.Errorf("shard %d: field %q statistics: %w", r.cfg.Shard, field, err)
-			}
-		}
-	}
 	return out, nil
 }

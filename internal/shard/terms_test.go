@@ -11,13 +11,14 @@ import (
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/internal/corpus"
 	"github.com/quarrysearch/quarry/internal/indexmap"
+	"github.com/quarrysearch/quarry/internal/querystats"
 	"github.com/quarrysearch/quarry/internal/wire"
 )
 
-// ListTerms finds, from the mapping alone, exactly the terms and fields
-// the statistics phase records on the shards for every query whose terms
-// do not depend on an index's dictionary, and says so for every query
-// whose terms do.
+// querystats.ListTerms finds, from the mapping alone, exactly the terms
+// and fields the statistics phase records on the shards for every query
+// whose terms do not depend on an index's dictionary, and says so for
+// every query whose terms do.
 func TestListTerms(t *testing.T) {
 	g := corpus.New(corpus.Config{Seed: 5, BodyMax: 60})
 	docs := g.Records(400)
@@ -40,7 +41,7 @@ func TestListTerms(t *testing.T) {
 	for name, q := range queries {
 		t.Run(name, func(t *testing.T) {
 			req := &wire.ShardRequest{Query: []byte(q), K: 10}
-			qt, ok := ListTerms(context.Background(), req, m)
+			qt, ok := querystats.ListTerms(context.Background(), req, m)
 			if ok != listed[name] {
 				t.Fatalf("listed %v, want %v", ok, listed[name])
 			}
@@ -129,24 +130,5 @@ func TestComposedStatsLackingATerm(t *testing.T) {
 				t.Fatalf("got %v, want %s %q", err, wire.CodeStaleStats, tc.want)
 			}
 		})
-	}
-}
-
-// BenchmarkListTerms is what listing a new query's terms costs the broker
-// (once per query not cached): a query of the demo's shape, three fields
-// and a phrase, two words.
-func BenchmarkListTerms(b *testing.B) {
-	m, err := indexmap.Build(corpus.Mapping("bm25"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	const text = "spicy noodles"
-	q := fmt.Sprintf(`{"disjuncts":[{"match":%q,"field":"title","boost":3},{"match":%q,"field":"body"},{"match":%q,"field":"_all","boost":0.5},{"match_phrase":%q,"field":"title","boost":2}]}`, text, text, text, text)
-	req := &wire.ShardRequest{Query: []byte(q), K: 10}
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, ok := ListTerms(context.Background(), req, m); !ok {
-			b.Fatal("not listed")
-		}
 	}
 }

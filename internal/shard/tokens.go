@@ -10,7 +10,10 @@ import (
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/index/scorch"
 	"github.com/blevesearch/bleve/v2/search"
+	index "github.com/blevesearch/bleve_index_api"
 	segment "github.com/blevesearch/scorch_segment_api/v2"
+
+	"github.com/quarrysearch/quarry/internal/querystats"
 )
 
 // Token totals: BM25's average field length in Quarry is the number of
@@ -80,6 +83,19 @@ func (c *tokenCache) liveTokens(snap *scorch.IndexSnapshot, field string) (uint6
 	c.sweep(segs)
 	return total, nil
 }
+
+// LiveTokens is liveTokens for a shard's querystats.Reader: reader is the
+// scorch snapshot it wraps (false for another reader).
+func (c *tokenCache) LiveTokens(reader index.IndexReader, field string) (uint64, bool, error) {
+	snap, ok := reader.(*scorch.IndexSnapshot)
+	if !ok {
+		return 0, false, nil
+	}
+	n, err := c.liveTokens(snap, field)
+	return n, true, err
+}
+
+var _ querystats.TokenCounter = (*tokenCache)(nil)
 
 // warmFields lists the fields queries have read.
 func (c *tokenCache) warmFields() []string {
@@ -303,7 +319,7 @@ func openSnapshot(idx bleve.Index) (*scorch.IndexSnapshot, func(), error) {
 	}
 	closeReader := func() { reader.Close() }
 	inner := reader
-	if sr, ok := reader.(*statsReader); ok {
+	if sr, ok := reader.(*querystats.Reader); ok {
 		inner = sr.IndexReader
 	}
 	snap, _ := inner.(*scorch.IndexSnapshot)

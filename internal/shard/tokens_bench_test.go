@@ -7,6 +7,7 @@ import (
 	"github.com/blevesearch/bleve/v2/index/scorch"
 
 	"github.com/quarrysearch/quarry/internal/corpus"
+	"github.com/quarrysearch/quarry/internal/querystats"
 )
 
 // BenchmarkTokenCount measures the token count of one field: "cold" walks
@@ -29,7 +30,7 @@ func BenchmarkTokenCount(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer reader.Close()
-	snap := reader.(*statsReader).IndexReader.(*scorch.IndexSnapshot)
+	snap := reader.(*querystats.Reader).IndexReader.(*scorch.IndexSnapshot)
 	b.Logf("%d segments", len(snap.Segments()))
 	for _, field := range []string{"title", "body", "_all"} {
 		b.Run("cold/"+field, func(b *testing.B) {

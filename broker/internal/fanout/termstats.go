@@ -14,9 +14,9 @@ const DefaultStatsCacheTerms = 65536
 // that earlier queries read: its statistics can be put together from
 // theirs (Compose) with no statistics round trip, when the broker knows
 // which terms it reads (the planner's query analysed with the index's
-// mapping, shard.ListTerms). Every statistics answer counted over all of
-// an index's shards feeds the table (Put). Each term's document frequency,
-// each field's token total and the document count are kept with the
+// mapping, querystats.ListTerms). Every statistics answer counted over all
+// of an index's shards feeds the table (Put). Each term's document
+// frequency, each field's token total and the document count are kept with the
 // moment and the shards' stream sequences they were counted at; what a
 // query is given is fresh by the cache's bound (the generation, maxAge)
 // and carries, per shard, the oldest sequence of what it was put together

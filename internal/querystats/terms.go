@@ -1,4 +1,4 @@
-package shard
+package querystats
 
 import (
 	"context"
@@ -7,9 +7,9 @@ import (
 	"maps"
 	"slices"
 
-	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/mapping"
 	"github.com/blevesearch/bleve/v2/search"
+	"github.com/blevesearch/bleve/v2/search/query"
 	index "github.com/blevesearch/bleve_index_api"
 
 	"github.com/quarrysearch/quarry/internal/wire"
@@ -35,17 +35,13 @@ type QueryTerms struct {
 // terms that are not UTF-8 (their fields' statistics stay each shard's
 // own), and on any error (the statistics phase reports it).
 func ListTerms(ctx context.Context, req *wire.ShardRequest, m mapping.IndexMapping) (*QueryTerms, bool) {
-	sreq, err := BuildRequest(req)
+	q, err := RequestQuery(req)
 	if err != nil {
 		return nil, false
 	}
-	max := maxRecorded
-	if req.MaxTerms > 0 {
-		max = 2 * req.MaxTerms
-	}
-	rec := newRecorder(max)
+	rec := newRecorder(recordMax(req.MaxTerms))
 	var none noDocuments
-	fields, err := listRead(ctx, rec, sreq, scope(&none, nil, rec), m, req.MaxTerms)
+	fields, err := listRead(ctx, rec, q, scope(&none, nil, rec), m, req.MaxTerms)
 	if err != nil || none.dictionaries || rec.stats.Truncated || len(rec.stats.Local) > 0 {
 		return nil, false
 	}
@@ -60,13 +56,13 @@ func ListTerms(ctx context.Context, req *wire.ShardRequest, m mapping.IndexMappi
 
 // listRead is rec.read over noDocuments, where bleve may meet what no
 // index gives it: a panic is a query whose terms are not listed.
-func listRead(ctx context.Context, rec *recorder, sreq *bleve.SearchRequest, sr *statsReader, m mapping.IndexMapping, maxTerms int) (fields search.FieldSet, err error) {
+func listRead(ctx context.Context, rec *recorder, q query.Query, sr *Reader, m mapping.IndexMapping, maxTerms int) (fields search.FieldSet, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("list terms: %v", p)
 		}
 	}()
-	return rec.read(ctx, sreq, sr, m, maxTerms, 0)
+	return rec.read(ctx, q, sr, m, maxTerms, 0)
 }
 
 // errNoDocuments answers what an index with no documents cannot.

@@ -1,4 +1,4 @@
-package shard
+package querystats
 
 import (
 	"sync"
@@ -6,6 +6,7 @@ import (
 	"github.com/blevesearch/bleve/v2/search/query"
 
 	"github.com/quarrysearch/quarry/api"
+	"github.com/quarrysearch/quarry/internal/wire"
 )
 
 // Parsing a bleve query (query.ParseQuery: encoding/json, by reflection,
@@ -27,6 +28,17 @@ var parsed = struct {
 	sync.Mutex
 	m map[string]query.Query
 }{m: make(map[string]query.Query, parsedMax)}
+
+// RequestQuery returns a shard request's query, parsed and validated
+// (parseQuery), once its k is within bounds: what the statistics phase
+// (Count) and ListTerms read, and what internal/shard's BuildRequest
+// makes a bleve search request of.
+func RequestQuery(req *wire.ShardRequest) (query.Query, error) {
+	if req.K < 0 || req.K > api.MaxWindow {
+		return nil, api.BadRequest("k must be between 0 and %d, got %d", api.MaxWindow, req.K)
+	}
+	return parseQuery(req.Query)
+}
 
 // parseQuery parses and validates a shard request's query, from the
 // cache when it was parsed before.
