@@ -141,6 +141,19 @@ func (l *PluginLogs) team(name string) *teamLog {
 	return t
 }
 
+// AdmitLog implements plugins.LogAdmitter: whether a line of team's
+// would be taken now. A line refused here is counted as dropped and never
+// built; one admitted still takes its token in PluginLog.
+func (l *PluginLogs) AdmitLog(team string) bool {
+	t := l.team(team)
+	if t.limiter.Tokens() >= 1 {
+		return true
+	}
+	t.dropped.Add(1)
+	l.dropped.WithLabelValues(team).Inc()
+	return false
+}
+
 // PluginLog takes a line if the team's rate and the queue allow, at once;
 // otherwise it counts it dropped.
 func (l *PluginLogs) PluginLog(line plugins.LogLine) {

@@ -32,6 +32,24 @@ type LogSink interface {
 	PluginLog(LogLine)
 }
 
+// LogAdmitter is a LogSink that can tell, before a line is built, that it
+// would drop it (its team is over its rate): the host then neither copies
+// the line out of the guest's memory nor allocates for it, so a plugin
+// that logs thousands of lines a call costs its team the calls alone, and
+// the process no garbage. PluginLog still decides for the lines admitted.
+type LogAdmitter interface {
+	// AdmitLog reports whether PluginLog would take a line of team's now.
+	// It must be cheap and not block.
+	AdmitLog(team string) bool
+}
+
+// admitLog reports whether the runtime's sink may take a line of its
+// team's now (true for a sink that does not say).
+func (r *Runtime) admitLog() bool {
+	a, ok := r.cfg.LogSink.(LogAdmitter)
+	return !ok || a.AdmitLog(r.cfg.Team)
+}
+
 // levelNames are the ABI's log levels by number (abi.LevelDebug…).
 var levelNames = [...]string{"debug", "info", "warn", "error"}
 
@@ -64,6 +82,10 @@ func (l *lineLogger) setRequest(id string) {
 func (l *lineLogger) Write(b []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.p.rt.cfg.LogSink != nil && !l.p.rt.admitLog() {
+		l.buf.Reset() // dropped, line by line as the sink would: never copied
+		return len(b), nil
+	}
 	l.buf.Write(b)
 	for {
 		line, err := l.buf.ReadString('\n')

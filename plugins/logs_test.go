@@ -65,3 +65,61 @@ func TestLogSink(t *testing.T) {
 		t.Fatalf("lines:\n got %+v\nwant %+v", got, want)
 	}
 }
+
+// closedSink is a LogSink that admits no line (a team over its rate) and
+// counts what it is asked.
+type closedSink struct {
+	lines
+	asked int
+}
+
+func (c *closedSink) AdmitLog(string) bool {
+	c.mu.Lock()
+	c.asked++
+	c.mu.Unlock()
+	return false
+}
+
+// floodWAT is a rewriter that logs a 4 KiB line 2,000 times a call.
+const floodWAT = `(module
+  (import "quarry_abi_v1" "log" (func $log (param i32 i32 i32)))
+  (memory 1)
+  (func (export "quarry_abi_v1"))
+  (func (export "quarry_alloc") (param i32) (result i32) (i32.const 1024))
+  (func (export "quarry_rewrite") (param i32 i32) (result i64)
+    (local $i i32)
+    (local.set $i (i32.const 2000))
+    (loop $more
+      (call $log (i32.const 1) (i32.const 8192) (i32.const 4096))
+      (local.set $i (i32.sub (local.get $i) (i32.const 1)))
+      (br_if $more (local.get $i)))
+    (i32.store16 (i32.const 40960) (i32.const 0))
+    (i64.or (i64.shl (i64.const 40960) (i64.const 32)) (i64.const 2))))`
+
+// A line the sink would drop (LogAdmitter) is neither read out of the
+// guest nor built: a plugin logging 2,000 lines of 4 KiB a call over its
+// team's rate allocated 8 MB a call, garbage every team's searches paid
+// for (TestAttackIsolation: the calm team's p99 2.6x).
+func TestLogOverRateNotBuilt(t *testing.T) {
+	ctx := context.Background()
+	sink := &closedSink{}
+	rt := testRuntimeWith(t, Config{LogSink: sink, Team: "food"})
+	p, err := rt.Load(ctx, Spec{Name: "flood", Version: "v1", Kind: Rewriter, Instances: 1, Budget: DefaultMaxBudget}, wasmtest.WAT(t, floodWAT))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close(ctx)
+	req := &abi.RewriteRequest{Q: "x"}
+	allocs := testing.AllocsPerRun(5, func() {
+		if _, err := p.Rewrite(ctx, req); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if sink.asked < 2000 || len(sink.got) != 0 {
+		t.Fatalf("the sink was asked %d times and got %d lines, want 2,000 a call asked and none got", sink.asked, len(sink.got))
+	}
+	if allocs > 100 {
+		t.Fatalf("a call logging 2,000 lines over the rate allocates %v times", allocs)
+	}
+	t.Logf("a call of 2,000 dropped lines: %v allocations", allocs)
+}

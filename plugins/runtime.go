@@ -262,8 +262,14 @@ func NewRuntime(ctx context.Context, cfg Config) (*Runtime, error) {
 		return nil, fmt.Errorf("wasi: %w", err)
 	}
 	_, err := r.rt.NewHostModuleBuilder(abi.ImportModule).
-		NewFunctionBuilder().WithFunc(hostLog).Export(abi.ImportLog).
-		NewFunctionBuilder().WithFunc(hostConfig).Export(abi.ImportConfig).
+		// Stack-based host functions: WithFunc's reflection allocates on
+		// every call, and a guest may call log thousands of times a call.
+		NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(func(ctx context.Context, m api.Module, stack []uint64) {
+			hostLog(ctx, m, api.DecodeU32(stack[0]), api.DecodeU32(stack[1]), api.DecodeU32(stack[2]))
+		}), []api.ValueType{api.ValueTypeI32, api.ValueTypeI32, api.ValueTypeI32}, nil).Export(abi.ImportLog).
+		NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(func(ctx context.Context, m api.Module, stack []uint64) {
+			stack[0] = api.EncodeU32(hostConfig(ctx, m, api.DecodeU32(stack[0]), api.DecodeU32(stack[1])))
+		}), []api.ValueType{api.ValueTypeI32, api.ValueTypeI32}, []api.ValueType{api.ValueTypeI32}).Export(abi.ImportConfig).
 		Instantiate(ctx)
 	if err != nil {
 		r.rt.Close(ctx)
@@ -305,11 +311,15 @@ func hostLog(ctx context.Context, m api.Module, level, ptr, n uint32) {
 		return
 	}
 	n = min(n, maxLogMessage)
+	sink := p.rt.cfg.LogSink
+	if sink != nil && !p.rt.admitLog() {
+		return // over the team's rate: neither read nor built
+	}
 	b, ok := m.Memory().Read(ptr, n)
 	if !ok {
 		return
 	}
-	if sink := p.rt.cfg.LogSink; sink != nil {
+	if sink != nil {
 		sink.PluginLog(LogLine{Time: time.Now(), Team: p.rt.cfg.Team, Plugin: p.spec.Name, Version: p.spec.Version,
 			Level: levelName(level), Source: "log", RequestID: trace.RequestID(ctx), Message: string(b)})
 		return
