@@ -21,15 +21,23 @@ func (b *Broker) variantPipeline(ctx context.Context, l *pipeline.Loader, index 
 		return nil, api.BadRequest("variant pipeline: %d steps, over the limit of %d", n, maxVariantSteps)
 	}
 	spec := &api.PipelineSpec{Index: index}
+	// Each version read once a request: a variant may name one version
+	// in each of its 32 steps.
+	versions := map[[2]string]*api.PluginVersion{}
 	for _, k := range []struct {
 		kind plugins.Kind
 		in   []api.StepSpec
 		out  *[]api.StepSpec
 	}{{plugins.Rewriter, want.Rewriters, &spec.Rewriters}, {plugins.Ranker, want.Rankers, &spec.Rankers}} {
 		for i, st := range k.in {
-			ver, err := b.store.ValidPluginVersion(ctx, index, st.Plugin, st.Digest)
-			if err != nil {
-				return nil, api.Errorf(api.CodeOf(err), "variant pipeline: %s %d: %v", k.kind, i, err)
+			key := [2]string{st.Plugin, st.Digest}
+			ver := versions[key]
+			if ver == nil {
+				var err error
+				if ver, err = b.store.ValidPluginVersion(ctx, index, st.Plugin, st.Digest); err != nil {
+					return nil, api.Errorf(api.CodeOf(err), "variant pipeline: %s %d: %v", k.kind, i, err)
+				}
+				versions[key] = ver
 			}
 			if ver.Kind != k.kind {
 				return nil, api.BadRequest("variant pipeline: %s %d: %s is a %s", k.kind, i, st.Plugin, ver.Kind)
