@@ -83,6 +83,9 @@ type PluginLogs struct {
 type teamLog struct {
 	limiter *rate.Limiter
 	dropped atomic.Int64 // since the last line queued
+	// droppedTotal is the team's series of PluginLogs.dropped, looked
+	// up once: a plugin may have thousands of lines a call dropped.
+	droppedTotal prometheus.Counter
 	// process holds the team to PluginLogsConfig.ProcessRate in the
 	// process's log (used by the publisher alone).
 	process *rate.Limiter
@@ -135,7 +138,7 @@ func (l *PluginLogs) team(name string) *teamLog {
 		if l.cfg.ProcessRate < 0 {
 			process = rate.NewLimiter(0, 0)
 		}
-		t = &teamLog{limiter: lim, process: process}
+		t = &teamLog{limiter: lim, process: process, droppedTotal: l.dropped.WithLabelValues(name)}
 		l.teams[name] = t
 	}
 	return t
@@ -150,7 +153,7 @@ func (l *PluginLogs) AdmitLog(team string) bool {
 		return true
 	}
 	t.dropped.Add(1)
-	l.dropped.WithLabelValues(team).Inc()
+	t.droppedTotal.Inc()
 	return false
 }
 
@@ -160,7 +163,7 @@ func (l *PluginLogs) PluginLog(line plugins.LogLine) {
 	t := l.team(line.Team)
 	if !t.limiter.Allow() {
 		t.dropped.Add(1)
-		l.dropped.WithLabelValues(line.Team).Inc()
+		t.droppedTotal.Inc()
 		return
 	}
 	dropped := t.dropped.Swap(0)
@@ -168,7 +171,7 @@ func (l *PluginLogs) PluginLog(line plugins.LogLine) {
 	case l.queue <- queuedLine{line: line, dropped: dropped}:
 	default:
 		t.dropped.Add(dropped + 1) // still to be told, with this one
-		l.dropped.WithLabelValues(line.Team).Inc()
+		t.droppedTotal.Inc()
 	}
 }
 

@@ -208,3 +208,19 @@ func runPluginLogs(t *testing.T, ctx context.Context, nc *nats.Conn, cfg PluginL
 	t.Cleanup(func() { stop(); <-done })
 	return logs
 }
+
+// BenchmarkAdmitLogDropped: what a plugin's log line over its team's rate
+// costs the broker's sink (plugins.LogAdmitter): a plugin may log
+// thousands a call.
+func BenchmarkAdmitLogDropped(b *testing.B) {
+	l, err := NewPluginLogs(nil, PluginLogsConfig{Rate: -1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if l.AdmitLog("food") {
+			b.Fatal("admitted with no rate")
+		}
+	}
+}

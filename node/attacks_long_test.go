@@ -122,6 +122,15 @@ func TestAttackIsolation(t *testing.T) {
 		return base + name + "/search"
 	}
 	attacks := []attack{
+		// The control: what another team's three clients in a closed
+		// loop of plain searches cost the calm team on this machine; the
+		// attacks below send as many clients.
+		{"control: plain searches from 3 clients in a closed loop", func(t *testing.T) func(<-chan struct{}) map[string]int {
+			url := attackerIndex(t, "plain")
+			return loop(3, func(hc *http.Client, _ int) string {
+				return post(hc, url, `{"q":"noodles"}`)
+			})
+		}},
 		{"a wildcard over every field's terms", func(t *testing.T) func(<-chan struct{}) map[string]int {
 			// The attacker's own index, its terms limit raised to the
 			// most an index may allow: the wildcard runs.
