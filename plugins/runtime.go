@@ -265,11 +265,11 @@ func NewRuntime(ctx context.Context, cfg Config) (*Runtime, error) {
 		// Stack-based host functions: WithFunc's reflection allocates on
 		// every call, and a guest may call log thousands of times a call.
 		NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(func(ctx context.Context, m api.Module, stack []uint64) {
-			hostLog(ctx, m, api.DecodeU32(stack[0]), api.DecodeU32(stack[1]), api.DecodeU32(stack[2]))
-		}), []api.ValueType{api.ValueTypeI32, api.ValueTypeI32, api.ValueTypeI32}, nil).Export(abi.ImportLog).
+		hostLog(ctx, m, api.DecodeU32(stack[0]), api.DecodeU32(stack[1]), api.DecodeU32(stack[2]))
+	}), []api.ValueType{api.ValueTypeI32, api.ValueTypeI32, api.ValueTypeI32}, nil).Export(abi.ImportLog).
 		NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(func(ctx context.Context, m api.Module, stack []uint64) {
-			stack[0] = api.EncodeU32(hostConfig(ctx, m, api.DecodeU32(stack[0]), api.DecodeU32(stack[1])))
-		}), []api.ValueType{api.ValueTypeI32, api.ValueTypeI32}, []api.ValueType{api.ValueTypeI32}).Export(abi.ImportConfig).
+		stack[0] = api.EncodeU32(hostConfig(ctx, m, api.DecodeU32(stack[0]), api.DecodeU32(stack[1])))
+	}), []api.ValueType{api.ValueTypeI32, api.ValueTypeI32}, []api.ValueType{api.ValueTypeI32}).Export(abi.ImportConfig).
 		Instantiate(ctx)
 	if err != nil {
 		r.rt.Close(ctx)
