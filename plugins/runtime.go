@@ -262,14 +262,11 @@ func NewRuntime(ctx context.Context, cfg Config) (*Runtime, error) {
 		return nil, fmt.Errorf("wasi: %w", err)
 	}
 	_, err := r.rt.NewHostModuleBuilder(abi.ImportModule).
-		// Stack-based host functions: WithFunc's reflection allocates on
-		// every call, and a guest may call log thousands of times a call.
-		NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(func(ctx context.Context, m api.Module, stack []uint64) {
-		hostLog(ctx, m, api.DecodeU32(stack[0]), api.DecodeU32(stack[1]), api.DecodeU32(stack[2]))
-	}), []api.ValueType{api.ValueTypeI32, api.ValueTypeI32, api.ValueTypeI32}, nil).Export(abi.ImportLog).
-		NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(func(ctx context.Context, m api.Module, stack []uint64) {
-		stack[0] = api.EncodeU32(hostConfig(ctx, m, api.DecodeU32(stack[0]), api.DecodeU32(stack[1])))
-	}), []api.ValueType{api.ValueTypeI32, api.ValueTypeI32}, []api.ValueType{api.ValueTypeI32}).Export(abi.ImportConfig).
+		// Stack-based host functions (logFunc, configFunc): WithFunc's reflection
+		// allocates on every call, and a guest may log thousands of times
+		// a call.
+		NewFunctionBuilder().WithGoModuleFunction(logFunc, []api.ValueType{api.ValueTypeI32, api.ValueTypeI32, api.ValueTypeI32}, nil).Export(abi.ImportLog).
+		NewFunctionBuilder().WithGoModuleFunction(configFunc, []api.ValueType{api.ValueTypeI32, api.ValueTypeI32}, []api.ValueType{api.ValueTypeI32}).Export(abi.ImportConfig).
 		Instantiate(ctx)
 	if err != nil {
 		r.rt.Close(ctx)
@@ -304,6 +301,17 @@ func pluginOf(m api.Module) *Plugin {
 
 // maxLogMessage caps one log message from a guest.
 const maxLogMessage = 4096
+
+// logFunc and configFunc are hostLog and hostConfig on wazero's stack:
+// (level, ptr, n) and (ptr, capacity) → length.
+var (
+	logFunc = api.GoModuleFunc(func(ctx context.Context, m api.Module, stack []uint64) {
+		hostLog(ctx, m, api.DecodeU32(stack[0]), api.DecodeU32(stack[1]), api.DecodeU32(stack[2]))
+	})
+	configFunc = api.GoModuleFunc(func(ctx context.Context, m api.Module, stack []uint64) {
+		stack[0] = api.EncodeU32(hostConfig(ctx, m, api.DecodeU32(stack[0]), api.DecodeU32(stack[1])))
+	})
+)
 
 func hostLog(ctx context.Context, m api.Module, level, ptr, n uint32) {
 	p := pluginOf(m)
