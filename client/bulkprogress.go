@@ -1,6 +1,7 @@
 package client
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -279,6 +280,9 @@ func (c *Client) shardApplied(ctx context.Context, index string, sh int) (seq ui
 	return r.Seq, true
 }
 
+// DefaultSearchableWait is Options.SearchableWait's default.
+const DefaultSearchableWait = time.Minute
+
 // WaitSearchable waits until a search of index finds every write stored up
 // to stream sequence seq (what Put and Delete return, a BulkResult's
 // LastSeq): until each shard's searcher has applied the shard's last
@@ -286,8 +290,16 @@ func (c *Client) shardApplied(ctx context.Context, index string, sh int) (seq ui
 // ?wait=searchable over HTTP, --wait in the CLI. With several searcher
 // replicas of a shard it asks one of them each time: a search answered
 // by another may, for a moment, not see the write yet. The error on ctx's
-// end says which shards were behind.
+// end says which shards were behind. With no deadline in ctx it waits at
+// most Options.SearchableWait: a searcher that never catches up (stopped,
+// its disk full) does not hold the caller (the HTTP door's
+// ?wait=searchable) for ever.
 func (c *Client) WaitSearchable(ctx context.Context, index string, seq uint64) error {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, cmp.Or(c.opts.SearchableWait, DefaultSearchableWait))
+		defer cancel()
+	}
 	def, err := c.definition(ctx, index)
 	if err != nil {
 		return err
@@ -328,7 +340,7 @@ func (c *Client) WaitSearchable(ctx context.Context, index string, seq uint64) e
 		}
 		select {
 		case <-ctx.Done():
-			return api.Errorf(api.CodeTimeout, "index %q was not searchable up to sequence %d in time:%s", index, seq, strings.TrimSuffix(behind, ";"))
+			return api.Errorf(api.CodeTimeout, "index %q was not searchable up to sequence %d in time:%s (what was written is stored: it is searchable once the searchers catch up)", index, seq, strings.TrimSuffix(behind, ";"))
 		case <-time.After(wait):
 		}
 	}

@@ -33,6 +33,10 @@ type Options struct {
 	// RequestTimeout bounds a search with no context deadline and no
 	// timeout_ms (default 30s).
 	RequestTimeout time.Duration
+	// SearchableWait bounds WaitSearchable (and Bulk's WaitSearchable,
+	// the HTTP door's ?wait=searchable) when its context has no deadline
+	// (default DefaultSearchableWait, 1m).
+	SearchableWait time.Duration
 }
 
 // maxAsyncPending bounds unacknowledged async publishes per client; Bulk's

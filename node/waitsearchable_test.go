@@ -3,11 +3,15 @@ package node
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/quarrysearch/quarry/api"
+	"github.com/quarrysearch/quarry/broker"
+	"github.com/quarrysearch/quarry/client"
+	"github.com/quarrysearch/quarry/indexer"
 )
 
 // TestWaitSearchable: a bulk load over HTTP with ?wait=searchable answers
@@ -47,5 +51,29 @@ func TestWaitSearchable(t *testing.T) {
 	}
 	if code, body := httpDo(t, n, "POST", "/v1/indexes/ws/documents?wait=for", `{"id":"x"}`); code != 400 || !strings.Contains(string(body), "searchable") {
 		t.Fatalf("wait=for: %d %s", code, body)
+	}
+}
+
+// Waiting until searchable is bounded when the caller gives no deadline
+// (the HTTP door's requests have none): with no searcher to catch up, it
+// ends at the client's SearchableWait, saying the write is stored.
+func TestWaitSearchableBounded(t *testing.T) {
+	t.Parallel()
+	n := startRoles(t, "", &indexer.Config{SnapshotInterval: -1}, nil, &broker.Config{})
+	c, err := client.New(context.Background(), n.Conn(), client.Options{SearchableWait: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CreateIndex(context.Background(), "nosearcher", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	seq, err := c.Put(context.Background(), "nosearcher", []byte(`{"id":"a","t":"x"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	err = c.WaitSearchable(context.Background(), "nosearcher", seq)
+	if !errors.Is(err, api.ErrTimeout) || !strings.Contains(err.Error(), "what was written is stored") || time.Since(start) > 10*time.Second {
+		t.Fatalf("with no searcher and no deadline: %v after %s, want a timeout at the client's SearchableWait", err, time.Since(start))
 	}
 }
