@@ -27,12 +27,28 @@ func newRegistry() (*prometheus.Registry, error) {
 	return reg, nil
 }
 
+// MetricsMaxConns and MetricsMaxConnsPerClient cap the connections the
+// metrics listener (Config.MetricsAddr) keeps open, in all and from one
+// client address; one past them is answered 503 or 429 and closed.
+const (
+	MetricsMaxConns          = 64
+	MetricsMaxConnsPerClient = 16
+)
+
 // serveMetrics serves GET /metrics, /healthz and /readyz on a listener of
 // its own at addr until the last tier stops, so a draining node can still
 // be watched.
 func (n *Node) serveMetrics(addr string) error {
-	ln, err := listen(SettingMetricsAddr, "metrics", addr)
+	raw, err := listen(SettingMetricsAddr, "metrics", addr)
 	if err != nil {
+		return err
+	}
+	// Scrapers are few: a cap keeps anyone who can reach the port from
+	// holding the process's descriptors (the HTTP API's are capped the
+	// same way, higher).
+	ln, err := httpapi.LimitListener(raw, httpapi.ConnLimits{Total: MetricsMaxConns, PerClient: MetricsMaxConnsPerClient}, n.cfg.Logger)
+	if err != nil {
+		raw.Close()
 		return err
 	}
 	n.MetricsAddr = ln.Addr().String()

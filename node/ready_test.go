@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/quarrysearch/quarry/broker"
 	"github.com/quarrysearch/quarry/client"
 	"github.com/quarrysearch/quarry/indexer"
+	"github.com/quarrysearch/quarry/internal/testwait"
 	"github.com/quarrysearch/quarry/searcher"
 )
 
@@ -69,6 +71,37 @@ func TestReadinessWithoutHTTP(t *testing.T) {
 			t.Fatalf("%s on the metrics listener: %d", path, resp.StatusCode)
 		}
 	}
+	// Its connections are capped: one client holding 16 open gets the
+	// 17th refused at once (429), and the listener still answers once
+	// they close.
+	var held []net.Conn
+	for range MetricsMaxConnsPerClient {
+		c, err := net.Dial("tcp", n.MetricsAddr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, c)
+	}
+	extra, err := net.Dial("tcp", n.MetricsAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	extra.SetReadDeadline(time.Now().Add(5 * time.Second))
+	answer, _ := io.ReadAll(extra)
+	extra.Close()
+	if !strings.HasPrefix(string(answer), "HTTP/1.1 429") {
+		t.Errorf("connection %d to the metrics listener from one client: %q, want 429", MetricsMaxConnsPerClient+1, answer)
+	}
+	for _, c := range held {
+		c.Close()
+	}
+	testwait.UntilErr(t, 10*time.Second, "the metrics listener answers again", func() error {
+		resp, err := http.Get("http://" + n.MetricsAddr + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err
+	})
 }
 
 // TestProfiling: Go's profiles are served on the metrics listener only
