@@ -127,7 +127,7 @@ func pluginAdmin(ctx context.Context, e *env, op string, args []string) error {
 		if activate {
 			fmt.Fprintln(e.stdout, "activated")
 			l, err := c.Plugins(ctx, index)
-			if err != nil {
+			if err != nil || l.Pipeline == nil {
 				return err
 			}
 			return waitBrokers(ctx, e.stdout, c, index, l.Pipeline.Revision, wait)
