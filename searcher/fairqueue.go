@@ -52,6 +52,7 @@ type teamQueue struct {
 	running  int
 	inRing   bool
 	cost     time.Duration // moving mean of recent service times
+	known    bool          // a request of the team ended: cost means something
 	lastSeen time.Time
 }
 
@@ -128,7 +129,12 @@ func (q *fairQueue) next() (job, *teamQueue, bool) {
 
 // heavy reports whether t's recent requests are expensive (under mu).
 func (q *fairQueue) heavy(t *teamQueue) bool {
-	return q.heavyAfter > 0 && t.cost > q.heavyAfter
+	// A team none of whose requests has ended yet is not known to be
+	// light: its first request may be a 2-second wildcard over every
+	// term, which, taken for light, would run on every core at once and
+	// never give way (issue 34). It is held as a heavy team's until one
+	// ends, which for a light team is a few milliseconds.
+	return q.heavyAfter > 0 && (t.cost > q.heavyAfter || !t.known)
 }
 
 // capOf is how many of t's requests may run at once.
@@ -155,8 +161,8 @@ func (q *fairQueue) done(t *teamQueue, j job, took time.Duration) {
 		}
 	}
 	t.running--
-	if t.cost == 0 {
-		t.cost = took
+	if !t.known {
+		t.cost, t.known = took, true
 	} else {
 		t.cost += (took - t.cost) / 8
 	}

@@ -11,9 +11,61 @@ import (
 
 func jobFor(subj string) job { return job{msg: &nats.Msg{Subject: subj}, at: time.Now()} }
 
+// known has team's first request served in took, so that the queue knows
+// its cost (a team none of whose requests ended is held as heavy).
+func known(t *testing.T, q *fairQueue, team string, took time.Duration) {
+	t.Helper()
+	q.push(team, jobFor(team+"-first"))
+	j, tq, ok := q.next()
+	if !ok || tq.name != team {
+		t.Fatalf("the first request of %s: %v %+v", team, ok, tq)
+	}
+	q.done(tq, j, took)
+}
+
+// A team none of whose requests has ended yet is held as a heavy one's:
+// its first request does not count as light (it gives way), and while it
+// runs beside another team's, the team runs no second one; once one
+// ended in little time, the team is light (issue 34: a new team's first
+// search, a 2-second wildcard over every term, ran on every core).
+func TestFairQueueNewTeamUntilKnown(t *testing.T) {
+	q := newFairQueue(100, 4, 1, 25*time.Millisecond)
+	known(t, q, "calm", time.Millisecond)
+	q.push("calm", jobFor("c"))
+	q.next() // the calm team active
+	q.push("new", jobFor("n1"))
+	q.push("new", jobFor("n2"))
+	first, n, _ := q.next()
+	if first.light {
+		t.Fatal("a new team's first request counted as light")
+	}
+	got := make(chan string, 1)
+	go func() { j, _, _ := q.next(); got <- j.msg.Subject }()
+	select {
+	case s := <-got:
+		t.Fatalf("the new team ran a second request beside its first: %s", s)
+	case <-time.After(50 * time.Millisecond):
+	}
+	q.done(n, first, 2*time.Millisecond) // light after all
+	select {
+	case s := <-got:
+		if s != "n2" {
+			t.Fatalf("got %s", s)
+		}
+	case <-time.After(time.Second):
+		t.Fatal("the new team never ran its second request")
+	}
+	q.push("new", jobFor("n3"))
+	if j, _, _ := q.next(); !j.light {
+		t.Fatal("a team known to be light: its request not counted as light")
+	}
+}
+
 // Waiting requests are served round-robin between teams, FIFO within one.
 func TestFairQueueRoundRobin(t *testing.T) {
 	q := newFairQueue(100, 8, 1, 25*time.Millisecond)
+	known(t, q, "a", time.Millisecond)
+	known(t, q, "b", time.Millisecond)
 	for i := range 4 {
 		q.push("a", jobFor("a"+string(rune('0'+i))))
 	}
@@ -63,6 +115,7 @@ func TestFairQueueHeavyCap(t *testing.T) {
 	}
 	// Another team shows up: the heavy one is held to 1 running (it has
 	// 2), so the calm request goes first even though it came last.
+	known(t, q, "calm", time.Millisecond)
 	q.push("calm", jobFor("c"))
 	j, _, _ := q.next()
 	if j.msg.Subject != "c" {
@@ -113,6 +166,7 @@ func TestHeavyTurnGivesWay(t *testing.T) {
 		t.Fatalf("waited %s (%v) with no light request", time.Since(start), err)
 	}
 
+	known(t, q, "calm", time.Millisecond)
 	q.push("calm", jobFor("c"))
 	cj, c, _ := q.next()
 	if !cj.light {
