@@ -213,8 +213,17 @@ func TestHedgingRescuesSlowReplica(t *testing.T) {
 		return len(replicas) >= 2
 	})
 
+	// Searches until a hedge has answered first (at least 300, at most
+	// 1,500): which of the slow replica's requests are delayed, a
+	// primary or a hedge sent to it, is chance, and a run of 300 once
+	// had its delays all fall on hedges (12 sent, none won).
 	var slowest time.Duration
-	for range 300 {
+	for i := 0; i < 1500; i++ {
+		if i >= 300 && i%50 == 0 {
+			if _, _, won := hedgeStats(t, core); won > 0 {
+				break
+			}
+		}
 		start := time.Now()
 		r, err := c.Search(ctx, "h", &api.SearchRequest{Q: "noodles", TimeoutMS: 10000, Profile: true})
 		if err != nil || r.Total != 34 {
