@@ -15,6 +15,7 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -367,7 +368,11 @@ func devBuild(ctx context.Context, dir, name string) ([]byte, string, error) {
 		err = gobuild.Build(ctx, dir, out, gobuild.Reactor)
 	case lang == "c":
 		srcs, _ := filepath.Glob(filepath.Join(dir, "*.c"))
-		err = run("clang", append([]string{"--target=wasm32", "-O2", "-mbulk-memory", "-nostdlib", "-Wl,--no-entry", "-Wall", "-I", ".", "-o", out}, srcs...)...)
+		clang := newestTool("clang")
+		if clang == "" {
+			return nil, lang, api.BadRequest("%s: building C needs clang (Debian: apt-get install clang lld), or a build.sh", dir)
+		}
+		err = run(clang, append([]string{"--target=wasm32", "-O2", "-mbulk-memory", "-nostdlib", "-Wl,--no-entry", "-Wall", "-I", ".", "-o", out}, srcs...)...)
 	case lang == "assemblyscript":
 		err = run("npm", "run", "--silent", "build")
 	}
@@ -379,6 +384,30 @@ func devBuild(ctx context.Context, dir, name string) ([]byte, string, error) {
 		return nil, lang, fmt.Errorf("the build wrote no %s.wasm: %w", name, err)
 	}
 	return wasm, lang, nil
+}
+
+// newestTool finds a tool on PATH by its plain name, or else the newest
+// of its versioned names (clang-14 over clang-9: Debian installs clang-NN
+// without a plain clang unless the clang package is added), as the C
+// scaffold's build.sh does; "" when there is none.
+func newestTool(name string) string {
+	if p, err := exec.LookPath(name); err == nil {
+		return p
+	}
+	best, bestVersion := "", -1
+	for _, dir := range filepath.SplitList(os.Getenv("PATH")) {
+		matches, _ := filepath.Glob(filepath.Join(dir, name+"-*"))
+		for _, m := range matches {
+			v, err := strconv.Atoi(strings.TrimPrefix(filepath.Base(m), name+"-"))
+			if err != nil || v <= bestVersion {
+				continue
+			}
+			if fi, err := os.Stat(m); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
+				best, bestVersion = m, v
+			}
+		}
+	}
+	return best
 }
 
 func folderLang(dir string) string {

@@ -73,3 +73,28 @@ func touchAfter(t *testing.T, path, other string) {
 		t.Fatal(err)
 	}
 }
+
+// newestTool takes the plain name first, else the newest versioned one by
+// number (clang-14 over clang-9, which a string order would pick), and
+// nothing that is not an executable file.
+func TestNewestTool(t *testing.T) {
+	dir := t.TempDir()
+	for name, mode := range map[string]os.FileMode{"clang-9": 0o755, "clang-14": 0o755, "clang-15": 0o644, "clang-x": 0o755} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("#!/bin/sh\n"), mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("PATH", dir)
+	if got := newestTool("clang"); got != filepath.Join(dir, "clang-14") {
+		t.Fatalf("newestTool(clang) = %q, want clang-14", got)
+	}
+	if got := newestTool("wasm-ld"); got != "" {
+		t.Fatalf("newestTool(wasm-ld) = %q with none on PATH", got)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "clang"), []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if got := newestTool("clang"); got != filepath.Join(dir, "clang") {
+		t.Fatalf("newestTool(clang) = %q, want the plain clang first", got)
+	}
+}
