@@ -127,20 +127,11 @@ var indexForbidden = []string{"github.com/blevesearch/bleve/v2/index", "github.c
 // no index engine.
 func TestBrokerLinksNoIndex(t *testing.T) {
 	for _, pkg := range []string{"broker", "internal/querystats"} {
-		out, err := exec.Command("go", "list", "-deps", mod+"/"+pkg).CombinedOutput()
-		if err != nil {
-			t.Fatalf("go list: %v\n%s", err, out)
-		}
-		n := 0
-		for _, dep := range strings.Fields(string(out)) {
-			if strings.Contains(dep, ".") {
-				n++
-			}
+		for _, dep := range deps(t, pkg) {
 			if slices.ContainsFunc(indexForbidden, func(bad string) bool { return matches(dep, bad) }) || dep == "github.com/blevesearch/bleve/v2" {
 				t.Errorf("%s depends on %s: it must link no index engine (issue 37)", pkg, dep)
 			}
 		}
-		t.Logf("%s: %d packages outside the standard library", pkg, n)
 	}
 }
 
@@ -270,21 +261,31 @@ var clientForbidden = []string{"github.com/tetratelabs/wazero", "github.com/nats
 // and no exporter with it.
 func TestClientIsSmall(t *testing.T) {
 	for _, pkg := range []string{"client", "api"} {
-		out, err := exec.Command("go", "list", "-deps", mod+"/"+pkg).CombinedOutput()
-		if err != nil {
-			t.Fatalf("go list: %v\n%s", err, out)
-		}
-		n := 0
-		for _, dep := range strings.Fields(string(out)) {
-			if strings.Contains(dep, ".") {
-				n++
-			}
+		for _, dep := range deps(t, pkg) {
 			for _, bad := range clientForbidden {
 				if strings.HasPrefix(dep, bad) {
 					t.Errorf("%s depends on %s", pkg, dep)
 				}
 			}
 		}
-		t.Logf("%s: %d packages outside the standard library", pkg, n)
 	}
+}
+
+// deps lists what the module's package pkg links ("go list -deps"), and
+// logs how many of them are outside the standard library.
+func deps(t *testing.T, pkg string) []string {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-deps", mod+"/"+pkg).CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	all := strings.Fields(string(out))
+	n := 0
+	for _, dep := range all {
+		if strings.Contains(dep, ".") {
+			n++
+		}
+	}
+	t.Logf("%s: %d packages outside the standard library", pkg, n)
+	return all
 }
