@@ -31,23 +31,6 @@ const spinStartWAT = `(module (memory 1)
     (i32.store16 (i32.const 40960) (i32.const 0))
     (i64.or (i64.shl (i64.const 40960) (i64.const 32)) (i64.const 2))))`
 
-// floodLogWAT is a rewriter that changes nothing and logs a 4 KiB line
-// 2,000 times a call.
-const floodLogWAT = `(module
-  (import "quarry_abi_v1" "log" (func $log (param i32 i32 i32)))
-  (memory 1)
-  (func (export "quarry_abi_v1"))
-  (func (export "quarry_alloc") (param i32) (result i32) (i32.const 1024))
-  (func (export "quarry_rewrite") (param i32 i32) (result i64)
-    (local $i i32)
-    (local.set $i (i32.const 2000))
-    (loop $more
-      (call $log (i32.const 1) (i32.const 8192) (i32.const 4096))
-      (local.set $i (i32.sub (local.get $i) (i32.const 1)))
-      (br_if $more (local.get $i)))
-    (i32.store16 (i32.const 40960) (i32.const 0))
-    (i64.or (i64.shl (i64.const 40960) (i64.const 32)) (i64.const 2))))`
-
 // An attack is what one team (the attacker, on indexes of its own) does
 // to the platform, over and over until stop is closed; it returns what
 // its requests got (status or outcome → count).
@@ -164,7 +147,7 @@ func TestAttackIsolation(t *testing.T) {
 		}},
 		{"a rewriter logging 2,000 lines of 4 KiB a call", func(t *testing.T) func(<-chan struct{}) map[string]int {
 			url := attackerIndex(t, "logs")
-			if _, err := c.PushPlugin(ctx, "logs", "flood", wasmtest.WAT(t, floodLogWAT), client.PushOptions{Kind: "rewriter", Activate: true}); err != nil {
+			if _, err := c.PushPlugin(ctx, "logs", "flood", wasmtest.WATFile(t, "../plugins/testdata/floodlog.wat"), client.PushOptions{Kind: "rewriter", Activate: true}); err != nil {
 				t.Fatal(err)
 			}
 			return loop(3, func(hc *http.Client, _ int) string {

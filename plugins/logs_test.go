@@ -80,22 +80,6 @@ func (c *closedSink) AdmitLog(string) bool {
 	return false
 }
 
-// floodWAT is a rewriter that logs a 4 KiB line 2,000 times a call.
-const floodWAT = `(module
-  (import "quarry_abi_v1" "log" (func $log (param i32 i32 i32)))
-  (memory 1)
-  (func (export "quarry_abi_v1"))
-  (func (export "quarry_alloc") (param i32) (result i32) (i32.const 1024))
-  (func (export "quarry_rewrite") (param i32 i32) (result i64)
-    (local $i i32)
-    (local.set $i (i32.const 2000))
-    (loop $more
-      (call $log (i32.const 1) (i32.const 8192) (i32.const 4096))
-      (local.set $i (i32.sub (local.get $i) (i32.const 1)))
-      (br_if $more (local.get $i)))
-    (i32.store16 (i32.const 40960) (i32.const 0))
-    (i64.or (i64.shl (i64.const 40960) (i64.const 32)) (i64.const 2))))`
-
 // A line the sink would drop (LogAdmitter) is neither read out of the
 // guest nor built: a plugin logging 2,000 lines of 4 KiB a call over its
 // team's rate allocated 8 MB a call, garbage every team's searches paid
@@ -104,7 +88,7 @@ func TestLogOverRateNotBuilt(t *testing.T) {
 	ctx := context.Background()
 	sink := &closedSink{}
 	rt := testRuntimeWith(t, Config{LogSink: sink, Team: "food"})
-	p, err := rt.Load(ctx, Spec{Name: "flood", Version: "v1", Kind: Rewriter, Instances: 1, Budget: DefaultMaxBudget}, wasmtest.WAT(t, floodWAT))
+	p, err := rt.Load(ctx, Spec{Name: "flood", Version: "v1", Kind: Rewriter, Instances: 1, Budget: DefaultMaxBudget}, wasmtest.WATFile(t, "testdata/floodlog.wat"))
 	if err != nil {
 		t.Fatal(err)
 	}
