@@ -131,6 +131,10 @@ type bulk struct {
 	pending  []pendingAck
 	inflight int            // documents in pending
 	track    *ingestTracker // nil without BulkOptions.OnProgress
+	// heldAsked is when the ingest last asked whether the server holds
+	// writes (heldErr), after a refusal: at most once a second, not once
+	// a refused document.
+	heldAsked time.Time
 }
 
 // Bulk reads NDJSON documents from r and upserts them: good lines go in,
@@ -358,9 +362,11 @@ func (b *bulk) settleOldest() error {
 	b.pending = b.pending[1:]
 	b.inflight -= len(p.docs)
 	ack, perr, err := b.wait(p)
-	if perr != nil {
+	if perr != nil && time.Since(b.heldAsked) >= time.Second {
 		// A server that holds writes (its disk nearly full) refuses
-		// every one: the ingest stops, with why.
+		// every one: the ingest stops, with why. Asked at most once a
+		// second: a million refused lines are not a million requests.
+		b.heldAsked = time.Now()
 		if herr := b.c.heldErr(b.ctx); herr != nil {
 			return fmt.Errorf("line %d: %w", p.docs[0].line, herr)
 		}
