@@ -69,7 +69,7 @@ func (r *run) stepFailed(s *Step, err error) error {
 func (r *run) rewrite(ctx context.Context, index string, steps []Step) error {
 	b, req, hints := r.b, &r.req, r.hints
 	for i := range steps {
-		if ctx.Err() != nil {
+		if timeUp(ctx) {
 			// The request's time ran out (fromRewrite says so): the
 			// steps left are not called, so their plugins are not blamed
 			// for calls that could not begin.
@@ -167,7 +167,7 @@ func (r *run) rank(ctx context.Context) error {
 	for i := range r.pipeline.Rankers {
 		s, canary := r.pipeline.Rankers[i].Choose(r.req.Context)
 		start := time.Now()
-		if ctx.Err() != nil {
+		if timeUp(ctx) {
 			// The request's time ran out: not called, so its plugin is
 			// not blamed for a call that could not begin.
 			if s.Policy == api.FailClosed {

@@ -87,6 +87,19 @@ func (b *Broker) search(ctx context.Context, index string, req *api.SearchReques
 	return resp, r.times, r.cost, err
 }
 
+// timeUp reports whether ctx's deadline has passed: by the clock, not
+// only once ctx says so. A plugin call stops at the deadline by the clock
+// (the host's time limit reads it), and ctx's timer may fire a moment
+// later: a rewriter stopped by the request's deadline must not be taken
+// for one that failed with time to spare.
+func timeUp(ctx context.Context) bool {
+	if ctx.Err() != nil {
+		return true
+	}
+	dl, ok := ctx.Deadline()
+	return ok && !time.Now().Before(dl)
+}
+
 // fromRewrite runs the run from its rewriters on: each of rewriters,
 // the plan (the planner checks the request again: the rewriters may have
 // changed it), and its execution.
@@ -103,7 +116,7 @@ func (r *run) fromRewrite(ctx context.Context, index string, rewriters []Step) (
 			return nil, err
 		}
 		r.rewritten = time.Now()
-		if ctx.Err() != nil {
+		if timeUp(ctx) {
 			return nil, api.Errorf(api.CodeTimeout, "the request's time (%s) ran out in its rewriters: %s", r.b.planner.Timeout(&r.req), r.stepErrors())
 		}
 	}
