@@ -68,7 +68,7 @@ window.attack = async () => {
 			t.Errorf("index %s after the page's requests: %d %s, want 404: a page of another origin created it", index, code, body)
 		}
 	}
-	if got := counterValue(t, n, "quarry_http_requests_refused_total", "reason", "origin"); got < 4 {
+	if got := counter(t, n, "quarry_http_requests_refused_total", map[string]string{"reason": "origin"}); got < 4 {
 		t.Errorf("quarry_http_requests_refused_total{reason=\"origin\"} = %v, want at least 4 (the text/plain, untyped and document fetches, the form)", got)
 	}
 }

@@ -99,7 +99,7 @@ func TestHTTPConnectionCap(t *testing.T) {
 		}
 		return nil
 	})
-	if got := counterValue(t, n, "quarry_http_connections_refused_total", "cap", "total"); got < 1 {
+	if got := counter(t, n, "quarry_http_connections_refused_total", map[string]string{"cap": "total"}); got < 1 {
 		t.Fatalf("quarry_http_connections_refused_total{cap=\"total\"} = %v, want at least 1", got)
 	}
 }
@@ -200,28 +200,6 @@ func TestFitConns(t *testing.T) {
 	}
 }
 
-// counterValue reads one series of a counter from the node's registry.
-func counterValue(t *testing.T, n *Node, name, label, value string) float64 {
-	t.Helper()
-	mfs, err := n.Metrics.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == label && l.GetValue() == value {
-					return m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return -1
-}
-
 // The open loopback API (quarry serve's defaults) refuses what a page of
 // another site may send it: another Origin (403 naming --http-origins),
 // a Host that is not this machine (DNS rebinding, 403 naming
@@ -278,10 +256,10 @@ func TestHTTPCrossSiteRefused(t *testing.T) {
 	if code, _, body := send("GET", "/v1/indexes/evil", ""); code != 404 {
 		t.Fatalf("after the refusals GET the index: %d %s, want 404", code, body)
 	}
-	if got := counterValue(t, n, "quarry_http_requests_refused_total", "reason", "origin"); got != 3 {
+	if got := counter(t, n, "quarry_http_requests_refused_total", map[string]string{"reason": "origin"}); got != 3 {
 		t.Errorf("quarry_http_requests_refused_total{reason=\"origin\"} = %v, want 3", got)
 	}
-	if got := counterValue(t, n, "quarry_http_requests_refused_total", "reason", "content_type"); got != 4 {
+	if got := counter(t, n, "quarry_http_requests_refused_total", map[string]string{"reason": "content_type"}); got != 4 {
 		t.Errorf("quarry_http_requests_refused_total{reason=\"content_type\"} = %v, want 4", got)
 	}
 	allowed := []struct {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/quarrysearch/quarry/broker"
 	"github.com/quarrysearch/quarry/indexer"
+	"github.com/quarrysearch/quarry/internal/testwait"
 	"github.com/quarrysearch/quarry/searcher"
 )
 
@@ -47,10 +48,11 @@ func TestMetricsClientHangsUp(t *testing.T) {
 	for _, read := range []int{0, 16, 0, 16, 0} {
 		hangUp(t, read)
 	}
-	// The exposure time for an ERROR line: each handler finds out as it
-	// writes, and one whose connection was reset before its request was
-	// read never runs; no state says when they are all done.
-	time.Sleep(200 * time.Millisecond)
+	// Every handler has found out (a connection is counted open until
+	// the server is done with it): whatever it logs is logged.
+	testwait.Until(t, 10*time.Second, "the hung-up connections closed", func() bool {
+		return counter(t, n, "quarry_http_connections", nil) == 0
+	})
 	var errs []string
 	for line := range strings.Lines(log.String()) {
 		if strings.Contains(line, "level=ERROR") {

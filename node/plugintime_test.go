@@ -9,6 +9,7 @@ import (
 
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/client"
+	"github.com/quarrysearch/quarry/internal/testwait"
 	"github.com/quarrysearch/quarry/internal/wasmtest"
 )
 
@@ -66,7 +67,10 @@ func TestPluginTimeBounded(t *testing.T) {
 		_, err := c.Search(ctx, "pt", &api.SearchRequest{Q: "noodles", TimeoutMS: 25000})
 		done <- err
 	}()
-	time.Sleep(500 * time.Millisecond) // the call is under way (it never returns by itself)
+	// The call is under way (it never returns by itself).
+	testwait.Until(t, 10*time.Second, "the spinning call runs", func() bool {
+		return counter(t, n, "quarry_team_plugin_calls_running", map[string]string{"team": "index-pt"}) == 1
+	})
 	if _, err := c.RemovePlugin(ctx, "pt", "spin"); err != nil {
 		t.Fatal(err)
 	}

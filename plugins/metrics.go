@@ -21,6 +21,7 @@ var (
 
 	descTeamSeconds   = prometheus.NewDesc("quarry_team_plugin_seconds_total", "Time the calls of a team's plugins ran (held an instance): about the CPU time the team's plugins used on this broker.", []string{"team"}, nil)
 	descTeamWaited    = prometheus.NewDesc("quarry_team_plugin_calls_waited_total", "Calls of a team's plugins that found its --team-max-plugin-calls all running and waited for one to end (or failed busy at their deadline).", []string{"team"}, nil)
+	descTeamRunning   = prometheus.NewDesc("quarry_team_plugin_calls_running", "Calls of a team's plugins running now on this broker, of its --team-max-plugin-calls.", []string{"team"}, nil)
 	descTeamInstances = prometheus.NewDesc("quarry_team_plugin_instances", "Plugin instances a team's loaded plugins reserve on this broker, of its --team-max-instances.", []string{"team"}, nil)
 )
 
@@ -97,6 +98,7 @@ func (c teamsCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- descTeamSeconds
 	ch <- descTeamInstances
 	ch <- descTeamWaited
+	ch <- descTeamRunning
 }
 
 // Collect implements prometheus.Collector.
@@ -107,5 +109,6 @@ func (c teamsCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descTeamSeconds, prometheus.CounterValue, float64(r.busyNS.Load())/1e9, team)
 		ch <- prometheus.MustNewConstMetric(descTeamInstances, prometheus.GaugeValue, float64(r.Instances()), team)
 		ch <- prometheus.MustNewConstMetric(descTeamWaited, prometheus.CounterValue, float64(r.callsWaited()), team)
+		ch <- prometheus.MustNewConstMetric(descTeamRunning, prometheus.GaugeValue, float64(r.CallsRunning()), team)
 	}
 }

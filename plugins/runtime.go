@@ -463,6 +463,18 @@ func (r *Runtime) callsWaited() int64 {
 	return r.calls.waited.Load()
 }
 
+// CallsRunning is how many of the team's plugin calls run now on this
+// runtime, against Config.MaxCalls (0 without a cap: uncapped calls are
+// not counted).
+func (r *Runtime) CallsRunning() int {
+	if r.calls == nil {
+		return 0
+	}
+	// A take that found no slot free counts for a moment before it gives
+	// it back.
+	return int(min(r.calls.running.Load(), r.calls.max))
+}
+
 func newCallSlots(n int) *callSlots {
 	return &callSlots{max: int64(n), wake: make(chan struct{}, n)}
 }

@@ -29,6 +29,7 @@ import (
 	"github.com/quarrysearch/quarry/internal/shard"
 	"github.com/quarrysearch/quarry/internal/subject"
 	"github.com/quarrysearch/quarry/internal/testtier"
+	"github.com/quarrysearch/quarry/internal/testwait"
 	"github.com/quarrysearch/quarry/internal/wire"
 	"github.com/quarrysearch/quarry/node"
 	"github.com/quarrysearch/quarry/searcher"
@@ -322,16 +323,14 @@ func TestIndexerKill9MidBuild(t *testing.T) {
 	}
 	// askSnapshot asks for a generation holding everything up to seq,
 	// waiting for an indexer to take the request.
-	askSnapshot := func(ctx context.Context, seq uint64) (client.SnapshotResult, error) {
-		for {
-			r, err := c.Snapshot(ctx, index, seq)
-			if !errors.Is(err, api.ErrUnavailable) || ctx.Err() != nil {
-				return r, err
-			}
-			// A retry until an indexer answers, not waitFor: this runs
-			// in a goroutine too, which may not fail the test.
-			time.Sleep(20 * time.Millisecond)
-		}
+	askSnapshot := func(ctx context.Context, seq uint64) (r client.SnapshotResult, err error) {
+		// Until an indexer answers: Poll, not waitFor, as this runs in
+		// a goroutine too, which may not fail the test.
+		testwait.Poll(ctx, func() bool {
+			r, err = c.Snapshot(ctx, index, seq)
+			return !errors.Is(err, api.ErrUnavailable)
+		})
+		return r, err
 	}
 	snapshot := func(seq uint64) client.SnapshotResult {
 		t.Helper()

@@ -10,6 +10,7 @@
 package testwait
 
 import (
+	"context"
 	"testing"
 	"time"
 )
@@ -41,15 +42,26 @@ func UntilErr(tb testing.TB, timeout time.Duration, what string, f func() error)
 // poll calls cond until it holds or timeout passes.
 func poll(timeout time.Duration, cond func() bool) (time.Duration, bool) {
 	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	ok := Poll(ctx, cond)
+	return time.Since(start), ok
+}
+
+// Poll calls cond until it holds (true) or ctx ends (false), backing off
+// as Until does. It fails nothing: for a test's goroutines, which may not
+// fail the test, and for retries whose caller reports the last error.
+func Poll(ctx context.Context, cond func() bool) bool {
 	pause := time.Millisecond
 	for {
 		if cond() {
-			return time.Since(start), true
+			return true
 		}
-		if time.Since(start) > timeout {
-			return 0, false
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(pause): // between two looks at the state, never instead of one
 		}
-		time.Sleep(pause) // between two looks at the state, never instead of one
 		pause = min(pause*2, 50*time.Millisecond)
 	}
 }
