@@ -30,6 +30,7 @@ import (
 	"github.com/quarrysearch/quarry/broker/internal/fanout"
 	"github.com/quarrysearch/quarry/broker/internal/pipeline"
 	"github.com/quarrysearch/quarry/internal/meta"
+	"github.com/quarrysearch/quarry/internal/requestid"
 	"github.com/quarrysearch/quarry/internal/subject"
 	"github.com/quarrysearch/quarry/internal/trace"
 	"github.com/quarrysearch/quarry/internal/tracenats"
@@ -635,8 +636,8 @@ func (b *Broker) handle(req micro.Request) {
 		if req.Headers().Get(subject.HeaderInternal) != "" {
 			ctx = withInternal(ctx)
 		}
-		if trace.RequestID(ctx) == "" {
-			ctx = trace.WithRequestID(ctx, trace.NewRequestID())
+		if requestid.From(ctx) == "" {
+			ctx = requestid.With(ctx, requestid.New())
 		}
 		if !known {
 			// An index the watch has not delivered yet (just created) is
@@ -748,7 +749,7 @@ func (b *Broker) searchJSON(ctx context.Context, index string, data []byte, out 
 	if trace.Enabled() {
 		var span oteltrace.Span
 		ctx, span = trace.Start(ctx, "quarry.search", oteltrace.WithSpanKind(oteltrace.SpanKindServer),
-			oteltrace.WithAttributes(attribute.String("quarry.index", index), attribute.String("quarry.request_id", trace.RequestID(ctx))))
+			oteltrace.WithAttributes(attribute.String("quarry.index", index), attribute.String("quarry.request_id", requestid.From(ctx))))
 		defer func() {
 			if err != nil {
 				span.SetStatus(codes.Error, err.Error())
@@ -782,7 +783,7 @@ func (b *Broker) searchJSON(ctx context.Context, index string, data []byte, out 
 		b.metrics.answered(index, start, err)
 		return cost, err
 	}
-	resp.RequestID, resp.QueryID = trace.RequestID(ctx), qid
+	resp.RequestID, resp.QueryID = requestid.From(ctx), qid
 	if took := time.Since(start); b.cfg.SlowQuery > 0 && took > b.cfg.SlowQuery {
 		times[stageDecode] = decoded
 		b.logSlow(ctx, index, sreq, resp, took, &times)
@@ -896,7 +897,7 @@ func (b *Broker) public(ctx context.Context, err error, attrs ...any) error {
 // internalError logs err under the request's id and returns the error the
 // caller sees in its place.
 func internalError(ctx context.Context, log *slog.Logger, err error, attrs ...any) *api.Error {
-	id := trace.RequestID(ctx)
+	id := requestid.From(ctx)
 	trace.Logger(ctx, log).Error("internal error", append(attrs, "err", err)...)
 	return api.Errorf(api.CodeInternal, "internal error (request id %s)", id)
 }

@@ -14,8 +14,8 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/quarrysearch/quarry/api"
+	"github.com/quarrysearch/quarry/internal/requestid"
 	"github.com/quarrysearch/quarry/internal/subject"
-	"github.com/quarrysearch/quarry/internal/trace"
 	"github.com/quarrysearch/quarry/plugins"
 )
 
@@ -110,7 +110,7 @@ func NewPluginLogs(nc *nats.Conn, cfg PluginLogsConfig) (*PluginLogs, error) {
 	if cfg.ProcessRate == 0 {
 		cfg.ProcessRate = DefaultPluginLogProcessRate
 	}
-	l := &PluginLogs{nc: nc, cfg: cfg, id: trace.NewRequestID()[:8], queue: make(chan queuedLine, cfg.Queue), teams: map[string]*teamLog{},
+	l := &PluginLogs{nc: nc, cfg: cfg, id: requestid.New()[:8], queue: make(chan queuedLine, cfg.Queue), teams: map[string]*teamLog{},
 		sent: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "quarry_plugin_log_lines_total",
 			Help: "Plugin log lines this broker published, per team."}, []string{"team"}),
 		dropped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "quarry_plugin_log_lines_dropped_total",

@@ -12,8 +12,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/internal/natstest"
+	"github.com/quarrysearch/quarry/internal/requestid"
 	"github.com/quarrysearch/quarry/internal/testwait"
-	"github.com/quarrysearch/quarry/internal/trace"
 	"github.com/quarrysearch/quarry/internal/wasmtest"
 	"github.com/quarrysearch/quarry/plugins"
 	"github.com/quarrysearch/quarry/sdk/abi"
@@ -111,7 +111,7 @@ func BenchmarkPluginLogCall(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer p.Close(context.Background())
-			rctx := trace.WithRequestID(ctx, "bench")
+			rctx := requestid.With(ctx, "bench")
 			req := &abi.RewriteRequest{Q: "pad thai"}
 			b.ReportAllocs()
 			for b.Loop() {

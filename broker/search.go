@@ -13,6 +13,7 @@ import (
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/broker/internal/fanout"
 	"github.com/quarrysearch/quarry/internal/querystats"
+	"github.com/quarrysearch/quarry/internal/requestid"
 	"github.com/quarrysearch/quarry/internal/subject"
 	"github.com/quarrysearch/quarry/internal/trace"
 	"github.com/quarrysearch/quarry/internal/wire"
@@ -535,7 +536,7 @@ func (b *Broker) shardError(ctx context.Context, plan *planner.Plan, shard int, 
 		return err
 	}
 	trace.Logger(ctx, b.cfg.Logger).Error("internal error on a shard", "index", plan.Index, "shard", shard, "err", err)
-	return api.Errorf(api.CodeInternal, "internal error on shard %d (request id %s)", shard, trace.RequestID(ctx))
+	return api.Errorf(api.CodeInternal, "internal error on shard %d (request id %s)", shard, requestid.From(ctx))
 }
 
 // shardsFailed turns shard failures into the request's error: the

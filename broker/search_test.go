@@ -12,7 +12,7 @@ import (
 
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/broker/internal/fanout"
-	"github.com/quarrysearch/quarry/internal/trace"
+	"github.com/quarrysearch/quarry/internal/requestid"
 	"github.com/quarrysearch/quarry/planner"
 )
 
@@ -150,7 +150,7 @@ func FuzzDecodeRequest(f *testing.F) {
 func TestShardErrorsHideInternals(t *testing.T) {
 	var logged bytes.Buffer
 	b := &Broker{cfg: Config{Logger: slog.New(slog.NewTextHandler(&logged, nil))}}
-	ctx := trace.WithRequestID(context.Background(), "req-7")
+	ctx := requestid.With(context.Background(), "req-7")
 	plan := &planner.Plan{Index: "menu", Shards: []int{0, 1}}
 	detail := "search shard 1: field stat for bm25 not present name"
 	cases := []struct {

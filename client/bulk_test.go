@@ -12,6 +12,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/client"
 	"github.com/quarrysearch/quarry/internal/embednats"
 	"github.com/quarrysearch/quarry/internal/meta"
@@ -50,18 +51,20 @@ func startServer(t *testing.T, conf string) (*client.Client, *meta.Store, *embed
 	}
 	t.Cleanup(nc.Close)
 	ctx := context.Background()
-	c, err := client.New(ctx, nc, client.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.CreateIndex(ctx, "v", 3, nil); err != nil {
-		t.Fatal(err)
-	}
+	// Quarry's resources and the index as `quarry init` and the admin
+	// service would make them: the client makes neither.
 	js, err := jetstream.New(nc)
 	if err != nil {
 		t.Fatal(err)
 	}
 	st, err := meta.Open(ctx, js, meta.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.CreateIndex(ctx, api.IndexDefinition{Name: "v", Shards: 3}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(ctx, nc, client.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

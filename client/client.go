@@ -15,21 +15,14 @@ import (
 
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/internal/meta"
+	"github.com/quarrysearch/quarry/internal/requestid"
 	"github.com/quarrysearch/quarry/internal/subject"
-	"github.com/quarrysearch/quarry/internal/trace"
-	"github.com/quarrysearch/quarry/internal/tracenats"
 )
 
 // Options configures a Client. Zero values are documented defaults.
 type Options struct {
 	// MaxDocBytes is the largest document accepted (default 1 MiB).
 	MaxDocBytes int
-	// Replicas is the JetStream replication of resources the client
-	// creates if they are missing (0, the default: the deployment's, that
-	// of Quarry's existing resources, or 1 on a deployment that has none).
-	// A non-zero value that differs from the existing resources' is
-	// refused (see Init).
-	Replicas int
 	// RequestTimeout bounds a search with no context deadline and no
 	// timeout_ms (default 30s).
 	RequestTimeout time.Duration
@@ -37,6 +30,12 @@ type Options struct {
 	// the HTTP door's ?wait=searchable) when its context has no deadline
 	// (default DefaultSearchableWait, 1m).
 	SearchableWait time.Duration
+	// Propagate, if set, adds a search request's trace context to its
+	// NATS headers (h is never nil): for example OpenTelemetry's W3C
+	// traceparent of ctx's span, so the broker's and searchers' spans
+	// join the caller's trace. The client itself sends only the request
+	// id (WithRequestID) and links no tracer.
+	Propagate func(ctx context.Context, h nats.Header)
 }
 
 // maxAsyncPending bounds unacknowledged async publishes per client; Bulk's
@@ -68,9 +67,11 @@ type Client struct {
 }
 
 // New makes a client on an open NATS connection. Quarry's JetStream
-// resources are opened (and created if they do not exist yet) on first
-// use, so a client that only searches and manages plugins (see PushPlugin)
-// needs no JetStream permissions.
+// resources are opened on first use, never created (`quarry init` and
+// `quarry serve` make them; Init is the Go call): a client that only
+// searches and manages plugins (see PushPlugin) needs no JetStream
+// permissions, and one that writes on a deployment without them gets an
+// error naming `quarry init`.
 func New(ctx context.Context, nc *nats.Conn, opts Options) (*Client, error) {
 	if opts.MaxDocBytes <= 0 {
 		opts.MaxDocBytes = api.DefaultMaxDocBytes
@@ -107,18 +108,35 @@ func Init(ctx context.Context, nc *nats.Conn, replicas int) (map[string]int, err
 // one the broker makes one. An id must be 1 to 128 printable ASCII
 // characters; an unusable one is replaced.
 func WithRequestID(ctx context.Context, id string) context.Context {
-	return trace.WithRequestID(ctx, id)
+	return requestid.With(ctx, id)
 }
 
-// metaStore opens Quarry's JetStream resources on first use; a failed
-// open is retried by the next call.
+// headers are a search request's headers: its request id, and its trace
+// context if Options.Propagate is set; nil when there is neither.
+func (c *Client) headers(ctx context.Context) nats.Header {
+	id := requestid.From(ctx)
+	if id == "" && c.opts.Propagate == nil {
+		return nil
+	}
+	h := nats.Header{}
+	if id != "" {
+		h.Set(requestid.Header, id)
+	}
+	if c.opts.Propagate != nil {
+		c.opts.Propagate(ctx, h)
+	}
+	return h
+}
+
+// metaStore opens (binds to) Quarry's JetStream resources on first use;
+// a failed open is retried by the next call.
 func (c *Client) metaStore(ctx context.Context) (*meta.Store, error) {
 	c.storeMu.Lock()
 	defer c.storeMu.Unlock()
 	if c.store != nil {
 		return c.store, nil
 	}
-	st, err := meta.Open(ctx, c.js, meta.Options{Replicas: c.opts.Replicas})
+	st, err := meta.Open(ctx, c.js, meta.Options{Bind: true})
 	if err != nil {
 		return nil, err
 	}
@@ -145,13 +163,18 @@ func (c *Client) SetQuerySettings(ctx context.Context, name string, qs api.Query
 }
 
 // CreateIndexDef creates an index from a full definition (name, shards,
-// mapping and query settings).
+// mapping and query settings). The admin service (beside the broker)
+// checks the mapping and stores the definition, over the control API
+// (subject quarry.v1.control.index.create), which no team's permissions
+// reach.
 func (c *Client) CreateIndexDef(ctx context.Context, def api.IndexDefinition) (api.IndexDefinition, error) {
-	st, err := c.metaStore(ctx)
-	if err != nil {
-		return api.IndexDefinition{}, err
+	if err := subject.ValidIndexName(def.Name); err != nil {
+		return api.IndexDefinition{}, api.BadRequest("%v", err)
 	}
-	def, err = st.CreateIndex(ctx, def)
+	msg := nats.NewMsg(subject.Control("index.create"))
+	msg.Header = c.headers(ctx)
+	msg.Data, _ = json.Marshal(def)
+	err := c.call(ctx, fmt.Sprintf("create index %q", def.Name), msg, &def)
 	if err == nil {
 		// Documents written next need the definition. Reading it back
 		// could miss it: a replica of the index bucket that has not yet
@@ -499,7 +522,7 @@ func (c *Client) SearchRaw(ctx context.Context, index string, body []byte) ([]by
 		return nil, api.BadRequest("%v", err)
 	}
 	msg := &nats.Msg{Subject: subject.Search(index), Data: body}
-	msg.Header = tracenats.Inject(ctx, msg.Header)
+	msg.Header = c.headers(ctx)
 	reply, err := c.nc.RequestMsgWithContext(ctx, msg)
 	switch {
 	case errors.Is(err, nats.ErrNoResponders):

@@ -283,15 +283,22 @@ func (c *Client) adminMsg(ctx context.Context, index string, msg *nats.Msg, out 
 	if err := subject.ValidIndexName(index); err != nil {
 		return api.BadRequest("%v", err)
 	}
+	op := strings.TrimPrefix(msg.Subject, subject.AdminPrefix+"."+index+".")
+	return c.call(ctx, fmt.Sprintf("admin %s on index %q", op, index), msg, out)
+}
+
+// call sends one message to the admin service (what names it in an
+// error) and decodes the answer into out, or returns the error it
+// answered. Without a deadline in ctx it waits 2 minutes.
+func (c *Client) call(ctx context.Context, what string, msg *nats.Msg, out any) error {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, 2*time.Minute)
 		defer cancel()
 	}
-	op := strings.TrimPrefix(msg.Subject, subject.AdminPrefix+"."+index+".")
 	reply, err := c.request(ctx, msg)
 	if err != nil {
-		return fmt.Errorf("admin %s on index %q: %w", op, index, err)
+		return fmt.Errorf("%s: %w", what, err)
 	}
 	if reply.Header.Get(micro.ErrorHeader) != "" {
 		var e api.Error
@@ -325,7 +332,7 @@ func (c *Client) request(ctx context.Context, msg *nats.Msg) (*nats.Msg, error) 
 		m, err := sub.NextMsgWithContext(wctx)
 		cancel()
 		switch {
-		case err == nil && len(m.Data) == 0 && m.Header.Get("Status") == "503":
+		case errors.Is(err, nats.ErrNoResponders) || (err == nil && len(m.Data) == 0 && m.Header.Get("Status") == "503"):
 			return nil, api.Errorf(api.CodeUnavailable, "no admin service is running (it runs beside the broker)")
 		case err == nil:
 			return m, nil
@@ -336,6 +343,8 @@ func (c *Client) request(ctx context.Context, msg *nats.Msg) (*nats.Msg, error) 
 		}
 		if last := c.nc.LastError(); last != nil && errors.Is(last, nats.ErrPermissionViolation) {
 			switch text := last.Error(); {
+			case strings.Contains(text, `"`+msg.Subject+`"`) && strings.HasPrefix(msg.Subject, subject.ControlPrefix+"."):
+				return nil, api.Errorf(api.CodeForbidden, "this NATS user may not publish to %s (the control API is the operator's: connect as the operator's user)", msg.Subject)
 			case strings.Contains(text, `"`+msg.Subject+`"`):
 				return nil, api.Errorf(api.CodeForbidden, "this NATS user may not publish to %s (the index belongs to another team?)", msg.Subject)
 			case strings.Contains(text, "Subscription") && strings.Contains(text, `"`+inbox+`"`):

@@ -18,7 +18,7 @@ import (
 	"github.com/quarrysearch/quarry/api/strictjson"
 	"github.com/quarrysearch/quarry/client"
 	"github.com/quarrysearch/quarry/internal/console"
-	"github.com/quarrysearch/quarry/internal/trace"
+	"github.com/quarrysearch/quarry/internal/requestid"
 )
 
 // MaxSearchBody caps a search request body.
@@ -70,8 +70,8 @@ func Handler(c *client.Client, opts Options) http.Handler {
 			// or one made here): an internal error's message gives it,
 			// and the log has the detail under it.
 			id := r.Header.Get("X-Request-Id")
-			if !trace.ValidRequestID(id) {
-				id = trace.NewRequestID()
+			if !requestid.Valid(id) {
+				id = requestid.New()
 			}
 			w.Header().Set("X-Request-Id", id)
 			if opts.Guard != nil {
@@ -385,7 +385,7 @@ func (h *handler) search(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, err)
 		return
 	}
-	ctx := trace.WithRequestID(r.Context(), w.Header().Get("X-Request-Id"))
+	ctx := requestid.With(r.Context(), w.Header().Get("X-Request-Id"))
 	resp, err := h.c.SearchRaw(ctx, r.PathValue("index"), body)
 	if err != nil {
 		h.fail(w, err)

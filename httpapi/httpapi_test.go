@@ -4,23 +4,57 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/quarrysearch/quarry/client"
+	"github.com/quarrysearch/quarry/internal/meta"
 	"github.com/quarrysearch/quarry/internal/natstest"
+	"github.com/quarrysearch/quarry/internal/subject"
+	"github.com/quarrysearch/quarry/internal/testwait"
+	"github.com/quarrysearch/quarry/registry"
 )
 
 // serve starts the HTTP API on a client of a real nats-server with
-// JetStream; it returns the server's URL, the log and the connection.
+// JetStream, Quarry's resources made and the admin service running (it
+// creates indexes); it returns the server's URL, the log and the
+// connection.
 func serve(t *testing.T) (string, *bytes.Buffer, *client.Client) {
 	t.Helper()
 	ns := natstest.Start(t)
 	nc := ns.Conn(t, "httpapi-test")
+	st, err := meta.Open(t.Context(), ns.JS, meta.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin, err := registry.New(t.Context(), nc, st, registry.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- admin.Run(ctx) }()
+	t.Cleanup(func() {
+		stop()
+		if err := <-done; err != nil {
+			t.Errorf("admin service: %v", err)
+		}
+	})
+	// Its last endpoint listed: every one subscribed, on this connection,
+	// before anything the test sends on it.
+	testwait.UntilErr(t, 10*time.Second, "the admin service lists index-create", func() error {
+		m, err := nc.Request("$SRV.INFO."+subject.AdminService, nil, time.Second)
+		if err == nil && !strings.Contains(string(m.Data), `"index-create"`) {
+			err = fmt.Errorf("not yet listed: %s", m.Data)
+		}
+		return err
+	})
 	c, err := client.New(context.Background(), nc, client.Options{})
 	if err != nil {
 		t.Fatal(err)

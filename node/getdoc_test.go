@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/client"
 )
 
@@ -21,9 +22,7 @@ func TestHTTPGetDocument(t *testing.T) {
 	n := startConfig(t, Config{}) // NATS and the HTTP API only: no role
 	ctx := context.Background()
 	c := n.Client()
-	if _, err := c.CreateIndex(ctx, "g", 3, nil); err != nil {
-		t.Fatal(err)
-	}
+	storeIndex(t, n, api.IndexDefinition{Name: "g", Shards: 3}) // no broker
 	d1 := `{"id":"d1","name":"Pad Thai","price":9.5,"nested":{"x":[1,2]}}`
 	seq, err := c.Put(ctx, "g", []byte(d1))
 	if err != nil {
@@ -92,9 +91,7 @@ func TestHTTPGetDocument(t *testing.T) {
 	if code, _, body := get(t, "g/documents/d1"); code != 404 || !strings.Contains(body, `index \"g\" does not exist`) {
 		t.Fatalf("GET d1 of a deleted index: %d %s", code, body)
 	}
-	if _, err := other.CreateIndex(ctx, "g", 5, nil); err != nil {
-		t.Fatal(err)
-	}
+	storeIndex(t, n, api.IndexDefinition{Name: "g", Shards: 5})
 	d1 = `{"id":"d1","name":"Pad See Ew"}`
 	if _, err := other.Put(ctx, "g", []byte(d1)); err != nil {
 		t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 	"github.com/quarrysearch/quarry/client"
 	"github.com/quarrysearch/quarry/indexer"
 	"github.com/quarrysearch/quarry/internal/catalog"
+	"github.com/quarrysearch/quarry/internal/indexmap"
 	"github.com/quarrysearch/quarry/internal/natstest"
 	"github.com/quarrysearch/quarry/internal/testwait"
 	"github.com/quarrysearch/quarry/internal/wasmtest"
@@ -92,6 +93,23 @@ func noodleIndex(tb testing.TB, c *client.Client, index, prefix string) {
 	}
 	mustBulk(tb, c, index, ndjson(30, prefix))
 	waitTotal(tb, c, index, "noodles", 10)
+}
+
+// storeIndex creates an index on a node that runs no broker, so no admin
+// service to ask (client.CreateIndexDef): as that service does, the
+// mapping canonical first, then the definition stored.
+func storeIndex(t testing.TB, n *Node, def api.IndexDefinition) api.IndexDefinition {
+	t.Helper()
+	m, err := indexmap.Canonical(def.Mapping)
+	if err != nil {
+		t.Fatal(err)
+	}
+	def.Mapping = m
+	def, err = n.store.CreateIndex(context.Background(), def)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return def
 }
 
 // mustBulk bulk loads body into index without asking for a snapshot

@@ -26,6 +26,7 @@ import (
 	"github.com/quarrysearch/quarry/internal/embednats"
 	"github.com/quarrysearch/quarry/internal/meta"
 	"github.com/quarrysearch/quarry/internal/shard"
+	"github.com/quarrysearch/quarry/internal/tracenats"
 	"github.com/quarrysearch/quarry/plugins"
 	"github.com/quarrysearch/quarry/registry"
 	"github.com/quarrysearch/quarry/searcher"
@@ -198,7 +199,8 @@ type Node struct {
 
 	plugins *plugins.Teams
 	lock    *dirLock
-	guard   *httpapi.Guard // with HTTPAuth
+	guard   *httpapi.Guard    // with HTTPAuth
+	admin   *registry.Service // with a broker
 
 	holdMu sync.Mutex
 	holds  map[*string]struct{} // see Hold
@@ -331,7 +333,7 @@ func (n *Node) start(ctx context.Context) (err error) {
 	if n.store, err = meta.Open(ctx, js, meta.Options{Replicas: cfg.Replicas, Logger: cfg.Logger}); err != nil {
 		return err
 	}
-	if n.client, err = client.New(ctx, n.nc, client.Options{Replicas: cfg.Replicas}); err != nil {
+	if n.client, err = client.New(ctx, n.nc, client.Options{Propagate: tracenats.Propagate}); err != nil {
 		return err
 	}
 	if n.ns != nil && cfg.MinFreeDisk > 0 {
@@ -407,6 +409,7 @@ func (n *Node) start(ctx context.Context) (err error) {
 		if err != nil {
 			return err
 		}
+		n.admin = admin
 		n.run(tierBroker, "admin", func(ctx context.Context) error { return admin.Run(ctx) })
 		n.run(tierBroker, "broker", func(ctx context.Context) error { return n.Broker.Run(ctx) })
 	}
@@ -509,6 +512,9 @@ func (n *Node) WaitReady(ctx context.Context) error {
 	if n.Broker != nil {
 		chans = append(chans, n.Broker.Ready(), n.Broker.PipelinesReady())
 	}
+	if n.admin != nil {
+		chans = append(chans, n.admin.Ready())
+	}
 	if n.guard != nil {
 		chans = append(chans, n.guard.Ready())
 	}
@@ -588,6 +594,9 @@ func (n *Node) Ready() error {
 	}
 	if n.guard != nil {
 		pending("the HTTP API is loading its tokens", n.guard.Ready())
+	}
+	if n.admin != nil {
+		pending("the admin service is starting", n.admin.Ready())
 	}
 	if n.Broker != nil {
 		pending("the broker is reading the indexes", n.Broker.Ready())

@@ -189,6 +189,20 @@ func TestTeamIsolation(t *testing.T) {
 		})
 	}
 
+	// Nor create an index, not even one named like its own: the control
+	// API is the operator's.
+	t.Run("books cannot create an index", func(t *testing.T) {
+		dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		_, err := books.CreateIndexDef(dctx, api.IndexDefinition{Name: "books2", Shards: 1, Team: "books"})
+		if !errors.Is(err, api.ErrForbidden) || !strings.Contains(err.Error(), "quarry.v1.control.index.create") || !strings.Contains(err.Error(), "operator") {
+			t.Fatalf("got %v, want a forbidden error naming the control subject", err)
+		}
+		if _, err := ops.Index(dctx, "books2"); !errors.Is(err, api.ErrNotFound) {
+			t.Fatalf("the index exists after a refused create: %v", err)
+		}
+	})
+
 	// Nor can it read the binaries or pipelines through JetStream.
 	t.Run("books cannot read the plugin store", func(t *testing.T) {
 		nc, err := nats.Connect(n.NATSURL(), nats.UserInfo("books", "books-secret"), nats.CustomInboxPrefix("_INBOX_books"))

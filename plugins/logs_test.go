@@ -6,7 +6,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/quarrysearch/quarry/internal/trace"
+	"github.com/quarrysearch/quarry/internal/requestid"
 	"github.com/quarrysearch/quarry/internal/wasmtest"
 	"github.com/quarrysearch/quarry/sdk/abi"
 )
@@ -42,7 +42,7 @@ func TestLogSink(t *testing.T) {
 	}
 	defer p.Close(ctx)
 	for _, id := range []string{"req-1", "req-2"} {
-		if _, err := p.Rewrite(trace.WithRequestID(ctx, id), &abi.RewriteRequest{Q: "x"}); err != nil {
+		if _, err := p.Rewrite(requestid.With(ctx, id), &abi.RewriteRequest{Q: "x"}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -20,6 +20,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	oteltrace "go.opentelemetry.io/otel/trace"
 
+	"github.com/quarrysearch/quarry/internal/requestid"
 	"github.com/quarrysearch/quarry/internal/trace"
 	"github.com/quarrysearch/quarry/plugins/internal/preempt"
 	"github.com/quarrysearch/quarry/sdk/abi"
@@ -647,7 +648,7 @@ func (p *Plugin) call(ctx context.Context, encode func([]byte) []byte, decode fu
 			p.pool <- in
 		}
 	}()
-	if id := trace.RequestID(ctx); id != in.stdout.reqID {
+	if id := requestid.From(ctx); id != in.stdout.reqID {
 		in.stdout.setRequest(id)
 		in.stderr.setRequest(id)
 	}

@@ -16,7 +16,7 @@ import (
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
-	"github.com/quarrysearch/quarry/internal/trace"
+	"github.com/quarrysearch/quarry/internal/requestid"
 	"github.com/quarrysearch/quarry/sdk/abi"
 )
 
@@ -329,7 +329,7 @@ func hostLog(ctx context.Context, m api.Module, level, ptr, n uint32) {
 	}
 	if sink != nil {
 		sink.PluginLog(LogLine{Time: time.Now(), Team: p.rt.cfg.Team, Plugin: p.spec.Name, Version: p.spec.Version,
-			Level: levelName(level), Source: "log", RequestID: trace.RequestID(ctx), Message: string(b)})
+			Level: levelName(level), Source: "log", RequestID: requestid.From(ctx), Message: string(b)})
 		return
 	}
 	lvl := slog.LevelInfo
@@ -341,7 +341,7 @@ func hostLog(ctx context.Context, m api.Module, level, ptr, n uint32) {
 	case abi.LevelError:
 		lvl = slog.LevelError
 	}
-	if id := trace.RequestID(ctx); id != "" {
+	if id := requestid.From(ctx); id != "" {
 		p.log.Log(ctx, lvl, string(b), "request_id", id)
 		return
 	}

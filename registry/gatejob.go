@@ -10,7 +10,7 @@ import (
 
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/internal/relevance"
-	"github.com/quarrysearch/quarry/internal/trace"
+	"github.com/quarrysearch/quarry/internal/requestid"
 )
 
 // Defaults of the relevance gate's jobs (Config.GateTimeout,
@@ -323,7 +323,7 @@ func (j *gateJob) report(ctx context.Context, spec *api.PipelineSpec, res *api.G
 	default:
 		var e *api.Error
 		if !errors.As(err, &e) {
-			id := trace.NewRequestID()
+			id := requestid.New()
 			j.s.cfg.Logger.Error("internal error", "request_id", id, "index", j.index, "gate", j.change, "err", err)
 			e = api.Errorf(api.CodeInternal, "internal error (request id %s)", id)
 		}

@@ -17,9 +17,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/quarrysearch/quarry/api"
+	"github.com/quarrysearch/quarry/internal/indexmap"
 	"github.com/quarrysearch/quarry/internal/meta"
+	"github.com/quarrysearch/quarry/internal/requestid"
 	"github.com/quarrysearch/quarry/internal/subject"
-	"github.com/quarrysearch/quarry/internal/trace"
 	"github.com/quarrysearch/quarry/internal/wire"
 	"github.com/quarrysearch/quarry/plugins"
 )
@@ -50,6 +51,7 @@ const RequestTimeout = time.Minute
 
 // Service serves the admin API.
 type Service struct {
+	ready chan struct{} // see Ready
 	nc    *nats.Conn
 	store *meta.Store
 	cfg   Config
@@ -83,7 +85,7 @@ func New(ctx context.Context, nc *nats.Conn, store *meta.Store, cfg Config) (*Se
 	if err != nil {
 		return nil, err
 	}
-	return &Service{nc: nc, store: store, cfg: cfg, teams: plugins.NewTeams(cfg.Plugins), maxBudget: cmp.Or(cfg.Plugins.MaxBudget, plugins.DefaultMaxBudget),
+	return &Service{ready: make(chan struct{}), nc: nc, store: store, cfg: cfg, teams: plugins.NewTeams(cfg.Plugins), maxBudget: cmp.Or(cfg.Plugins.MaxBudget, plugins.DefaultMaxBudget),
 		lanes: lanes{waiting: teamAdminWaiting}, replies: subject.ReplyGuard{Service: "admin", Logger: cfg.Logger}, metrics: m}, nil
 }
 
@@ -138,6 +140,13 @@ var operations = []string{"plugin.upload", "plugin.register", "plugin.ls", "plug
 	"judgements.push", "judgements.ls", "judgements.show", "judgements.rm", "judgements.gate", "judgements.eval",
 	"events.put", "judgements.from-events", "canary.stats", "plugin.logs", "documents.rejected"}
 
+// readyFlushTimeout bounds the wait for the server to confirm the
+// service's subscriptions before it says it is ready.
+const readyFlushTimeout = 10 * time.Second
+
+// Ready is closed once the service answers every operation.
+func (s *Service) Ready() <-chan struct{} { return s.ready }
+
 // Run serves the admin API until ctx is done.
 func (s *Service) Run(ctx context.Context) error {
 	defer s.teams.Close(context.Background())
@@ -159,8 +168,49 @@ func (s *Service) Run(ctx context.Context) error {
 			return fmt.Errorf("admin endpoint %s: %w", op, err)
 		}
 	}
+	err = svc.AddEndpoint("index-create", micro.HandlerFunc(func(req micro.Request) { s.createIndex(ctx, req) }),
+		micro.WithEndpointSubject(subject.Control("index.create")))
+	if err != nil {
+		return fmt.Errorf("admin endpoint index.create: %w", err)
+	}
+	// Ready once the server has the subscriptions: a client on another
+	// connection that asks at once finds a responder.
+	if err := s.nc.FlushTimeout(readyFlushTimeout); err != nil {
+		return fmt.Errorf("admin: subscribe: %w", err)
+	}
+	close(s.ready)
 	<-ctx.Done()
 	return nil
+}
+
+// createIndex creates the index an api.IndexDefinition describes (the
+// control API's index.create): its mapping checked and canonicalized here,
+// so the Go client that sends it links no bleve. It answers the stored
+// definition.
+func (s *Service) createIndex(ctx context.Context, req micro.Request) {
+	if !s.replies.Allow(req.Subject(), req.Reply()) {
+		return
+	}
+	a := s.answerTo(req)
+	var def api.IndexDefinition
+	if err := api.DecodeStrict("index definition", req.Data(), &def); err != nil {
+		a.fail(err)
+		return
+	}
+	m, err := indexmap.Canonical(def.Mapping)
+	if err != nil {
+		a.fail(err)
+		return
+	}
+	def.Mapping = m
+	cctx, cancel := context.WithTimeout(ctx, RequestTimeout)
+	defer cancel()
+	def, err = s.store.CreateIndex(cctx, def)
+	if err != nil {
+		a.fail(err)
+		return
+	}
+	a.json(def)
 }
 
 func (s *Service) handle(ctx context.Context, op string, req micro.Request) {
@@ -232,7 +282,7 @@ type answer struct {
 }
 
 func (s *Service) answerTo(req micro.Request) answer {
-	return answer{s: s, subject: req.Subject(), reply: req.Reply(), requestID: req.Headers().Get(trace.HeaderRequestID)}
+	return answer{s: s, subject: req.Subject(), reply: req.Reply(), requestID: req.Headers().Get(requestid.Header)}
 }
 
 // json answers v as JSON.
@@ -253,8 +303,8 @@ func (a answer) fail(err error) {
 	var e *api.Error
 	if !errors.As(err, &e) {
 		id := a.requestID
-		if !trace.ValidRequestID(id) {
-			id = trace.NewRequestID()
+		if !requestid.Valid(id) {
+			id = requestid.New()
 		}
 		a.s.cfg.Logger.Error("internal error", "request_id", id, "subject", a.subject, "err", err)
 		e = api.Errorf(api.CodeInternal, "internal error (request id %s)", id)

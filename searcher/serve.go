@@ -13,6 +13,7 @@ import (
 	oteltrace "go.opentelemetry.io/otel/trace"
 
 	"github.com/quarrysearch/quarry/api"
+	"github.com/quarrysearch/quarry/internal/requestid"
 	"github.com/quarrysearch/quarry/internal/shard"
 	"github.com/quarrysearch/quarry/internal/subject"
 	"github.com/quarrysearch/quarry/internal/trace"
@@ -70,9 +71,9 @@ func (s *Searcher) worker() {
 func (s *Searcher) serveOne(ctx context.Context, msg *nats.Msg, queued time.Duration) {
 	defer func() {
 		if p := recover(); p != nil {
-			id := msg.Header.Get(trace.HeaderRequestID)
-			if !trace.ValidRequestID(id) {
-				id = trace.NewRequestID()
+			id := msg.Header.Get(requestid.Header)
+			if !requestid.Valid(id) {
+				id = requestid.New()
 			}
 			s.metrics.panics.Inc()
 			s.cfg.Logger.Error("shard request panicked", "request_id", id, "subject", msg.Subject, "panic", p, "stack", string(debug.Stack()))
@@ -130,7 +131,7 @@ func (s *Searcher) handle(ctx context.Context, msg *nats.Msg, queued time.Durati
 	if s.cfg.SlowRequest > 0 {
 		defer func() {
 			if took := queued + time.Since(start); took > s.cfg.SlowRequest {
-				s.cfg.Logger.Warn("slow shard request", "request_id", msg.Header.Get(trace.HeaderRequestID), "index", idx, "shard", sh,
+				s.cfg.Logger.Warn("slow shard request", "request_id", msg.Header.Get(requestid.Header), "index", idx, "shard", sh,
 					"phase", req.Phase, "queued_ms", float64(queued.Microseconds())/1000, "took_ms", float64(took.Microseconds())/1000)
 			}
 		}()

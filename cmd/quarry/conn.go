@@ -15,6 +15,7 @@ import (
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/client"
 	"github.com/quarrysearch/quarry/internal/subject"
+	"github.com/quarrysearch/quarry/internal/tracenats"
 )
 
 // natsFlags are the connection flags every networked command takes.
@@ -97,7 +98,7 @@ func (f *natsFlags) connect(ctx context.Context) (*nats.Conn, *client.Client, er
 	if err != nil {
 		return nil, nil, fmt.Errorf("connect to NATS at %s: %w (is `quarry serve` running? One on another port: --nats URL or QUARRY_NATS)", f.url, err)
 	}
-	c, err := client.New(ctx, nc, client.Options{RequestTimeout: f.timeout})
+	c, err := client.New(ctx, nc, client.Options{RequestTimeout: f.timeout, Propagate: tracenats.Propagate})
 	if err != nil {
 		nc.Close()
 		return nil, nil, err

@@ -14,7 +14,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/quarrysearch/quarry/api"
-	"github.com/quarrysearch/quarry/internal/indexmap"
 	"github.com/quarrysearch/quarry/internal/subject"
 )
 
@@ -32,6 +31,10 @@ type Options struct {
 	// Rescale changes the replication of existing resources to Replicas
 	// (`quarry init`), instead of refusing the difference.
 	Rescale bool
+	// Bind opens the resources that exist and creates none (the Go
+	// client): a missing one is an api.CodeUnavailable error naming it and
+	// `quarry init`. Replicas and Rescale are then ignored.
+	Bind bool
 	// ManifestHistory is how many manifests per index KV keeps (default 8).
 	ManifestHistory int
 	// Logger says, once per resource, that Open is waiting for JetStream
@@ -118,9 +121,12 @@ func Open(ctx context.Context, js jetstream.JetStream, opts Options) (*Store, er
 		opts.Logger = slog.Default()
 	}
 	s := &Store{JS: js}
-	repl, err := replication(ctx, js, opts)
-	if err != nil {
-		return nil, err
+	repl := &replicas{}
+	if !opts.Bind {
+		var err error
+		if repl, err = replication(ctx, js, opts); err != nil {
+			return nil, err
+		}
 	}
 	buckets := []struct {
 		kv  *jetstream.KeyValue
@@ -142,6 +148,10 @@ func Open(ctx context.Context, js jetstream.JetStream, opts Options) (*Store, er
 	for _, b := range buckets {
 		b.cfg.Storage, b.cfg.Replicas = jetstream.FileStorage, repl.of("KV_"+b.cfg.Bucket)
 		err := untilReady(ctx, opts.Logger, "bucket "+b.cfg.Bucket, func(ctx context.Context) (err error) {
+			if opts.Bind {
+				*b.kv, err = js.KeyValue(ctx, b.cfg.Bucket)
+				return missing(err, "bucket "+b.cfg.Bucket)
+			}
 			*b.kv, err = js.CreateOrUpdateKeyValue(ctx, b.cfg)
 			return err
 		})
@@ -159,6 +169,10 @@ func Open(ctx context.Context, js jetstream.JetStream, opts Options) (*Store, er
 	for _, o := range objects {
 		o.cfg.Storage, o.cfg.Replicas = jetstream.FileStorage, repl.of("OBJ_"+o.cfg.Bucket)
 		err := untilReady(ctx, opts.Logger, "object store "+o.cfg.Bucket, func(ctx context.Context) (err error) {
+			if opts.Bind {
+				*o.os, err = js.ObjectStore(ctx, o.cfg.Bucket)
+				return missing(err, "object store "+o.cfg.Bucket)
+			}
 			*o.os, err = js.CreateOrUpdateObjectStore(ctx, o.cfg)
 			return err
 		})
@@ -194,6 +208,10 @@ func Open(ctx context.Context, js jetstream.JetStream, opts Options) (*Store, er
 		st.cfg.Replicas = repl.of(st.cfg.Name)
 		var stream jetstream.Stream
 		err := untilReady(ctx, opts.Logger, "stream "+st.cfg.Name, func(ctx context.Context) (err error) {
+			if opts.Bind {
+				stream, err = js.Stream(ctx, st.cfg.Name)
+				return missing(err, "stream "+st.cfg.Name)
+			}
 			stream, err = js.CreateOrUpdateStream(ctx, st.cfg)
 			if err != nil && !transient(err) && st.cfg.AllowAtomicPublish {
 				// A server older than 2.12 knows no atomic batches (and
@@ -212,8 +230,20 @@ func Open(ctx context.Context, js jetstream.JetStream, opts Options) (*Store, er
 	return s, nil
 }
 
+// missing turns a lookup's "not found" into an error that says how
+// Quarry's resources are made.
+func missing(err error, what string) error {
+	if errors.Is(err, jetstream.ErrBucketNotFound) || errors.Is(err, jetstream.ErrStreamNotFound) {
+		return api.Errorf(api.CodeUnavailable, "Quarry's %s does not exist on this NATS deployment: run `quarry init` (or start `quarry serve`, which makes it)", what)
+	}
+	return err
+}
+
 // CreateIndex validates def and stores it. It fails with api.ErrConflict if
-// the index exists. The stored mapping is the canonical form.
+// the index exists. def.Mapping is stored as given: the caller makes it
+// canonical first (indexmap.Canonical, as the admin service's
+// index.create does), so this package, and the Go client that opens it,
+// link no bleve.
 func (s *Store) CreateIndex(ctx context.Context, def api.IndexDefinition) (api.IndexDefinition, error) {
 	if err := subject.ValidIndexName(def.Name); err != nil {
 		return def, api.BadRequest("%v", err)
@@ -232,11 +262,6 @@ func (s *Store) CreateIndex(ctx context.Context, def api.IndexDefinition) (api.I
 	if err := def.Documents.Validate(); err != nil {
 		return def, err
 	}
-	m, err := indexmap.Canonical(def.Mapping)
-	if err != nil {
-		return def, err
-	}
-	def.Mapping = m
 	def.Created = time.Now().UTC().Truncate(time.Millisecond)
 	b, err := json.Marshal(def)
 	if err != nil {

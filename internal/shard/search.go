@@ -182,6 +182,25 @@ func topKByScoreThenID(ctx context.Context, idx bleve.Index, sreq *bleve.SearchR
 	return res, nil
 }
 
+// facetResults are bleve's term facets in the shard protocol's form; nil
+// for none.
+func facetResults(fs search.FacetResults) map[string]api.FacetResult {
+	if len(fs) == 0 {
+		return nil
+	}
+	out := make(map[string]api.FacetResult, len(fs))
+	for name, f := range fs {
+		fr := api.FacetResult{Field: f.Field, Total: f.Total, Missing: f.Missing, Other: f.Other}
+		if f.Terms != nil {
+			for _, t := range f.Terms.Terms() {
+				fr.Terms = append(fr.Terms, api.TermCount{Term: t.Term, Count: t.Count})
+			}
+		}
+		out[name] = fr
+	}
+	return out
+}
+
 // ToResponse converts a bleve result into a shard response, with the
 // hits' stored fields as loadFields wrote them (fieldsJSON[i] for hit i;
 // nil: the hit's Fields, if any).
@@ -190,7 +209,7 @@ func ToResponse(res *bleve.SearchResult, fieldsJSON []json.RawMessage, seq, gene
 		Hits:       make([]api.Hit, len(res.Hits)),
 		Total:      res.Total,
 		MaxScore:   res.MaxScore,
-		Facets:     res.Facets,
+		Facets:     facetResults(res.Facets),
 		TookNS:     took.Nanoseconds(),
 		Seq:        seq,
 		Generation: generation,

@@ -100,6 +100,10 @@ const (
 	// quarry.v1.admin.<index>.<operation>, so NATS permissions can give a
 	// team its own indexes.
 	AdminPrefix = "quarry.v1.admin"
+	// ControlPrefix is the subject prefix of the control API, what only
+	// the operator may do (quarry.v1.control.<operation>: create an
+	// index): no team's permissions name it.
+	ControlPrefix = "quarry.v1.control"
 	// AdminService is the admin API's micro service name.
 	AdminService = "quarry-admin"
 	// SearcherService and IndexerService are the micro services each
@@ -294,6 +298,9 @@ func Search(index string) string {
 func Snapshot(index string) string {
 	return IndexerPrefix + "." + index + ".snapshot"
 }
+
+// Control is the control API's subject of an operation.
+func Control(op string) string { return ControlPrefix + "." + op }
 
 // Admin is the admin subject of an operation on an index.
 func Admin(index, op string) string { return AdminPrefix + "." + index + "." + op }

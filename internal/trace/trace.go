@@ -1,5 +1,6 @@
 // Package trace carries a search request's identity across Quarry's
-// services: a request id in every log line about the request, and
+// services: a request id (package requestid) in every log line about
+// the request, and
 // OpenTelemetry spans for each stage, so that one slow query can be
 // followed from the broker to the searchers and the plugins. Package
 // tracenats carries both over NATS headers; this package knows nothing of
@@ -12,55 +13,18 @@ package trace
 
 import (
 	"context"
-	"crypto/rand"
 	"log/slog"
 	"sync/atomic"
 
 	oteltrace "go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/quarrysearch/quarry/internal/requestid"
 )
-
-// HeaderRequestID carries a request's id on NATS messages (and
-// X-Request-Id over HTTP).
-const HeaderRequestID = "Quarry-Request-Id"
-
-// MaxRequestIDBytes caps a request id a caller gives; a longer one is
-// replaced.
-const MaxRequestIDBytes = 128
-
-type requestIDKey struct{}
-
-// WithRequestID returns ctx carrying a request id.
-func WithRequestID(ctx context.Context, id string) context.Context {
-	return context.WithValue(ctx, requestIDKey{}, id)
-}
-
-// RequestID returns ctx's request id, or "".
-func RequestID(ctx context.Context) string {
-	id, _ := ctx.Value(requestIDKey{}).(string)
-	return id
-}
-
-// NewRequestID makes a request id.
-func NewRequestID() string { return rand.Text() }
-
-// ValidRequestID reports whether a caller's request id can be used as is:
-// 1 to MaxRequestIDBytes printable ASCII characters.
-func ValidRequestID(id string) bool {
-	if id == "" || len(id) > MaxRequestIDBytes {
-		return false
-	}
-	for i := 0; i < len(id); i++ {
-		if id[i] < 0x21 || id[i] > 0x7e {
-			return false
-		}
-	}
-	return true
-}
 
 // Logger returns log with ctx's request id as the request_id attribute.
 func Logger(ctx context.Context, log *slog.Logger) *slog.Logger {
-	if id := RequestID(ctx); id != "" {
+	if id := requestid.From(ctx); id != "" {
 		return log.With("request_id", id)
 	}
 	return log

@@ -8,6 +8,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"go.opentelemetry.io/otel/propagation"
 
+	"github.com/quarrysearch/quarry/internal/requestid"
 	"github.com/quarrysearch/quarry/internal/trace"
 )
 
@@ -27,12 +28,20 @@ func (h headerCarrier) Keys() []string {
 	return keys
 }
 
+// Propagate adds ctx's span context to h when tracing is on: the Go
+// client's Options.Propagate, so the client itself links no tracer.
+func Propagate(ctx context.Context, h nats.Header) {
+	if trace.Enabled() {
+		propagator.Inject(ctx, headerCarrier(h))
+	}
+}
+
 // Inject writes ctx's request id and, when tracing, its span context into
 // a NATS message's headers and returns them: h, or a new header when h is
 // nil and there is something to write (nil otherwise, so a message with
 // nothing to carry costs no header).
 func Inject(ctx context.Context, h nats.Header) nats.Header {
-	id := trace.RequestID(ctx)
+	id := requestid.From(ctx)
 	if id == "" && !trace.Enabled() {
 		return h
 	}
@@ -40,7 +49,7 @@ func Inject(ctx context.Context, h nats.Header) nats.Header {
 		h = nats.Header{}
 	}
 	if id != "" {
-		h.Set(trace.HeaderRequestID, id)
+		h.Set(requestid.Header, id)
 	}
 	if trace.Enabled() {
 		propagator.Inject(ctx, headerCarrier(h))
@@ -54,8 +63,8 @@ func Extract(ctx context.Context, h nats.Header) context.Context {
 	if h == nil {
 		return ctx
 	}
-	if id := h.Get(trace.HeaderRequestID); trace.ValidRequestID(id) {
-		ctx = trace.WithRequestID(ctx, id)
+	if id := h.Get(requestid.Header); requestid.Valid(id) {
+		ctx = requestid.With(ctx, id)
 	}
 	if trace.Enabled() {
 		ctx = propagator.Extract(ctx, headerCarrier(h))

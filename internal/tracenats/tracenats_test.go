@@ -8,16 +8,17 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	oteltrace "go.opentelemetry.io/otel/trace"
 
+	"github.com/quarrysearch/quarry/internal/requestid"
 	"github.com/quarrysearch/quarry/internal/trace"
 )
 
 // TestPropagation: the request id always crosses a NATS hop; the span
 // context only when tracing is on, and then as the remote parent.
 func TestPropagation(t *testing.T) {
-	ctx := trace.WithRequestID(context.Background(), "req-1")
+	ctx := requestid.With(context.Background(), "req-1")
 	h := nats.Header{}
 	Inject(ctx, h)
-	if h.Get(trace.HeaderRequestID) != "req-1" || h.Get("traceparent") != "" {
+	if h.Get(requestid.Header) != "req-1" || h.Get("traceparent") != "" {
 		t.Fatalf("tracing off: headers %v", h)
 	}
 	if _, span := trace.Start(ctx, "x"); span.SpanContext().IsValid() {
@@ -32,8 +33,8 @@ func TestPropagation(t *testing.T) {
 	h = nats.Header{}
 	Inject(ctx, h)
 	got := Extract(context.Background(), h)
-	if trace.RequestID(got) != "req-1" {
-		t.Fatalf("request id %q after the hop", trace.RequestID(got))
+	if requestid.From(got) != "req-1" {
+		t.Fatalf("request id %q after the hop", requestid.From(got))
 	}
 	sc := oteltrace.SpanContextFromContext(got)
 	if !sc.IsRemote() || sc.TraceID() != span.SpanContext().TraceID() || sc.SpanID() != span.SpanContext().SpanID() {
@@ -50,10 +51,10 @@ func FuzzExtract(f *testing.F) {
 		trace.Use(sdktrace.NewTracerProvider())
 		defer trace.Use(nil)
 		h := nats.Header{}
-		h.Set(trace.HeaderRequestID, id)
+		h.Set(requestid.Header, id)
 		h.Set("traceparent", parent)
 		ctx := Extract(context.Background(), h)
-		if got := trace.RequestID(ctx); got != "" && !trace.ValidRequestID(got) {
+		if got := requestid.From(ctx); got != "" && !requestid.Valid(got) {
 			t.Fatalf("invalid request id %q accepted", got)
 		}
 	})

@@ -30,7 +30,8 @@ import (
 //	  encoding/json writes it (api/jsonenc), which the broker copies into
 //	  its response as it is (api.Hit.FieldsJSON); version 1, a field count
 //	  + (name, value), still read
-//	facets: length + JSON (rare and small; bleve's own encoding)
+//	facets: length + JSON (rare and small; api.FacetResult by name, which
+//	  reads bleve's search.FacetResults JSON that older searchers sent)
 //	statistics, only when the request asked the shard to count them
 //	(ShardRequest.LocalStats): length + JSON
 //

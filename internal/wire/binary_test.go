@@ -13,6 +13,7 @@ import (
 
 	"github.com/blevesearch/bleve/v2/search"
 	"github.com/nats-io/nats.go"
+	"github.com/quarrysearch/quarry/api"
 )
 
 func TestBinaryRoundTrip(t *testing.T) {
@@ -24,7 +25,7 @@ func TestBinaryRoundTrip(t *testing.T) {
 	r.Hits[1].Fields["nothing"] = nil
 	r.Hits[1].Fields["obj"] = map[string]any{"lat": 1.5}
 	r.Hits[2].Fields = nil
-	r.Facets = search.FacetResults{"c": &search.FacetResult{Field: "cuisine", Total: 3}}
+	r.Facets = map[string]api.FacetResult{"c": {Field: "cuisine", Total: 3, Other: 1, Terms: []api.TermCount{{Term: "thai", Count: 2}}}}
 	withStats := *r
 	withStats.Stats = &GlobalStats{DocCount: 9, FieldTokens: map[string]int{"name": 40}, DocFreq: map[string]map[string]uint64{"name": {"pad": 2}}, Seqs: map[int]uint64{0: 17}, Generation: 3}
 	noFacets := withStats
@@ -293,4 +294,23 @@ func sendAndRecycle(t *testing.T, r *ShardResponse, threshold int) *ShardRespons
 		t.Fatal("Recycle left msg.Data set")
 	}
 	return &out
+}
+
+// TestFacetsReadBleveJSON: the facets an older searcher sent (bleve's
+// search.FacetResults as JSON) read as the same counts.
+func TestFacetsReadBleveJSON(t *testing.T) {
+	tf := &search.TermFacets{}
+	tf.Add(&search.TermFacet{Term: "thai", Count: 2}, &search.TermFacet{Term: "lao", Count: 1})
+	old, err := json.Marshal(search.FacetResults{"c": {Field: "cuisine", Total: 4, Missing: 1, Other: 1, Terms: tf}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]api.FacetResult
+	if err := json.Unmarshal(old, &got); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]api.FacetResult{"c": {Field: "cuisine", Total: 4, Missing: 1, Other: 1, Terms: []api.TermCount{{Term: "thai", Count: 2}, {Term: "lao", Count: 1}}}}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("got %+v, want %+v", got, want)
+	}
 }

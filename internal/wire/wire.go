@@ -9,7 +9,6 @@ import (
 	"sync"
 	"unicode/utf8"
 
-	"github.com/blevesearch/bleve/v2/search"
 	"github.com/klauspost/compress/zstd"
 	"github.com/nats-io/nats.go"
 
@@ -176,11 +175,13 @@ func (s *GlobalStats) Add(other *GlobalStats) {
 
 // ShardResponse is one shard's answer.
 type ShardResponse struct {
-	Hits     []api.Hit           `json:"hits"`
-	Total    uint64              `json:"total"`
-	MaxScore float64             `json:"max_score"`
-	Facets   search.FacetResults `json:"facets,omitempty"`
-	TookNS   int64               `json:"took_ns"`
+	Hits     []api.Hit `json:"hits"`
+	Total    uint64    `json:"total"`
+	MaxScore float64   `json:"max_score"`
+	// Facets are the shard's term counts, each cut to its request's size
+	// (the rest counted in Other), by name; the broker merges them.
+	Facets map[string]api.FacetResult `json:"facets,omitempty"`
+	TookNS int64                      `json:"took_ns"`
 	// Seq is the last stream sequence the replica had applied.
 	Seq uint64 `json:"seq"`
 	// Generation is the snapshot generation the replica was opened from.

@@ -5,8 +5,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/blevesearch/bleve/v2/search"
-
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/internal/wire"
 	"github.com/quarrysearch/quarry/planner"
@@ -52,15 +50,24 @@ type Merged struct {
 // decode.
 func Merge(shards []*wire.ShardResponse, plan *planner.Plan) Merged {
 	var m Merged
-	var facets search.FacetResults
+	var facets map[string]*facetSum
 	for _, s := range shards {
 		m.Total += s.Total
 		m.Hits = append(m.Hits, s.Hits...)
-		if s.Facets != nil {
+		for name, f := range s.Facets {
 			if facets == nil {
-				facets = search.FacetResults{}
+				facets = map[string]*facetSum{}
 			}
-			facets.Merge(s.Facets)
+			if facets[name] == nil {
+				facets[name] = &facetSum{terms: map[string]int{}}
+			}
+			facets[name].add(f)
+		}
+	}
+	if facets != nil {
+		m.Facets = make(map[string]api.FacetResult, len(facets))
+		for name, f := range facets {
+			m.Facets[name] = f.cut(cmp.Or(plan.Facets[name].Size, defaultFacetSize))
 		}
 	}
 	desc := sortDescending(plan.Sort)
@@ -85,20 +92,50 @@ func Merge(shards []*wire.ShardResponse, plan *planner.Plan) Merged {
 		}
 		return cmp.Compare(a.ID, b.ID)
 	})
-	if facets != nil {
-		m.Facets = map[string]api.FacetResult{}
-		for name, f := range facets {
-			facets.Fixup(name, cmp.Or(plan.Facets[name].Size, defaultFacetSize))
-			fr := api.FacetResult{Field: f.Field, Total: f.Total, Missing: f.Missing, Other: f.Other}
-			if f.Terms != nil {
-				for _, t := range f.Terms.Terms() {
-					fr.Terms = append(fr.Terms, api.TermCount{Term: t.Term, Count: t.Count})
-				}
-			}
-			m.Facets[name] = fr
-		}
-	}
 	return m
+}
+
+// facetSum is one facet's shard counts added up (as bleve's
+// search.FacetResult.Merge, then Fixup).
+type facetSum struct {
+	f     api.FacetResult
+	terms map[string]int // term -> its index in f.Terms
+}
+
+// add adds a shard's counts: totals, missing and other summed, each
+// term's count summed.
+func (s *facetSum) add(f api.FacetResult) {
+	s.f.Field = cmp.Or(s.f.Field, f.Field)
+	s.f.Total += f.Total
+	s.f.Missing += f.Missing
+	s.f.Other += f.Other
+	for _, t := range f.Terms {
+		if i, ok := s.terms[t.Term]; ok {
+			s.f.Terms[i].Count += t.Count
+			continue
+		}
+		s.terms[t.Term] = len(s.f.Terms)
+		s.f.Terms = append(s.f.Terms, t)
+	}
+}
+
+// cut returns the sum with its terms ordered by count, most first, ties
+// by term, size of them kept and the rest counted in Other.
+func (s *facetSum) cut(size int) api.FacetResult {
+	f := s.f
+	slices.SortFunc(f.Terms, func(a, b api.TermCount) int {
+		if c := cmp.Compare(b.Count, a.Count); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Term, b.Term)
+	})
+	if len(f.Terms) > size {
+		for _, t := range f.Terms[size:] {
+			f.Other += t.Count
+		}
+		f.Terms = f.Terms[:size:size]
+	}
+	return f
 }
 
 // Page returns the plan's from/size window of hits (empty, not nil, past

@@ -1,8 +1,12 @@
 package fanout
 
 import (
+	"fmt"
+	"math/rand/v2"
+	"reflect"
 	"testing"
 
+	"github.com/blevesearch/bleve/v2/search"
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/internal/wire"
 	"github.com/quarrysearch/quarry/planner"
@@ -75,5 +79,39 @@ func TestShardFacets(t *testing.T) {
 	}
 	if facets["c"].Size != 4 {
 		t.Fatal("the plan's facets were changed")
+	}
+}
+
+// TestMergeFacetsAsBleve: shards' term facets merge and cut exactly as
+// bleve's own FacetResults.Merge and Fixup would (what the broker called
+// before the shard protocol carried Quarry's form), over random shards.
+func TestMergeFacetsAsBleve(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 11))
+	for round := range 200 {
+		nShards := 1 + rng.IntN(5)
+		size := 1 + rng.IntN(6)
+		plan := &planner.Plan{Facets: map[string]api.FacetRequest{"f": {Field: "cuisine", Size: size}}}
+		var shards []*wire.ShardResponse
+		bleveMerged := search.FacetResults{}
+		for range nShards {
+			fr := api.FacetResult{Field: "cuisine", Total: rng.IntN(100), Missing: rng.IntN(5), Other: rng.IntN(5)}
+			bf := &search.FacetResult{Field: "cuisine", Total: fr.Total, Missing: fr.Missing, Other: fr.Other, Terms: &search.TermFacets{}}
+			for _, term := range rng.Perm(8)[:rng.IntN(8)] {
+				tc := api.TermCount{Term: fmt.Sprintf("t%d", term), Count: 1 + rng.IntN(4)}
+				fr.Terms = append(fr.Terms, tc)
+				bf.Terms.Add(&search.TermFacet{Term: tc.Term, Count: tc.Count})
+			}
+			shards = append(shards, &wire.ShardResponse{Facets: map[string]api.FacetResult{"f": fr}})
+			bleveMerged.Merge(search.FacetResults{"f": bf})
+		}
+		bleveMerged.Fixup("f", size)
+		b := bleveMerged["f"]
+		want := api.FacetResult{Field: b.Field, Total: b.Total, Missing: b.Missing, Other: b.Other}
+		for _, tf := range b.Terms.Terms() {
+			want.Terms = append(want.Terms, api.TermCount{Term: tf.Term, Count: tf.Count})
+		}
+		if got := Merge(shards, plan).Facets["f"]; !reflect.DeepEqual(got, want) {
+			t.Fatalf("round %d (%d shards, size %d):\n got %+v\nwant %+v", round, nShards, size, got, want)
+		}
 	}
 }

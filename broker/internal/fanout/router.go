@@ -13,6 +13,7 @@ import (
 	oteltrace "go.opentelemetry.io/otel/trace"
 
 	"github.com/quarrysearch/quarry/api"
+	"github.com/quarrysearch/quarry/internal/requestid"
 	"github.com/quarrysearch/quarry/internal/subject"
 	"github.com/quarrysearch/quarry/internal/trace"
 	"github.com/quarrysearch/quarry/internal/tracenats"
@@ -160,8 +161,8 @@ func (rt *Router) fanOut(ctx context.Context, plan *planner.Plan, sreq *wire.Sha
 	if enc := proto.Header.Get(subject.HeaderEncoding); enc != "" {
 		hdr.Set(subject.HeaderEncoding, enc)
 	}
-	if id := trace.RequestID(ctx); id != "" {
-		hdr.Set(trace.HeaderRequestID, id)
+	if id := requestid.From(ctx); id != "" {
+		hdr.Set(requestid.Header, id)
 	}
 	var wg sync.WaitGroup
 	for i, sh := range plan.Shards {
