@@ -104,10 +104,12 @@ func Handler(c *client.Client, opts Options) http.Handler {
 	route("POST /v1/indexes/{index}/documents", team(api.ScopeWrite), h.ingest, ndjsonBody...)
 	route("GET /v1/indexes/{index}/documents/{id}", team(api.ScopeSearch), h.getDoc)
 	route("DELETE /v1/indexes/{index}/documents/{id}", team(api.ScopeWrite), h.deleteDoc)
+	route("PATCH /v1/indexes/{index}/documents/{id}", team(api.ScopeWrite), h.patchDoc, patchBody...)
 	// The same with the id as a query parameter (?id=), for ids no path
 	// segment can carry: a slash, a backslash, NUL, "." or "..".
 	route("GET /v1/indexes/{index}/documents", team(api.ScopeSearch), h.getDoc)
 	route("DELETE /v1/indexes/{index}/documents", team(api.ScopeWrite), h.deleteDoc)
+	route("PATCH /v1/indexes/{index}/documents", team(api.ScopeWrite), h.patchDoc, patchBody...)
 	route("GET /v1/indexes/{index}/plugins", team(api.ScopeAdmin), h.listPlugins)
 	route("POST /v1/indexes/{index}/plugins/{name}", team(api.ScopeAdmin), h.pushPlugin, wasmBody...)
 	route("POST /v1/indexes/{index}/plugins/{name}/activate", team(api.ScopeAdmin), h.activatePlugin)
@@ -322,7 +324,6 @@ func decodeBody(w http.ResponseWriter, r *http.Request, what string, v any) erro
 	return api.DecodeStrict(what, b, v)
 }
 
-// indexBody is the body of POST /v1/indexes/{index}.
 // indexBody is what POST /v1/indexes/{index} takes: an
 // api.IndexDefinition without its name (the path's) and creation time.
 type indexBody struct {
@@ -438,7 +439,40 @@ func (h *handler) getDoc(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Quarry-Seq", strconv.FormatUint(doc.Seq, 10))
+	w.Header().Set("ETag", `"`+strconv.FormatUint(doc.Seq, 10)+`"`) // what If-Match takes
 	w.Write(doc.Source)
+}
+
+// patchDoc applies a JSON merge patch to one document (client.Patch):
+// If-Match, the ETag of a GET (the stream sequence of the version read),
+// applies it to that version only, else it is a conflict (409).
+func (h *handler) patchDoc(w http.ResponseWriter, r *http.Request) {
+	id, err := docID(r)
+	if err != nil {
+		h.fail(w, err)
+		return
+	}
+	var opts client.PatchOptions
+	if m := r.Header.Get("If-Match"); m != "" {
+		seq, err := strconv.ParseUint(strings.Trim(m, `"`), 10, 64)
+		if err != nil || seq == 0 {
+			h.fail(w, api.BadRequest("If-Match %q: give the ETag of a GET of the document, a stream sequence in quotes (\"42\")", m))
+			return
+		}
+		opts.IfSeq = seq
+	}
+	patch, err := io.ReadAll(http.MaxBytesReader(w, r.Body, api.DefaultMaxDocBytes))
+	if err != nil {
+		h.fail(w, err)
+		return
+	}
+	seq, err := h.c.Patch(r.Context(), r.PathValue("index"), id, patch, opts)
+	if err != nil {
+		h.fail(w, err)
+		return
+	}
+	w.Header().Set("ETag", `"`+strconv.FormatUint(seq, 10)+`"`)
+	writeJSON(w, 200, map[string]uint64{"seq": seq})
 }
 
 func (h *handler) deleteDoc(w http.ResponseWriter, r *http.Request) {

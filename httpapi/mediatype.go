@@ -15,13 +15,15 @@ const CodeUnsupportedMediaType api.Code = "unsupported_media_type"
 
 // The Content-Types a route's body may have: JSON (most routes), NDJSON
 // or JSON (documents, judgement lists, events), a WebAssembly module
-// (plugin pushes). None of them is one a web page may send to another
+// (plugin pushes), a merge patch or JSON (a document's partial update). None of them is one a web page may send to another
 // site without asking first (a CORS preflight, which only the origins
 // the door allows pass): text/plain, forms and multipart are refused.
 var (
 	jsonBody   = []string{"application/json"}
 	ndjsonBody = []string{"application/x-ndjson", "application/json"}
 	wasmBody   = []string{"application/wasm", "application/octet-stream"}
+	// A document's partial update: a JSON merge patch (RFC 7386).
+	patchBody = []string{"application/merge-patch+json", "application/json"}
 )
 
 // bodyType refuses, with 415, a POST, PUT, PATCH or DELETE whose body

@@ -96,12 +96,7 @@ func runPut(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	var doc []byte
-	if pos[1] == "-" {
-		doc, err = io.ReadAll(e.stdin)
-	} else {
-		doc, err = os.ReadFile(pos[1])
-	}
+	doc, err := readArg(e, pos[1])
 	if err != nil {
 		return err
 	}
@@ -122,6 +117,53 @@ func runPut(ctx context.Context, e *env, args []string) error {
 		fmt.Fprintf(e.stdout, "searchable\n")
 	}
 	return nil
+}
+
+func runPatch(ctx context.Context, e *env, args []string) error {
+	fs := e.newFlags("patch", "INDEX ID PATCH.json|-", `Changes part of one document with a JSON merge patch (RFC 7386): an
+object whose members replace the document's, objects merged member by
+member, null removing a member; e.g. {"price": 9.5, "tags": null}. The
+read and the write are one atomic step: a patch never loses a write
+made at the same time. With --if-seq, only the version stored at that
+stream sequence is patched (what get --json shows as "seq").`)
+	var nf natsFlags
+	nf.register(fs, e.getenv)
+	ifSeq := fs.Uint64("if-seq", 0, "patch only the version stored at this stream sequence (0: the latest)")
+	wait := fs.Bool("wait", false, "return only once a search finds the new version (its searcher has applied it)")
+	pos, err := cmdline.Parse(fs, args, 3, 3)
+	if err != nil {
+		return err
+	}
+	patch, err := readArg(e, pos[2])
+	if err != nil {
+		return err
+	}
+	nc, c, err := nf.connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	seq, err := c.Patch(ctx, pos[0], pos[1], patch, client.PatchOptions{IfSeq: *ifSeq})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "stored at sequence %d\n", seq)
+	if *wait {
+		if err := c.WaitSearchable(ctx, pos[0], seq); err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stdout, "searchable\n")
+	}
+	return nil
+}
+
+// readArg reads a command's input: the file named, or standard input
+// for "-".
+func readArg(e *env, name string) ([]byte, error) {
+	if name == "-" {
+		return io.ReadAll(e.stdin)
+	}
+	return os.ReadFile(name)
 }
 
 func runDelete(ctx context.Context, e *env, args []string) error {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -73,5 +74,35 @@ func TestCLIGet(t *testing.T) {
 	}
 	if out, _, _ := cli(t, "", "--help"); !regexp.MustCompile(`(?m)^\s+get\s+print one document by id`).MatchString(out) {
 		t.Errorf("quarry --help does not list get:\n%s", out)
+	}
+}
+
+// quarry patch changes part of a document (a JSON merge patch); with
+// --if-seq a version since replaced is a conflict (exit 1) and nothing
+// changes; a patch that is no object exits 2.
+func TestCLIPatch(t *testing.T) {
+	t.Parallel()
+	url, c := cluster(t, false)
+	ctx := context.Background()
+	if _, err := c.CreateIndex(ctx, "dishes", 2, nil); err != nil {
+		t.Fatal(err)
+	}
+	nf := []string{"--nats", url}
+	seq, err := c.Put(ctx, "dishes", []byte(`{"id":"d1","name":"Pad Thai","price":9.5,"tags":["noodles"]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := cli(t, `{"price":8.5,"tags":null}`, append([]string{"patch", "dishes", "d1", "-"}, nf...)...)
+	if code != 0 || !strings.HasPrefix(out, "stored at sequence ") {
+		t.Fatalf("patch: %d %q %s", code, out, errOut)
+	}
+	if out, errOut, code := cli(t, `{"price":1}`, append([]string{"patch", "--if-seq", strconv.FormatUint(seq, 10), "dishes", "d1", "-"}, nf...)...); code != 1 || !strings.Contains(errOut, "conflict") && !strings.Contains(errOut, "changed since") {
+		t.Fatalf("patch --if-seq of a replaced version: %d %q %s, want exit 1 and a conflict", code, out, errOut)
+	}
+	if out, errOut, code := cli(t, `[1]`, append([]string{"patch", "dishes", "d1", "-"}, nf...)...); code != 2 || !strings.Contains(errOut, "must be a JSON object") {
+		t.Fatalf("patch with an array: %d %q %s, want exit 2", code, out, errOut)
+	}
+	if out, _, _ := cli(t, "", append([]string{"get", "dishes", "d1"}, nf...)...); out != `{"id":"d1","name":"Pad Thai","price":8.5}`+"\n" {
+		t.Fatalf("after the patches: %q", out)
 	}
 }

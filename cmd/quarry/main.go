@@ -50,6 +50,7 @@ func init() {
 		"index":      {"create, list, show or remove indexes", runIndex},
 		"ingest":     {"bulk-load NDJSON documents and publish a new generation", runIngest},
 		"put":        {"upsert one JSON document", runPut},
+		"patch":      {"change part of one document (a JSON merge patch), atomically", runPatch},
 		"delete":     {"delete one document by id", runDelete},
 		"get":        {"print one document by id, as stored", runGet},
 		"search":     {"search an index", runSearch},
