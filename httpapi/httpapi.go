@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -101,6 +103,7 @@ func Handler(c *client.Client, opts Options) http.Handler {
 	route("DELETE /v1/indexes/{index}", operator, h.remove)
 	route("PUT /v1/indexes/{index}/query", operator, h.setQuery)
 	route("POST /v1/indexes/{index}/search", team(api.ScopeSearch), h.search)
+	route("GET /v1/indexes/{index}/search", team(api.ScopeSearch), h.searchGET)
 	route("POST /v1/indexes/{index}/documents", team(api.ScopeWrite), h.ingest, ndjsonBody...)
 	route("GET /v1/indexes/{index}/documents/{id}", team(api.ScopeSearch), h.getDoc)
 	route("DELETE /v1/indexes/{index}/documents/{id}", team(api.ScopeWrite), h.deleteDoc)
@@ -386,6 +389,66 @@ func (h *handler) search(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, err)
 		return
 	}
+	h.searchBody(w, r, body)
+}
+
+// searchParams are the URL parameters GET …/search takes, each the
+// search request member of its name: the simple cases, in a URL. Lists
+// (fields, sort) are comma-separated.
+var searchParams = map[string]string{"q": "string", "size": "int", "from": "int", "timeout_ms": "int",
+	"fields": "list", "sort": "list", "scoring": "string", "profile": "bool", "explain": "bool"}
+
+// searchGET answers GET /v1/indexes/{index}/search?q=…&size=…: the
+// request its parameters make, checked and answered as a POSTed one.
+func (h *handler) searchGET(w http.ResponseWriter, r *http.Request) {
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		h.fail(w, api.BadRequest("query parameters: %v", err))
+		return
+	}
+	req := map[string]any{}
+	for name, vals := range q {
+		kind, ok := searchParams[name]
+		if !ok {
+			h.fail(w, api.BadRequest("unknown parameter %q: GET …/search takes %s; POST a JSON body for the rest", name, strings.Join(slices.Sorted(maps.Keys(searchParams)), ", ")))
+			return
+		}
+		if len(vals) != 1 {
+			h.fail(w, api.BadRequest("parameter %q given %d times", name, len(vals)))
+			return
+		}
+		v := vals[0]
+		switch kind {
+		case "string":
+			req[name] = v
+		case "int":
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				h.fail(w, api.BadRequest("parameter %q: %q is not a whole number", name, v))
+				return
+			}
+			req[name] = n
+		case "bool":
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				h.fail(w, api.BadRequest("parameter %q: %q is not true or false", name, v))
+				return
+			}
+			req[name] = b
+		case "list":
+			req[name] = strings.Split(v, ",")
+		}
+	}
+	body, err := json.Marshal(req)
+	if err != nil {
+		h.fail(w, err)
+		return
+	}
+	h.searchBody(w, r, body)
+}
+
+// searchBody answers a search request's JSON body.
+func (h *handler) searchBody(w http.ResponseWriter, r *http.Request, body []byte) {
 	ctx := requestid.With(r.Context(), w.Header().Get("X-Request-Id"))
 	resp, err := h.c.SearchRaw(ctx, r.PathValue("index"), body)
 	if err != nil {

@@ -76,6 +76,16 @@ not json
 	if code != 200 || out["hits"].([]any)[0].(map[string]any)["id"] != "1" {
 		t.Fatalf("search: %d %v", code, out)
 	}
+	// The simple cases as URL parameters: the same request, the same
+	// answer.
+	code, out = do("GET", "/v1/indexes/h/search?q=spicy+noodles&fields=text,id&size=1", "")
+	if code != 200 || len(out["hits"].([]any)) != 1 || out["hits"].([]any)[0].(map[string]any)["id"] != "1" ||
+		out["hits"].([]any)[0].(map[string]any)["fields"].(map[string]any)["text"] != "spicy noodles" {
+		t.Fatalf("GET search: %d %v", code, out)
+	}
+	if code, out := do("GET", "/v1/indexes/h/search?q=spicy&size=0", ""); code != 200 || out["total"] != float64(2) || len(out["hits"].([]any)) != 0 {
+		t.Fatalf("GET search, size=0: %d %v", code, out)
+	}
 	if code, out := do("DELETE", "/v1/indexes/h/documents/1", ""); code != 200 {
 		t.Fatalf("delete doc: %d %v", code, out)
 	}
@@ -90,6 +100,11 @@ not json
 		{"POST", "/v1/indexes/h/search", `{"q":`, 400, "malformed search request"},
 		{"POST", "/v1/indexes/h/search", `{"size":"ten"}`, 400, "malformed search request"},
 		{"POST", "/v1/indexes/h/search", `{"query":{"match":5}}`, 400, "query"},
+		{"GET", "/v1/indexes/h/search?q=x&query=y", ``, 400, `unknown parameter "query": GET …/search takes explain, fields, from`},
+		{"GET", "/v1/indexes/h/search?q=x&size=ten", ``, 400, `parameter "size": "ten" is not a whole number`},
+		{"GET", "/v1/indexes/h/search?q=x&q=y", ``, 400, `parameter "q" given 2 times`},
+		{"GET", "/v1/indexes/h/search?q=x&size=-5", ``, 400, "size"},
+		{"GET", "/v1/indexes/nope/search?q=x", ``, 404, `index "nope" does not exist`},
 		{"POST", "/v1/indexes/nope/documents", `{"id":"1"}`, 404, "does not exist"},
 		{"POST", "/v1/indexes/BAD", `{"shards":1}`, 400, "invalid index name"},
 		{"POST", "/v1/indexes/x", `{"shards":1,"mapping":{"default_analyzer":"nope"}}`, 400, "bad mapping"},
