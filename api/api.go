@@ -72,10 +72,79 @@ type SearchRequest struct {
 	// was computed (bleve's explanation, with the index-wide statistics
 	// Quarry scores with).
 	Explain bool `json:"explain,omitempty"`
+	// Highlight asks for each hit's best fragment of each of its fields,
+	// the query's terms marked (Hit.Highlight).
+	Highlight *HighlightRequest `json:"highlight,omitempty"`
 	// Variant runs a pushed, validated version of one of the index's live
 	// plugins in place of the live version, for this request only: what
 	// `quarry plugin test` replays recorded queries with.
 	Variant *Variant `json:"variant,omitempty"`
+}
+
+// HighlightRequest asks for fragments of stored text fields with the
+// query's terms marked: for each hit and field, the field's best
+// fragment (about 200 bytes around the most matched terms).
+type HighlightRequest struct {
+	// Fields are the stored text fields to highlight (1 to
+	// MaxHighlightFields).
+	Fields []string `json:"fields"`
+	// PreTag and PostTag go around each matched term (default "<mark>"
+	// and "</mark>"), at most 64 bytes each.
+	PreTag  string `json:"pre_tag,omitempty"`
+	PostTag string `json:"post_tag,omitempty"`
+	// Encoder is how the field's own text is written: "html" (the
+	// default: HTML-escaped, so a fragment can go into a page as it is,
+	// the tags being the only markup) or "none" (as stored).
+	Encoder string `json:"encoder,omitempty"`
+}
+
+// Highlighting's bounds: the fields of one request, and the hits each
+// shard highlights (from + size), each a stored document read and
+// fragmented.
+const (
+	MaxHighlightFields = 16
+	MaxHighlightHits   = 1000
+	maxHighlightTag    = 64
+)
+
+// The values of HighlightRequest.Encoder.
+const (
+	EncoderHTML = "html"
+	EncoderNone = "none"
+)
+
+// Tags returns the pre and post tags, defaults filled in.
+func (h *HighlightRequest) Tags() (pre, post string) {
+	if h.PreTag == "" && h.PostTag == "" {
+		return "<mark>", "</mark>"
+	}
+	return h.PreTag, h.PostTag
+}
+
+// validate checks a highlight request against from + size hits.
+func (h *HighlightRequest) validate(hits int) error {
+	switch {
+	case len(h.Fields) == 0 || len(h.Fields) > MaxHighlightFields:
+		return BadRequest("highlight.fields: name 1 to %d stored text fields, got %d", MaxHighlightFields, len(h.Fields))
+	case len(h.PreTag) > maxHighlightTag || len(h.PostTag) > maxHighlightTag:
+		return BadRequest("highlight: pre_tag and post_tag are at most %d bytes each", maxHighlightTag)
+	case h.Encoder != "" && h.Encoder != EncoderHTML && h.Encoder != EncoderNone:
+		return BadRequest("highlight.encoder must be %q or %q, got %q", EncoderHTML, EncoderNone, h.Encoder)
+	case hits > MaxHighlightHits:
+		return Errorf(CodeQueryTooComplex, "highlight: from + size is %d, over the %d hits a search highlights (each a stored document read and fragmented on every shard): page through fewer", hits, MaxHighlightHits)
+	}
+	for i, f := range h.Fields {
+		if f == "" {
+			return BadRequest("highlight.fields[%d] is empty", i)
+		}
+		if at := invalidUTF8(f); at >= 0 {
+			return BadRequest("highlight.fields[%d] is not valid UTF-8 (byte %d)", i, at)
+		}
+	}
+	if at := invalidUTF8(h.PreTag + h.PostTag); at >= 0 {
+		return BadRequest("highlight: pre_tag or post_tag is not valid UTF-8")
+	}
+	return nil
 }
 
 // Variant names a plugin version to use for one request, or a whole
@@ -251,6 +320,11 @@ func (r *SearchRequest) Validate() error {
 	case r.Scoring != "" && r.Scoring != ScoringExact && r.Scoring != ScoringShard:
 		return BadRequest("scoring must be %q or %q, got %q", ScoringExact, ScoringShard, r.Scoring)
 	}
+	if r.Highlight != nil {
+		if err := r.Highlight.validate(r.From + r.EffectiveSize()); err != nil {
+			return err
+		}
+	}
 	for name, f := range r.Facets {
 		if f.Field == "" {
 			return BadRequest("facet %q: field is required", name)
@@ -342,6 +416,10 @@ type Hit struct {
 	// "message", "children"} (bleve's search.Explanation); a ranker may
 	// have changed Score since.
 	Explanation json.RawMessage `json:"explanation,omitempty"`
+	// Highlight, when the request asked for it, is each highlighted
+	// field's best fragment with the query's terms marked (a field
+	// without a match is absent).
+	Highlight map[string][]string `json:"highlight,omitempty"`
 	// Sort holds, when the request sorts, the hit's value of each sort
 	// key, typed: a float64 for a number, an RFC 3339 string for a date, a
 	// string for text (the indexed term), a bool for a boolean field, a
@@ -420,6 +498,18 @@ func (h *Hit) AppendJSON(b []byte) ([]byte, error) {
 	if len(h.Explanation) > 0 {
 		b = append(b, `,"explanation":`...)
 		b = append(b, h.Explanation...)
+	}
+	if len(h.Highlight) > 0 {
+		b = append(b, `,"highlight":`...)
+		// The tags as they are (<mark>, not \u003cmark\u003e): a
+		// fragment is markup, meant to be read and put in a page.
+		buf := bytes.NewBuffer(b)
+		enc := json.NewEncoder(buf)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(h.Highlight); err != nil {
+			return b, fmt.Errorf("hit %q highlight: %w", h.ID, err)
+		}
+		b = bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 	}
 	if len(h.Sort) > 0 {
 		b = append(b, `,"sort":`...)

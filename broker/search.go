@@ -279,7 +279,7 @@ func (r *run) planned() {
 		}
 		r.plan = &p
 	}
-	r.sreq = &wire.ShardRequest{Query: r.plan.Query, K: r.plan.K, Sort: r.plan.Sort, Fields: r.plan.Fields, Facets: fanout.ShardFacets(r.plan), MaxTerms: r.plan.MaxTerms, Explain: r.req.Explain}
+	r.sreq = &wire.ShardRequest{Query: r.plan.Query, K: r.plan.K, Sort: r.plan.Sort, Fields: r.plan.Fields, Facets: fanout.ShardFacets(r.plan), MaxTerms: r.plan.MaxTerms, Explain: r.req.Explain, Highlight: r.req.Highlight}
 }
 
 // statistics gives the shard request the query's global term statistics
@@ -421,15 +421,16 @@ func (r *run) merge() {
 	start := time.Now()
 	m := fanout.Merge(r.good, r.plan)
 	r.resp.Total, r.resp.Facets, r.hits = m.Total, m.Facets, m.Hits
-	if r.sreq.Explain {
+	if r.sreq.Explain || r.sreq.Highlight != nil {
 		r.takeExplanations()
 	}
 	r.mergeTook += time.Since(start)
 }
 
-// takeExplanations moves each candidate's score explanation out of its
-// fields (wire.ExplanationField), before a ranker sees them; page
-// encodes those of its hits.
+// takeExplanations moves each candidate's score explanation and
+// highlighted fragments out of its fields (wire.ExplanationField,
+// wire.HighlightField), before a ranker sees them; page encodes the
+// explanations of its hits, and the fragments stay with their hit.
 func (r *run) takeExplanations() {
 	r.explanations = make(map[string]any, len(r.hits))
 	for i := range r.hits {
@@ -438,6 +439,18 @@ func (r *run) takeExplanations() {
 		if e, ok := h.Fields[wire.ExplanationField]; ok {
 			delete(h.Fields, wire.ExplanationField)
 			r.explanations[h.ID] = e
+		}
+		if hl, ok := h.Fields[wire.HighlightField].(map[string]any); ok {
+			delete(h.Fields, wire.HighlightField)
+			h.Highlight = make(map[string][]string, len(hl))
+			for field, frags := range hl {
+				list, _ := frags.([]any)
+				for _, f := range list {
+					if s, ok := f.(string); ok {
+						h.Highlight[field] = append(h.Highlight[field], s)
+					}
+				}
+			}
 		}
 	}
 }
@@ -475,12 +488,24 @@ func (r *run) page() error {
 			}
 			h.Explanation = raw
 		}
-		if !budget.take(int(hitBytes(h)) - hitMemory + 48 + len(h.Explanation)) {
+		if !budget.take(int(hitBytes(h)) - hitMemory + 48 + len(h.Explanation) + highlightBytes(h.Highlight)) {
 			return r.responseTooLarge(i+1, len(r.resp.Hits), budget.max)
 		}
 	}
 	r.resp.Pipeline = r.reports
 	return nil
+}
+
+// highlightBytes estimates a hit's fragments as the response writes them.
+func highlightBytes(hl map[string][]string) int {
+	n := 0
+	for field, frags := range hl {
+		n += len(field) + 8
+		for _, f := range frags {
+			n += len(f) + 4
+		}
+	}
+	return n
 }
 
 // finish records the merge and rank times and writes the profile.

@@ -96,10 +96,10 @@ func (b *Broker) shadowRewrite(ctx context.Context, index string, def api.IndexD
 
 // shadowSearch runs the rest of a search for a shadow rewriter's request:
 // the rewriters after it, the plan, and the execution with the rankers,
-// and returns the ids of its top 10. Stored fields and facets are not
-// asked for: only the order is compared.
+// and returns the ids of its top 10. Stored fields, facets, explanations
+// and highlights are not asked for: only the order is compared.
 func (b *Broker) shadowSearch(ctx context.Context, index string, def api.IndexDefinition, rewriters, rankers []Step, req api.SearchRequest, hints planner.Hints) ([]string, error) {
-	req.Fields, req.Facets, req.Profile = nil, nil, false
+	req.Fields, req.Facets, req.Profile, req.Explain, req.Highlight = nil, nil, false, false, nil
 	r := &run{b: b, def: def, execOptions: execOptions{start: time.Now()}, req: req, hints: &hints}
 	if len(rankers) > 0 {
 		r.pipeline = &Pipeline{Rankers: rankers}

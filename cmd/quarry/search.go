@@ -53,6 +53,7 @@ func runSearch(ctx context.Context, e *env, args []string) error {
 	queryJSON := fs.String("query", "", "bleve query in JSON, instead of TEXT")
 	filterJSON := fs.String("filter", "", "bleve query in JSON every hit must match (does not score)")
 	sortBy := fs.String("sort", "", "sort fields, comma-separated (-price for descending)")
+	highlight := fs.String("highlight", "", "stored text fields to highlight, comma-separated: each hit's best fragment of each, the query's terms in [brackets] (--json: <mark>, HTML-escaped)")
 	profile := fs.Bool("profile", false, "show the plan and per-stage timings")
 	jsonOut := fs.Bool("json", false, "print the raw JSON response")
 	pos, err := cmdline.Parse(fs, args, 1, 2)
@@ -68,6 +69,12 @@ func runSearch(ctx context.Context, e *env, args []string) error {
 	}
 	if *sortBy != "" {
 		req.Sort = strings.Split(*sortBy, ",")
+	}
+	if *highlight != "" {
+		req.Highlight = &api.HighlightRequest{Fields: strings.Split(*highlight, ",")}
+		if !*jsonOut { // for a terminal: plain text, terms bracketed
+			req.Highlight.PreTag, req.Highlight.PostTag, req.Highlight.Encoder = "[", "]", api.EncoderNone
+		}
 	}
 	if *queryJSON != "" {
 		if !json.Valid([]byte(*queryJSON)) {
@@ -137,6 +144,11 @@ func printHits(w io.Writer, resp *api.SearchResponse, from int, fields []string)
 		}
 		if len(parts) > 0 {
 			fmt.Fprintf(w, "              %s\n", strings.Join(parts, "  "))
+		}
+		for _, k := range slices.Sorted(maps.Keys(h.Highlight)) {
+			for _, frag := range h.Highlight[k] {
+				fmt.Fprintf(w, "              %s: %s\n", k, frag)
+			}
 		}
 	}
 	if resp.Profile != nil {

@@ -34,6 +34,7 @@ func TestCLISearchPrintsFields(t *testing.T) {
 		{"every field, by name, the title on the first line", []string{"--sort", "weight"},
 			[]string{"p1  Widget", "color=red  dims.w=2  sizes=s,m  weight=3  sort=3", "p2  Gadget", "color=blue  dims.w=5  sizes=l  weight=12.5  sort=12.5"}},
 		{"no fields", []string{"--fields", "", "--sort", "_id"}, []string{"p1  ", "sort=p1", "p2  ", "sort=p2"}},
+		{"highlighted", []string{"gadget", "--fields", "", "--highlight", "title,color"}, []string{"p2  ", "title: [Gadget]"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -82,6 +82,9 @@ func (r *Replica) Search(ctx context.Context, req *wire.ShardRequest) (*wire.Sha
 	if err == nil {
 		fieldsJSON, err = loadFields(ctx, idx, res.Hits, fields, budget)
 	}
+	if err == nil && req.Highlight != nil {
+		err = highlightHits(ctx, idx, res.Hits, req.Highlight, budget)
+	}
 	seq := r.Seq()
 	if err != nil {
 		if ctxErr := ctx.Err(); ctxErr != nil {
@@ -112,6 +115,8 @@ func BuildRequest(req *wire.ShardRequest) (*bleve.SearchRequest, error) {
 	}
 	sreq := bleve.NewSearchRequestOptions(q, req.K, 0, req.Explain)
 	sreq.Fields = req.Fields
+	// Highlighting reads where each term matched (highlightHits).
+	sreq.IncludeLocations = req.Highlight != nil
 	if len(req.Sort) > 0 {
 		sreq.SortBy(req.Sort)
 	}
@@ -225,10 +230,15 @@ func ToResponse(res *bleve.SearchResult, fieldsJSON []json.RawMessage, seq, gene
 		if i < len(fieldsJSON) && fieldsJSON[i] != nil {
 			out.Hits[i].Fields, out.Hits[i].FieldsJSON = nil, fieldsJSON[i]
 		}
-		if h.Expl != nil {
-			fields := make(map[string]any, len(h.Fields)+1)
+		if h.Expl != nil || h.Fragments != nil {
+			fields := make(map[string]any, len(h.Fields)+2)
 			maps.Copy(fields, out.Hits[i].FieldValues())
-			fields[wire.ExplanationField] = h.Expl
+			if h.Expl != nil {
+				fields[wire.ExplanationField] = h.Expl
+			}
+			if h.Fragments != nil {
+				fields[wire.HighlightField] = map[string][]string(h.Fragments)
+			}
 			out.Hits[i].Fields, out.Hits[i].FieldsJSON = fields, nil
 		}
 	}

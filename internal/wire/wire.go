@@ -55,6 +55,10 @@ type ShardRequest struct {
 	// hit's field ExplanationField (so the binary response needs no new
 	// layout).
 	Explain bool `json:"explain,omitempty"`
+	// Highlight asks for each hit's fragments of the fields it names,
+	// sent back as the hit's field HighlightField, an object of field
+	// name to fragments (as explanations: no new layout).
+	Highlight *api.HighlightRequest `json:"highlight,omitempty"`
 	// MaxReplyBytes bounds the reply the search builds, estimated as its
 	// hits are added: their ids and sort keys, their stored fields (names
 	// and values) and their explanations. Past it the shard stops and
@@ -70,6 +74,11 @@ type ShardRequest struct {
 // hit's score explanation when ShardRequest.Explain asks for it; the
 // broker takes it out into api.Hit.Explanation.
 const ExplanationField = "_quarry_explanation"
+
+// HighlightField is the stored-field name under which a shard returns a
+// hit's highlighted fragments when ShardRequest.Highlight asks for them;
+// the broker takes it out into api.Hit.Highlight.
+const HighlightField = "_quarry_highlight"
 
 // PhaseStats is ShardRequest.Phase for the statistics pre-search.
 const PhaseStats = "stats"
