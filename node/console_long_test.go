@@ -395,6 +395,12 @@ func TestConsole(t *testing.T) {
 	if hits := eval[int](b, `document.querySelectorAll("#hits tr.hit").length`); hits == 0 {
 		t.Errorf("the playground shows no hits: %s", eval[string](b, `document.getElementById("results").innerText`))
 	}
+	// The terms are marked where the server matched them (its
+	// highlighting): "noodles", which the spelling rewriter made of the
+	// typed "noodels", a word the page itself could not have marked.
+	if marks := eval[[]string](b, `[...document.querySelectorAll("#hits tr.hit mark")].map(m => m.textContent.toLowerCase())`); !slices.Contains(marks, "noodles") {
+		t.Errorf("the playground's hits mark %q, want the server's \"noodles\"", marks)
+	}
 	stages := eval[[]string](b, `[...document.querySelectorAll("#waterfall g.stage")].map(g => g.dataset.stage)`)
 	for _, want := range []string{"decode", "rewrite spelling", "plan", "fan-out", "shard 0", "shard 1", "merge", "rank georank", "encode"} {
 		if !slices.Contains(stages, want) {

@@ -43,6 +43,9 @@ export async function render(root, state, alive) {
     try {
       if (values.q.trim()) req.q = values.q;
       if (values.size !== '') req.size = parseInt(values.size, 10);
+      // The server marks the query's terms in the fields the summary
+      // shows (a search highlights at most 1,000 hits).
+      if ((req.size ?? 10) <= 1000) req.highlight = { fields: summaryKeys, pre_tag: MARK_START, post_tag: MARK_END, encoder: 'none' };
       for (const k of ['query', 'filter', 'context']) {
         if (values[k].trim()) {
           try { req[k] = JSON.parse(values[k]); } catch (e) { throw new Error(k + ' is not valid JSON: ' + e.message); }
@@ -178,11 +181,31 @@ export function waterfall(stages, took) {
   return s('svg', { class: 'waterfall', id: 'waterfall', viewBox: `0 0 ${W} ${H}`, role: 'img', 'aria-label': 'stage waterfall' }, ticks, rows);
 }
 
-function summary(fields) {
-  if (!fields) return '';
-  for (const k of ['name', 'title', 'text']) if (typeof fields[k] === 'string') return fields[k];
-  const first = Object.values(fields).find(v => typeof v === 'string');
-  return first || '';
+// summaryKeys are the fields a hit's summary is taken from, the first a
+// hit has; the search asks for their highlighted fragments.
+const summaryKeys = ['name', 'title', 'text'];
+const MARK_START = '\u0001', MARK_END = '\u0002';
+
+function summaryKey(fields) {
+  if (!fields) return null;
+  for (const k of summaryKeys) if (typeof fields[k] === 'string') return k;
+  return Object.keys(fields).find(k => typeof fields[k] === 'string') ?? null;
+}
+
+// summary is a hit's document in one line: its highlighted fragment of
+// the summary field when the server sent one (the query's terms as it
+// matched them: stems, synonyms), else that field with the typed words
+// marked.
+function summary(hit, terms) {
+  const k = summaryKey(hit.fields);
+  if (k === null) return '';
+  const frag = hit.highlight?.[k]?.[0];
+  if (frag === undefined) return highlight(hit.fields[k], terms);
+  return frag.split(MARK_START).flatMap((part, i) => {
+    if (i === 0) return [part];
+    const [marked, rest] = part.split(MARK_END);
+    return [h('mark', {}, marked), rest ?? ''];
+  });
 }
 
 // words are the query's terms, lowercased: what "why" highlights.
@@ -212,7 +235,7 @@ function hits(resp, q, planDetail, req, index) {
       h('td', { class: 'num' }, resp.hits.length > 0 ? i + 1 : ''),
       h('td', { class: 'mono' }, hit.id),
       h('td', { class: 'num' }, hit.score.toFixed(4)),
-      h('td', {}, highlight(summary(hit.fields), terms)),
+      h('td', {}, summary(hit, terms)),
       h('td', {}, btn)), explainRow);
   });
   return table([h('th', { class: 'num' }, '#'), 'id', h('th', { class: 'num' }, 'score'), 'document', ''], rows, { id: 'hits' });
