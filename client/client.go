@@ -162,19 +162,43 @@ func (c *Client) SetQuerySettings(ctx context.Context, name string, qs api.Query
 	return st.SetQuerySettings(ctx, name, qs)
 }
 
+// controlWait is how long CreateIndexDef waits for a role that serves
+// the control API.
+const controlWait = 10 * time.Second
+
 // CreateIndexDef creates an index from a full definition (name, shards,
-// mapping and query settings). The admin service (beside the broker)
-// checks the mapping and stores the definition, over the control API
-// (subject quarry.v1.control.index.create), which no team's permissions
-// reach.
+// mapping and query settings). A broker's or an indexer's node checks the
+// mapping and stores the definition, over the control API (subject
+// quarry.v1.control.index.create), which no team's permissions reach;
+// with neither running it waits for one up to 10 seconds.
 func (c *Client) CreateIndexDef(ctx context.Context, def api.IndexDefinition) (api.IndexDefinition, error) {
 	if err := subject.ValidIndexName(def.Name); err != nil {
 		return api.IndexDefinition{}, api.BadRequest("%v", err)
 	}
-	msg := nats.NewMsg(subject.Control("index.create"))
-	msg.Header = c.headers(ctx)
-	msg.Data, _ = json.Marshal(def)
-	err := c.call(ctx, fmt.Sprintf("create index %q", def.Name), msg, &def)
+	body, _ := json.Marshal(def)
+	// Roles started a moment ago may not serve the control API yet: wait
+	// for one a while (ControlWait), as a deployment's first steps
+	// (init, the roles, the first index) run one right after another.
+	var err error
+	start := time.Now()
+	for pause := 20 * time.Millisecond; ; pause = min(2*pause, time.Second) {
+		msg := nats.NewMsg(subject.Control("index.create"))
+		msg.Header, msg.Data = c.headers(ctx), body
+		err = c.call(ctx, fmt.Sprintf("create index %q", def.Name), msg, &def)
+		var none noResponder
+		if !errors.As(err, &none) {
+			break
+		}
+		if time.Since(start) >= controlWait {
+			err = api.Errorf(api.CodeUnavailable, "create index %q: no broker or indexer is running (each serves index creation) after %s", def.Name, controlWait)
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return api.IndexDefinition{}, fmt.Errorf("create index %q: no broker or indexer is running: %w", def.Name, ctx.Err())
+		case <-time.After(pause):
+		}
+	}
 	if err == nil {
 		// Documents written next need the definition. Reading it back
 		// could miss it: a replica of the index bucket that has not yet

@@ -311,6 +311,14 @@ func (c *Client) call(ctx context.Context, what string, msg *nats.Msg, out any) 
 	return json.Unmarshal(reply.Data, out)
 }
 
+// noResponder is the error of a request no service took: an
+// api.CodeUnavailable error (its Unwrap), which a caller that may wait
+// for the service to start tells apart with errors.As.
+type noResponder struct{ err *api.Error }
+
+func (e noResponder) Error() string { return e.err.Error() }
+func (e noResponder) Unwrap() error { return e.err }
+
 // request sends msg and waits for its reply like nats.Conn.RequestMsg, but
 // fails fast when the server refuses the request for the user's
 // permissions. A server drops a denied publish (or a reply to an inbox the
@@ -333,7 +341,7 @@ func (c *Client) request(ctx context.Context, msg *nats.Msg) (*nats.Msg, error) 
 		cancel()
 		switch {
 		case errors.Is(err, nats.ErrNoResponders) || (err == nil && len(m.Data) == 0 && m.Header.Get("Status") == "503"):
-			return nil, api.Errorf(api.CodeUnavailable, "no admin service is running (it runs beside the broker)")
+			return nil, noResponder{api.Errorf(api.CodeUnavailable, "no admin service is running (it runs beside the broker)")}
 		case err == nil:
 			return m, nil
 		case ctx.Err() != nil:

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -14,15 +13,13 @@ import (
 	"time"
 
 	"github.com/quarrysearch/quarry/client"
+	"github.com/quarrysearch/quarry/internal/control"
 	"github.com/quarrysearch/quarry/internal/meta"
 	"github.com/quarrysearch/quarry/internal/natstest"
-	"github.com/quarrysearch/quarry/internal/subject"
-	"github.com/quarrysearch/quarry/internal/testwait"
-	"github.com/quarrysearch/quarry/registry"
 )
 
 // serve starts the HTTP API on a client of a real nats-server with
-// JetStream, Quarry's resources made and the admin service running (it
+// JetStream, Quarry's resources made and the control API served (it
 // creates indexes); it returns the server's URL, the log and the
 // connection.
 func serve(t *testing.T) (string, *bytes.Buffer, *client.Client) {
@@ -33,28 +30,21 @@ func serve(t *testing.T) (string, *bytes.Buffer, *client.Client) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	admin, err := registry.New(t.Context(), nc, st, registry.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctl := control.New(nc, st, nil)
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- admin.Run(ctx) }()
+	go func() { done <- ctl.Run(ctx) }()
 	t.Cleanup(func() {
 		stop()
 		if err := <-done; err != nil {
-			t.Errorf("admin service: %v", err)
+			t.Errorf("control API: %v", err)
 		}
 	})
-	// Its last endpoint listed: every one subscribed, on this connection,
-	// before anything the test sends on it.
-	testwait.UntilErr(t, 10*time.Second, "the admin service lists index-create", func() error {
-		m, err := nc.Request("$SRV.INFO."+subject.AdminService, nil, time.Second)
-		if err == nil && !strings.Contains(string(m.Data), `"index-create"`) {
-			err = fmt.Errorf("not yet listed: %s", m.Data)
-		}
-		return err
-	})
+	select {
+	case <-ctl.Ready():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the control API is not ready after 10s")
+	}
 	c, err := client.New(context.Background(), nc, client.Options{})
 	if err != nil {
 		t.Fatal(err)

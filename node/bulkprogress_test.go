@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/client"
 	"github.com/quarrysearch/quarry/indexer"
 	"github.com/quarrysearch/quarry/searcher"
@@ -34,7 +33,9 @@ func TestBulkProgressFollowsIndexing(t *testing.T) {
 			n := startConfig(t, cfg)
 			ctx := context.Background()
 			c := n.Client()
-			storeIndex(t, n, api.IndexDefinition{Name: "p", Shards: 3}) // no broker
+			if _, err := c.CreateIndex(ctx, "p", 3, nil); err != nil {
+				t.Fatal(err)
+			}
 			served := func() (sum uint64) {
 				if n.Searcher == nil {
 					return 0

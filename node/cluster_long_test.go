@@ -17,6 +17,7 @@ import (
 	"github.com/quarrysearch/quarry/broker"
 	"github.com/quarrysearch/quarry/client"
 	"github.com/quarrysearch/quarry/indexer"
+	"github.com/quarrysearch/quarry/internal/control"
 	"github.com/quarrysearch/quarry/internal/meta"
 	"github.com/quarrysearch/quarry/internal/subject"
 	"github.com/quarrysearch/quarry/internal/testtier"
@@ -219,16 +220,21 @@ func TestReplicationDecidedOnce(t *testing.T) {
 	}
 	allAt(got, 3)
 
-	// A CLI client (no replicas said) creates an index and writes: the
-	// deployment keeps its replication.
-	if _, err := c.CreateIndex(ctx, "repl", 1, nil); err != nil {
+	// An index made as the control API makes it (no role runs here),
+	// and a CLI client (no replicas said) writes to it: the deployment
+	// keeps its replication.
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := meta.Open(ctx, js, meta.Options{Bind: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := control.CreateIndex(ctx, st, []byte(`{"name":"repl","shards":1}`)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.Put(ctx, "repl", []byte(`{"id":"d1","name":"noodles"}`)); err != nil {
-		t.Fatal(err)
-	}
-	js, err := jetstream.New(nc)
-	if err != nil {
 		t.Fatal(err)
 	}
 	now, err := meta.Replication(ctx, js, nil)

@@ -15,7 +15,7 @@ import (
 	"github.com/quarrysearch/quarry/client"
 	"github.com/quarrysearch/quarry/indexer"
 	"github.com/quarrysearch/quarry/internal/catalog"
-	"github.com/quarrysearch/quarry/internal/indexmap"
+	"github.com/quarrysearch/quarry/internal/control"
 	"github.com/quarrysearch/quarry/internal/natstest"
 	"github.com/quarrysearch/quarry/internal/testwait"
 	"github.com/quarrysearch/quarry/internal/wasmtest"
@@ -95,17 +95,16 @@ func noodleIndex(tb testing.TB, c *client.Client, index, prefix string) {
 	waitTotal(tb, c, index, "noodles", 10)
 }
 
-// storeIndex creates an index on a node that runs no broker, so no admin
-// service to ask (client.CreateIndexDef): as that service does, the
-// mapping canonical first, then the definition stored.
+// storeIndex creates an index on a node that runs neither a broker nor
+// an indexer, so nothing serves the control API (client.CreateIndexDef):
+// as the control API does.
 func storeIndex(t testing.TB, n *Node, def api.IndexDefinition) api.IndexDefinition {
 	t.Helper()
-	m, err := indexmap.Canonical(def.Mapping)
+	body, err := json.Marshal(def)
 	if err != nil {
 		t.Fatal(err)
 	}
-	def.Mapping = m
-	def, err = n.store.CreateIndex(context.Background(), def)
+	def, err = control.CreateIndex(context.Background(), n.store, body)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -131,7 +131,10 @@ func TestIndexerLend(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	n := startConfig(t, Config{Indexer: &indexer.Config{SnapshotInterval: -1}})
-	def := storeIndex(t, n, api.IndexDefinition{Name: "lend", Shards: 2}) // no broker
+	def, err := n.Client().CreateIndex(ctx, "lend", 2, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	r, err := n.Indexer.Lend(ctx, def, 1)
 	if err != nil || r == nil {
 		t.Fatalf("lend shard 1: %v, %v", r, err)

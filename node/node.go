@@ -23,6 +23,7 @@ import (
 	"github.com/quarrysearch/quarry/client"
 	"github.com/quarrysearch/quarry/httpapi"
 	"github.com/quarrysearch/quarry/indexer"
+	"github.com/quarrysearch/quarry/internal/control"
 	"github.com/quarrysearch/quarry/internal/embednats"
 	"github.com/quarrysearch/quarry/internal/meta"
 	"github.com/quarrysearch/quarry/internal/shard"
@@ -201,6 +202,7 @@ type Node struct {
 	lock    *dirLock
 	guard   *httpapi.Guard    // with HTTPAuth
 	admin   *registry.Service // with a broker
+	control *control.Service  // with a broker or an indexer
 
 	holdMu sync.Mutex
 	holds  map[*string]struct{} // see Hold
@@ -339,6 +341,13 @@ func (n *Node) start(ctx context.Context) (err error) {
 	if n.ns != nil && cfg.MinFreeDisk > 0 {
 		w := &diskWatch{n: n, dirs: watchedDirs(n.ns.NATS().StoreDir(), cfg.DataDir)}
 		n.run(tierIndexer, "disk-watch", w.run) // the last tier stopped: until the end
+	}
+	if cfg.Indexer != nil || cfg.Broker != nil {
+		// The control API (creating an index) beside either role, so
+		// an index can be made as soon as one of them runs; stopped
+		// with the last tier.
+		n.control = control.New(n.nc, n.store, cfg.Logger)
+		n.run(tierIndexer, "control", n.control.Run)
 	}
 	lend := cfg.Indexer != nil && cfg.Searcher != nil && !cfg.SeparateReplicas
 	if cfg.Indexer != nil {
@@ -515,6 +524,9 @@ func (n *Node) WaitReady(ctx context.Context) error {
 	if n.admin != nil {
 		chans = append(chans, n.admin.Ready())
 	}
+	if n.control != nil {
+		chans = append(chans, n.control.Ready())
+	}
 	if n.guard != nil {
 		chans = append(chans, n.guard.Ready())
 	}
@@ -597,6 +609,9 @@ func (n *Node) Ready() error {
 	}
 	if n.admin != nil {
 		pending("the admin service is starting", n.admin.Ready())
+	}
+	if n.control != nil {
+		pending("the control API is starting", n.control.Ready())
 	}
 	if n.Broker != nil {
 		pending("the broker is reading the indexes", n.Broker.Ready())

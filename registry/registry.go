@@ -17,7 +17,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/quarrysearch/quarry/api"
-	"github.com/quarrysearch/quarry/internal/indexmap"
 	"github.com/quarrysearch/quarry/internal/meta"
 	"github.com/quarrysearch/quarry/internal/requestid"
 	"github.com/quarrysearch/quarry/internal/subject"
@@ -168,11 +167,6 @@ func (s *Service) Run(ctx context.Context) error {
 			return fmt.Errorf("admin endpoint %s: %w", op, err)
 		}
 	}
-	err = svc.AddEndpoint("index-create", micro.HandlerFunc(func(req micro.Request) { s.createIndex(ctx, req) }),
-		micro.WithEndpointSubject(subject.Control("index.create")))
-	if err != nil {
-		return fmt.Errorf("admin endpoint index.create: %w", err)
-	}
 	// Ready once the server has the subscriptions: a client on another
 	// connection that asks at once finds a responder.
 	if err := s.nc.FlushTimeout(readyFlushTimeout); err != nil {
@@ -181,36 +175,6 @@ func (s *Service) Run(ctx context.Context) error {
 	close(s.ready)
 	<-ctx.Done()
 	return nil
-}
-
-// createIndex creates the index an api.IndexDefinition describes (the
-// control API's index.create): its mapping checked and canonicalized here,
-// so the Go client that sends it links no bleve. It answers the stored
-// definition.
-func (s *Service) createIndex(ctx context.Context, req micro.Request) {
-	if !s.replies.Allow(req.Subject(), req.Reply()) {
-		return
-	}
-	a := s.answerTo(req)
-	var def api.IndexDefinition
-	if err := api.DecodeStrict("index definition", req.Data(), &def); err != nil {
-		a.fail(err)
-		return
-	}
-	m, err := indexmap.Canonical(def.Mapping)
-	if err != nil {
-		a.fail(err)
-		return
-	}
-	def.Mapping = m
-	cctx, cancel := context.WithTimeout(ctx, RequestTimeout)
-	defer cancel()
-	def, err = s.store.CreateIndex(cctx, def)
-	if err != nil {
-		a.fail(err)
-		return
-	}
-	a.json(def)
 }
 
 func (s *Service) handle(ctx context.Context, op string, req micro.Request) {

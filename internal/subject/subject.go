@@ -104,6 +104,9 @@ const (
 	// the operator may do (quarry.v1.control.<operation>: create an
 	// index): no team's permissions name it.
 	ControlPrefix = "quarry.v1.control"
+	// ControlQueue is the queue group of the control API's subscribers:
+	// every broker's node and every indexer (package control).
+	ControlQueue = "quarry-control"
 	// AdminService is the admin API's micro service name.
 	AdminService = "quarry-admin"
 	// SearcherService and IndexerService are the micro services each
