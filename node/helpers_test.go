@@ -5,8 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
+	"net/http"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -93,6 +96,31 @@ func noodleIndex(tb testing.TB, c *client.Client, index, prefix string) {
 	}
 	mustBulk(tb, c, index, ndjson(30, prefix))
 	waitTotal(tb, c, index, "noodles", 10)
+}
+
+// httpRequest sends one HTTP request, header a list of name, value pairs
+// ("Host" sets the request's host), and returns its status, headers and
+// body.
+func httpRequest(t testing.TB, method, url, body string, header ...string) (int, http.Header, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		if header[i] == "Host" {
+			req.Host = header[i+1]
+		} else {
+			req.Header.Set(header[i], header[i+1])
+		}
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header, string(b)
 }
 
 // storeIndex creates an index on a node that runs neither a broker nor

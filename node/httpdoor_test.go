@@ -213,24 +213,7 @@ func TestHTTPCrossSiteRefused(t *testing.T) {
 	base := "http://" + n.HTTPAddr
 	send := func(method, path, body string, header ...string) (int, http.Header, string) {
 		t.Helper()
-		req, err := http.NewRequest(method, base+path, strings.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i := 0; i+1 < len(header); i += 2 {
-			if header[i] == "Host" {
-				req.Host = header[i+1]
-			} else {
-				req.Header.Set(header[i], header[i+1])
-			}
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, resp.Header, string(b)
+		return httpRequest(t, method, base+path, body, header...)
 	}
 	refused := []struct {
 		name, method, path, body string

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -110,20 +109,7 @@ func TestPatchDocument(t *testing.T) {
 	url := "http://" + n.HTTPAddr + "/v1/indexes/pd/documents/d1"
 	do := func(t *testing.T, method, body string, hdr ...string) (int, http.Header, string) {
 		t.Helper()
-		req, err := http.NewRequest(method, url, strings.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i := 0; i+1 < len(hdr); i += 2 {
-			req.Header.Set(hdr[i], hdr[i+1])
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, resp.Header, string(b)
+		return httpRequest(t, method, url, body, hdr...)
 	}
 	code, hdr, _ := do(t, "GET", "")
 	etag := hdr.Get("ETag")

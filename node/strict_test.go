@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -21,18 +20,15 @@ import (
 // the body.
 func httpDo(t testing.TB, n *Node, method, path, body string) (int, []byte) {
 	t.Helper()
-	req, err := http.NewRequest(method, "http://"+n.HTTPAddr+path, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
+	url := "http://" + n.HTTPAddr + path
+	typed, _ := http.NewRequest(method, url, nil)
+	setBodyType(typed, body)
+	var header []string
+	if ct := typed.Header.Get("Content-Type"); ct != "" {
+		header = []string{"Content-Type", ct}
 	}
-	setBodyType(req, body)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, raw
+	code, _, raw := httpRequest(t, method, url, body, header...)
+	return code, []byte(raw)
 }
 
 // noInternals fails when a message shows Go's or a library's words.

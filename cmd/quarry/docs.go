@@ -109,13 +109,20 @@ func runPut(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	return e.stored(ctx, c, pos[0], seq, *wait)
+}
+
+// stored says at which stream sequence a write of index was stored and,
+// with wait, waits until a search finds it.
+func (e *env) stored(ctx context.Context, c *client.Client, index string, seq uint64, wait bool) error {
 	fmt.Fprintf(e.stdout, "stored at sequence %d\n", seq)
-	if *wait {
-		if err := c.WaitSearchable(ctx, pos[0], seq); err != nil {
-			return err
-		}
-		fmt.Fprintf(e.stdout, "searchable\n")
+	if !wait {
+		return nil
 	}
+	if err := c.WaitSearchable(ctx, index, seq); err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "searchable\n")
 	return nil
 }
 
@@ -147,14 +154,7 @@ stream sequence is patched (what get --json shows as "seq").`)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(e.stdout, "stored at sequence %d\n", seq)
-	if *wait {
-		if err := c.WaitSearchable(ctx, pos[0], seq); err != nil {
-			return err
-		}
-		fmt.Fprintf(e.stdout, "searchable\n")
-	}
-	return nil
+	return e.stored(ctx, c, pos[0], seq, *wait)
 }
 
 // readArg reads a command's input: the file named, or standard input
