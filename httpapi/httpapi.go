@@ -113,6 +113,7 @@ func Handler(c *client.Client, opts Options) http.Handler {
 	route("GET /v1/indexes/{index}/documents", team(api.ScopeSearch), h.getDoc)
 	route("DELETE /v1/indexes/{index}/documents", team(api.ScopeWrite), h.deleteDoc)
 	route("PATCH /v1/indexes/{index}/documents", team(api.ScopeWrite), h.patchDoc, patchBody...)
+	route("POST /v1/indexes/{index}/delete-by-query", team(api.ScopeWrite), h.deleteByQuery)
 	route("GET /v1/indexes/{index}/plugins", team(api.ScopeAdmin), h.listPlugins)
 	route("POST /v1/indexes/{index}/plugins/{name}", team(api.ScopeAdmin), h.pushPlugin, wasmBody...)
 	route("POST /v1/indexes/{index}/plugins/{name}/activate", team(api.ScopeAdmin), h.activatePlugin)
@@ -504,6 +505,26 @@ func (h *handler) getDoc(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Quarry-Seq", strconv.FormatUint(doc.Seq, 10))
 	w.Header().Set("ETag", `"`+strconv.FormatUint(doc.Seq, 10)+`"`) // what If-Match takes
 	w.Write(doc.Source)
+}
+
+// deleteByQuery deletes the documents a query finds (client.DeleteByQuery),
+// answering what it did; a failure part way answers the error, with what
+// was deleted before it logged.
+func (h *handler) deleteByQuery(w http.ResponseWriter, r *http.Request) {
+	var q client.DeleteQuery
+	if err := decodeBody(w, r, "delete by query", &q); err != nil {
+		h.fail(w, err)
+		return
+	}
+	res, err := h.c.DeleteByQuery(r.Context(), r.PathValue("index"), q)
+	if err != nil {
+		if res.Deleted > 0 {
+			h.logger().Warn("delete by query stopped part way", "index", r.PathValue("index"), "deleted", res.Deleted, "last_seq", res.LastSeq, "err", err)
+		}
+		h.fail(w, err)
+		return
+	}
+	writeJSON(w, 200, res)
 }
 
 // patchDoc applies a JSON merge patch to one document (client.Patch):

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -164,6 +165,61 @@ func readArg(e *env, name string) ([]byte, error) {
 		return io.ReadAll(e.stdin)
 	}
 	return os.ReadFile(name)
+}
+
+func runDeleteByQuery(ctx context.Context, e *env, args []string) error {
+	fs := e.newFlags("delete-by-query", "INDEX [TEXT]", `Deletes every document a search finds: TEXT, --query or --filter, run
+as it is (no rewriter or ranker of the index's), in rounds of 1,000
+until a search finds none, or --max. --dry-run only counts them.`)
+	var nf natsFlags
+	nf.register(fs, e.getenv)
+	queryJSON := fs.String("query", "", "bleve query in JSON, instead of TEXT")
+	filterJSON := fs.String("filter", "", "bleve query in JSON every deleted document must match")
+	maxDocs := fs.Int("max", client.DefaultDeleteMax, fmt.Sprintf("delete at most this many (at most %d)", client.MaxDeleteMax))
+	dryRun := fs.Bool("dry-run", false, "count the documents it would delete, delete none")
+	pos, err := cmdline.Parse(fs, args, 1, 2)
+	if err != nil {
+		return err
+	}
+	q := client.DeleteQuery{Max: *maxDocs}
+	if len(pos) == 2 {
+		q.Q = pos[1]
+	}
+	for _, j := range []struct {
+		flag, val string
+		to        *json.RawMessage
+	}{{"--query", *queryJSON, &q.Query}, {"--filter", *filterJSON, &q.Filter}} {
+		if j.val == "" {
+			continue
+		}
+		if !json.Valid([]byte(j.val)) {
+			return api.BadRequest("%s is not valid JSON", j.flag)
+		}
+		*j.to = json.RawMessage(j.val)
+	}
+	nc, c, err := nf.connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	if *dryRun {
+		n, err := c.CountByQuery(ctx, pos[0], q)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stdout, "%d documents match; none deleted (--dry-run)\n", n)
+		return nil
+	}
+	res, err := c.DeleteByQuery(ctx, pos[0], q)
+	fmt.Fprintf(e.stdout, "deleted %d documents", res.Deleted)
+	if res.LastSeq > 0 {
+		fmt.Fprintf(e.stdout, " (last at sequence %d)", res.LastSeq)
+	}
+	if res.More {
+		fmt.Fprintf(e.stdout, "; more match: stopped at --max %d", q.Max)
+	}
+	fmt.Fprintln(e.stdout)
+	return err
 }
 
 func runDelete(ctx context.Context, e *env, args []string) error {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -51,5 +52,35 @@ func TestCLISearchPrintsFields(t *testing.T) {
 				rest = rest[i+len(w):]
 			}
 		})
+	}
+}
+
+// quarry delete-by-query counts with --dry-run and deletes what the
+// query finds, saying how many; a query naming nothing exits 2.
+func TestCLIDeleteByQuery(t *testing.T) {
+	t.Parallel()
+	url, c := cluster(t, true)
+	nf := []string{"--nats", url}
+	if _, err := c.CreateIndex(context.Background(), "dq", 2, nil); err != nil {
+		t.Fatal(err)
+	}
+	docs := `{"id":"a","color":"red"}
+{"id":"b","color":"red"}
+{"id":"c","color":"blue"}
+`
+	if out, errOut, code := cli(t, docs, append([]string{"ingest", "dq", "-", "--wait"}, nf...)...); code != 0 {
+		t.Fatalf("ingest: %d %s %s", code, out, errOut)
+	}
+	if out, errOut, code := cli(t, "", append([]string{"delete-by-query", "dq", "red", "--dry-run"}, nf...)...); code != 0 || out != "2 documents match; none deleted (--dry-run)\n" {
+		t.Fatalf("--dry-run: %d %q %s", code, out, errOut)
+	}
+	if out, errOut, code := cli(t, "", append([]string{"delete-by-query", "dq", "red"}, nf...)...); code != 0 || !strings.HasPrefix(out, "deleted 2 documents (last at sequence ") {
+		t.Fatalf("delete-by-query: %d %q %s", code, out, errOut)
+	}
+	if out, errOut, code := cli(t, "", append([]string{"delete-by-query", "dq"}, nf...)...); code != 2 || !strings.Contains(errOut, "give q, query or filter") {
+		t.Fatalf("delete-by-query without a query: %d %q %s", code, out, errOut)
+	}
+	if r, err := c.Search(context.Background(), "dq", &api.SearchRequest{Query: json.RawMessage(`{"match_all":{}}`), Size: api.NoHits}); err != nil || r.Total != 1 {
+		t.Fatalf("left: %v %v, want the blue one", r, err)
 	}
 }
