@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
+	"strconv"
 	"time"
 	"unicode/utf8"
 
@@ -159,10 +161,106 @@ type Variant struct {
 	Pipeline *PipelineSpec `json:"pipeline,omitempty"`
 }
 
-// FacetRequest asks for the top Size terms of Field.
+// FacetRequest asks for the top Size terms of Field; or, with Ranges or
+// Interval, for the documents whose number in Field falls in each range.
 type FacetRequest struct {
 	Field string `json:"field"`
 	Size  int    `json:"size,omitempty"`
+	// Ranges counts the documents whose numeric Field is in each range
+	// (From inclusive, To exclusive, either open), in place of terms: a
+	// range facet, its counts in the order of Ranges.
+	Ranges []FacetRange `json:"ranges,omitempty"`
+	// Interval, with Min and Max, makes Ranges a histogram's: buckets of
+	// this width from Min until Max, each named by its From.
+	Interval float64  `json:"interval,omitempty"`
+	Min      *float64 `json:"min,omitempty"`
+	Max      *float64 `json:"max,omitempty"`
+}
+
+// FacetRange is one range of a range facet: [From, To), either open.
+// Name names its count (default: "From-To", an open end empty).
+type FacetRange struct {
+	Name string   `json:"name,omitempty"`
+	From *float64 `json:"from,omitempty"`
+	To   *float64 `json:"to,omitempty"`
+}
+
+// MaxFacetRanges bounds the ranges (or histogram buckets) of one facet.
+const MaxFacetRanges = 100
+
+// EffectiveRanges are a range facet's ranges, each named, a histogram's
+// made from its interval; nil for a term facet. Call it on a request
+// Validate accepted.
+func (f *FacetRequest) EffectiveRanges() []FacetRange {
+	if f.Interval > 0 && f.Min != nil && f.Max != nil {
+		var out []FacetRange
+		for i := 0; i < MaxFacetRanges; i++ {
+			from := *f.Min + float64(i)*f.Interval
+			if from >= *f.Max {
+				break
+			}
+			to := min(*f.Min+float64(i+1)*f.Interval, *f.Max)
+			out = append(out, FacetRange{Name: strconv.FormatFloat(from, 'g', -1, 64), From: &from, To: &to})
+		}
+		return out
+	}
+	if len(f.Ranges) == 0 {
+		return nil
+	}
+	out := make([]FacetRange, len(f.Ranges))
+	for i, r := range f.Ranges {
+		if r.Name == "" {
+			end := func(v *float64) string {
+				if v == nil {
+					return ""
+				}
+				return strconv.FormatFloat(*v, 'g', -1, 64)
+			}
+			r.Name = end(r.From) + "-" + end(r.To)
+		}
+		out[i] = r
+	}
+	return out
+}
+
+// validate checks a facet named name.
+func (f *FacetRequest) validate(name string) error {
+	switch {
+	case f.Field == "":
+		return BadRequest("facet %q: field is required", name)
+	case f.Size < 0:
+		return BadRequest("facet %q: size must be >= 0", name)
+	case f.Interval < 0 || math.IsNaN(f.Interval) || math.IsInf(f.Interval, 0):
+		return BadRequest("facet %q: interval must be a positive number", name)
+	case f.Interval > 0 && len(f.Ranges) > 0:
+		return BadRequest("facet %q: give ranges or an interval, not both", name)
+	case f.Interval == 0 && (f.Min != nil || f.Max != nil):
+		return BadRequest("facet %q: min and max go with an interval", name)
+	case len(f.Ranges) > MaxFacetRanges:
+		return BadRequest("facet %q: %d ranges, over the limit of %d", name, len(f.Ranges), MaxFacetRanges)
+	}
+	if f.Interval > 0 {
+		if f.Min == nil || f.Max == nil || !(*f.Min < *f.Max) || math.IsInf(*f.Min, 0) || math.IsInf(*f.Max, 0) {
+			return BadRequest("facet %q: a histogram needs min < max (finite numbers) with its interval", name)
+		}
+		if n := (*f.Max - *f.Min) / f.Interval; n > MaxFacetRanges {
+			return BadRequest("facet %q: %.0f buckets of %g from %g to %g, over the limit of %d: widen the interval", name, math.Ceil(n), f.Interval, *f.Min, *f.Max, MaxFacetRanges)
+		}
+	}
+	seen := map[string]bool{}
+	for i, r := range f.EffectiveRanges() {
+		if r.From == nil && r.To == nil {
+			return BadRequest("facet %q: range %d has neither from nor to", name, i)
+		}
+		if r.From != nil && r.To != nil && !(*r.From < *r.To) {
+			return BadRequest("facet %q: range %d: from (%g) must be below to (%g)", name, i, *r.From, *r.To)
+		}
+		if seen[r.Name] {
+			return BadRequest("facet %q: two ranges named %q", name, r.Name)
+		}
+		seen[r.Name] = true
+	}
+	return nil
 }
 
 // NoHits as a SearchRequest's Size asks for the total and facets only
@@ -326,11 +424,8 @@ func (r *SearchRequest) Validate() error {
 		}
 	}
 	for name, f := range r.Facets {
-		if f.Field == "" {
-			return BadRequest("facet %q: field is required", name)
-		}
-		if f.Size < 0 {
-			return BadRequest("facet %q: size must be >= 0", name)
+		if err := f.validate(name); err != nil {
+			return err
 		}
 	}
 	return r.checkText()
@@ -530,6 +625,16 @@ type FacetResult struct {
 	Missing int         `json:"missing"`
 	Other   int         `json:"other"`
 	Terms   []TermCount `json:"terms,omitempty"`
+	// Ranges are a range facet's counts, in the order it asked for them.
+	Ranges []RangeCount `json:"ranges,omitempty"`
+}
+
+// RangeCount is one range of a range facet and its document count.
+type RangeCount struct {
+	Name  string   `json:"name"`
+	From  *float64 `json:"from,omitempty"`
+	To    *float64 `json:"to,omitempty"`
+	Count int      `json:"count"`
 }
 
 // TermCount is one term of a facet and its document count.

@@ -206,6 +206,9 @@ func facetBytes(facets map[string]api.FacetResult) int {
 		for _, t := range f.Terms {
 			n += 24 + len(t.Term)
 		}
+		for _, r := range f.Ranges {
+			n += 64 + len(r.Name)
+		}
 	}
 	return n
 }

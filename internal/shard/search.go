@@ -121,6 +121,14 @@ func BuildRequest(req *wire.ShardRequest) (*bleve.SearchRequest, error) {
 		sreq.SortBy(req.Sort)
 	}
 	for name, f := range req.Facets {
+		if ranges := f.EffectiveRanges(); ranges != nil {
+			fr := bleve.NewFacetRequest(f.Field, len(ranges))
+			for _, r := range ranges {
+				fr.AddNumericRange(r.Name, r.From, r.To)
+			}
+			sreq.AddFacet(name, fr)
+			continue
+		}
 		size := f.Size
 		if size == 0 {
 			size = 10
@@ -200,6 +208,9 @@ func facetResults(fs search.FacetResults) map[string]api.FacetResult {
 			for _, t := range f.Terms.Terms() {
 				fr.Terms = append(fr.Terms, api.TermCount{Term: t.Term, Count: t.Count})
 			}
+		}
+		for _, r := range f.NumericRanges {
+			fr.Ranges = append(fr.Ranges, api.RangeCount{Name: r.Name, From: r.Min, To: r.Max, Count: r.Count})
 		}
 		out[name] = fr
 	}

@@ -24,8 +24,10 @@ func ShardFacets(p *planner.Plan) map[string]api.FacetRequest {
 	}
 	out := make(map[string]api.FacetRequest, len(p.Facets))
 	for name, f := range p.Facets {
-		f.Size = cmp.Or(f.Size, defaultFacetSize)
-		f.Size += f.Size/2 + 10
+		if f.EffectiveRanges() == nil { // a range facet counts every range anyway
+			f.Size = cmp.Or(f.Size, defaultFacetSize)
+			f.Size += f.Size/2 + 10
+		}
 		out[name] = f
 	}
 	return out
@@ -67,7 +69,7 @@ func Merge(shards []*wire.ShardResponse, plan *planner.Plan) Merged {
 	if facets != nil {
 		m.Facets = make(map[string]api.FacetResult, len(facets))
 		for name, f := range facets {
-			m.Facets[name] = f.cut(cmp.Or(plan.Facets[name].Size, defaultFacetSize))
+			m.Facets[name] = f.cut(plan.Facets[name])
 		}
 	}
 	desc := sortDescending(plan.Sort)
@@ -98,8 +100,9 @@ func Merge(shards []*wire.ShardResponse, plan *planner.Plan) Merged {
 // facetSum is one facet's shard counts added up (as bleve's
 // search.FacetResult.Merge, then Fixup).
 type facetSum struct {
-	f     api.FacetResult
-	terms map[string]int // term -> its index in f.Terms
+	f      api.FacetResult
+	terms  map[string]int // term -> its index in f.Terms
+	ranges map[string]int // a range facet's counts by range name
 }
 
 // add adds a shard's counts: totals, missing and other summed, each
@@ -117,12 +120,29 @@ func (s *facetSum) add(f api.FacetResult) {
 		s.terms[t.Term] = len(s.f.Terms)
 		s.f.Terms = append(s.f.Terms, t)
 	}
+	for _, r := range f.Ranges {
+		if s.ranges == nil {
+			s.ranges = map[string]int{}
+		}
+		s.ranges[r.Name] += r.Count
+	}
 }
 
 // cut returns the sum with its terms ordered by count, most first, ties
-// by term, size of them kept and the rest counted in Other.
-func (s *facetSum) cut(size int) api.FacetResult {
+// by term, size of them kept and the rest counted in Other; a range
+// facet's counts (req's ranges) in the order it asked for them, every
+// one, none cut.
+func (s *facetSum) cut(req api.FacetRequest) api.FacetResult {
 	f := s.f
+	if ranges := req.EffectiveRanges(); ranges != nil {
+		f.Terms = nil
+		f.Ranges = make([]api.RangeCount, len(ranges))
+		for i, r := range ranges {
+			f.Ranges[i] = api.RangeCount{Name: r.Name, From: r.From, To: r.To, Count: s.ranges[r.Name]}
+		}
+		return f
+	}
+	size := cmp.Or(req.Size, defaultFacetSize)
 	slices.SortFunc(f.Terms, func(a, b api.TermCount) int {
 		if c := cmp.Compare(b.Count, a.Count); c != 0 {
 			return c
