@@ -227,7 +227,10 @@ func documentID(raw []byte, folded string) (string, error) {
 		return "", BadRequest(`document has no "id" field`)
 	}
 	if raw[0] != '"' {
-		return "", BadRequest(`"id" must be a string, got %s`, truncate(raw, 40))
+		if integerText(raw) && len(raw) <= MaxIDBytes {
+			return string(raw), nil // a number id is its decimal text
+		}
+		return "", BadRequest(`"id" must be a string or a whole number, got %s`, truncate(raw, 40))
 	}
 	var id string
 	if bytes.IndexByte(raw, '\\') < 0 {
@@ -242,6 +245,22 @@ func documentID(raw []byte, folded string) (string, error) {
 		return "", BadRequest(`"id" is %d bytes, over the limit of %d`, len(id), MaxIDBytes)
 	}
 	return id, nil
+}
+
+// integerText reports whether raw is a JSON integer as written: an
+// optional minus, then 0 or digits not starting with 0; no fraction, no
+// exponent (so 42 and 42.0 are not taken for one id).
+func integerText(raw []byte) bool {
+	digits := bytes.TrimPrefix(raw, []byte("-"))
+	if len(digits) == 0 || (digits[0] == '0' && len(digits) > 1) {
+		return false
+	}
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // TooManyIndexFields makes the error of a document refused because it

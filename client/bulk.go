@@ -52,11 +52,16 @@ type BulkOptions struct {
 	OnProgress func(BulkProgress)
 	// ProgressEvery is how often OnProgress is called.
 	ProgressEvery time.Duration
+	// Format is the input's: FormatNDJSON (the default; a JSON array of
+	// documents is read as such) or FormatES (Elasticsearch's bulk
+	// action lines).
+	Format string
 }
 
 // BulkResult reports a bulk ingest.
 type BulkResult struct {
-	// Lines is the number of non-empty lines read.
+	// Lines is the number of entries read: non-empty lines (NDJSON),
+	// elements (a JSON array) or actions (FormatES).
 	Lines int `json:"lines"`
 	// Stored counts documents acknowledged by the stream.
 	Stored int `json:"stored"`
@@ -170,39 +175,32 @@ func (c *Client) Bulk(ctx context.Context, index string, r io.Reader, opts BulkO
 		defer b.track.stop()
 	}
 	res := b.res
-	br := bufio.NewReaderSize(r, 256<<10)
-	var consumed int64
-	lineNo := 0
+	in, err := newBulkInput(r, opts.Format, c.opts.MaxDocBytes)
+	if err != nil {
+		return res, err
+	}
 	for {
-		line, n, tooLong, err := readLine(br, c.opts.MaxDocBytes)
-		consumed += int64(n)
-		if n > 0 {
-			lineNo++
+		it, ok, err := in.next()
+		if err != nil {
+			return res, err
 		}
-		if len(bytes.TrimSpace(line)) > 0 || tooLong {
-			res.Lines++
-			if tooLong {
-				b.fail(lineNo, "", api.BadRequest("document is over the limit of %d bytes", c.opts.MaxDocBytes))
-			} else if msg, merr := c.docMsg(ctx, index, line); merr != nil {
-				b.fail(lineNo, "", merr)
-			} else {
-				_, shard, id, _ := subject.ParseDoc(msg.Subject)
-				if perr := b.add(bulkDoc{line: lineNo, id: id, shard: shard, msg: msg}); perr != nil {
-					return res, perr
-				}
-			}
-			if opts.Progress != nil && res.Lines%1000 == 0 {
-				opts.Progress(res.Lines, consumed)
-			}
-			b.track.read(res.Lines, consumed, false)
-		}
-		if err == io.EOF {
-			b.track.read(res.Lines, consumed, true)
+		if !ok {
+			b.track.read(res.Lines, in.consumed(), true)
 			break
 		}
-		if err != nil {
-			return res, fmt.Errorf("read line %d: %w", lineNo+1, err)
+		res.Lines++
+		if msg, merr := c.itemMsg(ctx, def, index, it); merr != nil {
+			b.fail(it.line, it.del, merr)
+		} else {
+			_, shard, id, _ := subject.ParseDoc(msg.Subject)
+			if perr := b.add(bulkDoc{line: it.line, id: id, shard: shard, msg: msg}); perr != nil {
+				return res, perr
+			}
 		}
+		if opts.Progress != nil && res.Lines%1000 == 0 {
+			opts.Progress(res.Lines, in.consumed())
+		}
+		b.track.read(res.Lines, in.consumed(), false)
 	}
 	if err := b.flush(); err != nil {
 		return res, err
@@ -213,7 +211,7 @@ func (c *Client) Bulk(ctx context.Context, index string, r io.Reader, opts BulkO
 		}
 	}
 	if opts.Progress != nil {
-		opts.Progress(res.Lines, consumed)
+		opts.Progress(res.Lines, in.consumed())
 	}
 	b.track.allStored(ctx)
 	if opts.WaitSearchable && res.Stored > 0 {
@@ -233,6 +231,23 @@ func (c *Client) Bulk(ctx context.Context, index string, r io.Reader, opts BulkO
 	}
 	res.Snapshot = &snap
 	return res, nil
+}
+
+// itemMsg makes an input entry's stream message: a document's, checked
+// (docMsg), or an ES delete's tombstone.
+func (c *Client) itemMsg(ctx context.Context, def api.IndexDefinition, index string, it bulkItem) (*nats.Msg, error) {
+	switch {
+	case it.err != nil:
+		return nil, it.err
+	case it.del != "":
+		if err := api.ValidDocumentID(it.del); err != nil {
+			return nil, err
+		}
+		msg := &nats.Msg{Subject: subject.Doc(index, subject.ShardOf(it.del, def.Shards), it.del), Header: nats.Header{}}
+		msg.Header.Set(subject.HeaderOp, subject.OpDelete)
+		return msg, nil
+	}
+	return c.docMsg(ctx, index, it.doc)
 }
 
 // atomicBatches reports whether the document stream takes atomic batches.
@@ -325,6 +340,9 @@ func (b *bulk) send(docs []bulkDoc) (jetstream.PubAckFuture, error) {
 	id := nuid.Next()
 	msg := func(i int) *nats.Msg {
 		m := &nats.Msg{Subject: docs[i].msg.Subject, Data: docs[i].msg.Data, Header: nats.Header{}}
+		for k, v := range docs[i].msg.Header { // a tombstone's op
+			m.Header[k] = v
+		}
 		m.Header.Set(headerBatchID, id)
 		m.Header.Set(headerBatchSeq, strconv.Itoa(i+1))
 		return m

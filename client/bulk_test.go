@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -174,5 +175,75 @@ func TestBulkBatchesDisabled(t *testing.T) {
 	}
 	if batched := checkLatest(t, st, "v", lines, ids); batched != 0 {
 		t.Errorf("%d documents stored in atomic batches by a stream that takes none", batched)
+	}
+}
+
+// TestBulkFormats: a JSON array of documents and Elasticsearch's bulk
+// action lines go in like NDJSON (the stream keeps each document, an
+// action's _id added to a document without one, a delete's tombstone),
+// with each bad entry refused by its line or element, in batches and one
+// by one.
+func TestBulkFormats(t *testing.T) {
+	for _, batch := range []int{1, 1000} {
+		t.Run(fmt.Sprintf("batch=%d", batch), func(t *testing.T) {
+			c, st, _ := startServer(t, "")
+			ctx := context.Background()
+			doc := func(id string) string {
+				t.Helper()
+				m, err := st.Docs.GetLastMsgForSubject(ctx, subject.Doc("v", subject.ShardOf(id, 3), id))
+				if err != nil {
+					return "missing: " + err.Error()
+				}
+				if m.Header.Get(subject.HeaderOp) == subject.OpDelete {
+					return "deleted"
+				}
+				return string(m.Data)
+			}
+
+			array := `  [{"id":"a1","n":1},
+			{"id":"a2","n":2}, {"n":3}, 7, {"id":"a3"}]`
+			res, err := c.Bulk(ctx, "v", strings.NewReader(array), client.BulkOptions{NoSnapshot: true, Batch: batch})
+			if err != nil || res.Lines != 5 || res.Stored != 3 || res.Failed != 2 || res.Errors[0].Line != 3 || res.Errors[1].Line != 4 {
+				t.Fatalf("array: %+v %v", res, err)
+			}
+			if got := doc("a2"); got != `{"id":"a2","n":2}` {
+				t.Errorf("a2: %s", got)
+			}
+			if _, err := c.Bulk(ctx, "v", strings.NewReader(`[{"id":"x"},{"id":`), client.BulkOptions{NoSnapshot: true, Batch: batch}); !errors.Is(err, api.ErrBadRequest) || !strings.Contains(err.Error(), "element 2") {
+				t.Errorf("an array cut short: %v", err)
+			}
+
+			es := `{"index":{"_index":"v","_id":"e1"}}
+{"title":"one"}
+{"create":{"_id":"e2"}}
+{"id":"e2","title":"two"}
+{"index":{}}
+{"id":"e3","title":"three"}
+{"index":{"_id":"e4"}}
+{"id":"other"}
+{"update":{"_id":"e1"}}
+{"doc":{"title":"x"}}
+{"delete":{"_id":"a1"}}
+{"explode":{}}
+{"index":{"_id":"e5"}}
+`
+			res, err = c.Bulk(ctx, "v", strings.NewReader(es), client.BulkOptions{NoSnapshot: true, Batch: batch, Format: client.FormatES})
+			if err != nil || res.Lines != 8 || res.Stored != 4 || res.Failed != 4 {
+				t.Fatalf("es: %+v %v", res, err)
+			}
+			for i, want := range []string{`differ`, `update: not taken`, `unknown action "explode"`, `no document line`} {
+				if i >= len(res.Errors) || !strings.Contains(res.Errors[i].Err, want) {
+					t.Errorf("es error %d: %+v, want %q", i, res.Errors, want)
+				}
+			}
+			for id, want := range map[string]string{"e1": `{"id":"e1","title":"one"}`, "e2": `{"id":"e2","title":"two"}`, "e3": `{"id":"e3","title":"three"}`, "a1": "deleted"} {
+				if got := doc(id); got != want {
+					t.Errorf("%s: %s, want %s", id, got, want)
+				}
+			}
+			if _, err := c.Bulk(ctx, "v", strings.NewReader(es), client.BulkOptions{Format: "csv"}); !errors.Is(err, api.ErrBadRequest) || !strings.Contains(err.Error(), `"csv"`) {
+				t.Errorf("format csv: %v", err)
+			}
+		})
 	}
 }

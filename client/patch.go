@@ -64,7 +64,7 @@ func (c *Client) Patch(ctx context.Context, index, id string, patch []byte, opts
 		return 0, api.BadRequest("patch: a merge patch on a document must be a JSON object")
 	}
 	for _, m := range p {
-		if m.key == "id" && !bytes.Equal(bytes.TrimSpace(m.val), mustJSON(id)) {
+		if m.key == "id" && !sameID(m.val, id) {
 			return 0, api.BadRequest("patch: \"id\" is %s, not the document's %q: a patch cannot change a document's id", bytes.TrimSpace(m.val), id)
 		}
 	}
@@ -222,6 +222,17 @@ func mergePatch(target, patch json.RawMessage, depth int) (json.RawMessage, erro
 	}
 	b.WriteByte('}')
 	return b.Bytes(), nil
+}
+
+// sameID reports whether the JSON value raw, a document's "id", names id:
+// the string id, or the number whose decimal text id is.
+func sameID(raw json.RawMessage, id string) bool {
+	raw = bytes.TrimSpace(raw)
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s == id
+	}
+	return string(raw) == id
 }
 
 func isNull(v json.RawMessage) bool { return string(bytes.TrimSpace(v)) == "null" }

@@ -467,7 +467,8 @@ func (h *handler) ingest(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, api.BadRequest("wait=%q: the one value is searchable (answer once a search finds every document stored)", wait))
 		return
 	}
-	res, err := h.c.Bulk(r.Context(), r.PathValue("index"), http.MaxBytesReader(w, r.Body, h.maxBulk), client.BulkOptions{NoSnapshot: !snap, WaitSearchable: wait == "searchable"})
+	res, err := h.c.Bulk(r.Context(), r.PathValue("index"), http.MaxBytesReader(w, r.Body, h.maxBulk),
+		client.BulkOptions{NoSnapshot: !snap, WaitSearchable: wait == "searchable", Format: r.URL.Query().Get("format")})
 	if err != nil && res == nil {
 		h.fail(w, err)
 		return

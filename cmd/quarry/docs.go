@@ -21,6 +21,7 @@ func runIngest(ctx context.Context, e *env, args []string) error {
 	var nf natsFlags
 	nf.register(fs, e.getenv)
 	noSnap := fs.Bool("no-snapshot", false, "do not publish a new generation at the end")
+	format := fs.String("format", client.FormatNDJSON, "the input's format: ndjson (a document a line; a JSON array of documents is read as such) or es (Elasticsearch's bulk action lines: index, create, delete)")
 	wait := fs.Bool("wait", false, "return only once a search finds every document stored (the searchers have applied them)")
 	jsonOut := fs.Bool("json", false, "print the result as JSON")
 	quiet := fs.Bool("quiet", false, "no progress bar")
@@ -51,7 +52,7 @@ func runIngest(ctx context.Context, e *env, args []string) error {
 		return api.BadRequest("--progress-every must be positive, got %s", *every)
 	}
 	bar := newProgress(e.stderr, total, *quiet || *jsonOut, *every)
-	opts := client.BulkOptions{NoSnapshot: *noSnap, WaitSearchable: *wait}
+	opts := client.BulkOptions{NoSnapshot: *noSnap, WaitSearchable: *wait, Format: *format}
 	if !*quiet && !*jsonOut {
 		opts.OnProgress = bar.update
 	}
