@@ -88,9 +88,10 @@ func ExampleClient_Put() {
 	if _, err := c.Put(ctx, "menu", []byte(`{"id":"m1","name":"Margherita"}`)); err != nil {
 		log.Fatal(err)
 	}
-	// A document without a string id is refused with a bad-request error.
-	_, err := c.Put(ctx, "menu", []byte(`{"id":42}`))
+	// A document whose id is neither a string nor a whole number is
+	// refused with a bad-request error.
+	_, err := c.Put(ctx, "menu", []byte(`{"id":4.2}`))
 	fmt.Println(errors.Is(err, api.ErrBadRequest), err)
 	// Output:
-	// true "id" must be a string, got 42
+	// true "id" must be a string or a whole number, got 4.2
 }

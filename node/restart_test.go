@@ -214,7 +214,7 @@ func TestBadInput(t *testing.T) {
 			return err
 		}(), api.CodeBadRequest},
 		{"duplicate index", func() error { _, err := c.CreateIndex(ctx, "b", 1, nil); return err }(), api.CodeConflict},
-		{"id not a string", func() error { _, err := c.Put(ctx, "b", []byte(`{"id":5}`)); return err }(), api.CodeBadRequest},
+		{"id not a string or whole number", func() error { _, err := c.Put(ctx, "b", []byte(`{"id":true}`)); return err }(), api.CodeBadRequest},
 		{"malformed doc", func() error { _, err := c.Put(ctx, "b", []byte(`{"id":"a",`)); return err }(), api.CodeBadRequest},
 		{"bad query", func() error {
 			_, err := c.Search(ctx, "b", &api.SearchRequest{Query: json.RawMessage(`{"bogus":1}`)})

@@ -239,10 +239,10 @@ func TestCLI(t *testing.T) {
 	if out, errOut, code := cli(t, "", append([]string{"index", "create", "c", "--shards", "2"}, nf...)...); code != 0 {
 		t.Fatalf("index create: %d %s %s", code, out, errOut)
 	}
-	ndjson := "{\"id\":\"1\",\"name\":\"Dan Dan Noodles\",\"text\":\"spicy noodles\"}\n{\"id\":\"2\",\"name\":\"Miso Soup\",\"text\":\"soup\"}\n{bad\n{\"id\":3}\n"
+	ndjson := "{\"id\":\"1\",\"name\":\"Dan Dan Noodles\",\"text\":\"spicy noodles\"}\n{\"id\":\"2\",\"name\":\"Miso Soup\",\"text\":\"soup\"}\n{bad\n{\"id\":3.5}\n"
 	out, errOut, code := cli(t, ndjson, append([]string{"ingest", "c", "-"}, nf...)...)
 	if code != 1 || !strings.Contains(out, "4 lines: 2 stored, 2 refused") || !strings.Contains(out, "line 3:") ||
-		!strings.Contains(out, `line 4: "id" must be a string`) || !strings.Contains(out, "published generation 1") {
+		!strings.Contains(out, `line 4: "id" must be a string or a whole number`) || !strings.Contains(out, "published generation 1") {
 		t.Fatalf("ingest: %d\n%s\n%s", code, out, errOut)
 	}
 	out, errOut, code = cli(t, "", append([]string{"search", "c", "spicy noodles"}, nf...)...)
