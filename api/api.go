@@ -49,7 +49,8 @@ type SearchRequest struct {
 	// From skips that many hits, for pagination.
 	From int `json:"from,omitempty"`
 	// Sort orders hits by fields ("-price" for descending, "_score", "_id")
-	// instead of by score.
+	// instead of by score. A sorted request is in its sort's order: the
+	// index's rankers do not reorder it.
 	Sort []string `json:"sort,omitempty"`
 	// Fields lists the stored fields to return with each hit ("*" for all).
 	Fields []string `json:"fields,omitempty"`
@@ -77,6 +78,11 @@ type SearchRequest struct {
 	// Highlight asks for each hit's best fragment of each of its fields,
 	// the query's terms marked (Hit.Highlight).
 	Highlight *HighlightRequest `json:"highlight,omitempty"`
+	// SearchAfter continues a sorted search after the last hit of the
+	// page whose response gave it (SearchResponse.Next): deep paging with
+	// no window, one page at a time. It needs the same Sort (and query)
+	// as that page, and From 0.
+	SearchAfter string `json:"search_after,omitempty"`
 	// Variant runs a pushed, validated version of one of the index's live
 	// plugins in place of the live version, for this request only: what
 	// `quarry plugin test` replays recorded queries with.
@@ -99,6 +105,9 @@ type HighlightRequest struct {
 	// the tags being the only markup) or "none" (as stored).
 	Encoder string `json:"encoder,omitempty"`
 }
+
+// MaxCursorBytes bounds a search_after cursor.
+const MaxCursorBytes = 4096
 
 // Highlighting's bounds: the fields of one request, and the hits each
 // shard highlights (from + size), each a stored document read and
@@ -423,6 +432,16 @@ func (r *SearchRequest) Validate() error {
 			return err
 		}
 	}
+	if r.SearchAfter != "" {
+		switch {
+		case len(r.Sort) == 0:
+			return BadRequest("search_after continues a sorted search: give the sort of the page whose next it is")
+		case r.From != 0:
+			return BadRequest("search_after takes no from (got %d): the cursor says where the page starts", r.From)
+		case len(r.SearchAfter) > MaxCursorBytes:
+			return BadRequest("search_after is %d bytes, over the limit of %d", len(r.SearchAfter), MaxCursorBytes)
+		}
+	}
 	for name, f := range r.Facets {
 		if err := f.validate(name); err != nil {
 			return err
@@ -462,6 +481,10 @@ type SearchResponse struct {
 	Facets map[string]FacetResult `json:"facets,omitempty"`
 	Shards ShardsInfo             `json:"shards"`
 	TookMS float64                `json:"took_ms"`
+	// Next, on a full page of a sorted search (which rankers do not
+	// reorder), is the cursor of its last hit: the next page is the same
+	// request with SearchAfter set to it.
+	Next string `json:"next,omitempty"`
 	// Pipeline reports plugin steps that failed and were skipped
 	// (fail-open); empty when every step ran.
 	Pipeline []StepReport `json:"pipeline,omitempty"`

@@ -264,8 +264,10 @@ func (r *run) planned() {
 	if r.profile {
 		r.prof = append(r.prof, api.Stage{Name: "plan", TookMS: ms(r.plannedAt.Sub(r.start)), Detail: planDetail(r.plan)})
 	}
-	// Rankers order hits: with none to return (size 0) they do not run.
-	r.ranking = r.pipeline != nil && len(r.pipeline.Rankers) > 0 && r.plan.Size > 0
+	// Rankers order hits: with none to return (size 0) they do not run,
+	// nor on a request that sorts, which is in its sort's order (and so
+	// can be paged with a cursor).
+	r.ranking = r.pipeline != nil && len(r.pipeline.Rankers) > 0 && r.plan.Size > 0 && len(r.req.Sort) == 0
 	if r.ranking {
 		p := *r.plan
 		r.extraFields = r.pipeline.RankerFields(r.plan.Fields)
@@ -280,6 +282,9 @@ func (r *run) planned() {
 		r.plan = &p
 	}
 	r.sreq = &wire.ShardRequest{Query: r.plan.Query, K: r.plan.K, Sort: r.plan.Sort, Fields: r.plan.Fields, Facets: fanout.ShardFacets(r.plan), MaxTerms: r.plan.MaxTerms, Explain: r.req.Explain, Highlight: r.req.Highlight}
+	for _, v := range r.plan.SearchAfter {
+		r.sreq.SearchAfter = append(r.sreq.SearchAfter, []byte(v))
+	}
 }
 
 // statistics gives the shard request the query's global term statistics
@@ -463,8 +468,11 @@ func (r *run) page() error {
 	start := time.Now()
 	defer func() { r.mergeTook += time.Since(start) }()
 	r.resp.Hits = fanout.Page(r.hits, r.plan)
-	if len(r.plan.Sort) > 0 {
-		decodeSortValues(r.b.sortTypesOf(r.plan.Index), r.plan.Sort, r.resp.Hits)
+	if r.plan.SortShown > 0 {
+		decodeSortValues(r.b.sortTypesOf(r.plan.Index), r.plan.Sort[:r.plan.SortShown], r.resp.Hits)
+	}
+	if n := len(r.resp.Hits); n > 0 && n == r.plan.Size && len(r.plan.Sort) > 0 && !r.ranking {
+		r.resp.Next = cursorOf(&r.resp.Hits[n-1], r.plan.Sort)
 	}
 	if len(r.extraFields) > 0 {
 		for i := range r.resp.Hits {
@@ -494,6 +502,21 @@ func (r *run) page() error {
 	}
 	r.resp.Pipeline = r.reports
 	return nil
+}
+
+// cursorOf is the cursor of a hit of a search sorted by sort: its sort
+// values as bleve's search_after reads them (a score as its number).
+func cursorOf(h *api.Hit, sort []string) string {
+	values := make([]string, len(sort))
+	for i, s := range sort {
+		switch {
+		case fanout.SortField(s) == "_score":
+			values[i] = strconv.FormatFloat(h.Score, 'g', -1, 64)
+		case i < len(h.SortKeys):
+			values[i] = h.SortKeys[i]
+		}
+	}
+	return planner.EncodeCursor(values)
 }
 
 // highlightBytes estimates a hit's fragments as the response writes them.

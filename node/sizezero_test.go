@@ -98,4 +98,18 @@ func TestHTTPSizeZero(t *testing.T) {
 			t.Errorf("stage %s over no candidates: %q", st.Name, st.Detail)
 		}
 	}
+
+	// A sorted request is in its sort's order: the rankers (which order
+	// by rating) do not run on it, and a full page has a cursor. They
+	// did, and the demo's "sort":["-price"] answered 35.95 before 57.5.
+	var sorted api.SearchResponse
+	code, body = postJSON(t, url, `{"q":"chicken","size":20,"sort":["-price"],"fields":["price"],"profile":true}`, &sorted)
+	if code != 200 || len(sorted.Hits) != 20 || sorted.Next == "" || strings.Contains(stages(&sorted), "rank ") {
+		t.Fatalf("sorted search with rankers: %d %s", code, body)
+	}
+	for i := 1; i < len(sorted.Hits); i++ {
+		if a, b := sorted.Hits[i-1].Fields["price"].(float64), sorted.Hits[i].Fields["price"].(float64); a < b {
+			t.Fatalf("sorted by -price, hit %d costs %v after %v: %s", i, b, a, body)
+		}
+	}
 }

@@ -1,9 +1,12 @@
 package planner
 
 import (
+	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -108,12 +111,19 @@ type Plan struct {
 	// Shards are the shards to ask.
 	Shards []int `json:"shards"`
 	// K is how many hits each shard returns.
-	K      int                         `json:"k"`
-	From   int                         `json:"from"`
-	Size   int                         `json:"size"`
-	Sort   []string                    `json:"sort,omitempty"`
-	Fields []string                    `json:"fields,omitempty"`
-	Facets map[string]api.FacetRequest `json:"facets,omitempty"`
+	K    int      `json:"k"`
+	From int      `json:"from"`
+	Size int      `json:"size"`
+	Sort []string `json:"sort,omitempty"`
+	// SortShown is how many of Sort the request gave: a sort without
+	// "_id" gets it last, a tie-break that makes the order total (what a
+	// cursor needs), whose values the response does not show.
+	SortShown int `json:"sort_shown,omitempty"`
+	// SearchAfter are the sort values the shards start after (the
+	// request's cursor, decoded): one a key of Sort.
+	SearchAfter []string                    `json:"search_after,omitempty"`
+	Fields      []string                    `json:"fields,omitempty"`
+	Facets      map[string]api.FacetRequest `json:"facets,omitempty"`
 	// Timeout is the whole request's budget; ShardTimeout the shards'
 	// share of it (the rest is kept for merge, rank and encode).
 	Timeout      time.Duration `json:"timeout_ns"`
@@ -180,7 +190,7 @@ func (p *Planner) Plan(req *api.SearchRequest, def api.IndexDefinition, hints *H
 	}
 	size := req.EffectiveSize()
 	k := req.From + size
-	if hints != nil && hints.RerankDepth > 0 {
+	if hints != nil && hints.RerankDepth > 0 && req.SearchAfter == "" { // a cursor's page is not reranked
 		// A rewriter's wish, held to the index's window.
 		k = max(k, min(hints.RerankDepth, limits.MaxWindow))
 	}
@@ -200,12 +210,61 @@ func (p *Planner) Plan(req *api.SearchRequest, def api.IndexDefinition, hints *H
 	for i := range shards {
 		shards[i] = i
 	}
+	sort := req.Sort
+	if len(sort) > 0 && !slices.ContainsFunc(sort, func(s string) bool { return strings.TrimPrefix(s, "-") == "_id" }) {
+		sort = append(slices.Clip(sort), "_id")
+	}
+	var after []string
+	if req.SearchAfter != "" {
+		if after, err = DecodeCursor(req.SearchAfter, len(sort)); err != nil {
+			return nil, err
+		}
+	}
 	return &Plan{
 		Index: def.Name, Query: qJSON, Shards: shards, K: k, From: req.From, Size: size,
-		Sort: req.Sort, Fields: req.Fields, Facets: req.Facets,
+		Sort: sort, SortShown: len(req.Sort), SearchAfter: after, Fields: req.Fields, Facets: req.Facets,
 		Timeout: timeout, ShardTimeout: timeout - reserve, Hedge: p.cfg.Hedge,
 		AllowPartial: req.PartialAllowed(), ExactScoring: exact, MaxTerms: limits.MaxTerms, MaxWindow: limits.MaxWindow,
 	}, nil
+}
+
+// EncodeCursor makes the cursor of a hit from its sort values, one a key
+// of the plan's Sort (SearchResponse.Next): a version byte, then each
+// value's length and bytes (bleve's encoded sort values are bytes, not
+// text), in URL-safe base64.
+func EncodeCursor(values []string) string {
+	b := []byte{cursorVersion}
+	for _, v := range values {
+		b = binary.AppendUvarint(b, uint64(len(v)))
+		b = append(b, v...)
+	}
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+const cursorVersion = 1
+
+// DecodeCursor reads a cursor EncodeCursor made for a sort of keys keys,
+// or says it is not one.
+func DecodeCursor(cursor string, keys int) ([]string, error) {
+	bad := api.BadRequest("search_after is not the cursor of a page of this search's sort (a response's next, as given)")
+	b, err := base64.RawURLEncoding.DecodeString(cursor)
+	if err != nil || len(b) == 0 || b[0] != cursorVersion {
+		return nil, bad
+	}
+	b = b[1:]
+	values := make([]string, 0, keys)
+	for len(b) > 0 && len(values) < keys {
+		n, used := binary.Uvarint(b)
+		if used <= 0 || n > uint64(len(b)-used) {
+			return nil, bad
+		}
+		values = append(values, string(b[used:used+int(n)]))
+		b = b[used+int(n):]
+	}
+	if len(values) != keys || len(b) != 0 {
+		return nil, bad
+	}
+	return values, nil
 }
 
 // CheckExplain refuses, with query_too_complex naming the limit, a

@@ -53,6 +53,7 @@ func runSearch(ctx context.Context, e *env, args []string) error {
 	queryJSON := fs.String("query", "", "bleve query in JSON, instead of TEXT")
 	filterJSON := fs.String("filter", "", "bleve query in JSON every hit must match (does not score)")
 	sortBy := fs.String("sort", "", "sort fields, comma-separated (-price for descending)")
+	after := fs.String("after", "", "the page after this cursor (a sorted search's next, printed under its hits)")
 	highlight := fs.String("highlight", "", "stored text fields to highlight, comma-separated: each hit's best fragment of each, the query's terms in [brackets] (--json: <mark>, HTML-escaped)")
 	profile := fs.Bool("profile", false, "show the plan and per-stage timings")
 	jsonOut := fs.Bool("json", false, "print the raw JSON response")
@@ -70,6 +71,7 @@ func runSearch(ctx context.Context, e *env, args []string) error {
 	if *sortBy != "" {
 		req.Sort = strings.Split(*sortBy, ",")
 	}
+	req.SearchAfter = *after
 	if *highlight != "" {
 		req.Highlight = &api.HighlightRequest{Fields: strings.Split(*highlight, ",")}
 		if !*jsonOut { // for a terminal: plain text, terms bracketed
@@ -150,6 +152,9 @@ func printHits(w io.Writer, resp *api.SearchResponse, from int, fields []string)
 				fmt.Fprintf(w, "              %s: %s\n", k, frag)
 			}
 		}
+	}
+	if resp.Next != "" {
+		fmt.Fprintf(w, "next: %s   (--after it for the page after)\n", resp.Next)
 	}
 	if resp.Profile != nil {
 		fmt.Fprintln(w, "profile:")

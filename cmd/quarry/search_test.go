@@ -36,6 +36,7 @@ func TestCLISearchPrintsFields(t *testing.T) {
 			[]string{"p1  Widget", "color=red  dims.w=2  sizes=s,m  weight=3  sort=3", "p2  Gadget", "color=blue  dims.w=5  sizes=l  weight=12.5  sort=12.5"}},
 		{"no fields", []string{"--fields", "", "--sort", "_id"}, []string{"p1  ", "sort=p1", "p2  ", "sort=p2"}},
 		{"highlighted", []string{"gadget", "--fields", "", "--highlight", "title,color"}, []string{"p2  ", "title: [Gadget]"}},
+		{"a page and its cursor", []string{"--fields", "", "--sort", "weight", "--size", "1"}, []string{"p1  ", "next: "}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -52,6 +53,16 @@ func TestCLISearchPrintsFields(t *testing.T) {
 				rest = rest[i+len(w):]
 			}
 		})
+	}
+	// The printed cursor gives the page after.
+	out, _, _ := cli(t, "", append([]string{"search", "parts", "--fields", "", "--sort", "weight", "--size", "1"}, nf...)...)
+	_, next, ok := strings.Cut(out, "next: ")
+	next, _, _ = strings.Cut(next, " ")
+	if !ok || next == "" {
+		t.Fatalf("no cursor in\n%s", out)
+	}
+	if out, errOut, code := cli(t, "", append([]string{"search", "parts", "--fields", "", "--sort", "weight", "--size", "1", "--after", next}, nf...)...); code != 0 || !strings.Contains(out, "p2  ") || strings.Contains(out, "p1  ") {
+		t.Fatalf("--after the cursor: %d %s %s", code, out, errOut)
 	}
 }
 

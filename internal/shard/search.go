@@ -119,6 +119,13 @@ func BuildRequest(req *wire.ShardRequest) (*bleve.SearchRequest, error) {
 	sreq.IncludeLocations = req.Highlight != nil
 	if len(req.Sort) > 0 {
 		sreq.SortBy(req.Sort)
+		if len(req.SearchAfter) > 0 {
+			after := make([]string, len(req.SearchAfter))
+			for i, v := range req.SearchAfter {
+				after[i] = string(v)
+			}
+			sreq.SearchAfter = after
+		}
 	}
 	for name, f := range req.Facets {
 		if ranges := f.EffectiveRanges(); ranges != nil {

@@ -55,6 +55,9 @@ type ShardRequest struct {
 	// hit's field ExplanationField (so the binary response needs no new
 	// layout).
 	Explain bool `json:"explain,omitempty"`
+	// SearchAfter, with Sort, starts after these sort values (a
+	// cursor's: bleve's encoded values, hence bytes), one a key of Sort.
+	SearchAfter [][]byte `json:"search_after,omitempty"`
 	// Highlight asks for each hit's fragments of the fields it names,
 	// sent back as the hit's field HighlightField, an object of field
 	// name to fragments (as explanations: no new layout).
