@@ -485,6 +485,8 @@ type SearchResponse struct {
 	// reorder), is the cursor of its last hit: the next page is the same
 	// request with SearchAfter set to it.
 	Next string `json:"next,omitempty"`
+	// Index, on a search of an alias, is the index that answered.
+	Index string `json:"index,omitempty"`
 	// Pipeline reports plugin steps that failed and were skipped
 	// (fail-open); empty when every step ran.
 	Pipeline []StepReport `json:"pipeline,omitempty"`
@@ -712,6 +714,22 @@ type IndexDefinition struct {
 	// index is created.
 	Documents DocumentLimits `json:"documents,omitzero"`
 	Created   time.Time      `json:"created"`
+}
+
+// Alias is a name that points at one index: searches, reads and writes
+// of the alias are the index's. Switching it to another index is atomic
+// (one key's compare-and-set): every search and write after the switch
+// is the new index's. An alias and an index never share a name; an
+// alias points at an index, never at another alias; an index an alias
+// points at cannot be deleted until the alias is switched or removed.
+type Alias struct {
+	Name  string `json:"name"`
+	Index string `json:"index"`
+	// Team is the team of the index it points at (TeamOf): whose tokens
+	// may use the alias. A switch keeps it: the new index is of the same
+	// team (or both of none).
+	Team    string    `json:"team"`
+	Updated time.Time `json:"updated"`
 }
 
 // TeamOf returns the team an index's plugins run under: its Team, or

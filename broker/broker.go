@@ -334,6 +334,9 @@ type Broker struct {
 
 	mu   sync.RWMutex
 	defs map[string]api.IndexDefinition
+	// aliases maps each alias to the index it points at (the aliases
+	// bucket, followed like the definitions).
+	aliases map[string]string
 	// lookups bound the store reads of indexes the watch has not
 	// delivered (lookupIndex).
 	lookups chan struct{}
@@ -384,7 +387,7 @@ func New(nc *nats.Conn, store *meta.Store, cfg Config) (*Broker, error) {
 	stats.SetTerms(cfg.StatsCacheTerms)
 	b := &Broker{nc: nc, replies: subject.ReplyGuard{Service: "broker", Logger: cfg.Logger}, store: store, cfg: cfg, planner: p, inflight: make(chan struct{}, cfg.MaxInFlight), teamLimits: newTeamLimits(&cfg),
 		stats: stats, fan: fanout.NewRouter(nc, cfg.CompressThreshold, stats), id: nuid.Next(), shadows: pipeline.NewShadows(), fallback: newFallbackLimits(&cfg),
-		defs: map[string]api.IndexDefinition{}, lookups: make(chan struct{}, maxIndexLookups), ready: make(chan struct{})}
+		defs: map[string]api.IndexDefinition{}, aliases: map[string]string{}, lookups: make(chan struct{}, maxIndexLookups), ready: make(chan struct{})}
 	if b.metrics, err = newMetrics(b, cfg.Registerer); err != nil {
 		return nil, err
 	}
@@ -422,9 +425,15 @@ func (b *Broker) Run(ctx context.Context) error {
 		return fmt.Errorf("broker: watch indexes: %w", err)
 	}
 	defer w.Stop()
-	// Learn every index before taking requests: a broker that joined its
-	// queue group first would answer "does not exist" for a moment.
-	for known := false; !known; {
+	aw, err := b.store.Follow(ctx, b.store.Aliases, false)
+	if err != nil {
+		return fmt.Errorf("broker: watch aliases: %w", err)
+	}
+	defer aw.Stop()
+	// Learn every index and alias before taking requests: a broker that
+	// joined its queue group first would answer "does not exist" for a
+	// moment.
+	for known, aliasesKnown := false, false; !known || !aliasesKnown; {
 		select {
 		case <-ctx.Done():
 			return nil
@@ -432,8 +441,19 @@ func (b *Broker) Run(ctx context.Context) error {
 			if !ok {
 				return meta.WatchEnded(ctx, "broker: index")
 			}
-			if known = e == nil; !known {
+			if e == nil {
+				known = true
+			} else {
 				b.applyIndex(e)
+			}
+		case e, ok := <-aw.Updates():
+			if !ok {
+				return meta.WatchEnded(ctx, "broker: alias")
+			}
+			if e == nil {
+				aliasesKnown = true
+			} else {
+				b.applyAlias(e)
 			}
 		}
 	}
@@ -516,8 +536,38 @@ func (b *Broker) Run(ctx context.Context) error {
 			if e != nil {
 				b.applyIndex(e)
 			}
+		case e, ok := <-aw.Updates():
+			if !ok {
+				return meta.WatchEnded(ctx, "broker: alias")
+			}
+			if e != nil {
+				b.applyAlias(e)
+			}
 		}
 	}
+}
+
+// applyAlias records an alias's change.
+func (b *Broker) applyAlias(e jetstream.KeyValueEntry) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if e.Operation() == jetstream.KeyValuePut {
+		if a, err := meta.DecodeAlias(e.Value()); err == nil {
+			b.aliases[e.Key()] = a.Index
+			return
+		}
+	}
+	delete(b.aliases, e.Key())
+}
+
+// resolve is the index name names: the alias's, or name itself.
+func (b *Broker) resolve(name string) string {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	if index, ok := b.aliases[name]; ok {
+		return index
+	}
+	return name
 }
 
 // applyIndex records an index definition's change.
@@ -590,7 +640,8 @@ const MaxRequestBytes = 1 << 20
 func (b *Broker) handle(req micro.Request) {
 	start := time.Now()
 	b.served.requests.Add(1)
-	index := strings.TrimPrefix(req.Subject(), subject.SearchPrefix+".")
+	asked := strings.TrimPrefix(req.Subject(), subject.SearchPrefix+".")
+	index := b.resolve(asked)
 	if !b.replies.Allow(req.Subject(), req.Reply()) {
 		b.metrics.refused(index)
 		b.served.done(start)
@@ -655,6 +706,7 @@ func (b *Broker) handle(req micro.Request) {
 				b.respondError(req.Reply(), b.public(ctx, err, "index", index))
 				return
 			}
+			index = def.Name // an alias's, read with it
 			if !b.replies.AllowTeam(req.Subject(), req.Reply(), def.TeamOf()) {
 				b.metrics.refused(index)
 				return
@@ -686,6 +738,9 @@ func (b *Broker) handle(req micro.Request) {
 		buf := responseBuffers.Get().(*bytes.Buffer)
 		defer putResponseBuffer(buf)
 		var err error
+		if index != asked {
+			ctx = withAlias(ctx)
+		}
 		if cost, err = b.searchJSON(ctx, index, req.Data(), buf); err != nil {
 			b.respondError(req.Reply(), b.public(ctx, err, "index", index))
 			return
@@ -784,6 +839,9 @@ func (b *Broker) searchJSON(ctx context.Context, index string, data []byte, out 
 		return cost, err
 	}
 	resp.RequestID, resp.QueryID = requestid.From(ctx), qid
+	if viaAlias(ctx) {
+		resp.Index = index
+	}
 	if took := time.Since(start); b.cfg.SlowQuery > 0 && took > b.cfg.SlowQuery {
 		times[stageDecode] = decoded
 		b.logSlow(ctx, index, sreq, resp, took, &times)
@@ -944,6 +1002,20 @@ func internal(ctx context.Context) bool {
 	return b
 }
 
+type aliasKey struct{}
+
+// withAlias marks a search asked of an alias: its response names the
+// index that answered (api.SearchResponse.Index).
+func withAlias(ctx context.Context) context.Context {
+	return context.WithValue(ctx, aliasKey{}, true)
+}
+
+// viaAlias reports a search withAlias marked.
+func viaAlias(ctx context.Context) bool {
+	b, _ := ctx.Value(aliasKey{}).(bool)
+	return b
+}
+
 type lookedUpKey struct{}
 
 // withLookedUp returns ctx carrying def, read from the store.
@@ -976,7 +1048,7 @@ const maxIndexLookupsWaiting = 64
 // a read and the read.
 const indexLookupTimeout = time.Second
 
-// lookupIndex finds an index the watch has not delivered: one created a
+// lookupIndex finds an index (or alias: Store.Resolve) the watch has not delivered: one created a
 // moment ago, searched through a broker that has not heard of it yet
 // (the index watch is asynchronous; TestNewIndexIsNeverMissing), which
 // must not answer "does not exist" for an index its creator was told
@@ -998,7 +1070,7 @@ func (b *Broker) lookupIndex(ctx context.Context, name string) (api.IndexDefinit
 			return api.IndexDefinition{}, api.NotFound("index %q does not exist", name)
 		}
 		defer func() { <-b.lookups }()
-		def, err := b.store.Index(ctx, name)
+		def, err := b.store.Resolve(ctx, name)
 		if err != nil && api.CodeOf(err) != api.CodeNotFound {
 			b.cfg.Logger.Warn("read an index the watch has not delivered", "index", name, "err", err)
 			return def, api.NotFound("index %q does not exist", name)

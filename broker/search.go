@@ -27,9 +27,14 @@ func (b *Broker) Search(ctx context.Context, index string, req *api.SearchReques
 	if err := req.Validate(); err != nil {
 		return nil, err
 	}
+	name := index
+	index = b.resolve(index)
 	resp, _, _, err := b.search(ctx, index, req)
 	if err != nil {
 		return nil, err
+	}
+	if index != name {
+		resp.Index = index
 	}
 	for i := range resp.Hits { // as a decoded response has them
 		resp.Hits[i].DecodeFields()
@@ -55,6 +60,7 @@ func (b *Broker) search(ctx context.Context, index string, req *api.SearchReques
 		if def, err = b.lookupIndex(ctx, index); err != nil {
 			return nil, stageTimes{}, 0, err
 		}
+		index = def.Name // an alias's, read with it
 	}
 	if err := b.checkExplain(req); err != nil {
 		return nil, stageTimes{}, 0, err // before the rewriters: it costs nothing

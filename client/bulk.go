@@ -166,6 +166,7 @@ func (c *Client) Bulk(ctx context.Context, index string, r io.Reader, opts BulkO
 	if err != nil {
 		return nil, err
 	}
+	index = def.Name // an alias names its index
 	b := &bulk{c: c, ctx: ctx, opts: opts, res: &BulkResult{}, batching: opts.Batch > 1 && c.atomicBatches(ctx)}
 	if opts.OnProgress != nil {
 		if opts.ProgressEvery <= 0 {

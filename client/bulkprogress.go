@@ -304,6 +304,7 @@ func (c *Client) WaitSearchable(ctx context.Context, index string, seq uint64) e
 	if err != nil {
 		return err
 	}
+	index = def.Name // an alias names its index
 	st, err := c.metaStore(ctx)
 	if err != nil {
 		return err

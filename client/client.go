@@ -59,6 +59,9 @@ type Client struct {
 	// shards, which a write routed by the old one would miss). It is
 	// drained where definitions are read: no goroutine of the client's.
 	defsWatch jetstream.KeyWatcher
+	// aliasWatch follows the aliases bucket beside defsWatch: a switched
+	// or removed alias's cached definition is dropped.
+	aliasWatch jetstream.KeyWatcher
 
 	// fieldsMu guards fields: what the client knows of each index's field
 	// paths (see admitFields).
@@ -298,10 +301,12 @@ func (c *Client) DeleteIndex(ctx context.Context, name string) error {
 	return st.DeleteIndex(ctx, name)
 }
 
-// definition returns a cached index definition, reading it on a miss. A
-// definition is cached only while the client follows the indexes bucket
-// (defsWatch): what changed since is dropped first, so a write is never
-// routed by the definition of an index since deleted.
+// definition returns a cached index definition, reading it on a miss:
+// the index's of that name, or the one an alias of that name points at
+// (its Name says which). A definition is cached only while the client
+// follows the indexes and aliases buckets (defsWatch, aliasWatch): what
+// changed since is dropped first, so a write is never routed by the
+// definition of an index since deleted, nor by an alias since switched.
 func (c *Client) definition(ctx context.Context, name string) (api.IndexDefinition, error) {
 	c.mu.Lock()
 	changed := c.drainDefs()
@@ -317,7 +322,11 @@ func (c *Client) definition(ctx context.Context, name string) (api.IndexDefiniti
 			return def, err
 		}
 	}
-	def, err := c.Index(ctx, name)
+	st, err := c.metaStore(ctx)
+	if err != nil {
+		return def, err
+	}
+	def, err = st.Resolve(ctx, name)
 	if err != nil {
 		return def, err
 	}
@@ -329,50 +338,70 @@ func (c *Client) definition(ctx context.Context, name string) (api.IndexDefiniti
 	return def, nil
 }
 
-// watchDefs starts following the indexes bucket, before the definition
-// it is for is read (so that no change between the two is missed).
+// watchDefs starts following the indexes and aliases buckets, before
+// the definition it is for is read (so that no change between the two is
+// missed).
 func (c *Client) watchDefs(ctx context.Context) error {
 	st, err := c.metaStore(ctx)
 	if err != nil {
 		return err
 	}
-	// Not ctx: the watch outlives the call; it ends with the connection.
+	// Not ctx: the watches outlive the call; they end with the connection.
 	w, err := st.Indexes.WatchAll(context.Background(), jetstream.UpdatesOnly())
 	if err != nil {
 		return fmt.Errorf("follow the index definitions: %w", err)
+	}
+	aw, err := st.Aliases.WatchAll(context.Background(), jetstream.UpdatesOnly())
+	if err != nil {
+		w.Stop()
+		return fmt.Errorf("follow the aliases: %w", err)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.defsWatch != nil { // started meanwhile
 		w.Stop()
+		aw.Stop()
 		return nil
 	}
-	c.defsWatch = w
+	c.defsWatch, c.aliasWatch = w, aw
 	return nil
 }
 
-// drainDefs drops the cached definitions of the indexes defsWatch says
-// changed, and returns their names. With the watch ended (the connection
-// closed) every definition is dropped and none is cached again. c.mu is
-// held.
+// drainDefs drops the cached definitions defsWatch and aliasWatch say
+// changed (an index's, and every alias's that names it; an alias's),
+// and returns their names. With a watch ended (the connection closed)
+// every definition is dropped and none is cached again. c.mu is held.
 func (c *Client) drainDefs() []string {
 	var changed []string
 	for c.defsWatch != nil {
+		var e jetstream.KeyValueEntry
+		ok := true
 		select {
-		case e, ok := <-c.defsWatch.Updates():
-			if !ok {
-				c.defsWatch = nil
-				for name := range c.defs {
-					changed = append(changed, name)
+		case e, ok = <-c.defsWatch.Updates():
+			if ok && e != nil {
+				for name, def := range c.defs {
+					if name == e.Key() || def.Name == e.Key() {
+						delete(c.defs, name)
+						changed = append(changed, name)
+					}
 				}
-				clear(c.defs)
-				return changed
 			}
-			if e != nil {
+		case e, ok = <-c.aliasWatch.Updates():
+			if ok && e != nil {
 				delete(c.defs, e.Key())
 				changed = append(changed, e.Key())
 			}
 		default:
+			return changed
+		}
+		if !ok {
+			c.defsWatch.Stop()
+			c.aliasWatch.Stop()
+			c.defsWatch, c.aliasWatch = nil, nil
+			for name := range c.defs {
+				changed = append(changed, name)
+			}
+			clear(c.defs)
 			return changed
 		}
 	}
@@ -440,6 +469,7 @@ func (c *Client) docMsg(ctx context.Context, index string, doc []byte) (*nats.Ms
 	if err != nil {
 		return nil, err
 	}
+	index = def.Name // an alias names its index
 	d, err := api.ParseDocument(doc, c.opts.MaxDocBytes, def.Documents)
 	if err != nil {
 		return nil, err
@@ -457,6 +487,7 @@ func (c *Client) Delete(ctx context.Context, index, id string) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
+	index = def.Name // an alias names its index
 	if err := api.ValidDocumentID(id); err != nil {
 		return 0, err
 	}
@@ -479,9 +510,11 @@ type SnapshotResult struct {
 // Snapshot asks the indexer for a new generation of index that includes
 // every update up to stream sequence minSeq, and waits for it.
 func (c *Client) Snapshot(ctx context.Context, index string, minSeq uint64) (SnapshotResult, error) {
-	if _, err := c.definition(ctx, index); err != nil {
+	def, err := c.definition(ctx, index)
+	if err != nil {
 		return SnapshotResult{}, err
 	}
+	index = def.Name // an alias names its index
 	b, _ := json.Marshal(map[string]uint64{"min_seq": minSeq})
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc

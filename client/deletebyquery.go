@@ -95,6 +95,7 @@ func (c *Client) DeleteByQuery(ctx context.Context, index string, q DeleteQuery)
 	if err != nil {
 		return res, err
 	}
+	index = def.Name // an alias names its index
 	deleted := map[string]bool{}
 	stale := 0
 	for res.Deleted < limit {

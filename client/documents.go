@@ -47,6 +47,7 @@ func (c *Client) Get(ctx context.Context, index, id string) (*Document, error) {
 	if err != nil {
 		return nil, err
 	}
+	index = def.Name // an alias names its index
 	st, err := c.metaStore(ctx)
 	if err != nil {
 		return nil, err

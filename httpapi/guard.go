@@ -25,20 +25,23 @@ import (
 // Tokens are kept as the sha256 of each (api.Token), so the store never
 // holds one that works.
 //
-// A Guard follows the quarry-tokens and quarry-indexes buckets, so a
-// revoked token stops working, and an index's team is known, within
-// moments.
+// A Guard follows the quarry-tokens, quarry-indexes and quarry-aliases
+// buckets, so a revoked token stops working, and an index's or alias's
+// team is known, within moments.
 type Guard struct {
 	ready chan struct{}
 
 	mu     sync.RWMutex
 	tokens map[string]api.Token // by hex sha256
 	teams  map[string]string    // index → its team (TeamOf)
+	// aliasTeams maps an alias to its team (api.Alias.Team): a team's
+	// token may search, read and write through its team's aliases.
+	aliasTeams map[string]string
 }
 
 // NewGuard makes a guard; Run fills it.
 func NewGuard() *Guard {
-	return &Guard{ready: make(chan struct{}), tokens: map[string]api.Token{}, teams: map[string]string{}}
+	return &Guard{ready: make(chan struct{}), tokens: map[string]api.Token{}, teams: map[string]string{}, aliasTeams: map[string]string{}}
 }
 
 // Ready is closed once the guard knows every token and index.
@@ -56,7 +59,12 @@ func (g *Guard) Run(ctx context.Context, store *meta.Store) error {
 		return fmt.Errorf("http guard: watch indexes: %w", err)
 	}
 	defer indexes.Stop()
-	tokensDone, indexesDone := false, false
+	aliases, err := store.Follow(ctx, store.Aliases, false)
+	if err != nil {
+		return fmt.Errorf("http guard: watch aliases: %w", err)
+	}
+	defer aliases.Stop()
+	tokensDone, indexesDone, aliasesDone := false, false, false
 	for {
 		select {
 		case <-ctx.Done():
@@ -79,8 +87,17 @@ func (g *Guard) Run(ctx context.Context, store *meta.Store) error {
 			} else {
 				g.applyIndex(e)
 			}
+		case e, ok := <-aliases.Updates():
+			if !ok {
+				return fmt.Errorf("http guard: the alias watch ended")
+			}
+			if e == nil {
+				aliasesDone = true
+			} else {
+				g.applyAlias(e)
+			}
 		}
-		if tokensDone && indexesDone {
+		if tokensDone && indexesDone && aliasesDone {
 			select {
 			case <-g.ready:
 			default:
@@ -110,6 +127,17 @@ func (g *Guard) applyIndex(e jetstream.KeyValueEntry) {
 		return
 	}
 	g.teams[e.Key()] = def.TeamOf()
+}
+
+func (g *Guard) applyAlias(e jetstream.KeyValueEntry) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	a, err := meta.DecodeAlias(e.Value())
+	if e.Operation() != jetstream.KeyValuePut || err != nil {
+		delete(g.aliasTeams, e.Key())
+		return
+	}
+	g.aliasTeams[e.Key()] = a.Team
 }
 
 // access is who may use a route.
@@ -162,6 +190,9 @@ func (g *Guard) check(r *http.Request, a access) error {
 	t, known := g.tokens[api.TokenKey(raw)]
 	index := r.PathValue("index")
 	owner, exists := g.teams[index]
+	if !exists {
+		owner, exists = g.aliasTeams[index]
+	}
 	g.mu.RUnlock()
 	switch {
 	case !known:

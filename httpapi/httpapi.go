@@ -132,6 +132,11 @@ func Handler(c *client.Client, opts Options) http.Handler {
 	route("GET /v1/indexes/{index}/info", team(api.ScopeAdmin), h.indexInfo)
 	route("GET /v1/indexes/{index}/queries", team(api.ScopeAdmin), h.queryReport)
 	route("GET /v1/indexes/{index}/rejected", team(api.ScopeAdmin), h.rejectedDocs)
+	route("GET /v1/aliases", operator, h.listAliases)
+	route("GET /v1/aliases/{alias}", operator, h.getAlias)
+	route("POST /v1/aliases/{alias}", operator, h.createAlias)
+	route("PUT /v1/aliases/{alias}", operator, h.switchAlias)
+	route("DELETE /v1/aliases/{alias}", operator, h.removeAlias)
 	route("GET /v1/roles", operator, h.roles)
 	route("GET /v1/me", anyToken, func(w http.ResponseWriter, r *http.Request) { h.me(w, r, opts.Guard) })
 	// The console: static pages that call the routes above with the

@@ -157,6 +157,7 @@ func TestBoolFlagsRender(t *testing.T) {
 	var sets []*flag.FlagSet
 	subs := map[string][]string{
 		"index":    {"create", "query", "ls", "show", "rejected", "rm"},
+		"alias":    {"create", "switch", "ls", "rm"},
 		"plugin":   {"push", "ls", "show", "activate", "rollback", "rm", "canary", "promote", "shadow", "shadow-stats", "events", "test", "run", "new"},
 		"pipeline": {"show", "set"},
 		"queries":  {"export"},

@@ -3,6 +3,7 @@
 //	quarry serve --demo                 everything in one process, with demo data
 //	quarry indexer|searcher|broker      one role against --nats URL
 //	quarry index create|ls|show|rm      manage indexes; index rejected lists the documents not applied
+//	quarry alias create|switch|ls|rm    names that point at an index, switched at once
 //	quarry ingest|put|delete            write documents
 //	quarry get                          read one document by id
 //	quarry search                       query an index
@@ -48,6 +49,7 @@ func init() {
 		"broker":          {"run a broker (and the HTTP API) against a NATS deployment", runBroker},
 		"init":            {"decide a NATS deployment's replication: create Quarry's streams and buckets at --replicas", runInit},
 		"index":           {"create, list, show or remove indexes", runIndex},
+		"alias":           {"create, switch, list or remove index aliases", runAlias},
 		"ingest":          {"bulk-load NDJSON documents and publish a new generation", runIngest},
 		"put":             {"upsert one JSON document", runPut},
 		"patch":           {"change part of one document (a JSON merge patch), atomically", runPatch},

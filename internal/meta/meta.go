@@ -90,6 +90,8 @@ type Store struct {
 	// that the indexer could not apply, per index (see
 	// RejectedStreamConfig and rejected.go).
 	Rejected jetstream.Stream
+	// Aliases holds index aliases (api.Alias) by name (see aliases.go).
+	Aliases jetstream.KeyValue
 
 	// uploadLocks holds a *sync.Mutex per team: see lockTeamUploads.
 	uploadLocks sync.Map
@@ -105,7 +107,7 @@ var PluginLogsStreamConfig = jetstream.StreamConfig{Name: subject.PluginLogsStre
 
 // Resources is how many JetStream streams Open makes (its key-value
 // buckets and object stores are streams too): what `quarry init` lists.
-const Resources = 20
+const Resources = 21
 
 // Open creates or binds to every resource.
 func Open(ctx context.Context, js jetstream.JetStream, opts Options) (*Store, error) {
@@ -144,6 +146,7 @@ func Open(ctx context.Context, js jetstream.JetStream, opts Options) (*Store, er
 		{&s.InterleaveTallies, jetstream.KeyValueConfig{Bucket: subject.InterleaveTalliesBucket, Description: "Quarry interleaving experiments' tallies"}},
 		{&s.Judgements, jetstream.KeyValueConfig{Bucket: subject.JudgementsBucket, Description: "Quarry judgement lists and relevance gates", History: JudgementHistory}},
 		{&s.Fields, jetstream.KeyValueConfig{Bucket: subject.FieldsBucket, Description: "Quarry index field paths, for each index's limit on them"}},
+		{&s.Aliases, jetstream.KeyValueConfig{Bucket: subject.AliasesBucket, Description: "Quarry index aliases", History: 8}},
 	}
 	for _, b := range buckets {
 		b.cfg.Storage, b.cfg.Replicas = jetstream.FileStorage, repl.of("KV_"+b.cfg.Bucket)
@@ -262,6 +265,11 @@ func (s *Store) CreateIndex(ctx context.Context, def api.IndexDefinition) (api.I
 	if err := def.Documents.Validate(); err != nil {
 		return def, err
 	}
+	if _, _, err := s.Alias(ctx, def.Name); err == nil {
+		return def, api.Errorf(api.CodeConflict, "an alias is named %q: an index needs a name of its own", def.Name)
+	} else if api.CodeOf(err) != api.CodeNotFound {
+		return def, err
+	}
 	def.Created = time.Now().UTC().Truncate(time.Millisecond)
 	b, err := json.Marshal(def)
 	if err != nil {
@@ -361,13 +369,22 @@ func (s *Store) ListIndexes(ctx context.Context) ([]api.IndexDefinition, error) 
 // which may hold a team's secrets), plugin events, shadow and
 // interleaving tallies, judgement lists and gate, user events, recorded
 // queries, staged uploads and the records of its rejected documents.
-// What is kept is purged before the definition is deleted (a failure
+// An index an alias points at is not deleted (api.ErrConflict, naming
+// the aliases). What is kept is purged before the definition is deleted (a failure
 // leaves the index there, to delete again) and once more after (what
 // roles wrote meanwhile); then the roles stop serving it.
 func (s *Store) DeleteIndex(ctx context.Context, name string) error {
 	def, err := s.Index(ctx, name)
 	if err != nil {
 		return err
+	}
+	aliases, err := s.aliasesOf(ctx, name)
+	if err != nil {
+		return err
+	}
+	if len(aliases) > 0 {
+		return api.Errorf(api.CodeConflict, "index %q is what alias %s points at: switch the alias to another index or remove it first (quarry alias switch, quarry alias rm)",
+			name, strings.Join(aliases, ", "))
 	}
 	if err := s.purgeIndex(ctx, def); err != nil {
 		return err

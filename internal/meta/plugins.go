@@ -148,13 +148,17 @@ func (s *Store) ValidPluginVersion(ctx context.Context, index, name, digest stri
 }
 
 // ListJSON decodes the latest value of every key in kv under prefix (the
-// key's leading dot-separated tokens, such as "menu" or "menu.ltr"); values
-// that do not decode are skipped. One watch reads keys and values together,
-// instead of a Get per key.
+// key's leading dot-separated tokens, such as "menu" or "menu.ltr"; ""
+// for every key); values that do not decode are skipped. One watch reads
+// keys and values together, instead of a Get per key.
 func ListJSON[T any](ctx context.Context, kv jetstream.KeyValue, prefix string) ([]T, error) {
-	w, err := kv.Watch(ctx, prefix+".>", jetstream.IgnoreDeletes())
+	filter := prefix + ".>"
+	if prefix == "" {
+		filter = ">"
+	}
+	w, err := kv.Watch(ctx, filter, jetstream.IgnoreDeletes())
 	if err != nil {
-		return nil, fmt.Errorf("list %s.>: %w", prefix, err)
+		return nil, fmt.Errorf("list %s: %w", filter, err)
 	}
 	defer w.Stop()
 	var out []T

@@ -20,7 +20,7 @@ func streamNames() []string {
 	names := []string{subject.DocsStream}
 	for _, b := range []string{subject.IndexesBucket, subject.ManifestsBucket, subject.PipelinesBucket, subject.PluginVersionsBucket,
 		subject.ShadowBucket, subject.EventsBucket, subject.TeamsBucket, subject.TokensBucket, subject.JudgementsBucket,
-		subject.InterleaveBucket, subject.InterleaveTalliesBucket, subject.FieldsBucket} {
+		subject.InterleaveBucket, subject.InterleaveTalliesBucket, subject.FieldsBucket, subject.AliasesBucket} {
 		names = append(names, "KV_"+b)
 	}
 	for _, b := range []string{subject.SegmentsBucket, subject.PluginsBucket} {

@@ -58,6 +58,8 @@ const (
 	// FieldsBucket holds each index's distinct field paths (their
 	// hashes), keyed by index, for its limit on them.
 	FieldsBucket = "quarry-fields"
+	// AliasesBucket holds index aliases (api.Alias), keyed by alias name.
+	AliasesBucket = "quarry-aliases"
 	// UserEventsStream holds what users did with search results (clicks,
 	// add-to-cart, purchases, dwell), subject quarry.v1.events.<index>,
 	// kept for UserEventsMaxAge; docs/relevance.md.
