@@ -156,7 +156,7 @@ func TestBoolFlagsRender(t *testing.T) {
 	t.Parallel()
 	var sets []*flag.FlagSet
 	subs := map[string][]string{
-		"index":    {"create", "query", "ls", "show", "rejected", "rm"},
+		"index":    {"create", "query", "ls", "show", "rejected", "reindex", "rm"},
 		"alias":    {"create", "switch", "ls", "rm"},
 		"plugin":   {"push", "ls", "show", "activate", "rollback", "rm", "canary", "promote", "shadow", "shadow-stats", "events", "test", "run", "new"},
 		"pipeline": {"show", "set"},

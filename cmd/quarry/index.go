@@ -19,7 +19,7 @@ import (
 
 func runIndex(ctx context.Context, e *env, args []string) error {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
-		fmt.Fprint(e.stderr, "Usage: quarry index create|ls|show|query|rejected|rm ...\n\n"+
+		fmt.Fprint(e.stderr, "Usage: quarry index create|ls|show|query|rejected|reindex|rm ...\n\n"+
 			"  create NAME [--shards N] [--team TEAM] [--mapping FILE] [--query FILE]\n"+
 			"         [--max-doc-fields N] [--max-doc-depth N] [--max-index-fields N]\n"+
 			"                                            create an index (1 shard unless --shards; bleve mapping JSON;\n"+
@@ -28,6 +28,8 @@ func runIndex(ctx context.Context, e *env, args []string) error {
 			"  ls                                        list indexes, with live document counts\n"+
 			"  show NAME                                 an index's definition, live document count and snapshot\n"+
 			"  rejected NAME [--limit N]                 documents the stream acknowledged that the indexer could not apply\n"+
+			"  reindex SRC DST [--shards N] [--mapping FILE] [--alias NAME]\n"+
+			"                                            build DST from SRC's documents in the stream, then switch an alias\n"+
 			"  rm NAME                                   delete an index, its documents and snapshots\n")
 		if len(args) == 0 {
 			return errUsage
@@ -201,6 +203,8 @@ func runIndex(ctx context.Context, e *env, args []string) error {
 			return err
 		}
 		return printRejected(e.stdout, docs, jsonOut)
+	case "reindex":
+		return runReindex(ctx, e, args)
 	case "rm", "delete":
 		fs := e.newFlags("index rm", "NAME", "Deletes an index: its definition, documents and snapshots.")
 		nf.register(fs, e.getenv)
@@ -219,7 +223,7 @@ func runIndex(ctx context.Context, e *env, args []string) error {
 		fmt.Fprintf(e.stdout, "deleted index %s\n", pos[0])
 		return nil
 	}
-	fmt.Fprintf(e.stderr, "quarry index: unknown subcommand %q (want create, ls, show, query, rejected or rm)\n", sub)
+	fmt.Fprintf(e.stderr, "quarry index: unknown subcommand %q (want create, ls, show, query, rejected, reindex or rm)\n", sub)
 	return errUsage
 }
 

@@ -138,6 +138,9 @@ const (
 	HeaderOp = "Quarry-Op"
 	// OpDelete is the HeaderOp value of a tombstone.
 	OpDelete = "delete"
+	// HeaderReindexFrom marks a document message a reindex copied with
+	// the stream sequence of the source's message (client.Reindex).
+	HeaderReindexFrom = "Quarry-Reindex-From"
 	// HeaderDeadline carries a request's deadline in Unix nanoseconds.
 	HeaderDeadline = "Quarry-Deadline"
 	// HeaderEncoding marks a zstd-compressed payload.
