@@ -14,6 +14,8 @@ type IndexInfo struct {
 	SnapshotCreated time.Time `json:"snapshot_created,omitzero"`
 	// ShardStatus has one entry per shard, in shard order.
 	ShardStatus []ShardStatus `json:"shard_status"`
+	// Aliases are the aliases that point at the index, sorted.
+	Aliases []string `json:"aliases,omitempty"`
 }
 
 // ShardStatus is one shard of an IndexInfo.

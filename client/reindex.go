@@ -233,10 +233,22 @@ func (r *reindex) chunk() (caughtUp bool, err error) {
 			return false, fmt.Errorf("reindex: read the source: %w", err)
 		}
 		n += got
+		if got == 0 {
+			// A fetch that timed out says nothing of the source (a busy
+			// server can be slow to deliver): its consumer does.
+			info, err := r.cons.Info(r.ctx)
+			if err != nil {
+				return false, fmt.Errorf("reindex: read the position: %w", err)
+			}
+			pending = info.NumPending
+		}
 		r.res.Pending = pending
-		if got == 0 || pending == 0 {
+		if pending == 0 {
 			caughtUp = true
 			break
+		}
+		if got == 0 {
+			break // the chunk so far is published; the loop fetches again
 		}
 	}
 	if err := r.b.flush(); err != nil {

@@ -235,6 +235,9 @@ func TestConsole(t *testing.T) {
 	if _, err := c.CreateIndexDef(ctx, menu); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := c.CreateAlias(ctx, "dishes", "menu"); err != nil {
+		t.Fatal(err)
+	}
 	file, modules, err := demo.Pipeline()
 	if err != nil {
 		t.Fatal(err)
@@ -351,6 +354,9 @@ func TestConsole(t *testing.T) {
 	}
 	if gen := eval[string](b, `document.querySelector('.card.index[data-index="menu"] table.shards tbody tr').children[2].textContent`); gen != fmt.Sprint(info.Generation) {
 		t.Errorf("shard 0's replica shows generation %q, want %d", gen, info.Generation)
+	}
+	if !eval[bool](b, `[...document.querySelectorAll('.card.index[data-index="menu"] .badge.alias')].some(b => b.textContent === "alias dishes")`) {
+		t.Error("menu's card does not show the alias dishes that points at it")
 	}
 	b.noErrors("indexes")
 	b.screenshot("indexes")

@@ -41,6 +41,9 @@ func (s *Service) indexInfo(ctx context.Context, index string) (*api.IndexInfo, 
 		return nil, err
 	}
 	info := &api.IndexInfo{IndexDefinition: def, Generation: m.Generation, SnapshotCreated: m.Created, ShardStatus: make([]api.ShardStatus, def.Shards)}
+	if info.Aliases, err = s.store.AliasesOf(ctx, index); err != nil {
+		return nil, err
+	}
 	var wg sync.WaitGroup
 	var serving []api.RoleStatus
 	wg.Go(func() { serving = s.searcherStatus() })

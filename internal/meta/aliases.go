@@ -176,8 +176,8 @@ func (s *Store) DeleteAlias(ctx context.Context, name string) error {
 	return nil
 }
 
-// aliasesOf names the aliases that point at index.
-func (s *Store) aliasesOf(ctx context.Context, index string) ([]string, error) {
+// AliasesOf names the aliases that point at index.
+func (s *Store) AliasesOf(ctx context.Context, index string) ([]string, error) {
 	all, err := s.ListAliases(ctx)
 	if err != nil {
 		return nil, err

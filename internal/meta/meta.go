@@ -378,7 +378,7 @@ func (s *Store) DeleteIndex(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	aliases, err := s.aliasesOf(ctx, name)
+	aliases, err := s.AliasesOf(ctx, name)
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 // Indexes: each index the token may use, its shards and the searcher
 // replicas serving them (generation, applied sequence, replay lag,
-// documents), the snapshot, its freshness, the query settings and team.
+// documents), the snapshot, its freshness, the query settings, team and
+// the aliases that point at it.
 
 import { get, idx, may } from '../api.js';
 import { h, table, num, bytes, ago, kv, stat, errorBox } from '../dom.js';
@@ -53,7 +54,8 @@ function card(info) {
     h('td', { class: 'num' }, bytes(s.snapshot_bytes))));
   const q = info.query || {};
   return h('div', { class: 'card index', dataset: { index: info.name } },
-    h('h2', {}, info.name, ' ', h('span', { class: 'badge' }, 'team ' + (info.team || 'index-' + info.name))),
+    h('h2', {}, info.name, ' ', h('span', { class: 'badge' }, 'team ' + (info.team || 'index-' + info.name)),
+      ...(info.aliases || []).map(a => [' ', h('span', { class: 'badge alias', title: 'an alias that points at this index: its searches and writes are this index\'s' }, 'alias ' + a)]).flat()),
     h('div', { class: 'stats' },
       stat(num(served ? liveDocs : snapDocs), served ? 'documents (searchers)' : 'documents (snapshot)'),
       stat(info.shards, 'shards'),
