@@ -87,7 +87,17 @@ func TestAliases(t *testing.T) {
 	if a, err = c.SwitchAlias(ctx, "dishes", "dishes-v2"); err != nil || a.Index != "dishes-v2" {
 		t.Fatalf("switch: %+v %v", a, err)
 	}
-	if r, err = c.Search(ctx, "dishes", &api.SearchRequest{Q: "noodles"}); err != nil || r.Total != 20 || r.Index != "dishes-v2" {
+	// Brokers hear of the switch within moments (their watch of the
+	// aliases); none answers from neither index meanwhile.
+	sctx, scancel := context.WithTimeout(ctx, 10*time.Second)
+	defer scancel()
+	if !testwait.Poll(sctx, func() bool {
+		r, err = c.Search(ctx, "dishes", &api.SearchRequest{Q: "noodles"})
+		if err != nil || (r.Index != "dishes-v1" && r.Index != "dishes-v2") {
+			t.Fatalf("search of the alias during the switch: %+v %v", r, err)
+		}
+		return r.Index == "dishes-v2"
+	}) || r.Total != 20 {
 		t.Fatalf("search of the alias after the switch: %+v %v", r, err)
 	}
 	fresh, err := client.New(ctx, n.nc, client.Options{})
