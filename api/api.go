@@ -718,8 +718,9 @@ type IndexDefinition struct {
 
 // Alias is a name that points at one index: searches, reads and writes
 // of the alias are the index's. Switching it to another index is atomic
-// (one key's compare-and-set): every search and write after the switch
-// is the new index's. An alias and an index never share a name; an
+// (one key's compare-and-set): a search or write gets the old index or
+// the new one, never neither, and brokers and clients follow the switch
+// within moments of it (their watch of the aliases). An alias and an index never share a name; an
 // alias points at an index, never at another alias; an index an alias
 // points at cannot be deleted until the alias is switched or removed.
 type Alias struct {

@@ -20,10 +20,12 @@ func (c *Client) CreateAlias(ctx context.Context, name, index string) (api.Alias
 	return st.CreateAlias(ctx, name, index)
 }
 
-// SwitchAlias points the alias name at index instead, atomically:
-// searches and writes through the alias that start after it returns are
-// the new index's (a client that cached the old one drops it as soon as
-// its watch of the aliases hears of the switch, within milliseconds).
+// SwitchAlias points the alias name at index instead, atomically: a
+// search or write through the alias gets the old index or the new one,
+// never neither, and the new one once the brokers and clients have heard
+// of the switch (their watch of the aliases: within moments; a client
+// that cached the old index drops it then). client.Reindex copies the
+// writes that still reach the old index meanwhile.
 // The new index must be of the alias's team (api.ErrForbidden
 // otherwise).
 func (c *Client) SwitchAlias(ctx context.Context, name, index string) (api.Alias, error) {
