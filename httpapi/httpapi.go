@@ -96,7 +96,24 @@ func Handler(c *client.Client, opts Options) http.Handler {
 			f(w, r)
 		})
 	}
+	h.register(route, opts.Guard)
+	// The console: static pages that call the routes above with the
+	// token the user gives them (internal/console).
+	mux.Handle("GET /{$}", console.Handler())
+	mux.Handle("GET /console/", console.Handler())
+	return mux
+}
+
+// routeFunc serves a route pattern to callers with an access; a request
+// with a body must send one of types as its Content-Type (default:
+// JSON).
+type routeFunc func(pattern string, a access, f http.HandlerFunc, types ...string)
+
+// register gives each route of the API to route: the one list of them,
+// which Handler serves and the OpenAPI document (openapi.go) describes.
+func (h *handler) register(route routeFunc, guard *Guard) {
 	route("GET /healthz", open, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok\n") })
+	route("GET /openapi.json", open, serveOpenAPI)
 	route("GET /v1/indexes", operator, h.list)
 	route("POST /v1/indexes/{index}", operator, h.create)
 	route("GET /v1/indexes/{index}", operator, h.get)
@@ -138,11 +155,7 @@ func Handler(c *client.Client, opts Options) http.Handler {
 	route("PUT /v1/aliases/{alias}", operator, h.switchAlias)
 	route("DELETE /v1/aliases/{alias}", operator, h.removeAlias)
 	route("GET /v1/roles", operator, h.roles)
-	route("GET /v1/me", anyToken, func(w http.ResponseWriter, r *http.Request) { h.me(w, r, opts.Guard) })
-	// The console: static pages that call the routes above with the
-	// token the user gives them (internal/console).
-	mux.Handle("GET /{$}", console.Handler())
-	mux.Handle("GET /console/", console.Handler())
+	route("GET /v1/me", anyToken, func(w http.ResponseWriter, r *http.Request) { h.me(w, r, guard) })
 	route("GET /v1/indexes/{index}/judgements", team(api.ScopeAdmin), h.listJudgements)
 	route("PUT /v1/indexes/{index}/judgements/{name}", team(api.ScopeAdmin), h.pushJudgements, ndjsonBody...)
 	route("GET /v1/indexes/{index}/judgements/{name}", team(api.ScopeAdmin), h.showJudgements)
@@ -152,7 +165,6 @@ func Handler(c *client.Client, opts Options) http.Handler {
 	route("GET /v1/indexes/{index}/gate", team(api.ScopeAdmin), h.getGate)
 	route("PUT /v1/indexes/{index}/gate", team(api.ScopeAdmin), h.setGate)
 	route("DELETE /v1/indexes/{index}/gate", team(api.ScopeAdmin), h.removeGate)
-	return mux
 }
 
 // Strict refuses, with 400, a request whose path is not in canonical form
