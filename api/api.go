@@ -78,6 +78,9 @@ type SearchRequest struct {
 	// Highlight asks for each hit's best fragment of each of its fields,
 	// the query's terms marked (Hit.Highlight).
 	Highlight *HighlightRequest `json:"highlight,omitempty"`
+	// Typos, when set, turns typo tolerance on or off for this request's
+	// q, whatever the index's query settings say (QuerySettings.Typos).
+	Typos *bool `json:"typos,omitempty"`
 	// SearchAfter continues a sorted search after the last hit of the
 	// page whose response gave it (SearchResponse.Next): deep paging with
 	// no window, one page at a time. It needs the same Sort (and query)
@@ -754,6 +757,16 @@ type QuerySettings struct {
 	// PhraseBoost, when > 0, adds the whole text as a phrase on every
 	// field, with the field's boost times PhraseBoost.
 	PhraseBoost float64 `json:"phrase_boost,omitempty"`
+	// Typos is "auto" for typo tolerance on q (Meilisearch's rule: a word
+	// of TypoOneFrom letters or more may have one typo, one of
+	// TypoTwoFrom or more two; the first letter must be right), "off" or
+	// empty for none. A word found as typed scores above its
+	// near-misses: the typo's match is added to the exact one, at half
+	// the field's boost. Fields marked Exact never take typos; a request
+	// may turn it on or off (SearchRequest.Typos). Fuzziness, a fixed
+	// edit distance for every word, is the older form: the two do not go
+	// together.
+	Typos string `json:"typos,omitempty"`
 	// Limits bound what one search of the index may cost; zero fields
 	// take the defaults of DefaultLimits.
 	Limits QueryLimits `json:"limits,omitzero"`
@@ -858,7 +871,16 @@ func ResponseTooLarge(what string) *Error {
 type FieldBoost struct {
 	Field string  `json:"field"`
 	Boost float64 `json:"boost,omitempty"`
+	// Exact keeps typo tolerance off this field (a keyword, a code).
+	Exact bool `json:"exact,omitempty"`
 }
+
+// Typo tolerance's word lengths, in letters (QuerySettings.Typos): a
+// word this long may have one typo, or two.
+const (
+	TypoOneFrom = 5
+	TypoTwoFrom = 9
+)
 
 // Validate checks the settings, naming what is wrong.
 func (s *QuerySettings) Validate() error {
@@ -880,6 +902,14 @@ func (s *QuerySettings) Validate() error {
 	}
 	if s.Fuzziness < 0 || s.Fuzziness > 2 {
 		return BadRequest("query.fuzziness must be 0, 1 or 2, got %d", s.Fuzziness)
+	}
+	switch s.Typos {
+	case "", "off", "auto":
+	default:
+		return BadRequest(`query.typos must be "auto" or "off", got %q`, s.Typos)
+	}
+	if s.Typos == "auto" && s.Fuzziness > 0 {
+		return BadRequest(`query.typos "auto" and query.fuzziness %d do not go together: typos chooses each word's edit distance by its length; set fuzziness to 0`, s.Fuzziness)
 	}
 	if s.PhraseBoost < 0 {
 		return BadRequest("query.phrase_boost must be >= 0, got %g", s.PhraseBoost)

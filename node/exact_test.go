@@ -120,6 +120,7 @@ var exactCases = []struct {
 	{"second page", api.SearchRequest{Q: "pizza", From: 20, Size: 20}},
 	{"fuzzy", api.SearchRequest{Query: json.RawMessage(`{"match":"noodels","fuzziness":1,"field":"name"}`)}},
 	{"prefix", api.SearchRequest{Query: json.RawMessage(`{"prefix":"chick","field":"description"}`)}},
+	{"typos", api.SearchRequest{Q: "chiken noodels", Typos: new(true)}},
 }
 
 // A query over 4 shards of the catalogue returns the same ids, in the same

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/blevesearch/bleve/v2/search/query"
 
@@ -310,7 +312,11 @@ func BuildQuery(req *api.SearchRequest, settings api.QuerySettings) (query.Query
 			return nil, err
 		}
 	case req.Q != "":
-		q = textQuery(req.Q, settings)
+		typos := settings.Typos == "auto"
+		if req.Typos != nil {
+			typos = *req.Typos
+		}
+		q = textQuery(req.Q, settings, typos)
 	default:
 		q = query.NewMatchAllQuery()
 	}
@@ -318,11 +324,16 @@ func BuildQuery(req *api.SearchRequest, settings api.QuerySettings) (query.Query
 }
 
 // textQuery matches text on every configured field (a disjunction when
-// there is more than one clause).
-func textQuery(text string, s api.QuerySettings) query.Query {
+// there is more than one clause); with typos, each word long enough may
+// also match with its typos (typoClauses).
+func textQuery(text string, s api.QuerySettings, typos bool) query.Query {
 	fields := s.Fields
 	if len(fields) == 0 {
 		fields = []api.FieldBoost{{Field: "_all", Boost: 1}}
+	}
+	var words []string
+	if typos {
+		words = typoWords(text)
 	}
 	var clauses []query.Query
 	for _, f := range fields {
@@ -330,14 +341,39 @@ func textQuery(text string, s api.QuerySettings) query.Query {
 		if boost == 0 {
 			boost = 1
 		}
-		m := query.NewMatchQuery(text)
-		m.SetField(f.Field)
-		m.SetBoost(boost)
-		m.SetFuzziness(s.Fuzziness)
-		if s.Operator == "and" {
-			m.SetOperator(query.MatchQueryOperatorAnd)
+		fuzzy := len(words) > 0 && !f.Exact
+		switch {
+		case fuzzy && s.Operator == "and":
+			// Every word, as typed or with its typos.
+			var each []query.Query
+			for _, w := range words {
+				m := query.NewMatchQuery(w)
+				m.SetField(f.Field)
+				m.SetBoost(boost)
+				alts := []query.Query{m}
+				if fq := typoQuery(w, f.Field, boost); fq != nil {
+					alts = append(alts, fq)
+				}
+				each = append(each, query.NewDisjunctionQuery(alts))
+			}
+			clauses = append(clauses, query.NewConjunctionQuery(each))
+		default:
+			m := query.NewMatchQuery(text)
+			m.SetField(f.Field)
+			m.SetBoost(boost)
+			m.SetFuzziness(s.Fuzziness)
+			if s.Operator == "and" {
+				m.SetOperator(query.MatchQueryOperatorAnd)
+			}
+			clauses = append(clauses, m)
+			if fuzzy {
+				for _, w := range words {
+					if fq := typoQuery(w, f.Field, boost); fq != nil {
+						clauses = append(clauses, fq)
+					}
+				}
+			}
 		}
-		clauses = append(clauses, m)
 		if s.PhraseBoost > 0 {
 			ph := query.NewMatchPhraseQuery(text)
 			ph.SetField(f.Field)
@@ -349,6 +385,38 @@ func textQuery(text string, s api.QuerySettings) query.Query {
 		return clauses[0]
 	}
 	return query.NewDisjunctionQuery(clauses)
+}
+
+// typoWords are text's words, lower-cased: runs of letters and digits.
+func typoWords(text string) []string {
+	return strings.FieldsFunc(strings.ToLower(text), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsNumber(r) })
+}
+
+// typoQuery matches word on field with the typos its length allows
+// (api.TypoOneFrom, api.TypoTwoFrom letters, counted as typed; its first
+// letter as typed), at half the field's boost; nil for a word too short
+// for any.
+func typoQuery(word, field string, boost float64) query.Query {
+	n := utf8.RuneCountInString(word)
+	edits := 0
+	switch {
+	case n >= api.TypoTwoFrom:
+		edits = 2
+	case n >= api.TypoOneFrom:
+		edits = 1
+	}
+	if edits == 0 {
+		return nil
+	}
+	// A match query analyses the word as the field does (a stemmed field
+	// holds "noodl" for noodles: "noodels" is "noodel", one edit away),
+	// then allows the edits on what it makes.
+	fq := query.NewMatchQuery(word)
+	fq.SetField(field)
+	fq.SetFuzziness(edits)
+	fq.SetPrefix(1)
+	fq.SetBoost(boost / 2)
+	return fq
 }
 
 func withFilter(q query.Query, filter json.RawMessage) (query.Query, error) {

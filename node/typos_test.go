@@ -1,0 +1,122 @@
+package node
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/quarrysearch/quarry/api"
+	"github.com/quarrysearch/quarry/internal/catalog"
+)
+
+// TestTypoTolerance: with query.typos "auto", a word of 5 letters or more
+// finds its one-typo forms (9 or more, two), stemmed as the field stems
+// them, and a word found as typed ranks above its near-misses; a
+// shorter word, a field marked exact, and a request with "typos": false
+// take none; a request with "typos": true takes them on an index
+// without. Over NATS and HTTP.
+func TestTypoTolerance(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	n := startNode(t)
+	c := n.Client()
+	qs := api.QuerySettings{Fields: []api.FieldBoost{{Field: "name", Boost: 2}, {Field: "cuisine", Exact: true}}, Typos: "auto"}
+	if _, err := c.CreateIndexDef(ctx, api.IndexDefinition{Name: "typo", Shards: 2, Mapping: catalog.Mapping(), Query: qs}); err != nil {
+		t.Fatal(err)
+	}
+	docs := `{"id":"exact","name":"Compression Noodles","cuisine":"thai"}
+{"id":"inflected","name":"Compressed noodle soup","cuisine":"thai"}
+{"id":"typo","name":"Compresion nodles","cuisine":"thai"}
+{"id":"tofu","name":"Tofu bowl","cuisine":"korean"}
+{"id":"other","name":"Green curry","cuisine":"thai"}
+`
+	mustBulk(t, c, "typo", bytes.NewBufferString(docs))
+	ids := func(r *api.SearchResponse) string {
+		var out []string
+		for _, h := range r.Hits {
+			out = append(out, h.ID)
+		}
+		return strings.Join(out, ",")
+	}
+	for _, tc := range []struct {
+		name  string
+		req   api.SearchRequest
+		want  string // ids in order; "a|b" where either order is right
+		total uint64
+	}{
+		{"as typed ranks first", api.SearchRequest{Q: "compression"}, "exact|inflected,typo", 3},
+		{"a typo finds the word, the typo first", api.SearchRequest{Q: "compresion"}, "typo,exact|inflected", 3},
+		{"two typos from 9 letters", api.SearchRequest{Q: "commpresion"}, "exact|inflected|typo", 3},
+		{"a short word takes none", api.SearchRequest{Q: "tofo"}, "", 0},
+		{"an exact field takes none", api.SearchRequest{Q: "korrean"}, "", 0},
+		{"the request turns it off", api.SearchRequest{Q: "compresion", Typos: new(false)}, "typo", 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := c.Search(ctx, "typo", &tc.req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Total != tc.total || !orderIs(ids(r), tc.want) {
+				t.Errorf("total %d, hits %s; want %d, %s", r.Total, ids(r), tc.total, tc.want)
+			}
+		})
+	}
+
+	// An index without typos: none, unless the request asks (over HTTP).
+	if _, err := c.SetQuerySettings(ctx, "typo", api.QuerySettings{Fields: qs.Fields}); err != nil {
+		t.Fatal(err)
+	}
+	url := "http://" + n.HTTPAddr + "/v1/indexes/typo/search"
+	var off, on api.SearchResponse
+	waitFor(t, func() bool { // the settings without typos
+		code, _ := postJSON(t, url, `{"q":"compresion"}`, &off)
+		return code == 200 && off.Total == 1
+	})
+	if code, body := postJSON(t, url, `{"q":"compresion","typos":true}`, &on); code != 200 || on.Total != 3 || on.Hits[0].ID != "typo" {
+		t.Fatalf(`"typos": true on an index without: %d %s`, code, body)
+	}
+	if code, body := postJSON(t, url, `{"q":"x","typos":"yes"}`, nil); code != 400 || !strings.Contains(body, "typos") {
+		t.Errorf(`"typos": "yes": %d %s`, code, body)
+	}
+	// Settings that cannot be.
+	for _, bad := range []struct {
+		qs  api.QuerySettings
+		msg string
+	}{
+		{api.QuerySettings{Typos: "always"}, `query.typos must be "auto" or "off"`},
+		{api.QuerySettings{Typos: "auto", Fuzziness: 1}, "do not go together"},
+	} {
+		if _, err := c.SetQuerySettings(ctx, "typo", bad.qs); api.CodeOf(err) != api.CodeBadRequest || !strings.Contains(err.Error(), bad.msg) {
+			t.Errorf("%+v: %v, want %q", bad.qs, err, bad.msg)
+		}
+	}
+}
+
+// orderIs reports whether got (ids joined by commas) is want, where want
+// lists ids by commas and alternatives of equal rank by "|" (any order
+// among them).
+func orderIs(got, want string) bool {
+	if want == "" {
+		return got == ""
+	}
+	g := strings.Split(got, ",")
+	i := 0
+	for _, group := range strings.Split(want, ",") {
+		alts := strings.Split(group, "|")
+		if i+len(alts) > len(g) {
+			return false
+		}
+		seen := map[string]bool{}
+		for _, id := range g[i : i+len(alts)] {
+			seen[id] = true
+		}
+		for _, a := range alts {
+			if !seen[a] {
+				return false
+			}
+		}
+		i += len(alts)
+	}
+	return i == len(g)
+}
