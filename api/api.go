@@ -762,8 +762,10 @@ type QuerySettings struct {
 	// TypoTwoFrom or more two; the first letter must be right), "off" or
 	// empty for none. A word found as typed scores above its
 	// near-misses: the typo's match is added to the exact one, at half
-	// the field's boost. Fields marked Exact never take typos; a request
-	// may turn it on or off (SearchRequest.Typos). Fuzziness, a fixed
+	// the field's boost. Fields marked Exact never take typos, nor _all
+	// unless it is the only field; a request may turn it on or off
+	// (SearchRequest.Typos). It costs: the demo's searches took 2.4x as
+	// long with it (docs/performance.md), so it is not on by default. Fuzziness, a fixed
 	// edit distance for every word, is the older form: the two do not go
 	// together.
 	Typos string `json:"typos,omitempty"`

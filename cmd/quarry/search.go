@@ -54,6 +54,7 @@ func runSearch(ctx context.Context, e *env, args []string) error {
 	filterJSON := fs.String("filter", "", "bleve query in JSON every hit must match (does not score)")
 	sortBy := fs.String("sort", "", "sort fields, comma-separated (-price for descending)")
 	after := fs.String("after", "", "the page after this cursor (a sorted search's next, printed under its hits)")
+	typos := fs.String("typos", "", "on or off: typo tolerance for this search (default: the index's query settings, query.typos)")
 	highlight := fs.String("highlight", "", "stored text fields to highlight, comma-separated: each hit's best fragment of each, the query's terms in [brackets] (--json: <mark>, HTML-escaped)")
 	profile := fs.Bool("profile", false, "show the plan and per-stage timings")
 	jsonOut := fs.Bool("json", false, "print the raw JSON response")
@@ -72,6 +73,14 @@ func runSearch(ctx context.Context, e *env, args []string) error {
 		req.Sort = strings.Split(*sortBy, ",")
 	}
 	req.SearchAfter = *after
+	switch *typos {
+	case "":
+	case "on", "off":
+		on := *typos == "on"
+		req.Typos = &on
+	default:
+		return api.BadRequest("--typos %q: want on or off", *typos)
+	}
 	if *highlight != "" {
 		req.Highlight = &api.HighlightRequest{Fields: strings.Split(*highlight, ",")}
 		if !*jsonOut { // for a terminal: plain text, terms bracketed

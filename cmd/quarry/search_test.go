@@ -37,6 +37,8 @@ func TestCLISearchPrintsFields(t *testing.T) {
 		{"no fields", []string{"--fields", "", "--sort", "_id"}, []string{"p1  ", "sort=p1", "p2  ", "sort=p2"}},
 		{"highlighted", []string{"gadget", "--fields", "", "--highlight", "title,color"}, []string{"p2  ", "title: [Gadget]"}},
 		{"a page and its cursor", []string{"--fields", "", "--sort", "weight", "--size", "1"}, []string{"p1  ", "next: "}},
+		{"with typos", []string{"gadgt", "--fields", "", "--typos", "on"}, []string{"p2  "}},
+		{"without typos", []string{"gadgt", "--fields", "", "--typos", "off"}, []string{"0 hits"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -53,6 +55,9 @@ func TestCLISearchPrintsFields(t *testing.T) {
 				rest = rest[i+len(w):]
 			}
 		})
+	}
+	if _, errOut, code := cli(t, "", append([]string{"search", "parts", "x", "--typos", "maybe"}, nf...)...); code != 2 || !strings.Contains(errOut, `--typos "maybe": want on or off`) {
+		t.Errorf("--typos maybe: %d %s", code, errOut)
 	}
 	// The printed cursor gives the page after.
 	out, _, _ := cli(t, "", append([]string{"search", "parts", "--fields", "", "--sort", "weight", "--size", "1"}, nf...)...)
