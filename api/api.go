@@ -81,6 +81,9 @@ type SearchRequest struct {
 	// Typos, when set, turns typo tolerance on or off for this request's
 	// q, whatever the index's query settings say (QuerySettings.Typos).
 	Typos *bool `json:"typos,omitempty"`
+	// Prefix, when set, turns search as you type on or off for this
+	// request's q (QuerySettings.Prefix).
+	Prefix *bool `json:"prefix,omitempty"`
 	// SearchAfter continues a sorted search after the last hit of the
 	// page whose response gave it (SearchResponse.Next): deep paging with
 	// no window, one page at a time. It needs the same Sort (and query)
@@ -769,6 +772,13 @@ type QuerySettings struct {
 	// edit distance for every word, is the older form: the two do not go
 	// together.
 	Typos string `json:"typos,omitempty"`
+	// Prefix is "last" for search as you type: the last word of q, when
+	// nothing follows it (no space), also matches the words that start
+	// with it, from PrefixFrom letters, at half the field's boost (a
+	// word typed whole still ranks first). "off" or empty: none. A
+	// request may turn it on or off (SearchRequest.Prefix). _all takes
+	// it only when it is the only field.
+	Prefix string `json:"prefix,omitempty"`
 	// Limits bound what one search of the index may cost; zero fields
 	// take the defaults of DefaultLimits.
 	Limits QueryLimits `json:"limits,omitzero"`
@@ -884,6 +894,11 @@ const (
 	TypoTwoFrom = 9
 )
 
+// PrefixFrom is the fewest letters of a last word that search as you
+// type (QuerySettings.Prefix) completes: a shorter prefix reaches too
+// many of a large index's words (query.limits.max_terms).
+const PrefixFrom = 3
+
 // Validate checks the settings, naming what is wrong.
 func (s *QuerySettings) Validate() error {
 	for i, f := range s.Fields {
@@ -909,6 +924,11 @@ func (s *QuerySettings) Validate() error {
 	case "", "off", "auto":
 	default:
 		return BadRequest(`query.typos must be "auto" or "off", got %q`, s.Typos)
+	}
+	switch s.Prefix {
+	case "", "off", "last":
+	default:
+		return BadRequest(`query.prefix must be "last" or "off", got %q`, s.Prefix)
 	}
 	if s.Typos == "auto" && s.Fuzziness > 0 {
 		return BadRequest(`query.typos "auto" and query.fuzziness %d do not go together: typos chooses each word's edit distance by its length; set fuzziness to 0`, s.Fuzziness)

@@ -247,7 +247,7 @@ func TestDecodeStrict(t *testing.T) {
 		{`{"Operator":"and"}`, `malformed query settings: unknown field "Operator" (field names are case-sensitive: did you mean "operator"?)`},
 		{`{"operator":"and","operator":"or"}`, `malformed query settings: duplicate field "operator"`},
 		{`{"limits":{"max_terms":"many"}}`, "malformed query settings: limits.max_terms must be an integer, got a string"},
-		{`{"fuzziness":1,"fuzz":2}`, `unknown field "fuzz"; the fields are: fields, operator, fuzziness, phrase_boost, limits`},
+		{`{"fuzziness":1,"fuzz":2}`, `unknown field "fuzz"; the fields are: fields, operator, fuzziness, phrase_boost, typos, prefix, limits`},
 		{`{"phrase_boost":1e999}`, "malformed query settings: phrase_boost must be a number, got 1e999"},
 		{"{\"fields\":[{\"field\":\"\xff\"}]}", "malformed query settings: invalid UTF-8 in fields[0].field at byte 21"},
 	}

@@ -414,7 +414,7 @@ func (h *handler) search(w http.ResponseWriter, r *http.Request) {
 // search request member of its name: the simple cases, in a URL. Lists
 // (fields, sort) are comma-separated.
 var searchParams = map[string]string{"q": "string", "size": "int", "from": "int", "timeout_ms": "int",
-	"fields": "list", "sort": "list", "search_after": "string", "scoring": "string", "profile": "bool", "explain": "bool", "typos": "bool"}
+	"fields": "list", "sort": "list", "search_after": "string", "scoring": "string", "profile": "bool", "explain": "bool", "typos": "bool", "prefix": "bool"}
 
 // searchGET answers GET /v1/indexes/{index}/search?q=…&size=…: the
 // request its parameters make, checked and answered as a POSTed one.

@@ -63,7 +63,7 @@ var operations = map[string]operation{
 		query: []string{"q: the text to search", "size: hits to return", "from: hits to skip", "timeout_ms: the request's deadline",
 			"fields: stored fields, comma-separated", "sort: sort fields, comma-separated", "search_after: a sorted response's next",
 			"scoring: exact or local", "profile: true for per-stage timings", "explain: true for score explanations",
-			"typos: true or false, typo tolerance for this request"},
+			"typos: true or false, typo tolerance for this request", "prefix: true or false, search as you type for this request"},
 		response: typeOf[api.SearchResponse]()},
 	"POST /v1/indexes/{index}/documents": {summary: "Bulk-load documents: NDJSON, a JSON array, or Elasticsearch's bulk lines (format=es).",
 		query: []string{"format: es for Elasticsearch's bulk action lines", "wait: searchable to answer once a search finds every document",

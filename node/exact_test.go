@@ -121,6 +121,7 @@ var exactCases = []struct {
 	{"fuzzy", api.SearchRequest{Query: json.RawMessage(`{"match":"noodels","fuzziness":1,"field":"name"}`)}},
 	{"prefix", api.SearchRequest{Query: json.RawMessage(`{"prefix":"chick","field":"description"}`)}},
 	{"typos", api.SearchRequest{Q: "chiken noodels", Typos: new(true)}},
+	{"as you type", api.SearchRequest{Q: "spicy nood", Prefix: new(true)}},
 }
 
 // A query over 4 shards of the catalogue returns the same ids, in the same

@@ -3,6 +3,7 @@ package node
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -119,4 +120,64 @@ func orderIs(got, want string) bool {
 		i += len(alts)
 	}
 	return i == len(g)
+}
+
+// TestSearchAsYouType: with query.prefix "last", the last word of q, when
+// nothing follows it, also matches the words that start with it (from 3
+// letters), a word typed whole ranking above the longer words it starts;
+// a space after it, a shorter word, and a request with "prefix": false
+// take none. Over NATS and HTTP.
+func TestSearchAsYouType(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	n := startNode(t)
+	c := n.Client()
+	qs := api.QuerySettings{Fields: []api.FieldBoost{{Field: "name", Boost: 2}}, Prefix: "last", Operator: "and"}
+	if _, err := c.CreateIndexDef(ctx, api.IndexDefinition{Name: "sayt", Shards: 2, Mapping: catalog.Mapping(), Query: qs}); err != nil {
+		t.Fatal(err)
+	}
+	docs := `{"id":"tofu","name":"Tofu bowl"}
+{"id":"tofurky","name":"Tofurky roast"}
+{"id":"toffee","name":"Toffee pudding"}
+{"id":"bowl","name":"Rice bowl"}
+`
+	mustBulk(t, c, "sayt", bytes.NewBufferString(docs))
+	ids := func(r *api.SearchResponse) string {
+		var out []string
+		for _, h := range r.Hits {
+			out = append(out, h.ID)
+		}
+		return strings.Join(out, ",")
+	}
+	for _, tc := range []struct {
+		name string
+		req  api.SearchRequest
+		want string
+	}{
+		{"a word being typed", api.SearchRequest{Q: "tof"}, "tofu|tofurky|toffee"},
+		{"typed whole ranks first", api.SearchRequest{Q: "tofu"}, "tofu,tofurky"},
+		{"every word before the last as typed (operator and)", api.SearchRequest{Q: "tofu bow"}, "tofu"},
+		{"a space ends the word", api.SearchRequest{Q: "tof "}, ""},
+		{"two letters are too few", api.SearchRequest{Q: "to"}, ""},
+		{"the request turns it off", api.SearchRequest{Q: "tof", Prefix: new(false)}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := c.Search(ctx, "sayt", &tc.req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !orderIs(ids(r), tc.want) {
+				t.Errorf("hits %s; want %s", ids(r), tc.want)
+			}
+		})
+	}
+	var r api.SearchResponse
+	url := "http://" + n.HTTPAddr + "/v1/indexes/sayt/search"
+	code, _, body := httpRequest(t, "GET", url+"?q=toff&prefix=true", "")
+	if err := json.Unmarshal([]byte(body), &r); code != 200 || err != nil || ids(&r) != "toffee" {
+		t.Fatalf("GET ?q=toff&prefix=true: %d %s", code, body)
+	}
+	if _, err := c.SetQuerySettings(ctx, "sayt", api.QuerySettings{Prefix: "first"}); api.CodeOf(err) != api.CodeBadRequest || !strings.Contains(err.Error(), `query.prefix must be "last" or "off"`) {
+		t.Errorf(`prefix "first": %v`, err)
+	}
 }

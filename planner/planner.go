@@ -312,11 +312,14 @@ func BuildQuery(req *api.SearchRequest, settings api.QuerySettings) (query.Query
 			return nil, err
 		}
 	case req.Q != "":
-		typos := settings.Typos == "auto"
+		typos, prefix := settings.Typos == "auto", settings.Prefix == "last"
 		if req.Typos != nil {
 			typos = *req.Typos
 		}
-		q = textQuery(req.Q, settings, typos)
+		if req.Prefix != nil {
+			prefix = *req.Prefix
+		}
+		q = textQuery(req.Q, settings, typos, prefix)
 	default:
 		q = query.NewMatchAllQuery()
 	}
@@ -325,15 +328,21 @@ func BuildQuery(req *api.SearchRequest, settings api.QuerySettings) (query.Query
 
 // textQuery matches text on every configured field (a disjunction when
 // there is more than one clause); with typos, each word long enough may
-// also match with its typos (typoClauses).
-func textQuery(text string, s api.QuerySettings, typos bool) query.Query {
+// also match with its typos (typoQuery); with prefix, the last word, if
+// nothing follows it, may also match as the start of a word
+// (prefixQuery).
+func textQuery(text string, s api.QuerySettings, typos, prefix bool) query.Query {
 	fields := s.Fields
 	if len(fields) == 0 {
 		fields = []api.FieldBoost{{Field: "_all", Boost: 1}}
 	}
 	var words []string
-	if typos {
+	if typos || prefix {
 		words = typoWords(text)
+	}
+	last := ""
+	if prefix && len(words) > 0 && !unicode.IsSpace(lastRune(text)) {
+		last = words[len(words)-1]
 	}
 	var clauses []query.Query
 	for _, f := range fields {
@@ -341,21 +350,31 @@ func textQuery(text string, s api.QuerySettings, typos bool) query.Query {
 		if boost == 0 {
 			boost = 1
 		}
-		// _all holds every field's words again: typos on it are asked
-		// only when it is the one field (they cost 2.9x a search's p50
-		// on the demo with it, 2.4x without: BenchmarkTypos).
-		fuzzy := len(words) > 0 && !f.Exact && (f.Field != "_all" || len(fields) == 1)
+		// _all holds every field's words again: typos and prefixes on it
+		// are asked only when it is the one field (typos cost 2.9x a
+		// search's p50 on the demo with it, 2.4x without:
+		// BenchmarkTypos).
+		extra := len(words) > 0 && (f.Field != "_all" || len(fields) == 1)
+		fuzzy := typos && extra && !f.Exact
+		partial := ""
+		if extra {
+			partial = last
+		}
 		switch {
-		case fuzzy && s.Operator == "and":
-			// Every word, as typed or with its typos.
+		case (fuzzy || partial != "") && s.Operator == "and":
+			// Every word, as typed or with its typos; the last one also
+			// as a prefix.
 			var each []query.Query
-			for _, w := range words {
+			for i, w := range words {
 				m := query.NewMatchQuery(w)
 				m.SetField(f.Field)
 				m.SetBoost(boost)
 				alts := []query.Query{m}
-				if fq := typoQuery(w, f.Field, boost); fq != nil {
+				if fq := typoQuery(w, f.Field, boost); fuzzy && fq != nil {
 					alts = append(alts, fq)
+				}
+				if pq := prefixQuery(partial, f.Field, boost); i == len(words)-1 && pq != nil {
+					alts = append(alts, pq)
 				}
 				each = append(each, query.NewDisjunctionQuery(alts))
 			}
@@ -376,6 +395,9 @@ func textQuery(text string, s api.QuerySettings, typos bool) query.Query {
 					}
 				}
 			}
+			if pq := prefixQuery(partial, f.Field, boost); pq != nil {
+				clauses = append(clauses, pq)
+			}
 		}
 		if s.PhraseBoost > 0 {
 			ph := query.NewMatchPhraseQuery(text)
@@ -388,6 +410,25 @@ func textQuery(text string, s api.QuerySettings, typos bool) query.Query {
 		return clauses[0]
 	}
 	return query.NewDisjunctionQuery(clauses)
+}
+
+// lastRune is s's last rune (utf8.RuneError for none).
+func lastRune(s string) rune {
+	r, _ := utf8.DecodeLastRuneInString(s)
+	return r
+}
+
+// prefixQuery matches the words of field that start with word, at half
+// the field's boost; nil for a word shorter than api.PrefixFrom letters
+// (a shorter prefix reaches too many of a large index's words).
+func prefixQuery(word, field string, boost float64) query.Query {
+	if utf8.RuneCountInString(word) < api.PrefixFrom {
+		return nil
+	}
+	pq := query.NewPrefixQuery(word)
+	pq.SetField(field)
+	pq.SetBoost(boost / 2)
+	return pq
 }
 
 // typoWords are text's words, lower-cased: runs of letters and digits.

@@ -55,6 +55,7 @@ func runSearch(ctx context.Context, e *env, args []string) error {
 	sortBy := fs.String("sort", "", "sort fields, comma-separated (-price for descending)")
 	after := fs.String("after", "", "the page after this cursor (a sorted search's next, printed under its hits)")
 	typos := fs.String("typos", "", "on or off: typo tolerance for this search (default: the index's query settings, query.typos)")
+	prefix := fs.String("prefix", "", "on or off: search as you type, the last word also a prefix (default: the index's query settings, query.prefix)")
 	highlight := fs.String("highlight", "", "stored text fields to highlight, comma-separated: each hit's best fragment of each, the query's terms in [brackets] (--json: <mark>, HTML-escaped)")
 	profile := fs.Bool("profile", false, "show the plan and per-stage timings")
 	jsonOut := fs.Bool("json", false, "print the raw JSON response")
@@ -73,13 +74,18 @@ func runSearch(ctx context.Context, e *env, args []string) error {
 		req.Sort = strings.Split(*sortBy, ",")
 	}
 	req.SearchAfter = *after
-	switch *typos {
-	case "":
-	case "on", "off":
-		on := *typos == "on"
-		req.Typos = &on
-	default:
-		return api.BadRequest("--typos %q: want on or off", *typos)
+	for _, o := range []struct {
+		flag string
+		v    *string
+		dst  **bool
+	}{{"typos", typos, &req.Typos}, {"prefix", prefix, &req.Prefix}} {
+		switch *o.v {
+		case "":
+		case "on", "off":
+			*o.dst = new(*o.v == "on")
+		default:
+			return api.BadRequest("--%s %q: want on or off", o.flag, *o.v)
+		}
 	}
 	if *highlight != "" {
 		req.Highlight = &api.HighlightRequest{Fields: strings.Split(*highlight, ",")}

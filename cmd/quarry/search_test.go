@@ -39,6 +39,7 @@ func TestCLISearchPrintsFields(t *testing.T) {
 		{"a page and its cursor", []string{"--fields", "", "--sort", "weight", "--size", "1"}, []string{"p1  ", "next: "}},
 		{"with typos", []string{"gadgt", "--fields", "", "--typos", "on"}, []string{"p2  "}},
 		{"without typos", []string{"gadgt", "--fields", "", "--typos", "off"}, []string{"0 hits"}},
+		{"as you type", []string{"gadg", "--fields", "", "--prefix", "on"}, []string{"p2  "}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
