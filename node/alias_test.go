@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -155,22 +156,42 @@ func TestAliases(t *testing.T) {
 		{"GET", "/v1/aliases", op, ``, 200, `{"name":"dishes","index":"dishes-v2","team":"food"`},
 		{"GET", "/v1/aliases/menu", op, ``, 200, `"name":"menu"`},
 		{"DELETE", "/v1/indexes/dishes-v2", op, ``, 409, "alias dishes, menu points at"},
-		{"POST", "/v1/indexes/menu/search", food, `{"q":"noodles"}`, 200, `"index":"dishes-v2"`},
-		{"DELETE", "/v1/aliases/menu", op, ``, 204, ``},
-		{"GET", "/v1/aliases/menu", op, ``, 404, `alias \"menu\" does not exist`},
 	} {
 		code, body := do(t, hc, step.method, base+step.path, step.token, step.body)
 		if code != step.code || !strings.Contains(body, step.has) {
 			t.Errorf("%s %s %s: %d %s, want %d with %s", step.method, step.path, step.body, code, body, step.code, step.has)
 		}
 	}
+	// Food's token searches the new alias once the door and the brokers
+	// have heard of it and of its switch.
+	testwait.UntilErr(t, 10*time.Second, "food's token searches the alias menu, switched", func() error {
+		if code, body := do(t, hc, "POST", base+"/v1/indexes/menu/search", food, `{"q":"noodles"}`); code != 200 || !strings.Contains(body, `"index":"dishes-v2"`) {
+			return fmt.Errorf("%d %.200s", code, body)
+		}
+		return nil
+	})
+	if code, body := do(t, hc, "DELETE", base+"/v1/aliases/menu", op, ``); code != 204 {
+		t.Errorf("DELETE /v1/aliases/menu: %d %s", code, body)
+	}
+	if code, body := do(t, hc, "GET", base+"/v1/aliases/menu", op, ``); code != 404 || !strings.Contains(body, `alias \"menu\" does not exist`) {
+		t.Errorf("GET /v1/aliases/menu after its removal: %d %s", code, body)
+	}
 
 	// Removed, the alias names nothing; its index stays, and may go.
 	if err := c.DeleteAlias(ctx, "dishes"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Search(ctx, "dishes", &api.SearchRequest{Q: "noodles"}); !errors.Is(err, api.ErrNotFound) {
-		t.Errorf("search of a removed alias: %v", err)
+	// (Once the brokers have heard of it: until then, its index answers.)
+	rctx, rcancel := context.WithTimeout(ctx, 10*time.Second)
+	defer rcancel()
+	if !testwait.Poll(rctx, func() bool {
+		r, err := c.Search(ctx, "dishes", &api.SearchRequest{Q: "noodles"})
+		if err == nil && r.Index != "dishes-v2" {
+			t.Fatalf("search of a removed alias answered by %q", r.Index)
+		}
+		return errors.Is(err, api.ErrNotFound)
+	}) {
+		t.Error("search of a removed alias still answers")
 	}
 	if err := c.DeleteIndex(ctx, "dishes-v1"); err != nil {
 		t.Errorf("delete the index once its alias is gone: %v", err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/client"
+	"github.com/quarrysearch/quarry/internal/testwait"
 )
 
 // TestReindex: an index rebuilt from the stream into one of more shards
@@ -119,10 +120,16 @@ func TestReindex(t *testing.T) {
 			t.Errorf("deleted %s in the new index: %v", id, err)
 		}
 	}
-	waitTotal(t, c, "shop", "noodles", 90+len(writes))
-	if r, err := c.Search(ctx, "shop", &api.SearchRequest{Q: "noodles", Size: api.NoHits}); err != nil || r.Index != "shop-v2" {
-		t.Fatalf("search of the alias: %+v %v", r, err)
-	}
+	testwait.UntilErr(t, 20*time.Second, "the alias searches the new index, every write in it", func() error {
+		r, err := c.Search(ctx, "shop", &api.SearchRequest{Q: "noodles", Size: api.NoHits})
+		if err != nil {
+			return err
+		}
+		if r.Index != "shop-v2" || r.Total != uint64(90+len(writes)) {
+			return fmt.Errorf("index %q, total %d, want shop-v2, %d", r.Index, r.Total, 90+len(writes))
+		}
+		return nil
+	})
 
 	// A new index that refuses the documents (at most 2 fields each;
 	// they have 3): named, and the alias stays.
