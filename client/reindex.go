@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/quarrysearch/quarry/api"
+	"github.com/quarrysearch/quarry/internal/meta"
 	"github.com/quarrysearch/quarry/internal/subject"
 )
 
@@ -33,6 +34,12 @@ type ReindexOptions struct {
 	// source after the switch (from a writer that had not heard of it
 	// yet): default 5 s.
 	Grace time.Duration
+	// NoPipeline leaves the new index's pipeline as it is. By default
+	// Reindex gives it the source's live pipeline before copying: each
+	// step's live version pushed to the new index (validated there) with
+	// its settings, canaries and shadows left behind, so searches through
+	// the alias run the same plugins after the switch.
+	NoPipeline bool
 	// Chunk is how many source messages are copied between two records
 	// of the position a resumed reindex starts from (default 5,000).
 	Chunk int
@@ -154,6 +161,11 @@ func (c *Client) Reindex(ctx context.Context, src, dst string, opts ReindexOptio
 	})
 	if err != nil {
 		return nil, fmt.Errorf("reindex: position: %w", err)
+	}
+	if !opts.NoPipeline {
+		if err := c.copyPipeline(ctx, st, src, dst); err != nil {
+			return nil, fmt.Errorf("reindex: the pipeline of %q: %w", src, err)
+		}
 	}
 	r := &reindex{c: c, ctx: ctx, opts: opts, dst: dstDef, cons: cons, st: st.Docs, res: &ReindexResult{}, start: time.Now()}
 	r.b = &bulk{c: c, ctx: ctx, opts: BulkOptions{Window: 2048, Batch: maxBatch, MaxErrors: 1000}, res: &BulkResult{}, batching: c.atomicBatches(ctx)}
@@ -416,4 +428,38 @@ func (r *reindex) result() *ReindexResult {
 		r.res.Took = time.Since(r.start)
 	}
 	return r.res
+}
+
+// copyPipeline gives dst src's live pipeline: each step's live version
+// pushed to dst (validated there) with the step's settings, then the
+// pipeline set; canaries and shadows stay behind. Nothing is done for a
+// source without steps.
+func (c *Client) copyPipeline(ctx context.Context, st *meta.Store, src, dst string) error {
+	spec, err := c.Pipeline(ctx, src)
+	if err != nil {
+		return err
+	}
+	if len(spec.Rewriters)+len(spec.Rankers) == 0 {
+		return nil
+	}
+	out := &api.PipelineSpec{Index: dst}
+	for _, stage := range []struct {
+		kind  string
+		steps []api.StepSpec
+		dst   *[]api.StepSpec
+	}{{"rewriter", spec.Rewriters, &out.Rewriters}, {"ranker", spec.Rankers, &out.Rankers}} {
+		for _, step := range stage.steps {
+			step.Canary, step.Shadow = nil, nil
+			wasm, err := st.PluginBinary(ctx, step.Digest)
+			if err != nil {
+				return fmt.Errorf("%s %s: %w", stage.kind, step.Plugin, err)
+			}
+			if _, err := c.PushPlugin(ctx, dst, step.Plugin, wasm, PushOptions{Kind: stage.kind, Step: step}); err != nil {
+				return fmt.Errorf("push %s %s to %q: %w", stage.kind, step.Plugin, dst, err)
+			}
+			*stage.dst = append(*stage.dst, step)
+		}
+	}
+	_, err = c.SetPipeline(ctx, dst, out)
+	return err
 }

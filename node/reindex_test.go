@@ -13,6 +13,7 @@ import (
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/client"
 	"github.com/quarrysearch/quarry/internal/testwait"
+	"github.com/quarrysearch/quarry/internal/wasmtest"
 )
 
 // TestReindex: an index rebuilt from the stream into one of more shards
@@ -39,12 +40,19 @@ func TestReindex(t *testing.T) {
 	if _, err := c.CreateAlias(ctx, "shop", "shop-v1"); err != nil {
 		t.Fatal(err)
 	}
+	// A live rewriter (it appends " spicy" to q), which the new index
+	// gets too.
+	suffix := wasmtest.WATFile(t, "../examples/plugins/wat/suffix.wat")
+	live, err := c.PushPlugin(ctx, "shop-v1", "suffix", suffix, client.PushOptions{Kind: "rewriter", Activate: true, Step: api.StepSpec{BudgetMS: 50}})
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	// A first reindex, stopped after two chunks of 50: its position is
 	// kept.
 	stopped, stop := context.WithCancel(ctx)
 	chunks := 0
-	_, err := c.Reindex(stopped, "shop-v1", "shop-v2", client.ReindexOptions{Shards: 3, Chunk: 50, OnProgress: func(p client.ReindexProgress) {
+	_, err = c.Reindex(stopped, "shop-v1", "shop-v2", client.ReindexOptions{Shards: 3, Chunk: 50, OnProgress: func(p client.ReindexProgress) {
 		if chunks++; chunks == 2 {
 			stop()
 		}
@@ -121,7 +129,7 @@ func TestReindex(t *testing.T) {
 		}
 	}
 	testwait.UntilErr(t, 20*time.Second, "the alias searches the new index, every write in it", func() error {
-		r, err := c.Search(ctx, "shop", &api.SearchRequest{Q: "noodles", Size: api.NoHits})
+		r, err := c.Search(ctx, "shop", &api.SearchRequest{Query: json.RawMessage(`{"match":"noodles","field":"text"}`), Size: api.NoHits})
 		if err != nil {
 			return err
 		}
@@ -130,6 +138,14 @@ func TestReindex(t *testing.T) {
 		}
 		return nil
 	})
+
+	spec, err := c.Pipeline(ctx, "shop-v2")
+	if err != nil || len(spec.Rewriters) != 1 || spec.Rewriters[0].Plugin != "suffix" || spec.Rewriters[0].Digest != live.Digest || spec.Rewriters[0].BudgetMS != 50 {
+		t.Fatalf("the new index's pipeline: %+v %v, want the source's suffix %s", spec, err, live.Digest)
+	}
+	if r, err := c.Search(ctx, "shop", &api.SearchRequest{Q: "mild", Size: api.NoHits}); err != nil || r.Total != 270 {
+		t.Errorf(`"mild" through the alias: %+v %v, want the rewriter's "mild spicy": 270 (without it, "mild": 90)`, r, err)
+	}
 
 	// A new index that refuses the documents (at most 2 fields each;
 	// they have 3): named, and the alias stays.

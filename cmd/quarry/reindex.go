@@ -18,12 +18,14 @@ func runReindex(ctx context.Context, e *env, args []string) error {
 		"sent again), then goes on copying new writes to SRC until an alias of SRC is switched\n"+
 		"to DST: with --alias, by this command, once DST has every document, is searchable and\n"+
 		"refused none; without, by `quarry alias switch NAME DST` (this command waits for it).\n"+
-		"DST is created with SRC's definition (--shards and --mapping change it) unless it exists.\n"+
+		"DST is created with SRC's definition (--shards and --mapping change it) unless it exists,\n"+
+		"and gets SRC's live pipeline (each plugin's live version, validated on DST).\n"+
 		"Stopped (Ctrl-C, a crash), the same command goes on from where it was.")
 	nf.register(fs, e.getenv)
 	shards := fs.Int("shards", 0, "DST's shards (default: SRC's)")
 	mappingFile := fs.String("mapping", "", "DST's bleve mapping JSON file (default: SRC's)")
 	alias := fs.String("alias", "", "the alias of SRC to switch to DST once DST has caught up")
+	noPipeline := fs.Bool("no-pipeline", false, "leave DST's pipeline as it is (default: DST gets SRC's live plugins, validated on DST, before the copy)")
 	grace := fs.Duration("grace", 5*time.Second, "how long to go on copying writes that reach SRC after the switch (a writer that had not heard of it)")
 	every := fs.Duration("progress-every", time.Second, "how often to print progress")
 	jsonOut := fs.Bool("json", false, "print the result as JSON")
@@ -31,7 +33,7 @@ func runReindex(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	opts := client.ReindexOptions{Shards: *shards, Alias: *alias, Grace: *grace}
+	opts := client.ReindexOptions{Shards: *shards, Alias: *alias, Grace: *grace, NoPipeline: *noPipeline}
 	if *mappingFile != "" {
 		if opts.Mapping, err = os.ReadFile(*mappingFile); err != nil {
 			return fmt.Errorf("--mapping: %w", err)
