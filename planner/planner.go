@@ -431,9 +431,18 @@ func prefixQuery(word, field string, boost float64) query.Query {
 	return pq
 }
 
-// typoWords are text's words, lower-cased: runs of letters and digits.
+// typoWords are text's words, lower-cased, each once: runs of letters
+// and digits. A word repeated gets one typo or prefix clause, not one a
+// repetition (500 of the same word made 1,000 clauses, each a Levenshtein
+// automaton on every shard).
 func typoWords(text string) []string {
-	return strings.FieldsFunc(strings.ToLower(text), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsNumber(r) })
+	words := strings.FieldsFunc(strings.ToLower(text), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsNumber(r) })
+	seen := make(map[string]bool, len(words))
+	return slices.DeleteFunc(words, func(w string) bool {
+		dup := seen[w]
+		seen[w] = true
+		return dup
+	})
 }
 
 // typoQuery matches word on field with the typos its length allows

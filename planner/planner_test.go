@@ -266,3 +266,34 @@ func FuzzPlan(f *testing.F) {
 		}
 	})
 }
+
+// A q of many long words with typos and search as you type on, over
+// several fields, is held to the index's clause and term limits like any
+// query: each word's typo clause counts, so the most q allows is refused,
+// not expanded on every shard.
+func TestTyposAndPrefixBounded(t *testing.T) {
+	p, err := New(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	qs := api.QuerySettings{Fields: []api.FieldBoost{{Field: "name"}, {Field: "description"}}, Typos: "auto", Prefix: "last"}
+	def := api.IndexDefinition{Name: "t", Shards: 2, Query: qs}
+	var distinct strings.Builder
+	for i := 0; distinct.Len() < 4000; i++ { // under max_q_bytes
+		fmt.Fprintf(&distinct, "word%c%c ", 'a'+i%26, 'a'+i/26%26)
+	}
+	if _, err := p.Plan(&api.SearchRequest{Q: distinct.String()}, def, nil); api.CodeOf(err) != api.CodeQueryTooComplex {
+		t.Fatalf("%d distinct typo-tolerant words over 2 fields: %v, want query_too_complex", distinct.Len()/7, err)
+	}
+	// The same word 500 times is one word's clauses.
+	plan, err := p.Plan(&api.SearchRequest{Q: strings.Repeat("noodles ", 500) + "spic"}, def, nil)
+	if err != nil {
+		t.Fatalf("a word repeated: %v", err)
+	}
+	if n := strings.Count(string(plan.Query), `"fuzziness":1`); n != 2 {
+		t.Errorf("a word repeated 500 times: %d typo clauses, want 2 (one a field)", n)
+	}
+	if _, err := p.Plan(&api.SearchRequest{Q: "spicy noodles", Typos: new(true), Prefix: new(true)}, def, nil); err != nil {
+		t.Fatalf("a short q: %v", err)
+	}
+}
