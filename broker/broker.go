@@ -562,12 +562,21 @@ func (b *Broker) applyAlias(e jetstream.KeyValueEntry) {
 
 // resolve is the index name names: the alias's, or name itself.
 func (b *Broker) resolve(name string) string {
+	index, _, _ := b.known(name)
+	return index
+}
+
+// known is the index name names (the alias's, or name itself) and its
+// definition, if the watch has delivered it: one lock a search.
+func (b *Broker) known(name string) (index string, def api.IndexDefinition, ok bool) {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
-	if index, ok := b.aliases[name]; ok {
-		return index
+	index = name
+	if to, alias := b.aliases[name]; alias {
+		index = to
 	}
-	return name
+	def, ok = b.defs[index]
+	return index, def, ok
 }
 
 // applyIndex records an index definition's change.
@@ -641,14 +650,13 @@ func (b *Broker) handle(req micro.Request) {
 	start := time.Now()
 	b.served.requests.Add(1)
 	asked := strings.TrimPrefix(req.Subject(), subject.SearchPrefix+".")
-	index := b.resolve(asked)
+	index, def, known := b.known(asked)
 	if !b.replies.Allow(req.Subject(), req.Reply()) {
 		b.metrics.refused(index)
 		b.served.done(start)
 		return
 	}
 	var team *teamState
-	def, known := b.Index(index)
 	if known {
 		if !b.replies.AllowTeam(req.Subject(), req.Reply(), def.TeamOf()) {
 			b.metrics.refused(index)

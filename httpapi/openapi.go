@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -323,10 +324,7 @@ func operationID(method, path string) string {
 	return b.String()
 }
 
-func itoa(n int) string {
-	b, _ := json.Marshal(n)
-	return string(b)
-}
+func itoa(n int) string { return strconv.Itoa(n) }
 
 // schemas makes JSON Schemas of Go types, as encoding/json writes them
 // (their json tags), each named struct once, under components/schemas.
