@@ -125,18 +125,9 @@ func TestAliases(t *testing.T) {
 
 	// Over HTTP: operators manage aliases; a team's token uses its
 	// team's aliases like its indexes, and no other team's.
-	food, _, err := c.CreateToken(ctx, "food", false, "front end", client.TokenScope(api.ScopeSearch))
-	if err != nil {
-		t.Fatal(err)
-	}
-	books, _, err := c.CreateToken(ctx, "books", false, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	op, _, err := c.CreateToken(ctx, "", true, "ops")
-	if err != nil {
-		t.Fatal(err)
-	}
+	food := mustToken(t, c, "food", false, "front end", client.TokenScope(api.ScopeSearch))
+	books := mustToken(t, c, "books", false, "")
+	op := mustToken(t, c, "", true, "ops")
 	hc := &http.Client{Timeout: 30 * time.Second}
 	base := "http://" + n.HTTPAddr
 	waitStatus(t, hc, base+"/v1/indexes/dishes/search", food, 200, "food's token searches food's alias")

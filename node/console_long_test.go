@@ -303,18 +303,9 @@ func TestConsole(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	food, _, err := c.CreateToken(ctx, "food", false, "console test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	books, _, err := c.CreateToken(ctx, "books", false, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	op, _, err := c.CreateToken(ctx, "", true, "ops")
-	if err != nil {
-		t.Fatal(err)
-	}
+	food := mustToken(t, c, "food", false, "console test")
+	books := mustToken(t, c, "books", false, "")
+	op := mustToken(t, c, "", true, "ops")
 	base := "http://" + n.HTTPAddr
 	hc := &http.Client{Timeout: 10 * time.Second}
 	for _, tok := range []string{food, books, op} { // usable once the guard has seen them

@@ -296,3 +296,14 @@ func hedgeStats(tb testing.TB, n *Node) (requests, hedges, won int64) {
 	}
 	return requests, hedges, won
 }
+
+// mustToken creates an HTTP API token (team's, or an operator's) and
+// returns it.
+func mustToken(tb testing.TB, c *client.Client, team string, operator bool, name string, opts ...client.TokenOption) string {
+	tb.Helper()
+	tok, _, err := c.CreateToken(context.Background(), team, operator, name, opts...)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return tok
+}

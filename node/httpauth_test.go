@@ -63,11 +63,7 @@ func TestHTTPTeamIsolation(t *testing.T) {
 	}
 	token := func(team string, operator bool, name string, opts ...client.TokenOption) string {
 		t.Helper()
-		tok, _, err := c.CreateToken(ctx, team, operator, name, opts...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return tok
+		return mustToken(t, c, team, operator, name, opts...)
 	}
 	food := token("food", false, "food ci") // no scope given: admin
 	foodWrite := token("food", false, "loader", client.TokenScope(api.ScopeWrite))
