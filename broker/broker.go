@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/blevesearch/bleve/v2/mapping"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nats.go/micro"
@@ -365,7 +366,8 @@ type Broker struct {
 	// values of a page are decoded.
 	sortTypes sortTypeCache
 	// mappings are the indexes' bleve mappings, for listing a query's
-	// terms (run.composeStats).
+	// terms (run.composeStats) and for the planner's analysis of q's
+	// words (planner.Config.Mapping).
 	mappings mappingCache
 }
 
@@ -377,15 +379,16 @@ func New(nc *nats.Conn, store *meta.Store, cfg Config) (*Broker, error) {
 		return nil, err
 	}
 	cfg.Logger = cfg.Logger.With("role", "broker")
+	var b *Broker
 	p, err := planner.New(planner.Config{DefaultTimeout: cfg.DefaultTimeout, MaxTimeout: cfg.MaxTimeout, MaxExplain: cfg.MaxExplain,
-		Hedge: planner.Hedge{Enabled: !cfg.NoHedge, MaxFraction: cfg.HedgeMaxFraction}})
+		Hedge: planner.Hedge{Enabled: !cfg.NoHedge, MaxFraction: cfg.HedgeMaxFraction}, Mapping: func(def *api.IndexDefinition) mapping.IndexMapping { return b.mappings.get(def) }})
 	if err != nil {
 		return nil, err
 	}
 	stats := fanout.NewStatsCache(cfg.StatsCacheSize)
 	stats.SetFreshness(cfg.StatsMaxUpdates, cfg.StatsMaxAge)
 	stats.SetTerms(cfg.StatsCacheTerms)
-	b := &Broker{nc: nc, replies: subject.ReplyGuard{Service: "broker", Logger: cfg.Logger}, store: store, cfg: cfg, planner: p, inflight: make(chan struct{}, cfg.MaxInFlight), teamLimits: newTeamLimits(&cfg),
+	b = &Broker{nc: nc, replies: subject.ReplyGuard{Service: "broker", Logger: cfg.Logger}, store: store, cfg: cfg, planner: p, inflight: make(chan struct{}, cfg.MaxInFlight), teamLimits: newTeamLimits(&cfg),
 		stats: stats, fan: fanout.NewRouter(nc, cfg.CompressThreshold, stats), id: nuid.Next(), shadows: pipeline.NewShadows(), fallback: newFallbackLimits(&cfg),
 		defs: map[string]api.IndexDefinition{}, aliases: map[string]string{}, lookups: make(chan struct{}, maxIndexLookups), ready: make(chan struct{})}
 	if b.metrics, err = newMetrics(b, cfg.Registerer); err != nil {

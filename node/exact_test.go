@@ -57,7 +57,7 @@ func catalogReference(tb testing.TB, docs []byte) (bleve.Index, *search.BM25Stat
 // statistics), ordered by score then id, from 0 to from+size+extra.
 func refSearch(tb testing.TB, idx bleve.Index, st *search.BM25Stats, req api.SearchRequest, extra int) *bleve.SearchResult {
 	tb.Helper()
-	q, err := planner.BuildQuery(&req, api.QuerySettings{})
+	q, err := planner.BuildQuery(&req, api.QuerySettings{}, nil)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -126,7 +126,9 @@ func orderIs(got, want string) bool {
 // nothing follows it, also matches the words that start with it (from 3
 // letters), a word typed whole ranking above the longer words it starts;
 // a space after it, a shorter word, and a request with "prefix": false
-// take none. Over NATS and HTTP.
+// take none. With operator "and", every word must match but a stop word
+// (the name field's analyser drops it), with or without typos. Over NATS
+// and HTTP.
 func TestSearchAsYouType(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -157,6 +159,10 @@ func TestSearchAsYouType(t *testing.T) {
 		{"a word being typed", api.SearchRequest{Q: "tof"}, "tofu|tofurky|toffee"},
 		{"typed whole ranks first", api.SearchRequest{Q: "tofu"}, "tofu,tofurky"},
 		{"every word before the last as typed (operator and)", api.SearchRequest{Q: "tofu bow"}, "tofu"},
+		{"a stop word is not required (operator and)", api.SearchRequest{Q: "the tofu bow"}, "tofu"},
+		{"nor last", api.SearchRequest{Q: "Tofu the"}, "tofu"},
+		{"nor with typos", api.SearchRequest{Q: "the tofurkey", Typos: new(true)}, "tofurky"},
+		{"stop words alone match nothing", api.SearchRequest{Q: "the an"}, ""},
 		{"a space ends the word", api.SearchRequest{Q: "tof "}, ""},
 		{"two letters are too few", api.SearchRequest{Q: "to"}, ""},
 		{"the request turns it off", api.SearchRequest{Q: "tof", Prefix: new(false)}, ""},

@@ -12,6 +12,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/blevesearch/bleve/v2/mapping"
 	"github.com/blevesearch/bleve/v2/search/query"
 
 	"github.com/quarrysearch/quarry/api"
@@ -35,6 +36,12 @@ type Config struct {
 	// from+size hits, and an explanation is kilobytes: 10,000 of them made
 	// a response of 35 MB, built before its size could be checked.
 	MaxExplain int
+	// Mapping returns an index's bleve mapping, with which the planner
+	// analyses q's words as its fields do (nil, or a nil result: words
+	// are not analysed). Only a query that needs it asks for it: operator
+	// "and" with typos or prefixes, where a word that analyses to nothing
+	// (a stop word) must not be required.
+	Mapping func(def *api.IndexDefinition) mapping.IndexMapping
 }
 
 // DefaultMaxExplain is Config.MaxExplain's default: a page to read, not
@@ -178,7 +185,11 @@ func (p *Planner) Plan(req *api.SearchRequest, def api.IndexDefinition, hints *H
 		}
 		q, err = withFilter(q, req.Filter)
 	} else {
-		q, err = BuildQuery(req, def.Query)
+		var m mapping.IndexMapping
+		if p.cfg.Mapping != nil && needsAnalysis(req, def.Query) {
+			m = p.cfg.Mapping(&def)
+		}
+		q, err = BuildQuery(req, def.Query, m)
 	}
 	if err != nil {
 		return nil, err
@@ -299,8 +310,9 @@ func scoresMatter(sort []string) bool {
 
 // BuildQuery builds the retrieval query of a request: Query if given, else
 // Q through the index's query settings, else match-all; with Filter as a
-// non-scoring filter.
-func BuildQuery(req *api.SearchRequest, settings api.QuerySettings) (query.Query, error) {
+// non-scoring filter. m, the index's mapping, analyses Q's words where
+// the query needs it (needsAnalysis); nil: not analysed.
+func BuildQuery(req *api.SearchRequest, settings api.QuerySettings, m mapping.IndexMapping) (query.Query, error) {
 	if err := settings.Validate(); err != nil {
 		return nil, err
 	}
@@ -312,26 +324,49 @@ func BuildQuery(req *api.SearchRequest, settings api.QuerySettings) (query.Query
 			return nil, err
 		}
 	case req.Q != "":
-		typos, prefix := settings.Typos == "auto", settings.Prefix == "last"
-		if req.Typos != nil {
-			typos = *req.Typos
-		}
-		if req.Prefix != nil {
-			prefix = *req.Prefix
-		}
-		q = textQuery(req.Q, settings, typos, prefix)
+		typos, prefix := typosAndPrefix(req, settings)
+		q = textQuery(req.Q, settings, typos, prefix, m)
 	default:
 		q = query.NewMatchAllQuery()
 	}
 	return withFilter(q, req.Filter)
 }
 
+// typosAndPrefix: whether req's q may match with typos and its last word
+// as a prefix (the request's choice, else the index's settings).
+func typosAndPrefix(req *api.SearchRequest, s api.QuerySettings) (typos, prefix bool) {
+	typos, prefix = s.Typos == "auto", s.Prefix == "last"
+	if req.Typos != nil {
+		typos = *req.Typos
+	}
+	if req.Prefix != nil {
+		prefix = *req.Prefix
+	}
+	return typos, prefix
+}
+
+// needsAnalysis reports whether req's q becomes a query of one clause a
+// word (operator "and" with typos or prefixes), which must leave out the
+// words a field's analyser drops.
+func needsAnalysis(req *api.SearchRequest, s api.QuerySettings) bool {
+	if len(req.Query) > 0 || req.Q == "" || s.Operator != "and" {
+		return false
+	}
+	typos, prefix := typosAndPrefix(req, s)
+	return typos || prefix
+}
+
 // textQuery matches text on every configured field (a disjunction when
 // there is more than one clause); with typos, each word long enough may
 // also match with its typos (typoQuery); with prefix, the last word, if
 // nothing follows it, may also match as the start of a word
-// (prefixQuery).
-func textQuery(text string, s api.QuerySettings, typos, prefix bool) query.Query {
+// (prefixQuery). With operator "and" and either, every word must match
+// (as typed, with its typos, or as a prefix), except a word that m's
+// analyser for the field drops (a stop word: "the tofu" is "tofu", as a
+// match query with operator "and" makes it; last, it is not a prefix
+// either, as with Elasticsearch's match_bool_prefix); with m nil, every
+// word.
+func textQuery(text string, s api.QuerySettings, typos, prefix bool, m mapping.IndexMapping) query.Query {
 	fields := s.Fields
 	if len(fields) == 0 {
 		fields = []api.FieldBoost{{Field: "_all", Boost: 1}}
@@ -366,10 +401,13 @@ func textQuery(text string, s api.QuerySettings, typos, prefix bool) query.Query
 			// as a prefix.
 			var each []query.Query
 			for i, w := range words {
-				m := query.NewMatchQuery(w)
-				m.SetField(f.Field)
-				m.SetBoost(boost)
-				alts := []query.Query{m}
+				if !analyses(m, f.Field, w) {
+					continue // a stop word: not required, even last
+				}
+				mq := query.NewMatchQuery(w)
+				mq.SetField(f.Field)
+				mq.SetBoost(boost)
+				alts := []query.Query{mq}
 				if fq := typoQuery(w, f.Field, boost); fuzzy && fq != nil {
 					alts = append(alts, fq)
 				}
@@ -377,6 +415,10 @@ func textQuery(text string, s api.QuerySettings, typos, prefix bool) query.Query
 					alts = append(alts, pq)
 				}
 				each = append(each, query.NewDisjunctionQuery(alts))
+			}
+			if len(each) == 0 { // every word dropped: nothing to match
+				clauses = append(clauses, query.NewMatchNoneQuery())
+				break
 			}
 			clauses = append(clauses, query.NewConjunctionQuery(each))
 		default:
@@ -410,6 +452,20 @@ func textQuery(text string, s api.QuerySettings, typos, prefix bool) query.Query
 		return clauses[0]
 	}
 	return query.NewDisjunctionQuery(clauses)
+}
+
+// analyses reports whether word leaves a token when m's analyser for
+// field analyses it (a stop word leaves none); true with m nil, or a
+// field m has no analyser for.
+func analyses(m mapping.IndexMapping, field, word string) bool {
+	if m == nil {
+		return true
+	}
+	a := m.AnalyzerNamed(m.AnalyzerNameForPath(field))
+	if a == nil {
+		return true
+	}
+	return len(a.Analyze([]byte(word))) > 0
 }
 
 // lastRune is s's last rune (utf8.RuneError for none).
