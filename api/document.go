@@ -303,3 +303,14 @@ func FieldPaths(doc []byte) []string {
 	walk(nil, v)
 	return slices.Sorted(maps.Keys(seen))
 }
+
+// Keyword sub-fields: a string field an index's mapping does not name is
+// indexed as text (bleve's dynamic mapping), and each of its values of
+// KeywordMaxBytes or less also whole, as one exact term, in the field of
+// its name and KeywordSuffix ("license" and "license.keyword"), as
+// Elasticsearch's dynamic mapping does: facet, sort or term-query the
+// sub-field for whole values. It is not stored and not part of _all.
+const (
+	KeywordSuffix   = ".keyword"
+	KeywordMaxBytes = 256
+)

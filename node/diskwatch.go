@@ -44,6 +44,8 @@ type diskWatch struct {
 	n    *Node
 	dirs []string
 	held bool
+	// reason is why writes are held, while they are.
+	reason string
 	// release ends the node's not-ready hold while writes are held.
 	release func()
 }
@@ -101,15 +103,19 @@ func (w *diskWatch) check(ctx context.Context) error {
 		if err := w.n.store.HoldWrites(ctx, reason); err != nil {
 			return err
 		}
-		w.held = true
+		w.held, w.reason = true, reason
 		w.release = w.n.Hold("writes held: " + reason)
 		w.n.cfg.Logger.Error("disk nearly full: writes held", "dir", dir, "free", least, "min_free", min)
 	case w.held && least >= min+min/2:
+		// Ready again before the stream takes writes, so that no write
+		// is taken while /readyz still says writes are held (the other
+		// order left a moment for one: CI saw it).
+		w.release()
 		if err := w.n.store.ReleaseWrites(ctx); err != nil {
+			w.release = w.n.Hold("writes held: " + w.reason)
 			return err
 		}
 		w.held = false
-		w.release()
 		w.release = nil
 		w.n.cfg.Logger.Info("disk space back: writes taken again", "dir", dir, "free", least, "min_free", min)
 	}

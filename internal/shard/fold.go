@@ -113,7 +113,7 @@ func (r *Replica) fold(b *bleve.Batch, ops []freshOp) int {
 		var doc map[string]any
 		err := json.Unmarshal(data, &doc)
 		if err == nil {
-			err = b.Index(id, doc)
+			err = r.index(b, id, doc)
 		}
 		if err != nil {
 			r.cfg.Logger.Warn("not folding fresh segments", "id", id, "err", err)

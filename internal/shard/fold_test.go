@@ -105,7 +105,7 @@ func TestFoldFreshSegments(t *testing.T) {
 	apply("odd1", `{"name":"İstanbul köfte 🍢 麻辣烫","description":"Cafe\u0301 crème brûlée ﬁnal"}`)
 	apply("odd2", fmt.Sprintf(`{"name":"long %s","price":12.5}`, strings.Repeat("lorem ipsum dolor ", 2200)))
 	for i := range 12 {
-		apply(fmt.Sprintf("d%d", i), fmt.Sprintf(`{"name":"spicy dish %d","description":"%s"}`, i, "noodles soup"[:4+i%8]))
+		apply(fmt.Sprintf("d%d", i), fmt.Sprintf(`{"name":"spicy dish %d","description":"%s","origin":"%s"}`, i, "noodles soup"[:4+i%8], []string{"Çukurova", "Sichuan", "Isan"}[i%3]))
 	}
 	apply("d3", `{"name":"mild dish three","description":"rice"}`) // a new version
 	apply("d5", "")                                                // a delete
@@ -136,6 +136,8 @@ func TestFoldFreshSegments(t *testing.T) {
 		`{"match":"crème","field":"description"}`,
 		`{"match":"ipsum","field":"name"}`,
 		`{"min":10,"max":20,"field":"price"}`,
+		`{"term":"Çukurova","field":"origin.keyword"}`, // a dynamic string's keyword sub-field (keyword.go)
+		`{"term":"Isan","field":"origin.keyword"}`,
 	} {
 		req := wire.ShardRequest{Query: json.RawMessage(q), K: 100, Fields: []string{"name"}}
 		got, err := folded.Search(ctx, &req)

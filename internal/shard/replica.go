@@ -15,6 +15,7 @@ import (
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/index/scorch"
 	"github.com/blevesearch/bleve/v2/mapping"
+	index "github.com/blevesearch/bleve_index_api"
 	zap "github.com/blevesearch/zapx/v17"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -620,10 +621,24 @@ func (r *Replica) addDoc(b *bleve.Batch, id string, data []byte) (err error) {
 			err = fmt.Errorf("unindexable: bleve panicked: %v", p)
 		}
 	}()
-	if err := b.Index(id, doc); err != nil {
+	if err := r.index(b, id, doc); err != nil {
 		return fmt.Errorf("unindexable: %w", err)
 	}
 	return nil
+}
+
+// index adds doc (decoded JSON) to b as id: mapped by the index's
+// mapping, with the keyword sub-fields of its dynamic strings
+// (mapDocument), as bleve's Batch.Index would otherwise.
+func (r *Replica) index(b *bleve.Batch, id string, doc map[string]any) error {
+	mapped, err := mapDocument(r.idx.Mapping(), id, doc)
+	if err != nil {
+		return err
+	}
+	if e, ok := r.idx.(index.EventIndex); ok { // as Batch.Index does
+		e.FireIndexEvent()
+	}
+	return b.IndexAdvanced(mapped)
 }
 
 // acquire returns the index for a search, or ErrClosed; release with
