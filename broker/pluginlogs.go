@@ -157,6 +157,15 @@ func (l *PluginLogs) AdmitLog(team string) bool {
 	return false
 }
 
+// LogsDropped implements plugins.LogDropCounter: n lines of team's
+// dropped without AdmitLog being asked (their call's team was over its
+// rate at an earlier line).
+func (l *PluginLogs) LogsDropped(team string, n int) {
+	t := l.team(team)
+	t.dropped.Add(int64(n))
+	t.droppedTotal.Add(float64(n))
+}
+
 // PluginLog takes a line if the team's rate and the queue allow, at once;
 // otherwise it counts it dropped.
 func (l *PluginLogs) PluginLog(line plugins.LogLine) {

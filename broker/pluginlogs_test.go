@@ -24,7 +24,8 @@ func logLine(team, msg string) plugins.LogLine {
 }
 
 // Lines reach the team's subject and the kept stream; a team over its
-// rate has the rest dropped, and the next line it sends says how many;
+// rate has the rest dropped, and the next line it sends says how many
+// (with those a plugin call dropped without asking: LogsDropped);
 // another team's lines are not touched by it.
 func TestPluginLogsRate(t *testing.T) {
 	s, store, ctx := startStore(t)
@@ -33,6 +34,7 @@ func TestPluginLogsRate(t *testing.T) {
 	for range 50 {
 		logs.PluginLog(logLine("food", "burst"))
 	}
+	logs.LogsDropped("food", 10) // a plugin call's lines dropped without asking (plugins.LogDropCounter)
 	for range 3 {
 		logs.PluginLog(logLine("books", "calm"))
 	}
@@ -59,8 +61,8 @@ func TestPluginLogsRate(t *testing.T) {
 		t.Fatalf("food: %d lines kept, want the burst's 5 and the one after: %+v", len(food), food)
 	}
 	last := food[len(food)-1]
-	if last.Message != "after the burst" || last.Dropped != 45 || last.RequestID != "r1" || last.Team != "food" || last.Seq == 0 || last.ID == "" {
-		t.Fatalf("the line after the burst: %+v, want it to say 45 were dropped", last)
+	if last.Message != "after the burst" || last.Dropped != 55 || last.RequestID != "r1" || last.Team != "food" || last.Seq == 0 || last.ID == "" {
+		t.Fatalf("the line after the burst: %+v, want it to say 55 were dropped (45 over the rate, 10 told)", last)
 	}
 	if books := read("books", 3); len(books) != 3 || books[0].Dropped != 0 {
 		t.Fatalf("books: %+v, want its 3 lines", books)

@@ -43,6 +43,15 @@ type LogAdmitter interface {
 	AdmitLog(team string) bool
 }
 
+// LogDropCounter is a LogAdmitter told of lines it was not asked about:
+// once AdmitLog refuses a line of a call's team, the call's later lines
+// are dropped without asking, and their number is told when the call
+// ends.
+type LogDropCounter interface {
+	// LogsDropped counts n lines of team's as dropped.
+	LogsDropped(team string, n int)
+}
+
 // admitLog reports whether the runtime's sink may take a line of its
 // team's now (true for a sink that does not say).
 func (r *Runtime) admitLog() bool {

@@ -118,6 +118,8 @@ type instance struct {
 	// state is idle, running (between arm and disarm) or stopped (by
 	// StopCalls while running): what another goroutine may stop.
 	state atomic.Int32
+	// guest is what host functions know of the instance (modules).
+	guest *guest
 	// stdout and stderr are the instance's own, so a line names the
 	// request of the call that wrote it.
 	stdout, stderr *lineLogger
@@ -320,7 +322,7 @@ func (p *Plugin) newInstance(ctx context.Context) (*instance, error) {
 		return nil, fmt.Errorf("%w: a plugin must define a memory (requests and responses go in its first memory)", ErrMissingExport)
 	}
 	in := &instance{mod: mod, alloc: mod.ExportedFunction(abi.ExportAlloc), hook: mod.ExportedFunction(export(p.spec.Kind)),
-		stack: make([]uint64, 2), stdout: stdout, stderr: stderr}
+		stack: make([]uint64, 2), stdout: stdout, stderr: stderr, guest: &guest{p: p}}
 	if !p.rt.cfg.CloseOnContextDone {
 		g, ok := mod.ExportedGlobal(preempt.Export).(api.MutableGlobal)
 		if !ok {
@@ -331,7 +333,7 @@ func (p *Plugin) newInstance(ctx context.Context) (*instance, error) {
 		in.timer = time.AfterFunc(time.Hour, func() { g.Set(1) })
 		in.timer.Stop()
 	}
-	modules.Store(mod, p) // before the initializer, which may read its config
+	modules.Store(mod, in.guest) // before the initializer, which may read its config
 	// The module's start function (exported by the instrumentation, which
 	// moves it out of instantiation so that it can be interrupted), then
 	// a reactor's _initialize: both within InitBudget.
@@ -339,6 +341,7 @@ func (p *Plugin) newInstance(ctx context.Context) (*instance, error) {
 	if p.rt.cfg.CloseOnContextDone { // not instrumented: wazero ran the start function
 		starts = starts[1:]
 	}
+	defer in.guest.endCall() // the lines the start functions dropped
 	for _, name := range starts {
 		if err := in.runStart(ctx, mod.ExportedFunction(name), p.spec.InitBudget); err != nil {
 			mod.Close(context.Background())
@@ -634,7 +637,9 @@ func (p *Plugin) call(ctx context.Context, encode func([]byte) []byte, decode fu
 	}
 	left := deadline.Sub(start)
 	discard := true
+	in.guest.beginCall()
 	defer func() {
+		in.guest.endCall()
 		switch {
 		case extra: // grown for this call only: back to the team's budget
 			p.closeInstance(context.Background(), in)
