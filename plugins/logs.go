@@ -75,6 +75,7 @@ func levelName(l uint32) string {
 // time, so reqID is the request of the call writing.
 type lineLogger struct {
 	p      *Plugin
+	g      *guest // the instance's: a call over its team's log rate (guest.logsShut)
 	source string // stdout or stderr
 
 	mu    sync.Mutex
@@ -91,8 +92,15 @@ func (l *lineLogger) setRequest(id string) {
 func (l *lineLogger) Write(b []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.p.rt.cfg.LogSink != nil && !l.p.rt.admitLog() {
-		l.buf.Reset() // dropped, line by line as the sink would: never copied
+	if l.p.rt.cfg.LogSink != nil && (l.g.logsShut || !l.p.rt.admitLog()) {
+		// Dropped, a write at a time as the sink would: never copied.
+		// Once one is, the call's later writes are not asked for
+		// (guest.logsShut), as with the log import.
+		if l.g.logsShut {
+			l.g.logsDropped++
+		}
+		l.g.logsShut = true
+		l.buf.Reset()
 		return len(b), nil
 	}
 	l.buf.Write(b)

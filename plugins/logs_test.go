@@ -118,3 +118,25 @@ func TestLogOverRateNotBuilt(t *testing.T) {
 	}
 	t.Logf("a call of 2,000 dropped lines: %v allocations", allocs)
 }
+
+// Once a call's team is over its log rate, the call's stdout is not asked
+// for either (guest.logsShut), and each new call asks again: the logger
+// example writes a log line, then a stdout line, a call.
+func TestLogShutCoversStdout(t *testing.T) {
+	ctx := context.Background()
+	sink := &closedSink{}
+	rt := testRuntimeWith(t, Config{LogSink: sink, Team: "food"})
+	p, err := rt.Load(ctx, Spec{Name: "logger", Version: "v1", Kind: Rewriter, Instances: 1}, wasmtest.WATFile(t, "../examples/plugins/wat/logger.wat"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close(ctx)
+	for range 3 {
+		if _, err := p.Rewrite(ctx, &abi.RewriteRequest{Q: "x"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if sink.asked != 3 || sink.told != 3 || len(sink.got) != 0 {
+		t.Fatalf("3 calls: asked %d, told of %d, got %d lines; want asked 3 (once a call), told of 3 (each call's stdout line), none got", sink.asked, sink.told, len(sink.got))
+	}
+}

@@ -306,7 +306,8 @@ func (p *Plugin) Spec() Spec { return p.spec }
 func (p *Plugin) newInstance(ctx context.Context) (*instance, error) {
 	ctx, cancel := context.WithTimeout(ctx, p.spec.InitBudget)
 	defer cancel()
-	stdout, stderr := &lineLogger{p: p, source: "stdout"}, &lineLogger{p: p, source: "stderr"}
+	g := &guest{p: p}
+	stdout, stderr := &lineLogger{p: p, g: g, source: "stdout"}, &lineLogger{p: p, g: g, source: "stderr"}
 	mc := wazero.NewModuleConfig().WithName("").WithStartFunctions().
 		WithStdout(stdout).WithStderr(stderr).
 		WithRandSource(rand.NewChaCha8(seed32(p.seed)))
@@ -322,7 +323,7 @@ func (p *Plugin) newInstance(ctx context.Context) (*instance, error) {
 		return nil, fmt.Errorf("%w: a plugin must define a memory (requests and responses go in its first memory)", ErrMissingExport)
 	}
 	in := &instance{mod: mod, alloc: mod.ExportedFunction(abi.ExportAlloc), hook: mod.ExportedFunction(export(p.spec.Kind)),
-		stack: make([]uint64, 2), stdout: stdout, stderr: stderr, guest: &guest{p: p}}
+		stack: make([]uint64, 2), stdout: stdout, stderr: stderr, guest: g}
 	if !p.rt.cfg.CloseOnContextDone {
 		g, ok := mod.ExportedGlobal(preempt.Export).(api.MutableGlobal)
 		if !ok {
