@@ -177,7 +177,8 @@ type Variant struct {
 }
 
 // FacetRequest asks for the top Size terms of Field; or, with Ranges or
-// Interval, for the documents whose number in Field falls in each range.
+// Interval, for the documents whose number in Field falls in each range;
+// or, with DateRanges or CalendarInterval, whose date does.
 type FacetRequest struct {
 	Field string `json:"field"`
 	Size  int    `json:"size,omitempty"`
@@ -190,6 +191,17 @@ type FacetRequest struct {
 	Interval float64  `json:"interval,omitempty"`
 	Min      *float64 `json:"min,omitempty"`
 	Max      *float64 `json:"max,omitempty"`
+	// DateRanges counts the documents whose date in Field is in each
+	// range (From inclusive, To exclusive, either open): a date range
+	// facet, its counts in the order of DateRanges.
+	DateRanges []DateRange `json:"date_ranges,omitempty"`
+	// CalendarInterval, with Start and End, makes DateRanges a date
+	// histogram's: buckets of one calendar hour, day, week (from Monday),
+	// month or year in UTC, the first the one Start is in, until End;
+	// each named by its start (RFC 3339). See CalendarIntervals.
+	CalendarInterval string `json:"calendar_interval,omitempty"`
+	Start            string `json:"start,omitempty"`
+	End              string `json:"end,omitempty"`
 }
 
 // FacetRange is one range of a range facet: [From, To), either open.
@@ -261,6 +273,9 @@ func (f *FacetRequest) validate(name string) error {
 		if n := (*f.Max - *f.Min) / f.Interval; n > MaxFacetRanges {
 			return BadRequest("facet %q: %.0f buckets of %g from %g to %g, over the limit of %d: widen the interval", name, math.Ceil(n), f.Interval, *f.Min, *f.Max, MaxFacetRanges)
 		}
+	}
+	if err := f.validateDates(name); err != nil {
+		return err
 	}
 	seen := map[string]bool{}
 	for i, r := range f.EffectiveRanges() {
@@ -662,10 +677,13 @@ type FacetResult struct {
 
 // RangeCount is one range of a range facet and its document count.
 type RangeCount struct {
-	Name  string   `json:"name"`
-	From  *float64 `json:"from,omitempty"`
-	To    *float64 `json:"to,omitempty"`
-	Count int      `json:"count"`
+	Name string   `json:"name"`
+	From *float64 `json:"from,omitempty"`
+	To   *float64 `json:"to,omitempty"`
+	// FromDate and ToDate are a date range's bounds (RFC 3339, UTC).
+	FromDate string `json:"from_date,omitempty"`
+	ToDate   string `json:"to_date,omitempty"`
+	Count    int    `json:"count"`
 }
 
 // TermCount is one term of a facet and its document count.

@@ -128,6 +128,15 @@ func BuildRequest(req *wire.ShardRequest) (*bleve.SearchRequest, error) {
 		}
 	}
 	for name, f := range req.Facets {
+		if ranges := f.EffectiveDateRanges(); ranges != nil {
+			fr := bleve.NewFacetRequest(f.Field, len(ranges))
+			for _, r := range ranges {
+				from, to := r.Bounds()
+				fr.AddDateTimeRange(r.Name, from, to)
+			}
+			sreq.AddFacet(name, fr)
+			continue
+		}
 		if ranges := f.EffectiveRanges(); ranges != nil {
 			fr := bleve.NewFacetRequest(f.Field, len(ranges))
 			for _, r := range ranges {
@@ -218,6 +227,9 @@ func facetResults(fs search.FacetResults) map[string]api.FacetResult {
 		}
 		for _, r := range f.NumericRanges {
 			fr.Ranges = append(fr.Ranges, api.RangeCount{Name: r.Name, From: r.Min, To: r.Max, Count: r.Count})
+		}
+		for _, r := range f.DateRanges { // the broker takes the bounds from the request
+			fr.Ranges = append(fr.Ranges, api.RangeCount{Name: r.Name, Count: r.Count})
 		}
 		out[name] = fr
 	}

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/internal/wire"
@@ -24,7 +25,7 @@ func ShardFacets(p *planner.Plan) map[string]api.FacetRequest {
 	}
 	out := make(map[string]api.FacetRequest, len(p.Facets))
 	for name, f := range p.Facets {
-		if f.EffectiveRanges() == nil { // a range facet counts every range anyway
+		if !f.IsRange() { // a range facet counts every range anyway
 			f.Size = cmp.Or(f.Size, defaultFacetSize)
 			f.Size += f.Size/2 + 10
 		}
@@ -134,6 +135,22 @@ func (s *facetSum) add(f api.FacetResult) {
 // one, none cut.
 func (s *facetSum) cut(req api.FacetRequest) api.FacetResult {
 	f := s.f
+	if ranges := req.EffectiveDateRanges(); ranges != nil {
+		f.Terms = nil
+		f.Ranges = make([]api.RangeCount, len(ranges))
+		for i, r := range ranges {
+			from, to := r.Bounds()
+			rc := api.RangeCount{Name: r.Name, Count: s.ranges[r.Name]}
+			if r.From != "" {
+				rc.FromDate = from.UTC().Format(time.RFC3339Nano)
+			}
+			if r.To != "" {
+				rc.ToDate = to.UTC().Format(time.RFC3339Nano)
+			}
+			f.Ranges[i] = rc
+		}
+		return f
+	}
 	if ranges := req.EffectiveRanges(); ranges != nil {
 		f.Terms = nil
 		f.Ranges = make([]api.RangeCount, len(ranges))
