@@ -89,6 +89,10 @@ type SearchRequest struct {
 	// no window, one page at a time. It needs the same Sort (and query)
 	// as that page, and From 0.
 	SearchAfter string `json:"search_after,omitempty"`
+	// Suggest asks for the index's words that complete the last word of
+	// q (SearchResponse.Suggestions): search as you type's list of
+	// completions, beside the search.
+	Suggest *SuggestRequest `json:"suggest,omitempty"`
 	// Variant runs a pushed, validated version of one of the index's live
 	// plugins in place of the live version, for this request only: what
 	// `quarry plugin test` replays recorded queries with.
@@ -468,6 +472,11 @@ func (r *SearchRequest) Validate() error {
 			return err
 		}
 	}
+	if r.Suggest != nil {
+		if err := r.Suggest.validate(r.Q, len(r.Query) > 0); err != nil {
+			return err
+		}
+	}
 	return r.checkText()
 }
 
@@ -500,8 +509,11 @@ type SearchResponse struct {
 	Hits   []Hit                  `json:"hits"`
 	Total  uint64                 `json:"total"`
 	Facets map[string]FacetResult `json:"facets,omitempty"`
-	Shards ShardsInfo             `json:"shards"`
-	TookMS float64                `json:"took_ms"`
+	// Suggestions are the words that complete the last word of q, most
+	// documents first, when the request asked for them (Suggest).
+	Suggestions []TermCount `json:"suggestions,omitempty"`
+	Shards      ShardsInfo  `json:"shards"`
+	TookMS      float64     `json:"took_ms"`
 	// Next, on a full page of a sorted search (which rankers do not
 	// reorder), is the cursor of its last hit: the next page is the same
 	// request with SearchAfter set to it.
@@ -911,6 +923,18 @@ const (
 	TypoOneFrom = 5
 	TypoTwoFrom = 9
 )
+
+// TypoEdits is how many typos word may have: 2 from TypoTwoFrom letters,
+// 1 from TypoOneFrom, else 0.
+func TypoEdits(word string) int {
+	switch n := utf8.RuneCountInString(word); {
+	case n >= TypoTwoFrom:
+		return 2
+	case n >= TypoOneFrom:
+		return 1
+	}
+	return 0
+}
 
 // PrefixFrom is the fewest letters of a last word that search as you
 // type (QuerySettings.Prefix) completes: a shorter prefix reaches too

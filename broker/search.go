@@ -287,7 +287,8 @@ func (r *run) planned() {
 		}
 		r.plan = &p
 	}
-	r.sreq = &wire.ShardRequest{Query: r.plan.Query, K: r.plan.K, Sort: r.plan.Sort, Fields: r.plan.Fields, Facets: fanout.ShardFacets(r.plan), MaxTerms: r.plan.MaxTerms, Explain: r.req.Explain, Highlight: r.req.Highlight}
+	r.sreq = &wire.ShardRequest{Query: r.plan.Query, K: r.plan.K, Sort: r.plan.Sort, Fields: r.plan.Fields, Facets: fanout.ShardFacets(r.plan), MaxTerms: r.plan.MaxTerms, Explain: r.req.Explain, Highlight: r.req.Highlight,
+		Suggest: fanout.ShardSuggest(r.plan)}
 	for _, v := range r.plan.SearchAfter {
 		r.sreq.SearchAfter = append(r.sreq.SearchAfter, []byte(v))
 	}
@@ -432,6 +433,13 @@ func (r *run) merge() {
 	start := time.Now()
 	m := fanout.Merge(r.good, r.plan)
 	r.resp.Total, r.resp.Facets, r.hits = m.Total, m.Facets, m.Hits
+	if f, ok := r.resp.Facets[wire.SuggestFacet]; ok {
+		r.resp.Suggestions = f.Terms
+		delete(r.resp.Facets, wire.SuggestFacet)
+		if len(r.resp.Facets) == 0 {
+			r.resp.Facets = nil
+		}
+	}
 	if r.sreq.Explain || r.sreq.Highlight != nil {
 		r.takeExplanations()
 	}

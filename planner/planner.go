@@ -149,6 +149,12 @@ type Plan struct {
 	// MaxWindow bounds K, a ranker's rerank depth included (the index's
 	// query.limits.max_window).
 	MaxWindow int `json:"max_window"`
+	// Suggest, when the request asks for suggestions; SuggestWord, the
+	// word of q they complete (api.SuggestWord), and SuggestText, all of
+	// q, trimmed (what a field that keeps values whole completes).
+	Suggest     *api.SuggestRequest `json:"suggest,omitempty"`
+	SuggestWord string              `json:"suggest_word,omitempty"`
+	SuggestText string              `json:"suggest_text,omitempty"`
 }
 
 // Planner makes plans.
@@ -233,12 +239,16 @@ func (p *Planner) Plan(req *api.SearchRequest, def api.IndexDefinition, hints *H
 			return nil, err
 		}
 	}
-	return &Plan{
+	plan := &Plan{
 		Index: def.Name, Query: qJSON, Shards: shards, K: k, From: req.From, Size: size,
 		Sort: sort, SortShown: len(req.Sort), SearchAfter: after, Fields: req.Fields, Facets: req.Facets,
 		Timeout: timeout, ShardTimeout: timeout - reserve, Hedge: p.cfg.Hedge,
 		AllowPartial: req.PartialAllowed(), ExactScoring: exact, MaxTerms: limits.MaxTerms, MaxWindow: limits.MaxWindow,
-	}, nil
+	}
+	if req.Suggest != nil {
+		plan.Suggest, plan.SuggestWord, plan.SuggestText = req.Suggest, api.SuggestWord(req.Q), strings.TrimSpace(req.Q)
+	}
+	return plan, nil
 }
 
 // EncodeCursor makes the cursor of a hit from its sort values, one a key
@@ -506,14 +516,7 @@ func typoWords(text string) []string {
 // letter as typed), at half the field's boost; nil for a word too short
 // for any.
 func typoQuery(word, field string, boost float64) query.Query {
-	n := utf8.RuneCountInString(word)
-	edits := 0
-	switch {
-	case n >= api.TypoTwoFrom:
-		edits = 2
-	case n >= api.TypoOneFrom:
-		edits = 1
-	}
+	edits := api.TypoEdits(word)
 	if edits == 0 {
 		return nil
 	}

@@ -56,6 +56,8 @@ func runSearch(ctx context.Context, e *env, args []string) error {
 	after := fs.String("after", "", "the page after this cursor (a sorted search's next, printed under its hits)")
 	typos := fs.String("typos", "", "on or off: typo tolerance for this search (default: the index's query settings, query.typos)")
 	prefix := fs.String("prefix", "", "on or off: search as you type, the last word also a prefix (default: the index's query settings, query.prefix)")
+	suggest := fs.String("suggest", "", "a field whose words complete TEXT's last word: printed under the hits, most documents first (--size 0: the suggestions alone)")
+	suggestTypos := fs.Bool("suggest-typos", false, "with --suggest, the field's words within the last word's typos too")
 	highlight := fs.String("highlight", "", "stored text fields to highlight, comma-separated: each hit's best fragment of each, the query's terms in [brackets] (--json: <mark>, HTML-escaped)")
 	profile := fs.Bool("profile", false, "show the plan and per-stage timings")
 	jsonOut := fs.Bool("json", false, "print the raw JSON response")
@@ -86,6 +88,14 @@ func runSearch(ctx context.Context, e *env, args []string) error {
 		default:
 			return api.BadRequest("--%s %q: want on or off", o.flag, *o.v)
 		}
+	}
+	if *suggest != "" {
+		req.Suggest = &api.SuggestRequest{Field: *suggest, Typos: *suggestTypos}
+	} else if *suggestTypos {
+		return api.BadRequest("--suggest-typos goes with --suggest FIELD")
+	}
+	if *size == 0 {
+		req.Size = api.NoHits
 	}
 	if *highlight != "" {
 		req.Highlight = &api.HighlightRequest{Fields: strings.Split(*highlight, ",")}
@@ -170,6 +180,13 @@ func printHits(w io.Writer, resp *api.SearchResponse, from int, fields []string)
 	}
 	if resp.Next != "" {
 		fmt.Fprintf(w, "next: %s   (--after it for the page after)\n", resp.Next)
+	}
+	if len(resp.Suggestions) > 0 {
+		parts := make([]string, len(resp.Suggestions))
+		for i, s := range resp.Suggestions {
+			parts[i] = fmt.Sprintf("%s (%d)", s.Term, s.Count)
+		}
+		fmt.Fprintf(w, "suggestions: %s\n", strings.Join(parts, ", "))
 	}
 	if resp.Profile != nil {
 		fmt.Fprintln(w, "profile:")

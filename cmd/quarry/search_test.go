@@ -40,6 +40,8 @@ func TestCLISearchPrintsFields(t *testing.T) {
 		{"with typos", []string{"gadgt", "--fields", "", "--typos", "on"}, []string{"p2  "}},
 		{"without typos", []string{"gadgt", "--fields", "", "--typos", "off"}, []string{"0 hits"}},
 		{"as you type", []string{"gadg", "--fields", "", "--prefix", "on"}, []string{"p2  "}},
+		{"suggestions alone", []string{"ga", "--size", "0", "--suggest", "title"}, []string{"0 hits", "suggestions: gadget (1)"}},
+		{"suggestions within typos", []string{"gadgit", "--fields", "", "--suggest", "title", "--suggest-typos"}, []string{"suggestions: gadget (1)"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,6 +1,8 @@
 package shard
 
 import (
+	"strings"
+
 	"github.com/blevesearch/bleve/v2/analysis"
 	"github.com/blevesearch/bleve/v2/analysis/tokenizer/single"
 	"github.com/blevesearch/bleve/v2/document"
@@ -81,4 +83,10 @@ func excludeFromComposites(doc *document.Document, mapped []document.Field, adde
 		}
 		doc.CompositeFields[i] = document.NewCompositeFieldWithIndexingOptions(cf.Name(), true, nil, exclude, cf.Options())
 	}
+}
+
+// isKeywordSubField reports whether field is a dynamic string's keyword
+// sub-field, which m does not declare (its terms are values as given).
+func isKeywordSubField(m mapping.IndexMapping, field string) bool {
+	return strings.HasSuffix(field, api.KeywordSuffix) && m.FieldMappingForPath(field).Type == ""
 }

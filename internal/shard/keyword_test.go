@@ -189,3 +189,34 @@ func BenchmarkKeywordSubFields(b *testing.B) {
 		}
 	}
 }
+
+// TestSuggestScanBound: a suggestion reads at most Scan terms of the
+// field, in term order: of 30 words starting "ab", the first 10 (ab00 to
+// ab09) are all it weighs, however often a later one is held.
+func TestSuggestScanBound(t *testing.T) {
+	var docs []map[string]any
+	for i := range 30 {
+		for range 1 + i { // ab29 is in the most documents
+			docs = append(docs, map[string]any{"id": fmt.Sprintf("d%d-%d", i, len(docs)), "w": fmt.Sprintf("ab%02d", i)})
+		}
+	}
+	r := loadReplicas(t, 1, nil, docs)[0]
+	ctx := context.Background()
+	for _, c := range []struct {
+		scan int
+		want string
+	}{{10, "ab09 10, ab08 9"}, {1000, "ab29 30, ab28 29"}} {
+		res, err := r.Search(ctx, &wire.ShardRequest{Query: json.RawMessage(`{"match_none":{}}`), K: 1,
+			Suggest: &wire.Suggest{Field: "w", Word: "ab", Text: "ab", Size: 2, Scan: c.scan}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, tc := range res.Facets[wire.SuggestFacet].Terms {
+			got = append(got, fmt.Sprintf("%s %d", tc.Term, tc.Count))
+		}
+		if g := strings.Join(got, ", "); g != c.want {
+			t.Errorf("scan %d: %s, want %s", c.scan, g, c.want)
+		}
+	}
+}

@@ -85,6 +85,10 @@ func (r *Replica) Search(ctx context.Context, req *wire.ShardRequest) (*wire.Sha
 	if err == nil && req.Highlight != nil {
 		err = highlightHits(ctx, idx, res.Hits, req.Highlight, budget)
 	}
+	var suggested api.FacetResult
+	if err == nil && req.Suggest != nil {
+		suggested, err = suggest(ctx, idx, req.Suggest)
+	}
 	seq := r.Seq()
 	if err != nil {
 		if ctxErr := ctx.Err(); ctxErr != nil {
@@ -103,6 +107,12 @@ func (r *Replica) Search(ctx context.Context, req *wire.ShardRequest) (*wire.Sha
 	}
 	out := ToResponse(res, fieldsJSON, seq, r.generation.Load(), time.Since(start))
 	out.Stats = counted
+	if req.Suggest != nil {
+		if out.Facets == nil {
+			out.Facets = map[string]api.FacetResult{}
+		}
+		out.Facets[wire.SuggestFacet] = suggested
+	}
 	return out, nil
 }
 

@@ -71,7 +71,29 @@ type ShardRequest struct {
 	// Config.MaxReplyBytes, at most what one reply carries on its
 	// connection, ReplyRoom). 0: no bound.
 	MaxReplyBytes int `json:"-"`
+	// Suggest, when set, asks for the terms that complete a word beside
+	// the search (api.SearchRequest.Suggest).
+	Suggest *Suggest `json:"suggest,omitempty"`
 }
+
+// Suggest asks a shard for the terms of Field that complete Word (as
+// Field's analyser makes it; or Text, all of q, as typed, where the field
+// keeps values whole), with its typos' terms when Typos, the Size with
+// the most documents; reading at most Scan terms of each kind. The shard
+// answers them as the facet SuggestFacet.
+type Suggest struct {
+	Field string `json:"field"`
+	Word  string `json:"word"`
+	Text  string `json:"text"`
+	Size  int    `json:"size"`
+	Typos bool   `json:"typos,omitempty"`
+	Scan  int    `json:"scan"`
+}
+
+// SuggestFacet is the facet name under which a shard returns a Suggest's
+// terms and counts (so the binary response needs no new layout); the
+// broker takes it out into api.SearchResponse.Suggestions.
+const SuggestFacet = "_quarry_suggest"
 
 // ExplanationField is the stored-field name under which a shard returns a
 // hit's score explanation when ShardRequest.Explain asks for it; the

@@ -34,6 +34,22 @@ func ShardFacets(p *planner.Plan) map[string]api.FacetRequest {
 	return out
 }
 
+// ShardSuggest is the suggestions each shard finds (wire.Suggest), nil
+// when the plan asks for none: on an index of several shards, more than
+// the caller asked for, as ShardFacets, so that the merged top words and
+// counts are right in all but skewed cases; Merge keeps the caller's
+// size.
+func ShardSuggest(p *planner.Plan) *wire.Suggest {
+	if p.Suggest == nil {
+		return nil
+	}
+	size := p.Suggest.EffectiveSize()
+	if len(p.Shards) > 1 {
+		size += size/2 + 10
+	}
+	return &wire.Suggest{Field: p.Suggest.Field, Word: p.SuggestWord, Text: p.SuggestText, Size: size, Typos: p.Suggest.Typos, Scan: cmp.Or(p.MaxTerms, api.DefaultSuggestScan)}
+}
+
 // Merged is the shards' search responses put together.
 type Merged struct {
 	// Total is the sum of the shards' totals.
@@ -70,7 +86,11 @@ func Merge(shards []*wire.ShardResponse, plan *planner.Plan) Merged {
 	if facets != nil {
 		m.Facets = make(map[string]api.FacetResult, len(facets))
 		for name, f := range facets {
-			m.Facets[name] = f.cut(plan.Facets[name])
+			req := plan.Facets[name]
+			if name == wire.SuggestFacet && plan.Suggest != nil {
+				req = api.FacetRequest{Size: plan.Suggest.EffectiveSize()}
+			}
+			m.Facets[name] = f.cut(req)
 		}
 	}
 	desc := sortDescending(plan.Sort)
