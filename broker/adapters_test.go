@@ -297,8 +297,8 @@ func rankHits() []api.Hit {
 // rankRun is a run at the rank stage over hits, with one ranker step.
 func rankRun(t *testing.T, s Step, from, size int, hits []api.Hit) *run {
 	t.Helper()
-	return &run{b: testBroker(t), ranking: true, req: api.SearchRequest{Q: "thai", Context: json.RawMessage(`{"user":"u1"}`)},
-		plan: &planner.Plan{Index: "idx", From: from, Size: size}, execOptions: execOptions{pipeline: &Pipeline{Rankers: []Step{s}}}, hits: hits}
+	return &run{b: testBroker(t), req: api.SearchRequest{Q: "thai", Context: json.RawMessage(`{"user":"u1"}`)},
+		plan: &planner.Plan{Index: "idx", From: from, Size: size, Ranking: true}, execOptions: execOptions{pipeline: &Pipeline{Rankers: []Step{s}}}, hits: hits}
 }
 
 // hitsOf picks hits of rankHits by index, with new scores.
@@ -508,7 +508,8 @@ func TestRankStageWebAssembly(t *testing.T) {
 	}
 }
 
-// Planning for the rankers: the shards return the fields the rankers read
+// Planning for the rankers (the pipeline's Ranking, the planner's plan):
+// the shards return the fields the rankers read
 // that the caller did not ask for (removed from the page later), and as
 // many candidates as the deepest rerank depth (at most the index's
 // window). A ranker's canary takes the place of the live version on its
@@ -528,7 +529,7 @@ func TestPlannedForRankers(t *testing.T) {
 			[]string{"price", "rating"}, 50},
 		{"all fields asked", []string{"*"}, 10, []Step{{Fields: []string{"price"}}}, nil, 10},
 		{"depth capped by the window", nil, 10, []Step{{RerankDepth: 5000}}, nil, 1000},
-		{"size 0: no ranking", nil, 0, []Step{{Fields: []string{"price"}, RerankDepth: 50}}, nil, 10},
+		{"size 0: no ranking", nil, 0, []Step{{Fields: []string{"price"}, RerankDepth: 50}}, nil, 0},
 		{"canary's fields", []string{"name"}, 10,
 			[]Step{{Fields: []string{"price"}, Canary: &Step{Fields: []string{"price", "rating"}}, CanaryPercent: 10}},
 			[]string{"price", "rating"}, 10},
@@ -538,14 +539,24 @@ func TestPlannedForRankers(t *testing.T) {
 			[]Step{{Fields: []string{"price"}, Shadow: &Step{Fields: []string{"rating"}, RerankDepth: 300}, ShadowPercent: 10}},
 			[]string{"price"}, 10},
 	}
+	p, err := planner.New(planner.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	def := api.IndexDefinition{Name: "idx", Shards: 2, Query: api.QuerySettings{Limits: api.QueryLimits{MaxWindow: 1000}}}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			r := &run{b: testBroker(t), plan: &planner.Plan{Index: "idx", Size: c.size, K: 10, MaxWindow: 1000, Fields: c.asked},
-				execOptions: execOptions{start: time.Now(), pipeline: &Pipeline{Rankers: c.rankers}}}
-			r.planned()
-			if !slices.Equal(r.extraFields, c.wantExtra) || r.plan.K != c.wantK || r.sreq.K != c.wantK ||
-				!slices.Equal(r.sreq.Fields, append(slices.Clone(c.asked), c.wantExtra...)) {
-				t.Fatalf("extra fields %v, K %d, shard request fields %v K %d; want extra %v, K %d", r.extraFields, r.plan.K, r.sreq.Fields, r.sreq.K, c.wantExtra, c.wantK)
+			req := api.SearchRequest{Q: "thai", Size: c.size, Fields: c.asked}
+			if c.size == 0 {
+				req.Size = api.NoHits
+			}
+			plan, err := p.Plan(&req, def, &planner.Hints{Ranking: (&Pipeline{Rankers: c.rankers}).Ranking()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(plan.ExtraFields, c.wantExtra) || plan.K != c.wantK || plan.Ranking != (c.size > 0) ||
+				!slices.Equal(plan.Fields, append(slices.Clone(c.asked), c.wantExtra...)) {
+				t.Fatalf("extra fields %v, K %d, fields %v, ranking %v; want extra %v, K %d", plan.ExtraFields, plan.K, plan.Fields, plan.Ranking, c.wantExtra, c.wantK)
 			}
 		})
 	}

@@ -158,7 +158,7 @@ func versionNote(s *Step, canary bool) string {
 // rank runs the rankers over the best candidates (the rest keep their
 // place after them), in the run's order of hits.
 func (r *run) rank(ctx context.Context) error {
-	if !r.ranking {
+	if !r.plan.Ranking {
 		return nil
 	}
 	start := time.Now()

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -130,7 +129,18 @@ func (r *run) fromRewrite(ctx context.Context, index string, rewriters []Step) (
 	if err := r.b.checkExplain(&r.req); err != nil {
 		return nil, err // the rewriters asked for it
 	}
-	plan, err := r.b.planner.Plan(&r.req, r.def, r.hints)
+	hints := r.hints
+	if r.pipeline != nil {
+		if rk := r.pipeline.Ranking(); rk != nil {
+			var h planner.Hints
+			if hints != nil {
+				h = *hints // the rewriters' own stay as they are
+			}
+			h.Ranking = rk
+			hints = &h
+		}
+	}
+	plan, err := r.b.planner.Plan(&r.req, r.def, hints)
 	if err != nil {
 		return nil, err
 	}
@@ -227,10 +237,6 @@ type run struct {
 	// planned: the plan is made; prof holds the stages from the plan on.
 	plannedAt time.Time
 	prof      []api.Stage
-	// ranking: rankers run, over candidates that carry extraFields (the
-	// fields they read that the caller did not ask for).
-	ranking     bool
-	extraFields []string
 	// statistics and fan-out
 	sreq             *wire.ShardRequest
 	statsDetail      string
@@ -256,9 +262,7 @@ type run struct {
 	replyBytes int64
 }
 
-// planned records the rewrite and plan stages, and widens the plan for
-// the rankers: their candidates (the deepest rerank depth) with the
-// fields they read, from every shard.
+// planned records the rewrite and plan stages.
 func (r *run) planned() {
 	r.plannedAt = time.Now()
 	if r.rewritten.IsZero() {
@@ -269,23 +273,6 @@ func (r *run) planned() {
 	}
 	if r.profile {
 		r.prof = append(r.prof, api.Stage{Name: "plan", TookMS: ms(r.plannedAt.Sub(r.start)), Detail: planDetail(r.plan)})
-	}
-	// Rankers order hits: with none to return (size 0) they do not run,
-	// nor on a request that sorts, which is in its sort's order (and so
-	// can be paged with a cursor).
-	r.ranking = r.pipeline != nil && len(r.pipeline.Rankers) > 0 && r.plan.Size > 0 && len(r.req.Sort) == 0
-	if r.ranking {
-		p := *r.plan
-		r.extraFields = r.pipeline.RankerFields(r.plan.Fields)
-		p.Fields = append(slices.Clip(r.plan.Fields), r.extraFields...)
-		for _, s := range r.pipeline.Rankers {
-			depth := s.RerankDepth
-			if s.Canary != nil { // it ranks in the live version's place
-				depth = max(depth, s.Canary.RerankDepth)
-			}
-			p.K = max(p.K, min(depth, r.plan.MaxWindow))
-		}
-		r.plan = &p
 	}
 	r.sreq = &wire.ShardRequest{Query: r.plan.Query, K: r.plan.K, Sort: r.plan.Sort, Fields: r.plan.Fields, Facets: fanout.ShardFacets(r.plan), MaxTerms: r.plan.MaxTerms, Explain: r.req.Explain, Highlight: r.req.Highlight,
 		Suggest: fanout.ShardSuggest(r.plan)}
@@ -485,13 +472,13 @@ func (r *run) page() error {
 	if r.plan.SortShown > 0 {
 		decodeSortValues(r.b.sortTypesOf(r.plan.Index), r.plan.Sort[:r.plan.SortShown], r.resp.Hits)
 	}
-	if n := len(r.resp.Hits); n > 0 && n == r.plan.Size && len(r.plan.Sort) > 0 && !r.ranking {
+	if n := len(r.resp.Hits); n > 0 && n == r.plan.Size && len(r.plan.Sort) > 0 && !r.plan.Ranking {
 		r.resp.Next = cursorOf(&r.resp.Hits[n-1], r.plan.Sort)
 	}
-	if len(r.extraFields) > 0 {
+	if len(r.plan.ExtraFields) > 0 {
 		for i := range r.resp.Hits {
 			r.resp.Hits[i].DecodeFields()
-			for _, f := range r.extraFields {
+			for _, f := range r.plan.ExtraFields {
 				delete(r.resp.Hits[i].Fields, f)
 			}
 		}
@@ -550,7 +537,7 @@ func (r *run) finish() {
 	done := time.Now()
 	r.resp.TookMS = ms(done.Sub(r.start))
 	r.stage(stageMerge, r.mergeTook)
-	if r.ranking {
+	if r.plan.Ranking {
 		r.stage(stageRank, r.rankTook)
 	}
 	if !r.profile {

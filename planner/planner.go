@@ -110,6 +110,17 @@ type Hints struct {
 	// RerankDepth asks each shard for this many hits, for a ranker to
 	// re-order, instead of from+size.
 	RerankDepth int `json:"rerank_depth,omitempty"`
+	// Ranking is what the index's rankers need, when it has any.
+	Ranking *Ranking `json:"ranking,omitempty"`
+}
+
+// Ranking is what an index's rankers need of a plan: their candidates
+// from every shard (the deepest rerank depth), with the stored fields
+// they read. The broker's pipeline says (canaries included; shadows rank
+// what the live ranker got).
+type Ranking struct {
+	Depth  int      `json:"depth,omitempty"`
+	Fields []string `json:"fields,omitempty"`
 }
 
 // Plan is how a request will run.
@@ -149,6 +160,13 @@ type Plan struct {
 	// MaxWindow bounds K, a ranker's rerank depth included (the index's
 	// query.limits.max_window).
 	MaxWindow int `json:"max_window"`
+	// Ranking says the index's rankers order the hits (Hints.Ranking):
+	// there is a page to return and no sort (a sorted page is in its
+	// sort's order, and so can be paged with a cursor). ExtraFields are
+	// the fields they read that the request did not ask for: in Fields
+	// for the shards, taken out of the hits once ranked.
+	Ranking     bool     `json:"ranking,omitempty"`
+	ExtraFields []string `json:"extra_fields,omitempty"`
 	// Suggest, when the request asks for suggestions; SuggestWord, the
 	// word of q they complete (api.SuggestWord), and SuggestText, all of
 	// q, trimmed (what a field that keeps values whole completes).
@@ -248,7 +266,36 @@ func (p *Planner) Plan(req *api.SearchRequest, def api.IndexDefinition, hints *H
 	if req.Suggest != nil {
 		plan.Suggest, plan.SuggestWord, plan.SuggestText = req.Suggest, api.SuggestWord(req.Q), strings.TrimSpace(req.Q)
 	}
+	if rk := hints.ranking(); rk != nil && size > 0 && len(req.Sort) == 0 {
+		plan.Ranking = true
+		plan.ExtraFields = extraFields(req.Fields, rk.Fields)
+		plan.Fields = append(slices.Clip(req.Fields), plan.ExtraFields...)
+		plan.K = max(plan.K, min(rk.Depth, limits.MaxWindow))
+	}
 	return plan, nil
+}
+
+// ranking is h's Ranking (nil for no hints).
+func (h *Hints) ranking() *Ranking {
+	if h == nil {
+		return nil
+	}
+	return h.Ranking
+}
+
+// extraFields are the fields of read not in asked, once each (none when
+// asked has "*": every field is loaded).
+func extraFields(asked, read []string) []string {
+	if slices.Contains(asked, "*") {
+		return nil
+	}
+	var extra []string
+	for _, f := range read {
+		if !slices.Contains(asked, f) && !slices.Contains(extra, f) {
+			extra = append(extra, f)
+		}
+	}
+	return extra
 }
 
 // EncodeCursor makes the cursor of a hit from its sort values, one a key

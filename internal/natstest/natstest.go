@@ -3,6 +3,7 @@ package natstest
 import (
 	"fmt"
 	"net"
+	"sync"
 	"testing"
 	"time"
 
@@ -61,16 +62,35 @@ func (s *Server) Conn(tb testing.TB, name string) *nats.Conn {
 }
 
 // FreePort returns a loopback TCP port that was free a moment ago, for a
-// server that must come back on the same port.
+// server that must come back on the same port; never one it returned
+// before in this process. The kernel may hand a port just closed out
+// again: CI's three-member cluster got the same port for one member's
+// monitor and another's routes, and the second member could not start.
 func FreePort(tb testing.TB) int {
 	tb.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
+	portsMu.Lock()
+	defer portsMu.Unlock()
+	for range 1000 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			tb.Fatal(err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		if !portsGiven[port] {
+			portsGiven[port] = true
+			return port
+		}
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	tb.Fatal("no loopback port that FreePort had not returned before, in 1,000 tries")
+	return 0
 }
+
+// portsGiven are the ports FreePort returned.
+var (
+	portsMu    sync.Mutex
+	portsGiven = map[int]bool{}
+)
 
 // Restartable is a test nats-server with JetStream that a fault test can
 // stop and start again on the same port and store.

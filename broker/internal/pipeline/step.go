@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/quarrysearch/quarry/api"
+	"github.com/quarrysearch/quarry/planner"
 	"github.com/quarrysearch/quarry/plugins"
 )
 
@@ -128,27 +129,29 @@ type Pipeline struct {
 	Rankers   []Step
 }
 
-// RankerFields are the stored fields the rankers read that the caller did
-// not ask for (asked), their canaries' included (a canary ranks in the
-// live version's place). A shadow reorders the live version's input: its
-// own fields are not fetched.
-func (p *Pipeline) RankerFields(asked []string) []string {
-	if slices.Contains(asked, "*") {
+// Ranking is what the pipeline's rankers need of a plan (nil without
+// rankers): the deepest rerank depth and every field they read, a
+// canary's included (it ranks in its live version's place); a shadow's
+// are not fetched (it ranks what the live ranker got).
+func (p *Pipeline) Ranking() *planner.Ranking {
+	if len(p.Rankers) == 0 {
 		return nil
 	}
-	var extra []string
+	rk := &planner.Ranking{}
 	for _, s := range p.Rankers {
+		rk.Depth = max(rk.Depth, s.RerankDepth)
 		fields := s.Fields
 		if s.Canary != nil {
+			rk.Depth = max(rk.Depth, s.Canary.RerankDepth)
 			fields = append(slices.Clip(fields), s.Canary.Fields...)
 		}
 		for _, f := range fields {
-			if !slices.Contains(asked, f) && !slices.Contains(extra, f) {
-				extra = append(extra, f)
+			if !slices.Contains(rk.Fields, f) {
+				rk.Fields = append(rk.Fields, f)
 			}
 		}
 	}
-	return extra
+	return rk
 }
 
 // Plugins yields every plugin of the pipeline, canaries and shadows
