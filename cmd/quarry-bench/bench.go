@@ -19,6 +19,7 @@ import (
 	"github.com/quarrysearch/quarry/internal/cmdline"
 	"github.com/quarrysearch/quarry/internal/loadgen"
 	"github.com/quarrysearch/quarry/internal/shard"
+	"github.com/quarrysearch/quarry/plugins"
 )
 
 // The kinds of measurement quarry bench makes of every setup.
@@ -63,6 +64,11 @@ type benchConfig struct {
 	// SeparateReplicas: the searcher keeps replicas of its own
 	// (node.Config.SeparateReplicas, quarry serve's flag).
 	SeparateReplicas bool
+	// TeamMaxPluginCalls caps the bench team's WebAssembly plugin calls
+	// running at once (node.Config.TeamMaxPluginCalls, quarry serve's
+	// flag; 0: its default, half the processors; negative: no cap).
+	// Native plugins are not capped.
+	TeamMaxPluginCalls int
 	// StatsCache is the broker's statistics cache size (negative: none,
 	// every query pays the statistics phase).
 	StatsCache int
@@ -168,6 +174,7 @@ func parseBench(args []string) (*benchConfig, *cmdline.Runtime, error) {
 	cmdline.RegisterWrites(fs, &cfg.Writes)
 	var indexerApply time.Duration
 	fs.DurationVar(&indexerApply, "indexer-apply-interval", indexer.DefaultApplyInterval, "the indexer's least time between two batches applied to a shard with --separate-replicas, as quarry serve's flag; negative: apply as they arrive")
+	fs.IntVar(&cfg.TeamMaxPluginCalls, "team-max-plugin-calls", plugins.DefaultMaxCalls(), "most calls of the team's WebAssembly plugins running at once, as quarry serve's flag (negative: no cap); native plugins have none, so quarry-wasm / quarry-native compares the engines only with no cap")
 	fs.BoolVar(&cfg.SeparateReplicas, "separate-replicas", false, "Quarry's searcher keeps replicas of its own instead of serving the indexer's, as quarry serve's flag (every update indexed twice)")
 	rtf.Register(fs)
 	rtf.LogLevel = "error" // the roles' warnings (slow queries…) would flood the output under load
