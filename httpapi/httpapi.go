@@ -412,9 +412,11 @@ func (h *handler) search(w http.ResponseWriter, r *http.Request) {
 
 // searchParams are the URL parameters GET …/search takes, each the
 // search request member of its name: the simple cases, in a URL. Lists
-// (fields, sort) are comma-separated.
+// (fields, sort) are comma-separated; suggest names the field whose words
+// complete q's last word ({"suggest": {"field": …}}).
 var searchParams = map[string]string{"q": "string", "size": "int", "from": "int", "timeout_ms": "int",
-	"fields": "list", "sort": "list", "search_after": "string", "scoring": "string", "profile": "bool", "explain": "bool", "typos": "bool", "prefix": "bool"}
+	"fields": "list", "sort": "list", "search_after": "string", "scoring": "string", "profile": "bool", "explain": "bool", "typos": "bool", "prefix": "bool",
+	"suggest": "field"}
 
 // searchGET answers GET /v1/indexes/{index}/search?q=…&size=…: the
 // request its parameters make, checked and answered as a POSTed one.
@@ -455,6 +457,8 @@ func (h *handler) searchGET(w http.ResponseWriter, r *http.Request) {
 			req[name] = b
 		case "list":
 			req[name] = strings.Split(v, ",")
+		case "field":
+			req[name] = map[string]string{"field": v}
 		}
 	}
 	body, err := json.Marshal(req)

@@ -102,6 +102,7 @@ not json
 		{"POST", "/v1/indexes/h/search", `{"query":{"match":5}}`, 400, "query"},
 		{"GET", "/v1/indexes/h/search?q=x&query=y", ``, 400, `unknown parameter "query": GET …/search takes explain, fields, from`},
 		{"GET", "/v1/indexes/h/search?q=x&size=ten", ``, 400, `parameter "size": "ten" is not a whole number`},
+		{"GET", "/v1/indexes/h/search?suggest=name", ``, 400, "suggest completes the last word of q"},
 		{"GET", "/v1/indexes/h/search?q=x&q=y", ``, 400, `parameter "q" given 2 times`},
 		{"GET", "/v1/indexes/h/search?q=x&size=-5", ``, 400, "size"},
 		{"GET", "/v1/indexes/nope/search?q=x", ``, 404, `index "nope" does not exist`},

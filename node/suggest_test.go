@@ -69,6 +69,11 @@ func TestSuggest(t *testing.T) {
 	if code, body := postJSON(t, "http://"+n.HTTPAddr+"/v1/indexes/sg/search", `{"q":"spicy to","size":0,"suggest":{"field":"name","size":1}}`, &hr); code != 200 || list(hr.Suggestions) != "tomato 3" {
 		t.Errorf("HTTP: %d %s", code, body)
 	}
+	code, _, body := httpRequest(t, "GET", "http://"+n.HTTPAddr+"/v1/indexes/sg/search?q=tof&size=0&suggest=name", "")
+	var gr api.SearchResponse
+	if err := json.Unmarshal([]byte(body), &gr); code != 200 || err != nil || list(gr.Suggestions) != "tofu 2, toffee 1, tofurky 1" {
+		t.Errorf("GET ?suggest=name: %d %s", code, body)
+	}
 	for _, bad := range []struct {
 		req api.SearchRequest
 		msg string
