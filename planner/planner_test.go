@@ -296,4 +296,13 @@ func TestTyposAndPrefixBounded(t *testing.T) {
 	if _, err := p.Plan(&api.SearchRequest{Q: "spicy noodles", Typos: new(true), Prefix: new(true)}, def, nil); err != nil {
 		t.Fatalf("a short q: %v", err)
 	}
+	// A word over api.TypoMaxLetters has no typos: its automaton on a
+	// shard is built per word (4,001 letters failed the search).
+	long := strings.Repeat("n", api.TypoMaxLetters+1)
+	if plan, err = p.Plan(&api.SearchRequest{Q: long + " noodles"}, def, nil); err != nil {
+		t.Fatalf("a long word: %v", err)
+	}
+	if one, two := strings.Count(string(plan.Query), `"fuzziness":1`), strings.Count(string(plan.Query), `"fuzziness":2`); one != 2 || two != 0 {
+		t.Errorf("a word of %d letters and noodles: %d typo clauses of one edit and %d of two, want noodles' 2 (one a field) and none", len(long), one, two)
+	}
 }
