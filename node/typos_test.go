@@ -33,13 +33,6 @@ func TestTypoTolerance(t *testing.T) {
 {"id":"other","name":"Green curry","cuisine":"thai"}
 `
 	mustBulk(t, c, "typo", bytes.NewBufferString(docs))
-	ids := func(r *api.SearchResponse) string {
-		var out []string
-		for _, h := range r.Hits {
-			out = append(out, h.ID)
-		}
-		return strings.Join(out, ",")
-	}
 	for _, tc := range []struct {
 		name  string
 		req   api.SearchRequest
@@ -58,8 +51,8 @@ func TestTypoTolerance(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if r.Total != tc.total || !orderIs(ids(r), tc.want) {
-				t.Errorf("total %d, hits %s; want %d, %s", r.Total, ids(r), tc.total, tc.want)
+			if r.Total != tc.total || !orderIs(joinedIDs(r), tc.want) {
+				t.Errorf("total %d, hits %s; want %d, %s", r.Total, joinedIDs(r), tc.total, tc.want)
 			}
 		})
 	}
@@ -93,6 +86,9 @@ func TestTypoTolerance(t *testing.T) {
 		}
 	}
 }
+
+// joinedIDs are r's hits' ids, joined by commas (what orderIs takes).
+func joinedIDs(r *api.SearchResponse) string { return strings.Join(r.IDs(len(r.Hits)), ",") }
 
 // orderIs reports whether got (ids joined by commas) is want, where want
 // lists ids by commas and alternatives of equal rank by "|" (any order
@@ -144,13 +140,6 @@ func TestSearchAsYouType(t *testing.T) {
 {"id":"bowl","name":"Rice bowl"}
 `
 	mustBulk(t, c, "sayt", bytes.NewBufferString(docs))
-	ids := func(r *api.SearchResponse) string {
-		var out []string
-		for _, h := range r.Hits {
-			out = append(out, h.ID)
-		}
-		return strings.Join(out, ",")
-	}
 	for _, tc := range []struct {
 		name string
 		req  api.SearchRequest
@@ -172,15 +161,15 @@ func TestSearchAsYouType(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !orderIs(ids(r), tc.want) {
-				t.Errorf("hits %s; want %s", ids(r), tc.want)
+			if !orderIs(joinedIDs(r), tc.want) {
+				t.Errorf("hits %s; want %s", joinedIDs(r), tc.want)
 			}
 		})
 	}
 	var r api.SearchResponse
 	url := "http://" + n.HTTPAddr + "/v1/indexes/sayt/search"
 	code, _, body := httpRequest(t, "GET", url+"?q=toff&prefix=true", "")
-	if err := json.Unmarshal([]byte(body), &r); code != 200 || err != nil || ids(&r) != "toffee" {
+	if err := json.Unmarshal([]byte(body), &r); code != 200 || err != nil || joinedIDs(&r) != "toffee" {
 		t.Fatalf("GET ?q=toff&prefix=true: %d %s", code, body)
 	}
 	if _, err := c.SetQuerySettings(ctx, "sayt", api.QuerySettings{Prefix: "first"}); api.CodeOf(err) != api.CodeBadRequest || !strings.Contains(err.Error(), `query.prefix must be "last" or "off"`) {
