@@ -12,6 +12,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/blevesearch/bleve/v2/analysis"
 	"github.com/blevesearch/bleve/v2/mapping"
 	"github.com/blevesearch/bleve/v2/search/query"
 
@@ -457,8 +458,9 @@ func textQuery(text string, s api.QuerySettings, typos, prefix bool, m mapping.I
 			// Every word, as typed or with its typos; the last one also
 			// as a prefix.
 			var each []query.Query
+			a := fieldAnalyzer(m, f.Field) // looked up once a field
 			for i, w := range words {
-				if !analyses(m, f.Field, w) {
+				if !analyses(a, w) {
 					continue // a stop word: not required, even last
 				}
 				mq := query.NewMatchQuery(w)
@@ -511,18 +513,19 @@ func textQuery(text string, s api.QuerySettings, typos, prefix bool, m mapping.I
 	return query.NewDisjunctionQuery(clauses)
 }
 
-// analyses reports whether word leaves a token when m's analyser for
-// field analyses it (a stop word leaves none); true with m nil, or a
-// field m has no analyser for.
-func analyses(m mapping.IndexMapping, field, word string) bool {
+// analyses reports whether word leaves a token when a (a field's
+// analyser) analyses it (a stop word leaves none); true with a nil.
+func analyses(a analysis.Analyzer, word string) bool {
+	return a == nil || len(a.Analyze([]byte(word))) > 0
+}
+
+// fieldAnalyzer is m's analyser of field (nil with m nil, or for a field
+// it has none for).
+func fieldAnalyzer(m mapping.IndexMapping, field string) analysis.Analyzer {
 	if m == nil {
-		return true
+		return nil
 	}
-	a := m.AnalyzerNamed(m.AnalyzerNameForPath(field))
-	if a == nil {
-		return true
-	}
-	return len(a.Analyze([]byte(word))) > 0
+	return m.AnalyzerNamed(m.AnalyzerNameForPath(field))
 }
 
 // lastRune is s's last rune (utf8.RuneError for none).
