@@ -168,11 +168,10 @@ type Plan struct {
 	// for the shards, taken out of the hits once ranked.
 	Ranking     bool     `json:"ranking,omitempty"`
 	ExtraFields []string `json:"extra_fields,omitempty"`
-	// Suggest, when the request asks for suggestions; SuggestWord, the
-	// word of q they complete (api.SuggestWord), and SuggestText, all of
-	// q, trimmed (what a field that keeps values whole completes).
+	// Suggest, when the request asks for suggestions, and SuggestText,
+	// the q they complete (its last word, api.SuggestWord; all of it on
+	// a field that keeps values whole), trimmed.
 	Suggest     *api.SuggestRequest `json:"suggest,omitempty"`
-	SuggestWord string              `json:"suggest_word,omitempty"`
 	SuggestText string              `json:"suggest_text,omitempty"`
 }
 
@@ -265,7 +264,7 @@ func (p *Planner) Plan(req *api.SearchRequest, def api.IndexDefinition, hints *H
 		AllowPartial: req.PartialAllowed(), ExactScoring: exact, MaxTerms: limits.MaxTerms, MaxWindow: limits.MaxWindow,
 	}
 	if req.Suggest != nil {
-		plan.Suggest, plan.SuggestWord, plan.SuggestText = req.Suggest, api.SuggestWord(req.Q), strings.TrimSpace(req.Q)
+		plan.Suggest, plan.SuggestText = req.Suggest, strings.TrimSpace(req.Q)
 	}
 	if rk := hints.ranking(); rk != nil && size > 0 && len(req.Sort) == 0 {
 		plan.Ranking = true

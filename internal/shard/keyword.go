@@ -68,17 +68,11 @@ func excludeFromComposites(doc *document.Document, mapped []document.Field, adde
 		for name := range added {
 			exclude = append(exclude, name)
 		}
-		seen := map[string]bool{}
-		for _, f := range mapped {
-			name := f.Name()
-			if seen[name] {
-				continue
-			}
-			seen[name] = true
+		for _, f := range mapped { // a name twice (an array) is excluded twice: no matter
 			probe := *cf
-			probe.Compose(name, 1, nil)
+			probe.Compose(f.Name(), 1, nil)
 			if probe.AnalyzedLength() == cf.AnalyzedLength() {
-				exclude = append(exclude, name)
+				exclude = append(exclude, f.Name())
 			}
 		}
 		doc.CompositeFields[i] = document.NewCompositeFieldWithIndexingOptions(cf.Name(), true, nil, exclude, cf.Options())

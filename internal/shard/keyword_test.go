@@ -207,7 +207,7 @@ func TestSuggestScanBound(t *testing.T) {
 		want string
 	}{{10, "ab09 10, ab08 9"}, {1000, "ab29 30, ab28 29"}} {
 		res, err := r.Search(ctx, &wire.ShardRequest{Query: json.RawMessage(`{"match_none":{}}`), K: 1,
-			Suggest: &wire.Suggest{Field: "w", Word: "ab", Text: "ab", Size: 2, Scan: c.scan}})
+			Suggest: &wire.Suggest{Field: "w", Text: "ab", Size: 2, Scan: c.scan}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -229,7 +229,7 @@ func TestSuggestLongWord(t *testing.T) {
 	r := loadReplicas(t, 1, nil, []map[string]any{{"id": "a", "w": "tomato"}, {"id": "b", "w": "t" + strings.Repeat("o", 4000)}})[0]
 	w := "t" + strings.Repeat("o", 4000)
 	res, err := r.Search(context.Background(), &wire.ShardRequest{Query: json.RawMessage(`{"match_none":{}}`), K: 1,
-		Suggest: &wire.Suggest{Field: "w", Word: w, Text: w, Size: 5, Scan: 100, Typos: true}})
+		Suggest: &wire.Suggest{Field: "w", Text: w, Size: 5, Scan: 100, Typos: true}})
 	if err != nil {
 		t.Fatal(err)
 	}

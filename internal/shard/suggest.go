@@ -121,18 +121,19 @@ func suggestPrefix(m mapping.IndexMapping, s *wire.Suggest) string {
 	if isKeywordSubField(m, s.Field) {
 		return s.Text
 	}
+	word := api.SuggestWord(s.Text)
 	a := m.AnalyzerNamed(m.AnalyzerNameForPath(s.Field))
 	if a == nil {
-		return s.Word
+		return word
 	}
 	if whole := a.Analyze([]byte(s.Text)); len(whole) == 1 && string(whole[0].Term) == s.Text {
 		return s.Text // kept whole: a keyword analyser
 	}
-	toks := a.Analyze([]byte(s.Word))
+	toks := a.Analyze([]byte(word))
 	if len(toks) == 0 {
 		// A stop word's letters may still start a word ("to", tomato):
 		// as most analysers make a word, lower-cased.
-		return strings.ToLower(s.Word)
+		return strings.ToLower(word)
 	}
 	return string(toks[0].Term)
 }

@@ -76,14 +76,14 @@ type ShardRequest struct {
 	Suggest *Suggest `json:"suggest,omitempty"`
 }
 
-// Suggest asks a shard for the terms of Field that complete Word (as
-// Field's analyser makes it; or Text, all of q, as typed, where the field
-// keeps values whole), with its typos' terms when Typos, the Size with
-// the most documents; reading at most Scan terms of each kind. The shard
-// answers them as the facet SuggestFacet.
+// Suggest asks a shard for the terms of Field that complete Text, a q: its
+// last word (api.SuggestWord) as Field's analyser makes it, or all of it,
+// as typed, where the field keeps values whole; with its typos' terms
+// when Typos; the Size with the most documents, reading at most Scan
+// terms that start with it. The shard answers them as the facet
+// SuggestFacet.
 type Suggest struct {
 	Field string `json:"field"`
-	Word  string `json:"word"`
 	Text  string `json:"text"`
 	Size  int    `json:"size"`
 	Typos bool   `json:"typos,omitempty"`

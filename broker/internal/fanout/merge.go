@@ -47,7 +47,7 @@ func ShardSuggest(p *planner.Plan) *wire.Suggest {
 	if len(p.Shards) > 1 {
 		size += size/2 + 10
 	}
-	return &wire.Suggest{Field: p.Suggest.Field, Word: p.SuggestWord, Text: p.SuggestText, Size: size, Typos: p.Suggest.Typos, Scan: cmp.Or(p.MaxTerms, api.DefaultSuggestScan)}
+	return &wire.Suggest{Field: p.Suggest.Field, Text: p.SuggestText, Size: size, Typos: p.Suggest.Typos, Scan: cmp.Or(p.MaxTerms, api.DefaultSuggestScan)}
 }
 
 // Merged is the shards' search responses put together.
