@@ -33,6 +33,8 @@ func TestSuggest(t *testing.T) {
 {"id":"5","name":"Tomato soup"}
 {"id":"6","name":"Spicy tomato noodles"}
 {"id":"7","name":"Tomato salad"}
+{"id":"8","name":"Çiğ köfte"}
+{"id":"9","name":"KÖFTE kebab"}
 `
 	mustBulk(t, c, "sg", bytes.NewBufferString(docs))
 	list := func(ts []api.TermCount) string {
@@ -53,6 +55,7 @@ func TestSuggest(t *testing.T) {
 		{"beside the hits", api.SearchRequest{Q: "spicy", Size: 5, Suggest: &api.SuggestRequest{Field: "name"}}, "spicy 2", 2},
 		{"no typos unless asked", api.SearchRequest{Q: "tomatto", Size: api.NoHits, Suggest: &api.SuggestRequest{Field: "name"}}, "", 0},
 		{"typos", api.SearchRequest{Q: "tomatto", Size: api.NoHits, Suggest: &api.SuggestRequest{Field: "name", Typos: true}}, "tomato 3", 0},
+		{"letters beyond ASCII, folded as the field folds them", api.SearchRequest{Q: "Kö", Size: api.NoHits, Suggest: &api.SuggestRequest{Field: "name"}}, "köfte 2", 0},
 		{"whole values of a keyword sub-field", api.SearchRequest{Q: "Tofu b", Size: api.NoHits, Suggest: &api.SuggestRequest{Field: "name" + api.KeywordSuffix}}, "Tofu bowl 1", 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
