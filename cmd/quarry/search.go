@@ -47,7 +47,7 @@ func runSearch(ctx context.Context, e *env, args []string) error {
 	fs := e.newFlags("search", "INDEX [TEXT]", "Searches an index through the brokers and prints the top hits.\nTEXT is matched against the index's default field; --query takes a bleve\nquery in JSON instead.")
 	var nf natsFlags
 	nf.register(fs, e.getenv)
-	size := fs.Int("size", 10, "hits to return")
+	size := fs.Int("size", 10, "hits to return (0: none, only the total, facets and --suggest's suggestions)")
 	from := fs.Int("from", 0, "hits to skip")
 	fields := fs.String("fields", "*", "stored fields to return, comma-separated (* for all, empty for none)")
 	queryJSON := fs.String("query", "", "bleve query in JSON, instead of TEXT")
