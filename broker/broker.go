@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"math/rand/v2"
 	"runtime"
 	"runtime/debug"
@@ -87,6 +88,13 @@ type Config struct {
 	// (planner.Config.MaxExplain; default planner.DefaultMaxExplain, 100):
 	// every shard explains each of its from+size hits, kilobytes each.
 	MaxExplain int
+	// ShardDepth is how many times its share of a search's K hits (K /
+	// shards) each of several shards is first asked for, plus
+	// planner.ShardDepthSlack; a shard whose last hit still ranks in the
+	// merged top K is asked again for all K (planner.Config.ShardDepth;
+	// default planner.DefaultShardDepth, 1.5; negative: every shard
+	// returns all K in one round).
+	ShardDepth float64
 	// HeavyAfter marks a team heavy on this broker when its recent
 	// searches cost more than this on average: a search's cost is its
 	// own work, its shards' search time on the searchers and its plugin
@@ -208,6 +216,7 @@ var Defaults = Config{
 	FallbackVariantCooldown: pipeline.DefaultVariantCooldown,
 	StatsCacheSize:          4096, StatsCacheTerms: fanout.DefaultStatsCacheTerms, StatsMaxUpdates: DefaultStatsMaxUpdates, StatsMaxAge: DefaultStatsMaxAge, CompressThreshold: wire.CompressThreshold, QueueGroup: "quarry-broker",
 	PeerHeartbeat: 2 * time.Second, TeamMaxSearchMemory: DefaultTeamMaxSearchMemory, MaxExplain: planner.DefaultMaxExplain,
+	ShardDepth: planner.DefaultShardDepth,
 }
 
 // DefaultTeamMaxSearchMemory is Config.TeamMaxSearchMemory's default:
@@ -245,6 +254,7 @@ func (c *Config) EnsureDefaults() {
 	c.PeerHeartbeat = cmp.Or(c.PeerHeartbeat, d.PeerHeartbeat)
 	c.TeamMaxSearchMemory = cmp.Or(c.TeamMaxSearchMemory, d.TeamMaxSearchMemory)
 	c.MaxExplain = cmp.Or(c.MaxExplain, d.MaxExplain)
+	c.ShardDepth = cmp.Or(c.ShardDepth, d.ShardDepth)
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -306,6 +316,9 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxExplain <= 0 || c.MaxExplain > api.MaxWindow {
 		bad("max explain must be 1-%d, got %d", api.MaxWindow, c.MaxExplain)
+	}
+	if math.IsNaN(c.ShardDepth) || math.IsInf(c.ShardDepth, 0) {
+		bad("shard depth must be a number, got %v", c.ShardDepth)
 	}
 	return errors.Join(errs...)
 }
@@ -380,7 +393,7 @@ func New(nc *nats.Conn, store *meta.Store, cfg Config) (*Broker, error) {
 	}
 	cfg.Logger = cfg.Logger.With("role", "broker")
 	var b *Broker
-	p, err := planner.New(planner.Config{DefaultTimeout: cfg.DefaultTimeout, MaxTimeout: cfg.MaxTimeout, MaxExplain: cfg.MaxExplain,
+	p, err := planner.New(planner.Config{DefaultTimeout: cfg.DefaultTimeout, MaxTimeout: cfg.MaxTimeout, MaxExplain: cfg.MaxExplain, ShardDepth: cfg.ShardDepth,
 		Hedge: planner.Hedge{Enabled: !cfg.NoHedge, MaxFraction: cfg.HedgeMaxFraction}, Mapping: func(def *api.IndexDefinition) mapping.IndexMapping { return b.mappings.get(def) }})
 	if err != nil {
 		return nil, err

@@ -86,11 +86,13 @@ var statsSourceNames = [numStatsSources]string{"query_cache", "terms", "round_tr
 // resolved once and cached (indexMetrics), so a request only looks them up.
 type metrics struct {
 	statsFrom *prometheus.CounterVec
-	requests  *prometheus.CounterVec
-	duration  *prometheus.HistogramVec
-	stages    *prometheus.HistogramVec
-	steps     *prometheus.HistogramVec
-	partial   *prometheus.CounterVec
+	// secondRounds counts the shards asked again for all K, by index.
+	secondRounds *prometheus.CounterVec
+	requests     *prometheus.CounterVec
+	duration     *prometheus.HistogramVec
+	stages       *prometheus.HistogramVec
+	steps        *prometheus.HistogramVec
+	partial      *prometheus.CounterVec
 	// cpDropped counts the control-plane writes dropped, by lane.
 	cpDropped *prometheus.CounterVec
 	// bounds counts the searches refused by a bound on their size or
@@ -110,8 +112,10 @@ type indexMetrics struct {
 	partial  prometheus.Counter
 	// statsFrom counts the searches by where their statistics came from.
 	statsFrom [numStatsSources]prometheus.Counter
-	index     string
-	steps     *prometheus.HistogramVec
+	// secondRounds counts the shards asked again for all K hits.
+	secondRounds prometheus.Counter
+	index        string
+	steps        *prometheus.HistogramVec
 
 	mu       sync.RWMutex
 	stepObvs map[stepLabels]prometheus.Observer
@@ -142,6 +146,9 @@ func newMetrics(b *Broker, reg prometheus.Registerer) (*metrics, error) {
 		statsFrom: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "quarry_broker_statistics_total",
 			Help: "Searches scored with the index's statistics (exact scoring), by index and where the statistics came from: query_cache (the query's own, cached), terms (put together from its terms' cached statistics), round_trip (a statistics round trip to every shard), one_shard (the index's one shard counted them as it searched)."},
 			[]string{"index", "source"}),
+		secondRounds: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "quarry_broker_shard_second_rounds_total",
+			Help: "Shards asked a second time in a search, for all K hits (a page's end or the rankers' depth): the first round asks each of several shards for 1.5 times its share of K plus 5 (--shard-depth), and a shard whose last hit still ranked in the merged top K may hold more of it."},
+			[]string{"index"}),
 		partial: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "quarry_broker_partial_results_total",
 			Help: "Search requests answered with results from only some of the index's shards (allow_partial)."},
 			[]string{"index"}),
@@ -157,7 +164,7 @@ func newMetrics(b *Broker, reg prometheus.Registerer) (*metrics, error) {
 	for i, name := range boundNames {
 		m.bounds[i] = bounds.WithLabelValues(name)
 	}
-	for _, c := range []prometheus.Collector{m.statsFrom, m.requests, m.duration, m.stages, m.steps, m.partial, m.cpDropped, bounds, &brokerCollector{b: b},
+	for _, c := range []prometheus.Collector{m.statsFrom, m.secondRounds, m.requests, m.duration, m.stages, m.steps, m.partial, m.cpDropped, bounds, &brokerCollector{b: b},
 		plugins.NewCollector(b.loadedPlugins)} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("broker: register metrics: %w", err)
@@ -197,8 +204,10 @@ func (m *metrics) index(index string) *indexMetrics {
 		for i := range im.statsFrom {
 			im.statsFrom[i] = im.partial
 		}
+		im.secondRounds = im.partial
 	} else {
 		im.partial = m.partial.WithLabelValues(index)
+		im.secondRounds = m.secondRounds.WithLabelValues(index)
 		for i, s := range stageNames {
 			im.stages[i] = m.stages.WithLabelValues(index, s)
 		}
@@ -222,6 +231,7 @@ func (m *metrics) drop(index string) {
 	m.steps.DeletePartialMatch(l)
 	m.partial.DeletePartialMatch(l)
 	m.statsFrom.DeletePartialMatch(l)
+	m.secondRounds.DeletePartialMatch(l)
 }
 
 // answered counts a request that ended (well or not) after start.
@@ -266,6 +276,14 @@ func (im *indexMetrics) stage(stage int, d time.Duration) {
 func (im *indexMetrics) statistics(source int) {
 	if im != nil {
 		im.statsFrom[source].Inc()
+	}
+}
+
+// deepened counts the shards a search asked a second time (a quiet run,
+// a shadow's, has no series: nil).
+func (im *indexMetrics) deepened(shards int) {
+	if im != nil {
+		im.secondRounds.Add(float64(shards))
 	}
 }
 

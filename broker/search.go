@@ -207,6 +207,15 @@ func (r *run) execute(ctx context.Context, plan *planner.Plan) (*api.SearchRespo
 		return nil, err
 	}
 	r.merge()
+	if err := r.deepen(ctx, shardCtx); err != nil {
+		return nil, err
+	}
+	if len(r.deepened) > 0 {
+		if err := r.account(r.counted(), "counted from its shards' replies, a second round's included"); err != nil {
+			return nil, err
+		}
+	}
+	r.takeExplanations()
 	if err := r.rank(ctx); err != nil {
 		return nil, err
 	}
@@ -241,7 +250,9 @@ type run struct {
 	sreq             *wire.ShardRequest
 	statsDetail      string
 	results          []fanout.Result
+	answered         *wire.ShardRequest // sreq, or its retry with fresh statistics
 	refreshed        bool
+	deepened         []int // the shards asked again for all K, by position
 	fanStart, fanned time.Time
 	// collect, merge, rank, page (mergeTook: collect, merge and page)
 	resp       *api.SearchResponse
@@ -274,7 +285,7 @@ func (r *run) planned() {
 	if r.profile {
 		r.prof = append(r.prof, api.Stage{Name: "plan", TookMS: ms(r.plannedAt.Sub(r.start)), Detail: planDetail(r.plan)})
 	}
-	r.sreq = &wire.ShardRequest{Query: r.plan.Query, K: r.plan.K, Sort: r.plan.Sort, Fields: r.plan.Fields, Facets: fanout.ShardFacets(r.plan), MaxTerms: r.plan.MaxTerms, Explain: r.req.Explain, Highlight: r.req.Highlight,
+	r.sreq = &wire.ShardRequest{Query: r.plan.Query, K: r.plan.ShardK, Sort: r.plan.Sort, Fields: r.plan.Fields, Facets: fanout.ShardFacets(r.plan), MaxTerms: r.plan.MaxTerms, Explain: r.req.Explain, Highlight: r.req.Highlight,
 		Suggest: fanout.ShardSuggest(r.plan)}
 	for _, v := range r.plan.SearchAfter {
 		r.sreq.SearchAfter = append(r.sreq.SearchAfter, []byte(v))
@@ -369,7 +380,8 @@ func (r *run) composeStats(ctx context.Context) bool {
 // stale.
 func (r *run) fanOut(shardCtx context.Context) {
 	r.fanStart = time.Now()
-	r.results, r.refreshed = r.b.fan.Search(shardCtx, r.plan, r.sreq)
+	r.results, r.answered = r.b.fan.Search(shardCtx, r.plan, r.sreq)
+	r.refreshed = r.answered != r.sreq
 	r.fanned = time.Now()
 	r.stage(stageFanOut, r.fanned.Sub(r.fanStart))
 }
@@ -384,34 +396,113 @@ func (r *run) collect(ctx context.Context) error {
 	r.resp = &api.SearchResponse{Shards: api.ShardsInfo{Total: len(plan.Shards)}}
 	r.good = make([]*wire.ShardResponse, 0, len(r.results))
 	for i, res := range r.results {
-		err := res.Err
-		var sr wire.ShardResponse
-		if err == nil {
-			err = wire.DecodeShardResponse(res.Reply, &sr)
-		}
+		sr, err := r.decode(res)
 		if err != nil {
-			r.results[i].Err = r.b.shardError(ctx, plan, plan.Shards[i], err)
-			r.resp.Shards.Failed++
-			r.resp.Shards.Failures = append(r.resp.Shards.Failures, api.ShardFailure{Shard: plan.Shards[i], Reason: r.results[i].Err.Error()})
+			r.shardFailed(ctx, i, err)
 			continue
 		}
 		r.resp.Shards.Successful++
-		for j := range sr.Hits {
-			r.replyBytes += hitBytes(&sr.Hits[j])
-		}
-		r.cost += time.Duration(sr.TookNS)
-		r.results[i].Resp = &sr
-		r.good = append(r.good, &sr)
-		r.b.stats.NoteGeneration(plan.Index, sr.Generation)
+		r.results[i].Resp = sr
+		r.good = append(r.good, sr)
 		if sr.Stats != nil && r.sreq.LocalStats {
 			r.b.stats.NoteGeneration(plan.Index, sr.Stats.Generation)
 			r.b.stats.Put(plan.Index, plan.Query, sr.Stats)
 		}
 	}
-	if r.resp.Shards.Failed > 0 && (!plan.AllowPartial || r.resp.Shards.Successful == 0 || anyClientError(r.results)) {
+	return r.failed()
+}
+
+// decode decodes a shard's reply, counting its hits' memory and its
+// search time.
+func (r *run) decode(res fanout.Result) (*wire.ShardResponse, error) {
+	if res.Err != nil {
+		return nil, res.Err
+	}
+	var sr wire.ShardResponse
+	if err := wire.DecodeShardResponse(res.Reply, &sr); err != nil {
+		return nil, err
+	}
+	for j := range sr.Hits {
+		r.replyBytes += hitBytes(&sr.Hits[j])
+	}
+	r.cost += time.Duration(sr.TookNS)
+	r.b.stats.NoteGeneration(r.plan.Index, sr.Generation)
+	return &sr, nil
+}
+
+// shardFailed records that the shard at position i of the plan failed.
+func (r *run) shardFailed(ctx context.Context, i int, err error) {
+	shard := r.plan.Shards[i]
+	r.results[i].Err = r.b.shardError(ctx, r.plan, shard, err)
+	r.resp.Shards.Failed++
+	r.resp.Shards.Failures = append(r.resp.Shards.Failures, api.ShardFailure{Shard: shard, Reason: r.results[i].Err.Error()})
+}
+
+// failed fails the search when a shard failed and the request does not
+// take partial results (or every shard failed, or one refused the
+// request itself).
+func (r *run) failed() error {
+	if r.resp.Shards.Failed > 0 && (!r.plan.AllowPartial || r.resp.Shards.Successful == 0 || anyClientError(r.results)) {
 		return shardsFailed(r.resp.Shards, r.results)
 	}
 	return nil
+}
+
+// deepen asks again, for all K hits, each shard whose first round may
+// have left out some of the merged top K (fanout.NeedsMore: rare on hash
+// sharding, Plan.ShardK), merges once more, and cuts the candidates to
+// K: those past it are not all known. A shard that fails its second
+// round counts as failed, its first round's hits and counts dropped.
+func (r *run) deepen(ctx, shardCtx context.Context) error {
+	for i, res := range r.results {
+		if res.Resp != nil && fanout.NeedsMore(res.Resp, r.hits, r.plan) {
+			r.deepened = append(r.deepened, i)
+		}
+	}
+	if len(r.deepened) > 0 {
+		start := time.Now()
+		more := r.b.fan.Deepen(shardCtx, r.plan, r.answered, r.deepened)
+		r.stage(stageFanOut, time.Since(start))
+		r.metrics.deepened(len(r.deepened))
+		for j, res := range more {
+			i := r.deepened[j]
+			sr, err := r.decode(res)
+			if err != nil {
+				r.resp.Shards.Successful--
+				r.results[i].Resp = nil
+				r.shardFailed(ctx, i, fmt.Errorf("asked again for %d hits: %w", r.plan.K, err))
+				continue
+			}
+			r.results[i].Resp.Hits = sr.Hits // the first round's totals and facets stay
+		}
+		if err := r.failed(); err != nil {
+			return err
+		}
+		r.good = r.good[:0]
+		for _, res := range r.results {
+			if res.Resp != nil {
+				r.good = append(r.good, res.Resp)
+			}
+		}
+		r.merge()
+		if r.profile {
+			r.prof = append(r.prof, api.Stage{Name: "deepen", TookMS: ms(time.Since(start)),
+				Detail: fmt.Sprintf("shards %v asked again for k=%d: their last of k=%d hits ranked in the merged top %d", r.deepenedShards(), r.plan.K, r.plan.ShardK, r.plan.K)})
+		}
+	}
+	if len(r.hits) > r.plan.K {
+		r.hits = r.hits[:r.plan.K]
+	}
+	return nil
+}
+
+// deepenedShards are the shards deepen asked again.
+func (r *run) deepenedShards() []int {
+	out := make([]int, len(r.deepened))
+	for j, i := range r.deepened {
+		out[j] = r.plan.Shards[i]
+	}
+	return out
 }
 
 // merge puts every shard's candidates in one order and sums totals and
@@ -427,9 +518,6 @@ func (r *run) merge() {
 			r.resp.Facets = nil
 		}
 	}
-	if r.sreq.Explain || r.sreq.Highlight != nil {
-		r.takeExplanations()
-	}
 	r.mergeTook += time.Since(start)
 }
 
@@ -438,6 +526,11 @@ func (r *run) merge() {
 // wire.HighlightField), before a ranker sees them; page encodes the
 // explanations of its hits, and the fragments stay with their hit.
 func (r *run) takeExplanations() {
+	if !r.sreq.Explain && r.sreq.Highlight == nil {
+		return
+	}
+	start := time.Now()
+	defer func() { r.mergeTook += time.Since(start) }()
 	r.explanations = make(map[string]any, len(r.hits))
 	for i := range r.hits {
 		h := &r.hits[i]
@@ -546,7 +639,7 @@ func (r *run) finish() {
 	plan := r.plan
 	prof := append(r.prelude, r.prof...)
 	prof = append(prof, api.Stage{Name: "fan-out", TookMS: ms(r.fanned.Sub(r.fanStart)),
-		Detail: fmt.Sprintf("%d shards, k=%d, shard deadline %s", len(plan.Shards), plan.K, plan.ShardTimeout)})
+		Detail: fmt.Sprintf("%d shards, k=%d each, shard deadline %s", len(plan.Shards), plan.ShardK, plan.ShardTimeout)})
 	if r.refreshed {
 		prof[len(prof)-1].Detail += "; statistics refreshed (a shard had more updates since they were counted than the bound) and every shard asked again"
 	}
@@ -571,8 +664,8 @@ func (r *run) finish() {
 }
 
 func planDetail(p *planner.Plan) string {
-	return fmt.Sprintf("query %s; k=%d; timeout %s (shards %s); hedge %v; allow_partial %v; exact_scoring %v",
-		p.Query, p.K, p.Timeout, p.ShardTimeout, p.Hedge.Enabled, p.AllowPartial, p.ExactScoring)
+	return fmt.Sprintf("query %s; k=%d (each shard %d first); timeout %s (shards %s); hedge %v; allow_partial %v; exact_scoring %v",
+		p.Query, p.K, p.ShardK, p.Timeout, p.ShardTimeout, p.Hedge.Enabled, p.AllowPartial, p.ExactScoring)
 }
 
 // shardError is a shard's failure as the caller sees it: an internal one

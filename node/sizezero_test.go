@@ -64,7 +64,7 @@ func TestHTTPSizeZero(t *testing.T) {
 			}
 			// No hits: shards return none, no statistics are gathered
 			// for scores nobody sees, no ranker runs.
-			if st := stages(&r); st != "decode, plan, fan-out (2 shards, k=0, shard deadline 1.98s), merge, encode" {
+			if st := stages(&r); st != "decode, plan, fan-out (2 shards, k=0 each, shard deadline 1.98s), merge, encode" {
 				t.Errorf("%s, %s: stages %s", what, req, st)
 			}
 		}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -43,7 +44,24 @@ type Config struct {
 	// "and" with typos or prefixes, where a word that analyses to nothing
 	// (a stop word) must not be required.
 	Mapping func(def *api.IndexDefinition) mapping.IndexMapping
+	// ShardDepth is how many times its share of the K hits (K / shards)
+	// each shard of a search over several is first asked for, plus
+	// ShardDepthSlack: a shard whose last hit could still be among the
+	// merged top K is then asked again for all K (Plan.ShardK). Default
+	// DefaultShardDepth; negative: every shard is asked for K in one
+	// round, as one index would need.
+	ShardDepth float64
 }
+
+// DefaultShardDepth is Config.ShardDepth's default. On hash sharding a
+// shard's share of the top K is binomial (K=50 over 4 shards: mean
+// 12.5, standard deviation 3.1), so 1.5 times the share plus
+// ShardDepthSlack (24 of 50) almost never needs a second round.
+const DefaultShardDepth = 1.5
+
+// ShardDepthSlack is added to each shard's first-round depth, so that a
+// small K (10 over 4 shards: 9) is not cut at the share's noise.
+const ShardDepthSlack = 5
 
 // DefaultMaxExplain is Config.MaxExplain's default: a page to read, not
 // a result set to export.
@@ -81,6 +99,12 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxExplain == 0 {
 		c.MaxExplain = DefaultMaxExplain
+	}
+	if c.ShardDepth == 0 {
+		c.ShardDepth = DefaultShardDepth
+	}
+	if math.IsNaN(c.ShardDepth) || math.IsInf(c.ShardDepth, 0) {
+		return fmt.Errorf("planner: shard depth must be a number, got %v", c.ShardDepth)
 	}
 	if c.MaxExplain < 0 || c.MaxExplain > api.MaxWindow {
 		return fmt.Errorf("planner: max explain must be between 1 and %d, got %d", api.MaxWindow, c.MaxExplain)
@@ -131,11 +155,19 @@ type Plan struct {
 	Query json.RawMessage `json:"query"`
 	// Shards are the shards to ask.
 	Shards []int `json:"shards"`
-	// K is how many hits each shard returns.
-	K    int      `json:"k"`
-	From int      `json:"from"`
-	Size int      `json:"size"`
-	Sort []string `json:"sort,omitempty"`
+	// K is how many hits the merge needs: the page's end, or the
+	// rankers' depth.
+	K int `json:"k"`
+	// ShardK is how many hits each shard returns in the first round
+	// (Config.ShardDepth): K on one shard, fewer on several. A shard that
+	// returned all ShardK and whose last hit ranks above the merged K-th
+	// may hold more of the top K, and is asked again for K
+	// (fanout.NeedsMore); every other shard's hits not returned rank
+	// below its last, so below the K-th.
+	ShardK int      `json:"shard_k"`
+	From   int      `json:"from"`
+	Size   int      `json:"size"`
+	Sort   []string `json:"sort,omitempty"`
 	// SortShown is how many of Sort the request gave: a sort without
 	// "_id" gets it last, a tie-break that makes the order total (what a
 	// cursor needs), whose values the response does not show.
@@ -272,7 +304,18 @@ func (p *Planner) Plan(req *api.SearchRequest, def api.IndexDefinition, hints *H
 		plan.Fields = append(slices.Clip(req.Fields), plan.ExtraFields...)
 		plan.K = max(plan.K, min(rk.Depth, limits.MaxWindow))
 	}
+	plan.ShardK = p.shardK(plan.K, len(shards))
 	return plan, nil
+}
+
+// shardK is the first round's depth for each of n shards, for a merged
+// depth of k (Config.ShardDepth).
+func (p *Planner) shardK(k, n int) int {
+	if n < 2 || p.cfg.ShardDepth < 0 {
+		return k
+	}
+	share := int(math.Ceil(float64(k)/float64(n)*p.cfg.ShardDepth)) + ShardDepthSlack
+	return min(share, k)
 }
 
 // ranking is h's Ranking (nil for no hints).

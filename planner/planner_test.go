@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"math"
 	"testing"
 	"time"
 
@@ -304,5 +305,52 @@ func TestTyposAndPrefixBounded(t *testing.T) {
 	}
 	if one, two := strings.Count(string(plan.Query), `"fuzziness":1`), strings.Count(string(plan.Query), `"fuzziness":2`); one != 2 || two != 0 {
 		t.Errorf("a word of %d letters and noodles: %d typo clauses of one edit and %d of two, want noodles' 2 (one a field) and none", len(long), one, two)
+	}
+}
+
+// Each shard's first-round depth: ShardDepth times its share of K, plus
+// the slack, never over K; K itself on one shard, with ShardDepth
+// negative, and for no hits.
+func TestShardK(t *testing.T) {
+	for _, c := range []struct {
+		depth        float64
+		shards, size int
+		rerank       int
+		want         int
+	}{
+		{0, 4, 50, 0, 24},    // the default 1.5: ceil(18.75) + 5
+		{0, 4, 10, 0, 9},     // ceil(3.75) + 5
+		{0, 4, 5, 0, 5},      // the slack alone reaches K
+		{0, 2, 10, 50, 43},   // the ranker's depth is K: ceil(37.5) + 5
+		{0, 1, 50, 0, 50},    // one shard: one round
+		{0, 16, 1000, 0, 99}, // ceil(93.75) + 5
+		{-1, 4, 50, 0, 50},   // turned off
+		{2, 4, 0, 0, 0},      // size 0: no hits
+		{3, 4, 100, 0, 80},   // ceil(75) + 5
+	} {
+		p, err := New(Config{ShardDepth: c.depth})
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := api.SearchRequest{Q: "x", Size: c.size}
+		if c.size == 0 {
+			req.Size = api.NoHits
+		}
+		var hints *Hints
+		if c.rerank > 0 {
+			hints = &Hints{Ranking: &Ranking{Depth: c.rerank}}
+		}
+		plan, err := p.Plan(&req, api.IndexDefinition{Name: "x", Shards: c.shards}, hints)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if plan.ShardK != c.want || plan.ShardK > plan.K {
+			t.Errorf("depth %g, %d shards, size %d, rerank %d: shard k %d of %d, want %d", c.depth, c.shards, c.size, c.rerank, plan.ShardK, plan.K, c.want)
+		}
+	}
+	for _, bad := range []float64{math.NaN(), math.Inf(1)} {
+		if _, err := New(Config{ShardDepth: bad}); err == nil {
+			t.Errorf("shard depth %v accepted", bad)
+		}
 	}
 }

@@ -85,6 +85,7 @@ type roleFlags struct {
 	maxResponse      bytesFlag
 	teamMemory       bytesFlag
 	maxExplain       int
+	shardDepth       float64
 }
 
 // registerWrites adds the flags pacing how replicas apply updates (the
@@ -129,6 +130,7 @@ func (f *roleFlags) registerBroker(fs *flag.FlagSet) {
 	fs.Var(&f.teamMemory, "team-max-search-memory", "most memory one team's searches in flight may hold on a broker (each estimated once planned, then counted from its shards' replies), e.g. 512MiB; a search that would take its team over it is refused with 429")
 	fs.Var(&f.maxResponse, "max-response-bytes", "most one search response may hold, counted as its page is cut (ids, fields, explanations, profile), e.g. 4MiB: past it the search stops with response_too_large (default 0: what one NATS reply carries, the server's max_payload less 4 KiB, which is also its most)")
 	fs.IntVar(&f.maxExplain, "max-explain", broker.Defaults.MaxExplain, "most hits (from+size) a search may ask to explain (\"explain\": true); more is refused at once with query_too_complex (400)")
+	fs.Float64Var(&f.shardDepth, "shard-depth", broker.Defaults.ShardDepth, "a search over several shards first asks each for this many times its share of the hits it needs (from+size, or the rankers' depth, over the shards), plus 5; a shard whose last hit still ranks among the merged hits it needs is asked again for all of them (metric quarry_broker_shard_second_rounds_total). Negative: every shard returns all of them in one round")
 	fs.DurationVar(&f.heavySearch, "heavy-search", broker.Defaults.HeavyAfter, "a team whose recent searches cost more than this on average (their shards' search time and plugin calls, not their latency) is heavy: while other teams are active its searches take turns, --heavy-searches at once (negative: never)")
 	fs.IntVar(&f.heavySearches, "heavy-searches", 0, "searches of heavy teams run at once on this broker while other teams are active (default GOMAXPROCS/2, at least 1)")
 	fs.DurationVar(&f.heavyWait, "heavy-wait", broker.Defaults.HeavyWait, "how long a heavy team's search waits for its turn before it is refused with 429")
@@ -212,7 +214,7 @@ func (f *roleFlags) broker() *broker.Config {
 	return &broker.Config{DefaultTimeout: f.defaultTimeout, MaxInFlight: f.maxInFlight, TeamMaxInFlight: f.teamInFlight,
 		HeavyAfter: f.heavySearch, HeavySearches: f.heavySearches, HeavyWait: f.heavyWait, RateUnit: f.rateUnit, NoHedge: f.noHedge, StatsCacheSize: f.statsCache, StatsCacheTerms: f.statsCacheTerms, StatsMaxUpdates: f.statsMaxUpdates, StatsMaxAge: f.statsMaxAge, RecordPercent: f.recordPercent, PluginLogRate: f.pluginLogRate, PluginLogProcessRate: f.pluginLogProcess,
 		FallbackErrorRate: f.fallbackRate, FallbackWindow: f.fallbackWindow, FallbackMinCalls: f.fallbackMin, FallbackSlowRate: f.fallbackSlow, FallbackVariantCooldown: f.fallbackVariant,
-		DrainTimeout: f.drainTimeout, SlowQuery: f.slowQuery, TeamMaxSearchMemory: int64(f.teamMemory), MaxResponseBytes: int(f.maxResponse), MaxExplain: f.maxExplain}
+		DrainTimeout: f.drainTimeout, SlowQuery: f.slowQuery, TeamMaxSearchMemory: int64(f.teamMemory), MaxResponseBytes: int(f.maxResponse), MaxExplain: f.maxExplain, ShardDepth: f.shardDepth}
 }
 
 func runServe(ctx context.Context, e *env, args []string) error {

@@ -93,8 +93,16 @@ func Merge(shards []*wire.ShardResponse, plan *planner.Plan) Merged {
 			m.Facets[name] = f.cut(req)
 		}
 	}
+	slices.SortFunc(m.Hits, order(plan))
+	return m
+}
+
+// order is the merge's order of two hits: by score, descending, ties by
+// id, or by their encoded sort values (the plan's sort ends with "_id":
+// a total order). Every shard returns its hits in this order.
+func order(plan *planner.Plan) func(a, b api.Hit) int {
 	desc := sortDescending(plan.Sort)
-	slices.SortFunc(m.Hits, func(a, b api.Hit) int {
+	return func(a, b api.Hit) int {
 		if len(plan.Sort) > 0 {
 			for i := range min(len(a.SortKeys), len(b.SortKeys), len(desc)) {
 				var c int
@@ -114,8 +122,25 @@ func Merge(shards []*wire.ShardResponse, plan *planner.Plan) Merged {
 			return c
 		}
 		return cmp.Compare(a.ID, b.ID)
-	})
-	return m
+	}
+}
+
+// NeedsMore reports whether a shard's first-round reply (plan.ShardK
+// hits asked) may leave out hits of the merged top plan.K, given the
+// first round merged (Merge's Hits): the shard returned every hit it was
+// asked for, and either fewer than K were merged or its last hit ranks
+// above the merged K-th. Its hits not returned rank below its last, so
+// otherwise below the K-th: the shards that do not need more hold none
+// of the top K they did not return.
+func NeedsMore(sr *wire.ShardResponse, merged []api.Hit, plan *planner.Plan) bool {
+	n := len(sr.Hits)
+	if plan.ShardK >= plan.K || n < plan.ShardK || n == 0 {
+		return false
+	}
+	if len(merged) < plan.K {
+		return true
+	}
+	return order(plan)(sr.Hits[n-1], merged[plan.K-1]) < 0
 }
 
 // facetSum is one facet's shard counts added up (as bleve's

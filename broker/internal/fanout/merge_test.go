@@ -115,3 +115,45 @@ func TestMergeFacetsAsBleve(t *testing.T) {
 		}
 	}
 }
+
+// A shard needs a second round when it returned all it was asked for
+// and its last hit ranks above the merged K-th (or fewer than K were
+// merged); never when it returned fewer, or when its first round asked
+// for K already. By score, and by sort values.
+func TestNeedsMore(t *testing.T) {
+	hit := func(id string, score float64) api.Hit { return api.Hit{ID: id, Score: score} }
+	full := &wire.ShardResponse{Hits: []api.Hit{hit("a", 9), hit("b", 8)}}   // its last, b, ranks 2nd
+	low := &wire.ShardResponse{Hits: []api.Hit{hit("c", 7), hit("d", 1)}}    // its last, d, ranks last
+	short := &wire.ShardResponse{Hits: []api.Hit{hit("e", 6)}}               // all it has
+	tied := &wire.ShardResponse{Hits: []api.Hit{hit("f", 6.5), hit("g", 5)}} // g is the merged 6th
+	merged := Merge([]*wire.ShardResponse{full, low, short, tied}, &planner.Plan{}).Hits
+	for _, c := range []struct {
+		name string
+		sr   *wire.ShardResponse
+		k    int
+		want bool
+	}{
+		{"last ranks above the k-th", full, 4, true},
+		{"last ranks below the k-th", low, 4, false},
+		{"fewer than asked", short, 4, false},
+		{"last is the k-th", tied, 6, false},
+		{"last is above the k-th", tied, 7, true},
+		{"fewer than k merged", low, 20, true},
+		{"asked for k already", full, 2, false},
+	} {
+		plan := &planner.Plan{K: c.k, ShardK: 2}
+		if got := NeedsMore(c.sr, merged, plan); got != c.want {
+			t.Errorf("%s: %v, want %v (merged %v)", c.name, got, c.want, merged)
+		}
+	}
+	sorted := &planner.Plan{K: 3, ShardK: 1, Sort: []string{"-price", "_id"}}
+	key := func(id, price string) api.Hit { return api.Hit{ID: id, SortKeys: []string{price, id}} }
+	a := &wire.ShardResponse{Hits: []api.Hit{key("a", "9")}}
+	b := &wire.ShardResponse{Hits: []api.Hit{key("b", "5")}}
+	c := &wire.ShardResponse{Hits: []api.Hit{key("c", "7")}}
+	d := &wire.ShardResponse{Hits: []api.Hit{key("d", "1")}}
+	m := Merge([]*wire.ShardResponse{a, b, c, d}, sorted).Hits // a c b d: b is the 3rd
+	if !NeedsMore(a, m, sorted) || !NeedsMore(c, m, sorted) || NeedsMore(b, m, sorted) || NeedsMore(d, m, sorted) {
+		t.Errorf("sorted: a %v c %v b %v d %v, want true true false false", NeedsMore(a, m, sorted), NeedsMore(c, m, sorted), NeedsMore(b, m, sorted), NeedsMore(d, m, sorted))
+	}
+}

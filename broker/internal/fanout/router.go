@@ -107,16 +107,16 @@ func (rt *Router) CountStats(ctx context.Context, plan *planner.Plan) (*wire.Glo
 
 // Search runs the search phase: sreq to every shard of the plan, in
 // parallel under ctx's deadline, hedged as the plan says; a result per
-// shard, in the plan's order. When a shard refuses the statistics as
-// stale (wire.CodeStaleStats: more of its updates since they were
-// counted than the bound, or, put together, lacking a term it reads),
-// they are counted again and every shard asked
-// once more, without the bound (the statistics are a moment old). It
-// reports whether that happened.
-func (rt *Router) Search(ctx context.Context, plan *planner.Plan, sreq *wire.ShardRequest) ([]Result, bool) {
+// shard, in the plan's order, and the request they answered. When a
+// shard refuses the statistics as stale (wire.CodeStaleStats: more of
+// its updates since they were counted than the bound, or, put together,
+// lacking a term it reads), they are counted again and every shard asked
+// once more, without the bound (the statistics are a moment old): the
+// request they answered is then that second one, not sreq.
+func (rt *Router) Search(ctx context.Context, plan *planner.Plan, sreq *wire.ShardRequest) ([]Result, *wire.ShardRequest) {
 	results := rt.fanOut(ctx, plan, sreq, plan.Hedge)
 	if sreq.Stats == nil || sreq.MaxStaleUpdates == 0 || !anyStale(results) {
-		return results, false
+		return results, sreq
 	}
 	rt.stats.Drop(plan.Index, plan.Query)
 	statsCtx, cancel := context.WithTimeout(ctx, plan.ShardTimeout/4)
@@ -127,7 +127,24 @@ func (rt *Router) Search(ctx context.Context, plan *planner.Plan, sreq *wire.Sha
 	if err == nil {
 		retry.Stats = st // nil when a shard did not answer: each scores with its own
 	}
-	return rt.fanOut(ctx, plan, &retry, plan.Hedge), true
+	return rt.fanOut(ctx, plan, &retry, plan.Hedge), &retry
+}
+
+// Deepen asks the plan's shards at positions idx (of plan.Shards) again,
+// for all plan.K hits: sreq is the first round's request as the shards
+// answered it (Search), so scores are those of the first round. Only
+// hits are wanted: no facets or suggestions, and no bound on stale
+// statistics (the first round took them a moment ago). A result per
+// position of idx.
+func (rt *Router) Deepen(ctx context.Context, plan *planner.Plan, sreq *wire.ShardRequest, idx []int) []Result {
+	more := *sreq
+	more.K, more.Facets, more.Suggest, more.MaxStaleUpdates = plan.K, nil, nil, 0
+	sub := *plan
+	sub.Shards = make([]int, len(idx))
+	for j, i := range idx {
+		sub.Shards[j] = plan.Shards[i]
+	}
+	return rt.fanOut(ctx, &sub, &more, plan.Hedge)
 }
 
 func anyStale(results []Result) bool {

@@ -91,8 +91,9 @@ func TestSearchAsksEveryShard(t *testing.T) {
 	}
 	rt := NewRouter(s.NC, 0, NewStatsCache(10))
 	plan := &planner.Plan{Index: "menu", Shards: []int{1, 0, 2}, ShardTimeout: time.Second}
-	results, refreshed := rt.Search(withTimeout(t, 5*time.Second), plan, &wire.ShardRequest{Query: []byte(`{"match":"soup"}`), K: 3})
-	if refreshed || len(results) != 3 {
+	sreq := &wire.ShardRequest{Query: []byte(`{"match":"soup"}`), K: 3}
+	results, used := rt.Search(withTimeout(t, 5*time.Second), plan, sreq)
+	if refreshed := used != sreq; refreshed || len(results) != 3 {
 		t.Fatalf("%d results, refreshed %v", len(results), refreshed)
 	}
 	for i, want := range []uint64{2, 1} {
@@ -138,9 +139,10 @@ func TestSearchRefreshesStaleStats(t *testing.T) {
 	stats.Put("menu", q, old)
 	rt := NewRouter(s.NC, 0, stats)
 	plan := &planner.Plan{Index: "menu", Query: q, Shards: []int{0, 1}, ShardTimeout: 2 * time.Second}
-	results, refreshed := rt.Search(withTimeout(t, 5*time.Second), plan, &wire.ShardRequest{Query: q, Stats: old, MaxStaleUpdates: 10})
-	if !refreshed {
-		t.Fatal("not refreshed")
+	sreq := &wire.ShardRequest{Query: q, Stats: old, MaxStaleUpdates: 10}
+	results, used := rt.Search(withTimeout(t, 5*time.Second), plan, sreq)
+	if used == sreq || used.Stats == nil || used.Stats.DocCount != 10 || used.MaxStaleUpdates != 0 {
+		t.Fatalf("not refreshed: the shards answered %+v", used)
 	}
 	for i, r := range results {
 		if r.Err != nil {
