@@ -11,13 +11,13 @@ import (
 
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/broker"
-	"github.com/quarrysearch/quarry/internal/catalog"
 	"github.com/quarrysearch/quarry/indexer"
-	"github.com/quarrysearch/quarry/searcher"
+	"github.com/quarrysearch/quarry/internal/catalog"
 	"github.com/quarrysearch/quarry/internal/corpus"
 	"github.com/quarrysearch/quarry/internal/subject"
 	"github.com/quarrysearch/quarry/plugins"
 	"github.com/quarrysearch/quarry/sdk/abi"
+	"github.com/quarrysearch/quarry/searcher"
 )
 
 // skewedDocs are documents whose best matches for "dragon" (and highest
