@@ -80,7 +80,7 @@ func (r *run) estimate() int64 {
 		payload += explainGuess
 	}
 	room := int64(wire.ReplyRoom(r.b.nc))
-	k := int64(p.ShardK) // the first round's; a second is counted once it answers
+	k := int64(p.K) // what a shard may return, a second round's included
 	perShard := k*hitMemory + min(k*int64(payload+32), room)
 	response := min(int64(p.Size)*int64(payload+64), int64(r.b.responseCap()))
 	return searchMemory + int64(len(p.Shards))*perShard + response

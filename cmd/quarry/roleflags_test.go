@@ -53,6 +53,7 @@ func TestRoleFlagDefaults(t *testing.T) {
 		{"rate-unit", broker.Defaults.RateUnit},
 		{"team-max-search-memory", broker.Defaults.TeamMaxSearchMemory},
 		{"max-explain", broker.Defaults.MaxExplain},
+		{"shard-depth", broker.Defaults.ShardDepth},
 		{"max-response-bytes", int64(broker.Defaults.MaxResponseBytes)},
 		{"max-shard-reply-bytes", int64(searcher.Defaults.MaxReplyBytes)},
 		{"gate-timeout", registry.DefaultGateTimeout},
