@@ -2,12 +2,14 @@ package shard
 
 import (
 	"context"
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -21,6 +23,7 @@ import (
 
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/api/strictjson"
+	"github.com/quarrysearch/quarry/internal/indexmap"
 	"github.com/quarrysearch/quarry/internal/meta"
 	"github.com/quarrysearch/quarry/internal/snapshot"
 	"github.com/quarrysearch/quarry/internal/subject"
@@ -333,7 +336,14 @@ func (r *Replica) Progress() Progress {
 }
 
 // DocCount is the number of documents in the replica.
-func (r *Replica) DocCount() (uint64, error) { return r.idx.DocCount() }
+func (r *Replica) DocCount() (uint64, error) {
+	idx, err := r.acquire()
+	if err != nil {
+		return 0, err
+	}
+	defer r.mu.RUnlock()
+	return idx.DocCount()
+}
 
 // Segments returns how many segments the replica's index is made of now:
 // persisted files and fresh ones still in memory (scorch's root). Every
@@ -492,8 +502,129 @@ func (r *Replica) applyLoop(ctx context.Context, msgs <-chan jetstream.Msg) {
 	}
 }
 
-// apply writes one batch of stream messages and the new sequence.
+// apply writes one batch of stream messages and the new sequence: the
+// documents, in bleve batches between the mapping markers among them
+// (applyMapping), which each apply at their point of the stream.
 func (r *Replica) apply(msgs []jetstream.Msg) error {
+	for len(msgs) > 0 {
+		i := slices.IndexFunc(msgs, isMappingMarker)
+		if i < 0 {
+			return r.applyDocs(msgs)
+		}
+		if i > 0 {
+			if err := r.applyDocs(msgs[:i]); err != nil {
+				return err
+			}
+		}
+		if err := r.applyMapping(msgs[i]); err != nil {
+			return err
+		}
+		msgs = msgs[i+1:]
+	}
+	return nil
+}
+
+// isMappingMarker reports whether a stream message is a mapping marker
+// (subject.MappingMarker), not a document.
+func isMappingMarker(m jetstream.Msg) bool {
+	return m.Headers().Get(subject.HeaderOp) == subject.OpMapping
+}
+
+// applyMapping applies a mapping marker: the index's mapping (the
+// marker's body, canonical JSON) from this point of the stream on. Bleve
+// reads a mapping only when it opens an index, so the replica writes it
+// where bleve keeps it, with the marker's sequence, in one batch, and
+// opens the index again: searches wait the moment that takes. A marker
+// whose mapping the index has already (replayed, or after a snapshot
+// taken since) only moves the sequence; one whose mapping does not build
+// is skipped and counted as rejected, as a document that cannot be
+// applied is.
+func (r *Replica) applyMapping(m jetstream.Msg) error {
+	md, err := m.Metadata()
+	if err != nil {
+		return fmt.Errorf("message metadata: %w", err)
+	}
+	seq := md.Sequence.Stream
+	next, err := indexmap.Build(m.Data())
+	changed := false
+	if err == nil {
+		var cur, want []byte
+		if cur, err = json.Marshal(r.idx.Mapping()); err == nil {
+			want, err = json.Marshal(next)
+			changed = !bytes.Equal(cur, want)
+		}
+	}
+	var rejected uint64
+	if err != nil {
+		r.cfg.Logger.Warn("skipping a mapping marker that cannot be applied", "seq", seq, "err", err)
+		rejected, changed = 1, false
+	}
+	b := r.idx.NewBatch()
+	var seqBuf [8]byte
+	binary.BigEndian.PutUint64(seqBuf[:], seq)
+	b.SetInternal(seqKey, seqBuf[:])
+	persisted := make(chan error, 1)
+	if changed {
+		b.SetInternal(mappingKey, m.Data())
+		b.SetPersistedCallback(func(err error) { persisted <- err })
+	}
+	r.applyMu.Lock()
+	err = r.idx.Batch(b)
+	r.applyMu.Unlock()
+	if err != nil {
+		return fmt.Errorf("apply the mapping marker at %d: %w", seq, err)
+	}
+	if changed {
+		// Scorch keeps recent batches in memory until its persister
+		// writes them, and closing the index drops those: wait until the
+		// batch (and every one before it) is on disk, searches still
+		// served. No batch applies meanwhile: this goroutine applies them.
+		if err := <-persisted; err != nil {
+			return fmt.Errorf("persist the mapping marker at %d: %w", seq, err)
+		}
+		if err := r.reopen(); err != nil {
+			return fmt.Errorf("apply the mapping marker at %d: %w", seq, err)
+		}
+		r.cfg.Logger.Info("mapping changed", "index", r.cfg.Index, "shard", r.cfg.Shard, "seq", seq)
+	}
+	r.updates.add([]uint64{seq})
+	r.pending.Store(md.NumPending)
+	r.rejected.Add(rejected)
+	r.seq.Store(seq)
+	if md.NumPending == 0 {
+		r.markCaughtUp()
+	}
+	return nil
+}
+
+// mappingKey is where bleve keeps an index's mapping (its internal
+// "_mapping", read when the index is opened).
+var mappingKey = []byte("_mapping")
+
+// reopen closes the index and opens it again (to read a new mapping),
+// while searches and snapshots' copies wait: r.mu before applyMu, the
+// order a copy takes them in.
+func (r *Replica) reopen() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return ErrClosed
+	}
+	r.applyMu.Lock()
+	defer r.applyMu.Unlock()
+	if err := r.idx.Close(); err != nil {
+		return fmt.Errorf("close the index: %w", err)
+	}
+	idx, err := bleve.OpenUsing(r.cfg.Dir, scorchConfig(r.cfg.Writes))
+	if err != nil {
+		return fmt.Errorf("open the index again: %w", err)
+	}
+	r.idx = idx
+	return nil
+}
+
+// applyDocs writes a batch of document messages and the new sequence.
+func (r *Replica) applyDocs(msgs []jetstream.Msg) error {
 	b := r.idx.NewBatch()
 	var last, pending uint64
 	var indexed, deleted, rejected uint64

@@ -251,7 +251,12 @@ const warmEvery = 200 * time.Millisecond
 // tokens returns the replica's token cache (nil for an index that is not
 // Quarry's index type).
 func (r *Replica) tokens() *tokenCache {
-	adv, err := r.idx.Advanced()
+	idx, err := r.acquire()
+	if err != nil {
+		return nil
+	}
+	adv, err := idx.Advanced()
+	r.mu.RUnlock()
 	if err != nil {
 		return nil
 	}

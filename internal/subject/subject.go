@@ -138,6 +138,11 @@ const (
 	HeaderOp = "Quarry-Op"
 	// OpDelete is the HeaderOp value of a tombstone.
 	OpDelete = "delete"
+	// OpMapping is the HeaderOp value of a mapping marker: not a
+	// document, but the index's new mapping (canonical JSON), which
+	// every replica of the shard applies at this point of its stream
+	// (MappingMarker).
+	OpMapping = "mapping"
 	// HeaderReindexFrom marks a document message a reindex copied with
 	// the stream sequence of the source's message (client.Reindex).
 	HeaderReindexFrom = "Quarry-Reindex-From"
@@ -213,6 +218,18 @@ func IDFromToken(tok string) (string, error) {
 func Doc(index string, shard int, id string) string {
 	return DocsPrefix + "." + index + "." + strconv.Itoa(shard) + "." + IDToken(id)
 }
+
+// MappingMarker is the subject of a mapping update's marker on one
+// shard (OpMapping): a document subject whose id is update (unique to
+// the update, so that no later update replaces it in the stream, which
+// keeps one message a subject) behind a byte that is not UTF-8, so no
+// document's id can be it.
+func MappingMarker(index string, shard int, update string) string {
+	return Doc(index, shard, mappingMarkerPrefix+update)
+}
+
+// mappingMarkerPrefix starts every mapping marker's id.
+const mappingMarkerPrefix = "\xffmapping:"
 
 // DocsOfShard is the filter subject of every document of one shard.
 func DocsOfShard(index string, shard int) string {
