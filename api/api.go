@@ -752,6 +752,16 @@ type IndexDefinition struct {
 	Created   time.Time      `json:"created"`
 }
 
+// MappingChange asks to change an index's mapping in place (the control
+// API's index.mapping; PUT /v1/indexes/{index}/mapping takes the mapping
+// alone): the whole new mapping, which may only add to the index's
+// fields, types and analysis components, and only fields no document of
+// the index holds yet. Any other change takes a reindex into a new index.
+type MappingChange struct {
+	Index   string          `json:"index"`
+	Mapping json.RawMessage `json:"mapping"`
+}
+
 // Alias is a name that points at one index: searches, reads and writes
 // of the alias are the index's. Switching it to another index is atomic
 // (one key's compare-and-set): a search or write gets the old index or

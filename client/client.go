@@ -179,29 +179,7 @@ func (c *Client) CreateIndexDef(ctx context.Context, def api.IndexDefinition) (a
 		return api.IndexDefinition{}, api.BadRequest("%v", err)
 	}
 	body, _ := json.Marshal(def)
-	// Roles started a moment ago may not serve the control API yet: wait
-	// for one a while (ControlWait), as a deployment's first steps
-	// (init, the roles, the first index) run one right after another.
-	var err error
-	start := time.Now()
-	for pause := 20 * time.Millisecond; ; pause = min(2*pause, time.Second) {
-		msg := nats.NewMsg(subject.Control("index.create"))
-		msg.Header, msg.Data = c.headers(ctx), body
-		err = c.call(ctx, fmt.Sprintf("create index %q", def.Name), msg, &def)
-		var none noResponder
-		if !errors.As(err, &none) {
-			break
-		}
-		if time.Since(start) >= controlWait {
-			err = api.Errorf(api.CodeUnavailable, "create index %q: no broker or indexer is running (each serves index creation) after %s", def.Name, controlWait)
-			break
-		}
-		select {
-		case <-ctx.Done():
-			return api.IndexDefinition{}, fmt.Errorf("create index %q: no broker or indexer is running: %w", def.Name, ctx.Err())
-		case <-time.After(pause):
-		}
-	}
+	err := c.control(ctx, "index.create", fmt.Sprintf("create index %q", def.Name), body, &def)
 	if err == nil {
 		// Documents written next need the definition. Reading it back
 		// could miss it: a replica of the index bucket that has not yet
@@ -212,6 +190,59 @@ func (c *Client) CreateIndexDef(ctx context.Context, def api.IndexDefinition) (a
 		c.mu.Unlock()
 	}
 	return def, err
+}
+
+// control asks the control API's op (subject.Control) with body, for
+// the answer in out. Roles started a moment ago may not serve it yet: it
+// waits for one a while (controlWait), as a deployment's first steps
+// (init, the roles, the first index) run one right after another.
+func (c *Client) control(ctx context.Context, op, what string, body []byte, out any) error {
+	start := time.Now()
+	for pause := 20 * time.Millisecond; ; pause = min(2*pause, time.Second) {
+		msg := nats.NewMsg(subject.Control(op))
+		msg.Header, msg.Data = c.headers(ctx), body
+		err := c.call(ctx, what, msg, out)
+		var none noResponder
+		if !errors.As(err, &none) {
+			return err
+		}
+		if time.Since(start) >= controlWait {
+			return api.Errorf(api.CodeUnavailable, "%s: no broker or indexer is running (each serves the control API) after %s", what, controlWait)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s: no broker or indexer is running: %w", what, ctx.Err())
+		case <-time.After(pause):
+		}
+	}
+}
+
+// ChangeMapping changes an index's mapping in place: mapping is the whole
+// new mapping (bleve's JSON), which may only add fields, types and
+// analysis components to the index's, and only fields none of its
+// documents holds yet; any other change is refused with the reason
+// (api.ErrBadRequest, or api.ErrConflict for a field documents hold), and
+// takes a reindex into a new index (Reindex) and an alias switch.
+// Documents written before the change keep how they were indexed; those
+// after it are indexed with the new mapping on every replica, which
+// keeps serving searches throughout. Asking again for the mapping the
+// index has is harmless. It returns the definition as stored.
+func (c *Client) ChangeMapping(ctx context.Context, index string, mapping json.RawMessage) (api.IndexDefinition, error) {
+	if err := subject.ValidIndexName(index); err != nil {
+		return api.IndexDefinition{}, api.BadRequest("%v", err)
+	}
+	body, err := json.Marshal(api.MappingChange{Index: index, Mapping: mapping})
+	if err != nil {
+		return api.IndexDefinition{}, api.BadRequest("mapping: %v", err)
+	}
+	var def api.IndexDefinition
+	if err := c.control(ctx, "index.mapping", fmt.Sprintf("change the mapping of index %q", index), body, &def); err != nil {
+		return def, err
+	}
+	c.mu.Lock()
+	c.defs[def.Name] = def
+	c.mu.Unlock()
+	return def, nil
 }
 
 // Index returns an index's definition (api.ErrNotFound if there is none).

@@ -119,6 +119,7 @@ func (h *handler) register(route routeFunc, guard *Guard) {
 	route("GET /v1/indexes/{index}", operator, h.get)
 	route("DELETE /v1/indexes/{index}", operator, h.remove)
 	route("PUT /v1/indexes/{index}/query", operator, h.setQuery)
+	route("PUT /v1/indexes/{index}/mapping", operator, h.setMapping)
 	route("POST /v1/indexes/{index}/search", team(api.ScopeSearch), h.search)
 	route("GET /v1/indexes/{index}/search", team(api.ScopeSearch), h.searchGET)
 	route("POST /v1/indexes/{index}/documents", team(api.ScopeWrite), h.ingest, ndjsonBody...)
@@ -377,6 +378,22 @@ func (h *handler) setQuery(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	def, err := h.c.SetQuerySettings(r.Context(), r.PathValue("index"), qs)
+	if err != nil {
+		h.fail(w, err)
+		return
+	}
+	writeJSON(w, 200, def)
+}
+
+// setMapping changes an index's mapping in place (client.ChangeMapping):
+// the body is the whole new mapping.
+func (h *handler) setMapping(w http.ResponseWriter, r *http.Request) {
+	var mapping json.RawMessage
+	if err := decodeBody(w, r, "mapping", &mapping); err != nil {
+		h.fail(w, err)
+		return
+	}
+	def, err := h.c.ChangeMapping(r.Context(), r.PathValue("index"), mapping)
 	if err != nil {
 		h.fail(w, err)
 		return

@@ -19,12 +19,13 @@ import (
 
 func runIndex(ctx context.Context, e *env, args []string) error {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
-		fmt.Fprint(e.stderr, "Usage: quarry index create|ls|show|query|rejected|reindex|rm ...\n\n"+
+		fmt.Fprint(e.stderr, "Usage: quarry index create|ls|show|query|mapping|rejected|reindex|rm ...\n\n"+
 			"  create NAME [--shards N] [--team TEAM] [--mapping FILE] [--query FILE]\n"+
 			"         [--max-doc-fields N] [--max-doc-depth N] [--max-index-fields N]\n"+
 			"                                            create an index (1 shard unless --shards; bleve mapping JSON;\n"+
 			"                                            query settings JSON)\n"+
 			"  query NAME [FILE|-]                       show, or replace, how the index turns text into a query\n"+
+			"  mapping NAME [FILE|-]                     show the index's mapping, or add fields to it in place\n"+
 			"  ls                                        list indexes, with live document counts\n"+
 			"  show NAME                                 an index's definition, live document count and snapshot\n"+
 			"  rejected NAME [--limit N]                 documents the stream acknowledged that the indexer could not apply\n"+
@@ -157,6 +158,40 @@ func runIndex(ctx context.Context, e *env, args []string) error {
 			return err
 		}
 		return printJSON(e.stdout, def.Query)
+	case "mapping":
+		fs := e.newFlags("index mapping", "NAME [FILE|-]", "Prints an index's mapping (bleve's JSON, as stored), or changes it in place to\n"+
+			"the whole mapping in FILE (- reads standard input). In place, a mapping may only\n"+
+			"add: fields no document of the index holds yet, type mappings and analysis\n"+
+			"components. Documents written before the change keep how they were indexed;\n"+
+			"every replica indexes those after it with the new mapping, and serves\n"+
+			"searches throughout. Any other change takes a new index:\n"+
+			"  quarry index reindex SRC DST --mapping FILE --alias NAME")
+		nf.register(fs, e.getenv)
+		pos, err := cmdline.Parse(fs, args, 1, 2)
+		if err != nil {
+			return err
+		}
+		nc, c, err := nf.connect(ctx)
+		if err != nil {
+			return err
+		}
+		defer nc.Close()
+		if len(pos) == 1 {
+			def, err := c.Index(ctx, pos[0])
+			if err != nil {
+				return err
+			}
+			return printJSON(e.stdout, def.Mapping)
+		}
+		mapping, err := readFileOrStdin(e.stdin, pos[1])
+		if err != nil {
+			return err
+		}
+		def, err := c.ChangeMapping(ctx, pos[0], mapping)
+		if err != nil {
+			return err
+		}
+		return printJSON(e.stdout, def.Mapping)
 	case "show":
 		fs := e.newFlags("index show", "NAME", "Prints an index's definition (with its mapping), live document count and\ncurrent snapshot as JSON.")
 		nf.register(fs, e.getenv)
@@ -306,13 +341,7 @@ func humanBytes(n int64) string {
 // refusing unknown fields.
 func readQuerySettings(stdin io.Reader, path string) (api.QuerySettings, error) {
 	var qs api.QuerySettings
-	var b []byte
-	var err error
-	if path == "-" {
-		b, err = io.ReadAll(stdin)
-	} else {
-		b, err = os.ReadFile(path)
-	}
+	b, err := readFileOrStdin(stdin, path)
 	if err != nil {
 		return qs, err
 	}
@@ -320,4 +349,12 @@ func readQuerySettings(stdin io.Reader, path string) (api.QuerySettings, error) 
 		return qs, err
 	}
 	return qs, qs.Validate()
+}
+
+// readFileOrStdin reads the file at path, or stdin for "-".
+func readFileOrStdin(stdin io.Reader, path string) ([]byte, error) {
+	if path == "-" {
+		return io.ReadAll(stdin)
+	}
+	return os.ReadFile(path)
 }

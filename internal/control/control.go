@@ -1,7 +1,7 @@
 // Package control serves the control API: what only a deployment's
 // operator may do, on subjects no team's permissions name
-// (quarry.v1.control.<operation>). Today that is creating an index:
-// its bleve mapping checked and made canonical here, where bleve is
+// (quarry.v1.control.<operation>): creating an index and changing its
+// mapping, the mapping checked and made canonical here, where bleve is
 // linked, so the Go client that asks links none.
 //
 // Every process that runs a broker or an indexer serves it, on one queue
@@ -10,14 +10,18 @@
 package control
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
+	"strconv"
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nuid"
 
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/internal/indexmap"
@@ -57,15 +61,19 @@ func (s *Service) Ready() <-chan struct{} { return s.ready }
 // Run serves requests until ctx is done; each runs in a goroutine of its
 // own, which ends within RequestTimeout.
 func (s *Service) Run(ctx context.Context) error {
-	sub, err := s.nc.QueueSubscribe(subject.Control("index.create"), subject.ControlQueue, func(m *nats.Msg) {
-		if s.replies.Allow(m.Subject, m.Reply) {
-			go s.createIndex(ctx, m)
+	for op, serve := range map[string]func(context.Context, *meta.Store, []byte) (api.IndexDefinition, error){
+		"index.create": CreateIndex, "index.mapping": ChangeMapping,
+	} {
+		sub, err := s.nc.QueueSubscribe(subject.Control(op), subject.ControlQueue, func(m *nats.Msg) {
+			if s.replies.Allow(m.Subject, m.Reply) {
+				go s.answer(ctx, m, serve)
+			}
+		})
+		if err != nil {
+			return fmt.Errorf("control: subscribe: %w", err)
 		}
-	})
-	if err != nil {
-		return fmt.Errorf("control: subscribe: %w", err)
+		defer sub.Unsubscribe()
 	}
-	defer sub.Unsubscribe()
 	// Ready once the server has the subscription: a client on another
 	// connection that asks at once finds a responder.
 	if err := s.nc.FlushTimeout(readyFlushTimeout); err != nil {
@@ -76,12 +84,12 @@ func (s *Service) Run(ctx context.Context) error {
 	return nil
 }
 
-// createIndex answers index.create: the api.IndexDefinition in the body
-// created, its stored form the answer.
-func (s *Service) createIndex(ctx context.Context, m *nats.Msg) {
+// answer answers a request with the index definition serve returns
+// (index.create, index.mapping).
+func (s *Service) answer(ctx context.Context, m *nats.Msg, serve func(context.Context, *meta.Store, []byte) (api.IndexDefinition, error)) {
 	ctx, cancel := context.WithTimeout(ctx, RequestTimeout)
 	defer cancel()
-	def, err := CreateIndex(ctx, s.store, m.Data)
+	def, err := serve(ctx, s.store, m.Data)
 	if err != nil {
 		s.fail(m, err)
 		return
@@ -127,4 +135,108 @@ func CreateIndex(ctx context.Context, st *meta.Store, data []byte) (api.IndexDef
 	}
 	def.Mapping = m
 	return st.CreateIndex(ctx, def)
+}
+
+// ChangeMapping changes an index's mapping in place (the JSON
+// api.MappingChange in data) where that is safe, and returns the
+// definition as stored. The new mapping may only add (indexmap.Additions:
+// fields, types, analysis components; anything else is refused, pointing
+// to reindex) and only fields no document of the index was sent with
+// (the index's field paths, meta.Store.IndexFields: documents indexed
+// already keep how the old mapping indexed them; refused with
+// api.ErrConflict). The definition changes first (a compare-and-set: of
+// two concurrent changes one is refused), then a marker on every shard
+// of the stream carries the mapping and the definition's new revision,
+// where every replica changes its mapping (shard.Replica): documents
+// before it indexed the old way, those after it the new way. A field
+// that turns up in a document between the check and the markers undoes
+// the change (the old mapping, at a later revision) and refuses it: the
+// door records a document's new fields before it publishes the document,
+// so one published before the markers is seen by the check after them.
+// A mapping the index has already publishes its markers again, so a
+// change whose markers failed part way is finished by asking again.
+func ChangeMapping(ctx context.Context, st *meta.Store, data []byte) (api.IndexDefinition, error) {
+	var ch api.MappingChange
+	if err := api.DecodeStrict("mapping change", data, &ch); err != nil {
+		return api.IndexDefinition{}, err
+	}
+	if m := bytes.TrimSpace(ch.Mapping); len(m) == 0 || bytes.Equal(m, []byte("null")) {
+		return api.IndexDefinition{}, api.BadRequest("mapping change: give the whole new mapping (\"mapping\")")
+	}
+	def, rev, err := st.IndexRevision(ctx, ch.Index)
+	if err != nil {
+		return def, err
+	}
+	next, err := indexmap.Canonical(ch.Mapping)
+	if err != nil {
+		return def, err
+	}
+	if bytes.Equal(next, def.Mapping) {
+		return def, publishMarkers(ctx, st, def, rev)
+	}
+	added, err := indexmap.Additions(def.Mapping, next)
+	if err != nil {
+		return def, err
+	}
+	if err := checkUnheld(ctx, st, def, added); err != nil {
+		return def, err
+	}
+	old := def.Mapping
+	def, nextRev, err := st.SetMapping(ctx, def, rev, next)
+	if err != nil {
+		return def, err
+	}
+	if err := publishMarkers(ctx, st, def, nextRev); err != nil {
+		return def, err
+	}
+	if held := checkUnheld(ctx, st, def, added); held != nil {
+		// A document with a new field was written while the mapping
+		// changed: it may precede the markers, indexed the old way.
+		undone, undoneRev, err := st.SetMapping(ctx, def, nextRev, old)
+		if err == nil {
+			err = publishMarkers(ctx, st, undone, undoneRev)
+		}
+		if err != nil {
+			return def, fmt.Errorf("undo the mapping change of index %q (%v): %w", def.Name, held, err)
+		}
+		return undone, held
+	}
+	return def, nil
+}
+
+// checkUnheld refuses a mapping change that adds a field (one of added,
+// field paths) a document of the index was sent with.
+func checkUnheld(ctx context.Context, st *meta.Store, def api.IndexDefinition, added []string) error {
+	if len(added) == 0 {
+		return nil
+	}
+	have, _, err := st.IndexFields(ctx, def)
+	if err != nil {
+		return err
+	}
+	for _, path := range added {
+		if slices.Contains(have, api.FieldHash(path)) {
+			return api.Errorf(api.CodeConflict, "mapping of index %q: documents of the index already hold field %q, indexed by the mapping they were written under; a mapping of it applies only to a new index: reindex into one with the new mapping (quarry index reindex %s NEW --mapping FILE) and switch an alias to it", def.Name, path, def.Name)
+		}
+	}
+	return nil
+}
+
+// publishMarkers publishes def's mapping, at definition revision rev, as
+// a marker on every shard of its stream (subject.MappingMarker), each
+// acknowledged.
+func publishMarkers(ctx context.Context, st *meta.Store, def api.IndexDefinition, rev uint64) error {
+	// A subject of its own (the stream keeps one message a subject):
+	// markers published again are new messages, never moved ones.
+	update := nuid.Next()
+	for shard := range def.Shards {
+		m := nats.NewMsg(subject.MappingMarker(def.Name, shard, update))
+		m.Header.Set(subject.HeaderOp, subject.OpMapping)
+		m.Header.Set(subject.HeaderMappingRevision, strconv.FormatUint(rev, 10))
+		m.Data = def.Mapping
+		if _, err := st.JS.PublishMsg(ctx, m); err != nil {
+			return fmt.Errorf("publish the mapping of index %q to shard %d: %w", def.Name, shard, err)
+		}
+	}
+	return nil
 }

@@ -341,6 +341,44 @@ func (s *Store) SetQuerySettings(ctx context.Context, name string, qs api.QueryS
 	return api.IndexDefinition{}, api.Errorf(api.CodeConflict, "index %q is being changed concurrently; try again", name)
 }
 
+// IndexRevision returns an index's definition and the revision of its
+// entry (for SetMapping), or an api.ErrNotFound error.
+func (s *Store) IndexRevision(ctx context.Context, name string) (api.IndexDefinition, uint64, error) {
+	if err := subject.ValidIndexName(name); err != nil {
+		return api.IndexDefinition{}, 0, api.BadRequest("%v", err)
+	}
+	e, err := s.Indexes.Get(ctx, name)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return api.IndexDefinition{}, 0, api.NotFound("index %q does not exist", name)
+	}
+	if err != nil {
+		return api.IndexDefinition{}, 0, fmt.Errorf("read index %q: %w", name, err)
+	}
+	def, err := DecodeIndex(e.Value())
+	return def, e.Revision(), err
+}
+
+// SetMapping replaces def's mapping with mapping (canonical, checked by
+// the caller), if its entry is still at revision rev: a concurrent change
+// of the definition is an api.ErrConflict error, not overwritten. It
+// returns the definition stored and its new revision, which orders
+// mapping changes (the shards' markers carry it).
+func (s *Store) SetMapping(ctx context.Context, def api.IndexDefinition, rev uint64, mapping json.RawMessage) (api.IndexDefinition, uint64, error) {
+	def.Mapping = mapping
+	b, err := json.Marshal(def)
+	if err != nil {
+		return def, 0, err
+	}
+	next, err := s.Indexes.Update(ctx, def.Name, b, rev)
+	if isWrongSeq(err) {
+		return def, 0, api.Errorf(api.CodeConflict, "index %q was changed meanwhile; try again", def.Name)
+	}
+	if err != nil {
+		return def, 0, fmt.Errorf("update index %q: %w", def.Name, err)
+	}
+	return def, next, nil
+}
+
 // ListIndexes returns every index definition, sorted by name.
 func (s *Store) ListIndexes(ctx context.Context) ([]api.IndexDefinition, error) {
 	lister, err := s.Indexes.ListKeys(ctx)

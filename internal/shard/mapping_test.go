@@ -22,9 +22,10 @@ import (
 // replica's mapping at that point: the documents after it are indexed
 // with the new field's analyzer (a keyword field keeps "Hot Sauce"
 // whole), those before it as they were; a replica replaying the stream
-// from the start, made with the old mapping, ends the same; a marker
-// whose mapping does not build is skipped and counted as rejected; the
-// replica keeps following.
+// from the start, made with the old mapping, ends the same; a marker of
+// an earlier revision, arriving late, is ignored; a marker whose mapping
+// does not build is skipped and counted as rejected; the replica keeps
+// following.
 func TestMappingMarker(t *testing.T) {
 	t.Parallel()
 	ns := natstest.Start(t)
@@ -71,20 +72,22 @@ func TestMappingMarker(t *testing.T) {
 	doc := func(id, tag string) *nats.Msg {
 		return &nats.Msg{Subject: subject.Doc("t", 0, id), Data: fmt.Appendf(nil, `{"id":%q,"name":"sauce %s","tag":%q}`, id, id, tag)}
 	}
-	marker := func(update string, mapping []byte) *nats.Msg {
+	marker := func(update string, rev int, mapping []byte) *nats.Msg {
 		m := nats.NewMsg(subject.MappingMarker("t", 0, update))
 		m.Header.Set(subject.HeaderOp, subject.OpMapping)
+		m.Header.Set(subject.HeaderMappingRevision, fmt.Sprint(rev))
 		m.Data = mapping
 		return m
 	}
 	for i := range 5 {
 		publish(doc(fmt.Sprintf("before%d", i), "Hot Sauce"))
 	}
-	publish(marker("u1", next))
+	publish(marker("u1", 5, next))
 	for i := range 5 {
 		publish(doc(fmt.Sprintf("after%d", i), "Hot Sauce"))
 	}
-	publish(marker("u2", []byte(`{"default_mapping":{"nonsense":true}}`)))
+	publish(marker("u0", 3, old)) // an earlier change's, late: ignored
+	publish(marker("u2", 6, []byte(`{"default_mapping":{"nonsense":true}}`)))
 	publish(doc("last", "Hot Sauce"))
 	var last uint64
 	for _, f := range acks {
@@ -128,8 +131,8 @@ func TestMappingMarker(t *testing.T) {
 			t.Errorf("%s: progress %+v, want 11 indexed and the bad marker rejected", name, got)
 		}
 		m, err := json.Marshal(r.idx.Mapping())
-		if err != nil || string(m) != string(next) {
-			t.Errorf("%s: mapping %s (%v), want %s", name, m, err, next)
+		if err != nil || string(m) != string(next) || r.mappingRev != 5 {
+			t.Errorf("%s: mapping %s (%v) of revision %d, want %s of 5", name, m, err, r.mappingRev, next)
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -180,6 +181,9 @@ type Replica struct {
 
 	seq     atomic.Uint64 // last applied stream sequence
 	applyMu sync.Mutex    // held while a batch is applied or the index copied
+	// mappingRev is the revision of the last mapping marker applied
+	// (applyMapping; only the goroutine that follows the stream uses it).
+	mappingRev uint64
 	// pending, indexed, deleted, rejected and reindexed: see Progress.
 	pending, indexed, deleted, rejected atomic.Uint64
 	batches, reindexed                  atomic.Uint64
@@ -290,6 +294,13 @@ func newReplica(cfg Config, idx bleve.Index, generation uint64) (*Replica, error
 	}
 	if len(v) == 8 {
 		r.seq.Store(binary.BigEndian.Uint64(v))
+	}
+	if v, err = idx.GetInternal(mappingRevKey); err != nil {
+		idx.Close()
+		return nil, fmt.Errorf("read mapping revision of %s/%d: %w", cfg.Index, cfg.Shard, err)
+	}
+	if len(v) == 8 {
+		r.mappingRev = binary.BigEndian.Uint64(v)
 	}
 	r.updates.init(r.seq.Load())
 	return r, nil
@@ -536,33 +547,45 @@ func isMappingMarker(m jetstream.Msg) bool {
 // where bleve keeps it, with the marker's sequence, in one batch, and
 // opens the index again: searches wait the moment that takes. A marker
 // whose mapping the index has already (replayed, or after a snapshot
-// taken since) only moves the sequence; one whose mapping does not build
-// is skipped and counted as rejected, as a document that cannot be
-// applied is.
+// taken since) only moves the sequence, and so does one of a revision
+// (subject.HeaderMappingRevision) not above the last applied; one
+// without a revision, or whose mapping does not build, is skipped and
+// counted as rejected, as a document that cannot be applied is.
 func (r *Replica) applyMapping(m jetstream.Msg) error {
 	md, err := m.Metadata()
 	if err != nil {
 		return fmt.Errorf("message metadata: %w", err)
 	}
 	seq := md.Sequence.Stream
-	next, err := indexmap.Build(m.Data())
-	changed := false
-	if err == nil {
-		var cur, want []byte
-		if cur, err = json.Marshal(r.idx.Mapping()); err == nil {
-			want, err = json.Marshal(next)
-			changed = !bytes.Equal(cur, want)
+	rev, err := strconv.ParseUint(m.Headers().Get(subject.HeaderMappingRevision), 10, 64)
+	if err != nil || rev == 0 {
+		err = fmt.Errorf("no revision (%s): %v", subject.HeaderMappingRevision, err)
+	}
+	changed, later := false, err == nil && rev > r.mappingRev
+	if later {
+		var next *mapping.IndexMappingImpl
+		if next, err = indexmap.Build(m.Data()); err == nil {
+			var cur, want []byte
+			if cur, err = json.Marshal(r.idx.Mapping()); err == nil {
+				want, err = json.Marshal(next)
+				changed = !bytes.Equal(cur, want)
+			}
 		}
 	}
 	var rejected uint64
 	if err != nil {
 		r.cfg.Logger.Warn("skipping a mapping marker that cannot be applied", "seq", seq, "err", err)
-		rejected, changed = 1, false
+		rejected, changed, later = 1, false, false
 	}
 	b := r.idx.NewBatch()
 	var seqBuf [8]byte
 	binary.BigEndian.PutUint64(seqBuf[:], seq)
 	b.SetInternal(seqKey, seqBuf[:])
+	if later {
+		var revBuf [8]byte
+		binary.BigEndian.PutUint64(revBuf[:], rev)
+		b.SetInternal(mappingRevKey, revBuf[:])
+	}
 	persisted := make(chan error, 1)
 	if changed {
 		b.SetInternal(mappingKey, m.Data())
@@ -587,6 +610,9 @@ func (r *Replica) applyMapping(m jetstream.Msg) error {
 		}
 		r.cfg.Logger.Info("mapping changed", "index", r.cfg.Index, "shard", r.cfg.Shard, "seq", seq)
 	}
+	if later {
+		r.mappingRev = rev
+	}
 	r.updates.add([]uint64{seq})
 	r.pending.Store(md.NumPending)
 	r.rejected.Add(rejected)
@@ -596,6 +622,10 @@ func (r *Replica) applyMapping(m jetstream.Msg) error {
 	}
 	return nil
 }
+
+// mappingRevKey holds the revision of the last mapping marker applied
+// (subject.HeaderMappingRevision).
+var mappingRevKey = []byte("quarry.mapping.rev")
 
 // mappingKey is where bleve keeps an index's mapping (its internal
 // "_mapping", read when the index is opened).

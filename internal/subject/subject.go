@@ -143,6 +143,11 @@ const (
 	// every replica of the shard applies at this point of its stream
 	// (MappingMarker).
 	OpMapping = "mapping"
+	// HeaderMappingRevision is a mapping marker's order: the revision of
+	// the index definition that holds its mapping. A replica applies a
+	// marker only above the last it applied, so markers of two changes
+	// that reach a shard out of order leave every shard with the later.
+	HeaderMappingRevision = "Quarry-Mapping-Revision"
 	// HeaderReindexFrom marks a document message a reindex copied with
 	// the stream sequence of the source's message (client.Reindex).
 	HeaderReindexFrom = "Quarry-Reindex-From"

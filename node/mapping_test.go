@@ -1,0 +1,145 @@
+package node
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/quarrysearch/quarry/api"
+	"github.com/quarrysearch/quarry/broker"
+	"github.com/quarrysearch/quarry/client"
+	"github.com/quarrysearch/quarry/indexer"
+	"github.com/quarrysearch/quarry/searcher"
+)
+
+// shopMapping is a mapping of title (English) and whatever fields adds
+// (each "name": field mapping JSON).
+func shopMapping(fields ...string) json.RawMessage {
+	props := []string{`"title":{"fields":[{"type":"text","analyzer":"en","index":true,"store":true,"include_in_all":true}]}`}
+	for i := 0; i+1 < len(fields); i += 2 {
+		props = append(props, fmt.Sprintf(`%q:{"fields":[%s]}`, fields[i], fields[i+1]))
+	}
+	return json.RawMessage(`{"default_mapping":{"properties":{` + strings.Join(props, ",") + `}}}`)
+}
+
+// keywordField is a field mapping that keeps a value whole, for term
+// queries and facets.
+const keywordField = `{"type":"text","analyzer":"keyword","index":true,"store":true,"docvalues":true}`
+
+// TestChangeMapping: a mapping changes in place by adding a field, over
+// NATS (the client) and over HTTP, while searches run (none fails) and
+// documents are written: documents written after the change are indexed
+// with the new field's analyzer (a keyword keeps "Hot Sauce" whole, for
+// a term query and a facet), those before keep theirs. Refused, changing
+// nothing: a change to an existing field (400, naming it and pointing to
+// reindex), a field documents already hold (409, naming it), no mapping.
+// The same mapping again is harmless.
+func TestChangeMapping(t *testing.T) {
+	t.Parallel()
+	n := startRoles(t, "", &indexer.Config{SnapshotInterval: -1}, &searcher.Config{}, &broker.Config{})
+	c := n.Client()
+	ctx := context.Background()
+	if _, err := c.CreateIndex(ctx, "shop", 2, shopMapping()); err != nil {
+		t.Fatal(err)
+	}
+	var docs bytes.Buffer
+	for i := range 40 {
+		fmt.Fprintf(&docs, `{"id":"old%d","title":"hot sauce number %d"}`+"\n", i, i)
+	}
+	docs.WriteString(`{"id":"painted","title":"a painted sauce bottle","color":"red"}` + "\n")
+	mustBulk(t, c, "shop", &docs)
+
+	// Searches throughout: none may fail.
+	var searches, failed atomic.Int64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			_, err := c.Search(ctx, "shop", &api.SearchRequest{Q: "sauce"})
+			searches.Add(1)
+			if err != nil {
+				failed.Add(1)
+				t.Errorf("a search during the change: %v", err)
+			}
+		}
+	})
+	defer func() {
+		close(stop)
+		wg.Wait()
+		if searches.Load() < 10 || failed.Load() > 0 {
+			t.Errorf("%d searches during the changes, %d failed", searches.Load(), failed.Load())
+		}
+	}()
+
+	withTag := shopMapping("tag", keywordField)
+	def, err := c.ChangeMapping(ctx, "shop", withTag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(def.Mapping), `"tag":{`) {
+		t.Fatalf("stored mapping %s", def.Mapping)
+	}
+	if again, err := c.ChangeMapping(ctx, "shop", withTag); err != nil || !bytes.Equal(again.Mapping, def.Mapping) {
+		t.Fatalf("the same mapping again: %v %s", err, again.Mapping)
+	}
+	docs.Reset()
+	for i := range 10 {
+		fmt.Fprintf(&docs, `{"id":"new%d","title":"new sauce %d","tag":%q}`+"\n", i, i, []string{"Hot Sauce", "Mild"}[i%2])
+	}
+	bulk(t, c, "shop", &docs, client.BulkOptions{NoSnapshot: true})
+	waitIndexed(t, c, "shop", 51)
+	r, err := c.Search(ctx, "shop", &api.SearchRequest{Query: json.RawMessage(`{"term":"Hot Sauce","field":"tag"}`), Size: 20,
+		Facets: map[string]api.FacetRequest{"tags": {Field: "tag"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Total != 5 || len(r.Facets["tags"].Terms) != 1 || r.Facets["tags"].Terms[0] != (api.TermCount{Term: "Hot Sauce", Count: 5}) {
+		t.Fatalf("term Hot Sauce on the new keyword field: %d hits, facet %+v", r.Total, r.Facets["tags"])
+	}
+	if r, err := c.Search(ctx, "shop", &api.SearchRequest{Query: json.RawMessage(`{"match":"sauces","field":"title"}`), Size: api.NoHits}); err != nil || r.Total != 51 {
+		t.Fatalf("title (English) over old and new documents: %v, %+v", err, r)
+	}
+
+	// Refused, changing nothing.
+	before, _ := c.Index(ctx, "shop")
+	_, err = c.ChangeMapping(ctx, "shop", json.RawMessage(strings.Replace(string(withTag), `"analyzer":"en"`, `"analyzer":"standard"`, 1)))
+	mustRefuse(t, "a changed analyzer", err, api.CodeBadRequest, "default_mapping.properties.title.fields changed", "quarry index reindex")
+	_, err = c.ChangeMapping(ctx, "shop", shopMapping("tag", keywordField, "color", keywordField))
+	mustRefuse(t, "a field documents hold", err, api.CodeConflict, `documents of the index already hold field "color"`, "reindex")
+	_, err = c.ChangeMapping(ctx, "shop", nil)
+	mustRefuse(t, "no mapping", err, api.CodeBadRequest, "give the whole new mapping")
+	_, err = c.ChangeMapping(ctx, "nowhere", withTag)
+	mustRefuse(t, "no such index", err, api.CodeNotFound, `index "nowhere" does not exist`)
+	if after, _ := c.Index(ctx, "shop"); !bytes.Equal(after.Mapping, before.Mapping) {
+		t.Fatalf("a refused change changed the mapping: %s", after.Mapping)
+	}
+
+	// Over HTTP: the body is the whole mapping.
+	url := "http://" + n.HTTPAddr + "/v1/indexes/shop/mapping"
+	if status, _, body := httpRequest(t, "PUT", url, string(shopMapping("tag", keywordField, "sku", keywordField)), "Content-Type", "application/json"); status != 200 || !strings.Contains(body, `\"sku\"`) && !strings.Contains(body, `"sku"`) {
+		t.Fatalf("PUT mapping: %d %s", status, body)
+	}
+	if status, _, body := httpRequest(t, "PUT", url, string(shopMapping("tag", keywordField, "sku", keywordField, "color", keywordField)), "Content-Type", "application/json"); status != 409 || !strings.Contains(body, `"conflict"`) {
+		t.Fatalf("PUT a held field: %d %s", status, body)
+	}
+	if status, _, body := httpRequest(t, "PUT", url, `{"default_mapping":`, "Content-Type", "application/json"); status != 400 {
+		t.Fatalf("PUT a broken mapping: %d %s", status, body)
+	}
+	docs.Reset()
+	docs.WriteString(`{"id":"sku1","title":"sauce with a code","sku":"AB-12 x"}` + "\n")
+	bulk(t, c, "shop", &docs, client.BulkOptions{NoSnapshot: true})
+	waitIndexed(t, c, "shop", 52)
+	if r, err := c.Search(ctx, "shop", &api.SearchRequest{Query: json.RawMessage(`{"term":"AB-12 x","field":"sku"}`)}); err != nil || r.Total != 1 {
+		t.Fatalf("term on the field added over HTTP: %v %+v", err, r)
+	}
+}
