@@ -1,8 +1,8 @@
 package shard
 
 import (
-	"context"
 	"bytes"
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
