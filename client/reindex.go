@@ -289,6 +289,9 @@ func (r *reindex) copy(m jetstream.Msg, seq uint64) error {
 	if err != nil {
 		return nil // not a document's subject: nothing a search could see
 	}
+	if m.Headers().Get(subject.HeaderOp) == subject.OpMapping {
+		return nil // the source's mapping changing: dst has its own
+	}
 	var msg *nats.Msg
 	if m.Headers().Get(subject.HeaderOp) == subject.OpDelete {
 		msg = &nats.Msg{Subject: subject.Doc(r.dst.Name, subject.ShardOf(id, r.dst.Shards), id), Header: nats.Header{}}

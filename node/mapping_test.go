@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/broker"
@@ -141,5 +142,20 @@ func TestChangeMapping(t *testing.T) {
 	waitIndexed(t, c, "shop", 52)
 	if r, err := c.Search(ctx, "shop", &api.SearchRequest{Query: json.RawMessage(`{"term":"AB-12 x","field":"sku"}`)}); err != nil || r.Total != 1 {
 		t.Fatalf("term on the field added over HTTP: %v %+v", err, r)
+	}
+
+	// A reindex copies the documents, not the mapping changes (markers
+	// in the stream): the new index has its own mapping.
+	if _, err := c.CreateAlias(ctx, "shopfront", "shop"); err != nil {
+		t.Fatal(err)
+	}
+	res, err := c.Reindex(ctx, "shop", "shop-v2", client.ReindexOptions{Alias: "shopfront", Grace: 100 * time.Millisecond,
+		Mapping: shopMapping("tag", keywordField, "sku", keywordField, "color", keywordField)})
+	if err != nil || res.RefusedCount != 0 {
+		t.Fatalf("reindex: %v, %+v", err, res)
+	}
+	waitIndexed(t, c, "shop-v2", 52)
+	if r, err := c.Search(ctx, "shop-v2", &api.SearchRequest{Query: json.RawMessage(`{"term":"red","field":"color"}`)}); err != nil || r.Total != 1 {
+		t.Fatalf("the held field, mapped in the new index: %v %+v", err, r)
 	}
 }
