@@ -189,6 +189,7 @@ func ChangeMapping(ctx context.Context, st *meta.Store, data []byte) (api.IndexD
 	if err := publishMarkers(ctx, st, def, nextRev); err != nil {
 		return def, err
 	}
+	markersPublished()
 	if held := checkUnheld(ctx, st, def, added); held != nil {
 		// A document with a new field was written while the mapping
 		// changed: it may precede the markers, indexed the old way.
@@ -203,6 +204,10 @@ func ChangeMapping(ctx context.Context, st *meta.Store, data []byte) (api.IndexD
 	}
 	return def, nil
 }
+
+// markersPublished is called between a mapping change's markers and its
+// second check of the index's fields: a test's way into that moment.
+var markersPublished = func() {}
 
 // checkUnheld refuses a mapping change that adds a field (one of added,
 // field paths) a document of the index was sent with.
