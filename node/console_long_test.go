@@ -349,6 +349,10 @@ func TestConsole(t *testing.T) {
 	if !eval[bool](b, `[...document.querySelectorAll('.card.index[data-index="menu"] .badge.alias')].some(b => b.textContent === "alias dishes")`) {
 		t.Error("menu's card does not show the alias dishes that points at it")
 	}
+	// Its mapping's fields (the catalogue's: cuisine a keyword).
+	if got := eval[string](b, `[...document.querySelectorAll('.card.index[data-index="menu"] dl.kv dt')].filter(dt => dt.textContent === "cuisine").map(dt => dt.nextElementSibling.textContent).join()`); got != "text keyword" {
+		t.Errorf("menu's mapping shows cuisine as %q, want \"text keyword\"", got)
+	}
 	b.noErrors("indexes")
 	b.screenshot("indexes")
 

@@ -74,5 +74,28 @@ function card(info) {
       q.fuzziness ? ['fuzziness', q.fuzziness] : null,
       q.phrase_boost ? ['phrase boost', q.phrase_boost] : null,
       q.limits ? ['limits', h('code', {}, JSON.stringify(q.limits))] : null,
-    ]));
+    ]),
+    h('h3', {}, 'Mapping'),
+    mappingFields(info.mapping));
+}
+
+// mappingFields lists the fields an index's mapping declares (each
+// property's path, its type and analyzer), and whether fields it does not
+// declare are indexed too (dynamic). quarry index mapping NAME FILE adds
+// fields in place.
+function mappingFields(m) {
+  const dm = (m && m.default_mapping) || {};
+  const rows = [];
+  const walk = (prefix, doc) => {
+    for (const [name, p] of Object.entries((doc && doc.properties) || {}).sort(([a], [b]) => a < b ? -1 : 1)) {
+      const path = prefix ? prefix + '.' + name : name;
+      for (const f of p.fields || []) {
+        rows.push([f.name && f.name !== name ? path + ' (as ' + f.name + ')' : path, h('code', {}, [f.type, f.analyzer].filter(Boolean).join(' '))]);
+      }
+      walk(path, p);
+    }
+  };
+  walk('', dm);
+  rows.push(['other fields', dm.dynamic === false ? 'not indexed' : 'indexed as they come (dynamic)']);
+  return kv(rows);
 }
