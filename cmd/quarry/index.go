@@ -132,32 +132,14 @@ func runIndex(ctx context.Context, e *env, args []string) error {
 		fs := e.newFlags("index query", "NAME [FILE|-]", "Prints an index's query settings, or replaces them from FILE (JSON):\n"+
 			`  {"fields":[{"field":"name","boost":3},{"field":"_all"}],"operator":"or","fuzziness":0,"phrase_boost":2}`+"\n"+
 			"Brokers use new settings at once, without a restart.")
-		nf.register(fs, e.getenv)
-		pos, err := cmdline.Parse(fs, args, 1, 2)
-		if err != nil {
-			return err
-		}
-		nc, c, err := nf.connect(ctx)
-		if err != nil {
-			return err
-		}
-		defer nc.Close()
-		if len(pos) == 1 {
-			def, err := c.Index(ctx, pos[0])
-			if err != nil {
-				return err
-			}
-			return printJSON(e.stdout, def.Query)
-		}
-		qs, err := readQuerySettings(e.stdin, pos[1])
-		if err != nil {
-			return err
-		}
-		def, err := c.SetQuerySettings(ctx, pos[0], qs)
-		if err != nil {
-			return err
-		}
-		return printJSON(e.stdout, def.Query)
+		return definitionPart(ctx, e, &nf, fs, args, func(def api.IndexDefinition) any { return def.Query },
+			func(ctx context.Context, c *client.Client, name, path string, raw []byte) (api.IndexDefinition, error) {
+				qs, err := parseQuerySettings(path, raw)
+				if err != nil {
+					return api.IndexDefinition{}, err
+				}
+				return c.SetQuerySettings(ctx, name, qs)
+			})
 	case "mapping":
 		fs := e.newFlags("index mapping", "NAME [FILE|-]", "Prints an index's mapping (bleve's JSON, as stored), or changes it in place to\n"+
 			"the whole mapping in FILE (- reads standard input). In place, a mapping may only\n"+
@@ -166,32 +148,10 @@ func runIndex(ctx context.Context, e *env, args []string) error {
 			"every replica indexes those after it with the new mapping, and serves\n"+
 			"searches throughout. Any other change takes a new index:\n"+
 			"  quarry index reindex SRC DST --mapping FILE --alias NAME")
-		nf.register(fs, e.getenv)
-		pos, err := cmdline.Parse(fs, args, 1, 2)
-		if err != nil {
-			return err
-		}
-		nc, c, err := nf.connect(ctx)
-		if err != nil {
-			return err
-		}
-		defer nc.Close()
-		if len(pos) == 1 {
-			def, err := c.Index(ctx, pos[0])
-			if err != nil {
-				return err
-			}
-			return printJSON(e.stdout, def.Mapping)
-		}
-		mapping, err := readFileOrStdin(e.stdin, pos[1])
-		if err != nil {
-			return err
-		}
-		def, err := c.ChangeMapping(ctx, pos[0], mapping)
-		if err != nil {
-			return err
-		}
-		return printJSON(e.stdout, def.Mapping)
+		return definitionPart(ctx, e, &nf, fs, args, func(def api.IndexDefinition) any { return def.Mapping },
+			func(ctx context.Context, c *client.Client, name, _ string, raw []byte) (api.IndexDefinition, error) {
+				return c.ChangeMapping(ctx, name, raw)
+			})
 	case "show":
 		fs := e.newFlags("index show", "NAME", "Prints an index's definition (with its mapping), live document count and\ncurrent snapshot as JSON.")
 		nf.register(fs, e.getenv)
@@ -340,15 +300,50 @@ func humanBytes(n int64) string {
 // readQuerySettings reads query settings JSON from a file or stdin ("-"),
 // refusing unknown fields.
 func readQuerySettings(stdin io.Reader, path string) (api.QuerySettings, error) {
-	var qs api.QuerySettings
 	b, err := readFileOrStdin(stdin, path)
 	if err != nil {
-		return qs, err
+		return api.QuerySettings{}, err
 	}
+	return parseQuerySettings(path, b)
+}
+
+// parseQuerySettings decodes and checks query settings read from path.
+func parseQuerySettings(path string, b []byte) (api.QuerySettings, error) {
+	var qs api.QuerySettings
 	if err := api.DecodeStrict("query settings "+path, b, &qs); err != nil {
 		return qs, err
 	}
 	return qs, qs.Validate()
+}
+
+// definitionPart runs `index query` and `index mapping`: with NAME alone
+// it prints a part of the index's definition; with FILE (- reads
+// standard input) it changes that part with set and prints it as stored.
+func definitionPart(ctx context.Context, e *env, nf *natsFlags, fs *flag.FlagSet, args []string, part func(api.IndexDefinition) any,
+	set func(ctx context.Context, c *client.Client, name, path string, raw []byte) (api.IndexDefinition, error)) error {
+	nf.register(fs, e.getenv)
+	pos, err := cmdline.Parse(fs, args, 1, 2)
+	if err != nil {
+		return err
+	}
+	nc, c, err := nf.connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	var def api.IndexDefinition
+	if len(pos) == 1 {
+		def, err = c.Index(ctx, pos[0])
+	} else {
+		var raw []byte
+		if raw, err = readFileOrStdin(e.stdin, pos[1]); err == nil {
+			def, err = set(ctx, c, pos[0], pos[1], raw)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	return printJSON(e.stdout, part(def))
 }
 
 // readFileOrStdin reads the file at path, or stdin for "-".

@@ -114,24 +114,23 @@ func (c *comparison) each(path string, o, n any, both func(path, name string, o,
 // document compares a document mapping at path (its documents' path
 // prefix field): properties may be added, nothing else may change.
 func (c *comparison) document(path, field string, o, n any) {
-	om, ok1 := asObject(o)
-	nm, ok2 := asObject(n)
-	if !ok1 || !ok2 {
-		c.same(path, o, n)
-		return
+	properties := func(path string, o, n any) {
+		c.each(path, o, n, func(p, name string, o, n any) { c.document(p, join(field, name), o, n) },
+			func(name string, n any) { c.addDocument(join(field, name), n) })
 	}
-	for _, k := range union(om, nm) {
-		if c.err != nil {
-			return
+	c.each(path, o, n, func(p, k string, o, n any) {
+		if k == "properties" {
+			properties(p, o, n)
+		} else {
+			c.same(p, o, n)
 		}
-		if k != "properties" {
-			c.same(path+"."+k, om[k], nm[k])
-			continue
+	}, func(k string, n any) {
+		if k == "properties" {
+			properties(path+"."+k, nil, n)
+		} else {
+			c.same(path+"."+k, nil, n)
 		}
-		c.each(path+".properties", om[k], nm[k], func(p, name string, ov, nv any) {
-			c.document(p, join(field, name), ov, nv)
-		}, func(name string, nv any) { c.addDocument(join(field, name), nv) })
-	}
+	})
 }
 
 // addDocument records the field paths an added document mapping (at
