@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -14,6 +15,7 @@ import (
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/broker"
 	"github.com/quarrysearch/quarry/client"
+	"github.com/quarrysearch/quarry/internal/catalog"
 	"github.com/quarrysearch/quarry/indexer"
 	"github.com/quarrysearch/quarry/searcher"
 )
@@ -158,4 +160,93 @@ func TestChangeMapping(t *testing.T) {
 	if r, err := c.Search(ctx, "shop-v2", &api.SearchRequest{Query: json.RawMessage(`{"term":"red","field":"color"}`)}); err != nil || r.Total != 1 {
 		t.Fatalf("the held field, mapped in the new index: %v %+v", err, r)
 	}
+}
+
+// BenchmarkChangeMapping: adding a field in place to the 4-shard demo
+// catalogue (20,000 items), from the request until a document written
+// after it, with the new field, is searchable by it (ms/op), while one
+// caller searches without pause: its latencies during the changes
+// (during-p50/p99/max) beside the same caller's just before them
+// (calm-p50/p99/max), in one run.
+func BenchmarkChangeMapping(b *testing.B) {
+	n := startRoles(b, "", &indexer.Config{SnapshotInterval: -1}, &searcher.Config{}, &broker.Config{})
+	if res := loadCatalog(b, n, "menu", e2eShards, catalogNDJSON(b, catalog.DefaultSize)); res.Snapshot != nil {
+		e2eWaitGeneration(b, n, res.Snapshot.Generation)
+	}
+	c := n.Client()
+	ctx := context.Background()
+	def, err := c.Index(ctx, "menu")
+	if err != nil {
+		b.Fatal(err)
+	}
+	measure := func(stop <-chan struct{}) <-chan []time.Duration {
+		out := make(chan []time.Duration, 1)
+		go func() {
+			var lat []time.Duration
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					out <- lat
+					return
+				default:
+				}
+				start := time.Now()
+				if _, err := c.Search(ctx, "menu", &api.SearchRequest{Q: benchQueries[i%len(benchQueries)]}); err != nil {
+					b.Error(err)
+				}
+				lat = append(lat, time.Since(start))
+			}
+		}()
+		return out
+	}
+	stats := func(lat []time.Duration) (p50, p99, top float64) {
+		slices.Sort(lat)
+		at := func(q float64) float64 { return float64(lat[int(q*float64(len(lat)-1))].Microseconds()) }
+		return at(0.5), at(0.99), at(1)
+	}
+	// The same caller, calm, for a second first.
+	stop := make(chan struct{})
+	calm := measure(stop)
+	time.Sleep(time.Second)
+	close(stop)
+	cp50, cp99, cmax := stats(<-calm)
+
+	mapping := def.Mapping
+	stop = make(chan struct{})
+	during := measure(stop)
+	i := 0
+	for b.Loop() {
+		field := fmt.Sprintf("extra%d", i)
+		var m map[string]any
+		if err := json.Unmarshal(mapping, &m); err != nil {
+			b.Fatal(err)
+		}
+		m["default_mapping"].(map[string]any)["properties"].(map[string]any)[field] = json.RawMessage(`{"fields":[` + keywordField + `]}`)
+		next, _ := json.Marshal(m)
+		d, err := c.ChangeMapping(ctx, "menu", next)
+		if err != nil {
+			b.Fatal(err)
+		}
+		mapping = d.Mapping
+		seq, err := c.Put(ctx, "menu", fmt.Appendf(nil, `{"id":"extra-%d",%q:"Whole Value"}`, i, field))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := c.WaitSearchable(ctx, "menu", seq); err != nil {
+			b.Fatal(err)
+		}
+		if r, err := c.Search(ctx, "menu", &api.SearchRequest{Query: json.RawMessage(fmt.Sprintf(`{"term":"Whole Value","field":%q}`, field))}); err != nil || r.Total != 1 {
+			b.Fatalf("the new field %s: %v %+v", field, err, r)
+		}
+		i++
+	}
+	b.StopTimer()
+	close(stop)
+	p50, p99, top := stats(<-during)
+	b.ReportMetric(cp50, "calm-p50-µs")
+	b.ReportMetric(cp99, "calm-p99-µs")
+	b.ReportMetric(cmax, "calm-max-µs")
+	b.ReportMetric(p50, "during-p50-µs")
+	b.ReportMetric(p99, "during-p99-µs")
+	b.ReportMetric(top, "during-max-µs")
 }
