@@ -501,7 +501,7 @@ func (r *Replica) applyLoop(ctx context.Context, msgs <-chan jetstream.Msg) {
 				break drain
 			}
 		}
-		if err := r.apply(batch); err != nil {
+		if err := r.apply(ctx, batch); err != nil {
 			if ctx.Err() != nil {
 				return
 			}
@@ -516,7 +516,7 @@ func (r *Replica) applyLoop(ctx context.Context, msgs <-chan jetstream.Msg) {
 // apply writes one batch of stream messages and the new sequence: the
 // documents, in bleve batches between the mapping markers among them
 // (applyMapping), which each apply at their point of the stream.
-func (r *Replica) apply(msgs []jetstream.Msg) error {
+func (r *Replica) apply(ctx context.Context, msgs []jetstream.Msg) error {
 	for len(msgs) > 0 {
 		i := slices.IndexFunc(msgs, isMappingMarker)
 		if i < 0 {
@@ -527,7 +527,7 @@ func (r *Replica) apply(msgs []jetstream.Msg) error {
 				return err
 			}
 		}
-		if err := r.applyMapping(msgs[i]); err != nil {
+		if err := r.applyMapping(ctx, msgs[i]); err != nil {
 			return err
 		}
 		msgs = msgs[i+1:]
@@ -551,7 +551,7 @@ func isMappingMarker(m jetstream.Msg) bool {
 // (subject.HeaderMappingRevision) not above the last applied; one
 // without a revision, or whose mapping does not build, is skipped and
 // counted as rejected, as a document that cannot be applied is.
-func (r *Replica) applyMapping(m jetstream.Msg) error {
+func (r *Replica) applyMapping(ctx context.Context, m jetstream.Msg) error {
 	md, err := m.Metadata()
 	if err != nil {
 		return fmt.Errorf("message metadata: %w", err)
@@ -602,8 +602,15 @@ func (r *Replica) applyMapping(m jetstream.Msg) error {
 		// writes them, and closing the index drops those: wait until the
 		// batch (and every one before it) is on disk, searches still
 		// served. No batch applies meanwhile: this goroutine applies them.
-		if err := <-persisted; err != nil {
-			return fmt.Errorf("persist the mapping marker at %d: %w", seq, err)
+		// (A persister that keeps failing, a full disk, never calls back:
+		// the replica's end stops the wait.)
+		select {
+		case err := <-persisted:
+			if err != nil {
+				return fmt.Errorf("persist the mapping marker at %d: %w", seq, err)
+			}
+		case <-ctx.Done():
+			return ctx.Err()
 		}
 		if err := r.reopen(); err != nil {
 			return fmt.Errorf("apply the mapping marker at %d: %w", seq, err)
