@@ -15,8 +15,8 @@ import (
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/broker"
 	"github.com/quarrysearch/quarry/client"
-	"github.com/quarrysearch/quarry/internal/catalog"
 	"github.com/quarrysearch/quarry/indexer"
+	"github.com/quarrysearch/quarry/internal/catalog"
 	"github.com/quarrysearch/quarry/searcher"
 )
 
