@@ -35,15 +35,14 @@ func TestBulkLoadMergesSegments(t *testing.T) {
 			}
 			// segments returns each shard's segments once none is in
 			// memory (and, with merged, once each shard has one), and the
-			// fewest and most a shard has.
-			segments := func(merged bool) (out []string, fewest, most uint64) {
+			// most a shard has.
+			segments := func(merged bool) (out []string, most uint64) {
 				t.Helper()
 				testwait.UntilErr(t, time.Minute, fmt.Sprintf("segments persisted (merged: %v)", merged), func() error {
-					out, fewest, most = nil, uint64(1<<63), 0
+					out, most = nil, 0
 					persisted := true
 					for _, st := range n.Searcher.Stats() {
 						out = append(out, fmt.Sprintf("%d+%d", st.FileSegments, st.MemorySegments))
-						fewest = min(fewest, st.FileSegments+st.MemorySegments)
 						most = max(most, st.FileSegments+st.MemorySegments)
 						persisted = persisted && st.MemorySegments == 0
 					}
@@ -52,22 +51,25 @@ func TestBulkLoadMergesSegments(t *testing.T) {
 					}
 					return fmt.Errorf("segments of each shard (files+memory): %v", out)
 				})
-				return out, fewest, most
+				return out, most
 			}
 			// Two loads a persist apart: two segments a shard at least.
 			if _, err := c.Bulk(ctx, "menu", bytes.NewReader(docs[:half]), client.BulkOptions{NoSnapshot: true}); err != nil {
 				t.Fatal(err)
 			}
 			waitDocs(t, n, first)
-			before, _, _ := segments(false)
+			before, _ := segments(false)
 			res, err := c.Bulk(ctx, "menu", bytes.NewReader(docs[half:]), client.BulkOptions{})
 			if err != nil || res.Snapshot == nil {
 				t.Fatalf("the bulk load published no snapshot: %+v %v", res, err)
 			}
 			waitDocs(t, n, 2000)
-			got, fewest, most := segments(!tc.noMerge)
+			got, most := segments(!tc.noMerge)
 			t.Logf("segments of each shard (files+memory): %v after the first load, %v after the second", before, got)
-			if merged := most == 1; merged == tc.noMerge || (tc.noMerge && fewest < 2) {
+			// Unmerged, a shard may still have merged its own segments
+			// (scorch's merger runs in the background: under CI's load
+			// one shard of two did, [3+0 1+0]); not every shard.
+			if merged := most == 1; merged == tc.noMerge {
 				t.Fatalf("segments of each shard %v, want them merged: %v", got, !tc.noMerge)
 			}
 			if hits := total(c, "menu", "noodles"); hits <= 0 {
