@@ -100,11 +100,15 @@ func (w *diskWatch) check(ctx context.Context) error {
 	case !w.held && least < min:
 		reason := fmt.Sprintf("the disk of %s has %d MiB free, under the %d MiB this server keeps free (quarry serve --min-free-disk); writes resume by themselves once more is free",
 			dir, least>>20, min>>20)
+		// Not ready before the stream refuses writes, so that no write
+		// is refused while /readyz still says ready (the other order
+		// left a moment for one: CI saw it, as for the release below).
+		release := w.n.Hold("writes held: " + reason)
 		if err := w.n.store.HoldWrites(ctx, reason); err != nil {
+			release()
 			return err
 		}
-		w.held, w.reason = true, reason
-		w.release = w.n.Hold("writes held: " + reason)
+		w.held, w.reason, w.release = true, reason, release
 		w.n.cfg.Logger.Error("disk nearly full: writes held", "dir", dir, "free", least, "min_free", min)
 	case w.held && least >= min+min/2:
 		// Ready again before the stream takes writes, so that no write
