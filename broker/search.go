@@ -449,17 +449,12 @@ func (r *run) failed() error {
 }
 
 // deepen asks again, for all K hits, each shard whose first round may
-// have left out some of the merged top K (fanout.NeedsMore: rare on hash
+// have left out some of the merged top K (fanout.Deeper: rare on hash
 // sharding, Plan.ShardK), merges once more, and cuts the candidates to
 // K: those past it are not all known. A shard that fails its second
 // round counts as failed, its first round's hits and counts dropped.
 func (r *run) deepen(ctx, shardCtx context.Context) error {
-	for i, res := range r.results {
-		if res.Resp != nil && fanout.NeedsMore(res.Resp, r.hits, r.plan) {
-			r.deepened = append(r.deepened, i)
-		}
-	}
-	if len(r.deepened) > 0 {
+	if r.deepened = fanout.Deeper(r.results, r.hits, r.plan); len(r.deepened) > 0 {
 		start := time.Now()
 		more := r.b.fan.Deepen(shardCtx, r.plan, r.answered, r.deepened)
 		r.stage(stageFanOut, time.Since(start))

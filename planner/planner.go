@@ -162,7 +162,7 @@ type Plan struct {
 	// (Config.ShardDepth): K on one shard, fewer on several. A shard that
 	// returned all ShardK and whose last hit ranks above the merged K-th
 	// may hold more of the top K, and is asked again for K
-	// (fanout.NeedsMore); every other shard's hits not returned rank
+	// (fanout.Deeper); every other shard's hits not returned rank
 	// below its last, so below the K-th.
 	ShardK int      `json:"shard_k"`
 	From   int      `json:"from"`

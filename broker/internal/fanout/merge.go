@@ -125,22 +125,40 @@ func order(plan *planner.Plan) func(a, b api.Hit) int {
 	}
 }
 
-// NeedsMore reports whether a shard's first-round reply (plan.ShardK
-// hits asked) may leave out hits of the merged top plan.K, given the
-// first round merged (Merge's Hits): the shard returned every hit it was
-// asked for, and either fewer than K were merged or its last hit ranks
+// Deeper returns the positions (in plan.Shards) of the shards whose
+// first round (plan.ShardK hits asked of each) may have left out hits of
+// the merged top plan.K, given the shards' results (those with no
+// decoded Resp failed) and the first round merged (Merge's Hits): none
+// when ShardK is K already.
+// A shard may have left some out when it returned every hit it was
+// asked for and either fewer than K were merged or its last hit ranks
 // above the merged K-th. Its hits not returned rank below its last, so
-// otherwise below the K-th: the shards that do not need more hold none
-// of the top K they did not return.
-func NeedsMore(sr *wire.ShardResponse, merged []api.Hit, plan *planner.Plan) bool {
+// otherwise below the K-th: every other shard holds none of the top K it
+// did not return.
+func Deeper(results []Result, merged []api.Hit, plan *planner.Plan) []int {
+	if plan.ShardK >= plan.K {
+		return nil
+	}
+	cmp := order(plan)
+	var out []int
+	for i, r := range results {
+		if r.Resp != nil && needsMore(r.Resp, merged, plan, cmp) {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// needsMore is Deeper's test of one shard's reply, cmp the merge's order.
+func needsMore(sr *wire.ShardResponse, merged []api.Hit, plan *planner.Plan, cmp func(a, b api.Hit) int) bool {
 	n := len(sr.Hits)
-	if plan.ShardK >= plan.K || n < plan.ShardK || n == 0 {
+	if n < plan.ShardK || n == 0 {
 		return false
 	}
 	if len(merged) < plan.K {
 		return true
 	}
-	return order(plan)(sr.Hits[n-1], merged[plan.K-1]) < 0
+	return cmp(sr.Hits[n-1], merged[plan.K-1]) < 0
 }
 
 // facetSum is one facet's shard counts added up (as bleve's

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/blevesearch/bleve/v2/search"
@@ -142,7 +143,7 @@ func TestNeedsMore(t *testing.T) {
 		{"asked for k already", full, 2, false},
 	} {
 		plan := &planner.Plan{K: c.k, ShardK: 2}
-		if got := NeedsMore(c.sr, merged, plan); got != c.want {
+		if got := len(Deeper([]Result{{}, {Resp: c.sr}}, merged, plan)) == 1; got != c.want {
 			t.Errorf("%s: %v, want %v (merged %v)", c.name, got, c.want, merged)
 		}
 	}
@@ -152,8 +153,9 @@ func TestNeedsMore(t *testing.T) {
 	b := &wire.ShardResponse{Hits: []api.Hit{key("b", "5")}}
 	c := &wire.ShardResponse{Hits: []api.Hit{key("c", "7")}}
 	d := &wire.ShardResponse{Hits: []api.Hit{key("d", "1")}}
-	m := Merge([]*wire.ShardResponse{a, b, c, d}, sorted).Hits // a c b d: b is the 3rd
-	if !NeedsMore(a, m, sorted) || !NeedsMore(c, m, sorted) || NeedsMore(b, m, sorted) || NeedsMore(d, m, sorted) {
-		t.Errorf("sorted: a %v c %v b %v d %v, want true true false false", NeedsMore(a, m, sorted), NeedsMore(c, m, sorted), NeedsMore(b, m, sorted), NeedsMore(d, m, sorted))
+	replies := []*wire.ShardResponse{a, b, c, d}
+	m := Merge(replies, sorted).Hits // a c b d: b is the 3rd
+	if got := Deeper([]Result{{Resp: a}, {Resp: b}, {Resp: c}, {Resp: d}}, m, sorted); !slices.Equal(got, []int{0, 2}) {
+		t.Errorf("sorted: shards %v asked again, want a and c: [0 2]", got)
 	}
 }
