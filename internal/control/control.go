@@ -21,7 +21,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nuid"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/internal/indexmap"
@@ -153,8 +153,9 @@ func CreateIndex(ctx context.Context, st *meta.Store, data []byte) (api.IndexDef
 // the change (the old mapping, at a later revision) and refuses it: the
 // door records a document's new fields before it publishes the document,
 // so one published before the markers is seen by the check after them.
-// A mapping the index has already publishes its markers again, so a
-// change whose markers failed part way is finished by asking again.
+// A mapping the index has already publishes the markers of its revision
+// that are missing, so a change whose markers failed part way is
+// finished by asking again (publishMarkers).
 func ChangeMapping(ctx context.Context, st *meta.Store, data []byte) (api.IndexDefinition, error) {
 	var ch api.MappingChange
 	if err := api.DecodeStrict("mapping change", data, &ch); err != nil {
@@ -229,17 +230,21 @@ func checkUnheld(ctx context.Context, st *meta.Store, def api.IndexDefinition, a
 
 // publishMarkers publishes def's mapping, at definition revision rev, as
 // a marker on every shard of its stream (subject.MappingMarker), each
-// acknowledged.
+// acknowledged. A revision's marker has one subject a shard and is
+// published only while that subject has none (the stream keeps one
+// message a subject, and a marker moved later would apply later on a
+// replica replaying the stream): asking again finishes a change whose
+// markers did not all go out, and adds nothing to the stream otherwise,
+// however often it is asked.
 func publishMarkers(ctx context.Context, st *meta.Store, def api.IndexDefinition, rev uint64) error {
-	// A subject of its own (the stream keeps one message a subject):
-	// markers published again are new messages, never moved ones.
-	update := nuid.Next()
+	update := strconv.FormatUint(rev, 10)
 	for shard := range def.Shards {
 		m := nats.NewMsg(subject.MappingMarker(def.Name, shard, update))
 		m.Header.Set(subject.HeaderOp, subject.OpMapping)
-		m.Header.Set(subject.HeaderMappingRevision, strconv.FormatUint(rev, 10))
+		m.Header.Set(subject.HeaderMappingRevision, update)
 		m.Data = def.Mapping
-		if _, err := st.JS.PublishMsg(ctx, m); err != nil {
+		_, err := st.JS.PublishMsg(ctx, m, jetstream.WithExpectLastSequencePerSubject(0))
+		if err != nil && !meta.IsWrongRevision(err) { // published already
 			return fmt.Errorf("publish the mapping of index %q to shard %d: %w", def.Name, shard, err)
 		}
 	}

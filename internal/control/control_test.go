@@ -74,3 +74,63 @@ func TestChangeMappingUndone(t *testing.T) {
 		}
 	}
 }
+
+// The same change asked again adds no marker where its revision's is
+// already in the stream, nor moves it, and puts back one that is
+// missing (a change whose markers did not all go out), however often it
+// is asked.
+func TestChangeMappingAgain(t *testing.T) {
+	ns := natstest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	st, err := meta.Open(ctx, ns.JS, meta.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := CreateIndex(ctx, st, []byte(`{"name":"shop","shards":2}`)); err != nil {
+		t.Fatal(err)
+	}
+	change, _ := json.Marshal(api.MappingChange{Index: "shop", Mapping: json.RawMessage(`{"default_mapping":{"properties":{"tag":{"fields":[{"type":"text","analyzer":"keyword","index":true}]}}}}`)})
+	markers := func(shard int) int {
+		t.Helper()
+		info, err := st.Docs.Info(ctx, jetstream.WithSubjectFilter(subject.DocsOfShard("shop", shard)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, c := range info.State.Subjects { // the filter's subjects, each with its count
+			n += int(c)
+		}
+		return n
+	}
+	at := func(shard int) uint64 { // the stream sequence of the shard's last marker
+		t.Helper()
+		m, err := st.Docs.GetLastMsgForSubject(ctx, subject.DocsOfShard("shop", shard))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m.Sequence
+	}
+	var first uint64
+	for i := range 5 {
+		if _, err := ChangeMapping(ctx, st, change); err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			first = at(0)
+		}
+	}
+	if m0, m1 := markers(0), markers(1); m0 != 1 || m1 != 1 || at(0) != first {
+		t.Fatalf("markers after the same change 5 times: %d and %d, want 1 a shard, where the first went (shard 0's at %d, first at %d)", m0, m1, at(0), first)
+	}
+	// Shard 1's marker lost (its publish failed): asking again puts it back.
+	if err := st.Docs.Purge(ctx, jetstream.WithPurgeSubject(subject.DocsOfShard("shop", 1))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ChangeMapping(ctx, st, change); err != nil {
+		t.Fatal(err)
+	}
+	if m0, m1 := markers(0), markers(1); m0 != 1 || m1 != 1 {
+		t.Fatalf("markers after asking again: %d and %d, want 1 a shard", m0, m1)
+	}
+}

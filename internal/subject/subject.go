@@ -225,10 +225,10 @@ func Doc(index string, shard int, id string) string {
 }
 
 // MappingMarker is the subject of a mapping update's marker on one
-// shard (OpMapping): a document subject whose id is update (unique to
-// the update, so that no later update replaces it in the stream, which
-// keeps one message a subject) behind a byte that is not UTF-8, so no
-// document's id can be it.
+// shard (OpMapping): a document subject whose id is update (the
+// definition revision the marker carries, so that no later change
+// replaces it in the stream, which keeps one message a subject) behind a
+// byte that is not UTF-8, so no document's id can be it.
 func MappingMarker(index string, shard int, update string) string {
 	return Doc(index, shard, mappingMarkerPrefix+update)
 }
