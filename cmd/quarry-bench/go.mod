@@ -6,7 +6,7 @@ require (
 	github.com/blevesearch/bleve/v2 v2.6.3
 	github.com/quarrysearch/quarry v0.0.0
 	github.com/quarrysearch/quarry/examples/plugins v0.0.0
-	github.com/quarrysearch/quarry/sdk v0.0.0
+	github.com/quarrysearch/quarry/sdk v0.1.0
 )
 
 require (
