@@ -82,6 +82,10 @@ type Config struct {
 	// MaxBatch caps documents per bleve batch when replaying (default
 	// shard.DefaultMaxBatch, 512).
 	MaxBatch int
+	// MaxPITs caps the points in time (search cursors' snapshots) each
+	// replica holds at once (default shard.DefaultMaxPITs, 64): each
+	// keeps the segments merged away since it opened.
+	MaxPITs int
 	// Writes paces how replicas apply updates so that searches do not pay
 	// for them: the least time between batches, the persister's nap and
 	// the merge planner's floor (shard.WriteOptions; the zero value is
@@ -148,7 +152,7 @@ var Defaults = Config{
 	QueueLen: 1024, HeavyAfter: 10 * time.Millisecond, HeavyPause: 250 * time.Millisecond,
 	HeavyLinger:  2 * time.Millisecond,
 	DrainTimeout: 10 * time.Second, SlowRequest: 250 * time.Millisecond, CatchUpTimeout: 10 * time.Minute,
-	MaxBatch: shard.DefaultMaxBatch, CompressThreshold: wire.CompressThreshold, FaultEvery: 1,
+	MaxBatch: shard.DefaultMaxBatch, MaxPITs: shard.DefaultMaxPITs, CompressThreshold: wire.CompressThreshold, FaultEvery: 1,
 }
 
 // EnsureDefaults gives every zero field its default (Defaults; Workers:
@@ -167,6 +171,7 @@ func (c *Config) EnsureDefaults() {
 	c.SlowRequest = cmp.Or(c.SlowRequest, d.SlowRequest)
 	c.CatchUpTimeout = cmp.Or(c.CatchUpTimeout, d.CatchUpTimeout)
 	c.MaxBatch = cmp.Or(c.MaxBatch, d.MaxBatch)
+	c.MaxPITs = cmp.Or(c.MaxPITs, d.MaxPITs)
 	c.CompressThreshold = cmp.Or(c.CompressThreshold, d.CompressThreshold)
 	c.FaultEvery = cmp.Or(c.FaultEvery, d.FaultEvery)
 	if c.Logger == nil {
@@ -199,7 +204,7 @@ func (c *Config) Validate() error {
 	for _, n := range []struct {
 		name string
 		v    int
-	}{{"workers", c.Workers}, {"heavy workers", c.HeavyWorkers}, {"queue len", c.QueueLen}, {"max batch", c.MaxBatch}, {"fault every", c.FaultEvery}} {
+	}{{"workers", c.Workers}, {"heavy workers", c.HeavyWorkers}, {"queue len", c.QueueLen}, {"max batch", c.MaxBatch}, {"max points in time", c.MaxPITs}, {"fault every", c.FaultEvery}} {
 		if n.v <= 0 {
 			bad("%s must be 1 or more, got %d", n.name, n.v)
 		}
@@ -510,7 +515,7 @@ func (s *Searcher) openReplica(ctx context.Context, st *indexState, i int, m met
 		return nil, err
 	}
 	cfg := shard.Config{Index: st.def.Name, Shard: i, Shards: st.def.Shards, Mapping: mapping, Store: s.store,
-		MaxBatch: s.cfg.MaxBatch, Writes: s.cfg.Writes, Documents: st.def.Documents, Logger: s.cfg.Logger,
+		MaxBatch: s.cfg.MaxBatch, MaxPITs: s.cfg.MaxPITs, Writes: s.cfg.Writes, Documents: st.def.Documents, Logger: s.cfg.Logger,
 		Dir: filepath.Join(st.dir, fmt.Sprintf("%d-g%d-%s", i, m.Generation, nuid.Next()))}
 	if err := os.MkdirAll(st.dir, 0o755); err != nil {
 		return nil, err

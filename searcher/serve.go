@@ -153,12 +153,18 @@ func (s *Searcher) handle(ctx context.Context, msg *nats.Msg, queued time.Durati
 		}
 		out := nats.NewMsg("")
 		var err error
-		if req.Phase == wire.PhaseStats {
+		switch req.Phase {
+		case wire.PhaseStats:
 			var st *wire.GlobalStats
 			if st, err = sl.cur.Load().Stats(ctx, &req); err == nil {
 				err = wire.Encode(out, st, s.cfg.CompressThreshold)
 			}
-		} else {
+		case wire.PhasePIT:
+			opened := wire.PITOpened{Replica: s.id}
+			if opened.ID, opened.Seq, err = sl.cur.Load().OpenPIT(time.Duration(req.PITKeepAliveMS) * time.Millisecond); err == nil {
+				err = wire.Encode(out, &opened, s.cfg.CompressThreshold)
+			}
+		default:
 			var resp *wire.ShardResponse
 			room := wire.ReplyRoom(s.nc)
 			req.MaxReplyBytes = room

@@ -79,7 +79,17 @@ type Config struct {
 	// sets it: the indexer, not the searchers, which apply the same
 	// messages.
 	OnReject func(api.RejectedDocument)
-	Logger   *slog.Logger
+	// MaxPITs caps the points in time the replica holds at once
+	// (OpenPIT; default DefaultMaxPITs, 0 or negative: the default).
+	MaxPITs int
+	Logger  *slog.Logger
+}
+
+func (c Config) maxPITs() int {
+	if c.MaxPITs <= 0 {
+		return DefaultMaxPITs
+	}
+	return c.MaxPITs
 }
 
 // WriteOptions pace how a replica applies the stream's updates, so that
@@ -193,6 +203,9 @@ type Replica struct {
 	// updates remembers the sequences of the latest updates applied, to
 	// tell how many a search's statistics miss.
 	updates updateLog
+
+	// pits are the points in time open on the replica (pit.go).
+	pits pits
 
 	// mu guards closed; searches hold it for reading so Close waits for
 	// them.
@@ -649,6 +662,7 @@ func (r *Replica) reopen() error {
 	}
 	r.applyMu.Lock()
 	defer r.applyMu.Unlock()
+	r.closePITs(false) // they read the index closed here
 	if err := r.idx.Close(); err != nil {
 		return fmt.Errorf("close the index: %w", err)
 	}
@@ -839,6 +853,7 @@ func (r *Replica) Close() error {
 	if r.warmDone != nil {
 		<-r.warmDone
 	}
+	r.closePITs(true)
 	r.applyMu.Lock()
 	defer r.applyMu.Unlock()
 	return r.idx.Close()

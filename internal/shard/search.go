@@ -45,14 +45,14 @@ func (r *Replica) Search(ctx context.Context, req *wire.ShardRequest) (*wire.Sha
 		scoped = querystats.NewScopedQuery(sreq.Query, req.Stats, req.StatsComposed && req.MaxStaleUpdates > 0)
 		sreq.Query = scoped
 	}
-	idx, err := r.acquire()
+	idx, seq, release, err := r.searchable(req)
 	if err != nil {
 		return nil, err
 	}
 	// Deferred, so that a panic below (bleve's, or one injected) leaves
 	// the replica's lock free: its searcher recovers and serves on, and
 	// Close does not wait for ever.
-	defer r.mu.RUnlock()
+	defer release()
 	if panicInjected(ctx) {
 		panic(fmt.Sprintf("shard %d: injected fault (searcher FaultPanic)", r.cfg.Shard))
 	}
@@ -89,8 +89,10 @@ func (r *Replica) Search(ctx context.Context, req *wire.ShardRequest) (*wire.Sha
 	if err == nil && req.Suggest != nil {
 		suggested, err = suggest(ctx, idx, req.Suggest)
 	}
-	seq := r.Seq()
 	if err != nil {
+		if errors.Is(err, bleve.ErrorIndexClosed) {
+			return nil, ErrPITGone // ended while this search waited
+		}
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			return nil, api.Errorf(api.CodeTimeout, "shard %d: %v", r.cfg.Shard, ctxErr)
 		}
@@ -334,13 +336,13 @@ func (r *Replica) Stats(ctx context.Context, req *wire.ShardRequest) (*GlobalSta
 	if err != nil {
 		return nil, err
 	}
-	idx, err := r.acquire()
+	// The sequence is read before the reader opens: the reader holds at
+	// least this.
+	idx, seq, release, err := r.searchable(req)
 	if err != nil {
 		return nil, err
 	}
-	defer r.mu.RUnlock()
-	// Read before the reader opens: the reader holds at least this.
-	seq := r.Seq()
+	defer release()
 	adv, err := idx.Advanced()
 	if err != nil {
 		return nil, fmt.Errorf("shard %d: statistics: %w", r.cfg.Shard, err)
@@ -357,4 +359,18 @@ func (r *Replica) Stats(ctx context.Context, req *wire.ShardRequest) (*GlobalSta
 	out.Generation = r.generation.Load()
 	out.Seqs = map[int]uint64{r.cfg.Shard: seq}
 	return out, nil
+}
+
+// searchable returns the index req reads (the replica's, or its point in
+// time's), the stream sequence it holds at least, and what to call once
+// done with it.
+func (r *Replica) searchable(req *wire.ShardRequest) (idx bleve.Index, seq uint64, release func(), err error) {
+	if req.PIT != "" {
+		idx, seq, err = r.usePIT(req.PIT, time.Duration(req.PITKeepAliveMS)*time.Millisecond)
+		return idx, seq, func() {}, err
+	}
+	if idx, err = r.acquire(); err != nil {
+		return nil, 0, nil, err
+	}
+	return idx, r.Seq(), r.mu.RUnlock, nil
 }

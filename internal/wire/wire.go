@@ -74,6 +74,24 @@ type ShardRequest struct {
 	// Suggest, when set, asks for the terms that complete a word beside
 	// the search (api.SearchRequest.Suggest).
 	Suggest *Suggest `json:"suggest,omitempty"`
+	// PIT is the point in time the request reads (its id on the replica
+	// the request is sent to: shard.Replica.OpenPIT), and PITKeepAliveMS
+	// renews it for that long; "" reads the replica's documents now.
+	// With Phase PhasePIT, PITKeepAliveMS is the new point in time's.
+	PIT            string `json:"pit,omitempty"`
+	PITKeepAliveMS int64  `json:"pit_keep_alive_ms,omitempty"`
+}
+
+// PhasePIT is ShardRequest.Phase that opens a point in time on the
+// replica that takes the request; it answers a PITOpened.
+const PhasePIT = "pit"
+
+// PITOpened is a replica's answer to PhasePIT: the point in time's id
+// there, the replica, and the stream sequence it holds.
+type PITOpened struct {
+	Replica string `json:"replica"`
+	ID      string `json:"id"`
+	Seq     uint64 `json:"seq"`
 }
 
 // Suggest asks a shard for the terms of Field that complete Text, a q: its
