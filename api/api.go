@@ -89,6 +89,12 @@ type SearchRequest struct {
 	// no window, one page at a time. It needs the same Sort (and query)
 	// as that page, and From 0.
 	SearchAfter string `json:"search_after,omitempty"`
+	// PIT reads a point in time: the index's documents as of one moment,
+	// held so that the pages of a cursor walk (SearchAfter) read the same
+	// documents whatever is written meanwhile. Without an id it opens one
+	// (SearchResponse.PIT names it); with one it reads it, keeping it for
+	// its keep-alive again.
+	PIT *PITRequest `json:"pit,omitempty"`
 	// Suggest asks for the index's words that complete the last word of
 	// q (SearchResponse.Suggestions): search as you type's list of
 	// completions, beside the search.
@@ -457,6 +463,11 @@ func (r *SearchRequest) Validate() error {
 			return err
 		}
 	}
+	if r.PIT != nil {
+		if err := r.PIT.validate(); err != nil {
+			return err
+		}
+	}
 	if r.SearchAfter != "" {
 		switch {
 		case len(r.Sort) == 0:
@@ -518,6 +529,9 @@ type SearchResponse struct {
 	// reorder), is the cursor of its last hit: the next page is the same
 	// request with SearchAfter set to it.
 	Next string `json:"next,omitempty"`
+	// PIT names the point in time the search read (SearchRequest.PIT):
+	// the next page's request gives it back.
+	PIT string `json:"pit,omitempty"`
 	// Index, on a search of an alias, is the index that answered.
 	Index string `json:"index,omitempty"`
 	// Pipeline reports plugin steps that failed and were skipped
@@ -1151,6 +1165,53 @@ func HTTPStatus(c Code) int {
 func CheckReplicas(n int) error {
 	if n < 1 || n > MaxReplicas {
 		return BadRequest("replicas must be 1 to %d, got %d", MaxReplicas, n)
+	}
+	return nil
+}
+
+// PITRequest is SearchRequest.PIT.
+type PITRequest struct {
+	// ID is a point in time a response named (SearchResponse.PIT); empty
+	// opens one.
+	ID string `json:"id,omitempty"`
+	// KeepAlive is how long the point in time is held after this search,
+	// a Go duration ("1m", "30s"): DefaultPITKeepAlive when empty, at most
+	// MaxPITKeepAlive.
+	KeepAlive string `json:"keep_alive,omitempty"`
+}
+
+// Bounds of a point in time: each holds the segments merged away since it
+// opened, on every shard (a searcher holds at most --max-points-in-time a
+// shard).
+const (
+	DefaultPITKeepAlive = time.Minute
+	MaxPITKeepAlive     = time.Hour
+	// MaxPITBytes bounds a point in time's id.
+	MaxPITBytes = 4096
+)
+
+// KeepAliveDuration is the keep-alive asked for (validated).
+func (p *PITRequest) KeepAliveDuration() time.Duration {
+	if p.KeepAlive == "" {
+		return DefaultPITKeepAlive
+	}
+	d, _ := time.ParseDuration(p.KeepAlive)
+	return d
+}
+
+func (p *PITRequest) validate() error {
+	if len(p.ID) > MaxPITBytes {
+		return BadRequest("pit.id is %d bytes, over the limit of %d", len(p.ID), MaxPITBytes)
+	}
+	if p.KeepAlive == "" {
+		return nil
+	}
+	d, err := time.ParseDuration(p.KeepAlive)
+	switch {
+	case err != nil:
+		return BadRequest("pit.keep_alive %q is no duration (\"1m\", \"30s\")", p.KeepAlive)
+	case d <= 0 || d > MaxPITKeepAlive:
+		return BadRequest("pit.keep_alive %s is out of range: more than 0 and at most %s", p.KeepAlive, MaxPITKeepAlive)
 	}
 	return nil
 }

@@ -188,6 +188,9 @@ func (r *run) execute(ctx context.Context, plan *planner.Plan) (*api.SearchRespo
 	shardCtx, cancelShards := context.WithDeadline(ctx, deadline.Add(plan.ShardTimeout-plan.Timeout))
 	defer cancelShards()
 	r.plan = plan
+	if err := r.pointInTime(shardCtx); err != nil {
+		return nil, err
+	}
 	r.planned()
 	// The team's search memory: an estimate before the shards are asked,
 	// what their replies came to once decoded, given back once the
@@ -223,6 +226,9 @@ func (r *run) execute(ctx context.Context, plan *planner.Plan) (*api.SearchRespo
 		return nil, err
 	}
 	r.finish()
+	if r.plan.PIT != nil {
+		r.resp.PIT = encodePIT(r.plan.Index, r.plan.PIT)
+	}
 	return r.resp, nil
 }
 
@@ -290,6 +296,9 @@ func (r *run) planned() {
 	for _, v := range r.plan.SearchAfter {
 		r.sreq.SearchAfter = append(r.sreq.SearchAfter, []byte(v))
 	}
+	if pit := r.plan.PIT; pit != nil {
+		r.sreq.PIT, r.sreq.PITKeepAliveMS = pit.ID, pit.KeepAlive.Milliseconds()
+	}
 }
 
 // statistics gives the shard request the query's global term statistics
@@ -300,7 +309,13 @@ func (r *run) statistics(shardCtx context.Context) error {
 	if !r.plan.ExactScoring || r.b.cfg.NoExactScoring {
 		return nil
 	}
-	st := r.b.stats.Get(r.plan.Index, r.plan.Query)
+	// A point in time's statistics are its own, counted every time:
+	// the cache holds the index's now.
+	pit := r.plan.PIT != nil
+	var st *wire.GlobalStats
+	if !pit {
+		st = r.b.stats.Get(r.plan.Index, r.plan.Query)
+	}
 	source := statsQueryCache
 	switch {
 	case st != nil:
@@ -316,7 +331,7 @@ func (r *run) statistics(shardCtx context.Context) error {
 			r.prof = append(r.prof, api.Stage{Name: "stats", TookMS: ms(took), Detail: "counted by the index's one shard as it searches: no round trip"})
 		}
 		return nil
-	case r.composeStats(shardCtx):
+	case !pit && r.composeStats(shardCtx):
 		st, source = r.sreq.Stats, statsTerms
 	default:
 		// The statistics phase gets a quarter of the shards' time: a
@@ -332,7 +347,7 @@ func (r *run) statistics(shardCtx context.Context) error {
 		}
 	}
 	r.sreq.Stats = st
-	if st != nil {
+	if st != nil && !pit {
 		r.sreq.MaxStaleUpdates = r.b.stats.StaleUpdates()
 	}
 	took := time.Since(r.plannedAt)
@@ -404,7 +419,7 @@ func (r *run) collect(ctx context.Context) error {
 		r.resp.Shards.Successful++
 		r.results[i].Resp = sr
 		r.good = append(r.good, sr)
-		if sr.Stats != nil && r.sreq.LocalStats {
+		if sr.Stats != nil && r.sreq.LocalStats && plan.PIT == nil {
 			r.b.stats.NoteGeneration(plan.Index, sr.Stats.Generation)
 			r.b.stats.Put(plan.Index, plan.Query, sr.Stats)
 		}

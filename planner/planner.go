@@ -151,6 +151,9 @@ type Ranking struct {
 // Plan is how a request will run.
 type Plan struct {
 	Index string `json:"index"`
+	// PIT is the point in time the search reads, once the broker has
+	// opened or found it; nil reads the shards' documents now.
+	PIT *PointInTime `json:"pit,omitempty"`
 	// Query is the retrieval query, a bleve query in JSON.
 	Query json.RawMessage `json:"query"`
 	// Shards are the shards to ask.
@@ -700,4 +703,13 @@ func (p *Planner) Timeout(req *api.SearchRequest) time.Duration {
 		return min(time.Duration(req.TimeoutMS)*time.Millisecond, p.cfg.MaxTimeout)
 	}
 	return p.cfg.DefaultTimeout
+}
+
+// PointInTime is the point in time a plan reads: its id on each shard's
+// replica that holds it (every request of the search goes there, not to
+// any replica of the shard) and how long to keep it after the search.
+type PointInTime struct {
+	ID        string         `json:"id"`
+	KeepAlive time.Duration  `json:"keep_alive"`
+	Replicas  map[int]string `json:"replicas"`
 }

@@ -161,7 +161,7 @@ func (s *Searcher) handle(ctx context.Context, msg *nats.Msg, queued time.Durati
 			}
 		case wire.PhasePIT:
 			opened := wire.PITOpened{Replica: s.id}
-			if opened.ID, opened.Seq, err = sl.cur.Load().OpenPIT(time.Duration(req.PITKeepAliveMS) * time.Millisecond); err == nil {
+			if opened.ID, opened.Seq, err = sl.cur.Load().OpenPIT(req.PIT, time.Duration(req.PITKeepAliveMS)*time.Millisecond); err == nil {
 				err = wire.Encode(out, &opened, s.cfg.CompressThreshold)
 			}
 		default:

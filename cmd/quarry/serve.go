@@ -38,6 +38,7 @@ type roleFlags struct {
 	noSnapshotMerge  bool
 	workers          int
 	maxBatch         int
+	maxPITs          int
 	defaultTimeout   time.Duration
 	maxInFlight      int
 	teamInFlight     int
@@ -110,6 +111,7 @@ func (f *roleFlags) registerIndexer(fs *flag.FlagSet) {
 
 func (f *roleFlags) registerSearcher(fs *flag.FlagSet) {
 	fs.IntVar(&f.workers, "workers", 0, "shard requests run at once (default 2×GOMAXPROCS)")
+	fs.IntVar(&f.maxPITs, "max-points-in-time", searcher.Defaults.MaxPITs, "most points in time (search cursors' snapshots, a search's \"pit\") each shard's replica holds at once; over it, opening one is refused as overloaded")
 	fs.DurationVar(&f.slowShard, "slow-shard", searcher.Defaults.SlowRequest, "log shard requests slower than this (queue wait included) at warn level, with the request id (negative: never)")
 	fs.DurationVar(&f.faultDelay, "fault-delay", 0, "fault injection, for tests: delay shard requests by this much")
 	fs.IntVar(&f.faultEvery, "fault-every", searcher.Defaults.FaultEvery, "fault injection: delay every Nth shard request (with --fault-delay)")
@@ -206,7 +208,7 @@ func (f *roleFlags) indexer() *indexer.Config {
 }
 
 func (f *roleFlags) searcher() *searcher.Config {
-	return &searcher.Config{Workers: f.workers, MaxBatch: f.maxBatch, Writes: f.writes, FaultDelay: f.faultDelay, FaultEvery: f.faultEvery, FaultStats: f.faultStats, DrainTimeout: f.drainTimeout,
+	return &searcher.Config{Workers: f.workers, MaxBatch: f.maxBatch, MaxPITs: f.maxPITs, Writes: f.writes, FaultDelay: f.faultDelay, FaultEvery: f.faultEvery, FaultStats: f.faultStats, DrainTimeout: f.drainTimeout,
 		SlowRequest: f.slowShard, HeavyAfter: f.heavyAfter, HeavyWorkers: f.heavyWorkers, HeavyPause: f.heavyPause, HeavyLinger: f.heavyLinger, MaxReplyBytes: int(f.maxShardReply)}
 }
 

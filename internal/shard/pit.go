@@ -106,9 +106,11 @@ var ErrPITGone = api.Errorf(api.CodeNotFound, "the point in time has expired or 
 const DefaultMaxPITs = 64
 
 // OpenPIT holds the replica's current snapshot for keepAlive (renewed by
-// each search that uses it) and returns its id and the stream sequence
-// it holds. A replica holds at most Config.MaxPITs at once.
-func (r *Replica) OpenPIT(keepAlive time.Duration) (id string, seq uint64, err error) {
+// each search that uses it) as point in time id (a new one when id is
+// ""; a broker gives every shard of a search the same) and returns the
+// id and the stream sequence it holds. A replica holds at most
+// Config.MaxPITs at once.
+func (r *Replica) OpenPIT(id string, keepAlive time.Duration) (_ string, seq uint64, err error) {
 	if keepAlive <= 0 {
 		return "", 0, api.BadRequest("a point in time's keep_alive must be positive")
 	}
@@ -129,6 +131,12 @@ func (r *Replica) OpenPIT(keepAlive time.Duration) (id string, seq uint64, err e
 	defer r.pits.mu.Unlock()
 	if r.pits.closed {
 		return "", 0, ErrClosed
+	}
+	if id == "" {
+		id = nuid.Next()
+	}
+	if r.pits.byID[id] != nil {
+		return "", 0, api.Errorf(api.CodeConflict, "shard %d holds a point in time %q already", r.cfg.Shard, id)
 	}
 	if max := r.cfg.maxPITs(); len(r.pits.byID) >= max {
 		return "", 0, api.Errorf(api.CodeOverloaded, "shard %d holds %d points in time, the most it may (--max-points-in-time): close one or let one expire", r.cfg.Shard, max)
@@ -152,7 +160,6 @@ func (r *Replica) OpenPIT(keepAlive time.Duration) (id string, seq uint64, err e
 		p.Close()
 		return "", 0, fmt.Errorf("shard %d: open point in time: %w", r.cfg.Shard, err)
 	}
-	id = nuid.Next()
 	if r.pits.byID == nil {
 		r.pits.byID = map[string]*pit{}
 	}

@@ -27,7 +27,7 @@ func TestPointInTime(t *testing.T) {
 	if err := r.WaitSeq(ctx, last); err != nil {
 		t.Fatal(err)
 	}
-	id, seq, err := r.OpenPIT(time.Minute)
+	id, seq, err := r.OpenPIT("", time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,11 +87,11 @@ func TestPointInTime(t *testing.T) {
 	}
 
 	// Bounded: MaxPITs at once.
-	second, _, err := r.OpenPIT(time.Minute)
+	second, _, err := r.OpenPIT("", time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := r.OpenPIT(time.Minute); !errors.Is(err, api.ErrOverloaded) {
+	if _, _, err := r.OpenPIT("", time.Minute); !errors.Is(err, api.ErrOverloaded) {
 		t.Fatalf("a third point in time with MaxPITs 2: %v, want overloaded", err)
 	}
 	r.ClosePIT(second)
@@ -99,7 +99,7 @@ func TestPointInTime(t *testing.T) {
 		t.Fatalf("a closed point in time: %v, want not_found", err)
 	}
 	// Expiry: renewed by each use, gone after its keep-alive unused.
-	short, _, err := r.OpenPIT(300 * time.Millisecond)
+	short, _, err := r.OpenPIT("", 300*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +115,7 @@ func TestPointInTime(t *testing.T) {
 	if _, err := r.Search(ctx, &wire.ShardRequest{Query: q, K: 1, PIT: id}); !errors.Is(err, api.ErrNotFound) {
 		t.Fatalf("a point in time of a closed replica: %v, want not_found", err)
 	}
-	if _, _, err := r.OpenPIT(time.Minute); err == nil {
+	if _, _, err := r.OpenPIT("", time.Minute); err == nil {
 		t.Fatal("a closed replica opened a point in time")
 	}
 }

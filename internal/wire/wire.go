@@ -77,7 +77,8 @@ type ShardRequest struct {
 	// PIT is the point in time the request reads (its id on the replica
 	// the request is sent to: shard.Replica.OpenPIT), and PITKeepAliveMS
 	// renews it for that long; "" reads the replica's documents now.
-	// With Phase PhasePIT, PITKeepAliveMS is the new point in time's.
+	// With Phase PhasePIT, PIT and PITKeepAliveMS are the new point in
+	// time's id and keep-alive.
 	PIT            string `json:"pit,omitempty"`
 	PITKeepAliveMS int64  `json:"pit_keep_alive_ms,omitempty"`
 }

@@ -3,6 +3,7 @@ package fanout
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"sync"
 	"time"
@@ -74,6 +75,9 @@ type Result struct {
 // shard that refuses the query itself (IsClientError) fails it.
 func (rt *Router) CountStats(ctx context.Context, plan *planner.Plan) (*wire.GlobalStats, error) {
 	req := &wire.ShardRequest{Query: plan.Query, Phase: wire.PhaseStats, MaxTerms: plan.MaxTerms}
+	if plan.PIT != nil {
+		req.PIT = plan.PIT.ID
+	}
 	results := rt.fanOut(ctx, plan, req, planner.Hedge{})
 	total := &wire.GlobalStats{}
 	complete := true
@@ -100,9 +104,34 @@ func (rt *Router) CountStats(ctx context.Context, plan *planner.Plan) (*wire.Glo
 		// exact, but an answer.
 		return nil, nil
 	}
-	rt.stats.NoteGeneration(plan.Index, total.Generation)
-	rt.stats.Put(plan.Index, plan.Query, total)
+	if plan.PIT == nil { // a point in time's are its own: not the index's now
+		rt.stats.NoteGeneration(plan.Index, total.Generation)
+		rt.stats.Put(plan.Index, plan.Query, total)
+	}
 	return total, nil
+}
+
+// OpenPIT opens point in time id on one replica of every shard of the
+// plan, held for keepAlive, and returns it: which replica holds each
+// shard's. A shard that fails fails it all (the others expire).
+func (rt *Router) OpenPIT(ctx context.Context, plan *planner.Plan, id string, keepAlive time.Duration) (*planner.PointInTime, error) {
+	req := &wire.ShardRequest{Phase: wire.PhasePIT, PIT: id, PITKeepAliveMS: keepAlive.Milliseconds()}
+	pit := &planner.PointInTime{ID: id, KeepAlive: keepAlive, Replicas: make(map[int]string, len(plan.Shards))}
+	for i, r := range rt.fanOut(ctx, plan, req, planner.Hedge{}) {
+		var opened wire.PITOpened
+		err := r.Err
+		if err == nil {
+			err = wire.Decode(r.Reply, &opened)
+		}
+		if err == nil && opened.Replica == "" {
+			err = errors.New("the searcher named no replica")
+		}
+		if err != nil {
+			return nil, fmt.Errorf("open a point in time on shard %d: %w", plan.Shards[i], err)
+		}
+		pit.Replicas[plan.Shards[i]] = opened.Replica
+	}
+	return pit, nil
 }
 
 // Search runs the search phase: sreq to every shard of the plan, in
@@ -157,10 +186,12 @@ func anyStale(results []Result) bool {
 }
 
 // IsClientError reports whether a shard refused the request itself (bad,
-// over the index's limits, or asking for more fields than a reply
-// carries): partial results without that shard's hits are no answer.
+// over the index's limits, asking for more fields than a reply carries,
+// or reading a point in time it no longer holds): partial results
+// without that shard's hits are no answer.
 func IsClientError(err error) bool {
-	return errors.Is(err, api.ErrBadRequest) || errors.Is(err, api.ErrQueryTooComplex) || errors.Is(err, api.ErrResponseTooLarge)
+	return errors.Is(err, api.ErrBadRequest) || errors.Is(err, api.ErrQueryTooComplex) || errors.Is(err, api.ErrResponseTooLarge) ||
+		errors.Is(err, api.ErrNotFound)
 }
 
 // fanOut asks every shard of the plan in parallel under ctx's deadline.
@@ -184,6 +215,10 @@ func (rt *Router) fanOut(ctx context.Context, plan *planner.Plan, sreq *wire.Sha
 	var wg sync.WaitGroup
 	for i, sh := range plan.Shards {
 		wg.Go(func() {
+			if plan.PIT != nil && sreq.Phase != wire.PhasePIT {
+				results[i] = rt.askPinned(ctx, plan.Index, sh, plan.PIT.Replicas[sh], proto.Data, hdr)
+				return
+			}
 			results[i] = rt.askShard(ctx, plan.Index, sh, proto.Data, hdr, hedge)
 		})
 	}
@@ -315,6 +350,30 @@ func (rt *Router) askShard(ctx context.Context, index string, sh int, data []byt
 		}
 	}
 	res.Err, res.Took = lastErr, time.Since(start)
+	return res
+}
+
+// askPinned sends one shard request to the replica that holds the
+// plan's point in time: no other has its documents, so there is neither
+// hedge nor failover.
+func (rt *Router) askPinned(ctx context.Context, index string, sh int, replica string, data []byte, hdr nats.Header) (res Result) {
+	start := time.Now()
+	if replica == "" {
+		res.Err = api.Errorf(api.CodeNotFound, "the point in time holds no replica of shard %d: open another", sh)
+		return res
+	}
+	reply, err := rt.nc.RequestMsgWithContext(ctx, &nats.Msg{Subject: subject.Replica(replica, index, sh), Data: data, Header: hdr})
+	if errors.Is(err, nats.ErrNoResponders) {
+		err = api.Errorf(api.CodeNotFound, "the point in time's replica of shard %d is gone (its searcher stopped): open another", sh)
+	} else {
+		err = replyError(reply, err)
+	}
+	if err != nil {
+		res.Err = err
+	} else {
+		res.Reply = reply
+	}
+	res.Took = time.Since(start)
 	return res
 }
 
