@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 
 	"github.com/nats-io/nuid"
 
 	"github.com/quarrysearch/quarry/api"
+	"github.com/quarrysearch/quarry/internal/subject"
 	"github.com/quarrysearch/quarry/planner"
 )
 
@@ -34,7 +36,18 @@ func decodePIT(s string) (pitName, error) {
 	if err == nil {
 		err = json.Unmarshal(b, &n)
 	}
-	if err != nil || n.ID == "" || n.Index == "" {
+	if err == nil {
+		err = subject.ValidID("point in time id", n.ID)
+	}
+	for sh, replica := range n.Replicas {
+		if err == nil && (sh < 0 || sh >= api.MaxShards) {
+			err = fmt.Errorf("shard %d out of range", sh)
+		}
+		if err == nil {
+			err = subject.ValidID("replica id", replica)
+		}
+	}
+	if err != nil || n.Index == "" {
 		return n, api.BadRequest("pit.id is not the name of a point in time (a search response's \"pit\")")
 	}
 	return n, nil

@@ -353,14 +353,19 @@ func Upload(team, index, id string) string {
 func UploadsOfTeam(team string) string { return UploadsPrefix + "." + team + ".*.*" }
 
 // ValidUploadID checks an upload id: 1-64 ASCII letters and digits.
-func ValidUploadID(id string) error {
+func ValidUploadID(id string) error { return ValidID("upload id", id) }
+
+// ValidID checks an id of the kind nuid makes (uploads, replicas, points
+// in time): 1-64 ASCII letters and digits, so a subject token. what names
+// it in the error.
+func ValidID(what, id string) error {
 	if id == "" || len(id) > 64 {
-		return fmt.Errorf("upload id must be 1-64 letters and digits, got %d bytes", len(id))
+		return fmt.Errorf("%s must be 1-64 letters and digits, got %d bytes", what, len(id))
 	}
 	for i := 0; i < len(id); i++ {
 		c := id[i]
 		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9') {
-			return fmt.Errorf("upload id must be letters and digits, got %q", id)
+			return fmt.Errorf("%s must be letters and digits, got %q", what, id)
 		}
 	}
 	return nil
