@@ -54,6 +54,8 @@ func runSearch(ctx context.Context, e *env, args []string) error {
 	filterJSON := fs.String("filter", "", "bleve query in JSON every hit must match (does not score)")
 	sortBy := fs.String("sort", "", "sort fields, comma-separated (-price for descending)")
 	after := fs.String("after", "", "the page after this cursor (a sorted search's next, printed under its hits)")
+	pit := fs.String("pit", "", "open a point in time held this long (1m, 30s; at most 1h): this page and the next ones given --pit-id read the documents of this moment")
+	pitID := fs.String("pit-id", "", "read the point in time a page printed (pit: …), holding it for --pit again (default 1m)")
 	typos := fs.String("typos", "", "on or off: typo tolerance for this search (default: the index's query settings, query.typos)")
 	prefix := fs.String("prefix", "", "on or off: search as you type, the last word also a prefix (default: the index's query settings, query.prefix)")
 	suggest := fs.String("suggest", "", "a field whose words complete TEXT's last word: printed under the hits, most documents first (--size 0: the suggestions alone)")
@@ -76,6 +78,9 @@ func runSearch(ctx context.Context, e *env, args []string) error {
 		req.Sort = strings.Split(*sortBy, ",")
 	}
 	req.SearchAfter = *after
+	if *pit != "" || *pitID != "" {
+		req.PIT = &api.PITRequest{ID: *pitID, KeepAlive: *pit}
+	}
 	for _, o := range []struct {
 		flag string
 		v    *string
@@ -180,6 +185,9 @@ func printHits(w io.Writer, resp *api.SearchResponse, from int, fields []string)
 	}
 	if resp.Next != "" {
 		fmt.Fprintf(w, "next: %s   (--after it for the page after)\n", resp.Next)
+	}
+	if resp.PIT != "" {
+		fmt.Fprintf(w, "pit: %s   (--pit-id it to read the same moment)\n", resp.PIT)
 	}
 	if len(resp.Suggestions) > 0 {
 		parts := make([]string, len(resp.Suggestions))

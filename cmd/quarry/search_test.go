@@ -72,6 +72,21 @@ func TestCLISearchPrintsFields(t *testing.T) {
 	if out, errOut, code := cli(t, "", append([]string{"search", "parts", "--fields", "", "--sort", "weight", "--size", "1", "--after", next}, nf...)...); code != 0 || !strings.Contains(out, "p2  ") || strings.Contains(out, "p1  ") {
 		t.Fatalf("--after the cursor: %d %s %s", code, out, errOut)
 	}
+	// A point in time: the printed name reads the same moment.
+	out, _, _ = cli(t, "", append([]string{"search", "parts", "--fields", "", "--sort", "weight", "--size", "1", "--pit", "1m"}, nf...)...)
+	_, pit, ok := strings.Cut(out, "pit: ")
+	pit, _, _ = strings.Cut(pit, " ")
+	_, next, _ = strings.Cut(out, "next: ")
+	next, _, _ = strings.Cut(next, " ")
+	if !ok || pit == "" {
+		t.Fatalf("no point in time in\n%s", out)
+	}
+	if out, errOut, code := cli(t, "", append([]string{"search", "parts", "--fields", "", "--sort", "weight", "--size", "1", "--after", next, "--pit-id", pit}, nf...)...); code != 0 || !strings.Contains(out, "p2  ") || !strings.Contains(out, "pit: "+pit) {
+		t.Fatalf("--pit-id: %d %s %s", code, out, errOut)
+	}
+	if _, errOut, code := cli(t, "", append([]string{"search", "parts", "--sort", "weight", "--pit", "forever"}, nf...)...); code != 2 || !strings.Contains(errOut, `pit.keep_alive "forever" is no duration`) {
+		t.Errorf("--pit forever: %d %s", code, errOut)
+	}
 }
 
 // quarry delete-by-query counts with --dry-run and deletes what the
