@@ -1178,6 +1178,10 @@ type PITRequest struct {
 	// a Go duration ("1m", "30s"): DefaultPITKeepAlive when empty, at most
 	// MaxPITKeepAlive.
 	KeepAlive string `json:"keep_alive,omitempty"`
+	// Close ends the point in time once this search has read it: a
+	// walk's last page gives its segments back at once rather than at
+	// its keep-alive's end. The response then names none.
+	Close bool `json:"close,omitempty"`
 }
 
 // Bounds of a point in time: each holds the segments merged away since it
@@ -1200,6 +1204,9 @@ func (p *PITRequest) KeepAliveDuration() time.Duration {
 }
 
 func (p *PITRequest) validate() error {
+	if p.Close && p.ID == "" {
+		return BadRequest("pit.close ends a point in time: give its id")
+	}
 	if len(p.ID) > MaxPITBytes {
 		return BadRequest("pit.id is %d bytes, over the limit of %d", len(p.ID), MaxPITBytes)
 	}

@@ -227,7 +227,11 @@ func (r *run) execute(ctx context.Context, plan *planner.Plan) (*api.SearchRespo
 	}
 	r.finish()
 	if r.plan.PIT != nil {
-		r.resp.PIT = encodePIT(r.plan.Index, r.plan.PIT)
+		if r.req.PIT.Close {
+			r.b.fan.ClosePIT(shardCtx, r.plan)
+		} else {
+			r.resp.PIT = encodePIT(r.plan.Index, r.plan.PIT)
+		}
 	}
 	return r.resp, nil
 }

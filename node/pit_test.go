@@ -98,12 +98,21 @@ func TestPointInTimeSearch(t *testing.T) {
 	if !slices.Equal(ids, want) {
 		t.Fatalf("walked %v\nwant %v", ids, want)
 	}
+	// Closed by a last search that reads it: then gone.
+	closing := api.SearchRequest{Query: json.RawMessage(`{"match_all":{}}`), Size: 1, PIT: &api.PITRequest{ID: first.PIT, Close: true}}
+	if r, err := c.Search(ctx, "pit", &closing); err != nil || r.Total != 30 || r.PIT != "" {
+		t.Fatalf("the closing search: %+v, %v", r, err)
+	}
+	if _, err := c.Search(ctx, "pit", &closing); api.CodeOf(err) != api.CodeNotFound {
+		t.Fatalf("a closed point in time: %v, want not_found", err)
+	}
 
 	for _, tc := range []struct{ body, code, says string }{
 		{`{"q":"first","pit":{"id":"nonsense"}}`, "400", "not the name of a point in time"},
 		{fmt.Sprintf(`{"q":"first","pit":{"id":%q}}`, first.PIT), "400", `of index \"pit\", not of \"other\"`},
 		{`{"q":"first","pit":{"keep_alive":"2h"}}`, "400", "out of range"},
 		{`{"q":"first","pit":{"keep_alive":"soon"}}`, "400", "no duration"},
+		{`{"q":"first","pit":{"close":true}}`, "400", "give its id"},
 	} {
 		resp, err := http.Post(base+"other/search", "application/json", strings.NewReader(tc.body))
 		if err != nil {

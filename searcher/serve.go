@@ -164,6 +164,9 @@ func (s *Searcher) handle(ctx context.Context, msg *nats.Msg, queued time.Durati
 			if opened.ID, opened.Seq, err = sl.cur.Load().OpenPIT(req.PIT, time.Duration(req.PITKeepAliveMS)*time.Millisecond); err == nil {
 				err = wire.Encode(out, &opened, s.cfg.CompressThreshold)
 			}
+		case wire.PhasePITClose:
+			sl.cur.Load().ClosePIT(req.PIT)
+			out.Data = []byte("{}")
 		default:
 			var resp *wire.ShardResponse
 			room := wire.ReplyRoom(s.nc)

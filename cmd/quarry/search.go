@@ -56,6 +56,7 @@ func runSearch(ctx context.Context, e *env, args []string) error {
 	after := fs.String("after", "", "the page after this cursor (a sorted search's next, printed under its hits)")
 	pit := fs.String("pit", "", "open a point in time held this long (1m, 30s; at most 1h): this page and the next ones given --pit-id read the documents of this moment")
 	pitID := fs.String("pit-id", "", "read the point in time a page printed (pit: …), holding it for --pit again (default 1m)")
+	pitClose := fs.Bool("pit-close", false, "with --pit-id, end the point in time once this page has read it (a walk's last page)")
 	typos := fs.String("typos", "", "on or off: typo tolerance for this search (default: the index's query settings, query.typos)")
 	prefix := fs.String("prefix", "", "on or off: search as you type, the last word also a prefix (default: the index's query settings, query.prefix)")
 	suggest := fs.String("suggest", "", "a field whose words complete TEXT's last word: printed under the hits, most documents first (--size 0: the suggestions alone)")
@@ -79,7 +80,9 @@ func runSearch(ctx context.Context, e *env, args []string) error {
 	}
 	req.SearchAfter = *after
 	if *pit != "" || *pitID != "" {
-		req.PIT = &api.PITRequest{ID: *pitID, KeepAlive: *pit}
+		req.PIT = &api.PITRequest{ID: *pitID, KeepAlive: *pit, Close: *pitClose}
+	} else if *pitClose {
+		return api.BadRequest("--pit-close goes with --pit-id NAME")
 	}
 	for _, o := range []struct {
 		flag string

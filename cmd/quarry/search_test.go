@@ -84,6 +84,12 @@ func TestCLISearchPrintsFields(t *testing.T) {
 	if out, errOut, code := cli(t, "", append([]string{"search", "parts", "--fields", "", "--sort", "weight", "--size", "1", "--after", next, "--pit-id", pit}, nf...)...); code != 0 || !strings.Contains(out, "p2  ") || !strings.Contains(out, "pit: "+pit) {
 		t.Fatalf("--pit-id: %d %s %s", code, out, errOut)
 	}
+	if out, errOut, code := cli(t, "", append([]string{"search", "parts", "--fields", "", "--size", "1", "--pit-id", pit, "--pit-close"}, nf...)...); code != 0 || strings.Contains(out, "pit: ") {
+		t.Fatalf("--pit-close: %d %s %s", code, out, errOut)
+	}
+	if _, errOut, code := cli(t, "", append([]string{"search", "parts", "--size", "1", "--pit-id", pit}, nf...)...); code == 0 || !strings.Contains(errOut, "expired or ended") {
+		t.Fatalf("--pit-id of a closed point in time: %d %s", code, errOut)
+	}
 	if _, errOut, code := cli(t, "", append([]string{"search", "parts", "--sort", "weight", "--pit", "forever"}, nf...)...); code != 2 || !strings.Contains(errOut, `pit.keep_alive "forever" is no duration`) {
 		t.Errorf("--pit forever: %d %s", code, errOut)
 	}

@@ -87,6 +87,10 @@ type ShardRequest struct {
 // replica that takes the request; it answers a PITOpened.
 const PhasePIT = "pit"
 
+// PhasePITClose is ShardRequest.Phase that ends point in time PIT on the
+// replica holding it; it answers an empty JSON object.
+const PhasePITClose = "pit_close"
+
 // PITOpened is a replica's answer to PhasePIT: the point in time's id
 // there, the replica, and the stream sequence it holds.
 type PITOpened struct {

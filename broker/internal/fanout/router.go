@@ -353,6 +353,13 @@ func (rt *Router) askShard(ctx context.Context, index string, sh int, data []byt
 	return res
 }
 
+// ClosePIT ends the plan's point in time on every replica holding it.
+// Ending one already gone is no error; a shard that does not answer in
+// time keeps its until its keep-alive ends.
+func (rt *Router) ClosePIT(ctx context.Context, plan *planner.Plan) {
+	rt.fanOut(ctx, plan, &wire.ShardRequest{Phase: wire.PhasePITClose, PIT: plan.PIT.ID}, planner.Hedge{})
+}
+
 // askPinned sends one shard request to the replica that holds the
 // plan's point in time: no other has its documents, so there is neither
 // hedge nor failover.
