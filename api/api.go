@@ -814,17 +814,20 @@ type QuerySettings struct {
 	// PhraseBoost, when > 0, adds the whole text as a phrase on every
 	// field, with the field's boost times PhraseBoost.
 	PhraseBoost float64 `json:"phrase_boost,omitempty"`
-	// Typos is "auto" for typo tolerance on q (Meilisearch's rule: a word
-	// of TypoOneFrom letters or more may have one typo, one of
-	// TypoTwoFrom or more two; the first letter must be right), "off" or
-	// empty for none. A word found as typed scores above its
-	// near-misses: the typo's match is added to the exact one, at half
-	// the field's boost. Fields marked Exact never take typos, nor _all
-	// unless it is the only field; a request may turn it on or off
-	// (SearchRequest.Typos). It costs: the demo's searches took 2.4x as
-	// long with it (docs/performance.md), so it is not on by default. Fuzziness, a fixed
-	// edit distance for every word, is the older form: the two do not go
-	// together.
+	// Typos is typo tolerance on q, on by default: a word of TypoOneFrom
+	// letters or more may match with one typo, one of TypoTwoFrom or more
+	// with two (Meilisearch's rule; the first letter must be right).
+	// "auto" (or empty, the default) gives typos to the words a field
+	// does not hold as typed: a word the index has is taken as meant, and
+	// costs nothing more (the broker reads which from the statistics of
+	// q as typed). "all" gives them to every word, as Meilisearch does;
+	// "off" to none. A word found as typed scores above its near-misses:
+	// the typo's match is added to the exact one, at half the field's
+	// boost. Fields marked Exact never take typos, nor _all unless it is
+	// the only field; a request may turn it on or off
+	// (SearchRequest.Typos). Fuzziness, a fixed edit distance for every
+	// word, is the older form: set, it turns the default off, and the two
+	// do not go together.
 	Typos string `json:"typos,omitempty"`
 	// Prefix is "last" for search as you type: the last word of q, when
 	// nothing follows it (no space), also matches the words that start
@@ -941,6 +944,25 @@ type FieldBoost struct {
 	Exact bool `json:"exact,omitempty"`
 }
 
+// QuerySettings.Typos's modes.
+const (
+	TyposAuto = "auto"
+	TyposAll  = "all"
+	TyposOff  = "off"
+)
+
+// EffectiveTypos is Typos with its default: TyposAuto, or TyposOff when
+// Fuzziness is set.
+func (s *QuerySettings) EffectiveTypos() string {
+	switch {
+	case s.Typos != "":
+		return s.Typos
+	case s.Fuzziness > 0:
+		return TyposOff
+	}
+	return TyposAuto
+}
+
 // Typo tolerance's word lengths, in letters (QuerySettings.Typos): a
 // word this long may have one typo, or two.
 const (
@@ -996,17 +1018,17 @@ func (s *QuerySettings) Validate() error {
 		return BadRequest("query.fuzziness must be 0, 1 or 2, got %d", s.Fuzziness)
 	}
 	switch s.Typos {
-	case "", "off", "auto":
+	case "", TyposOff, TyposAuto, TyposAll:
 	default:
-		return BadRequest(`query.typos must be "auto" or "off", got %q`, s.Typos)
+		return BadRequest(`query.typos must be "auto", "all" or "off", got %q`, s.Typos)
 	}
 	switch s.Prefix {
 	case "", "off", "last":
 	default:
 		return BadRequest(`query.prefix must be "last" or "off", got %q`, s.Prefix)
 	}
-	if s.Typos == "auto" && s.Fuzziness > 0 {
-		return BadRequest(`query.typos "auto" and query.fuzziness %d do not go together: typos chooses each word's edit distance by its length; set fuzziness to 0`, s.Fuzziness)
+	if s.Typos != "" && s.Typos != TyposOff && s.Fuzziness > 0 {
+		return BadRequest(`query.typos %q and query.fuzziness %d do not go together: typos chooses each word's edit distance by its length; set fuzziness to 0`, s.Typos, s.Fuzziness)
 	}
 	if s.PhraseBoost < 0 {
 		return BadRequest("query.phrase_boost must be >= 0, got %g", s.PhraseBoost)

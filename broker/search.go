@@ -140,11 +140,58 @@ func (r *run) fromRewrite(ctx context.Context, index string, rewriters []Step) (
 			hints = &h
 		}
 	}
+	if cands := planner.TypoCandidates(&r.req, r.def.Query); cands != nil && (hints == nil || len(hints.Query) == 0) {
+		words, err := r.unknownWords(ctx, hints, cands)
+		if err != nil {
+			return nil, err
+		}
+		var h planner.Hints
+		if hints != nil {
+			h = *hints
+		}
+		h.TypoWords = words
+		hints = &h
+	}
 	plan, err := r.b.planner.Plan(&r.req, r.def, hints)
 	if err != nil {
 		return nil, err
 	}
 	return r.execute(ctx, plan)
+}
+
+// unknownWords: under typo tolerance "auto", which of cands (by field,
+// the words of q that may take typos) the field does not hold as typed,
+// read from the statistics of q as typed: the cache's, put together from
+// its terms', or one round trip to every shard, whose statistics the
+// search then finds cached when no word takes typos (its query is q as
+// typed; on an index of one shard the round trip is one more: its shard
+// would count them as it searched). Without them (a shard did not answer
+// in time) no word takes typos.
+func (r *run) unknownWords(ctx context.Context, hints *planner.Hints, cands map[string][]string) (map[string][]string, error) {
+	typed := r.req
+	typed.Typos = new(false)
+	plan, err := r.b.planner.Plan(&typed, r.def, hints)
+	if err != nil {
+		return nil, err
+	}
+	st := r.b.stats.Get(plan.Index, plan.Query)
+	if st == nil {
+		st = r.composedStats(ctx, plan)
+	}
+	if st == nil {
+		statsCtx, cancel := context.WithTimeout(ctx, plan.ShardTimeout/4)
+		st, err = r.b.fan.CountStats(statsCtx, plan)
+		cancel()
+		if err != nil {
+			return nil, err
+		}
+		r.typedStatsRoundTrip = true
+	}
+	m := r.b.mappings.get(&r.def)
+	if st == nil || m == nil {
+		return nil, nil
+	}
+	return planner.UnknownWords(cands, st.DocFreq, m), nil
 }
 
 // execOptions are what a run is made with, and what it gathers before its
@@ -257,13 +304,16 @@ type run struct {
 	plannedAt time.Time
 	prof      []api.Stage
 	// statistics and fan-out
-	sreq             *wire.ShardRequest
-	statsDetail      string
-	results          []fanout.Result
-	answered         *wire.ShardRequest // sreq, or its retry with fresh statistics
-	refreshed        bool
-	deepened         []int // the shards asked again for all K, by position
-	fanStart, fanned time.Time
+	sreq        *wire.ShardRequest
+	statsDetail string
+	// typedStatsRoundTrip: unknownWords asked every shard for the
+	// statistics of q as typed (the statistics stage then says so).
+	typedStatsRoundTrip bool
+	results             []fanout.Result
+	answered            *wire.ShardRequest // sreq, or its retry with fresh statistics
+	refreshed           bool
+	deepened            []int // the shards asked again for all K, by position
+	fanStart, fanned    time.Time
 	// collect, merge, rank, page (mergeTook: collect, merge and page)
 	resp       *api.SearchResponse
 	good       []*wire.ShardResponse
@@ -354,12 +404,20 @@ func (r *run) statistics(shardCtx context.Context) error {
 	if st != nil && !pit {
 		r.sreq.MaxStaleUpdates = r.b.stats.StaleUpdates()
 	}
+	typedFirst := source == statsQueryCache && r.typedStatsRoundTrip
+	if typedFirst {
+		// unknownWords asked every shard for them just before the plan
+		// (typo tolerance "auto"): a round trip, not a hit.
+		source = statsRoundTrip
+	}
 	took := time.Since(r.plannedAt)
 	r.stage(stageStats, took)
 	r.metrics.statistics(source)
 	if r.profile {
 		detail := "cache miss: one round trip to every shard"
 		switch {
+		case typedFirst:
+			detail = "cache miss: one round trip to every shard, before the plan (which of q's words the index holds: typo tolerance)"
 		case source == statsQueryCache:
 			detail = "cache hit"
 		case source == statsTerms:
@@ -373,26 +431,32 @@ func (r *run) statistics(shardCtx context.Context) error {
 }
 
 // composeStats gives the shard request statistics put together from the
-// cache of terms, when the query's terms can be listed from the index's
-// mapping and every one is cached, and reports whether it did.
+// cache of terms (composedStats), and reports whether it did.
 func (r *run) composeStats(ctx context.Context) bool {
-	if !r.b.stats.HasTerms(r.plan.Index) {
-		return false // no table to put them together from: no listing
-	}
-	m := r.b.mappings.get(&r.def)
-	if m == nil {
-		return false
-	}
-	qt, ok := querystats.ListTerms(ctx, &wire.ShardRequest{Query: r.plan.Query, MaxTerms: r.plan.MaxTerms}, m)
-	if !ok {
-		return false
-	}
-	st := r.b.stats.Compose(r.plan.Index, qt.Terms, qt.Fields)
+	st := r.composedStats(ctx, r.plan)
 	if st == nil {
 		return false
 	}
 	r.sreq.Stats, r.sreq.StatsComposed = st, true
 	return true
+}
+
+// composedStats are plan's statistics put together from the cache of
+// terms, when the query's terms can be listed from the index's mapping
+// and every one is cached; nil otherwise.
+func (r *run) composedStats(ctx context.Context, plan *planner.Plan) *wire.GlobalStats {
+	if !r.b.stats.HasTerms(plan.Index) {
+		return nil // no table to put them together from: no listing
+	}
+	m := r.b.mappings.get(&r.def)
+	if m == nil {
+		return nil
+	}
+	qt, ok := querystats.ListTerms(ctx, &wire.ShardRequest{Query: plan.Query, MaxTerms: plan.MaxTerms}, m)
+	if !ok {
+		return nil
+	}
+	return r.b.stats.Compose(plan.Index, qt.Terms, qt.Fields)
 }
 
 // fanOut asks every shard, again with fresh statistics if one found them

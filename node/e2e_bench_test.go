@@ -108,7 +108,7 @@ func e2eBleveSearch(idx bleve.Index, q string, global bool) (*bleve.SearchResult
 // e2eBleveSearchStats is e2eBleveSearch scored with st (nil: bleve's own
 // statistics).
 func e2eBleveSearchStats(idx bleve.Index, q string, global bool, st *search.BM25Stats) (*bleve.SearchResult, error) {
-	bq, err := planner.BuildQuery(&api.SearchRequest{Q: q}, api.QuerySettings{}, nil)
+	bq, err := planner.BuildQuery(&api.SearchRequest{Q: q}, api.QuerySettings{}, nil, nil)
 	if err != nil {
 		return nil, err
 	}

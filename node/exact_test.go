@@ -57,7 +57,7 @@ func catalogReference(tb testing.TB, docs []byte) (bleve.Index, *search.BM25Stat
 // statistics), ordered by score then id, from 0 to from+size+extra.
 func refSearch(tb testing.TB, idx bleve.Index, st *search.BM25Stats, req api.SearchRequest, extra int) *bleve.SearchResult {
 	tb.Helper()
-	q, err := planner.BuildQuery(&req, api.QuerySettings{}, nil)
+	q, err := planner.BuildQuery(&req, api.QuerySettings{}, nil, refTypoWords(tb, idx, &req))
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -71,6 +71,43 @@ func refSearch(tb testing.TB, idx bleve.Index, st *search.BM25Stats, req api.Sea
 		tb.Fatal(err)
 	}
 	return res
+}
+
+// refTypoWords are the words of req's q that take typos on the reference
+// under the default typo tolerance ("auto"), read from its own dictionary
+// as a broker reads them from the statistics: those it does not hold.
+func refTypoWords(tb testing.TB, idx bleve.Index, req *api.SearchRequest) map[string][]string {
+	tb.Helper()
+	cands := planner.TypoCandidates(req, api.QuerySettings{})
+	if cands == nil {
+		return nil
+	}
+	adv, err := idx.Advanced()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	r, err := adv.Reader()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer r.Close()
+	m := idx.Mapping()
+	docFreq := map[string]map[string]uint64{}
+	for field, words := range cands {
+		docFreq[field] = map[string]uint64{}
+		a := m.AnalyzerNamed(m.AnalyzerNameForPath(field))
+		for _, w := range words {
+			for _, tok := range a.Analyze([]byte(w)) {
+				tfr, err := r.TermFieldReader(context.Background(), tok.Term, field, false, false, false)
+				if err != nil {
+					tb.Fatal(err)
+				}
+				docFreq[field][string(tok.Term)] = tfr.Count()
+				tfr.Close()
+			}
+		}
+	}
+	return planner.UnknownWords(cands, docFreq, m)
 }
 
 // hitsDiffer says where got (the hits from position from on) differs from
@@ -529,7 +566,10 @@ func TestOneShardCountsItsStatistics(t *testing.T) {
 	c := n.Client()
 	ctx := context.Background()
 	single, ref := catalogReference(t, docs)
-	req := api.SearchRequest{Q: "spicy noodles", Size: 20, Profile: true, TimeoutMS: 30000}
+	// Typo tolerance off: under its default ("auto") the statistics of q
+	// as typed are asked of the shard before the plan, to know which
+	// words take typos, and the search finds them cached.
+	req := api.SearchRequest{Q: "spicy noodles", Size: 20, Profile: true, TimeoutMS: 30000, Typos: new(false)}
 	for i, want := range []string{"counted by the index's one shard", "cache hit"} {
 		got, err := c.Search(ctx, "one", &req)
 		if err != nil {

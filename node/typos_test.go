@@ -11,18 +11,19 @@ import (
 	"github.com/quarrysearch/quarry/internal/catalog"
 )
 
-// TestTypoTolerance: with query.typos "auto", a word of 5 letters or more
+// TestTypoTolerance: with query.typos "all", a word of 5 letters or more
 // finds its one-typo forms (9 or more, two), stemmed as the field stems
 // them, and a word found as typed ranks above its near-misses; a
 // shorter word, a field marked exact, and a request with "typos": false
-// take none; a request with "typos": true takes them on an index
-// without. Over NATS and HTTP.
+// take none. With "auto", the default, only the words the index does
+// not hold as typed take typos, and a request with "typos": true takes
+// them that way on an index without. Over NATS and HTTP.
 func TestTypoTolerance(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	n := startNode(t)
 	c := n.Client()
-	qs := api.QuerySettings{Fields: []api.FieldBoost{{Field: "name", Boost: 2}, {Field: "cuisine", Exact: true}}, Typos: "auto"}
+	qs := api.QuerySettings{Fields: []api.FieldBoost{{Field: "name", Boost: 2}, {Field: "cuisine", Exact: true}}, Typos: api.TyposAll}
 	if _, err := c.CreateIndexDef(ctx, api.IndexDefinition{Name: "typo", Shards: 2, Mapping: catalog.Mapping(), Query: qs}); err != nil {
 		t.Fatal(err)
 	}
@@ -57,17 +58,40 @@ func TestTypoTolerance(t *testing.T) {
 		})
 	}
 
-	// An index without typos: none, unless the request asks (over HTTP).
+	// The default, "auto": a word the index holds as typed is taken as
+	// meant (compresion is a document's), one it does not takes typos.
 	if _, err := c.SetQuerySettings(ctx, "typo", api.QuerySettings{Fields: qs.Fields}); err != nil {
 		t.Fatal(err)
 	}
 	url := "http://" + n.HTTPAddr + "/v1/indexes/typo/search"
-	var off, on api.SearchResponse
-	waitFor(t, func() bool { // the settings without typos
-		code, _ := postJSON(t, url, `{"q":"compresion"}`, &off)
-		return code == 200 && off.Total == 1
+	var r api.SearchResponse
+	waitFor(t, func() bool { // the new settings
+		code, _ := postJSON(t, url, `{"q":"compression"}`, &r)
+		return code == 200 && r.Total == 2
 	})
-	if code, body := postJSON(t, url, `{"q":"compresion","typos":true}`, &on); code != 200 || on.Total != 3 || on.Hits[0].ID != "typo" {
+	for _, tc := range []struct {
+		body, want string
+		total      uint64
+	}{
+		{`{"q":"compression"}`, "exact|inflected", 2},
+		{`{"q":"compresion"}`, "typo", 1},
+		{`{"q":"commpresion"}`, "exact|inflected|typo", 3},
+		{`{"q":"commpresion tofu"}`, "exact|inflected|typo|tofu", 4},
+		{`{"q":"commpresion","typos":false}`, "", 0},
+	} {
+		if code, body := postJSON(t, url, tc.body, &r); code != 200 || r.Total != tc.total || !orderIs(joinedIDs(&r), tc.want) {
+			t.Errorf("auto, %s: %d %s; want %d, %s", tc.body, code, body, tc.total, tc.want)
+		}
+	}
+	// An index without typos: none, unless the request asks.
+	if _, err := c.SetQuerySettings(ctx, "typo", api.QuerySettings{Fields: qs.Fields, Typos: api.TyposOff}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { // the settings without typos
+		code, _ := postJSON(t, url, `{"q":"commpresion"}`, &r)
+		return code == 200 && r.Total == 0
+	})
+	if code, body := postJSON(t, url, `{"q":"commpresion","typos":true}`, &r); code != 200 || r.Total != 3 {
 		t.Fatalf(`"typos": true on an index without: %d %s`, code, body)
 	}
 	if code, body := postJSON(t, url, `{"q":"x","typos":"yes"}`, nil); code != 400 || !strings.Contains(body, "typos") {
@@ -78,7 +102,7 @@ func TestTypoTolerance(t *testing.T) {
 		qs  api.QuerySettings
 		msg string
 	}{
-		{api.QuerySettings{Typos: "always"}, `query.typos must be "auto" or "off"`},
+		{api.QuerySettings{Typos: "always"}, `query.typos must be "auto", "all" or "off"`},
 		{api.QuerySettings{Typos: "auto", Fuzziness: 1}, "do not go together"},
 	} {
 		if _, err := c.SetQuerySettings(ctx, "typo", bad.qs); api.CodeOf(err) != api.CodeBadRequest || !strings.Contains(err.Error(), bad.msg) {

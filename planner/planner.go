@@ -137,6 +137,11 @@ type Hints struct {
 	RerankDepth int `json:"rerank_depth,omitempty"`
 	// Ranking is what the index's rankers need, when it has any.
 	Ranking *Ranking `json:"ranking,omitempty"`
+	// TypoWords are, by field, the words of q that take typos under
+	// typo tolerance "auto" (api.QuerySettings.Typos): those the field
+	// does not hold as typed (TypoWords, from the statistics of q as
+	// typed). Nil: none.
+	TypoWords map[string][]string `json:"-"`
 }
 
 // Ranking is what an index's rankers need of a plan: their candidates
@@ -248,7 +253,11 @@ func (p *Planner) Plan(req *api.SearchRequest, def api.IndexDefinition, hints *H
 		if p.cfg.Mapping != nil && needsAnalysis(req, def.Query) {
 			m = p.cfg.Mapping(&def)
 		}
-		q, err = BuildQuery(req, def.Query, m)
+		var typoWords map[string][]string
+		if hints != nil {
+			typoWords = hints.TypoWords
+		}
+		q, err = BuildQuery(req, def.Query, m, typoWords)
 	}
 	if err != nil {
 		return nil, err
@@ -414,8 +423,10 @@ func scoresMatter(sort []string) bool {
 // BuildQuery builds the retrieval query of a request: Query if given, else
 // Q through the index's query settings, else match-all; with Filter as a
 // non-scoring filter. m, the index's mapping, analyses Q's words where
-// the query needs it (needsAnalysis); nil: not analysed.
-func BuildQuery(req *api.SearchRequest, settings api.QuerySettings, m mapping.IndexMapping) (query.Query, error) {
+// the query needs it (needsAnalysis); nil: not analysed. Under typo
+// tolerance "auto" (the default) the words that take typos are
+// typoWords's (by field: UnknownWords); nil: none.
+func BuildQuery(req *api.SearchRequest, settings api.QuerySettings, m mapping.IndexMapping, typoWords map[string][]string) (query.Query, error) {
 	if err := settings.Validate(); err != nil {
 		return nil, err
 	}
@@ -427,20 +438,34 @@ func BuildQuery(req *api.SearchRequest, settings api.QuerySettings, m mapping.In
 			return nil, err
 		}
 	case req.Q != "":
-		typos, prefix := typosAndPrefix(req, settings)
-		q = textQuery(req.Q, settings, typos, prefix, m)
+		mode, prefix := typosAndPrefix(req, settings)
+		var typoFor func(field, word string) bool
+		switch mode {
+		case api.TyposAll:
+			typoFor = func(string, string) bool { return true }
+		case api.TyposAuto:
+			typoFor = func(field, word string) bool { return slices.Contains(typoWords[field], word) }
+		}
+		q = textQuery(req.Q, settings, typoFor, prefix, m)
 	default:
 		q = query.NewMatchAllQuery()
 	}
 	return withFilter(q, req.Filter)
 }
 
-// typosAndPrefix: whether req's q may match with typos and its last word
-// as a prefix (the request's choice, else the index's settings).
-func typosAndPrefix(req *api.SearchRequest, s api.QuerySettings) (typos, prefix bool) {
-	typos, prefix = s.Typos == "auto", s.Prefix == "last"
+// typosAndPrefix: the typo tolerance req's q gets (api.TyposAuto,
+// TyposAll or TyposOff) and whether its last word is also a prefix (the
+// request's choice, else the index's settings; a request turning typos on
+// where the index has them off gets "auto").
+func typosAndPrefix(req *api.SearchRequest, s api.QuerySettings) (typos string, prefix bool) {
+	typos, prefix = s.EffectiveTypos(), s.Prefix == "last"
 	if req.Typos != nil {
-		typos = *req.Typos
+		switch {
+		case !*req.Typos:
+			typos = api.TyposOff
+		case typos == api.TyposOff:
+			typos = api.TyposAuto
+		}
 	}
 	if req.Prefix != nil {
 		prefix = *req.Prefix
@@ -456,7 +481,7 @@ func needsAnalysis(req *api.SearchRequest, s api.QuerySettings) bool {
 		return false
 	}
 	typos, prefix := typosAndPrefix(req, s)
-	return typos || prefix
+	return typos != api.TyposOff || prefix
 }
 
 // textQuery matches text on every configured field (a disjunction when
@@ -469,7 +494,10 @@ func needsAnalysis(req *api.SearchRequest, s api.QuerySettings) bool {
 // match query with operator "and" makes it; last, it is not a prefix
 // either, as with Elasticsearch's match_bool_prefix); with m nil, every
 // word.
-func textQuery(text string, s api.QuerySettings, typos, prefix bool, m mapping.IndexMapping) query.Query {
+//
+// typoFor says whether a word takes typos on a field (nil: none does).
+func textQuery(text string, s api.QuerySettings, typoFor func(field, word string) bool, prefix bool, m mapping.IndexMapping) query.Query {
+	typos := typoFor != nil
 	fields := s.Fields
 	if len(fields) == 0 {
 		fields = []api.FieldBoost{{Field: "_all", Boost: 1}}
@@ -492,8 +520,8 @@ func textQuery(text string, s api.QuerySettings, typos, prefix bool, m mapping.I
 		// are asked only when it is the one field (typos cost 2.9x a
 		// search's p50 on the demo with it, 2.4x without:
 		// BenchmarkTypos).
-		extra := len(words) > 0 && (f.Field != "_all" || len(fields) == 1)
-		fuzzy := typos && extra && !f.Exact
+		extra := len(words) > 0 && takesExtras(f, len(fields))
+		fuzzy := typos && extra && !f.Exact && slices.ContainsFunc(words, func(w string) bool { return typoFor(f.Field, w) })
 		partial := ""
 		if extra {
 			partial = last
@@ -512,7 +540,7 @@ func textQuery(text string, s api.QuerySettings, typos, prefix bool, m mapping.I
 				mq.SetField(f.Field)
 				mq.SetBoost(boost)
 				alts := []query.Query{mq}
-				if fq := typoQuery(w, f.Field, boost); fuzzy && fq != nil {
+				if fq := typoQuery(w, f.Field, boost); fuzzy && fq != nil && typoFor(f.Field, w) {
 					alts = append(alts, fq)
 				}
 				if pq := prefixQuery(partial, f.Field, boost); i == len(words)-1 && pq != nil {
@@ -536,7 +564,7 @@ func textQuery(text string, s api.QuerySettings, typos, prefix bool, m mapping.I
 			clauses = append(clauses, m)
 			if fuzzy {
 				for _, w := range words {
-					if fq := typoQuery(w, f.Field, boost); fq != nil {
+					if fq := typoQuery(w, f.Field, boost); fq != nil && typoFor(f.Field, w) {
 						clauses = append(clauses, fq)
 					}
 				}
@@ -556,6 +584,73 @@ func textQuery(text string, s api.QuerySettings, typos, prefix bool, m mapping.I
 		return clauses[0]
 	}
 	return query.NewDisjunctionQuery(clauses)
+}
+
+// takesExtras reports whether field f, one of n, may take typos and
+// prefixes: _all holds every field's words again, so only when it is the
+// one field.
+func takesExtras(f api.FieldBoost, n int) bool { return f.Field != "_all" || n == 1 }
+
+// TypoCandidates are, by field, the words of req's q that may take typos
+// under typo tolerance "auto": long enough (api.TypoEdits), on a field
+// that takes them. nil when q takes none that way (no q, a query, typos
+// "all" or "off"). The broker keeps those a field does not hold
+// (UnknownWords) and gives them to the plan (Hints.TypoWords).
+func TypoCandidates(req *api.SearchRequest, s api.QuerySettings) map[string][]string {
+	if len(req.Query) > 0 || req.Q == "" {
+		return nil
+	}
+	if mode, _ := typosAndPrefix(req, s); mode != api.TyposAuto {
+		return nil
+	}
+	fields := s.Fields
+	if len(fields) == 0 {
+		fields = []api.FieldBoost{{Field: "_all", Boost: 1}}
+	}
+	var out map[string][]string
+	words := typoWords(req.Q)
+	for _, f := range fields {
+		if f.Exact || !takesExtras(f, len(fields)) {
+			continue
+		}
+		for _, w := range words {
+			if api.TypoEdits(w) > 0 {
+				if out == nil {
+					out = map[string][]string{}
+				}
+				out[f.Field] = append(out[f.Field], w)
+			}
+		}
+	}
+	return out
+}
+
+// UnknownWords keeps, of candidates (TypoCandidates), the words a field
+// does not hold as typed: those whose terms, analysed as m analyses the
+// field, are not all in docFreq (field → term → live documents: the
+// statistics of q as typed) with a document at least. nil: every word is
+// known.
+func UnknownWords(candidates map[string][]string, docFreq map[string]map[string]uint64, m mapping.IndexMapping) map[string][]string {
+	var out map[string][]string
+	for field, words := range candidates {
+		a := fieldAnalyzer(m, field)
+		for _, w := range words {
+			known := a != nil // without its analyser, a word is not known
+			if a != nil {
+				// A word the analyser drops (a stop word) is no typo.
+				for _, t := range a.Analyze([]byte(w)) {
+					known = known && docFreq[field][string(t.Term)] > 0
+				}
+			}
+			if !known {
+				if out == nil {
+					out = map[string][]string{}
+				}
+				out[field] = append(out[field], w)
+			}
+		}
+	}
+	return out
 }
 
 // analyses reports whether word leaves a token when a (a field's

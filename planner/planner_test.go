@@ -9,10 +9,13 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/blevesearch/bleve/v2/mapping"
 
 	"github.com/quarrysearch/quarry/api"
 )
@@ -277,7 +280,7 @@ func TestTyposAndPrefixBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	qs := api.QuerySettings{Fields: []api.FieldBoost{{Field: "name"}, {Field: "description"}}, Typos: "auto", Prefix: "last"}
+	qs := api.QuerySettings{Fields: []api.FieldBoost{{Field: "name"}, {Field: "description"}}, Typos: api.TyposAll, Prefix: "last"}
 	def := api.IndexDefinition{Name: "t", Shards: 2, Query: qs}
 	var distinct strings.Builder
 	for i := 0; distinct.Len() < 4000; i++ { // under max_q_bytes
@@ -351,6 +354,66 @@ func TestShardK(t *testing.T) {
 	for _, bad := range []float64{math.NaN(), math.Inf(1)} {
 		if _, err := New(Config{ShardDepth: bad}); err == nil {
 			t.Errorf("shard depth %v accepted", bad)
+		}
+	}
+}
+
+// Typo tolerance is on by default ("auto"): the words of q that may take
+// typos are listed (TypoCandidates), those a field does not hold kept
+// (UnknownWords, from q's statistics), and only they get typo clauses
+// in the plan; "all" gives every word its typos, "off" (or a request's
+// false, or fuzziness) none.
+func TestTypoWords(t *testing.T) {
+	m := mapping.NewIndexMapping()
+	m.DefaultAnalyzer = "standard"
+	p, err := New(Config{Mapping: func(*api.IndexDefinition) mapping.IndexMapping { return m }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	qs := api.QuerySettings{Fields: []api.FieldBoost{{Field: "name", Boost: 2}, {Field: "code", Exact: true}, {Field: "_all"}}}
+	req := &api.SearchRequest{Q: "chiken curry noodles the"}
+	cands := TypoCandidates(req, qs)
+	want := map[string][]string{"name": {"chiken", "curry", "noodles"}} // 5 letters or more; not code (exact), not _all (not alone)
+	if !reflect.DeepEqual(cands, want) {
+		t.Fatalf("candidates %v, want %v", cands, want)
+	}
+	// The index holds curry and noodles, not chiken.
+	docFreq := map[string]map[string]uint64{"name": {"curry": 7, "noodles": 3, "chiken": 0}}
+	unknown := UnknownWords(cands, docFreq, m)
+	if want := map[string][]string{"name": {"chiken"}}; !reflect.DeepEqual(unknown, want) {
+		t.Fatalf("unknown words %v, want %v", unknown, want)
+	}
+	def := api.IndexDefinition{Name: "t", Shards: 2, Query: qs}
+	plan, err := p.Plan(req, def, &Hints{TypoWords: unknown})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(plan.Query), `"fuzziness":1`); n != 1 || !strings.Contains(string(plan.Query), `"match":"chiken","field":"name","boost":1,"prefix_length":1,"fuzziness":1`) {
+		t.Errorf("auto: %d typo clauses in %s, want chiken's on name alone", n, plan.Query)
+	}
+	for _, c := range []struct {
+		name     string
+		settings api.QuerySettings
+		typos    *bool
+		want     int
+	}{
+		{"all", api.QuerySettings{Fields: qs.Fields, Typos: api.TyposAll}, nil, 3},
+		{"off", api.QuerySettings{Fields: qs.Fields, Typos: api.TyposOff}, nil, 0},
+		{"the request's false", qs, new(false), 0},
+		{"fuzziness", api.QuerySettings{Fields: qs.Fields, Fuzziness: 1}, nil, 0},
+		{"the request's true on an index with typos off", api.QuerySettings{Fields: qs.Fields, Typos: api.TyposOff}, new(true), 1},
+	} {
+		d := def
+		d.Query = c.settings
+		plan, err := p.Plan(&api.SearchRequest{Q: req.Q, Typos: c.typos}, d, &Hints{TypoWords: unknown})
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if got := strings.Count(string(plan.Query), `"fuzziness":1`); got != c.want && c.settings.Fuzziness == 0 {
+			t.Errorf("%s: %d typo clauses, want %d: %s", c.name, got, c.want, plan.Query)
+		}
+		if TypoCandidates(&api.SearchRequest{Q: req.Q, Typos: c.typos}, c.settings) != nil && c.name != "the request's true on an index with typos off" {
+			t.Errorf("%s: candidates listed, but the words' typos are not chosen by the index", c.name)
 		}
 	}
 }

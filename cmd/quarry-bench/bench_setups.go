@@ -283,7 +283,7 @@ func settleBleve(ctx context.Context, log *slog.Logger, idxs ...bleve.Index) (fi
 // for Quarry's shards (the index's query settings, ties broken by id),
 // scored with st when given (else bleve's own statistics).
 func bleveSearch(ctx context.Context, idx bleve.Index, req *api.SearchRequest, settings api.QuerySettings, st *search.BM25Stats) ([]benchHit, error) {
-	q, err := planner.BuildQuery(req, settings, idx.Mapping())
+	q, err := planner.BuildQuery(req, settings, idx.Mapping(), nil)
 	if err != nil {
 		return nil, err
 	}
