@@ -141,9 +141,12 @@ func (r *run) fromRewrite(ctx context.Context, index string, rewriters []Step) (
 		}
 	}
 	if cands := planner.TypoCandidates(&r.req, r.def.Query); cands != nil && (hints == nil || len(hints.Query) == 0) {
-		words, err := r.unknownWords(ctx, hints, cands)
+		typed, words, err := r.unknownWords(ctx, hints, cands)
 		if err != nil {
 			return nil, err
+		}
+		if words == nil {
+			return r.execute(ctx, typed) // the index holds every word: q as typed
 		}
 		var h planner.Hints
 		if hints != nil {
@@ -167,12 +170,15 @@ func (r *run) fromRewrite(ctx context.Context, index string, rewriters []Step) (
 // typed; on an index of one shard the round trip is one more: its shard
 // would count them as it searched). Without them (a shard did not answer
 // in time) no word takes typos.
-func (r *run) unknownWords(ctx context.Context, hints *planner.Hints, cands map[string][]string) (map[string][]string, error) {
+//
+// It returns the plan of q as typed too: the search's, when no word takes
+// typos.
+func (r *run) unknownWords(ctx context.Context, hints *planner.Hints, cands map[string][]string) (*planner.Plan, map[string][]string, error) {
 	typed := r.req
 	typed.Typos = new(false)
 	plan, err := r.b.planner.Plan(&typed, r.def, hints)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	st := r.b.stats.Get(plan.Index, plan.Query)
 	if st == nil {
@@ -183,15 +189,15 @@ func (r *run) unknownWords(ctx context.Context, hints *planner.Hints, cands map[
 		st, err = r.b.fan.CountStats(statsCtx, plan)
 		cancel()
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		r.typedStatsRoundTrip = true
 	}
 	m := r.b.mappings.get(&r.def)
 	if st == nil || m == nil {
-		return nil, nil
+		return plan, nil, nil
 	}
-	return planner.UnknownWords(cands, st.DocFreq, m), nil
+	return plan, planner.UnknownWords(cands, st.DocFreq, m), nil
 }
 
 // execOptions are what a run is made with, and what it gathers before its

@@ -625,24 +625,33 @@ func TypoCandidates(req *api.SearchRequest, s api.QuerySettings) map[string][]st
 	return out
 }
 
-// UnknownWords keeps, of candidates (TypoCandidates), the words a field
-// does not hold as typed: those whose terms, analysed as m analyses the
-// field, are not all in docFreq (field → term → live documents: the
-// statistics of q as typed) with a document at least. nil: every word is
-// known.
+// UnknownWords keeps, of candidates (TypoCandidates), the words the index
+// does not hold as typed: those no field of candidates holds, a word
+// being held by a field when its terms, analysed as m analyses the field,
+// are all in docFreq (field → term → live documents: the statistics of q
+// as typed) with a document at least. A word some field holds is a real
+// word, taken as meant everywhere (its typos on another field would
+// mostly be noise, and cost an automaton a field). nil: every word is
+// held.
 func UnknownWords(candidates map[string][]string, docFreq map[string]map[string]uint64, m mapping.IndexMapping) map[string][]string {
-	var out map[string][]string
+	held := map[string]bool{}
 	for field, words := range candidates {
 		a := fieldAnalyzer(m, field)
+		if a == nil {
+			continue // without its analyser, no word is known held here
+		}
 		for _, w := range words {
-			known := a != nil // without its analyser, a word is not known
-			if a != nil {
-				// A word the analyser drops (a stop word) is no typo.
-				for _, t := range a.Analyze([]byte(w)) {
-					known = known && docFreq[field][string(t.Term)] > 0
-				}
+			in := true // a word the analyser drops (a stop word) is no typo
+			for _, t := range a.Analyze([]byte(w)) {
+				in = in && docFreq[field][string(t.Term)] > 0
 			}
-			if !known {
+			held[w] = held[w] || in
+		}
+	}
+	var out map[string][]string
+	for field, words := range candidates {
+		for _, w := range words {
+			if !held[w] {
 				if out == nil {
 					out = map[string][]string{}
 				}

@@ -383,6 +383,12 @@ func TestTypoWords(t *testing.T) {
 	if want := map[string][]string{"name": {"chiken"}}; !reflect.DeepEqual(unknown, want) {
 		t.Fatalf("unknown words %v, want %v", unknown, want)
 	}
+	// A word one field holds is held: no field gives it typos.
+	two := map[string][]string{"name": {"chiken", "curry"}, "description": {"chiken", "curry"}}
+	docFreq["description"] = map[string]uint64{"chiken": 0, "curry": 0}
+	if got, want := UnknownWords(two, docFreq, m), map[string][]string{"name": {"chiken"}, "description": {"chiken"}}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("over two fields: unknown words %v, want %v", got, want)
+	}
 	def := api.IndexDefinition{Name: "t", Shards: 2, Query: qs}
 	plan, err := p.Plan(req, def, &Hints{TypoWords: unknown})
 	if err != nil {
