@@ -817,8 +817,8 @@ type QuerySettings struct {
 	// Typos is typo tolerance on q, on by default: a word of TypoOneFrom
 	// letters or more may match with one typo, one of TypoTwoFrom or more
 	// with two (Meilisearch's rule; the first letter must be right).
-	// "auto" (or empty, the default) gives typos to the words a field
-	// does not hold as typed: a word the index has is taken as meant, and
+	// "auto" (or empty, the default) gives typos to the words no field
+	// holds as typed: a word the index has is taken as meant, and
 	// costs nothing more (the broker reads which from the statistics of
 	// q as typed). "all" gives them to every word, as Meilisearch does;
 	// "off" to none. A word found as typed scores above its near-misses:

@@ -163,7 +163,7 @@ func (r *run) fromRewrite(ctx context.Context, index string, rewriters []Step) (
 }
 
 // unknownWords: under typo tolerance "auto", which of cands (by field,
-// the words of q that may take typos) the field does not hold as typed,
+// the words of q that may take typos) no field holds as typed,
 // read from the statistics of q as typed: the cache's, put together from
 // its terms', or one round trip to every shard, whose statistics the
 // search then finds cached when no word takes typos (its query is q as

@@ -138,9 +138,9 @@ type Hints struct {
 	// Ranking is what the index's rankers need, when it has any.
 	Ranking *Ranking `json:"ranking,omitempty"`
 	// TypoWords are, by field, the words of q that take typos under
-	// typo tolerance "auto" (api.QuerySettings.Typos): those the field
-	// does not hold as typed (TypoWords, from the statistics of q as
-	// typed). Nil: none.
+	// typo tolerance "auto" (api.QuerySettings.Typos): those no field
+	// holds as typed (UnknownWords, from the statistics of q as typed).
+	// Nil: none.
 	TypoWords map[string][]string `json:"-"`
 }
 
@@ -594,7 +594,7 @@ func takesExtras(f api.FieldBoost, n int) bool { return f.Field != "_all" || n =
 // TypoCandidates are, by field, the words of req's q that may take typos
 // under typo tolerance "auto": long enough (api.TypoEdits), on a field
 // that takes them. nil when q takes none that way (no q, a query, typos
-// "all" or "off"). The broker keeps those a field does not hold
+// "all" or "off"). The broker keeps those no field holds
 // (UnknownWords) and gives them to the plan (Hints.TypoWords).
 func TypoCandidates(req *api.SearchRequest, s api.QuerySettings) map[string][]string {
 	if len(req.Query) > 0 || req.Q == "" {
