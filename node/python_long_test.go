@@ -13,7 +13,8 @@ import (
 
 // TestPythonClient runs the Python client's tests (clients/python/tests)
 // against a node's HTTP API: index, ingest, search, documents, a cursor
-// walk, an alias, a plugin push, the errors. It needs python3.
+// walk (over a point in time), an alias, a plugin push, the errors. It
+// needs python3.
 func TestPythonClient(t *testing.T) {
 	t.Parallel()
 	python, err := exec.LookPath("python3")

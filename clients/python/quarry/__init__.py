@@ -183,19 +183,36 @@ class Client:
             request["from"] = request.pop("from_")
         return self._json("POST", _idx(index) + "/search", request)
 
-    def scan(self, index, sort, page_size=100, **request):
+    def scan(self, index, sort, page_size=100, keep_alive="1m", **request):
         """Yields every hit of a sorted search, page by page with its cursor.
 
         sort is required (a cursor continues a sorted search): e.g.
-        ["-price"], or ["_id"].
+        ["-price"], or ["_id"]. Every page reads one point in time, the
+        index as of the first page, whatever is written meanwhile; it is
+        held keep_alive between pages ("1m", "30s"; None: no point in
+        time, so later pages see later writes) and ended when the walk
+        ends, or is left.
         """
         request = dict(request, sort=list(sort), size=page_size)
-        while True:
-            resp = self.search(index, **request)
-            yield from resp["hits"]
-            if not resp.get("next"):
-                return
-            request["search_after"] = resp["next"]
+        if keep_alive is not None:
+            request["pit"] = {"keep_alive": keep_alive}
+        pit = None
+        try:
+            while True:
+                resp = self.search(index, **request)
+                pit = resp.get("pit") or pit
+                yield from resp["hits"]
+                if not resp.get("next"):
+                    return
+                request["search_after"] = resp["next"]
+                if pit:
+                    request["pit"] = {"id": pit, "keep_alive": keep_alive}
+        finally:
+            if pit:
+                try:
+                    self.search(index, query={"match_all": {}}, size=1, pit={"id": pit, "close": True})
+                except QuarryError:
+                    pass  # ended already: its keep-alive, or its searcher
 
     # Plugins.
 

@@ -48,6 +48,17 @@ class ClientTest(unittest.TestCase):
         self.assertEqual(len(whole), 250)
         self.assertEqual(walked, whole)
 
+    def test_cursor_paging_one_moment(self):
+        # A write during the walk, sorting after every hit, is not seen:
+        # the walk reads one point in time (without one it is the last).
+        scan = self.c.scan(self.name, ["_id"], page_size=50, query={"match_all": {}})
+        walked = [next(scan)["id"]]
+        self.c.put(self.name, {"id": "d999-written-meanwhile", "name": "late", "price": 1})  # searchable when it returns
+        walked += [h["id"] for h in scan]
+        self.assertNotIn("d999-written-meanwhile", walked)
+        self.assertEqual(walked, sorted(walked))
+        self.c.delete(self.name, "d999-written-meanwhile")
+
     def test_documents(self):
         seq = self.c.put(self.name, {"id": "extra", "name": "extra dish", "text": "tofu", "price": 3})
         doc = self.c.get(self.name, "extra")
