@@ -98,6 +98,14 @@ func TestPointInTimeSearch(t *testing.T) {
 	if !slices.Equal(ids, want) {
 		t.Fatalf("walked %v\nwant %v", ids, want)
 	}
+	// from + size over the same point in time: the same documents.
+	whole, err := c.Search(ctx, "pit", &api.SearchRequest{Query: json.RawMessage(`{"match_all":{}}`), Sort: []string{"n"}, Size: 100, PIT: &api.PITRequest{ID: first.PIT}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := whole.IDs(len(whole.Hits)); !slices.Equal(got, want) {
+		t.Fatalf("from + size over the point in time: %v\nwant %v", got, want)
+	}
 	// Closed by a last search that reads it: then gone.
 	closing := api.SearchRequest{Query: json.RawMessage(`{"match_all":{}}`), Size: 1, PIT: &api.PITRequest{ID: first.PIT, Close: true}}
 	if r, err := c.Search(ctx, "pit", &closing); err != nil || r.Total != 30 || r.PIT != "" {
