@@ -100,6 +100,14 @@ func (b *Broker) shadowRewrite(ctx context.Context, index string, def api.IndexD
 // and highlights are not asked for: only the order is compared.
 func (b *Broker) shadowSearch(ctx context.Context, index string, def api.IndexDefinition, rewriters, rankers []Step, req api.SearchRequest, hints planner.Hints) ([]string, error) {
 	req.Fields, req.Facets, req.Profile, req.Explain, req.Highlight = nil, nil, false, false, nil
+	if p := req.PIT; p != nil {
+		// The live search's point in time: read, never opened (that is the
+		// live search's) nor closed (the live search may have).
+		req.PIT = nil
+		if p.ID != "" && !p.Close {
+			req.PIT = &api.PITRequest{ID: p.ID, KeepAlive: p.KeepAlive}
+		}
+	}
 	r := &run{b: b, def: def, execOptions: execOptions{start: time.Now()}, req: req, hints: &hints}
 	if len(rankers) > 0 {
 		r.pipeline = &Pipeline{Rankers: rankers}
