@@ -192,6 +192,7 @@ func (r *run) unknownWords(ctx context.Context, hints *planner.Hints, cands map[
 			return nil, nil, err
 		}
 		r.typedStatsRoundTrip = true
+		r.typedStatsIncomplete = st == nil
 	}
 	m := r.b.mappings.get(&r.def)
 	if st == nil || m == nil {
@@ -313,13 +314,15 @@ type run struct {
 	sreq        *wire.ShardRequest
 	statsDetail string
 	// typedStatsRoundTrip: unknownWords asked every shard for the
-	// statistics of q as typed (the statistics stage then says so).
-	typedStatsRoundTrip bool
-	results             []fanout.Result
-	answered            *wire.ShardRequest // sreq, or its retry with fresh statistics
-	refreshed           bool
-	deepened            []int // the shards asked again for all K, by position
-	fanStart, fanned    time.Time
+	// statistics of q as typed (the statistics stage then says so);
+	// typedStatsIncomplete: a shard did not answer in time, so the search
+	// (of q as typed) does not ask again.
+	typedStatsRoundTrip, typedStatsIncomplete bool
+	results                                   []fanout.Result
+	answered                                  *wire.ShardRequest // sreq, or its retry with fresh statistics
+	refreshed                                 bool
+	deepened                                  []int // the shards asked again for all K, by position
+	fanStart, fanned                          time.Time
 	// collect, merge, rank, page (mergeTook: collect, merge and page)
 	resp       *api.SearchResponse
 	good       []*wire.ShardResponse
@@ -391,6 +394,10 @@ func (r *run) statistics(shardCtx context.Context) error {
 			r.prof = append(r.prof, api.Stage{Name: "stats", TookMS: ms(took), Detail: "counted by the index's one shard as it searches: no round trip"})
 		}
 		return nil
+	case !pit && r.typedStatsIncomplete:
+		// Asked just before the plan, and a shard did not answer in time:
+		// shards score with their own, as after an incomplete round trip.
+		source = statsRoundTrip
 	case !pit && r.composeStats(shardCtx):
 		st, source = r.sreq.Stats, statsTerms
 	default:
