@@ -142,6 +142,7 @@ func TestMetrics(t *testing.T) {
 		{"quarry_searcher_shard_segments", map[string]string{"index": "menu", "where": "file"}, atLeast(1), ">= 1"},
 		{"quarry_searcher_shard_segments", map[string]string{"index": "menu", "where": "memory"}, atLeast(0), "present"},
 		{"quarry_searcher_shard_reindexed_documents_total", map[string]string{"index": "menu"}, atLeast(0), "present"},
+		{"quarry_searcher_shard_points_in_time", map[string]string{"index": "menu"}, atLeast(0), "present"},
 		{"quarry_searcher_requests_refused_total", map[string]string{"reason": "bad_request"}, equal(0), "0"},
 		{"quarry_searcher_queue_wait_seconds", nil, atLeast(2 * searches), ">= 2 shards × searches"},
 		{"quarry_searcher_heavy_waited_seconds_total", nil, atLeast(0), "present"},

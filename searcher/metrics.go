@@ -151,11 +151,12 @@ var (
 	descDocs       = prometheus.NewDesc("quarry_searcher_shard_documents", "Documents in a served shard.", shardLabels, nil)
 	descSegments   = prometheus.NewDesc("quarry_searcher_shard_segments", "Segments of a served shard, each visited by every search: persisted files (where=file) and fresh batches in memory (where=memory).", append(shardLabels, "where"), nil)
 	descReindexed  = prometheus.NewDesc("quarry_searcher_shard_reindexed_documents_total", "Documents of a served shard indexed again, unchanged, to fold its fresh in-memory segments into one (--fresh-segments).", shardLabels, nil)
+	descPITs       = prometheus.NewDesc("quarry_searcher_shard_points_in_time", "Points in time a served shard's replica holds (search cursors' snapshots; at most --max-points-in-time).", shardLabels, nil)
 )
 
 // Describe implements prometheus.Collector.
 func (c *shardCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descGeneration, descSeq, descLag, descDocs, descSegments, descReindexed} {
+	for _, d := range []*prometheus.Desc{descGeneration, descSeq, descLag, descDocs, descSegments, descReindexed, descPITs} {
 		ch <- d
 	}
 }
@@ -196,5 +197,6 @@ func (c *shardCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descSegments, prometheus.GaugeValue, float64(files), append(lv, "file")...)
 		ch <- prometheus.MustNewConstMetric(descSegments, prometheus.GaugeValue, float64(memory), append(lv, "memory")...)
 		ch <- prometheus.MustNewConstMetric(descReindexed, prometheus.CounterValue, float64(p.Reindexed), lv...)
+		ch <- prometheus.MustNewConstMetric(descPITs, prometheus.GaugeValue, float64(st.replica.PITs()), lv...)
 	}
 }
