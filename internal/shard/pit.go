@@ -51,7 +51,12 @@ var errPITReadOnly = errors.New("a point in time is read-only")
 type pitIndex struct {
 	snap   *scorch.IndexSnapshot // one reference, dropped by Close
 	tokens *tokenCache
-	once   sync.Once
+	// mu orders Reader and Close: a reader taken before Close holds a
+	// reference of its own; none is taken after (bleve's index guards
+	// only its own searches, and the statistics phase reads through
+	// Advanced).
+	mu     sync.Mutex
+	closed bool
 }
 
 func newPITIndex(_ string, config map[string]any, _ *index.AnalysisQueue) (index.Index, error) {
@@ -66,9 +71,14 @@ func (p *pitIndex) Open() error { return nil }
 
 // Close drops the held reference: scorch may then remove the segments
 // only this snapshot used.
-func (p *pitIndex) Close() (err error) {
-	p.once.Do(func() { err = p.snap.DecRef() })
-	return err
+func (p *pitIndex) Close() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return nil
+	}
+	p.closed = true
+	return p.snap.DecRef()
 }
 
 func (p *pitIndex) Update(index.Document) error   { return errPITReadOnly }
@@ -78,6 +88,11 @@ func (p *pitIndex) SetInternal(_, _ []byte) error { return errPITReadOnly }
 func (p *pitIndex) DeleteInternal([]byte) error   { return errPITReadOnly }
 func (p *pitIndex) StatsMap() map[string]any      { return map[string]any{} }
 func (p *pitIndex) Reader() (index.IndexReader, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return nil, ErrPITGone
+	}
 	p.snap.AddRef()
 	return querystats.NewReader(p.snap, p.tokens), nil
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -117,5 +118,45 @@ func TestPointInTime(t *testing.T) {
 	}
 	if _, _, err := r.OpenPIT("", time.Minute); err == nil {
 		t.Fatal("a closed replica opened a point in time")
+	}
+}
+
+// Searches and statistics reading a point in time while it ends get
+// their answer or not_found, never a closed snapshot's segments.
+func TestPointInTimeEndsUnderReads(t *testing.T) {
+	t.Parallel()
+	r, store := followReplica(t, WriteOptions{ApplyInterval: -1, PersistNap: -1})
+	ctx := context.Background()
+	if err := r.WaitSeq(ctx, publishDocs(t, store, 0, 50)); err != nil {
+		t.Fatal(err)
+	}
+	q, _ := json.Marshal(map[string]any{"match": "dish", "field": "name"})
+	for round := range 20 {
+		id, _, err := r.OpenPIT("", time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		errs := make(chan error, 64)
+		for range 4 {
+			wg.Go(func() {
+				for range 8 {
+					_, err := r.Stats(ctx, &wire.ShardRequest{Query: q, PIT: id})
+					if err == nil {
+						_, err = r.Search(ctx, &wire.ShardRequest{Query: q, K: 10, Fields: []string{"name"}, PIT: id})
+					}
+					if err != nil && !errors.Is(err, api.ErrNotFound) {
+						errs <- err
+					}
+				}
+			})
+		}
+		time.Sleep(time.Duration(round%5) * time.Millisecond)
+		r.ClosePIT(id)
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatalf("round %d: %v", round, err)
+		}
 	}
 }
