@@ -109,8 +109,17 @@ type Config struct {
 	// fileLimitRaised whether it raised it, for the log.
 	fileLimit       uint64
 	fileLimitRaised bool
-	// Replicas is the JetStream replication factor of Quarry's resources.
+	// Replicas is the JetStream replication factor of Quarry's resources:
+	// what the node makes missing ones with, or, with BindResources, the
+	// count it checks the deployment has.
 	Replicas int
+	// BindResources makes the node create none of Quarry's JetStream
+	// resources: it binds to those `quarry init` (or `quarry serve`)
+	// made, and waits while one is missing, saying so in the log, until
+	// Start's context ends. The role commands (quarry indexer, searcher,
+	// broker) set it, so roles started beside the init job never race it
+	// to create; `quarry serve` makes them.
+	BindResources bool
 
 	// PluginCacheDir keeps compiled and built plugins (default
 	// DataDir/plugins).
@@ -332,7 +341,7 @@ func (n *Node) start(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	if n.store, err = meta.Open(ctx, js, meta.Options{Replicas: cfg.Replicas, Logger: cfg.Logger}); err != nil {
+	if n.store, err = meta.Open(ctx, js, meta.Options{Replicas: cfg.Replicas, Logger: cfg.Logger, Bind: cfg.BindResources, Wait: cfg.BindResources}); err != nil {
 		return err
 	}
 	if n.client, err = client.New(ctx, n.nc, client.Options{Propagate: tracenats.Propagate}); err != nil {

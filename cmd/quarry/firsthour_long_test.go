@@ -18,6 +18,9 @@ import (
 func TestDataDirLockedKill9(t *testing.T) {
 	s := natstest.Start(t)
 	dir := t.TempDir()
+	if out, errOut, code := cli(t, "", "init", "--nats", s.ClientURL(), "--replicas", "1"); code != 0 { // the roles make no resources
+		t.Fatalf("quarry init: %d %s %s", code, out, errOut)
+	}
 	args := []string{"searcher", "--nats", s.ClientURL(), "--data", dir}
 	first := startRole(t, args...)
 	first.waitStarted()

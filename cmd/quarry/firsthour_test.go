@@ -100,6 +100,9 @@ func TestDataDirLocked(t *testing.T) {
 	// (cmdline.Runtime.Apply makes their logger the default one).
 	s := natstest.Start(t)
 	dir := t.TempDir()
+	if out, errOut, code := cli(t, "", "init", "--nats", s.ClientURL(), "--replicas", "1"); code != 0 { // the roles make no resources
+		t.Fatalf("quarry init: %d %s %s", code, out, errOut)
+	}
 	args := []string{"searcher", "--nats", s.ClientURL(), "--data", dir}
 	first := startCLI(t, args...)
 	waitFor(t, 30*time.Second, "the first searcher to start", func() (bool, string) {

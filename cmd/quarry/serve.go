@@ -550,7 +550,7 @@ func runRole(ctx context.Context, e *env, role string, args []string) error {
 		"indexer":  "Follows the document stream, keeps a replica of every shard and publishes\nsnapshot generations to the object store.",
 		"searcher": "Downloads shard snapshots, replays the stream after them and answers shard\nrequests on quarry.v1.shard.<index>.<shard> (a queue group per shard).",
 		"broker":   "Answers quarry.v1.search.<index> (micro service `quarry`): fans a query out\nto every shard and merges the results. With --http it also serves the HTTP API.",
-	}[role]
+	}[role] + "\nIt makes none of Quarry's JetStream streams and buckets: `quarry init` does\n(once, before or beside the roles); it waits for them, up to --timeout."
 	fs := e.newFlags(role, "", about)
 	var nf natsFlags
 	nf.register(fs, e.getenv)
@@ -565,7 +565,7 @@ func runRole(ctx context.Context, e *env, role string, args []string) error {
 		df.register(fs)
 	}
 	mf := addMetricsFlags(fs)
-	replicas := fs.Int("replicas", 0, "JetStream replicas of Quarry's streams and buckets, 1 to 5; they must match the deployment's if it has any (`quarry init` changes it) (default: the deployment's, else 1)")
+	replicas := fs.Int("replicas", 0, "the JetStream replicas this role expects of Quarry's streams and buckets, 1 to 5: it refuses to start if the deployment's differ (`quarry init --replicas N` decides them) (default: no check)")
 	var pipelines pipelineFlag
 	if role == "broker" {
 		fs.Var(&pipelines, "pipeline", "INDEX=FILE: run the index through the plugin pipeline in FILE (repeatable)")
@@ -605,7 +605,7 @@ func runRole(ctx context.Context, e *env, role string, args []string) error {
 			return fmt.Errorf("--%w", err)
 		}
 	}
-	cfg := node.Config{DataDir: *data, NATSURL: nf.url, NATSOptions: opts, Replicas: *replicas, MetricsAddr: *mf.addr, Profiling: *mf.pprof, Logger: log}
+	cfg := node.Config{DataDir: *data, NATSURL: nf.url, NATSOptions: opts, Replicas: *replicas, BindResources: true, MetricsAddr: *mf.addr, Profiling: *mf.pprof, Logger: log}
 	switch role {
 	case "indexer":
 		cfg.Indexer = rf.indexer()

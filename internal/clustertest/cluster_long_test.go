@@ -93,9 +93,12 @@ func TestDeployCluster(t *testing.T) {
 		return string(out)
 	}
 
-	// Replication is decided once, before the roles (docs/deploy.md);
-	// init waits while the cluster elects its meta leader, but fails at
-	// once if no member listens (systemd would start it again).
+	// The init job and every role at the same moment, as an orchestrator
+	// starts a one-off init beside the roles: init decides replication
+	// (docs/deploy.md) and makes Quarry's resources; the roles make none
+	// and wait for them. init waits while the cluster elects its meta
+	// leader, but fails at once if no member listens (systemd would start
+	// it again).
 	waitFor(t, 30*time.Second, "the members listen", func() bool {
 		for _, m := range cl.members {
 			c, err := net.DialTimeout("tcp", strings.TrimPrefix(m.url(), "nats://"), time.Second)
@@ -106,22 +109,6 @@ func TestDeployCluster(t *testing.T) {
 		}
 		return true
 	})
-	out := cli("init", "--user", "quarry", "--replicas", "3")
-	if n := strings.Count(out, "  3\n"); n != meta.Resources {
-		t.Fatalf("quarry init --replicas 3: %d streams at 3 replicas, want %d:\n%s", n, meta.Resources, out)
-	}
-	t.Logf("quarry init --replicas 3 done %s after the members started", time.Since(began).Round(time.Millisecond))
-	var varz struct {
-		JetStream struct {
-			Config struct {
-				SyncAlways bool `json:"sync_always"`
-			} `json:"config"`
-		} `json:"jetstream"`
-	}
-	if err := cl.members[0].monitor("/varz", &varz); err != nil || !varz.JetStream.Config.SyncAlways {
-		t.Fatalf("nats.conf: JetStream does not sync every write (%v)", err)
-	}
-
 	// Every role, at the same moment, each from its unit, each told
 	// the members in another order.
 	type roleSpec struct{ name, unit, instance string }
@@ -146,8 +133,35 @@ func TestDeployCluster(t *testing.T) {
 			t.Fatalf("%s (%s): no --metrics or --http listener to ask if it is ready", s.name, strings.Join(argv, " "))
 		}
 	}
+	together := time.Now()
 	for _, s := range specs {
 		roles[s.name].start()
+	}
+	out := cli("init", "--user", "quarry", "--replicas", "3")
+	if n := strings.Count(out, "  3\n"); n != meta.Resources {
+		t.Fatalf("quarry init --replicas 3: %d streams at 3 replicas, want %d:\n%s", n, meta.Resources, out)
+	}
+	t.Logf("quarry init --replicas 3, beside the roles, done %s after they started (%s after the members)", time.Since(together).Round(time.Millisecond), time.Since(began).Round(time.Millisecond))
+	// Within 20 s of starting beside init, every role serves.
+	waitFor(t, 20*time.Second-time.Since(together), "every role ready within 20 s of starting beside quarry init", func() bool {
+		for _, s := range specs {
+			if !ready(readyAt[s.name]) {
+				return false
+			}
+		}
+		return true
+	})
+	t.Logf("every role ready %s after it started beside quarry init", time.Since(together).Round(time.Millisecond))
+
+	var varz struct {
+		JetStream struct {
+			Config struct {
+				SyncAlways bool `json:"sync_always"`
+			} `json:"config"`
+		} `json:"jetstream"`
+	}
+	if err := cl.members[0].monitor("/varz", &varz); err != nil || !varz.JetStream.Config.SyncAlways {
+		t.Fatalf("nats.conf: JetStream does not sync every write (%v)", err)
 	}
 
 	// Data: part of the catalogue, in an index of team food.

@@ -32,9 +32,17 @@ type Options struct {
 	// (`quarry init`), instead of refusing the difference.
 	Rescale bool
 	// Bind opens the resources that exist and creates none (the Go
-	// client): a missing one is an api.CodeUnavailable error naming it and
-	// `quarry init`. Replicas and Rescale are then ignored.
+	// client, and the roles started alone): a missing one is an
+	// api.CodeUnavailable error naming it and `quarry init`. Rescale is
+	// then ignored, and Replicas, when set, is a check: the resources
+	// that exist must have that many, or Open fails with a
+	// *ReplicasError.
 	Bind bool
+	// Wait, with Bind, waits while a resource is missing, for `quarry
+	// init` (or `quarry serve`) to make it, saying so in the log once,
+	// until ctx is done: roles started beside the init job, or before
+	// it, come up once it has run, and never race it to create.
+	Wait bool
 	// ManifestHistory is how many manifests per index KV keeps (default 8).
 	ManifestHistory int
 	// Logger says, once per resource, that Open is waiting for JetStream
@@ -150,10 +158,10 @@ func Open(ctx context.Context, js jetstream.JetStream, opts Options) (*Store, er
 	}
 	for _, b := range buckets {
 		b.cfg.Storage, b.cfg.Replicas = jetstream.FileStorage, repl.of("KV_"+b.cfg.Bucket)
-		err := untilReady(ctx, opts.Logger, "bucket "+b.cfg.Bucket, func(ctx context.Context) (err error) {
+		err := opts.open(ctx, "bucket "+b.cfg.Bucket, func(ctx context.Context) (err error) {
 			if opts.Bind {
 				*b.kv, err = js.KeyValue(ctx, b.cfg.Bucket)
-				return missing(err, "bucket "+b.cfg.Bucket)
+				return err
 			}
 			*b.kv, err = js.CreateOrUpdateKeyValue(ctx, b.cfg)
 			return err
@@ -171,10 +179,10 @@ func Open(ctx context.Context, js jetstream.JetStream, opts Options) (*Store, er
 	}
 	for _, o := range objects {
 		o.cfg.Storage, o.cfg.Replicas = jetstream.FileStorage, repl.of("OBJ_"+o.cfg.Bucket)
-		err := untilReady(ctx, opts.Logger, "object store "+o.cfg.Bucket, func(ctx context.Context) (err error) {
+		err := opts.open(ctx, "object store "+o.cfg.Bucket, func(ctx context.Context) (err error) {
 			if opts.Bind {
 				*o.os, err = js.ObjectStore(ctx, o.cfg.Bucket)
-				return missing(err, "object store "+o.cfg.Bucket)
+				return err
 			}
 			*o.os, err = js.CreateOrUpdateObjectStore(ctx, o.cfg)
 			return err
@@ -210,10 +218,10 @@ func Open(ctx context.Context, js jetstream.JetStream, opts Options) (*Store, er
 		}
 		st.cfg.Replicas = repl.of(st.cfg.Name)
 		var stream jetstream.Stream
-		err := untilReady(ctx, opts.Logger, "stream "+st.cfg.Name, func(ctx context.Context) (err error) {
+		err := opts.open(ctx, "stream "+st.cfg.Name, func(ctx context.Context) (err error) {
 			if opts.Bind {
 				stream, err = js.Stream(ctx, st.cfg.Name)
-				return missing(err, "stream "+st.cfg.Name)
+				return err
 			}
 			stream, err = js.CreateOrUpdateStream(ctx, st.cfg)
 			if err != nil && !transient(err) && st.cfg.AllowAtomicPublish {
@@ -230,7 +238,43 @@ func Open(ctx context.Context, js jetstream.JetStream, opts Options) (*Store, er
 		}
 		*st.st = stream
 	}
+	if opts.Bind && opts.Replicas != 0 {
+		if _, err := replication(ctx, js, Options{Replicas: opts.Replicas, Logger: opts.Logger}); err != nil {
+			return nil, err
+		}
+	}
 	return s, nil
+}
+
+// open runs lookup (bound) or create until JetStream answers
+// (untilReady). A resource missing where o binds is an error naming
+// `quarry init`, or with o.Wait is waited for, polled, said once in the
+// log.
+func (o *Options) open(ctx context.Context, what string, do func(context.Context) error) error {
+	backoff, since, logged := 100*time.Millisecond, time.Now(), false
+	for {
+		err := untilReady(ctx, o.Logger, what, do)
+		notFound := errors.Is(err, jetstream.ErrBucketNotFound) || errors.Is(err, jetstream.ErrStreamNotFound)
+		switch {
+		case err == nil:
+			if logged {
+				o.Logger.Info("Quarry's resource is made: bound", "resource", what, "waited", time.Since(since).Round(time.Millisecond))
+			}
+			return nil
+		case !o.Bind || !o.Wait || !notFound:
+			return missing(err, what)
+		}
+		if !logged {
+			o.Logger.Warn("waiting for Quarry's resources to be made: run `quarry init` (or start `quarry serve`, which makes them)", "resource", what)
+			logged = true
+		}
+		select {
+		case <-ctx.Done():
+			return api.Errorf(api.CodeUnavailable, "Quarry's %s was not made within the start-up time (waited %s): run `quarry init` (or start `quarry serve`, which makes it)", what, time.Since(since).Round(time.Second))
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, time.Second)
+	}
 }
 
 // missing turns a lookup's "not found" into an error that says how

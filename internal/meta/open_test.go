@@ -1,11 +1,15 @@
 package meta
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/internal/natstest"
@@ -61,4 +65,79 @@ func TestBindCreatesNothing(t *testing.T) {
 	if st.Indexes == nil || st.Docs == nil || st.Plugins == nil || st.Rejected == nil {
 		t.Fatalf("bind left resources unopened: %+v", st)
 	}
+}
+
+// TestBindWaits: a role (Bind and Wait) started before `quarry init`
+// makes nothing, says once in its log what it waits for and why, and is
+// open as soon as init has run; without init it gives up when its context
+// ends, naming quarry init. With Replicas it checks the deployment's.
+func TestBindWaits(t *testing.T) {
+	ns := natstest.Start(t)
+	ctx := context.Background()
+	var log syncBuffer
+	logger := slog.New(slog.NewTextHandler(&log, nil))
+
+	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	_, err := Open(short, ns.JS, Options{Bind: true, Wait: true, Logger: logger})
+	cancel()
+	if api.CodeOf(err) != api.CodeUnavailable || !strings.Contains(err.Error(), "was not made within the start-up time") || !strings.Contains(err.Error(), "quarry init") {
+		t.Fatalf("a role without init: %v", err)
+	}
+
+	opened := make(chan error, 1)
+	go func() {
+		st, err := Open(ctx, ns.JS, Options{Bind: true, Wait: true, Logger: logger})
+		if err == nil && (st.Indexes == nil || st.Rejected == nil) {
+			err = errors.New("resources left unopened")
+		}
+		opened <- err
+	}()
+	time.Sleep(300 * time.Millisecond) // the role waits
+	select {
+	case err := <-opened:
+		t.Fatalf("the role opened before init: %v", err)
+	default:
+	}
+	if n := strings.Count(log.String(), "waiting for Quarry's resources to be made: run `quarry init`"); n != 2 { // one a start
+		t.Fatalf("%d waiting lines, want one a role start:\n%s", n, log.String())
+	}
+	if _, err := Open(ctx, ns.JS, Options{Replicas: 1, Rescale: true}); err != nil { // quarry init
+		t.Fatal(err)
+	}
+	select {
+	case err := <-opened:
+		if err != nil {
+			t.Fatalf("the role after init: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the role did not open within 30 s of init")
+	}
+	if !strings.Contains(log.String(), "Quarry's resource is made: bound") {
+		t.Errorf("no line says the wait is over:\n%s", log.String())
+	}
+	if _, err := Open(ctx, ns.JS, Options{Bind: true, Wait: true, Replicas: 1}); err != nil {
+		t.Fatalf("a role expecting the deployment's replicas: %v", err)
+	}
+	var re *ReplicasError
+	if _, err := Open(ctx, ns.JS, Options{Bind: true, Wait: true, Replicas: 3}); !errors.As(err, &re) {
+		t.Fatalf("a role expecting 3 replicas of a deployment at 1: %v, want a ReplicasError", err)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a logger and a test to share.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
