@@ -641,11 +641,14 @@ func UnknownWords(candidates map[string][]string, docFreq map[string]map[string]
 			continue // without its analyser, no word is known held here
 		}
 		for _, w := range words {
+			if held[w] {
+				continue // another field holds it: not analysed again
+			}
 			in := true // a word the analyser drops (a stop word) is no typo
 			for _, t := range a.Analyze([]byte(w)) {
 				in = in && docFreq[field][string(t.Term)] > 0
 			}
-			held[w] = held[w] || in
+			held[w] = in
 		}
 	}
 	var out map[string][]string
