@@ -22,13 +22,7 @@ import (
 // mapping stored again, and its markers sent at a later revision, which
 // every replica applies after the change's) and refused with conflict.
 func TestChangeMappingUndone(t *testing.T) {
-	ns := natstest.Start(t)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	st, err := meta.Open(ctx, ns.JS, meta.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, st := openStore(t)
 	def, err := CreateIndex(ctx, st, []byte(`{"name":"shop","shards":2}`))
 	if err != nil {
 		t.Fatal(err)
@@ -80,13 +74,7 @@ func TestChangeMappingUndone(t *testing.T) {
 // missing (a change whose markers did not all go out), however often it
 // is asked.
 func TestChangeMappingAgain(t *testing.T) {
-	ns := natstest.Start(t)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	st, err := meta.Open(ctx, ns.JS, meta.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, st := openStore(t)
 	if _, err := CreateIndex(ctx, st, []byte(`{"name":"shop","shards":2}`)); err != nil {
 		t.Fatal(err)
 	}
@@ -133,4 +121,18 @@ func TestChangeMappingAgain(t *testing.T) {
 	if m0, m1 := markers(0), markers(1); m0 != 1 || m1 != 1 {
 		t.Fatalf("markers after asking again: %d and %d, want 1 a shard", m0, m1)
 	}
+}
+
+// openStore opens Quarry's resources on a NATS server of the test's own,
+// with a context that ends with the test or after a minute.
+func openStore(t *testing.T) (context.Context, *meta.Store) {
+	t.Helper()
+	ns := natstest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	st, err := meta.Open(ctx, ns.JS, meta.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ctx, st
 }
