@@ -122,7 +122,9 @@ func TestPointInTime(t *testing.T) {
 }
 
 // Searches and statistics reading a point in time while it ends get
-// their answer or not_found, never a closed snapshot's segments.
+// their answer or not_found (under -race: no data race), and once it has
+// ended no reader of its snapshot is handed out, even through Advanced,
+// which bleve's own guard does not cover.
 func TestPointInTimeEndsUnderReads(t *testing.T) {
 	t.Parallel()
 	r, store := followReplica(t, WriteOptions{ApplyInterval: -1, PersistNap: -1})
@@ -151,9 +153,25 @@ func TestPointInTimeEndsUnderReads(t *testing.T) {
 				}
 			})
 		}
+		held, _, err := r.usePIT(id, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
 		time.Sleep(time.Duration(round%5) * time.Millisecond)
 		r.ClosePIT(id)
 		wg.Wait()
+		// What the statistics phase reads through, past bleve's own
+		// guard, gives no reader of an ended point in time.
+		adv, err := held.Advanced()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rd, err := adv.Reader(); !errors.Is(err, api.ErrNotFound) {
+			if rd != nil {
+				rd.Close()
+			}
+			t.Fatalf("round %d: a reader of an ended point in time: %v, want not_found", round, err)
+		}
 		close(errs)
 		for err := range errs {
 			t.Fatalf("round %d: %v", round, err)
