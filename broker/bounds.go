@@ -150,16 +150,16 @@ func valueBytes(v any, depth int) int {
 // gives it all back with releaseMemory.
 func (r *run) account(n int64, what string) error {
 	if r.memTeam == nil {
-		r.memTeam = r.b.teamLimits.state(r.def.TeamOf())
+		r.memTeam = r.b.admit.Team(r.def.TeamOf())
 	}
 	delta := n - r.memHeld
-	total := r.memTeam.memory.Add(delta)
+	total := r.memTeam.Memory.Add(delta)
 	if limit := r.b.cfg.TeamMaxSearchMemory; delta > 0 && total > limit {
-		r.memTeam.memory.Add(-delta)
+		r.memTeam.Memory.Add(-delta)
 		r.b.metrics.bound(boundTeamMemory)
 		return &api.Error{Code: api.CodeOverloaded, RetryAfterMS: 100,
 			Message: fmt.Sprintf("team %s's searches in flight on this broker would hold %s of memory with this one's %s (%s), over the team's limit of %s (the broker's --team-max-search-memory); try again, or ask for fewer hits or fields",
-				r.memTeam.name, mib(total), mib(n), what, mib(limit))}
+				r.memTeam.Name(), mib(total), mib(n), what, mib(limit))}
 	}
 	r.memHeld = n
 	return nil
@@ -169,7 +169,7 @@ func (r *run) account(n int64, what string) error {
 // memory.
 func (r *run) releaseMemory() {
 	if r.memTeam != nil && r.memHeld != 0 {
-		r.memTeam.memory.Add(-r.memHeld)
+		r.memTeam.Memory.Add(-r.memHeld)
 		r.memHeld = 0
 	}
 }

@@ -21,7 +21,7 @@ func TestTeamSearchMemoryAccount(t *testing.T) {
 	}
 	food := api.IndexDefinition{Name: "menu", Team: "food"}
 	books := api.IndexDefinition{Name: "shelf", Team: "books"}
-	held := func(team string) int64 { return b.teamLimits.state(team).memory.Load() }
+	held := func(team string) int64 { return b.admit.Team(team).Memory.Load() }
 	first, second, other := &run{b: b, def: food}, &run{b: b, def: food}, &run{b: b, def: books}
 	steps := []struct {
 		name   string

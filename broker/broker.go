@@ -11,8 +11,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"runtime"
-	"runtime/debug"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -20,7 +18,6 @@ import (
 	"github.com/blevesearch/bleve/v2/mapping"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/nats-io/nats.go/micro"
 	"github.com/nats-io/nuid"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/attribute"
@@ -31,11 +28,11 @@ import (
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/broker/internal/fanout"
 	"github.com/quarrysearch/quarry/broker/internal/pipeline"
+	"github.com/quarrysearch/quarry/internal/admission"
 	"github.com/quarrysearch/quarry/internal/meta"
 	"github.com/quarrysearch/quarry/internal/requestid"
 	"github.com/quarrysearch/quarry/internal/subject"
 	"github.com/quarrysearch/quarry/internal/trace"
-	"github.com/quarrysearch/quarry/internal/tracenats"
 	"github.com/quarrysearch/quarry/internal/wire"
 	"github.com/quarrysearch/quarry/planner"
 )
@@ -61,8 +58,10 @@ type Config struct {
 	// (its queue group subscription is drained first), then waits this
 	// long at most for the requests it took (default 10s).
 	DrainTimeout time.Duration
-	// MaxInFlight caps concurrent requests; more are refused at once as
-	// overloaded (HTTP 429, micro error code 429) (default 1024).
+	// MaxInFlight is how many searches run at once, on as many workers;
+	// as many more may wait for a worker (or for a heavy team's turn, see
+	// HeavyAfter), and more are refused at once as overloaded (HTTP 429,
+	// micro error code 429) (default 1024).
 	MaxInFlight int
 	// TeamMaxInFlight caps the concurrent requests of one team (the teams
 	// of api.IndexDefinition), unless its settings say otherwise
@@ -102,16 +101,18 @@ type Config struct {
 	// victim of contention is not classed heavy for it) (default 20ms;
 	// negative: never). While another team is active, a heavy team
 	// runs at most HeavySearches searches at once and the others wait
-	// their turn: a Go program cannot give one goroutine priority over
-	// another, so the only way to keep a heavy team's merging and encoding
-	// from taking every core is not to start them.
+	// their turn in the queue (internal/admission, the searcher's too): a
+	// Go program cannot give one goroutine priority over another, so the
+	// only way to keep a heavy team's merging and encoding from taking
+	// every core is not to start them.
 	HeavyAfter time.Duration
-	// HeavySearches is how many searches of heavy teams run at once on
+	// HeavySearches is how many searches of one heavy team run at once on
 	// this broker while other teams are active (default GOMAXPROCS/2, at
 	// least 1).
 	HeavySearches int
-	// HeavyWait bounds a heavy team's wait for its turn; past it the
-	// search is refused as overloaded (429) (default 1s).
+	// HeavyWait bounds a search's wait in the queue, for a heavy team's
+	// turn or for a worker; past it the search is refused as overloaded
+	// (429) (default 1s).
 	HeavyWait time.Duration
 	// RateUnit is what one search is under a team's rate limit
 	// (api.TeamSettings.Rate): a search counts once for each RateUnit of
@@ -325,12 +326,14 @@ func (c *Config) Validate() error {
 
 // Broker answers search requests.
 type Broker struct {
-	nc       *nats.Conn
-	replies  subject.ReplyGuard // drops requests whose reply is not an inbox
-	store    *meta.Store
-	cfg      Config
-	planner  *planner.Planner
-	inflight chan struct{}
+	nc      *nats.Conn
+	replies subject.ReplyGuard // drops requests whose reply is not an inbox
+	store   *meta.Store
+	cfg     Config
+	planner *planner.Planner
+	// admit admits and queues each team's searches for the workers
+	// (serve.go).
+	admit *admission.Admission[searchJob]
 	// served are the search endpoint's figures for `nats micro stats`.
 	served endpointStats
 	// queries is the query log the admin API reads (queries.report).
@@ -360,13 +363,11 @@ type Broker struct {
 	// lookupsWaiting counts the distinct names waiting for one of the
 	// lookups (at most maxIndexLookupsWaiting).
 	lookupsWaiting atomic.Int64
-	// teamLimits admits each team's searches (rate, in flight).
-	teamLimits *teamLimits
-	peers      *peers           // the brokers up, which share each team's rate
-	loader     *pipeline.Loader // set by WatchPipelines: loads variants too
-	ready      chan struct{}
-	draining   atomic.Bool
-	metrics    *metrics
+	peers          *peers           // the brokers up, which share each team's rate
+	loader         *pipeline.Loader // set by WatchPipelines: loads variants too
+	ready          chan struct{}
+	draining       atomic.Bool
+	metrics        *metrics
 	// cp is the control-plane writer: the query path's writes to the KV
 	// store (the automatic fallback's, interleaved searches' sides) go
 	// through it; Run starts and stops its goroutine.
@@ -401,14 +402,16 @@ func New(nc *nats.Conn, store *meta.Store, cfg Config) (*Broker, error) {
 	stats := fanout.NewStatsCache(cfg.StatsCacheSize)
 	stats.SetFreshness(cfg.StatsMaxUpdates, cfg.StatsMaxAge)
 	stats.SetTerms(cfg.StatsCacheTerms)
-	b = &Broker{nc: nc, replies: subject.ReplyGuard{Service: "broker", Logger: cfg.Logger}, store: store, cfg: cfg, planner: p, inflight: make(chan struct{}, cfg.MaxInFlight), teamLimits: newTeamLimits(&cfg),
+	b = &Broker{nc: nc, replies: subject.ReplyGuard{Service: "broker", Logger: cfg.Logger}, store: store, cfg: cfg, planner: p,
+		admit: admission.New[searchJob](admission.Config{MaxQueued: cfg.MaxInFlight, MaxWait: cfg.HeavyWait, HeavyAfter: cfg.HeavyAfter, HeavyTurns: cfg.HeavySearches,
+			TeamInFlight: cfg.TeamMaxInFlight, RateUnit: cfg.RateUnit}),
 		stats: stats, fan: fanout.NewRouter(nc, cfg.CompressThreshold, stats), id: nuid.Next(), shadows: pipeline.NewShadows(), fallback: newFallbackLimits(&cfg),
 		defs: map[string]api.IndexDefinition{}, aliases: map[string]string{}, lookups: make(chan struct{}, maxIndexLookups), ready: make(chan struct{})}
 	if b.metrics, err = newMetrics(b, cfg.Registerer); err != nil {
 		return nil, err
 	}
 	b.peers = newPeers(b.id, cfg.PeerHeartbeat, func(n int) {
-		b.teamLimits.setBrokers(n)
+		b.admit.SetBrokers(n)
 		b.cfg.Logger.Info("brokers up", "brokers", n, "note", "each admits its share of a team's rate limit")
 	})
 	b.cp = newControlPlane(cfg.Logger, b.metrics.cpDropped, [numLanes]int{fallbackQueue, interleaveQueue}, b.writeControlPlane)
@@ -483,24 +486,18 @@ func (b *Broker) Run(ctx context.Context) error {
 		case <-b.pipelinesReady:
 		}
 	}
-	svc, err := micro.AddService(b.nc, micro.Config{
-		Name: subject.ServiceName, Version: api.Version, QueueGroup: b.cfg.QueueGroup,
-		Description: "Quarry search API: JSON SearchRequest in, SearchResponse out",
-		// micro's own figures stop when the handler returns, which is at
-		// once (each request runs on a goroutine of its own): the
-		// endpoint's data carries the broker's.
-		StatsHandler: func(*micro.Endpoint) any { return b.served.data() },
-	})
-	if err != nil {
-		return fmt.Errorf("broker: add service: %w", err)
+	// The workers first, then the subscription that feeds them.
+	var workers sync.WaitGroup
+	for range b.cfg.MaxInFlight {
+		workers.Go(b.work)
 	}
-	defer svc.Stop()
-	err = svc.AddEndpoint("search", micro.HandlerFunc(b.handle),
-		micro.WithEndpointSubject(subject.SearchPrefix+".*"),
-		micro.WithEndpointMetadata(map[string]string{"format": "application/json"}))
+	defer workers.Wait()
+	defer b.admit.Close()
+	svc, err := b.startService()
 	if err != nil {
-		return fmt.Errorf("broker: add endpoint: %w", err)
+		return err
 	}
+	defer svc.stop()
 	status, err := b.nc.Subscribe(subject.PipelineStatus, b.answerPipelineStatus)
 	if err != nil {
 		return fmt.Errorf("broker: subscribe %s: %w", subject.PipelineStatus, err)
@@ -617,21 +614,21 @@ func (b *Broker) applyIndex(e jetstream.KeyValueEntry) {
 
 // drain stops taking requests and waits, up to DrainTimeout, for those in
 // flight to be answered.
-func (b *Broker) drain(svc micro.Service) {
+func (b *Broker) drain(svc *searchService) {
 	b.draining.Store(true)
-	if err := svc.Stop(); err != nil { // drains the queue group subscription
+	if err := svc.stop(); err != nil { // drains the queue group subscription
 		b.cfg.Logger.Warn("stop the search service", "err", err)
 	}
 	deadline := time.Now().Add(b.cfg.DrainTimeout)
 	idle := 0
 	for idle < 3 { // idle three times in a row: no drained message is on its way in
-		if len(b.inflight) == 0 {
+		if b.admit.Len()+b.admit.Running() == 0 {
 			idle++
 		} else {
 			idle = 0
 		}
 		if time.Now().After(deadline) {
-			b.cfg.Logger.Warn("drain timed out", "in_flight", len(b.inflight), "after", b.cfg.DrainTimeout)
+			b.cfg.Logger.Warn("drain timed out", "in_flight", b.admit.Len()+b.admit.Running(), "after", b.cfg.DrainTimeout)
 			return
 		}
 		time.Sleep(10 * time.Millisecond)
@@ -661,123 +658,6 @@ func (b *Broker) Draining() bool { return b.draining.Load() }
 
 // MaxRequestBytes caps a search request's JSON.
 const MaxRequestBytes = 1 << 20
-
-func (b *Broker) handle(req micro.Request) {
-	start := time.Now()
-	b.served.requests.Add(1)
-	asked := strings.TrimPrefix(req.Subject(), subject.SearchPrefix+".")
-	index, def, known := b.known(asked)
-	if !b.replies.Allow(req.Subject(), req.Reply()) {
-		b.metrics.refused(index)
-		b.served.done(start)
-		return
-	}
-	var team *teamState
-	if known {
-		if !b.replies.AllowTeam(req.Subject(), req.Reply(), def.TeamOf()) {
-			b.metrics.refused(index)
-			b.served.done(start)
-			return
-		}
-		var err error
-		if team, err = b.teamLimits.admit(def.TeamOf(), start); err != nil {
-			b.metrics.refused(index)
-			b.respondError(req.Reply(), err)
-			b.served.done(start)
-			return
-		}
-	}
-	select {
-	case b.inflight <- struct{}{}:
-	default:
-		if team != nil {
-			team.inFlight.Add(-1)
-		}
-		b.metrics.refused(index)
-		b.respondError(req.Reply(), &api.Error{Code: api.CodeOverloaded, RetryAfterMS: 100,
-			Message: fmt.Sprintf("broker overloaded: %d requests in flight, try again", b.cfg.MaxInFlight)})
-		b.served.done(start)
-		return
-	}
-	go func() {
-		defer b.served.done(start)
-		defer func() {
-			<-b.inflight
-			if team != nil {
-				team.inFlight.Add(-1)
-			}
-		}()
-		ctx := tracenats.Extract(context.Background(), nats.Header(req.Headers()))
-		if req.Headers().Get(subject.HeaderInternal) != "" {
-			ctx = withInternal(ctx)
-		}
-		if requestid.From(ctx) == "" {
-			ctx = requestid.With(ctx, requestid.New())
-		}
-		if !known {
-			// An index the watch has not delivered yet (just created) is
-			// read from the store, its team admitted like any other, and
-			// searched as read.
-			if err := subject.ValidIndexName(index); err != nil {
-				err = api.BadRequest("%v", err)
-				b.metrics.answered(index, start, err)
-				b.respondError(req.Reply(), err)
-				return
-			}
-			def, err := b.lookupIndex(ctx, index)
-			if err != nil {
-				b.metrics.answered(index, start, err)
-				b.respondError(req.Reply(), b.public(ctx, err, "index", index))
-				return
-			}
-			index = def.Name // an alias's, read with it
-			if !b.replies.AllowTeam(req.Subject(), req.Reply(), def.TeamOf()) {
-				b.metrics.refused(index)
-				return
-			}
-			if team, err = b.teamLimits.admit(def.TeamOf(), time.Now()); err != nil {
-				b.metrics.refused(index)
-				b.respondError(req.Reply(), err)
-				return
-			}
-			ctx = withLookedUp(ctx, def)
-		}
-		var cost time.Duration // the search's own work, what its team is charged
-		if team != nil {
-			turn, err := b.teamLimits.turn(team)
-			if err != nil {
-				b.metrics.refused(index)
-				b.respondError(req.Reply(), err)
-				return
-			}
-			defer func() { turn.end(cost) }()
-		}
-		defer func() {
-			// A bug one request trips must not take the broker, and every
-			// team's searches, down with it.
-			if p := recover(); p != nil {
-				b.respondError(req.Reply(), internalError(ctx, b.cfg.Logger, fmt.Errorf("panic: %v\n%s", p, debug.Stack()), "index", index))
-			}
-		}()
-		buf := responseBuffers.Get().(*bytes.Buffer)
-		defer putResponseBuffer(buf)
-		var err error
-		if index != asked {
-			ctx = withAlias(ctx)
-		}
-		if cost, err = b.searchJSON(ctx, index, req.Data(), buf); err != nil {
-			b.respondError(req.Reply(), b.public(ctx, err, "index", index))
-			return
-		}
-		// The request id is in the body (request_id): no header for it.
-		// nats.go copies the body before PublishMsg returns: buf may go
-		// back to the pool.
-		msg := &nats.Msg{Subject: req.Reply(), Data: buf.Bytes(), Header: nats.Header{"Content-Type": []string{"application/json"}}}
-		if err := b.nc.PublishMsg(msg); err != nil {
-			b.cfg.Logger.Warn("reply failed", "index", index, "err", err)
-		}
-	}()
-}
 
 // DecodeRequest decodes and validates a JSON search request: at most
 // MaxRequestBytes, one JSON object, read strictly (api.SearchRequest's
@@ -984,24 +864,6 @@ func internalError(ctx context.Context, log *slog.Logger, err error, attrs ...an
 	return api.Errorf(api.CodeInternal, "internal error (request id %s)", id)
 }
 
-// respondError replies with a micro service error: the HTTP-like status as
-// the code, the message as the description, and the api.Error as the body.
-//
-// Replies are published on the request's reply subject directly rather than
-// through micro.Request: requests are answered on their own goroutines, and
-// micro reads its request's state once the handler returns (a data race).
-func (b *Broker) respondError(reply string, err error) {
-	e := &api.Error{Code: api.CodeOf(err), Message: err.Error()}
-	var ae *api.Error
-	if errors.As(err, &ae) {
-		e.RetryAfterMS = ae.RetryAfterMS
-	}
-	b.served.failed(e)
-	if perr := b.nc.PublishMsg(wire.ErrorReply(reply, e)); perr != nil {
-		b.cfg.Logger.Warn("error reply failed", "err", perr)
-	}
-}
-
 // Index returns a known index definition.
 func (b *Broker) Index(name string) (api.IndexDefinition, bool) {
 	b.mu.RLock()
@@ -1125,47 +987,4 @@ func (b *Broker) takeLookup(ctx context.Context) bool {
 	case <-ctx.Done():
 		return false
 	}
-}
-
-// endpointStats are the search endpoint's figures. micro counts a
-// request's time until its handler returns, and errors answered through
-// its Request; the broker's handler hands each request to a goroutine at
-// once and answers from there, so micro alone would show a near-zero
-// processing time and no errors. `nats micro stats quarry` shows these
-// in the endpoint's data.
-type endpointStats struct {
-	requests, errors, processingNS atomic.Int64
-	lastError                      atomic.Pointer[string]
-}
-
-// done adds a request's time, from when the handler got it to its reply.
-func (s *endpointStats) done(start time.Time) { s.processingNS.Add(int64(time.Since(start))) }
-
-// failed counts an error reply.
-func (s *endpointStats) failed(e *api.Error) {
-	s.errors.Add(1)
-	msg := fmt.Sprintf("%d:%s", api.HTTPStatus(e.Code), e.Message)
-	s.lastError.Store(&msg)
-}
-
-// EndpointData is the search endpoint's data in `nats micro stats`: the
-// same names and units as micro's own figures, counted from each request's
-// arrival to its reply.
-type EndpointData struct {
-	NumRequests           int64         `json:"num_requests"`
-	NumErrors             int64         `json:"num_errors"`
-	LastError             string        `json:"last_error,omitempty"`
-	ProcessingTime        time.Duration `json:"processing_time"`
-	AverageProcessingTime time.Duration `json:"average_processing_time"`
-}
-
-func (s *endpointStats) data() EndpointData {
-	d := EndpointData{NumRequests: s.requests.Load(), NumErrors: s.errors.Load(), ProcessingTime: time.Duration(s.processingNS.Load())}
-	if d.NumRequests > 0 {
-		d.AverageProcessingTime = d.ProcessingTime / time.Duration(d.NumRequests)
-	}
-	if e := s.lastError.Load(); e != nil {
-		d.LastError = *e
-	}
-	return d
 }

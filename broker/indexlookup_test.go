@@ -58,7 +58,7 @@ func TestLookedUpIndexIsAdmitted(t *testing.T) {
 	}
 	testwait.Until(t, 10*time.Second, "the broker learns the index and its team's limits", func() bool {
 		_, known := b.Index("late")
-		return known && b.teamLimits.state("alpha").limits.Load().limiter != nil
+		return known && b.admit.Team("alpha").Limited()
 	})
 	// The watch's lag, held open: the broker no longer knows the index.
 	b.mu.Lock()

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/quarrysearch/quarry/api"
+	"github.com/quarrysearch/quarry/internal/admission"
 	"github.com/quarrysearch/quarry/plugins"
 )
 
@@ -357,16 +358,15 @@ func (c *brokerCollector) Describe(ch chan<- *prometheus.Desc) {
 // Collect implements prometheus.Collector.
 func (c *brokerCollector) Collect(ch chan<- prometheus.Metric) {
 	requests, hedges, won := c.b.hedgeStats()
-	ch <- prometheus.MustNewConstMetric(descInFlight, prometheus.GaugeValue, float64(len(c.b.inflight)))
-	ch <- prometheus.MustNewConstMetric(descInFlightLimit, prometheus.GaugeValue, float64(cap(c.b.inflight)))
+	ch <- prometheus.MustNewConstMetric(descInFlight, prometheus.GaugeValue, float64(c.b.admit.Len()+c.b.admit.Running()))
+	ch <- prometheus.MustNewConstMetric(descInFlightLimit, prometheus.GaugeValue, float64(c.b.cfg.MaxInFlight))
 	ch <- prometheus.MustNewConstMetric(descShardRequests, prometheus.CounterValue, float64(requests))
 	ch <- prometheus.MustNewConstMetric(descHedges, prometheus.CounterValue, float64(hedges))
 	ch <- prometheus.MustNewConstMetric(descHedgesWon, prometheus.CounterValue, float64(won))
 	ch <- prometheus.MustNewConstMetric(descMemoryLimit, prometheus.GaugeValue, float64(c.b.cfg.TeamMaxSearchMemory))
-	t := c.b.teamLimits
-	t.mu.RLock()
-	defer t.mu.RUnlock()
-	for name, st := range t.teams {
-		ch <- prometheus.MustNewConstMetric(descTeamMemory, prometheus.GaugeValue, float64(st.memory.Load()), name)
-	}
+	c.b.admit.Teams(func(t *admission.Team) {
+		if t.Name() != lookupTeam {
+			ch <- prometheus.MustNewConstMetric(descTeamMemory, prometheus.GaugeValue, float64(t.Memory.Load()), t.Name())
+		}
+	})
 }

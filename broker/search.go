@@ -11,6 +11,7 @@ import (
 
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/broker/internal/fanout"
+	"github.com/quarrysearch/quarry/internal/admission"
 	"github.com/quarrysearch/quarry/internal/querystats"
 	"github.com/quarrysearch/quarry/internal/requestid"
 	"github.com/quarrysearch/quarry/internal/subject"
@@ -337,7 +338,7 @@ type run struct {
 	// memTeam is the team whose search memory the run holds memHeld
 	// bytes of (account); replyBytes is what its shards' decoded replies
 	// hold (collect).
-	memTeam    *teamState
+	memTeam    *admission.Team
 	memHeld    int64
 	replyBytes int64
 }

@@ -10,14 +10,14 @@ import (
 	"github.com/nats-io/nats.go/micro"
 
 	"github.com/quarrysearch/quarry/api"
-	"github.com/quarrysearch/quarry/broker"
 	"github.com/quarrysearch/quarry/internal/subject"
 )
 
-// `nats micro stats quarry` tells the truth: the search endpoint's data
-// counts every request from its arrival to its reply, and the error
-// replies the broker's goroutines send (micro's own figures stop when the
-// handler hands a request on, at once).
+// `nats micro stats quarry` tells the truth: the search endpoint's own
+// figures count every request from its arrival to its answer, the error
+// answers included (micro.AddService's would stop when a handler hands a
+// request to a worker, at once, and count no error the worker sends).
+// `nats micro info` and `ping` answer too.
 func TestMicroStats(t *testing.T) {
 	t.Parallel()
 	n := startNode(t)
@@ -32,27 +32,40 @@ func TestMicroStats(t *testing.T) {
 	if _, err := c.Search(ctx, "nope", &api.SearchRequest{Q: "noodles"}); err == nil {
 		t.Fatal("a search of an unknown index succeeded")
 	}
-	msg, err := n.Conn().Request("$SRV.STATS."+subject.ServiceName, nil, 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var stats micro.Stats
-	if err := json.Unmarshal(msg.Data, &stats); err != nil {
-		t.Fatal(err)
+	request(t, n, "$SRV.STATS."+subject.ServiceName, &stats)
+	if stats.Type != micro.StatsResponseType || stats.Name != subject.ServiceName || stats.ID == "" || len(stats.Endpoints) != 1 || stats.Endpoints[0].Name != "search" {
+		t.Fatalf("stats: %+v", stats)
 	}
-	if len(stats.Endpoints) != 1 || stats.Endpoints[0].Name != "search" {
-		t.Fatalf("endpoints: %+v", stats.Endpoints)
-	}
-	var d broker.EndpointData
-	if err := json.Unmarshal(stats.Endpoints[0].Data, &d); err != nil {
-		t.Fatalf("endpoint data %s: %v", stats.Endpoints[0].Data, err)
-	}
+	e := stats.Endpoints[0]
 	// noodleIndex's own searches count too: at least the 6 above.
-	if d.NumRequests < 6 || d.NumErrors < 1 || d.ProcessingTime <= 0 || d.AverageProcessingTime <= 0 ||
-		!strings.HasPrefix(d.LastError, "404:") || !strings.Contains(d.LastError, `"nope"`) {
-		t.Fatalf("endpoint data: %+v", d)
+	if e.NumRequests < 6 || e.NumErrors != 1 || e.ProcessingTime <= 0 || e.AverageProcessingTime <= 0 ||
+		!strings.HasPrefix(e.LastError, "404:") || !strings.Contains(e.LastError, `"nope"`) {
+		t.Fatalf("endpoint stats: %+v", e)
 	}
-	if d.AverageProcessingTime < 10*time.Microsecond {
-		t.Errorf("average processing time %s: a search's own time is not counted", d.AverageProcessingTime)
+	if e.AverageProcessingTime < 10*time.Microsecond {
+		t.Errorf("average processing time %s: a search's own time is not counted", e.AverageProcessingTime)
+	}
+	var info micro.Info
+	request(t, n, "$SRV.INFO."+subject.ServiceName+"."+stats.ID, &info)
+	if info.Type != micro.InfoResponseType || len(info.Endpoints) != 1 || info.Endpoints[0].Subject != subject.SearchPrefix+".*" || info.Description == "" {
+		t.Fatalf("info: %+v", info)
+	}
+	var ping micro.Ping
+	request(t, n, "$SRV.PING", &ping)
+	if ping.Type != micro.PingResponseType || ping.Name == "" {
+		t.Fatalf("ping: %+v", ping)
+	}
+}
+
+// request asks subj and decodes the first answer into v.
+func request(t *testing.T, n *Node, subj string, v any) {
+	t.Helper()
+	msg, err := n.Conn().Request(subj, nil, 5*time.Second)
+	if err != nil {
+		t.Fatalf("%s: %v", subj, err)
+	}
+	if err := json.Unmarshal(msg.Data, v); err != nil {
+		t.Fatalf("%s: %s: %v", subj, msg.Data, err)
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/quarrysearch/quarry/api"
+	"github.com/quarrysearch/quarry/internal/admission"
 	"github.com/quarrysearch/quarry/internal/indexmap"
 	"github.com/quarrysearch/quarry/internal/meta"
 	"github.com/quarrysearch/quarry/internal/shard"
@@ -233,7 +234,7 @@ type Searcher struct {
 	replies subject.ReplyGuard
 	store   *meta.Store
 	cfg     Config
-	queue   *fairQueue
+	queue   *admission.Admission[*nats.Msg]
 	// metrics are the searcher's Prometheus metrics.
 	metrics *metrics
 	// id names this searcher process in replies and in its replica
@@ -291,7 +292,7 @@ func New(nc *nats.Conn, store *meta.Store, cfg Config) (*Searcher, error) {
 	}
 	cfg.Logger = cfg.Logger.With("role", "searcher")
 	s := &Searcher{nc: nc, store: store, cfg: cfg, indexes: map[string]*indexState{},
-		queue: newFairQueue(cfg.QueueLen, cfg.Workers, cfg.HeavyWorkers, cfg.HeavyAfter), ready: make(chan struct{}), id: nuid.Next(),
+		queue: admission.New[*nats.Msg](admission.Config{MaxQueued: cfg.QueueLen, HeavyTurns: cfg.HeavyWorkers, HeavyAfter: cfg.HeavyAfter, NewTeamsHeavy: true}), ready: make(chan struct{}), id: nuid.Next(),
 		replies: subject.ReplyGuard{Service: "searcher", Logger: cfg.Logger}}
 	var err error
 	if s.metrics, err = newMetrics(s, cfg.Registerer); err != nil {
@@ -320,7 +321,7 @@ func (s *Searcher) Run(ctx context.Context) error {
 	defer func() {
 		s.drain()
 		s.closeAll()
-		s.queue.close()
+		s.queue.Close()
 		workers.Wait()
 	}()
 
@@ -694,13 +695,13 @@ func (s *Searcher) drain() {
 		for _, sub := range subs {
 			drained = drained && !sub.IsValid()
 		}
-		if drained && s.queue.len() == 0 && s.busy.Load() == 0 {
+		if drained && s.queue.Len() == 0 && s.busy.Load() == 0 {
 			s.cfg.Logger.Info("searcher drained")
 			return
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	s.cfg.Logger.Warn("drain timed out", "queued", s.queue.len(), "running", s.busy.Load(), "after", s.cfg.DrainTimeout)
+	s.cfg.Logger.Warn("drain timed out", "queued", s.queue.Len(), "running", s.busy.Load(), "after", s.cfg.DrainTimeout)
 }
 
 // Draining reports whether the searcher is shutting down (no longer ready).

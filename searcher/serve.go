@@ -13,6 +13,7 @@ import (
 	oteltrace "go.opentelemetry.io/otel/trace"
 
 	"github.com/quarrysearch/quarry/api"
+	"github.com/quarrysearch/quarry/internal/admission"
 	"github.com/quarrysearch/quarry/internal/requestid"
 	"github.com/quarrysearch/quarry/internal/shard"
 	"github.com/quarrysearch/quarry/internal/subject"
@@ -21,20 +22,13 @@ import (
 	"github.com/quarrysearch/quarry/internal/wire"
 )
 
-// job is a request waiting for a worker.
-type job struct {
-	msg   *nats.Msg
-	at    time.Time
-	light bool // its team was not heavy when it came (fairQueue)
-}
-
 // enqueue hands a team's request to the workers, refusing it at once when
 // the queue is full rather than letting it time out.
 func (s *Searcher) enqueue(team string, msg *nats.Msg) {
 	if !s.replies.Allow(msg.Subject, msg.Reply) {
 		return
 	}
-	if !s.queue.push(team, job{msg: msg, at: time.Now()}) {
+	if err := s.queue.Push(team, msg); err != nil {
 		s.metrics.refused[refusedOverloaded].Inc()
 		respondError(msg, api.Errorf(api.CodeOverloaded, "searcher overloaded: %d requests queued", s.cfg.QueueLen))
 	}
@@ -43,22 +37,22 @@ func (s *Searcher) enqueue(team string, msg *nats.Msg) {
 // worker serves queued requests until the queue is closed.
 func (s *Searcher) worker() {
 	for {
-		j, team, ok := s.queue.next()
+		it, ok := s.queue.Next()
 		if !ok {
 			return
 		}
 		s.busy.Add(1)
 		start := time.Now()
 		ctx := context.Background()
-		var turn *heavyTurn
-		if !j.light && s.cfg.HeavyPause > 0 {
-			turn = &heavyTurn{q: s.queue, left: s.cfg.HeavyPause, linger: s.cfg.HeavyLinger}
-			ctx = shard.WithCheckpoint(ctx, turn.checkpoint)
+		var turn *admission.Turn
+		if !it.Light && s.cfg.HeavyPause > 0 {
+			turn = s.queue.Turn(s.cfg.HeavyPause, s.cfg.HeavyLinger)
+			ctx = shard.WithCheckpoint(ctx, turn.Checkpoint)
 		}
-		s.serveOne(ctx, j.msg, start.Sub(j.at))
-		s.queue.done(team, j, time.Since(start))
-		if turn != nil && turn.waited > 0 {
-			s.metrics.heavyWaited.Add(turn.waited.Seconds())
+		s.serveOne(ctx, it.Job, it.Queued)
+		s.queue.Done(it, time.Since(start))
+		if turn != nil && turn.Waited() > 0 {
+			s.metrics.heavyWaited.Add(turn.Waited().Seconds())
 		}
 		s.busy.Add(-1)
 	}

@@ -1,0 +1,278 @@
+package admission
+
+import (
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Config is an Admission's sizes and limits. Zero values mean none unless
+// said otherwise; the owner (the broker's or the searcher's Config)
+// fills in its defaults.
+type Config struct {
+	// MaxQueued is how many requests may wait for a worker; Push refuses
+	// more (ErrFull).
+	MaxQueued int
+	// MaxWait bounds a request's wait in the queue: past it Next hands it
+	// out marked Expired, for the owner to refuse (0: no bound).
+	MaxWait time.Duration
+	// HeavyAfter marks a team heavy when the mean cost of its recent
+	// requests (what Done is told) is over it (<= 0: never).
+	HeavyAfter time.Duration
+	// HeavyTurns is how many requests of a heavy team run at once while
+	// another team is active (at least 1).
+	HeavyTurns int
+	// NewTeamsHeavy holds a team none of whose requests has ended as a
+	// heavy one: its first request may be a 2-second wildcard over every
+	// term, which, taken for light, runs on every core at once.
+	NewTeamsHeavy bool
+	// TeamInFlight is how many requests of one team Admit lets be in
+	// flight at once, unless the team's settings say otherwise (0: no cap).
+	TeamInFlight int
+	// RateUnit is what one request is under a team's rate: it counts once
+	// for each RateUnit of its cost begun (<= 0: once, whatever its cost).
+	RateUnit time.Duration
+}
+
+// ErrFull is Push's refusal: MaxQueued requests wait already.
+var ErrFull = errors.New("admission: queue full")
+
+// OtherTeamWindow is how recently another team must have come for a heavy
+// team to be held to the heavy turns.
+const OtherTeamWindow = time.Second
+
+// Admission is one service's admission of its teams' requests of type J.
+// It is safe for concurrent use.
+type Admission[J any] struct {
+	cfg Config
+	// brokers divides every team's rate (SetBrokers).
+	brokers atomic.Int32
+	// applyMu orders the writers of teams' limits (Apply, SetBrokers).
+	applyMu sync.Mutex
+
+	// teamsMu guards teams; taken under mu, never the other way.
+	teamsMu sync.RWMutex
+	teams   map[string]*Team
+
+	mu      sync.Mutex
+	cond    *sync.Cond
+	ring    []*Team // teams with waiting requests, in service order
+	waiting map[*Team][]Item[J]
+	queued  int
+	running int
+	closed  bool
+	wake    *time.Timer // wakes Next when the first waiting request expires
+	wakeAt  time.Time
+
+	// light counts the queued and running requests of teams that were
+	// not heavy when they came; lightDone is closed when it falls to 0
+	// and made anew when it rises from 0 (both under mu).
+	light     atomic.Int64
+	lightDone chan struct{}
+	// lightLast is when a light request was last done (Unix ns).
+	lightLast atomic.Int64
+}
+
+// Item is a request handed out by Next: the owner serves it, or refuses
+// it if Expired, and gives it back with Done.
+type Item[J any] struct {
+	Job  J
+	Team *Team
+	// At is when it was pushed; Queued how long it waited.
+	At     time.Time
+	Queued time.Duration
+	// Expired: it waited past Config.MaxWait; the owner refuses it.
+	Expired bool
+	// Light: its team was not heavy when it came; a request that is not
+	// gives way at its checkpoints (Turn).
+	Light bool
+}
+
+// New returns an Admission with cfg.
+func New[J any](cfg Config) *Admission[J] {
+	cfg.HeavyTurns = max(1, cfg.HeavyTurns)
+	a := &Admission[J]{cfg: cfg, teams: map[string]*Team{}, waiting: map[*Team][]Item[J]{}}
+	a.brokers.Store(1)
+	a.cond = sync.NewCond(&a.mu)
+	return a
+}
+
+// Push queues j for team, or returns ErrFull. A team's request that Admit
+// let in is given back with Done too.
+func (a *Admission[J]) Push(team string, j J) error {
+	return a.PushTeam(a.Team(team), j)
+}
+
+// PushTeam is Push for a team Admit or Team returned.
+func (a *Admission[J]) PushTeam(t *Team, j J) error {
+	now := time.Now()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.queued >= a.cfg.MaxQueued || a.closed {
+		return ErrFull
+	}
+	it := Item[J]{Job: j, Team: t, At: now, Light: !a.heavy(t)}
+	if it.Light && a.light.Add(1) == 1 {
+		a.lightDone = make(chan struct{})
+	}
+	t.lastSeen.Store(now.UnixNano())
+	if len(a.waiting[t]) == 0 {
+		a.ring = append(a.ring, t)
+	}
+	a.waiting[t] = append(a.waiting[t], it)
+	a.queued++
+	a.cond.Signal()
+	return nil
+}
+
+// Next waits for a request a worker may run and takes it; false once
+// Close was called. The owner runs a fixed number of workers calling it:
+// that number is how many requests run at once.
+func (a *Admission[J]) Next() (Item[J], bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for {
+		if a.closed {
+			return Item[J]{}, false
+		}
+		now := time.Now()
+		var first time.Time // the earliest expiry of a request left waiting
+		for i, t := range a.ring {
+			jobs := a.waiting[t]
+			expired := a.cfg.MaxWait > 0 && now.Sub(jobs[0].At) >= a.cfg.MaxWait
+			if !expired {
+				if a.heldBack(t, now) {
+					if a.cfg.MaxWait > 0 {
+						if at := jobs[0].At.Add(a.cfg.MaxWait); first.IsZero() || at.Before(first) {
+							first = at
+						}
+					}
+					continue
+				}
+			}
+			it := jobs[0]
+			var zero Item[J]
+			jobs[0] = zero
+			a.queued--
+			a.ring = append(a.ring[:i], a.ring[i+1:]...)
+			if len(jobs) > 1 {
+				a.waiting[t] = jobs[1:]
+				a.ring = append(a.ring, t) // round-robin: to the back
+			} else {
+				delete(a.waiting, t)
+			}
+			it.Queued = now.Sub(it.At)
+			if expired {
+				it.Expired = true
+				if it.Light {
+					a.lightEnded(now)
+				}
+				return it, true
+			}
+			a.running++
+			t.running++
+			if a.queued > 0 {
+				// Pass it on: another request may be free to run too
+				// (Push and Done wake one worker each).
+				a.cond.Signal()
+			}
+			return it, true
+		}
+		if !first.IsZero() && (a.wake == nil || !a.wakeAt.Equal(first)) {
+			if a.wake != nil {
+				a.wake.Stop()
+			}
+			a.wakeAt = first
+			a.wake = time.AfterFunc(time.Until(first), func() {
+				a.mu.Lock()
+				a.cond.Signal()
+				a.mu.Unlock()
+			})
+		}
+		a.cond.Wait()
+	}
+}
+
+// Done gives back a request Next handed out (not an expired one) that
+// cost cost: the team's mean cost, its running count and the heavy turn
+// it held.
+func (a *Admission[J]) Done(it Item[J], cost time.Duration) {
+	if it.Expired {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	now := time.Now()
+	if it.Light {
+		a.lightEnded(now)
+	}
+	a.running--
+	it.Team.running--
+	it.Team.observe(cost)
+	if a.queued > 0 {
+		a.cond.Signal() // one worker or heavy turn came free: one request may go on
+	}
+}
+
+// lightEnded counts a light request done (under mu).
+func (a *Admission[J]) lightEnded(now time.Time) {
+	a.lightLast.Store(now.UnixNano())
+	if a.light.Add(-1) == 0 {
+		close(a.lightDone)
+	}
+}
+
+// heavy reports whether t's recent requests are expensive (under mu).
+func (a *Admission[J]) heavy(t *Team) bool {
+	if a.cfg.HeavyAfter <= 0 {
+		return false
+	}
+	if !t.known.Load() {
+		return a.cfg.NewTeamsHeavy
+	}
+	return time.Duration(t.cost.Load()) > a.cfg.HeavyAfter
+}
+
+// heldBack reports whether t's next request must wait for its turn: t is
+// heavy, another team is active, and t runs HeavyTurns requests already
+// (under mu).
+func (a *Admission[J]) heldBack(t *Team, now time.Time) bool {
+	if t.running < a.cfg.HeavyTurns || !a.heavy(t) {
+		return false
+	}
+	a.teamsMu.RLock()
+	defer a.teamsMu.RUnlock()
+	for _, o := range a.teams {
+		if o != t && (o.running > 0 || now.UnixNano()-o.lastSeen.Load() < int64(OtherTeamWindow)) {
+			return true
+		}
+	}
+	return false
+}
+
+// Len is how many requests wait; Running how many run.
+func (a *Admission[J]) Len() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.queued
+}
+
+// Running is how many requests Next handed out that Done has not taken
+// back.
+func (a *Admission[J]) Running() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.running
+}
+
+// Close wakes every waiting worker for good; Push refuses from then on.
+func (a *Admission[J]) Close() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.closed = true
+	if a.wake != nil {
+		a.wake.Stop()
+	}
+	a.cond.Broadcast()
+}
