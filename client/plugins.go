@@ -17,6 +17,7 @@ import (
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/internal/meta"
 	"github.com/quarrysearch/quarry/internal/subject"
+	"github.com/quarrysearch/quarry/internal/wire"
 )
 
 // PushOptions are a plugin version's settings.
@@ -225,27 +226,15 @@ func (c *Client) BrokerPipelines(ctx context.Context, wait time.Duration) ([]api
 	if wait <= 0 {
 		wait = 300 * time.Millisecond
 	}
-	inbox := c.nc.NewInbox()
-	sub, err := c.nc.SubscribeSync(inbox)
-	if err != nil {
-		return nil, err
-	}
-	defer sub.Unsubscribe()
-	if err := c.nc.PublishRequest(subject.PipelineStatus, inbox, nil); err != nil {
-		return nil, err
-	}
-	ctx, cancel := context.WithTimeout(ctx, wait)
-	defer cancel()
 	var out []api.PipelineStatus
-	for {
-		m, err := sub.NextMsgWithContext(ctx)
-		if err != nil {
-			break // the wait is over
-		}
+	err := wire.Gather(ctx, c.nc, subject.PipelineStatus, nil, wait, func(m *nats.Msg) {
 		var st api.PipelineStatus
 		if json.Unmarshal(m.Data, &st) == nil && st.Broker != "" {
 			out = append(out, st)
 		}
+	})
+	if err != nil {
+		return nil, err
 	}
 	slices.SortFunc(out, func(a, b api.PipelineStatus) int { return strings.Compare(a.Broker, b.Broker) })
 	return out, nil

@@ -9,10 +9,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
 
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/internal/subject"
+	"github.com/quarrysearch/quarry/internal/wire"
 )
 
 // Roles looks at what runs on NATS: every micro service instance (micro
@@ -92,23 +94,7 @@ func (c *Client) Roles(ctx context.Context, wait time.Duration) (*api.Roles, err
 // gather publishes an empty request on subj and returns every reply's
 // data that comes within wait.
 func (c *Client) gather(ctx context.Context, subj string, wait time.Duration) [][]byte {
-	inbox := c.nc.NewInbox()
-	sub, err := c.nc.SubscribeSync(inbox)
-	if err != nil {
-		return nil
-	}
-	defer sub.Unsubscribe()
-	if err := c.nc.PublishRequest(subj, inbox, nil); err != nil {
-		return nil
-	}
-	ctx, cancel := context.WithTimeout(ctx, wait)
-	defer cancel()
 	var out [][]byte
-	for {
-		m, err := sub.NextMsgWithContext(ctx)
-		if err != nil {
-			return out
-		}
-		out = append(out, m.Data)
-	}
+	_ = wire.Gather(ctx, c.nc, subj, nil, wait, func(m *nats.Msg) { out = append(out, m.Data) })
+	return out
 }

@@ -9,10 +9,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
 
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/internal/subject"
+	"github.com/quarrysearch/quarry/internal/wire"
 )
 
 // replicaWait is how long index.show waits for a shard's searchers to
@@ -80,24 +82,10 @@ func (s *Service) searcherStatus() []api.RoleStatus {
 	if err != nil {
 		return nil
 	}
-	inbox := s.nc.NewRespInbox()
-	sub, err := s.nc.SubscribeSync(inbox)
-	if err != nil {
-		return nil
-	}
-	defer sub.Unsubscribe()
-	if err := s.nc.PublishRequest(subj, inbox, nil); err != nil {
-		return nil
-	}
-	deadline := time.Now().Add(replicaWait)
-	for {
-		m, err := sub.NextMsg(time.Until(deadline))
-		if err != nil {
-			return out
-		}
+	_ = wire.Gather(context.Background(), s.nc, subj, nil, replicaWait, func(m *nats.Msg) {
 		var stats micro.Stats
 		if json.Unmarshal(m.Data, &stats) != nil {
-			continue
+			return
 		}
 		for _, e := range stats.Endpoints {
 			var st api.RoleStatus
@@ -105,7 +93,8 @@ func (s *Service) searcherStatus() []api.RoleStatus {
 				out = append(out, st)
 			}
 		}
-	}
+	})
+	return out
 }
 
 // replicas asks every searcher serving a shard for its replica id, as the
@@ -113,25 +102,11 @@ func (s *Service) searcherStatus() []api.RoleStatus {
 // replicaWait, sorted.
 func (s *Service) replicas(index string, shard int) []string {
 	out := []string{}
-	inbox := s.nc.NewRespInbox()
-	sub, err := s.nc.SubscribeSync(inbox)
-	if err != nil {
-		return out
-	}
-	defer sub.Unsubscribe()
-	if err := s.nc.PublishRequest(subject.Replicas(index, shard), inbox, nil); err != nil {
-		return out
-	}
-	deadline := time.Now().Add(replicaWait)
-	for {
-		m, err := sub.NextMsg(time.Until(deadline))
-		if err != nil {
-			break
-		}
+	_ = wire.Gather(context.Background(), s.nc, subject.Replicas(index, shard), nil, replicaWait, func(m *nats.Msg) {
 		if id := string(m.Data); len(id) > 0 && len(id) <= 64 && !slices.Contains(out, id) {
 			out = append(out, id)
 		}
-	}
+	})
 	slices.Sort(out)
 	return out
 }
@@ -147,26 +122,11 @@ const reportSize = 20
 // searches.
 func (s *Service) queryReport(ctx context.Context, index string) (*api.QueryReport, error) {
 	rep := &api.QueryReport{Index: index, Top: []api.QueryCount{}, Zero: []api.QueryCount{}, Slow: []api.LoggedQuery{}}
-	inbox := s.nc.NewRespInbox()
-	sub, err := s.nc.SubscribeSync(inbox)
-	if err != nil {
-		return nil, err
-	}
-	defer sub.Unsubscribe()
-	if err := s.nc.PublishRequest(subject.BrokerQueries, inbox, []byte(index)); err != nil {
-		return nil, err
-	}
-	ctx, cancel := context.WithTimeout(ctx, brokersWait)
-	defer cancel()
 	top, zero := map[string]int{}, map[string]int{}
-	for {
-		m, err := sub.NextMsgWithContext(ctx)
-		if err != nil {
-			break // the wait is over
-		}
+	err := wire.Gather(ctx, s.nc, subject.BrokerQueries, []byte(index), brokersWait, func(m *nats.Msg) {
 		var bq api.BrokerQueries
 		if json.Unmarshal(m.Data, &bq) != nil || bq.Index != index {
-			continue
+			return
 		}
 		rep.Brokers++
 		rep.Searches += len(bq.Recent)
@@ -177,6 +137,9 @@ func (s *Service) queryReport(ctx context.Context, index string) (*api.QueryRepo
 			}
 		}
 		rep.Slow = append(rep.Slow, bq.Slow...)
+	})
+	if err != nil {
+		return nil, err
 	}
 	rep.Top, rep.Zero = counts(top), counts(zero)
 	slices.SortFunc(rep.Slow, func(a, b api.LoggedQuery) int { return cmp.Compare(b.TookMS, a.TookMS) })

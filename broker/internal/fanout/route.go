@@ -1,6 +1,7 @@
 package fanout
 
 import (
+	"context"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -10,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/quarrysearch/quarry/internal/subject"
+	"github.com/quarrysearch/quarry/internal/wire"
 )
 
 // replicaTTL is how long a replica seen in a reply stays a hedge target.
@@ -57,27 +59,13 @@ func (s *shardState) discover(nc *nats.Conn, index string, shard int) {
 	s.lastDiscovery.Store(time.Now().UnixNano())
 	go func() {
 		defer s.discovering.Store(false)
-		inbox := nc.NewRespInbox()
-		sub, err := nc.SubscribeSync(inbox)
-		if err != nil {
-			return
-		}
-		defer sub.Unsubscribe()
-		if err := nc.PublishRequest(subject.Replicas(index, shard), inbox, nil); err != nil {
-			return
-		}
-		deadline := time.Now().Add(discoveryWait)
-		for {
-			m, err := sub.NextMsg(time.Until(deadline))
-			if err != nil {
-				return
-			}
+		_ = wire.Gather(context.Background(), nc, subject.Replicas(index, shard), nil, discoveryWait, func(m *nats.Msg) {
 			if len(m.Data) > 0 && len(m.Data) <= 64 {
 				s.mu.Lock()
 				s.replicaLocked(string(m.Data)).seen = time.Now()
 				s.mu.Unlock()
 			}
-		}
+		})
 	}()
 }
 
