@@ -22,6 +22,7 @@ import (
 
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/internal/admission"
+	"github.com/quarrysearch/quarry/internal/backoff"
 	"github.com/quarrysearch/quarry/internal/indexmap"
 	"github.com/quarrysearch/quarry/internal/meta"
 	"github.com/quarrysearch/quarry/internal/shard"
@@ -624,7 +625,7 @@ const (
 // openGeneration opens shard i of generation m, retrying with backoff
 // while no newer generation is being served.
 func (s *Searcher) openGeneration(st *indexState, sl *slot, i int, m meta.Manifest) (*shard.Replica, error) {
-	backoff := swapBackoff
+	pause := backoff.New(swapBackoff, swapBackoff<<(swapAttempts-2)) // 1, 2, 4, 8 s
 	for attempt := 1; ; attempt++ {
 		r, err := s.openReplica(st.ctx, st, i, m, false)
 		if err == nil || st.ctx.Err() != nil {
@@ -635,11 +636,8 @@ func (s *Searcher) openGeneration(st *indexState, sl *slot, i int, m meta.Manife
 		if attempt == swapAttempts || sl.cur.Load().Generation() >= m.Generation {
 			return nil, err
 		}
-		select {
-		case <-time.After(backoff):
-			backoff *= 2
-		case <-st.ctx.Done():
-			return nil, st.ctx.Err()
+		if err := pause.Wait(st.ctx); err != nil {
+			return nil, err
 		}
 	}
 }

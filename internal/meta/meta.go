@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/quarrysearch/quarry/api"
+	"github.com/quarrysearch/quarry/internal/backoff"
 	"github.com/quarrysearch/quarry/internal/subject"
 )
 
@@ -251,7 +252,7 @@ func Open(ctx context.Context, js jetstream.JetStream, opts Options) (*Store, er
 // `quarry init`, or with o.Wait is waited for, polled, said once in the
 // log.
 func (o *Options) open(ctx context.Context, what string, do func(context.Context) error) error {
-	backoff, since, logged := 100*time.Millisecond, time.Now(), false
+	pause, since, logged := backoff.New(100*time.Millisecond, time.Second), time.Now(), false
 	for {
 		err := untilReady(ctx, o.Logger, what, do)
 		notFound := errors.Is(err, jetstream.ErrBucketNotFound) || errors.Is(err, jetstream.ErrStreamNotFound)
@@ -268,12 +269,9 @@ func (o *Options) open(ctx context.Context, what string, do func(context.Context
 			o.Logger.Warn("waiting for Quarry's resources to be made: run `quarry init` (or start `quarry serve`, which makes them)", "resource", what)
 			logged = true
 		}
-		select {
-		case <-ctx.Done():
+		if pause.Wait(ctx) != nil {
 			return api.Errorf(api.CodeUnavailable, "Quarry's %s was not made within the start-up time (waited %s): run `quarry init` (or start `quarry serve`, which makes it)", what, time.Since(since).Round(time.Second))
-		case <-time.After(backoff):
 		}
-		backoff = min(2*backoff, time.Second)
 	}
 }
 

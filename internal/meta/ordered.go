@@ -9,6 +9,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/quarrysearch/quarry/internal/backoff"
 )
 
 // Timing of an Ordered follower's consumer re-creation.
@@ -130,7 +132,11 @@ func (o *Ordered) create(ctx context.Context) error {
 	o.serial++
 	o.dseq = 0
 	cfg := o.config()
-	wait := orderedBackoff
+	// Either context ends the pauses: the caller's or the follower's.
+	pctx, endPauses := context.WithCancel(ctx)
+	defer endPauses()
+	defer context.AfterFunc(o.ctx, endPauses)()
+	pause := backoff.New(orderedBackoff, orderedMaxBackoff)
 	for {
 		actx, cancel := context.WithTimeout(ctx, orderedAttempt)
 		cons, err := o.js.CreateOrUpdateConsumer(actx, o.stream, cfg)
@@ -142,14 +148,12 @@ func (o *Ordered) create(ctx context.Context) error {
 		if ctx.Err() != nil || o.ctx.Err() != nil {
 			return fmt.Errorf("make consumer %s: %w", cfg.Name, err)
 		}
-		select {
-		case <-time.After(wait):
-		case <-ctx.Done():
+		if pause.Wait(pctx) != nil {
+			if ctx.Err() == nil {
+				err = o.ctx.Err()
+			}
 			return fmt.Errorf("make consumer %s: %w", cfg.Name, err)
-		case <-o.ctx.Done():
-			return fmt.Errorf("make consumer %s: %w", cfg.Name, o.ctx.Err())
 		}
-		wait = min(2*wait, orderedMaxBackoff)
 	}
 }
 

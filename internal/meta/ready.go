@@ -9,6 +9,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/quarrysearch/quarry/internal/backoff"
 )
 
 // Roles start in any order, at any time: on a JetStream cluster that is
@@ -25,7 +27,7 @@ const attemptTimeout = 5 * time.Second
 // untilReady runs create until it succeeds, fails with an error waiting
 // cannot fix, or ctx is done. It logs once what it is waiting for.
 func untilReady(ctx context.Context, log *slog.Logger, what string, create func(context.Context) error) error {
-	backoff := 50 * time.Millisecond
+	pause := backoff.New(50*time.Millisecond, 2*time.Second)
 	waiting := time.Now()
 	logged := false
 	for {
@@ -48,12 +50,9 @@ func untilReady(ctx context.Context, log *slog.Logger, what string, create func(
 			log.Warn("waiting for JetStream (a cluster electing its leader, or catching up)", "resource", what, "err", err)
 			logged = true
 		}
-		select {
-		case <-ctx.Done():
+		if pause.Wait(ctx) != nil {
 			return fmt.Errorf("%s: JetStream was not ready within the start-up time: %w", what, err)
-		case <-time.After(backoff):
 		}
-		backoff = min(2*backoff, 2*time.Second)
 	}
 }
 
