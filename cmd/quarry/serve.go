@@ -90,8 +90,13 @@ type roleFlags struct {
 }
 
 // registerWrites adds the flags pacing how replicas apply updates (the
-// indexer's and the searcher's alike; registered once per command).
-func (f *roleFlags) registerWrites(fs *flag.FlagSet) { cmdline.RegisterWrites(fs, &f.writes) }
+// indexer's and the searcher's alike; registered once per command: a
+// second call does nothing).
+func (f *roleFlags) registerWrites(fs *flag.FlagSet) {
+	if fs.Lookup("apply-interval") == nil {
+		cmdline.RegisterWrites(fs, &f.writes)
+	}
+}
 
 // registerDrain adds the shutdown flag every long-running command takes.
 // One flag serves the broker and the searcher, whose defaults
