@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"strings"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/client"
+	"github.com/quarrysearch/quarry/internal/cmdline"
 	"github.com/quarrysearch/quarry/internal/subject"
 	"github.com/quarrysearch/quarry/internal/tracenats"
 )
@@ -27,7 +27,7 @@ type natsFlags struct {
 }
 
 // register adds the flags to fs, their defaults read with getenv.
-func (f *natsFlags) register(fs *flag.FlagSet, getenv func(string) string) {
+func (f *natsFlags) register(fs cmdline.Flags, getenv func(string) string) {
 	fs.StringVar(&f.url, "nats", cmp.Or(getenv("QUARRY_NATS"), "nats://127.0.0.1:4222"), "NATS server URL(s), comma-separated (env QUARRY_NATS)")
 	fs.StringVar(&f.user, "user", "", "NATS user")
 	fs.StringVar(&f.password, "password", getenv("QUARRY_NATS_PASSWORD"), "NATS password (env QUARRY_NATS_PASSWORD)")
