@@ -219,18 +219,18 @@ func (e *env) newRoot(started *bool, lead int) *cobra.Command {
 		legacy(e, lead, "indexer", "run the indexer against a NATS deployment", runIndexer),
 		legacy(e, lead, "searcher", "run a searcher against a NATS deployment", runSearcher),
 		legacy(e, lead, "broker", "run a broker (and the HTTP API) against a NATS deployment", runBroker),
-		legacy(e, lead, "init", "decide a NATS deployment's replication: create Quarry's streams and buckets at --replicas", runInit),
+		initCmd(e, &nf),
 	)
 	add("data",
 		legacy(e, lead, "index", "create, list, show or remove indexes", runIndex),
 		legacy(e, lead, "alias", "create, switch, list or remove index aliases", runAlias),
-		legacy(e, lead, "ingest", "bulk-load NDJSON documents and publish a new generation", runIngest),
-		legacy(e, lead, "put", "upsert one JSON document", runPut),
-		legacy(e, lead, "patch", "change part of one document (a JSON merge patch), atomically", runPatch),
-		legacy(e, lead, "delete", "delete one document by id", runDelete),
-		legacy(e, lead, "delete-by-query", "delete every document a query finds", runDeleteByQuery),
-		legacy(e, lead, "get", "print one document by id, as stored", runGet),
-		legacy(e, lead, "search", "search an index", runSearch),
+		ingestCmd(e, &nf),
+		putCmd(e, &nf),
+		patchCmd(e, &nf),
+		deleteCmd(e, &nf),
+		deleteByQueryCmd(e, &nf),
+		getCmd(e, &nf),
+		searchCmd(e, &nf),
 	)
 	add("relevance",
 		legacy(e, lead, "plugin", "push, list, activate, roll back and remove plugins; run one locally", runPlugin),
@@ -329,6 +329,28 @@ func dashHint(err error) error {
 		return fmt.Errorf("%w (a flag's name takes two dashes: --%s)", err, m[1])
 	}
 	return err
+}
+
+// newCommand makes a command that takes between least and most
+// positional arguments (most negative: no most), as use names them after
+// its name ("get INDEX ID"); short is its line in its parent's list of
+// commands, long what its help says.
+func newCommand(use, short, long string, least, most int) *cobra.Command {
+	return &cobra.Command{Use: use, Short: short, Long: long, Args: argCount(least, most)}
+}
+
+// newGroup makes a command of sub-commands. Without one it writes its
+// help on stderr and exits with exitUsage.
+func newGroup(use, short, long string, subs ...*cobra.Command) *cobra.Command {
+	g := &cobra.Command{Use: use, Short: short, Long: long, Args: unknownCommand,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cmd.SetOut(cmd.ErrOrStderr())
+			cmd.Help()
+			return errUsage
+		},
+	}
+	g.AddCommand(subs...)
+	return g
 }
 
 // unknownCommand is the Args of a command with sub-commands: it takes no
