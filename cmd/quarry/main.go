@@ -154,6 +154,10 @@ func local(cmd *cobra.Command) *cobra.Command {
 	return cmd
 }
 
+// A command's help lists its sub-commands in the order they were added:
+// the order a user meets them in (create, ls, show, …, rm).
+func init() { cobra.EnableCommandSorting = false }
+
 // Groups of the commands in quarry --help.
 var commandGroups = []*cobra.Group{
 	{ID: "run", Title: "Run Quarry:"},
@@ -222,8 +226,8 @@ func (e *env) newRoot(started *bool, lead int) *cobra.Command {
 		initCmd(e, &nf),
 	)
 	add("data",
-		legacy(e, lead, "index", "create, list, show or remove indexes", runIndex),
-		legacy(e, lead, "alias", "create, switch, list or remove index aliases", runAlias),
+		indexCmd(e, &nf),
+		aliasCmd(e, &nf),
 		ingestCmd(e, &nf),
 		putCmd(e, &nf),
 		patchCmd(e, &nf),
