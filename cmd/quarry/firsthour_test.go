@@ -11,6 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
 	"github.com/quarrysearch/quarry/internal/natstest"
 )
 
@@ -152,40 +155,36 @@ func TestExitCodes(t *testing.T) {
 	}
 }
 
-// Every boolean flag of every command renders as a boolean in --help (a
-// word in backquotes in its usage would make flag print it as taking a
-// value: "-demo menu").
-func TestBoolFlagsRender(t *testing.T) {
+// Every flag of every command renders in --help as taking what it takes:
+// a word in backquotes in its usage would make pflag (and flag) print it
+// as the flag's value ("--demo menu", "--replicas quarry init").
+func TestFlagsRender(t *testing.T) {
 	t.Parallel()
-	var sets []*flag.FlagSet
-	subs := map[string][]string{
-		"index":    {"create", "query", "ls", "show", "rejected", "reindex", "rm"},
-		"alias":    {"create", "switch", "ls", "rm"},
-		"plugin":   {"push", "ls", "show", "activate", "rollback", "rm", "canary", "promote", "shadow", "shadow-stats", "events", "test", "run", "new"},
-		"pipeline": {"show", "set"},
-		"queries":  {"export"},
-		"team":     {"set", "ls"},
-		"token":    {"create", "ls", "revoke"},
-	}
 	e, _, _ := testEnv("", nil)
-	e.flagSets = &sets
 	// Else bench --help would run quarry-bench --help.
 	e.lookPath = func(string) (string, error) { return "", exec.ErrNotFound }
 	var started bool
-	for _, c := range e.newRoot(&started, 0).Commands() {
-		name := c.Name()
-		if !c.DisableFlagParsing { // on cobra: TestHelp
-			continue
+	seen := 0
+	var sets []*flag.FlagSet
+	e.flagSets = &sets
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		if c.DisableFlagParsing { // not on cobra yet: its own flag set
+			runIn(t, e, c.Name(), "--help")
 		}
-		if len(subs[name]) == 0 {
-			runIn(t, e, name, "--help")
-		}
-		for _, sub := range subs[name] {
-			runIn(t, e, name, sub, "--help")
+		c.LocalFlags().VisitAll(func(f *pflag.Flag) {
+			seen++
+			if name, _ := pflag.UnquoteUsage(f); strings.Contains(f.Usage, "`") {
+				t.Errorf("%s --%s: --help shows it as taking %q: drop the backquotes in its usage", c.CommandPath(), f.Name, name)
+			}
+		})
+		for _, sub := range c.Commands() {
+			walk(sub)
 		}
 	}
-	if len(sets) < 20 {
-		t.Fatalf("only %d flag sets seen", len(sets))
+	walk(e.newRoot(&started, 0))
+	if seen < 50 {
+		t.Fatalf("only %d flags seen", seen)
 	}
 	for _, fs := range sets {
 		fs.VisitAll(func(f *flag.Flag) {
