@@ -241,13 +241,13 @@ func (e *env) newRoot(started *bool, lead int) *cobra.Command {
 		devCmd(e, &nf),
 		pipelineCmd(e, &nf),
 		queriesCmd(e, &nf),
-		legacy(e, lead, "judgements", "push, list, show or remove judgement lists; set the relevance gate", runJudgements),
-		legacy(e, lead, "events", "store what users did with search results (clicks, carts, purchases, dwell)", runEvents),
-		legacy(e, lead, "eval", "measure the live pipeline and a candidate on a judgement list (nDCG, MRR, P@k, R@k)", runEval),
+		judgementsCmd(e, &nf),
+		eventsCmd(e, &nf),
+		evalCmd(e, &nf),
 	)
 	add("access",
-		legacy(e, lead, "team", "set or list a team's limits (rate, searches in flight)", runTeam),
-		legacy(e, lead, "token", "create, list or revoke HTTP API tokens", runToken),
+		teamCmd(e, &nf),
+		tokenCmd(e, &nf),
 	)
 	root.AddCommand(
 		local(legacy(e, lead, "bench", "measure Quarry side by side with bleve, and WASM plugins with native ones", runBench)),
