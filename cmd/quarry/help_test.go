@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os/exec"
 	"strings"
 	"testing"
 
@@ -11,6 +12,14 @@ import (
 // generated from the tree, exits 0 and shows its usage.
 func TestHelp(t *testing.T) {
 	t.Parallel()
+	// help runs quarry with args, with no quarry-bench to find (bench
+	// --help would run its --help).
+	help := func(args ...string) (string, string, int) {
+		e, stdout, stderr := testEnv("", nil)
+		e.lookPath = func(string) (string, error) { return "", exec.ErrNotFound }
+		code := runIn(t, e, args...)
+		return stdout.String(), stderr.String(), code
+	}
 	e, _, _ := testEnv("", nil)
 	var started bool
 	seen := 0
@@ -25,23 +34,52 @@ func TestHelp(t *testing.T) {
 		if c.Short == "" || strings.Contains(c.Short, "\n") {
 			t.Errorf("%s: its summary (Short) is %q, want one line", c.CommandPath(), c.Short)
 		}
-		if c.DisableFlagParsing {
-			return // not on cobra yet: its help is its own
-		}
 		seen++
 		args := append(strings.Fields(c.CommandPath())[1:], "--help")
-		out, errOut, code := cli(t, "", args...)
+		out, errOut, code := help(args...)
 		if code != 0 || !strings.Contains(out, "Usage:\n  "+c.CommandPath()) || errOut != "" {
 			t.Errorf("quarry %s: exit %d, stdout:\n%s\nstderr:\n%s", strings.Join(args, " "), code, out, errOut)
 		}
 	}
-	walk(e.newRoot(&started, 0))
-	if seen < 5 {
+	walk(e.newRoot(&started))
+	if seen < 60 {
 		t.Fatalf("only %d commands' help seen", seen)
 	}
-	out, _, code := cli(t, "", "help")
-	if code != 0 || !strings.Contains(out, "Usage:\n  quarry COMMAND") || !strings.Contains(out, "--nats string") {
-		t.Errorf("quarry help: exit %d\n%s", code, out)
+	for _, c := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"help"}, []string{"Usage:\n  quarry COMMAND", "Indexes and documents:\n", "\n  index            create, list, show or remove indexes\n", "Connection flags (before or after the command):\n      --creds string"}},
+		{[]string{"--help"}, []string{"Usage:\n  quarry COMMAND", "\n  search           search an index\n"}},
+		{[]string{"help", "index"}, []string{"Usage:\n  quarry index COMMAND", "\n  create    create an index", "      --nats string"}},
+		{[]string{"index", "--help"}, []string{"Usage:\n  quarry index COMMAND", "\n  rm        delete an index"}},
+		{[]string{"index", "create", "--help"}, []string{"Creates an index.", "Usage:\n  quarry index create NAME [flags]", "      --shards int ", "Connection flags (before or after the command):\n"}},
+		{[]string{"help", "index", "create"}, []string{"Usage:\n  quarry index create NAME [flags]"}},
+		{[]string{"index", "ls", "-h"}, []string{"Aliases:\n  ls, list", "      --json "}},
+		// A command that connects to no NATS lists no connection flags.
+		{[]string{"serve", "--help"}, []string{"Usage:\n  quarry serve [flags]", "      --demo "}},
+	} {
+		out, errOut, code := help(c.args...)
+		for _, w := range c.want {
+			if code != 0 || !strings.Contains(out, w) {
+				t.Errorf("quarry %s: exit %d, want %q in its output:\n%s%s", strings.Join(c.args, " "), code, w, out, errOut)
+			}
+		}
+	}
+	if out, _, _ := help("serve", "--help"); strings.Contains(out, "--nats string") || strings.Contains(out, "Connection flags") {
+		t.Errorf("quarry serve --help lists the connection flags:\n%s", out)
+	}
+	// Without a command: the usage, on stderr, and exit status 2; with a
+	// group but no sub-command, the group's.
+	for _, args := range [][]string{nil, {"index"}} {
+		out, errOut, code := help(args...)
+		if code != exitUsage || out != "" || !strings.Contains(errOut, "Usage:\n  quarry ") {
+			t.Errorf("quarry %s: exit %d, stdout %q, stderr:\n%s", strings.Join(args, " "), code, out, errOut)
+		}
+	}
+	// bench's flags are quarry-bench's; without it, its help is its own.
+	if out, _, code := help("bench", "--help"); code != 0 || !strings.Contains(out, "quarry-bench") {
+		t.Errorf("quarry bench --help without quarry-bench: exit %d\n%s", code, out)
 	}
 }
 

@@ -20,7 +20,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -70,8 +69,6 @@ type env struct {
 	getenv func(string) string
 	// lookPath finds an executable on PATH, as exec.LookPath does.
 	lookPath func(string) (string, error)
-	// flagSets, when a test sets it, collects every flag set made.
-	flagSets *[]*flag.FlagSet
 }
 
 // run runs the command line args with e and returns the exit status.
@@ -80,15 +77,14 @@ type env struct {
 // usage line, and exits with exitUsage; a command's own failure is said
 // as "quarry COMMAND: why", and exits with exitCode's status.
 func (e *env) run(ctx context.Context, args []string) int {
-	lead, err := leadingFlags(args, e.getenv)
-	if err != nil {
+	if err := leadingFlags(args, e.getenv); err != nil {
 		fmt.Fprintf(e.stderr, "quarry: %v\nRun 'quarry --help' for usage.\n", err)
 		return exitUsage
 	}
 	// started is set once the command's flags and arguments are taken,
 	// right before it runs: an error before is bad use.
 	started := false
-	root := e.newRoot(&started, lead)
+	root := e.newRoot(&started)
 	root.SetArgs(append([]string{}, args...))
 	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
@@ -105,8 +101,6 @@ func (e *env) run(ctx context.Context, args []string) int {
 	}
 	var status exitStatus
 	switch {
-	case errors.Is(err, flag.ErrHelp): // the --help of a command not on cobra yet
-		return exitOK
 	case errors.Is(err, errUsage):
 		return exitUsage
 	case errors.As(err, &status):
@@ -169,9 +163,8 @@ var commandGroups = []*cobra.Group{
 // newRoot builds quarry's command tree for one run with e. The
 // connection flags are the root's (persistent: every command's, before
 // or after its name); the root's PersistentPreRunE sets *started once a
-// command's flags and arguments are taken. The first lead arguments
-// are the connection flags before the command's name.
-func (e *env) newRoot(started *bool, lead int) *cobra.Command {
+// command's flags and arguments are taken.
+func (e *env) newRoot(started *bool) *cobra.Command {
 	var nf natsFlags
 	root := &cobra.Command{
 		Use:   "quarry",
@@ -219,10 +212,10 @@ func (e *env) newRoot(started *bool, lead int) *cobra.Command {
 		}
 	}
 	add("run",
-		local(legacy(e, lead, "serve", "run every role in one process on an embedded NATS server", runServe)),
-		legacy(e, lead, "indexer", "run the indexer against a NATS deployment", runIndexer),
-		legacy(e, lead, "searcher", "run a searcher against a NATS deployment", runSearcher),
-		legacy(e, lead, "broker", "run a broker (and the HTTP API) against a NATS deployment", runBroker),
+		serveCmd(e),
+		roleCmd(e, &nf, "indexer"),
+		roleCmd(e, &nf, "searcher"),
+		roleCmd(e, &nf, "broker"),
 		initCmd(e, &nf),
 	)
 	add("data",
@@ -250,7 +243,7 @@ func (e *env) newRoot(started *bool, lead int) *cobra.Command {
 		tokenCmd(e, &nf),
 	)
 	root.AddCommand(
-		local(legacy(e, lead, "bench", "measure Quarry side by side with bleve, and WASM plugins with native ones", runBench)),
+		benchCmd(e),
 		versionCmd(e),
 	)
 	// cobra would add these as it runs; added now, they are marked as
@@ -268,24 +261,6 @@ func (e *env) newRoot(started *bool, lead int) *cobra.Command {
 	return root
 }
 
-// legacy is a command that parses its own flags with the standard
-// library's flag package, connection flags included: the lead arguments
-// (connection flags given before the command's name) go after its first
-// argument, its sub-command, as it expects them.
-func legacy(e *env, lead int, name, summary string, run func(ctx context.Context, e *env, args []string) error) *cobra.Command {
-	return &cobra.Command{
-		Use:                name,
-		Short:              summary,
-		DisableFlagParsing: true,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if lead > 0 && lead < len(args) {
-				args = append(append(append([]string{}, args[lead]), args[:lead]...), args[lead+1:]...)
-			}
-			return run(cmd.Context(), e, args)
-		},
-	}
-}
-
 func versionCmd(e *env) *cobra.Command {
 	return local(&cobra.Command{
 		Use:   "version",
@@ -301,11 +276,10 @@ func versionCmd(e *env) *cobra.Command {
 // leadingFlags checks the flags before the command's name: only the
 // connection flags (and --help) may come there. cobra would take another
 // command's flag there for one of the root's, and the command's name for
-// its value. It returns how many arguments come before the command's
-// name.
-func leadingFlags(args []string, getenv func(string) string) (int, error) {
+// its value.
+func leadingFlags(args []string, getenv func(string) string) error {
 	if len(args) == 0 || !strings.HasPrefix(args[0], "-") {
-		return 0, nil
+		return nil
 	}
 	fs := pflag.NewFlagSet("quarry", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
@@ -314,12 +288,12 @@ func leadingFlags(args []string, getenv func(string) string) (int, error) {
 	nf.register(fs, getenv)
 	help := fs.BoolP("help", "h", false, "")
 	if err := fs.Parse(args); err != nil {
-		return 0, fmt.Errorf("%v: only the connection flags (--nats, --user, --creds, …) may come before the command; put the others after it", dashHint(err))
+		return fmt.Errorf("%v: only the connection flags (--nats, --user, --creds, …) may come before the command; put the others after it", dashHint(err))
 	}
 	if fs.NArg() == 0 && !*help {
-		return 0, errors.New("no command after the flags")
+		return errors.New("no command after the flags")
 	}
-	return len(args) - fs.NArg(), nil
+	return nil
 }
 
 // singleDash finds a flag written with one dash in pflag's error: "unknown
@@ -462,7 +436,7 @@ const (
 func exitCode(err error) int {
 	var se *node.SettingError
 	switch {
-	case errors.Is(err, errUsage), errors.Is(err, flag.ErrHelp):
+	case errors.Is(err, errUsage):
 		return exitUsage
 	case errors.As(err, &se) && se.Setting == node.SettingPipelines:
 		return exitUsage
@@ -496,14 +470,3 @@ func errorLine(err error) string {
 
 // errUsage reports bad command-line use, already explained on stderr.
 var errUsage = cmdline.ErrUsage
-
-// newFlags makes a command's flag set with a usage line, writing its
-// usage and errors to e's stderr.
-func (e *env) newFlags(name, args, about string) *flag.FlagSet {
-	fs := cmdline.NewFlagSet(name, args, about)
-	fs.SetOutput(e.stderr)
-	if e.flagSets != nil {
-		*e.flagSets = append(*e.flagSets, fs)
-	}
-	return fs
-}

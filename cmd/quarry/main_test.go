@@ -229,7 +229,7 @@ func TestCLI(t *testing.T) {
 		t.Fatalf("--help: %d %q", code, out)
 	}
 	for _, cmd := range []string{"serve", "searcher", "indexer", "broker", "ingest", "search", "put", "delete"} {
-		if out, errOut, code := cli(t, "", cmd, "--help"); code != 0 || !strings.Contains(out+errOut, "quarry "+cmd) || !strings.Contains(out+errOut, "Usage:") {
+		if out, errOut, code := cli(t, "", cmd, "--help"); code != 0 || !strings.Contains(out, "Usage:\n  quarry "+cmd) {
 			t.Errorf("%s --help: %d %q %q", cmd, code, out, errOut)
 		}
 	}

@@ -21,8 +21,9 @@ import (
 // set's output.
 var ErrUsage = errors.New("usage")
 
-// NewFlagSet makes the flag set of `quarry NAME`, with a usage line naming
-// its positional arguments (args) and a paragraph about it.
+// NewFlagSet makes the flag set of `quarry NAME` (quarry-bench's: quarry
+// bench runs it), with a usage line naming its positional arguments
+// (args) and a paragraph about it.
 func NewFlagSet(name, args, about string) *flag.FlagSet {
 	fs := flag.NewFlagSet("quarry "+name, flag.ContinueOnError)
 	fs.Usage = func() {
