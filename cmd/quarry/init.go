@@ -14,7 +14,7 @@ import (
 	"github.com/quarrysearch/quarry/client"
 )
 
-// runInit decides a deployment's replication: it creates Quarry's
+// initCmd decides a deployment's replication: it creates Quarry's
 // JetStream resources at --replicas, or changes those that exist to it.
 func initCmd(e *env, nf *natsFlags) *cobra.Command {
 	cmd := newCommand("init", "decide a NATS deployment's replication: create Quarry's streams and buckets at --replicas", "Creates Quarry's JetStream streams and buckets on a NATS deployment with --replicas\n"+

@@ -9,12 +9,13 @@
 //	quarry search                       query an index
 //	quarry team|token                   team limits, HTTP API tokens
 //	quarry judgements|eval              judgement lists, the relevance gate, offline metrics
-//	quarry completion bash|zsh|fish|powershell   a shell's completion script
+//	quarry completion SHELL             bash, zsh, fish or powershell completion
 //
-// The commands are a cobra tree (newRoot): `quarry --help`, `quarry help
-// COMMAND` and `quarry COMMAND --help` are generated from it, as is the
-// completion. The connection flags (--nats, --user, --creds, …) are the
-// root's, so they may come before the command or after it.
+// `quarry --help` lists them all, `quarry help COMMAND` or `quarry COMMAND
+// --help` one's flags: the commands are a cobra tree (newRoot), from which
+// the help and the completion are generated. The connection flags
+// (--nats, --timeout, --user, --creds, …) are the root's, so they may come
+// before the command or after it: quarry --nats URL search INDEX TEXT.
 package main
 
 import (
@@ -379,15 +380,18 @@ func usageFunc(c *cobra.Command) error {
 		fmt.Fprintf(w, "\nExamples:\n%s\n", strings.TrimRight(c.Example, "\n"))
 	}
 	if c.HasAvailableSubCommands() {
-		subs := c.Commands()
+		var subs []*cobra.Command // those listed
 		pad := 0
-		for _, s := range subs {
-			pad = max(pad, len(s.Name()))
+		for _, s := range c.Commands() {
+			if s.IsAvailableCommand() || s.Name() == "help" {
+				subs = append(subs, s)
+				pad = max(pad, len(s.Name()))
+			}
 		}
 		list := func(title, group string) {
 			var lines []string
 			for _, s := range subs {
-				if s.GroupID == group && (s.IsAvailableCommand() || s.Name() == "help") {
+				if s.GroupID == group {
 					lines = append(lines, fmt.Sprintf("  %-*s  %s\n", pad, s.Name(), s.Short))
 				}
 			}
