@@ -1,49 +1,40 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"text/tabwriter"
 	"time"
 
-	"github.com/quarrysearch/quarry/internal/cmdline"
+	"github.com/spf13/cobra"
 )
 
-func runAlias(ctx context.Context, e *env, args []string) error {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
-		fmt.Fprint(e.stderr, "Usage: quarry alias create|switch|ls|rm ...\n\n"+
-			"  create NAME INDEX     make NAME point at INDEX: searches, reads and writes of NAME are INDEX's\n"+
-			"  switch NAME INDEX     point NAME at another index of its team, at once (reindex, then switch)\n"+
-			"  ls                    list aliases and the index each points at\n"+
-			"  rm NAME               remove an alias (its index stays)\n")
-		if len(args) == 0 {
-			return errUsage
-		}
-		return nil
-	}
-	sub, args := args[0], args[1:]
-	var nf natsFlags
-	switch sub {
-	case "create", "switch":
-		what := map[string]string{
-			"create": "Makes the alias NAME point at INDEX: every command that takes an index takes\n" +
-				"NAME too (search, put, get, ingest, patch, delete-by-query), and acts on INDEX.",
-			"switch": "Points the alias NAME at INDEX instead, atomically: searches and writes through\n" +
-				"NAME after it are INDEX's. INDEX must be of the alias's team.",
-		}[sub]
-		fs := e.newFlags("alias "+sub, "NAME INDEX", what)
-		nf.register(fs, e.getenv)
-		pos, err := cmdline.Parse(fs, args, 2, 2)
-		if err != nil {
-			return err
-		}
+func aliasCmd(e *env, nf *natsFlags) *cobra.Command {
+	return newGroup("alias", "create, switch, list or remove index aliases",
+		"Names that point at an index: searches, reads and writes of an alias are its\n"+
+			"index's, and switching it to another index (after a reindex) is atomic.",
+		aliasSetCmd(e, nf, "create"), aliasSetCmd(e, nf, "switch"), aliasLsCmd(e, nf), aliasRmCmd(e, nf))
+}
+
+// aliasSetCmd is alias create and alias switch (op).
+func aliasSetCmd(e *env, nf *natsFlags, op string) *cobra.Command {
+	about := map[string][2]string{
+		"create": {"make NAME point at INDEX: searches, reads and writes of NAME are INDEX's",
+			"Makes the alias NAME point at INDEX: every command that takes an index takes\n" +
+				"NAME too (search, put, get, ingest, patch, delete-by-query), and acts on INDEX."},
+		"switch": {"point NAME at another index of its team, at once (reindex, then switch)",
+			"Points the alias NAME at INDEX instead, atomically: searches and writes through\n" +
+				"NAME after it are INDEX's. INDEX must be of the alias's team."},
+	}[op]
+	cmd := newCommand(op+" NAME INDEX", about[0], about[1], 2, 2)
+	cmd.RunE = func(cmd *cobra.Command, pos []string) error {
+		ctx := cmd.Context()
 		nc, c, err := nf.connect(ctx)
 		if err != nil {
 			return err
 		}
 		defer nc.Close()
 		set, done := c.CreateAlias, "created"
-		if sub == "switch" {
+		if op == "switch" {
 			set, done = c.SwitchAlias, "switched"
 		}
 		a, err := set(ctx, pos[0], pos[1])
@@ -52,13 +43,16 @@ func runAlias(ctx context.Context, e *env, args []string) error {
 		}
 		fmt.Fprintf(e.stdout, "%s alias %s → index %s\n", done, a.Name, a.Index)
 		return nil
-	case "ls", "list":
-		fs := e.newFlags("alias ls", "", "Lists aliases: each one's index and team.")
-		nf.register(fs, e.getenv)
-		jsonOut := fs.Bool("json", false, "print JSON")
-		if _, err := cmdline.Parse(fs, args, 0, 0); err != nil {
-			return err
-		}
+	}
+	return cmd
+}
+
+func aliasLsCmd(e *env, nf *natsFlags) *cobra.Command {
+	cmd := newCommand("ls", "list aliases and the index each points at", "Lists aliases: each one's index and team.", 0, 0)
+	cmd.Aliases = []string{"list"}
+	jsonOut := cmd.Flags().Bool("json", false, "print JSON")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		ctx := cmd.Context()
 		nc, c, err := nf.connect(ctx)
 		if err != nil {
 			return err
@@ -77,13 +71,15 @@ func runAlias(ctx context.Context, e *env, args []string) error {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", a.Name, a.Index, a.Team, a.Updated.Local().Format(time.DateTime))
 		}
 		return tw.Flush()
-	case "rm", "delete":
-		fs := e.newFlags("alias rm", "NAME", "Removes an alias; the index it points at stays.")
-		nf.register(fs, e.getenv)
-		pos, err := cmdline.Parse(fs, args, 1, 1)
-		if err != nil {
-			return err
-		}
+	}
+	return cmd
+}
+
+func aliasRmCmd(e *env, nf *natsFlags) *cobra.Command {
+	cmd := newCommand("rm NAME", "remove an alias (its index stays)", "Removes an alias; the index it points at stays.", 1, 1)
+	cmd.Aliases = []string{"delete"}
+	cmd.RunE = func(cmd *cobra.Command, pos []string) error {
+		ctx := cmd.Context()
 		nc, c, err := nf.connect(ctx)
 		if err != nil {
 			return err
@@ -95,6 +91,5 @@ func runAlias(ctx context.Context, e *env, args []string) error {
 		fmt.Fprintf(e.stdout, "removed alias %s\n", pos[0])
 		return nil
 	}
-	fmt.Fprintf(e.stderr, "quarry alias: unknown subcommand %q (want create, switch, ls or rm)\n", sub)
-	return errUsage
+	return cmd
 }

@@ -25,6 +25,9 @@ func (f *bytesFlag) String() string {
 	return fmt.Sprint(n)
 }
 
+// Type names what the flag takes, in its help.
+func (f *bytesFlag) Type() string { return "size" }
+
 // Set parses a size.
 func (f *bytesFlag) Set(s string) error {
 	if s == "0" {

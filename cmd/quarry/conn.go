@@ -4,13 +4,13 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/spf13/pflag"
 
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/client"
@@ -26,8 +26,9 @@ type natsFlags struct {
 	timeout                                 time.Duration
 }
 
-// register adds the flags to fs, their defaults read with getenv.
-func (f *natsFlags) register(fs *flag.FlagSet, getenv func(string) string) {
+// register adds the flags to fs, their defaults read with getenv: the
+// root's persistent flags, every command's.
+func (f *natsFlags) register(fs *pflag.FlagSet, getenv func(string) string) {
 	fs.StringVar(&f.url, "nats", cmp.Or(getenv("QUARRY_NATS"), "nats://127.0.0.1:4222"), "NATS server URL(s), comma-separated (env QUARRY_NATS)")
 	fs.StringVar(&f.user, "user", "", "NATS user")
 	fs.StringVar(&f.password, "password", getenv("QUARRY_NATS_PASSWORD"), "NATS password (env QUARRY_NATS_PASSWORD)")

@@ -20,9 +20,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/client"
-	"github.com/quarrysearch/quarry/internal/cmdline"
 	"github.com/quarrysearch/quarry/internal/gobuild"
 	"github.com/quarrysearch/quarry/internal/loadgen"
 	"github.com/quarrysearch/quarry/plugins"
@@ -54,10 +55,9 @@ type devOptions struct {
 	once                   bool
 }
 
-func runDev(ctx context.Context, e *env, args []string) error {
-	fs := e.newFlags("dev", "INDEX DIR", devUsage)
-	var nf natsFlags
-	nf.register(fs, e.getenv)
+func devCmd(e *env, nf *natsFlags) *cobra.Command {
+	cmd := newCommand("dev INDEX DIR", "rebuild a plugin folder on every save and compare it, as a variant, with the live pipeline", devUsage, 2, 2)
+	fs := cmd.Flags()
 	var o devOptions
 	fs.StringVar(&o.name, "name", "", "the plugin's name (default: DIR's base name)")
 	fs.StringVar(&o.kind, "kind", "", "rewriter or ranker (default: the live plugin's, else the one DIR/test.sh runs)")
@@ -65,42 +65,43 @@ func runDev(ctx context.Context, e *env, args []string) error {
 	fs.IntVar(&o.queries, "queries", 100, "distinct recorded queries to replay, the oldest first (0: none)")
 	fs.DurationVar(&o.interval, "interval", 500*time.Millisecond, "how often to look for saved files")
 	fs.BoolVar(&o.once, "once", false, "build and report once, then exit (non-zero if anything failed)")
-	pos, err := cmdline.Parse(fs, args, 2, 2)
-	if err != nil {
-		return err
+	cmd.RunE = func(cmd *cobra.Command, pos []string) error {
+		ctx := cmd.Context()
+		o.index, o.dir = pos[0], pos[1]
+		if *fields != "" {
+			o.fields = strings.Split(*fields, ",")
+		}
+		if o.interval <= 0 {
+			return api.BadRequest("--interval %s: want a positive duration", o.interval)
+		}
+		if o.queries < 0 || o.queries > 10000 {
+			return api.BadRequest("--queries %d: want 0-10000", o.queries)
+		}
+		if st, err := os.Stat(o.dir); err != nil || !st.IsDir() {
+			return api.BadRequest("DIR %s: not a folder (want a plugin folder, as quarry plugin new writes)", o.dir)
+		}
+		var err error
+		if o.dir, err = filepath.Abs(o.dir); err != nil {
+			return err
+		}
+		if o.name == "" {
+			o.name = filepath.Base(o.dir)
+		}
+		if err := validPluginName(o.name); err != nil {
+			return err
+		}
+		nc, c, err := nf.connect(ctx)
+		if err != nil {
+			return err
+		}
+		defer nc.Close()
+		if o.once {
+			return devRound(ctx, c, &o, e.stdout, "")
+		}
+		// Until ctx ends: on Ctrl-C (main).
+		return devWatch(ctx, c, &o, e.stdout)
 	}
-	o.index, o.dir = pos[0], pos[1]
-	if *fields != "" {
-		o.fields = strings.Split(*fields, ",")
-	}
-	if o.interval <= 0 {
-		return api.BadRequest("--interval %s: want a positive duration", o.interval)
-	}
-	if o.queries < 0 || o.queries > 10000 {
-		return api.BadRequest("--queries %d: want 0-10000", o.queries)
-	}
-	if st, err := os.Stat(o.dir); err != nil || !st.IsDir() {
-		return api.BadRequest("DIR %s: not a folder (want a plugin folder, as quarry plugin new writes)", o.dir)
-	}
-	if o.dir, err = filepath.Abs(o.dir); err != nil {
-		return err
-	}
-	if o.name == "" {
-		o.name = filepath.Base(o.dir)
-	}
-	if err := validPluginName(o.name); err != nil {
-		return err
-	}
-	nc, c, err := nf.connect(ctx)
-	if err != nil {
-		return err
-	}
-	defer nc.Close()
-	if o.once {
-		return devRound(ctx, c, &o, e.stdout, "")
-	}
-	// Until ctx ends: on Ctrl-C (main).
-	return devWatch(ctx, c, &o, e.stdout)
+	return cmd
 }
 
 func validPluginName(name string) error {

@@ -165,7 +165,7 @@ func TestServeSync(t *testing.T) {
 			}
 		}
 	}
-	if _, stderr, code := cli(t, "", "serve", "--sync", "0s"); code != exitUsage || !strings.Contains(stderr, `invalid value "0s" for flag -sync: sync "0s": want always or a positive interval such as 2m`) {
+	if _, stderr, code := cli(t, "", "serve", "--sync", "0s"); code != exitUsage || !strings.Contains(stderr, `invalid argument "0s" for "--sync" flag: sync "0s": want always or a positive interval such as 2m`) {
 		t.Errorf("quarry serve --sync 0s: exit status %d, want %d, and why:\n%s", code, exitUsage, stderr)
 	}
 }

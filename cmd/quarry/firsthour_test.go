@@ -1,15 +1,16 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/quarrysearch/quarry/internal/natstest"
 )
@@ -152,48 +153,28 @@ func TestExitCodes(t *testing.T) {
 	}
 }
 
-// Every boolean flag of every command renders as a boolean in --help (a
-// word in backquotes in its usage would make flag print it as taking a
-// value: "-demo menu").
-func TestBoolFlagsRender(t *testing.T) {
+// Every flag of every command renders in --help as taking what it takes:
+// a word in backquotes in its usage would make pflag (and flag) print it
+// as the flag's value ("--demo menu", "--replicas quarry init").
+func TestFlagsRender(t *testing.T) {
 	t.Parallel()
-	var sets []*flag.FlagSet
-	subs := map[string][]string{
-		"index":    {"create", "query", "ls", "show", "rejected", "reindex", "rm"},
-		"alias":    {"create", "switch", "ls", "rm"},
-		"plugin":   {"push", "ls", "show", "activate", "rollback", "rm", "canary", "promote", "shadow", "shadow-stats", "events", "test", "run", "new"},
-		"pipeline": {"show", "set"},
-		"queries":  {"export"},
-		"team":     {"set", "ls"},
-		"token":    {"create", "ls", "revoke"},
-	}
 	e, _, _ := testEnv("", nil)
-	e.flagSets = &sets
-	// Else bench --help would run quarry-bench --help.
-	e.lookPath = func(string) (string, error) { return "", exec.ErrNotFound }
-	for name, c := range commands {
-		if name == "version" {
-			continue
-		}
-		if len(subs[name]) == 0 {
-			c.run(t.Context(), e, []string{"--help"})
-		}
-		for _, sub := range subs[name] {
-			c.run(t.Context(), e, []string{sub, "--help"})
-		}
-	}
-	if len(sets) < 20 {
-		t.Fatalf("only %d flag sets seen", len(sets))
-	}
-	for _, fs := range sets {
-		fs.VisitAll(func(f *flag.Flag) {
-			b, ok := f.Value.(interface{ IsBoolFlag() bool })
-			if !ok || !b.IsBoolFlag() {
-				return
-			}
-			if name, _ := flag.UnquoteUsage(f); name != "" {
-				t.Errorf("%s --%s is a boolean but --help shows it as taking %q: drop the backquotes in its usage", fs.Name(), f.Name, name)
+	var started bool
+	seen := 0
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		c.LocalFlags().VisitAll(func(f *pflag.Flag) {
+			seen++
+			if name, _ := pflag.UnquoteUsage(f); strings.Contains(f.Usage, "`") {
+				t.Errorf("%s --%s: --help shows it as taking %q: drop the backquotes in its usage", c.CommandPath(), f.Name, name)
 			}
 		})
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(e.newRoot(&started))
+	if seen < 200 {
+		t.Fatalf("only %d flags seen", seen)
 	}
 }

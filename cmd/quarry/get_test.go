@@ -69,8 +69,8 @@ func TestCLIGet(t *testing.T) {
 			}
 		})
 	}
-	if _, errOut, code := cli(t, "", "get", "--help"); code != 0 || !strings.Contains(errOut, "Usage: quarry get [flags] INDEX ID") || !strings.Contains(errOut, "source of truth") {
-		t.Errorf("get --help: %d %s", code, errOut)
+	if out, errOut, code := cli(t, "", "get", "--help"); code != 0 || !strings.Contains(out, "Usage:\n  quarry get INDEX ID [flags]") || !strings.Contains(out, "source of truth") {
+		t.Errorf("get --help: %d %s %s", code, out, errOut)
 	}
 	if out, _, _ := cli(t, "", "--help"); !regexp.MustCompile(`(?m)^\s+get\s+print one document by id`).MatchString(out) {
 		t.Errorf("quarry --help does not list get:\n%s", out)

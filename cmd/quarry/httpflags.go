@@ -2,10 +2,11 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/spf13/pflag"
 
 	"github.com/quarrysearch/quarry/httpapi"
 	"github.com/quarrysearch/quarry/node"
@@ -20,7 +21,7 @@ type httpDoorFlags struct {
 	hosts, origins                         listFlag
 }
 
-func (f *httpDoorFlags) register(fs *flag.FlagSet) {
+func (f *httpDoorFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&f.maxConns, "http-max-conns", 0, fmt.Sprintf("most HTTP connections open at once; more are answered 503 and closed (default %d, or fewer so that --http-fd-reserve descriptors remain under the open-file limit)", httpapi.DefaultMaxConns))
 	fs.IntVar(&f.maxConnsPerClient, "http-max-conns-per-client", httpapi.DefaultMaxConnsPerClient, "most HTTP connections open at once from one client address (an IPv4 address, an IPv6 /64); more are answered 429 and closed. Behind a proxy every client is the proxy's address: raise it to --http-max-conns")
 	fs.IntVar(&f.fdReserve, "http-fd-reserve", 0, "file descriptors HTTP connections leave for NATS, JetStream, the indexes and plugins: --http-max-conns may not exceed the open-file limit (ulimit -n, raised to its hard limit at start) less this (default: half the limit)")
@@ -89,6 +90,8 @@ func (f *httpDoorFlags) explain(err error) error {
 type listFlag []string
 
 func (l *listFlag) String() string { return strings.Join(*l, ",") }
+
+func (l *listFlag) Type() string { return "list" }
 
 func (l *listFlag) Set(v string) error {
 	for part := range strings.SplitSeq(v, ",") {

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -12,52 +11,38 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/client"
-	"github.com/quarrysearch/quarry/internal/cmdline"
 )
 
-func runIndex(ctx context.Context, e *env, args []string) error {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
-		fmt.Fprint(e.stderr, "Usage: quarry index create|ls|show|query|mapping|rejected|reindex|rm ...\n\n"+
-			"  create NAME [--shards N] [--team TEAM] [--mapping FILE] [--query FILE]\n"+
-			"         [--max-doc-fields N] [--max-doc-depth N] [--max-index-fields N]\n"+
-			"                                            create an index (1 shard unless --shards; bleve mapping JSON;\n"+
-			"                                            query settings JSON)\n"+
-			"  query NAME [FILE|-]                       show, or replace, how the index turns text into a query\n"+
-			"  mapping NAME [FILE|-]                     show the index's mapping, or add fields to it in place\n"+
-			"  ls                                        list indexes, with live document counts\n"+
-			"  show NAME                                 an index's definition, live document count and snapshot\n"+
-			"  rejected NAME [--limit N]                 documents the stream acknowledged that the indexer could not apply\n"+
-			"  reindex SRC DST [--shards N] [--mapping FILE] [--alias NAME]\n"+
-			"                                            build DST from SRC's documents in the stream, then switch an alias\n"+
-			"  rm NAME                                   delete an index, its documents and snapshots\n")
-		if len(args) == 0 {
-			return errUsage
-		}
-		return nil
-	}
-	sub, args := args[0], args[1:]
-	var nf natsFlags
-	jsonOut := false
-	switch sub {
-	case "create":
-		fs := e.newFlags("index create", "NAME", "Creates an index. Its definition lives in the quarry-indexes KV bucket.")
-		nf.register(fs, e.getenv)
-		shards := fs.Int("shards", defaultShards, "number of shards (1-256)")
-		team := fs.String("team", "", "team that owns the index: its plugins share that team's plugin runtime and limits (default: the index is a team of its own)")
-		mappingFile := fs.String("mapping", "", "bleve index mapping JSON file (default: dynamic mapping, BM25)")
-		queryFile := fs.String("query", "", `query settings JSON file, e.g. {"fields":[{"field":"name","boost":3}],"operator":"or"}`)
-		var docs api.DocumentLimits
-		dd, dm := &api.DefaultDocumentLimits, &api.MaxDocumentLimits
-		fs.IntVar(&docs.MaxFields, "max-doc-fields", 0, fmt.Sprintf("most distinct field paths in one document (documents.max_fields; 0: the default, %d; at most %d)", dd.MaxFields, dm.MaxFields))
-		fs.IntVar(&docs.MaxDepth, "max-doc-depth", 0, fmt.Sprintf("deepest nesting of objects and arrays in a document, the document itself 1 (documents.max_depth; 0: the default, %d; at most %d)", dd.MaxDepth, dm.MaxDepth))
-		fs.IntVar(&docs.MaxIndexFields, "max-index-fields", 0, fmt.Sprintf("most distinct field paths of the index, over every document sent to it (documents.max_index_fields; 0: the default, %d; at most %d)", dd.MaxIndexFields, dm.MaxIndexFields))
-		pos, err := cmdline.Parse(fs, args, 1, 1)
-		if err != nil {
-			return err
-		}
+func indexCmd(e *env, nf *natsFlags) *cobra.Command {
+	return newGroup("index", "create, list, show or remove indexes",
+		"Creates, lists, shows and removes indexes; shows or changes an index's query\n"+
+			"settings and mapping; lists the documents its indexer could not apply; builds\n"+
+			"one index from another's documents (reindex).",
+		indexCreateCmd(e, nf), indexLsCmd(e, nf), indexShowCmd(e, nf), indexQueryCmd(e, nf),
+		indexMappingCmd(e, nf), indexRejectedCmd(e, nf), reindexCmd(e, nf), indexRmCmd(e, nf))
+}
+
+func indexCreateCmd(e *env, nf *natsFlags) *cobra.Command {
+	cmd := newCommand("create NAME", "create an index (1 shard unless --shards; bleve mapping JSON; query settings JSON)",
+		"Creates an index. Its definition lives in the quarry-indexes KV bucket.", 1, 1)
+	fs := cmd.Flags()
+	shards := fs.Int("shards", defaultShards, "number of shards (1-256)")
+	team := fs.String("team", "", "team that owns the index: its plugins share that team's plugin runtime and limits (default: the index is a team of its own)")
+	mappingFile := fs.String("mapping", "", "bleve index mapping JSON file (default: dynamic mapping, BM25)")
+	queryFile := fs.String("query", "", `query settings JSON file, e.g. {"fields":[{"field":"name","boost":3}],"operator":"or"}`)
+	var docs api.DocumentLimits
+	dd, dm := &api.DefaultDocumentLimits, &api.MaxDocumentLimits
+	fs.IntVar(&docs.MaxFields, "max-doc-fields", 0, fmt.Sprintf("most distinct field paths in one document (documents.max_fields; 0: the default, %d; at most %d)", dd.MaxFields, dm.MaxFields))
+	fs.IntVar(&docs.MaxDepth, "max-doc-depth", 0, fmt.Sprintf("deepest nesting of objects and arrays in a document, the document itself 1 (documents.max_depth; 0: the default, %d; at most %d)", dd.MaxDepth, dm.MaxDepth))
+	fs.IntVar(&docs.MaxIndexFields, "max-index-fields", 0, fmt.Sprintf("most distinct field paths of the index, over every document sent to it (documents.max_index_fields; 0: the default, %d; at most %d)", dd.MaxIndexFields, dm.MaxIndexFields))
+	cmd.RunE = func(cmd *cobra.Command, pos []string) error {
+		ctx := cmd.Context()
 		var mapping json.RawMessage
+		var err error
 		if *mappingFile != "" {
 			if mapping, err = os.ReadFile(*mappingFile); err != nil {
 				return fmt.Errorf("--mapping: %w", err)
@@ -78,16 +63,19 @@ func runIndex(ctx context.Context, e *env, args []string) error {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintln(e.stdout, createdLine(def.Name, def.Shards, flagSet(fs, "shards")))
+		fmt.Fprintln(e.stdout, createdLine(def.Name, def.Shards, fs.Changed("shards")))
 		return nil
-	case "ls", "list":
-		fs := e.newFlags("index ls", "", "Lists indexes with their shard count, live document count (what searches\n"+
-			"see now, from the searchers) and current snapshot.")
-		nf.register(fs, e.getenv)
-		fs.BoolVar(&jsonOut, "json", false, "print JSON")
-		if _, err := cmdline.Parse(fs, args, 0, 0); err != nil {
-			return err
-		}
+	}
+	return cmd
+}
+
+func indexLsCmd(e *env, nf *natsFlags) *cobra.Command {
+	cmd := newCommand("ls", "list indexes, with live document counts", "Lists indexes with their shard count, live document count (what searches\n"+
+		"see now, from the searchers) and current snapshot.", 0, 0)
+	cmd.Aliases = []string{"list"}
+	jsonOut := cmd.Flags().Bool("json", false, "print JSON")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		ctx := cmd.Context()
 		nc, c, err := nf.connect(ctx)
 		if err != nil {
 			return err
@@ -100,7 +88,7 @@ func runIndex(ctx context.Context, e *env, args []string) error {
 		var rows []any
 		var notes []string // why a count is the snapshot's
 		tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-		if !jsonOut {
+		if !*jsonOut {
 			fmt.Fprintln(tw, "NAME\tTEAM\tSHARDS\tGENERATION\tDOCS\tSNAPSHOT\tCREATED")
 		}
 		for _, d := range defs {
@@ -114,11 +102,11 @@ func runIndex(ctx context.Context, e *env, args []string) error {
 				docs += "*"
 				notes = append(notes, fmt.Sprintf("%s: %s", d.Name, st.DocsNote))
 			}
-			if !jsonOut {
+			if !*jsonOut {
 				fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\t%s\n", d.Name, d.TeamOf(), d.Shards, st.Generation, docs, humanBytes(st.Bytes), d.Created.Local().Format(time.DateTime))
 			}
 		}
-		if jsonOut {
+		if *jsonOut {
 			return printJSON(e.stdout, rows)
 		}
 		if err := tw.Flush(); err != nil {
@@ -128,11 +116,16 @@ func runIndex(ctx context.Context, e *env, args []string) error {
 			fmt.Fprintf(e.stdout, "\n* the last snapshot's count, which may trail writes since (no live count: %s)\n", strings.Join(notes, "; "))
 		}
 		return nil
-	case "query":
-		fs := e.newFlags("index query", "NAME [FILE|-]", "Prints an index's query settings, or replaces them from FILE (JSON):\n"+
-			`  {"fields":[{"field":"name","boost":3},{"field":"_all"}],"operator":"or","fuzziness":0,"phrase_boost":2}`+"\n"+
-			"Brokers use new settings at once, without a restart.")
-		return definitionPart(ctx, e, &nf, fs, args, func(def api.IndexDefinition) any { return def.Query },
+	}
+	return cmd
+}
+
+func indexQueryCmd(e *env, nf *natsFlags) *cobra.Command {
+	cmd := newCommand("query NAME [FILE|-]", "show, or replace, how the index turns text into a query", "Prints an index's query settings, or replaces them from FILE (JSON):\n"+
+		`  {"fields":[{"field":"name","boost":3},{"field":"_all"}],"operator":"or","fuzziness":0,"phrase_boost":2}`+"\n"+
+		"Brokers use new settings at once, without a restart.", 1, 2)
+	cmd.RunE = func(cmd *cobra.Command, pos []string) error {
+		return definitionPart(cmd.Context(), e, nf, pos, func(def api.IndexDefinition) any { return def.Query },
 			func(ctx context.Context, c *client.Client, name, path string, raw []byte) (api.IndexDefinition, error) {
 				qs, err := parseQuerySettings(path, raw)
 				if err != nil {
@@ -140,25 +133,32 @@ func runIndex(ctx context.Context, e *env, args []string) error {
 				}
 				return c.SetQuerySettings(ctx, name, qs)
 			})
-	case "mapping":
-		fs := e.newFlags("index mapping", "NAME [FILE|-]", "Prints an index's mapping (bleve's JSON, as stored), or changes it in place to\n"+
-			"the whole mapping in FILE (- reads standard input). In place, a mapping may only\n"+
-			"add: fields no document of the index holds yet, type mappings and analysis\n"+
-			"components. Documents written before the change keep how they were indexed;\n"+
-			"every replica indexes those after it with the new mapping, and serves\n"+
-			"searches throughout. Any other change takes a new index:\n"+
-			"  quarry index reindex SRC DST --mapping FILE --alias NAME")
-		return definitionPart(ctx, e, &nf, fs, args, func(def api.IndexDefinition) any { return def.Mapping },
+	}
+	return cmd
+}
+
+func indexMappingCmd(e *env, nf *natsFlags) *cobra.Command {
+	cmd := newCommand("mapping NAME [FILE|-]", "show the index's mapping, or add fields to it in place", "Prints an index's mapping (bleve's JSON, as stored), or changes it in place to\n"+
+		"the whole mapping in FILE (- reads standard input). In place, a mapping may only\n"+
+		"add: fields no document of the index holds yet, type mappings and analysis\n"+
+		"components. Documents written before the change keep how they were indexed;\n"+
+		"every replica indexes those after it with the new mapping, and serves\n"+
+		"searches throughout. Any other change takes a new index:\n"+
+		"  quarry index reindex SRC DST --mapping FILE --alias NAME", 1, 2)
+	cmd.RunE = func(cmd *cobra.Command, pos []string) error {
+		return definitionPart(cmd.Context(), e, nf, pos, func(def api.IndexDefinition) any { return def.Mapping },
 			func(ctx context.Context, c *client.Client, name, _ string, raw []byte) (api.IndexDefinition, error) {
 				return c.ChangeMapping(ctx, name, raw)
 			})
-	case "show":
-		fs := e.newFlags("index show", "NAME", "Prints an index's definition (with its mapping), live document count and\ncurrent snapshot as JSON.")
-		nf.register(fs, e.getenv)
-		pos, err := cmdline.Parse(fs, args, 1, 1)
-		if err != nil {
-			return err
-		}
+	}
+	return cmd
+}
+
+func indexShowCmd(e *env, nf *natsFlags) *cobra.Command {
+	cmd := newCommand("show NAME", "show an index's definition, live document count and snapshot",
+		"Prints an index's definition (with its mapping), live document count and\ncurrent snapshot as JSON.", 1, 1)
+	cmd.RunE = func(cmd *cobra.Command, pos []string) error {
+		ctx := cmd.Context()
 		nc, c, err := nf.connect(ctx)
 		if err != nil {
 			return err
@@ -169,22 +169,25 @@ func runIndex(ctx context.Context, e *env, args []string) error {
 			return err
 		}
 		return printJSON(e.stdout, st)
-	case "rejected":
-		fs := e.newFlags("index rejected", "NAME", "Lists the documents of an index that the stream acknowledged but the indexer\n"+
+	}
+	return cmd
+}
+
+func indexRejectedCmd(e *env, nf *natsFlags) *cobra.Command {
+	cmd := newCommand("rejected NAME", "list the documents the stream acknowledged that the indexer could not apply",
+		"Lists the documents of an index that the stream acknowledged but the indexer\n"+
 			"could not apply, and so skipped for good: over the index's documents.max_fields\n"+
 			"or max_depth, malformed JSON, a document bleve refused, a bad subject. They\n"+
 			"reached the stream past the client's checks (written to JetStream directly, or\n"+
 			"stored before a limit existed). One line each, oldest first: its stream\n"+
 			fmt.Sprintf("sequence, shard, id, when the stream stored it, and why. The last %d of an\n", api.MaxRejectedDocuments)+
 			"index are kept; they go with the index. It asks the admin API, which brokers\n"+
-			"serve (documents.rejected), so a team's NATS user may list its own indexes'.")
-		nf.register(fs, e.getenv)
-		fs.BoolVar(&jsonOut, "json", false, "print JSON")
-		limit := fs.Int("limit", 0, "show only the last N (0: every one kept)")
-		pos, err := cmdline.Parse(fs, args, 1, 1)
-		if err != nil {
-			return err
-		}
+			"serve (documents.rejected), so a team's NATS user may list its own indexes'.", 1, 1)
+	fs := cmd.Flags()
+	jsonOut := fs.Bool("json", false, "print JSON")
+	limit := fs.Int("limit", 0, "show only the last N (0: every one kept)")
+	cmd.RunE = func(cmd *cobra.Command, pos []string) error {
+		ctx := cmd.Context()
 		if *limit < 0 {
 			return api.BadRequest("--limit must be 0 (every one kept) or more, got %d", *limit)
 		}
@@ -197,16 +200,16 @@ func runIndex(ctx context.Context, e *env, args []string) error {
 		if err != nil {
 			return err
 		}
-		return printRejected(e.stdout, docs, jsonOut)
-	case "reindex":
-		return runReindex(ctx, e, args)
-	case "rm", "delete":
-		fs := e.newFlags("index rm", "NAME", "Deletes an index: its definition, documents and snapshots.")
-		nf.register(fs, e.getenv)
-		pos, err := cmdline.Parse(fs, args, 1, 1)
-		if err != nil {
-			return err
-		}
+		return printRejected(e.stdout, docs, *jsonOut)
+	}
+	return cmd
+}
+
+func indexRmCmd(e *env, nf *natsFlags) *cobra.Command {
+	cmd := newCommand("rm NAME", "delete an index, its documents and snapshots", "Deletes an index: its definition, documents and snapshots.", 1, 1)
+	cmd.Aliases = []string{"delete"}
+	cmd.RunE = func(cmd *cobra.Command, pos []string) error {
+		ctx := cmd.Context()
 		nc, c, err := nf.connect(ctx)
 		if err != nil {
 			return err
@@ -218,8 +221,7 @@ func runIndex(ctx context.Context, e *env, args []string) error {
 		fmt.Fprintf(e.stdout, "deleted index %s\n", pos[0])
 		return nil
 	}
-	fmt.Fprintf(e.stderr, "quarry index: unknown subcommand %q (want create, ls, show, query, rejected, reindex or rm)\n", sub)
-	return errUsage
+	return cmd
 }
 
 // printRejected prints the records of rejected documents as a table, or
@@ -272,13 +274,6 @@ func createdLine(name string, shards int, shardsGiven bool) string {
 	return line
 }
 
-// flagSet reports whether the flag name was given on the command line.
-func flagSet(fs *flag.FlagSet, name string) bool {
-	given := false
-	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
-	return given
-}
-
 func printJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
@@ -317,15 +312,10 @@ func parseQuerySettings(path string, b []byte) (api.QuerySettings, error) {
 }
 
 // definitionPart runs `index query` and `index mapping`: with NAME alone
-// it prints a part of the index's definition; with FILE (- reads
+// (pos) it prints a part of the index's definition; with FILE (- reads
 // standard input) it changes that part with set and prints it as stored.
-func definitionPart(ctx context.Context, e *env, nf *natsFlags, fs *flag.FlagSet, args []string, part func(api.IndexDefinition) any,
+func definitionPart(ctx context.Context, e *env, nf *natsFlags, pos []string, part func(api.IndexDefinition) any,
 	set func(ctx context.Context, c *client.Client, name, path string, raw []byte) (api.IndexDefinition, error)) error {
-	nf.register(fs, e.getenv)
-	pos, err := cmdline.Parse(fs, args, 1, 2)
-	if err != nil {
-		return err
-	}
 	nc, c, err := nf.connect(ctx)
 	if err != nil {
 		return err

@@ -13,58 +13,46 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/broker"
 	"github.com/quarrysearch/quarry/client"
-	"github.com/quarrysearch/quarry/internal/cmdline"
 	"github.com/quarrysearch/quarry/internal/relevance"
 )
 
-const judgementsUsage = `Usage: quarry judgements COMMAND ...
-
-  push INDEX NAME FILE.ndjson|-   store a judgement list (a new version of NAME)
-  ls INDEX [--json]               the index's judgement lists
-  show INDEX NAME [--version N] [--json]
-                                  one list's queries and ratings (default: its latest version)
-  rm INDEX NAME                   remove a list and its earlier versions
-  gate INDEX --set NAME[,NAME] --metric ndcg|mrr|precision|recall [--k 10] [--max-drop 0.01] [--confidence 0.95]
-                                  plugin activate and promote then refuse a version that fails it
-  gate INDEX [--off]              show (or remove) the index's gate
-  from-events INDEX NAME [--since 168h] [--min-queries 5] [--eta 1] [--push]
-                                  build a list from users' clicks, carts and purchases (quarry events);
-                                  print it as NDJSON, or with --push store it as NAME
-
-A judgement list is NDJSON, one query a line, with graded ratings 0-3:
-  {"q": "pad thai", "ratings": {"r0012-i03": 3, "r0140-i01": 1, "r0007-i11": 0}}
-  {"q": "noodles", "filter": {...}, "context": {"user": "u1"}, "ratings": {...}}
-See docs/relevance.md; quarry eval runs one.
-`
-
-func runJudgements(ctx context.Context, e *env, args []string) error {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
-		fmt.Fprint(e.stderr, judgementsUsage)
-		if len(args) == 0 {
-			return errUsage
-		}
-		return nil
+func judgementsCmd(e *env, nf *natsFlags) *cobra.Command {
+	g := newGroup("judgements", "push, list, show or remove judgement lists; set the relevance gate",
+		"Judgement lists say which documents are relevant to a query, graded 0-3. One is\n"+
+			"NDJSON, a query a line:\n"+
+			`  {"q": "pad thai", "ratings": {"r0012-i03": 3, "r0140-i01": 1, "r0007-i11": 0}}`+"\n"+
+			`  {"q": "noodles", "filter": {...}, "context": {"user": "u1"}, "ratings": {...}}`+"\n"+
+			"See docs/relevance.md; quarry eval runs one, and an index's relevance gate runs\n"+
+			"them on every plugin activate and promote.")
+	for _, op := range []string{"push", "ls", "show", "rm", "gate", "from-events"} {
+		g.AddCommand(judgementsOpCmd(e, nf, op))
 	}
-	op := args[0]
-	about := map[string][2]string{
-		"push":        {"INDEX NAME FILE.ndjson|-", "Stores a judgement list as the next version of NAME; a bad line refuses the whole list, naming the line."},
-		"ls":          {"INDEX", "Lists the index's judgement lists."},
-		"show":        {"INDEX NAME", "Prints a judgement list's queries and ratings."},
-		"rm":          {"INDEX NAME", "Removes a judgement list and its earlier versions."},
-		"from-events": {"INDEX NAME", "Builds a judgement list from the index's user events with a position-debiased click\nmodel (docs/relevance.md) and prints it as NDJSON, or with --push stores it as NAME."},
-		"gate":        {"INDEX", "Sets, shows or removes the index's relevance gate: plugin activate and promote\nrun it and refuse a version whose metric drops by more than --max-drop at --confidence."},
-	}
-	a, ok := about[op]
-	if !ok {
-		fmt.Fprintf(e.stderr, "quarry judgements: unknown subcommand %q\n\n%s", op, judgementsUsage)
-		return errUsage
-	}
-	fs := e.newFlags("judgements "+op, a[0], a[1])
-	var nf natsFlags
-	nf.register(fs, e.getenv)
+	return g
+}
+
+// judgementsOpCmd is judgements push|ls|show|rm|gate|from-events (op).
+func judgementsOpCmd(e *env, nf *natsFlags, op string) *cobra.Command {
+	about := map[string][3]string{
+		"push": {"INDEX NAME FILE.ndjson|-", "store a judgement list (a new version of NAME)",
+			"Stores a judgement list as the next version of NAME; a bad line refuses the whole list, naming the line."},
+		"ls":   {"INDEX", "list the index's judgement lists", "Lists the index's judgement lists."},
+		"show": {"INDEX NAME", "print one list's queries and ratings (default: its latest version)", "Prints a judgement list's queries and ratings."},
+		"rm":   {"INDEX NAME", "remove a list and its earlier versions", "Removes a judgement list and its earlier versions."},
+		"from-events": {"INDEX NAME", "build a list from users' clicks, carts and purchases (quarry events)",
+			"Builds a judgement list from the index's user events with a position-debiased click\nmodel (docs/relevance.md) and prints it as NDJSON, or with --push stores it as NAME."},
+		"gate": {"INDEX", "set, show or remove the index's relevance gate, which plugin activate and promote must pass",
+			"Sets, shows or removes the index's relevance gate: plugin activate and promote\nrun it and refuse a version whose metric drops by more than --max-drop at --confidence.\n\n" +
+				"  quarry judgements gate INDEX --set NAME[,NAME] --metric ndcg|mrr|precision|recall [--k 10] [--max-drop 0.01] [--confidence 0.95]\n" +
+				"  quarry judgements gate INDEX [--off]"},
+	}[op]
+	n := map[string]int{"push": 3, "ls": 1, "show": 2, "rm": 2, "gate": 1, "from-events": 2}[op]
+	cmd := newCommand(op+" "+about[0], about[1], about[2], n, n)
+	fs := cmd.Flags()
 	jsonOut := fs.Bool("json", false, "print JSON")
 	var version, k int
 	var sets, metric string
@@ -89,141 +77,141 @@ func runJudgements(ctx context.Context, e *env, args []string) error {
 		fs.Float64Var(&confidence, "confidence", relevance.DefaultConfidence, "confidence of the bound on the drop")
 		fs.BoolVar(&off, "off", false, "remove the gate")
 	}
-	n := map[string]int{"push": 3, "ls": 1, "show": 2, "rm": 2, "gate": 1, "from-events": 2}[op]
-	pos, err := cmdline.Parse(fs, args[1:], n, n)
-	if err != nil {
-		return err
-	}
-	var ndjson []byte
-	if op == "push" { // read before connecting: a missing file is the user's to fix
-		if pos[2] == "-" {
-			ndjson, err = io.ReadAll(io.LimitReader(e.stdin, api.MaxJudgementBytes+1))
-		} else {
-			ndjson, err = os.ReadFile(pos[2])
-		}
-		if err != nil {
-			return err
-		}
-		if _, err := relevance.Decode(strings.NewReader(string(ndjson))); err != nil {
-			return fmt.Errorf("%s: %w", pos[2], err)
-		}
-	}
-	nc, c, err := nf.connect(ctx)
-	if err != nil {
-		return err
-	}
-	defer nc.Close()
-	index := pos[0]
-	switch op {
-	case "push":
-		set, err := c.PushJudgements(ctx, index, pos[1], ndjson)
-		if err != nil {
-			return err
-		}
-		if *jsonOut {
-			return printJSON(e.stdout, set)
-		}
-		fmt.Fprintf(e.stdout, "pushed judgements %s version %d to %s (team %s): %d queries, %d ratings\n", set.Name, set.Version, set.Index, set.Team, set.NumQueries, set.NumRatings)
-		return nil
-	case "ls":
-		sets, err := c.JudgementSets(ctx, index)
-		if err != nil {
-			return err
-		}
-		if *jsonOut {
-			return printJSON(e.stdout, sets)
-		}
-		tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "NAME\tVERSION\tQUERIES\tRATINGS\tTEAM\tUPDATED")
-		for _, s := range sets {
-			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%s\n", s.Name, s.Version, s.NumQueries, s.NumRatings, s.Team, s.Updated.Local().Format(time.DateTime))
-		}
-		tw.Flush()
-		if g, err := c.Gate(ctx, index); err == nil {
-			fmt.Fprintf(e.stdout, "\ngate: %s\n", gateLine(g))
-		}
-		return nil
-	case "show":
-		set, err := c.JudgementSet(ctx, index, pos[1], version)
-		if err != nil {
-			return err
-		}
-		if *jsonOut {
-			return printJSON(e.stdout, set)
-		}
-		fmt.Fprintf(e.stdout, "judgements %s of %s, version %d (team %s, %s): %d queries, %d ratings\n", set.Name, set.Index, set.Version, set.Team,
-			set.Updated.Local().Format(time.DateTime), set.NumQueries, set.NumRatings)
-		for _, q := range set.Queries {
-			var parts []string
-			for _, id := range sortedKeys(q.Ratings) {
-				parts = append(parts, fmt.Sprintf("%s:%d", id, q.Ratings[id]))
+	cmd.RunE = func(cmd *cobra.Command, pos []string) error {
+		ctx := cmd.Context()
+		var ndjson []byte
+		var err error
+		if op == "push" { // read before connecting: a missing file is the user's to fix
+			if pos[2] == "-" {
+				ndjson, err = io.ReadAll(io.LimitReader(e.stdin, api.MaxJudgementBytes+1))
+			} else {
+				ndjson, err = os.ReadFile(pos[2])
 			}
-			text := q.Q
-			if text == "" {
-				text = string(q.Query)
-			}
-			fmt.Fprintf(e.stdout, "%4d  %-30.30q  %s\n", q.Line, text, strings.Join(parts, " "))
-		}
-		return nil
-	case "from-events":
-		rep, err := c.JudgementsFromEvents(ctx, index, api.FromEventsRequest{Since: since, MinQueries: minQueries, Eta: eta})
-		if err != nil {
-			return err
-		}
-		if len(rep.Queries) == 0 {
-			return api.BadRequest("%d events of %s gave no query with a relevant document (%d texts searched too few times or clicked too little; see --min-queries)", rep.Events, index, rep.Skipped)
-		}
-		var buf strings.Builder
-		for _, q := range rep.Queries {
-			q.Line = 0
-			b, err := json.Marshal(q)
 			if err != nil {
 				return err
 			}
-			buf.Write(append(b, '\n'))
+			if _, err := relevance.Decode(strings.NewReader(string(ndjson))); err != nil {
+				return fmt.Errorf("%s: %w", pos[2], err)
+			}
 		}
-		if !push {
-			fmt.Fprint(e.stdout, buf.String())
-			fmt.Fprintf(e.stderr, "%d queries from %d events (%d texts left out)\n", len(rep.Queries), rep.Events, rep.Skipped)
-			return nil
-		}
-		set, err := c.PushJudgements(ctx, index, pos[1], []byte(buf.String()))
+		nc, c, err := nf.connect(ctx)
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(e.stdout, "pushed judgements %s version %d to %s: %d queries from %d events (%d texts left out)\n", set.Name, set.Version, index, set.NumQueries, rep.Events, rep.Skipped)
-		return nil
-	case "rm":
-		if err := c.RemoveJudgements(ctx, index, pos[1]); err != nil {
+		defer nc.Close()
+		index := pos[0]
+		switch op {
+		case "push":
+			set, err := c.PushJudgements(ctx, index, pos[1], ndjson)
+			if err != nil {
+				return err
+			}
+			if *jsonOut {
+				return printJSON(e.stdout, set)
+			}
+			fmt.Fprintf(e.stdout, "pushed judgements %s version %d to %s (team %s): %d queries, %d ratings\n", set.Name, set.Version, set.Index, set.Team, set.NumQueries, set.NumRatings)
+			return nil
+		case "ls":
+			sets, err := c.JudgementSets(ctx, index)
+			if err != nil {
+				return err
+			}
+			if *jsonOut {
+				return printJSON(e.stdout, sets)
+			}
+			tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "NAME\tVERSION\tQUERIES\tRATINGS\tTEAM\tUPDATED")
+			for _, s := range sets {
+				fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%s\n", s.Name, s.Version, s.NumQueries, s.NumRatings, s.Team, s.Updated.Local().Format(time.DateTime))
+			}
+			tw.Flush()
+			if g, err := c.Gate(ctx, index); err == nil {
+				fmt.Fprintf(e.stdout, "\ngate: %s\n", gateLine(g))
+			}
+			return nil
+		case "show":
+			set, err := c.JudgementSet(ctx, index, pos[1], version)
+			if err != nil {
+				return err
+			}
+			if *jsonOut {
+				return printJSON(e.stdout, set)
+			}
+			fmt.Fprintf(e.stdout, "judgements %s of %s, version %d (team %s, %s): %d queries, %d ratings\n", set.Name, set.Index, set.Version, set.Team,
+				set.Updated.Local().Format(time.DateTime), set.NumQueries, set.NumRatings)
+			for _, q := range set.Queries {
+				var parts []string
+				for _, id := range sortedKeys(q.Ratings) {
+					parts = append(parts, fmt.Sprintf("%s:%d", id, q.Ratings[id]))
+				}
+				text := q.Q
+				if text == "" {
+					text = string(q.Query)
+				}
+				fmt.Fprintf(e.stdout, "%4d  %-30.30q  %s\n", q.Line, text, strings.Join(parts, " "))
+			}
+			return nil
+		case "from-events":
+			rep, err := c.JudgementsFromEvents(ctx, index, api.FromEventsRequest{Since: since, MinQueries: minQueries, Eta: eta})
+			if err != nil {
+				return err
+			}
+			if len(rep.Queries) == 0 {
+				return api.BadRequest("%d events of %s gave no query with a relevant document (%d texts searched too few times or clicked too little; see --min-queries)", rep.Events, index, rep.Skipped)
+			}
+			var buf strings.Builder
+			for _, q := range rep.Queries {
+				q.Line = 0
+				b, err := json.Marshal(q)
+				if err != nil {
+					return err
+				}
+				buf.Write(append(b, '\n'))
+			}
+			if !push {
+				fmt.Fprint(e.stdout, buf.String())
+				fmt.Fprintf(e.stderr, "%d queries from %d events (%d texts left out)\n", len(rep.Queries), rep.Events, rep.Skipped)
+				return nil
+			}
+			set, err := c.PushJudgements(ctx, index, pos[1], []byte(buf.String()))
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(e.stdout, "pushed judgements %s version %d to %s: %d queries from %d events (%d texts left out)\n", set.Name, set.Version, index, set.NumQueries, rep.Events, rep.Skipped)
+			return nil
+		case "rm":
+			if err := c.RemoveJudgements(ctx, index, pos[1]); err != nil {
+				return err
+			}
+			fmt.Fprintf(e.stdout, "removed judgements %s of %s\n", pos[1], index)
+			return nil
+		}
+		// gate
+		var g *api.Gate
+		switch {
+		case off && sets != "":
+			return api.BadRequest("--off and --set: give one")
+		case off:
+			if err := c.RemoveGate(ctx, index); err != nil {
+				return err
+			}
+			fmt.Fprintf(e.stdout, "removed the gate of %s\n", index)
+			return nil
+		case sets != "":
+			g, err = c.SetGate(ctx, index, &api.Gate{Sets: strings.Split(sets, ","), Metric: metric, K: k, MaxDrop: maxDrop, Confidence: confidence})
+		default:
+			g, err = c.Gate(ctx, index)
+		}
+		if err != nil {
 			return err
 		}
-		fmt.Fprintf(e.stdout, "removed judgements %s of %s\n", pos[1], index)
-		return nil
-	}
-	// gate
-	var g *api.Gate
-	switch {
-	case off && sets != "":
-		return api.BadRequest("--off and --set: give one")
-	case off:
-		if err := c.RemoveGate(ctx, index); err != nil {
-			return err
+		if *jsonOut {
+			return printJSON(e.stdout, g)
 		}
-		fmt.Fprintf(e.stdout, "removed the gate of %s\n", index)
+		fmt.Fprintf(e.stdout, "gate of %s: %s\n", index, gateLine(g))
 		return nil
-	case sets != "":
-		g, err = c.SetGate(ctx, index, &api.Gate{Sets: strings.Split(sets, ","), Metric: metric, K: k, MaxDrop: maxDrop, Confidence: confidence})
-	default:
-		g, err = c.Gate(ctx, index)
 	}
-	if err != nil {
-		return err
-	}
-	if *jsonOut {
-		return printJSON(e.stdout, g)
-	}
-	fmt.Fprintf(e.stdout, "gate of %s: %s\n", index, gateLine(g))
-	return nil
+	return cmd
 }
 
 // gateLine says what a gate asks, in one line.
@@ -240,18 +228,18 @@ func sortedKeys(m map[string]int) []string {
 	return out
 }
 
-// runEval runs quarry eval.
-func runEval(ctx context.Context, e *env, args []string) error {
-	fs := e.newFlags("eval", "INDEX --judgements NAME [--variant PLUGIN=FILE.wasm|PLUGIN=DIGEST | --pipeline FILE] [--k 10]",
+// evalCmd is quarry eval.
+func evalCmd(e *env, nf *natsFlags) *cobra.Command {
+	cmd := newCommand("eval INDEX --judgements NAME [--variant PLUGIN=FILE.wasm|PLUGIN=DIGEST | --pipeline FILE] [--k 10]",
+		"measure the live pipeline and a candidate on a judgement list (nDCG, MRR, P@k, R@k)",
 		"Runs each query of a judgement list through the index's live pipeline and, with --variant,\n"+
 			"through the same pipeline with a candidate version of one plugin (a .wasm file is pushed and\n"+
 			"validated, not activated; a plugin not yet live is added, as activating it would), or with\n"+
 			"--pipeline through a whole candidate pipeline file (its plugins pushed, not activated), and prints\n"+
 			"nDCG@k, reciprocal rank, precision@k and recall@k per query, and in sum with bootstrap\n"+
 			"confidence intervals, the paired difference and a paired randomization test (docs/relevance.md).\n"+
-			"Two runs on the same index print the same numbers.")
-	var nf natsFlags
-	nf.register(fs, e.getenv)
+			"Two runs on the same index print the same numbers.", 1, 1)
+	fs := cmd.Flags()
 	set := fs.String("judgements", "", "the judgement list (required)")
 	variant := fs.String("variant", "", "the candidate: PLUGIN=FILE.wasm, or PLUGIN=DIGEST of a pushed version")
 	pipelineFile := fs.String("pipeline", "", "the candidate: a whole pipeline file (as quarry serve --pipeline takes; its plugins are pushed, not activated)")
@@ -260,68 +248,69 @@ func runEval(ctx context.Context, e *env, args []string) error {
 	kind := fs.String("kind", "", "the candidate's kind, rewriter or ranker (default: the live plugin's)")
 	configFile := fs.String("config", "", "the candidate's configuration (default: none)")
 	jsonOut := fs.Bool("json", false, "print JSON")
-	pos, err := cmdline.Parse(fs, args, 1, 1)
-	if err != nil {
-		return err
-	}
-	if *set == "" {
-		return api.BadRequest("--judgements is required")
-	}
-	if _, err := relevance.CheckOptions(relevance.Options{K: *k, Confidence: *confidence}); err != nil {
-		return err
-	}
-	if *variant != "" && *pipelineFile != "" {
-		return api.BadRequest("--variant and --pipeline: give one")
-	}
-	var pf *broker.PipelineFile
-	if *pipelineFile != "" {
-		if pf, err = broker.ReadPipelineFile(*pipelineFile); err != nil {
+	cmd.RunE = func(cmd *cobra.Command, pos []string) error {
+		ctx := cmd.Context()
+		if *set == "" {
+			return api.BadRequest("--judgements is required")
+		}
+		if _, err := relevance.CheckOptions(relevance.Options{K: *k, Confidence: *confidence}); err != nil {
 			return err
 		}
-	}
-	var name, target string
-	if *variant != "" {
-		var ok bool
-		if name, target, ok = strings.Cut(*variant, "="); !ok || name == "" || target == "" {
-			return api.BadRequest("--variant %q: want PLUGIN=FILE.wasm or PLUGIN=DIGEST", *variant)
+		if *variant != "" && *pipelineFile != "" {
+			return api.BadRequest("--variant and --pipeline: give one")
 		}
-	}
-	nc, c, err := nf.connect(ctx)
-	if err != nil {
-		return err
-	}
-	defer nc.Close()
-	index := pos[0]
-	req := api.EvalRequest{Set: *set, K: *k, Confidence: *confidence}
-	if name != "" {
-		digest := target
-		if strings.HasSuffix(target, ".wasm") || fileExists(target) {
-			wasm, err := os.ReadFile(target)
-			if err != nil {
+		var pf *broker.PipelineFile
+		var err error
+		if *pipelineFile != "" {
+			if pf, err = broker.ReadPipelineFile(*pipelineFile); err != nil {
 				return err
 			}
-			v, err := pushCandidate(ctx, c, index, name, wasm, candidate{kind: *kind, configFile: *configFile, notLive: true})
-			if err != nil {
-				return err
-			}
-			digest = v.Digest
 		}
-		req.Variant = &api.Variant{Plugin: name, Digest: digest}
-	}
-	if pf != nil {
-		if req.Pipeline, err = pushPipelineFile(ctx, c, index, *pipelineFile, pf); err != nil {
+		var name, target string
+		if *variant != "" {
+			var ok bool
+			if name, target, ok = strings.Cut(*variant, "="); !ok || name == "" || target == "" {
+				return api.BadRequest("--variant %q: want PLUGIN=FILE.wasm or PLUGIN=DIGEST", *variant)
+			}
+		}
+		nc, c, err := nf.connect(ctx)
+		if err != nil {
 			return err
 		}
+		defer nc.Close()
+		index := pos[0]
+		req := api.EvalRequest{Set: *set, K: *k, Confidence: *confidence}
+		if name != "" {
+			digest := target
+			if strings.HasSuffix(target, ".wasm") || fileExists(target) {
+				wasm, err := os.ReadFile(target)
+				if err != nil {
+					return err
+				}
+				v, err := pushCandidate(ctx, c, index, name, wasm, candidate{kind: *kind, configFile: *configFile, notLive: true})
+				if err != nil {
+					return err
+				}
+				digest = v.Digest
+			}
+			req.Variant = &api.Variant{Plugin: name, Digest: digest}
+		}
+		if pf != nil {
+			if req.Pipeline, err = pushPipelineFile(ctx, c, index, *pipelineFile, pf); err != nil {
+				return err
+			}
+		}
+		rep, err := c.Evaluate(ctx, index, req)
+		if err != nil {
+			return err
+		}
+		if *jsonOut {
+			return printJSON(e.stdout, rep)
+		}
+		printEval(e.stdout, rep)
+		return nil
 	}
-	rep, err := c.Evaluate(ctx, index, req)
-	if err != nil {
-		return err
-	}
-	if *jsonOut {
-		return printJSON(e.stdout, rep)
-	}
-	printEval(e.stdout, rep)
-	return nil
+	return cmd
 }
 
 // pushPipelineFile pushes every step of a pipeline file (its Go plugins
@@ -449,67 +438,65 @@ func printEvalSummary(w io.Writer, rep *api.EvalReport) {
 	fmt.Fprintf(w, "\n(zero_relevant: the share of queries with no relevant document in the top %d; lower is better)\n", rep.K)
 }
 
-// runEvents runs quarry events: store user events.
-func runEvents(ctx context.Context, e *env, args []string) error {
-	fs := e.newFlags("events", "INDEX FILE.ndjson|-",
+// eventsCmd is quarry events: store user events.
+func eventsCmd(e *env, nf *natsFlags) *cobra.Command {
+	cmd := newCommand("events INDEX FILE.ndjson|-", "store what users did with search results (clicks, carts, purchases, dwell)",
 		"Stores what users did with an index's search results, one event a line (OpenSearch UBI's shape):\n"+
 			`  {"action_name": "click", "query_id": "…", "user_query": "pad thai", "client_id": "u1",`+"\n"+
 			`   "event_attributes": {"object": {"object_id": "r0012-i03"}, "position": {"ordinal": 3}}}`+"\n"+
 			"action_name: click, add_to_cart, purchase or dwell (with event_attributes.dwell_time, seconds);\n"+
 			"query_id is the search response's. A file with a bad event is refused whole, naming its line.\n"+
-			"quarry judgements from-events builds a judgement list from them.")
-	var nf natsFlags
-	nf.register(fs, e.getenv)
-	pos, err := cmdline.Parse(fs, args, 2, 2)
-	if err != nil {
-		return err
-	}
-	in := io.Reader(e.stdin)
-	if pos[1] != "-" {
-		f, err := os.Open(pos[1])
+			"quarry judgements from-events builds a judgement list from them.", 2, 2)
+	cmd.RunE = func(cmd *cobra.Command, pos []string) error {
+		ctx := cmd.Context()
+		in := io.Reader(e.stdin)
+		if pos[1] != "-" {
+			f, err := os.Open(pos[1])
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			in = f
+		}
+		raw, err := io.ReadAll(io.LimitReader(in, 64<<20))
 		if err != nil {
 			return err
 		}
-		defer f.Close()
-		in = f
-	}
-	raw, err := io.ReadAll(io.LimitReader(in, 64<<20))
-	if err != nil {
-		return err
-	}
-	var evs []api.UserEvent
-	lines := []int{}
-	for i, line := range strings.Split(string(raw), "\n") {
-		if line = strings.TrimSpace(line); line == "" {
-			continue
+		var evs []api.UserEvent
+		lines := []int{}
+		for i, line := range strings.Split(string(raw), "\n") {
+			if line = strings.TrimSpace(line); line == "" {
+				continue
+			}
+			var ev api.UserEvent
+			if err := api.DecodeStrict("event", []byte(line), &ev); err != nil {
+				return api.BadRequest("%s: line %d: %v", pos[1], i+1, err)
+			}
+			if err := ev.Validate(); err != nil {
+				return api.BadRequest("%s: line %d: %v", pos[1], i+1, err)
+			}
+			evs = append(evs, ev)
+			lines = append(lines, i+1)
 		}
-		var ev api.UserEvent
-		if err := api.DecodeStrict("event", []byte(line), &ev); err != nil {
-			return api.BadRequest("%s: line %d: %v", pos[1], i+1, err)
+		if len(evs) == 0 {
+			return api.BadRequest("%s: no events", pos[1])
 		}
-		if err := ev.Validate(); err != nil {
-			return api.BadRequest("%s: line %d: %v", pos[1], i+1, err)
-		}
-		evs = append(evs, ev)
-		lines = append(lines, i+1)
-	}
-	if len(evs) == 0 {
-		return api.BadRequest("%s: no events", pos[1])
-	}
-	nc, c, err := nf.connect(ctx)
-	if err != nil {
-		return err
-	}
-	defer nc.Close()
-	stored := 0
-	for from := 0; from < len(evs); from += api.MaxEventsPerRequest {
-		batch := evs[from:min(from+api.MaxEventsPerRequest, len(evs))]
-		res, err := c.PutEvents(ctx, pos[0], batch)
+		nc, c, err := nf.connect(ctx)
 		if err != nil {
-			return fmt.Errorf("events from line %d on (%d stored before): %w", lines[from], stored, err)
+			return err
 		}
-		stored += res.Accepted
+		defer nc.Close()
+		stored := 0
+		for from := 0; from < len(evs); from += api.MaxEventsPerRequest {
+			batch := evs[from:min(from+api.MaxEventsPerRequest, len(evs))]
+			res, err := c.PutEvents(ctx, pos[0], batch)
+			if err != nil {
+				return fmt.Errorf("events from line %d on (%d stored before): %w", lines[from], stored, err)
+			}
+			stored += res.Accepted
+		}
+		fmt.Fprintf(e.stdout, "stored %d events of %s\n", stored, pos[0])
+		return nil
 	}
-	fmt.Fprintf(e.stdout, "stored %d events of %s\n", stored, pos[0])
-	return nil
+	return cmd
 }

@@ -9,88 +9,37 @@
 //	quarry search                       query an index
 //	quarry team|token                   team limits, HTTP API tokens
 //	quarry judgements|eval              judgement lists, the relevance gate, offline metrics
+//	quarry completion SHELL             bash, zsh, fish or powershell completion
 //
-// Run `quarry COMMAND --help` for each command's flags.
+// `quarry --help` lists them all, `quarry help COMMAND` or `quarry COMMAND
+// --help` one's flags: the commands are a cobra tree (newRoot), from which
+// the help and the completion are generated. The connection flags
+// (--nats, --timeout, --user, --creds, …) are the root's, so they may come
+// before the command or after it: quarry --nats URL search INDEX TEXT.
 package main
 
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"os/signal"
-	"slices"
-	"sort"
+	"regexp"
 	"strings"
 	"syscall"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/internal/cmdline"
 	"github.com/quarrysearch/quarry/node"
 )
 
-// command is one subcommand. It reads and writes the streams of e, never
-// the process's own.
-type command struct {
-	summary string
-	run     func(ctx context.Context, e *env, args []string) error
-}
-
-var commands map[string]command
-
-func init() {
-	commands = map[string]command{
-		"serve":           {"run every role in one process on an embedded NATS server", runServe},
-		"indexer":         {"run the indexer against a NATS deployment", runIndexer},
-		"searcher":        {"run a searcher against a NATS deployment", runSearcher},
-		"broker":          {"run a broker (and the HTTP API) against a NATS deployment", runBroker},
-		"init":            {"decide a NATS deployment's replication: create Quarry's streams and buckets at --replicas", runInit},
-		"index":           {"create, list, show or remove indexes", runIndex},
-		"alias":           {"create, switch, list or remove index aliases", runAlias},
-		"ingest":          {"bulk-load NDJSON documents and publish a new generation", runIngest},
-		"put":             {"upsert one JSON document", runPut},
-		"patch":           {"change part of one document (a JSON merge patch), atomically", runPatch},
-		"delete":          {"delete one document by id", runDelete},
-		"delete-by-query": {"delete every document a query finds", runDeleteByQuery},
-		"get":             {"print one document by id, as stored", runGet},
-		"search":          {"search an index", runSearch},
-		"bench":           {"measure Quarry side by side with bleve, and WASM plugins with native ones", runBench},
-		"plugin":          {"push, list, activate, roll back and remove plugins; run one locally", runPlugin},
-		"dev":             {"rebuild a plugin folder on every save and compare it, as a variant, with the live pipeline", runDev},
-		"pipeline":        {"show or set an index's plugin pipeline", runPipeline},
-		"queries":         {"export recorded search requests (for plugin test replays)", runQueries},
-		"judgements":      {"push, list, show or remove judgement lists; set the relevance gate", runJudgements},
-		"events":          {"store what users did with search results (clicks, carts, purchases, dwell)", runEvents},
-		"eval":            {"measure the live pipeline and a candidate on a judgement list (nDCG, MRR, P@k, R@k)", runEval},
-		"team":            {"set or list a team's limits (rate, searches in flight)", runTeam},
-		"token":           {"create, list or revoke HTTP API tokens", runToken},
-		"version":         {"print the version", runVersion},
-	}
-}
-
 // version is the release quarry version prints.
 const version = api.Version
-
-func runVersion(_ context.Context, e *env, _ []string) error {
-	_, err := fmt.Fprintln(e.stdout, "quarry", version)
-	return err
-}
-
-func usage(w io.Writer) {
-	fmt.Fprintf(w, "quarry %s: a search platform on NATS, bleve and WebAssembly plugins.\n\nUsage: quarry COMMAND [flags] [args]\n\nCommands:\n", version)
-	names := make([]string, 0, len(commands))
-	for n := range commands {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		fmt.Fprintf(w, "  %-10s %s\n", n, commands[n].summary)
-	}
-	fmt.Fprintf(w, "\nRun 'quarry COMMAND --help' for a command's flags. The connection flags (--nats, --user,\n--creds, ...) may also come before the command: quarry --nats URL search INDEX QUERY.\n")
-}
 
 // main wires the process to run: its arguments, streams and environment,
 // its interrupt and SIGTERM, and its exit status.
@@ -121,48 +70,354 @@ type env struct {
 	getenv func(string) string
 	// lookPath finds an executable on PATH, as exec.LookPath does.
 	lookPath func(string) (string, error)
-	// flagSets, when a test sets it, collects every flag set made.
-	flagSets *[]*flag.FlagSet
 }
 
 // run runs the command line args with e and returns the exit status.
+// Bad use found before a command runs (an unknown command or flag, a
+// wrong number of arguments) is said once on stderr, with the command's
+// usage line, and exits with exitUsage; a command's own failure is said
+// as "quarry COMMAND: why", and exits with exitCode's status.
 func (e *env) run(ctx context.Context, args []string) int {
-	if len(args) < 1 {
-		usage(e.stderr)
+	if err := leadingFlags(args, e.getenv); err != nil {
+		fmt.Fprintf(e.stderr, "quarry: %v\nRun 'quarry --help' for usage.\n", err)
 		return exitUsage
 	}
-	name := args[0]
-	if name == "-h" || name == "--help" || name == "help" {
-		usage(e.stdout)
+	// started is set once the command's flags and arguments are taken,
+	// right before it runs: an error before is bad use.
+	started := false
+	root := e.newRoot(&started)
+	root.SetArgs(append([]string{}, args...))
+	cmd, err := root.ExecuteContextC(ctx)
+	if err == nil {
 		return exitOK
 	}
-	if strings.HasPrefix(name, "-") {
-		moved, err := e.connectionFlagsFirst(args)
-		if err != nil {
-			fmt.Fprintf(e.stderr, "quarry: %v\n\n", err)
-			usage(e.stderr)
-			return exitUsage
+	if !started {
+		fmt.Fprintf(e.stderr, "%s: %v\n", cmd.CommandPath(), err)
+		if cmd.HasAvailableSubCommands() {
+			fmt.Fprintf(e.stderr, "Run '%s --help' for its commands.\n", cmd.CommandPath())
+		} else {
+			fmt.Fprintf(e.stderr, "Usage: %s\nRun '%s --help' for its flags.\n", cmd.UseLine(), cmd.CommandPath())
 		}
-		args, name = moved, moved[0]
-	}
-	cmd, ok := commands[name]
-	if !ok {
-		fmt.Fprintf(e.stderr, "quarry: unknown command %q\n\n", name)
-		usage(e.stderr)
 		return exitUsage
 	}
-	err := cmd.run(ctx, e, args[1:])
 	var status exitStatus
 	switch {
-	case err == nil, errors.Is(err, flag.ErrHelp):
-		return exitOK
 	case errors.Is(err, errUsage):
 		return exitUsage
 	case errors.As(err, &status):
 		return int(status)
 	}
-	fmt.Fprintf(e.stderr, "quarry %s: %s\n", name, errorLine(err))
+	fmt.Fprintf(e.stderr, "quarry %s: %s\n", topName(cmd), errorLine(err))
 	return exitCode(err)
+}
+
+// topName is the name of the command of quarry's that cmd is or is under:
+// "index" for quarry index create. Errors are said under it.
+func topName(cmd *cobra.Command) string {
+	for cmd.HasParent() && cmd.Parent().HasParent() {
+		cmd = cmd.Parent()
+	}
+	return cmd.Name()
+}
+
+// Annotations of a command (cobra.Command.Annotations).
+const (
+	// noConnection marks a command that connects to no NATS deployment
+	// (it runs its own, or none): the connection flags are not its, its
+	// help does not list them and it refuses them.
+	noConnection = "quarry.no-connection"
+)
+
+// connects reports whether cmd connects to NATS: whether it takes the
+// connection flags.
+func connects(cmd *cobra.Command) bool {
+	for c := cmd; c != nil; c = c.Parent() {
+		if c.Annotations[noConnection] != "" {
+			return false
+		}
+	}
+	return true
+}
+
+// local marks cmd as one that connects to no NATS deployment (see
+// noConnection) and returns it.
+func local(cmd *cobra.Command) *cobra.Command {
+	if cmd.Annotations == nil {
+		cmd.Annotations = map[string]string{}
+	}
+	cmd.Annotations[noConnection] = "yes"
+	return cmd
+}
+
+// A command's help lists its sub-commands in the order they were added:
+// the order a user meets them in (create, ls, show, …, rm).
+func init() { cobra.EnableCommandSorting = false }
+
+// Groups of the commands in quarry --help.
+var commandGroups = []*cobra.Group{
+	{ID: "run", Title: "Run Quarry:"},
+	{ID: "data", Title: "Indexes and documents:"},
+	{ID: "relevance", Title: "Plugins and relevance:"},
+	{ID: "access", Title: "Teams and access:"},
+}
+
+// newRoot builds quarry's command tree for one run with e. The
+// connection flags are the root's (persistent: every command's, before
+// or after its name); the root's PersistentPreRunE sets *started once a
+// command's flags and arguments are taken.
+func (e *env) newRoot(started *bool) *cobra.Command {
+	var nf natsFlags
+	root := &cobra.Command{
+		Use:   "quarry",
+		Short: "a search platform on NATS, bleve and WebAssembly plugins",
+		Long: fmt.Sprintf("quarry %s: a search platform on NATS, bleve and WebAssembly plugins.\n\n"+
+			"The connection flags (--nats, --user, --creds, …) may come before the command or\n"+
+			"after it: quarry --nats URL search INDEX QUERY.", version),
+		Args:          unknownCommand,
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		// The usage when no command is given, on stderr.
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cmd.SetOut(e.stderr)
+			cmd.Help()
+			return errUsage
+		},
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			if !connects(cmd) {
+				var given []string
+				cmd.Root().PersistentFlags().VisitAll(func(f *pflag.Flag) {
+					if f.Changed {
+						given = append(given, "--"+f.Name)
+					}
+				})
+				if len(given) > 0 {
+					return fmt.Errorf("%s: a connection flag, and this command connects to no NATS deployment", strings.Join(given, ", "))
+				}
+			}
+			*started = true
+			return nil
+		},
+	}
+	root.SetIn(e.stdin)
+	root.SetOut(e.stdout)
+	root.SetErr(e.stderr)
+	root.SetUsageFunc(usageFunc)
+	root.SuggestionsMinimumDistance = 2
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return dashHint(err) })
+	nf.register(root.PersistentFlags(), e.getenv)
+	root.AddGroup(commandGroups...)
+	add := func(group string, cmds ...*cobra.Command) {
+		for _, c := range cmds {
+			c.GroupID = group
+			root.AddCommand(c)
+		}
+	}
+	add("run",
+		serveCmd(e),
+		roleCmd(e, &nf, "indexer"),
+		roleCmd(e, &nf, "searcher"),
+		roleCmd(e, &nf, "broker"),
+		initCmd(e, &nf),
+	)
+	add("data",
+		indexCmd(e, &nf),
+		aliasCmd(e, &nf),
+		ingestCmd(e, &nf),
+		putCmd(e, &nf),
+		patchCmd(e, &nf),
+		deleteCmd(e, &nf),
+		deleteByQueryCmd(e, &nf),
+		getCmd(e, &nf),
+		searchCmd(e, &nf),
+	)
+	add("relevance",
+		pluginCmd(e, &nf),
+		devCmd(e, &nf),
+		pipelineCmd(e, &nf),
+		queriesCmd(e, &nf),
+		judgementsCmd(e, &nf),
+		eventsCmd(e, &nf),
+		evalCmd(e, &nf),
+	)
+	add("access",
+		teamCmd(e, &nf),
+		tokenCmd(e, &nf),
+	)
+	root.AddCommand(
+		benchCmd(e),
+		versionCmd(e),
+	)
+	// cobra would add these as it runs; added now, they are marked as
+	// taking no connection flags.
+	root.InitDefaultHelpCmd()
+	root.InitDefaultCompletionCmd()
+	for _, c := range root.Commands() {
+		switch c.Name() {
+		case "help":
+			local(c).Short = "help about any command"
+		case "completion":
+			local(c).Short = "print the completion script of a shell: bash, zsh, fish or powershell"
+		}
+	}
+	return root
+}
+
+func versionCmd(e *env) *cobra.Command {
+	return local(&cobra.Command{
+		Use:   "version",
+		Short: "print the version",
+		Args:  argCount(0, 0),
+		RunE: func(*cobra.Command, []string) error {
+			_, err := fmt.Fprintln(e.stdout, "quarry", version)
+			return err
+		},
+	})
+}
+
+// leadingFlags checks the flags before the command's name: only the
+// connection flags (and --help) may come there. cobra would take another
+// command's flag there for one of the root's, and the command's name for
+// its value.
+func leadingFlags(args []string, getenv func(string) string) error {
+	if len(args) == 0 || !strings.HasPrefix(args[0], "-") {
+		return nil
+	}
+	fs := pflag.NewFlagSet("quarry", pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.SetInterspersed(false)
+	var nf natsFlags
+	nf.register(fs, getenv)
+	help := fs.BoolP("help", "h", false, "")
+	if err := fs.Parse(args); err != nil {
+		return fmt.Errorf("%v: only the connection flags (--nats, --user, --creds, …) may come before the command; put the others after it", dashHint(err))
+	}
+	if fs.NArg() == 0 && !*help {
+		return errors.New("no command after the flags")
+	}
+	return nil
+}
+
+// singleDash finds a flag written with one dash in pflag's error: "unknown
+// shorthand flag: 'j' in -json".
+var singleDash = regexp.MustCompile(`in -([a-z][a-z0-9-]+)$`)
+
+// dashHint adds to a flag error, when the flag was written with one dash
+// (as Go's flag package took it), that it takes two.
+func dashHint(err error) error {
+	if m := singleDash.FindStringSubmatch(err.Error()); m != nil {
+		return fmt.Errorf("%w (a flag's name takes two dashes: --%s)", err, m[1])
+	}
+	return err
+}
+
+// newCommand makes a command that takes between least and most
+// positional arguments (most negative: no most), as use names them after
+// its name ("get INDEX ID"); short is its line in its parent's list of
+// commands, long what its help says.
+func newCommand(use, short, long string, least, most int) *cobra.Command {
+	return &cobra.Command{Use: use, Short: short, Long: long, Args: argCount(least, most)}
+}
+
+// newGroup makes a command of sub-commands. Without one it writes its
+// help on stderr and exits with exitUsage.
+func newGroup(use, short, long string, subs ...*cobra.Command) *cobra.Command {
+	g := &cobra.Command{Use: use, Short: short, Long: long, Args: unknownCommand,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cmd.SetOut(cmd.ErrOrStderr())
+			cmd.Help()
+			return errUsage
+		},
+	}
+	g.AddCommand(subs...)
+	return g
+}
+
+// unknownCommand is the Args of a command with sub-commands: it takes no
+// argument but the name of one of them.
+func unknownCommand(cmd *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return nil
+	}
+	msg := fmt.Sprintf("unknown command %q", args[0])
+	if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+		msg += fmt.Sprintf(" (did you mean %s?)", strings.Join(s, " or "))
+	}
+	return errors.New(msg)
+}
+
+// argCount is the Args of a command that takes between least and most
+// positional arguments (most negative: no most), as its Use names them.
+func argCount(least, most int) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) >= least && (most < 0 || len(args) <= most) {
+			return nil
+		}
+		want := strings.TrimSpace(strings.TrimPrefix(cmd.Use, cmd.Name()))
+		if want == "" {
+			want = "none"
+		}
+		return fmt.Errorf("wrong number of arguments: %d, want %s", len(args), want)
+	}
+}
+
+// flagWidth is the width the flags' help is wrapped to.
+const flagWidth = 100
+
+// usageFunc writes a command's usage, generated from the tree as cobra's
+// own is; the connection flags are listed apart, for the commands that
+// take them.
+func usageFunc(c *cobra.Command) error {
+	w := c.OutOrStderr()
+	if c.HasAvailableSubCommands() {
+		fmt.Fprintf(w, "Usage:\n  %s COMMAND [flags]\n", c.CommandPath())
+	} else {
+		fmt.Fprintf(w, "Usage:\n  %s\n", c.UseLine())
+	}
+	if len(c.Aliases) > 0 {
+		fmt.Fprintf(w, "\nAliases:\n  %s\n", c.NameAndAliases())
+	}
+	if c.HasExample() {
+		fmt.Fprintf(w, "\nExamples:\n%s\n", strings.TrimRight(c.Example, "\n"))
+	}
+	if c.HasAvailableSubCommands() {
+		var subs []*cobra.Command // those listed
+		pad := 0
+		for _, s := range c.Commands() {
+			if s.IsAvailableCommand() || s.Name() == "help" {
+				subs = append(subs, s)
+				pad = max(pad, len(s.Name()))
+			}
+		}
+		list := func(title, group string) {
+			var lines []string
+			for _, s := range subs {
+				if s.GroupID == group {
+					lines = append(lines, fmt.Sprintf("  %-*s  %s\n", pad, s.Name(), s.Short))
+				}
+			}
+			if len(lines) > 0 {
+				fmt.Fprintf(w, "\n%s\n%s", title, strings.Join(lines, ""))
+			}
+		}
+		for _, g := range c.Groups() {
+			list(g.Title, g.ID)
+		}
+		title := "Commands:"
+		if len(c.Groups()) > 0 {
+			title = "Other commands:"
+		}
+		list(title, "")
+	}
+	if fs := c.LocalNonPersistentFlags(); fs.HasAvailableFlags() {
+		fmt.Fprintf(w, "\nFlags:\n%s", fs.FlagUsagesWrapped(flagWidth))
+	}
+	if connects(c) {
+		fmt.Fprintf(w, "\nConnection flags (before or after the command):\n%s", c.Root().PersistentFlags().FlagUsagesWrapped(flagWidth))
+	}
+	if c.HasAvailableSubCommands() {
+		fmt.Fprintf(w, "\nRun '%s COMMAND --help' for a command's help.\n", c.CommandPath())
+	}
+	return nil
 }
 
 // exitStatus is an error that ends quarry with that status and nothing
@@ -185,7 +440,7 @@ const (
 func exitCode(err error) int {
 	var se *node.SettingError
 	switch {
-	case errors.Is(err, errUsage), errors.Is(err, flag.ErrHelp):
+	case errors.Is(err, errUsage):
 		return exitUsage
 	case errors.As(err, &se) && se.Setting == node.SettingPipelines:
 		return exitUsage
@@ -219,42 +474,3 @@ func errorLine(err error) string {
 
 // errUsage reports bad command-line use, already explained on stderr.
 var errUsage = cmdline.ErrUsage
-
-// newFlags makes a command's flag set with a usage line, writing its
-// usage and errors to e's stderr.
-func (e *env) newFlags(name, args, about string) *flag.FlagSet {
-	fs := cmdline.NewFlagSet(name, args, about)
-	fs.SetOutput(e.stderr)
-	if e.flagSets != nil {
-		*e.flagSets = append(*e.flagSets, fs)
-	}
-	return fs
-}
-
-// connectionFlagsFirst turns `quarry --nats URL index ls` into `quarry
-// index ls --nats URL` (commands take flags after their arguments, and
-// the flags go before a "--"): the connection flags every networked
-// command takes (natsFlags) may come before the command, as in other
-// CLIs; any other flag there is refused, naming it.
-func (e *env) connectionFlagsFirst(args []string) ([]string, error) {
-	fs := flag.NewFlagSet("quarry", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	var nf natsFlags
-	nf.register(fs, e.getenv)
-	if err := fs.Parse(args); err != nil {
-		return nil, fmt.Errorf("%v: only the connection flags (--nats, --user, --creds, …) may come before the command; put the others after it", err)
-	}
-	rest := fs.Args()
-	if len(rest) == 0 {
-		return nil, errors.New("no command after the flags")
-	}
-	lead := args[:len(args)-len(rest)]
-	tail := rest[1:]
-	at := len(tail)
-	if i := slices.Index(tail, "--"); i >= 0 {
-		at = i
-	}
-	out := append([]string{rest[0]}, tail[:at]...)
-	out = append(out, lead...)
-	return append(out, tail[at:]...), nil
-}

@@ -229,8 +229,8 @@ func TestCLI(t *testing.T) {
 		t.Fatalf("--help: %d %q", code, out)
 	}
 	for _, cmd := range []string{"serve", "searcher", "indexer", "broker", "ingest", "search", "put", "delete"} {
-		if _, errOut, code := cli(t, "", cmd, "--help"); code != 0 || !strings.Contains(errOut, "Usage: quarry "+cmd) {
-			t.Errorf("%s --help: %d %q", cmd, code, errOut)
+		if out, errOut, code := cli(t, "", cmd, "--help"); code != 0 || !strings.Contains(out, "Usage:\n  quarry "+cmd) {
+			t.Errorf("%s --help: %d %q %q", cmd, code, out, errOut)
 		}
 	}
 	if _, errOut, code := cli(t, "", "frobnicate"); code != 2 || !strings.Contains(errOut, "unknown command") {

@@ -11,33 +11,39 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/broker"
 	"github.com/quarrysearch/quarry/client"
-	"github.com/quarrysearch/quarry/internal/cmdline"
 	"github.com/quarrysearch/quarry/internal/loadgen"
 	"github.com/quarrysearch/quarry/plugins"
 )
 
-// pluginAdmin runs quarry plugin push|ls|show|activate|rollback|rm.
-func pluginAdmin(ctx context.Context, e *env, op string, args []string) error {
-	about := map[string][2]string{
-		"push":         {"INDEX NAME FILE.wasm", "Uploads a plugin version (content-addressed), validates it (compile, ABI, imports,\nsample requests within its budget) and, with --activate, puts it live."},
-		"ls":           {"INDEX", "Lists an index's pushed plugin versions and its live pipeline."},
-		"show":         {"INDEX NAME", "Shows one plugin's versions and its live step."},
-		"activate":     {"INDEX NAME DIGEST", "Puts a validated version of a plugin live (brokers swap it in without a restart).\nWhen the index has a relevance gate (quarry judgements gate), the version must pass it;\na gate that runs on past the registry's --gate-wait goes on in the background, and\nthis waits for its outcome, saying how far it got (Ctrl-C stops only the waiting)."},
-		"rollback":     {"INDEX", "Restores the index's previous pipeline."},
-		"rm":           {"INDEX NAME", "Takes a plugin out of the index's pipeline."},
-		"canary":       {"INDEX NAME DIGEST", "Sends --percent of the queries to a candidate version of a live plugin\n(sticky by a context field with --sticky; --percent 0 ends the canary)."},
-		"promote":      {"INDEX NAME", "Makes a plugin's canary its live version, if it passes the index's relevance gate."},
-		"shadow":       {"INDEX NAME DIGEST", "Runs a candidate version of a live plugin on --percent of the queries, only to\ncompare it with the live one (--percent 0 ends the shadow); see shadow-stats.\nA ranker's shadow reorders the live ranker's candidates; a rewriter's shadow\nrewrites the request and the rest of the search runs again in the background\n(real extra load, bounded per broker) to compare the final top 10."},
-		"events":       {"INDEX", "Lists what the platform did to the index's plugins on its own (automatic fallbacks:\nfail-open steps taken out, fail-closed ones rolled back to their last good version)."},
-		"canary-stats": {"INDEX NAME", "Shows a plugin's interleaving experiment (plugin canary --interleave): queries won, lost and tied,\nthe sequential test's state and, once it decided, what Quarry did."},
-		"shadow-stats": {"INDEX NAME", "Compares a plugin's shadow with the live version: overlap@10, rank correlation,\nlatency and errors, over every broker."},
+// pluginAdminCmd is quarry plugin push|ls|show|activate|rollback|rm|
+// canary|promote|shadow|events|canary-stats|shadow-stats (op).
+func pluginAdminCmd(e *env, nf *natsFlags, op string) *cobra.Command {
+	about := map[string][3]string{
+		"push":     {"INDEX NAME FILE.wasm", "upload a version, validate it (and put it live)", "Uploads a plugin version (content-addressed), validates it (compile, ABI, imports,\nsample requests within its budget) and, with --activate, puts it live."},
+		"ls":       {"INDEX", "list an index's pushed versions and its live pipeline", "Lists an index's pushed plugin versions and its live pipeline."},
+		"show":     {"INDEX NAME", "show one plugin's versions and its live step", "Shows one plugin's versions and its live step."},
+		"activate": {"INDEX NAME DIGEST", "put a validated version live (if it passes the index's relevance gate)", "Puts a validated version of a plugin live (brokers swap it in without a restart).\nWhen the index has a relevance gate (quarry judgements gate), the version must pass it;\na gate that runs on past the registry's --gate-wait goes on in the background, and\nthis waits for its outcome, saying how far it got (Ctrl-C stops only the waiting)."},
+		"rollback": {"INDEX", "restore the previous pipeline", "Restores the index's previous pipeline."},
+		"rm":       {"INDEX NAME", "take a plugin out of the pipeline", "Takes a plugin out of the index's pipeline."},
+		"canary": {"INDEX NAME DIGEST", "send a share of the queries to a candidate version; rankers: or interleave it with the live one",
+			"Sends --percent of the queries to a candidate version of a live plugin\n(sticky by a context field with --sticky; --percent 0 ends the canary).\n" +
+				"With --interleave (rankers), the live and the candidate rankings are interleaved\n" +
+				"for that share of the users; their clicks decide, and the candidate is promoted\n" +
+				"or rolled back by itself (plugin canary-stats shows how far it got)."},
+		"promote":      {"INDEX NAME", "make the canary the live version (if it passes the gate)", "Makes a plugin's canary its live version, if it passes the index's relevance gate."},
+		"shadow":       {"INDEX NAME DIGEST", "run a candidate version (ranker or rewriter) on mirrored queries, for comparison", "Runs a candidate version of a live plugin on --percent of the queries, only to\ncompare it with the live one (--percent 0 ends the shadow); see shadow-stats.\nA ranker's shadow reorders the live ranker's candidates; a rewriter's shadow\nrewrites the request and the rest of the search runs again in the background\n(real extra load, bounded per broker) to compare the final top 10."},
+		"events":       {"INDEX", "list what the platform did on its own (automatic fallbacks and rollbacks)", "Lists what the platform did to the index's plugins on its own (automatic fallbacks:\nfail-open steps taken out, fail-closed ones rolled back to their last good version)."},
+		"canary-stats": {"INDEX NAME", "show the interleaving experiment's wins, losses, ties and test", "Shows a plugin's interleaving experiment (plugin canary --interleave): queries won, lost and tied,\nthe sequential test's state and, once it decided, what Quarry did."},
+		"shadow-stats": {"INDEX NAME", "show overlap@10, rank correlation, latency and errors of the shadow", "Compares a plugin's shadow with the live version: overlap@10, rank correlation,\nlatency and errors, over every broker."},
 	}[op]
-	fs := e.newFlags("plugin "+op, about[0], about[1])
-	var nf natsFlags
-	nf.register(fs, e.getenv)
+	n := map[string]int{"push": 3, "ls": 1, "show": 2, "activate": 3, "rollback": 1, "rm": 2, "canary": 3, "promote": 2, "shadow": 3, "shadow-stats": 2, "canary-stats": 2, "events": 1}[op]
+	cmd := newCommand(op+" "+about[0], about[1], about[2], n, n)
+	fs := cmd.Flags()
 	jsonOut := fs.Bool("json", false, "print JSON")
 	var kind, configFile, policy, fields, samplesFile string
 	var budget, latencyBudget, depth, instances int
@@ -81,180 +87,179 @@ func pluginAdmin(ctx context.Context, e *env, op string, args []string) error {
 		fs.BoolVar(&activate, "activate", false, "put the version live once validated")
 		fs.StringVar(&samplesFile, "samples", "", "requests the version must handle before it is valid, one a line (JSON search requests or plain text); the index's recorded queries are added")
 	}
-	n := map[string]int{"push": 3, "ls": 1, "show": 2, "activate": 3, "rollback": 1, "rm": 2, "canary": 3, "promote": 2, "shadow": 3, "shadow-stats": 2, "canary-stats": 2, "events": 1}[op]
-	pos, err := cmdline.Parse(fs, args, n, n)
-	if err != nil {
-		return err
-	}
-	nc, c, err := nf.connect(ctx)
-	if err != nil {
-		return err
-	}
-	defer nc.Close()
-	index := pos[0]
-	switch op {
-	case "push":
-		wasm, err := os.ReadFile(pos[2])
+	cmd.RunE = func(cmd *cobra.Command, pos []string) error {
+		ctx := cmd.Context()
+		nc, c, err := nf.connect(ctx)
 		if err != nil {
 			return err
 		}
-		step := api.StepSpec{Policy: api.Policy(policy), BudgetMS: budget, LatencyBudgetMS: latencyBudget, RerankDepth: depth, Instances: instances}
-		if fields != "" {
-			step.Fields = strings.Split(fields, ",")
-		}
-		if configFile != "" {
-			if step.Config, err = os.ReadFile(configFile); err != nil {
-				return err
-			}
-		}
-		opts := client.PushOptions{Kind: kind, Step: step, Activate: activate}
-		if samplesFile != "" {
-			if opts.Samples, err = loadgen.ReadRequests(samplesFile); err != nil {
-				return fmt.Errorf("--samples: %w", err)
-			}
-		}
-		v, err := c.PushPlugin(ctx, index, pos[1], wasm, opts)
-		if errors.Is(err, api.ErrGateRunning) { // --activate: the gate runs on
-			_, err = waitGate(ctx, e.stderr, c, index, err)
-		}
-		if err != nil {
-			return err
-		}
-		if *jsonOut {
-			return printJSON(e.stdout, v)
-		}
-		fmt.Fprintf(e.stdout, "pushed %s %s (%s, %s): valid\n", v.Name, v.Digest, v.Kind, humanBytes(v.Size))
-		if activate {
-			fmt.Fprintln(e.stdout, "activated")
-			l, err := c.Plugins(ctx, index)
-			if err != nil || l.Pipeline == nil {
-				return err
-			}
-			return waitBrokers(ctx, e.stdout, c, index, l.Pipeline.Revision, wait)
-		}
-		return nil
-	case "events":
-		evs, err := c.PluginEvents(ctx, index)
-		if err != nil {
-			return err
-		}
-		if *jsonOut {
-			return printJSON(e.stdout, evs)
-		}
-		for _, ev := range evs {
-			fmt.Fprintf(e.stdout, "%s  %s %s %s: %s\n", ev.Time.Local().Format(time.DateTime), ev.Plugin, ev.Version, ev.Event, ev.Reason)
-		}
-		if len(evs) == 0 {
-			fmt.Fprintln(e.stdout, "no events")
-		}
-		return nil
-	case "canary-stats":
-		st, err := c.CanaryStats(ctx, index, pos[1])
-		if err != nil {
-			return err
-		}
-		if *jsonOut {
-			return printJSON(e.stdout, st)
-		}
-		fmt.Fprintf(e.stdout, "interleaving of %s on %s: candidate sha256:%s against live sha256:%s, %s\n", st.Plugin, st.Index, api.ShortDigest(st.Candidate), api.ShortDigest(st.Live), st.State)
-		fmt.Fprintf(e.stdout, "  queries won by the candidate %d, by the live version %d, tied %d (%d clicks credited)\n", st.Wins, st.Losses, st.Ties, st.Clicks)
-		fmt.Fprintf(e.stdout, "  log likelihood ratio %.3f: promote at %.3f, roll back at %.3f (delta %g, alpha %g, beta %g, at most %d queries)\n",
-			st.LLR, st.Upper, st.Lower, st.Test.Delta, st.Test.Alpha, st.Test.Beta, st.Test.MaxQueries)
-		if st.Reason != "" {
-			fmt.Fprintf(e.stdout, "  %s at %s: %s\n", st.State, st.Decided.Local().Format(time.DateTime), st.Reason)
-		}
-		return nil
-	case "shadow-stats":
-		st, err := c.ShadowStats(ctx, index, pos[1])
-		if err != nil {
-			return err
-		}
-		if *jsonOut {
-			return printJSON(e.stdout, st)
-		}
-		fmt.Fprintf(e.stdout, "shadow of %s on %s: %d queries compared\n  overlap@10 %.3f, rank correlation %.3f\n  live %.3f ms, shadow %.3f ms; errors live %d, shadow %d\n",
-			st.Plugin, st.Index, st.Queries, st.OverlapAt10, st.RankCorrelation, st.LiveMS, st.ShadowMS, st.LiveErrors, st.ShadowErrors)
-		if st.Queries == 0 {
-			fmt.Fprintf(e.stdout, "  (brokers publish their tallies every %s: a shadow set up moments ago, or with no searches since, has none yet)\n", broker.ShadowPublishEvery)
-		}
-		return nil
-	case "activate", "rollback", "rm", "canary", "promote", "shadow":
-		var spec *api.PipelineSpec
+		defer nc.Close()
+		index := pos[0]
 		switch op {
-		case "shadow":
-			spec, err = c.ShadowPlugin(ctx, index, pos[1], pos[2], percent)
-		case "canary":
-			if interleave {
-				spec, err = c.InterleavePlugin(ctx, index, pos[1], pos[2], percent, sticky, test)
-			} else {
-				spec, err = c.CanaryPlugin(ctx, index, pos[1], pos[2], percent, sticky)
+		case "push":
+			wasm, err := os.ReadFile(pos[2])
+			if err != nil {
+				return err
 			}
-		case "promote":
-			spec, err = c.PromotePlugin(ctx, index, pos[1], goLive(force, reason)...)
-		case "activate":
-			spec, err = c.ActivatePlugin(ctx, index, pos[1], pos[2], goLive(force, reason)...)
-		case "rollback":
-			spec, err = c.RollbackPipeline(ctx, index)
-		case "rm":
-			spec, err = c.RemovePlugin(ctx, index, pos[1])
+			step := api.StepSpec{Policy: api.Policy(policy), BudgetMS: budget, LatencyBudgetMS: latencyBudget, RerankDepth: depth, Instances: instances}
+			if fields != "" {
+				step.Fields = strings.Split(fields, ",")
+			}
+			if configFile != "" {
+				if step.Config, err = os.ReadFile(configFile); err != nil {
+					return err
+				}
+			}
+			opts := client.PushOptions{Kind: kind, Step: step, Activate: activate}
+			if samplesFile != "" {
+				if opts.Samples, err = loadgen.ReadRequests(samplesFile); err != nil {
+					return fmt.Errorf("--samples: %w", err)
+				}
+			}
+			v, err := c.PushPlugin(ctx, index, pos[1], wasm, opts)
+			if errors.Is(err, api.ErrGateRunning) { // --activate: the gate runs on
+				_, err = waitGate(ctx, e.stderr, c, index, err)
+			}
+			if err != nil {
+				return err
+			}
+			if *jsonOut {
+				return printJSON(e.stdout, v)
+			}
+			fmt.Fprintf(e.stdout, "pushed %s %s (%s, %s): valid\n", v.Name, v.Digest, v.Kind, humanBytes(v.Size))
+			if activate {
+				fmt.Fprintln(e.stdout, "activated")
+				l, err := c.Plugins(ctx, index)
+				if err != nil || l.Pipeline == nil {
+					return err
+				}
+				return waitBrokers(ctx, e.stdout, c, index, l.Pipeline.Revision, wait)
+			}
+			return nil
+		case "events":
+			evs, err := c.PluginEvents(ctx, index)
+			if err != nil {
+				return err
+			}
+			if *jsonOut {
+				return printJSON(e.stdout, evs)
+			}
+			for _, ev := range evs {
+				fmt.Fprintf(e.stdout, "%s  %s %s %s: %s\n", ev.Time.Local().Format(time.DateTime), ev.Plugin, ev.Version, ev.Event, ev.Reason)
+			}
+			if len(evs) == 0 {
+				fmt.Fprintln(e.stdout, "no events")
+			}
+			return nil
+		case "canary-stats":
+			st, err := c.CanaryStats(ctx, index, pos[1])
+			if err != nil {
+				return err
+			}
+			if *jsonOut {
+				return printJSON(e.stdout, st)
+			}
+			fmt.Fprintf(e.stdout, "interleaving of %s on %s: candidate sha256:%s against live sha256:%s, %s\n", st.Plugin, st.Index, api.ShortDigest(st.Candidate), api.ShortDigest(st.Live), st.State)
+			fmt.Fprintf(e.stdout, "  queries won by the candidate %d, by the live version %d, tied %d (%d clicks credited)\n", st.Wins, st.Losses, st.Ties, st.Clicks)
+			fmt.Fprintf(e.stdout, "  log likelihood ratio %.3f: promote at %.3f, roll back at %.3f (delta %g, alpha %g, beta %g, at most %d queries)\n",
+				st.LLR, st.Upper, st.Lower, st.Test.Delta, st.Test.Alpha, st.Test.Beta, st.Test.MaxQueries)
+			if st.Reason != "" {
+				fmt.Fprintf(e.stdout, "  %s at %s: %s\n", st.State, st.Decided.Local().Format(time.DateTime), st.Reason)
+			}
+			return nil
+		case "shadow-stats":
+			st, err := c.ShadowStats(ctx, index, pos[1])
+			if err != nil {
+				return err
+			}
+			if *jsonOut {
+				return printJSON(e.stdout, st)
+			}
+			fmt.Fprintf(e.stdout, "shadow of %s on %s: %d queries compared\n  overlap@10 %.3f, rank correlation %.3f\n  live %.3f ms, shadow %.3f ms; errors live %d, shadow %d\n",
+				st.Plugin, st.Index, st.Queries, st.OverlapAt10, st.RankCorrelation, st.LiveMS, st.ShadowMS, st.LiveErrors, st.ShadowErrors)
+			if st.Queries == 0 {
+				fmt.Fprintf(e.stdout, "  (brokers publish their tallies every %s: a shadow set up moments ago, or with no searches since, has none yet)\n", broker.ShadowPublishEvery)
+			}
+			return nil
+		case "activate", "rollback", "rm", "canary", "promote", "shadow":
+			var spec *api.PipelineSpec
+			switch op {
+			case "shadow":
+				spec, err = c.ShadowPlugin(ctx, index, pos[1], pos[2], percent)
+			case "canary":
+				if interleave {
+					spec, err = c.InterleavePlugin(ctx, index, pos[1], pos[2], percent, sticky, test)
+				} else {
+					spec, err = c.CanaryPlugin(ctx, index, pos[1], pos[2], percent, sticky)
+				}
+			case "promote":
+				spec, err = c.PromotePlugin(ctx, index, pos[1], goLive(force, reason)...)
+			case "activate":
+				spec, err = c.ActivatePlugin(ctx, index, pos[1], pos[2], goLive(force, reason)...)
+			case "rollback":
+				spec, err = c.RollbackPipeline(ctx, index)
+			case "rm":
+				spec, err = c.RemovePlugin(ctx, index, pos[1])
+			}
+			if errors.Is(err, api.ErrGateRunning) {
+				spec, err = waitGate(ctx, e.stderr, c, index, err)
+			}
+			if err != nil {
+				return err
+			}
+			if *jsonOut {
+				if err := printJSON(e.stdout, spec); err != nil {
+					return err
+				}
+				return waitBrokers(ctx, io.Discard, c, index, spec.Revision, wait)
+			}
+			printPipeline(e.stdout, spec)
+			return waitBrokers(ctx, e.stdout, c, index, spec.Revision, wait)
 		}
-		if errors.Is(err, api.ErrGateRunning) {
-			spec, err = waitGate(ctx, e.stderr, c, index, err)
-		}
+		l, err := c.Plugins(ctx, index)
 		if err != nil {
 			return err
 		}
+		if op == "show" {
+			var vs []api.PluginVersion
+			for _, v := range l.Versions {
+				if v.Name == pos[1] {
+					vs = append(vs, v)
+				}
+			}
+			if len(vs) == 0 {
+				return api.NotFound("plugin %s was never pushed to index %q", pos[1], index)
+			}
+			l.Versions = vs
+		}
 		if *jsonOut {
-			if err := printJSON(e.stdout, spec); err != nil {
-				return err
-			}
-			return waitBrokers(ctx, io.Discard, c, index, spec.Revision, wait)
+			return printJSON(e.stdout, l)
 		}
-		printPipeline(e.stdout, spec)
-		return waitBrokers(ctx, e.stdout, c, index, spec.Revision, wait)
-	}
-	l, err := c.Plugins(ctx, index)
-	if err != nil {
-		return err
-	}
-	if op == "show" {
-		var vs []api.PluginVersion
+		tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "PLUGIN\tKIND\tDIGEST\tSIZE\tPUSHED\tVALID")
 		for _, v := range l.Versions {
-			if v.Name == pos[1] {
-				vs = append(vs, v)
+			valid := "yes"
+			if !v.Valid {
+				valid = "no: " + v.Error
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", v.Name, v.Kind, "sha256:"+api.ShortDigest(v.Digest), humanBytes(v.Size), v.Pushed.Local().Format(time.DateTime), valid)
+		}
+		tw.Flush()
+		if op == "show" {
+			for _, v := range l.Versions {
+				if v.Gate != nil {
+					fmt.Fprintf(e.stdout, "\ngate on sha256:%s: %s\n", api.ShortDigest(v.Digest), gateVerdict(v.Gate))
+				}
 			}
 		}
-		if len(vs) == 0 {
-			return api.NotFound("plugin %s was never pushed to index %q", pos[1], index)
+		if g := l.Gate; g != nil && (op == "ls" || g.Plugin == pos[1] || g.Plugin == "pipeline") {
+			fmt.Fprintf(e.stdout, "\n%s\n", gateRunning(g))
 		}
-		l.Versions = vs
+		fmt.Fprintln(e.stdout)
+		printPipeline(e.stdout, l.Pipeline)
+		return nil
 	}
-	if *jsonOut {
-		return printJSON(e.stdout, l)
-	}
-	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "PLUGIN\tKIND\tDIGEST\tSIZE\tPUSHED\tVALID")
-	for _, v := range l.Versions {
-		valid := "yes"
-		if !v.Valid {
-			valid = "no: " + v.Error
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", v.Name, v.Kind, "sha256:"+api.ShortDigest(v.Digest), humanBytes(v.Size), v.Pushed.Local().Format(time.DateTime), valid)
-	}
-	tw.Flush()
-	if op == "show" {
-		for _, v := range l.Versions {
-			if v.Gate != nil {
-				fmt.Fprintf(e.stdout, "\ngate on sha256:%s: %s\n", api.ShortDigest(v.Digest), gateVerdict(v.Gate))
-			}
-		}
-	}
-	if g := l.Gate; g != nil && (op == "ls" || g.Plugin == pos[1] || g.Plugin == "pipeline") {
-		fmt.Fprintf(e.stdout, "\n%s\n", gateRunning(g))
-	}
-	fmt.Fprintln(e.stdout)
-	printPipeline(e.stdout, l.Pipeline)
-	return nil
+	return cmd
 }
 
 // goLive is the client options of --force and --reason.
@@ -435,69 +440,70 @@ func stepDetail(s api.StepSpec) string {
 	return strings.Join(parts, ", ")
 }
 
-func runPipeline(ctx context.Context, e *env, args []string) error {
-	if len(args) == 0 || (args[0] != "show" && args[0] != "set") {
-		fmt.Fprint(e.stderr, "Usage: quarry pipeline show INDEX [--json]\n       quarry pipeline set INDEX FILE.json [--force --reason TEXT]\n\n"+
-			"Shows an index's live plugin pipeline, or replaces it with FILE (api.PipelineSpec JSON:\n"+
-			`{"rewriters": [{"plugin": "...", "digest": "sha256:...", "config": {...}, "budget_ms": 20}], "rankers": [...]}`+").\n"+
-			"Every step must name a validated version pushed to the index; with a relevance gate\n(quarry judgements gate), the pipeline must pass it.\n")
-		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
-			return nil
-		}
-		return errUsage
+func pipelineCmd(e *env, nf *natsFlags) *cobra.Command {
+	return newGroup("pipeline", "show or set an index's plugin pipeline", pipelineAbout,
+		pipelineOpCmd(e, nf, "show"), pipelineOpCmd(e, nf, "set"))
+}
+
+// pipelineAbout is the help of pipeline and pipeline set.
+const pipelineAbout = "Shows an index's live plugin pipeline, or replaces it with FILE (api.PipelineSpec JSON:\n" +
+	`{"rewriters": [{"plugin": "...", "digest": "sha256:...", "config": {...}, "budget_ms": 20}], "rankers": [...]}` + ").\n" +
+	"Every step must name a validated version pushed to the index; with a relevance gate\n(quarry judgements gate), the pipeline must pass it."
+
+// pipelineOpCmd is pipeline show and pipeline set (op).
+func pipelineOpCmd(e *env, nf *natsFlags, op string) *cobra.Command {
+	cmd := newCommand("show INDEX", "show an index's live plugin pipeline, and which revision each broker runs",
+		"Shows an index's live plugin pipeline, and which revision each broker runs.", 1, 1)
+	if op == "set" {
+		cmd = newCommand("set INDEX FILE.json", "replace an index's plugin pipeline with FILE", pipelineAbout, 2, 2)
 	}
-	op := args[0]
-	fs := e.newFlags("pipeline "+op, "INDEX [FILE]", "Shows or replaces an index's plugin pipeline.")
-	var nf natsFlags
-	nf.register(fs, e.getenv)
+	fs := cmd.Flags()
 	jsonOut := fs.Bool("json", false, "print JSON")
 	var force bool
 	var reason string
-	n := 1
 	if op == "set" {
-		n = 2
 		fs.BoolVar(&force, "force", false, "set the pipeline although the index's relevance gate refuses it (needs --reason; recorded as a plugin event)")
 		fs.StringVar(&reason, "reason", "", "why --force: recorded with the event")
 	}
-	pos, err := cmdline.Parse(fs, args[1:], n, n)
-	if err != nil {
-		return err
-	}
-	nc, c, err := nf.connect(ctx)
-	if err != nil {
-		return err
-	}
-	defer nc.Close()
-	var spec *api.PipelineSpec
-	if op == "show" {
-		spec, err = c.Pipeline(ctx, pos[0])
-	} else {
-		var in api.PipelineSpec
-		b, rerr := os.ReadFile(pos[1])
-		if rerr != nil {
-			return rerr
-		}
-		if err := json.Unmarshal(b, &in); err != nil {
-			return api.BadRequest("pipeline file %s: %v", pos[1], err)
-		}
-		spec, err = c.SetPipeline(ctx, pos[0], &in, goLive(force, reason)...)
-		if errors.Is(err, api.ErrGateRunning) {
-			spec, err = waitGate(ctx, e.stderr, c, pos[0], err)
-		}
-	}
-	if err != nil {
-		return err
-	}
-	if *jsonOut {
-		return printJSON(e.stdout, spec)
-	}
-	printPipeline(e.stdout, spec)
-	if op == "show" {
-		status, err := c.BrokerPipelines(ctx, 0)
+	cmd.RunE = func(cmd *cobra.Command, pos []string) error {
+		ctx := cmd.Context()
+		nc, c, err := nf.connect(ctx)
 		if err != nil {
 			return err
 		}
-		printBrokers(e.stdout, pos[0], spec.Revision, status)
+		defer nc.Close()
+		var spec *api.PipelineSpec
+		if op == "show" {
+			spec, err = c.Pipeline(ctx, pos[0])
+		} else {
+			var in api.PipelineSpec
+			b, rerr := os.ReadFile(pos[1])
+			if rerr != nil {
+				return rerr
+			}
+			if err := json.Unmarshal(b, &in); err != nil {
+				return api.BadRequest("pipeline file %s: %v", pos[1], err)
+			}
+			spec, err = c.SetPipeline(ctx, pos[0], &in, goLive(force, reason)...)
+			if errors.Is(err, api.ErrGateRunning) {
+				spec, err = waitGate(ctx, e.stderr, c, pos[0], err)
+			}
+		}
+		if err != nil {
+			return err
+		}
+		if *jsonOut {
+			return printJSON(e.stdout, spec)
+		}
+		printPipeline(e.stdout, spec)
+		if op == "show" {
+			status, err := c.BrokerPipelines(ctx, 0)
+			if err != nil {
+				return err
+			}
+			printBrokers(e.stdout, pos[0], spec.Revision, status)
+		}
+		return nil
 	}
-	return nil
+	return cmd
 }

@@ -1,66 +1,66 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/httpapi"
-	"github.com/quarrysearch/quarry/internal/cmdline"
 )
 
-// runPluginLogs prints a plugin's log lines: the kept ones, then with
+// pluginLogsCmd prints a plugin's log lines: the kept ones, then with
 // --follow every new one until interrupted.
-func runPluginLogs(ctx context.Context, e *env, args []string) error {
-	fs := e.newFlags("plugin logs", "INDEX NAME [--follow] [--version V] [--since D]",
+func pluginLogsCmd(e *env, nf *natsFlags) *cobra.Command {
+	cmd := newCommand("logs INDEX NAME", "print the plugin's log lines (log import, stdout, stderr) with their request ids",
 		"Prints the lines a plugin wrote while brokers ran it (its log import, stdout and stderr),\n"+
 			"oldest first, each with its time, level, version and the request it served. Brokers keep\n"+
 			"the last 1,000 lines per team and plugin for a day, and drop lines over a team's\n"+
-			"--plugin-log-rate (a line says how many were dropped before it).")
-	var nf natsFlags
-	nf.register(fs, e.getenv)
+			"--plugin-log-rate (a line says how many were dropped before it).", 2, 2)
+	fs := cmd.Flags()
 	follow := fs.Bool("follow", false, "then print new lines as they come, until interrupted")
 	version := fs.String("version", "", "only this version's lines (a digest prefix)")
 	since := fs.String("since", "", "only lines since then: a duration back from now (10m) or an RFC 3339 time")
 	limit := fs.Int("limit", 100, fmt.Sprintf("print at most the last N kept lines (1-%d)", api.MaxPluginLogLines))
 	jsonOut := fs.Bool("json", false, "print JSON lines")
-	pos, err := cmdline.Parse(fs, args, 2, 2)
-	if err != nil {
-		return err
-	}
-	if *limit < 1 || *limit > api.MaxPluginLogLines {
-		return api.BadRequest("--limit %d: want 1-%d", *limit, api.MaxPluginLogLines)
-	}
-	req := api.PluginLogsRequest{Version: *version, Limit: *limit}
-	if *since != "" {
-		if req.Since, err = httpapi.ParseSince(*since, time.Now()); err != nil {
-			return fmt.Errorf("--since: %w", err)
+	cmd.RunE = func(cmd *cobra.Command, pos []string) error {
+		ctx := cmd.Context()
+		if *limit < 1 || *limit > api.MaxPluginLogLines {
+			return api.BadRequest("--limit %d: want 1-%d", *limit, api.MaxPluginLogLines)
 		}
-	}
-	nc, c, err := nf.connect(ctx)
-	if err != nil {
-		return err
-	}
-	defer nc.Close()
-	print := func(l api.PluginLogLine) error { return printLogLine(e.stdout, l, *jsonOut) }
-	if !*follow {
-		logs, err := c.PluginLogs(ctx, pos[0], pos[1], req)
+		req := api.PluginLogsRequest{Version: *version, Limit: *limit}
+		var err error
+		if *since != "" {
+			if req.Since, err = httpapi.ParseSince(*since, time.Now()); err != nil {
+				return fmt.Errorf("--since: %w", err)
+			}
+		}
+		nc, c, err := nf.connect(ctx)
 		if err != nil {
 			return err
 		}
-		for _, l := range logs.Lines {
-			print(l)
+		defer nc.Close()
+		print := func(l api.PluginLogLine) error { return printLogLine(e.stdout, l, *jsonOut) }
+		if !*follow {
+			logs, err := c.PluginLogs(ctx, pos[0], pos[1], req)
+			if err != nil {
+				return err
+			}
+			for _, l := range logs.Lines {
+				print(l)
+			}
+			if len(logs.Lines) == 0 {
+				fmt.Fprintf(e.stderr, "no lines kept for plugin %s of team %s (%s) that match\n", logs.Plugin, logs.Team, logs.Subject)
+			}
+			return nil
 		}
-		if len(logs.Lines) == 0 {
-			fmt.Fprintf(e.stderr, "no lines kept for plugin %s of team %s (%s) that match\n", logs.Plugin, logs.Team, logs.Subject)
-		}
-		return nil
+		// Until ctx ends: on Ctrl-C (main).
+		return c.FollowPluginLogs(ctx, pos[0], pos[1], req, print)
 	}
-	// Until ctx ends: on Ctrl-C (main).
-	return c.FollowPluginLogs(ctx, pos[0], pos[1], req, print)
+	return cmd
 }
 
 // printLogLine prints one line: time, level, plugin@version, request id,

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -11,8 +10,9 @@ import (
 	"strings"
 	"text/template"
 
+	"github.com/spf13/cobra"
+
 	"github.com/quarrysearch/quarry/api"
-	"github.com/quarrysearch/quarry/internal/cmdline"
 	"github.com/quarrysearch/quarry/internal/sdkfiles"
 	"github.com/quarrysearch/quarry/internal/subject"
 )
@@ -65,22 +65,22 @@ the source). Inside a Quarry checkout too. --sdk DIR builds against a checkout's
 sdk directory instead, for work on the SDK itself: go.mod or package.json points
 at it, a C plugin copies its header.`
 
-func runPluginNew(_ context.Context, e *env, args []string) error {
-	fs := e.newFlags("plugin new", "NAME --lang go|c|assemblyscript --kind rewriter|ranker", pluginNewAbout)
+func pluginNewCmd(e *env) *cobra.Command {
+	cmd := newCommand("new NAME --lang go|c|assemblyscript --kind rewriter|ranker", "write a plugin folder (plugin, test, build.sh, sample requests) that builds and passes its test", pluginNewAbout, 1, 1)
+	fs := cmd.Flags()
 	lang := fs.String("lang", "", "the plugin's language: go, c or assemblyscript")
 	kind := fs.String("kind", "", "the plugin's hook: rewriter or ranker")
 	dir := fs.String("dir", "", "the folder to write (default ./NAME); it must not exist or be empty")
 	sdk := fs.String("sdk", "", "a Quarry checkout's sdk directory to build against (default: the SDK built into quarry, written into the folder)")
-	pos, err := cmdline.Parse(fs, args, 1, 1)
-	if err != nil {
-		return err
+	cmd.RunE = func(_ *cobra.Command, pos []string) error {
+		out, err := pluginNew(pos[0], *lang, *kind, *dir, *sdk)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stdout, "wrote %s: build with ./build.sh, test with ./test.sh (README.md)\n", out)
+		return nil
 	}
-	out, err := pluginNew(pos[0], *lang, *kind, *dir, *sdk)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(e.stdout, "wrote %s: build with ./build.sh, test with ./test.sh (README.md)\n", out)
-	return nil
+	return cmd
 }
 
 // pluginNew checks its input and writes the plugin folder, with the SDK

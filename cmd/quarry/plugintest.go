@@ -10,9 +10,10 @@ import (
 	"os"
 	"strings"
 
+	"github.com/spf13/cobra"
+
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/client"
-	"github.com/quarrysearch/quarry/internal/cmdline"
 	"github.com/quarrysearch/quarry/internal/loadgen"
 	"github.com/quarrysearch/quarry/internal/rankcmp"
 )
@@ -33,118 +34,117 @@ type replayResult struct {
 	LiveError string `json:"live_error,omitempty"`
 }
 
-// runPluginTest pushes a candidate version (validated, not activated) and
+// pluginTestCmd pushes a candidate version (validated, not activated) and
 // replays recorded queries on the live pipeline and on the same pipeline
 // with the candidate in place of the live version, printing the diff.
 // Plugins are deterministic, so a replay gives the same answer every time.
-func runPluginTest(ctx context.Context, e *env, args []string) error {
-	fs := e.newFlags("plugin test", "INDEX NAME FILE.wasm --queries FILE.ndjson",
+func pluginTestCmd(e *env, nf *natsFlags) *cobra.Command {
+	cmd := newCommand("test INDEX NAME FILE.wasm --queries FILE.ndjson", "replay recorded queries on the live version and on FILE.wasm; print the diff",
 		"Replays recorded queries (one search request JSON a line, or plain text) on the live\n"+
 			"pipeline and with FILE.wasm in place of the live NAME, and prints the difference per\n"+
-			"query and in sum. The candidate is pushed and validated but not activated.")
-	var nf natsFlags
-	nf.register(fs, e.getenv)
+			"query and in sum. The candidate is pushed and validated but not activated.", 3, 3)
+	fs := cmd.Flags()
 	queries := fs.String("queries", "", "recorded queries, NDJSON (- for stdin)")
 	kind := fs.String("kind", "", "rewriter or ranker (default: the live plugin's)")
 	configFile := fs.String("config", "", "the candidate's configuration (default: none)")
 	jsonOut := fs.Bool("json", false, "print JSON lines")
-	pos, err := cmdline.Parse(fs, args, 3, 3)
-	if err != nil {
-		return err
-	}
-	if *queries == "" {
-		return api.BadRequest("--queries is required")
-	}
-	wasm, err := os.ReadFile(pos[2])
-	if err != nil {
-		return err
-	}
-	nc, c, err := nf.connect(ctx)
-	if err != nil {
-		return err
-	}
-	defer nc.Close()
-	index, name := pos[0], pos[1]
-	v, err := pushCandidate(ctx, c, index, name, wasm, candidate{kind: *kind, configFile: *configFile})
-	if err != nil {
-		return err
-	}
-	in := io.Reader(e.stdin)
-	if *queries != "-" {
-		f, err := os.Open(*queries)
+	cmd.RunE = func(cmd *cobra.Command, pos []string) error {
+		ctx := cmd.Context()
+		if *queries == "" {
+			return api.BadRequest("--queries is required")
+		}
+		wasm, err := os.ReadFile(pos[2])
 		if err != nil {
 			return err
 		}
-		defer f.Close()
-		in = f
-	}
-	sc := bufio.NewScanner(in)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	enc := json.NewEncoder(e.stdout)
-	var n, same, failed, liveFailed int
-	var overlap float64
-	line := 0
-	for sc.Scan() {
-		line++
-		raw := bytes.TrimSpace(sc.Bytes())
-		if len(raw) == 0 {
-			continue
-		}
-		req, err := loadgen.ParseRequestLine(raw, line)
+		nc, c, err := nf.connect(ctx)
 		if err != nil {
 			return err
 		}
-		req.Profile = false
-		res, _, _ := replay(ctx, c, index, req, line, &api.Variant{Plugin: name, Digest: v.Digest})
-		switch {
-		case res.LiveError != "":
-			liveFailed++
-		case res.Error != "":
-			failed++
-		default:
-			n++
-			overlap += res.OverlapAt10
-			if res.Same {
-				same++
+		defer nc.Close()
+		index, name := pos[0], pos[1]
+		v, err := pushCandidate(ctx, c, index, name, wasm, candidate{kind: *kind, configFile: *configFile})
+		if err != nil {
+			return err
+		}
+		in := io.Reader(e.stdin)
+		if *queries != "-" {
+			f, err := os.Open(*queries)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			in = f
+		}
+		sc := bufio.NewScanner(in)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		enc := json.NewEncoder(e.stdout)
+		var n, same, failed, liveFailed int
+		var overlap float64
+		line := 0
+		for sc.Scan() {
+			line++
+			raw := bytes.TrimSpace(sc.Bytes())
+			if len(raw) == 0 {
+				continue
+			}
+			req, err := loadgen.ParseRequestLine(raw, line)
+			if err != nil {
+				return err
+			}
+			req.Profile = false
+			res, _, _ := replay(ctx, c, index, req, line, &api.Variant{Plugin: name, Digest: v.Digest})
+			switch {
+			case res.LiveError != "":
+				liveFailed++
+			case res.Error != "":
+				failed++
+			default:
+				n++
+				overlap += res.OverlapAt10
+				if res.Same {
+					same++
+				}
+			}
+			if *jsonOut {
+				enc.Encode(res)
+				continue
+			}
+			switch {
+			case res.LiveError != "":
+				fmt.Fprintf(e.stdout, "%4d  %-30.30q  fails on the live pipeline already (not counted): %s\n", line, res.Q, res.LiveError)
+			case res.Error != "":
+				fmt.Fprintf(e.stdout, "%4d  %-30.30q  error: %s\n", line, res.Q, res.Error)
+			case res.Same:
+				fmt.Fprintf(e.stdout, "%4d  %-30.30q  same\n", line, res.Q)
+			default:
+				fmt.Fprintf(e.stdout, "%4d  %-30.30q  overlap@10 %.2f  live %v → candidate %v\n", line, res.Q, res.OverlapAt10, head(res.Live, 3), head(res.Candidate, 3))
 			}
 		}
+		if err := sc.Err(); err != nil {
+			return err
+		}
+		mean := 0.0
+		if n > 0 {
+			mean = overlap / float64(n)
+		}
 		if *jsonOut {
-			enc.Encode(res)
-			continue
+			enc.Encode(map[string]any{"queries": n, "same": same, "changed": n - same, "failed": failed, "failed_on_live": liveFailed, "mean_overlap_at_10": mean, "candidate": v.Digest})
+		} else {
+			fmt.Fprintf(e.stdout, "\n%d queries: %d the same, %d changed, %d failed; mean overlap@10 %.3f (candidate %s)\n", n, same, n-same, failed, mean, v.Digest)
+			if liveFailed > 0 {
+				fmt.Fprintf(e.stdout, "%d more fail on the live pipeline already: not the candidate's failures, not counted\n", liveFailed)
+			}
+			if n > 0 && same == n && v.Digest != liveDigest(ctx, c, index, name) {
+				fmt.Fprintf(e.stdout, "note: the candidate changed nothing on any query: is %s a version of %s that should differ? (a module of another plugin pushed under this name is accepted if it handles the %s hook)\n", pos[2], name, v.Kind)
+			}
 		}
-		switch {
-		case res.LiveError != "":
-			fmt.Fprintf(e.stdout, "%4d  %-30.30q  fails on the live pipeline already (not counted): %s\n", line, res.Q, res.LiveError)
-		case res.Error != "":
-			fmt.Fprintf(e.stdout, "%4d  %-30.30q  error: %s\n", line, res.Q, res.Error)
-		case res.Same:
-			fmt.Fprintf(e.stdout, "%4d  %-30.30q  same\n", line, res.Q)
-		default:
-			fmt.Fprintf(e.stdout, "%4d  %-30.30q  overlap@10 %.2f  live %v → candidate %v\n", line, res.Q, res.OverlapAt10, head(res.Live, 3), head(res.Candidate, 3))
+		if failed > 0 {
+			return fmt.Errorf("%d of %d queries failed", failed, n+failed)
 		}
+		return nil
 	}
-	if err := sc.Err(); err != nil {
-		return err
-	}
-	mean := 0.0
-	if n > 0 {
-		mean = overlap / float64(n)
-	}
-	if *jsonOut {
-		enc.Encode(map[string]any{"queries": n, "same": same, "changed": n - same, "failed": failed, "failed_on_live": liveFailed, "mean_overlap_at_10": mean, "candidate": v.Digest})
-	} else {
-		fmt.Fprintf(e.stdout, "\n%d queries: %d the same, %d changed, %d failed; mean overlap@10 %.3f (candidate %s)\n", n, same, n-same, failed, mean, v.Digest)
-		if liveFailed > 0 {
-			fmt.Fprintf(e.stdout, "%d more fail on the live pipeline already: not the candidate's failures, not counted\n", liveFailed)
-		}
-		if n > 0 && same == n && v.Digest != liveDigest(ctx, c, index, name) {
-			fmt.Fprintf(e.stdout, "note: the candidate changed nothing on any query: is %s a version of %s that should differ? (a module of another plugin pushed under this name is accepted if it handles the %s hook)\n", pos[2], name, v.Kind)
-		}
-	}
-	if failed > 0 {
-		return fmt.Errorf("%d of %d queries failed", failed, n+failed)
-	}
-	return nil
+	return cmd
 }
 
 // candidate says how pushCandidate pushes a candidate version. The zero
@@ -255,37 +255,31 @@ func replay(ctx context.Context, c *client.Client, index string, req api.SearchR
 
 func head(s []string, n int) []string { return s[:min(n, len(s))] }
 
-func runQueries(ctx context.Context, e *env, args []string) error {
-	if len(args) == 0 || args[0] != "export" {
-		fmt.Fprint(e.stderr, "Usage: quarry queries export INDEX [--limit N] > queries.ndjson\n\n"+
-			"Prints the search requests brokers recorded for an index (brokers record with\n"+
-			"--record-queries PERCENT), one JSON object a line: input for quarry plugin test.\n")
-		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
-			return nil
+func queriesCmd(e *env, nf *natsFlags) *cobra.Command {
+	export := newCommand("export INDEX", "print an index's recorded search requests as NDJSON",
+		"Prints the search requests brokers recorded for an index (brokers record with\n"+
+			"--record-queries PERCENT), one JSON object a line: input for quarry plugin test.\n\n"+
+			"  quarry queries export INDEX [--limit N] > queries.ndjson", 1, 1)
+	limit := export.Flags().Int("limit", 0, "at most this many (default: all)")
+	export.RunE = func(cmd *cobra.Command, pos []string) error {
+		ctx := cmd.Context()
+		nc, c, err := nf.connect(ctx)
+		if err != nil {
+			return err
 		}
-		return errUsage
-	}
-	fs := e.newFlags("queries export", "INDEX", "Prints recorded search requests as NDJSON.")
-	var nf natsFlags
-	nf.register(fs, e.getenv)
-	limit := fs.Int("limit", 0, "at most this many (default: all)")
-	pos, err := cmdline.Parse(fs, args[1:], 1, 1)
-	if err != nil {
+		defer nc.Close()
+		qs, err := c.RecordedQueries(ctx, pos[0], *limit)
+		for _, q := range qs {
+			e.stdout.Write(append(bytes.TrimSpace(q), '\n'))
+		}
+		if err == nil && len(qs) == 0 {
+			// Nothing to export is not a success for a pipeline that feeds
+			// plugin test: say why it may be.
+			return fmt.Errorf("no recorded queries for %q: brokers record a share of searches only when started with --record-queries PERCENT (quarry serve --record-queries 10)", pos[0])
+		}
 		return err
 	}
-	nc, c, err := nf.connect(ctx)
-	if err != nil {
-		return err
-	}
-	defer nc.Close()
-	qs, err := c.RecordedQueries(ctx, pos[0], *limit)
-	for _, q := range qs {
-		e.stdout.Write(append(bytes.TrimSpace(q), '\n'))
-	}
-	if err == nil && len(qs) == 0 {
-		// Nothing to export is not a success for a pipeline that feeds
-		// plugin test: say why it may be.
-		return fmt.Errorf("no recorded queries for %q: brokers record a share of searches only when started with --record-queries PERCENT (quarry serve --record-queries 10)", pos[0])
-	}
-	return err
+	return newGroup("queries", "export recorded search requests (for plugin test replays)",
+		"Search requests the brokers recorded (quarry serve or broker --record-queries\n"+
+			"PERCENT), to replay on a candidate plugin (quarry plugin test, quarry dev).", export)
 }

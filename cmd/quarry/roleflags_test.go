@@ -1,10 +1,11 @@
 package main
 
 import (
-	"flag"
 	"io"
 	"reflect"
 	"testing"
+
+	"github.com/spf13/pflag"
 
 	"github.com/quarrysearch/quarry/broker"
 	"github.com/quarrysearch/quarry/indexer"
@@ -18,7 +19,7 @@ import (
 func TestRoleFlagDefaults(t *testing.T) {
 	t.Parallel()
 	var rf roleFlags
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	rf.registerIndexer(fs)
 	rf.registerSearcher(fs)
@@ -59,7 +60,7 @@ func TestRoleFlagDefaults(t *testing.T) {
 		{"gate-timeout", registry.DefaultGateTimeout},
 		{"gate-wait", registry.DefaultGateWait},
 	} {
-		got := fs.Lookup(f.name).Value.(flag.Getter).Get()
+		got := flagValue(fs, f.name)
 		if got != f.want {
 			t.Errorf("--%s defaults to %v, the library to %v", f.name, got, f.want)
 		}
@@ -84,4 +85,27 @@ func TestRoleFlagDefaults(t *testing.T) {
 	if !reflect.DeepEqual(ix, lix) {
 		t.Errorf("indexer config from the flags:\n%+v\nthe library's defaults:\n%+v", ix, lix)
 	}
+}
+
+// flagValue is the value of fs's flag name as its Go type (a size flag's
+// as an int64).
+func flagValue(fs *pflag.FlagSet, name string) any {
+	var v any
+	var err error
+	switch fs.Lookup(name).Value.Type() {
+	case "duration":
+		v, err = fs.GetDuration(name)
+	case "int":
+		v, err = fs.GetInt(name)
+	case "uint":
+		v, err = fs.GetUint(name)
+	case "float64":
+		v, err = fs.GetFloat64(name)
+	default:
+		v = fs.Lookup(name).Value.(interface{ Get() any }).Get()
+	}
+	if err != nil {
+		return err
+	}
+	return v
 }

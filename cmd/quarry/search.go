@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -11,42 +10,40 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/spf13/cobra"
+
 	"github.com/quarrysearch/quarry/api"
-	"github.com/quarrysearch/quarry/internal/cmdline"
 )
 
-func runGet(ctx context.Context, e *env, args []string) error {
-	fs := e.newFlags("get", "INDEX ID", "Prints one document, exactly as it was written (the latest version).\n"+
+func getCmd(e *env, nf *natsFlags) *cobra.Command {
+	cmd := newCommand("get INDEX ID", "print one document by id, as stored", "Prints one document, exactly as it was written (the latest version).\n"+
 		"It is read from the JetStream stream, the source of truth, so it is\n"+
 		"there as soon as a put is acknowledged, and no searcher needs to run.\n"+
-		"An unknown index or id, or a deleted document, exits with status 2.")
-	var nf natsFlags
-	nf.register(fs, e.getenv)
-	jsonOut := fs.Bool("json", false, "print the document with its index, id, stream sequence and store time as JSON")
-	pos, err := cmdline.Parse(fs, args, 2, 2)
-	if err != nil {
+		"An unknown index or id, or a deleted document, exits with status 2.", 2, 2)
+	jsonOut := cmd.Flags().Bool("json", false, "print the document with its index, id, stream sequence and store time as JSON")
+	cmd.RunE = func(cmd *cobra.Command, pos []string) error {
+		ctx := cmd.Context()
+		nc, c, err := nf.connect(ctx)
+		if err != nil {
+			return err
+		}
+		defer nc.Close()
+		doc, err := c.Get(ctx, pos[0], pos[1])
+		if err != nil {
+			return err
+		}
+		if *jsonOut {
+			return printJSON(e.stdout, doc)
+		}
+		_, err = e.stdout.Write(append(bytes.TrimRight(doc.Source, "\r\n"), '\n'))
 		return err
 	}
-	nc, c, err := nf.connect(ctx)
-	if err != nil {
-		return err
-	}
-	defer nc.Close()
-	doc, err := c.Get(ctx, pos[0], pos[1])
-	if err != nil {
-		return err
-	}
-	if *jsonOut {
-		return printJSON(e.stdout, doc)
-	}
-	_, err = e.stdout.Write(append(bytes.TrimRight(doc.Source, "\r\n"), '\n'))
-	return err
+	return cmd
 }
 
-func runSearch(ctx context.Context, e *env, args []string) error {
-	fs := e.newFlags("search", "INDEX [TEXT]", "Searches an index through the brokers and prints the top hits.\nTEXT is matched against the index's default field; --query takes a bleve\nquery in JSON instead.")
-	var nf natsFlags
-	nf.register(fs, e.getenv)
+func searchCmd(e *env, nf *natsFlags) *cobra.Command {
+	cmd := newCommand("search INDEX [TEXT]", "search an index", "Searches an index through the brokers and prints the top hits.\nTEXT is matched against the index's default field; --query takes a bleve\nquery in JSON instead.", 1, 2)
+	fs := cmd.Flags()
 	size := fs.Int("size", 10, "hits to return (0: none, only the total, facets and --suggest's suggestions)")
 	from := fs.Int("from", 0, "hits to skip")
 	fields := fs.String("fields", "*", "stored fields to return, comma-separated (* for all, empty for none)")
@@ -64,85 +61,85 @@ func runSearch(ctx context.Context, e *env, args []string) error {
 	highlight := fs.String("highlight", "", "stored text fields to highlight, comma-separated: each hit's best fragment of each, the query's terms in [brackets] (--json: <mark>, HTML-escaped)")
 	profile := fs.Bool("profile", false, "show the plan and per-stage timings")
 	jsonOut := fs.Bool("json", false, "print the raw JSON response")
-	pos, err := cmdline.Parse(fs, args, 1, 2)
-	if err != nil {
-		return err
-	}
-	req := api.SearchRequest{Size: *size, From: *from, Profile: *profile}
-	if len(pos) == 2 {
-		req.Q = pos[1]
-	}
-	if *fields != "" {
-		req.Fields = strings.Split(*fields, ",")
-	}
-	if *sortBy != "" {
-		req.Sort = strings.Split(*sortBy, ",")
-	}
-	req.SearchAfter = *after
-	if *pit != "" || *pitID != "" {
-		req.PIT = &api.PITRequest{ID: *pitID, KeepAlive: *pit, Close: *pitClose}
-	} else if *pitClose {
-		return api.BadRequest("--pit-close goes with --pit-id NAME")
-	}
-	for _, o := range []struct {
-		flag string
-		v    *string
-		dst  **bool
-	}{{"typos", typos, &req.Typos}, {"prefix", prefix, &req.Prefix}} {
-		switch *o.v {
-		case "":
-		case "on", "off":
-			*o.dst = new(*o.v == "on")
-		default:
-			return api.BadRequest("--%s %q: want on or off", o.flag, *o.v)
+	cmd.RunE = func(cmd *cobra.Command, pos []string) error {
+		ctx := cmd.Context()
+		req := api.SearchRequest{Size: *size, From: *from, Profile: *profile}
+		if len(pos) == 2 {
+			req.Q = pos[1]
 		}
-	}
-	if *suggest != "" {
-		req.Suggest = &api.SuggestRequest{Field: *suggest, Typos: *suggestTypos}
-	} else if *suggestTypos {
-		return api.BadRequest("--suggest-typos goes with --suggest FIELD")
-	}
-	if *size == 0 {
-		req.Size = api.NoHits
-	}
-	if *highlight != "" {
-		req.Highlight = &api.HighlightRequest{Fields: strings.Split(*highlight, ",")}
-		if !*jsonOut { // for a terminal: plain text, terms bracketed
-			req.Highlight.PreTag, req.Highlight.PostTag, req.Highlight.Encoder = "[", "]", api.EncoderNone
+		if *fields != "" {
+			req.Fields = strings.Split(*fields, ",")
 		}
-	}
-	if *queryJSON != "" {
-		if !json.Valid([]byte(*queryJSON)) {
-			return api.BadRequest("--query is not valid JSON")
+		if *sortBy != "" {
+			req.Sort = strings.Split(*sortBy, ",")
 		}
-		req.Query = json.RawMessage(*queryJSON)
-	}
-	if *filterJSON != "" {
-		if !json.Valid([]byte(*filterJSON)) {
-			return api.BadRequest("--filter is not valid JSON")
+		req.SearchAfter = *after
+		if *pit != "" || *pitID != "" {
+			req.PIT = &api.PITRequest{ID: *pitID, KeepAlive: *pit, Close: *pitClose}
+		} else if *pitClose {
+			return api.BadRequest("--pit-close goes with --pit-id NAME")
 		}
-		req.Filter = json.RawMessage(*filterJSON)
+		for _, o := range []struct {
+			flag string
+			v    *string
+			dst  **bool
+		}{{"typos", typos, &req.Typos}, {"prefix", prefix, &req.Prefix}} {
+			switch *o.v {
+			case "":
+			case "on", "off":
+				*o.dst = new(*o.v == "on")
+			default:
+				return api.BadRequest("--%s %q: want on or off", o.flag, *o.v)
+			}
+		}
+		if *suggest != "" {
+			req.Suggest = &api.SuggestRequest{Field: *suggest, Typos: *suggestTypos}
+		} else if *suggestTypos {
+			return api.BadRequest("--suggest-typos goes with --suggest FIELD")
+		}
+		if *size == 0 {
+			req.Size = api.NoHits
+		}
+		if *highlight != "" {
+			req.Highlight = &api.HighlightRequest{Fields: strings.Split(*highlight, ",")}
+			if !*jsonOut { // for a terminal: plain text, terms bracketed
+				req.Highlight.PreTag, req.Highlight.PostTag, req.Highlight.Encoder = "[", "]", api.EncoderNone
+			}
+		}
+		if *queryJSON != "" {
+			if !json.Valid([]byte(*queryJSON)) {
+				return api.BadRequest("--query is not valid JSON")
+			}
+			req.Query = json.RawMessage(*queryJSON)
+		}
+		if *filterJSON != "" {
+			if !json.Valid([]byte(*filterJSON)) {
+				return api.BadRequest("--filter is not valid JSON")
+			}
+			req.Filter = json.RawMessage(*filterJSON)
+		}
+		nc, c, err := nf.connect(ctx)
+		if err != nil {
+			return err
+		}
+		defer nc.Close()
+		body, _ := json.Marshal(req)
+		raw, err := c.SearchRaw(ctx, pos[0], body)
+		if err != nil {
+			return err
+		}
+		if *jsonOut {
+			_, err := e.stdout.Write(append(raw, '\n'))
+			return err
+		}
+		var resp api.SearchResponse
+		if err := json.Unmarshal(raw, &resp); err != nil {
+			return err
+		}
+		printHits(e.stdout, &resp, req.From, req.Fields)
+		return nil
 	}
-	nc, c, err := nf.connect(ctx)
-	if err != nil {
-		return err
-	}
-	defer nc.Close()
-	body, _ := json.Marshal(req)
-	raw, err := c.SearchRaw(ctx, pos[0], body)
-	if err != nil {
-		return err
-	}
-	if *jsonOut {
-		_, err := e.stdout.Write(append(raw, '\n'))
-		return err
-	}
-	var resp api.SearchResponse
-	if err := json.Unmarshal(raw, &resp); err != nil {
-		return err
-	}
-	printHits(e.stdout, &resp, req.From, req.Fields)
-	return nil
+	return cmd
 }
 
 // printHits prints a readable result list: rank, score, id and a name or

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"log/slog"
 	"net"
@@ -16,6 +15,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/broker"
@@ -90,18 +91,23 @@ type roleFlags struct {
 }
 
 // registerWrites adds the flags pacing how replicas apply updates (the
-// indexer's and the searcher's alike; registered once per command).
-func (f *roleFlags) registerWrites(fs *flag.FlagSet) { cmdline.RegisterWrites(fs, &f.writes) }
+// indexer's and the searcher's alike; registered once per command: a
+// second call does nothing).
+func (f *roleFlags) registerWrites(fs *pflag.FlagSet) {
+	if fs.Lookup("apply-interval") == nil {
+		cmdline.RegisterWrites(fs, &f.writes)
+	}
+}
 
 // registerDrain adds the shutdown flag every long-running command takes.
 // One flag serves the broker and the searcher, whose defaults
 // (broker.Defaults.DrainTimeout, searcher.Defaults.DrainTimeout) are the
 // same (TestRoleFlagDefaults).
-func (f *roleFlags) registerDrain(fs *flag.FlagSet) {
+func (f *roleFlags) registerDrain(fs *pflag.FlagSet) {
 	fs.DurationVar(&f.drainTimeout, "drain-timeout", broker.Defaults.DrainTimeout, "on SIGTERM, how long brokers and searchers keep answering the requests they took after leaving their queue groups")
 }
 
-func (f *roleFlags) registerIndexer(fs *flag.FlagSet) {
+func (f *roleFlags) registerIndexer(fs *pflag.FlagSet) {
 	fs.DurationVar(&f.snapshotInterval, "snapshot-interval", indexer.Defaults.SnapshotInterval, "how often an index that changed is snapshotted (0 or negative: only after bulk ingests)")
 	fs.IntVar(&f.maxBatch, "max-batch", indexer.Defaults.MaxBatch, "most documents applied to a shard in one bleve batch")
 	fs.BoolVar(&f.noSnapshotMerge, "no-snapshot-merge", false, "publish the snapshot a bulk load ends with as its segments are, without merging each shard's into one first (searches visit every segment)")
@@ -109,7 +115,7 @@ func (f *roleFlags) registerIndexer(fs *flag.FlagSet) {
 	f.registerWrites(fs)
 }
 
-func (f *roleFlags) registerSearcher(fs *flag.FlagSet) {
+func (f *roleFlags) registerSearcher(fs *pflag.FlagSet) {
 	fs.IntVar(&f.workers, "workers", 0, "shard requests run at once (default 2×GOMAXPROCS)")
 	fs.IntVar(&f.maxPITs, "max-points-in-time", searcher.Defaults.MaxPITs, "most points in time (search cursors' snapshots, a search's \"pit\") each shard's replica holds at once; over it, opening one is refused as overloaded")
 	fs.DurationVar(&f.slowShard, "slow-shard", searcher.Defaults.SlowRequest, "log shard requests slower than this (queue wait included) at warn level, with the request id (negative: never)")
@@ -124,7 +130,7 @@ func (f *roleFlags) registerSearcher(fs *flag.FlagSet) {
 	f.registerWrites(fs)
 }
 
-func (f *roleFlags) registerBroker(fs *flag.FlagSet) {
+func (f *roleFlags) registerBroker(fs *pflag.FlagSet) {
 	fs.DurationVar(&f.defaultTimeout, "search-timeout", broker.Defaults.DefaultTimeout, "deadline of a search that gives no timeout_ms")
 	fs.IntVar(&f.maxInFlight, "max-in-flight", broker.Defaults.MaxInFlight, "searches served at once; more are refused at once with 429 (overloaded)")
 	fs.IntVar(&f.teamInFlight, "team-max-in-flight", 0, "searches of one team served at once, unless its limits say otherwise (quarry team set); default --max-in-flight/4")
@@ -219,8 +225,9 @@ func (f *roleFlags) broker() *broker.Config {
 		DrainTimeout: f.drainTimeout, SlowQuery: f.slowQuery, TeamMaxSearchMemory: int64(f.teamMemory), MaxResponseBytes: int(f.maxResponse), MaxExplain: f.maxExplain, ShardDepth: f.shardDepth}
 }
 
-func runServe(ctx context.Context, e *env, args []string) error {
-	fs := e.newFlags("serve", "", "Runs an embedded NATS server with JetStream and every Quarry role (indexer,\nsearcher, broker, HTTP API) in one process. With --demo it also creates the\n`menu` index (4 shards) from the bundled sample catalogue.")
+func serveCmd(e *env) *cobra.Command {
+	cmd := local(newCommand("serve", "run every role in one process on an embedded NATS server", "Runs an embedded NATS server with JetStream and every Quarry role (indexer,\nsearcher, broker, HTTP API) in one process. With --demo it also creates the\n`menu` index (4 shards) from the bundled sample catalogue.", 0, 0))
+	fs := cmd.Flags()
 	data := fs.String("data", defaultDataDir(e.getenv, "serve"), "directory for JetStream and shard data, locked while in use (env QUARRY_DATA)")
 	natsHost := fs.String("nats-host", "127.0.0.1", "address the embedded NATS server listens on")
 	natsPort := fs.Int("nats-port", 4222, "port the embedded NATS server listens on (-1: any free port)")
@@ -237,7 +244,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	mf := addMetricsFlags(fs)
 	demo := fs.Bool("demo", false, "create and load the demo index \"menu\" (20,000 catalogue items, 4 shards, the spelling → synonyms → georank pipeline) if it does not exist, or finish loading it if a run was stopped while loading it")
 	var pipelines pipelineFlag
-	fs.Var(&pipelines, "pipeline", "INDEX=FILE: run the index through the plugin pipeline in FILE (repeatable)")
+	fs.Var(&pipelines, "pipeline", "run the index INDEX through the plugin pipeline in FILE (repeatable)")
 	var rf roleFlags
 	rf.registerIndexer(fs)
 	rf.registerSearcher(fs)
@@ -246,69 +253,70 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	rf.registerDrain(fs)
 	var rt cmdline.Runtime
 	rt.Register(fs)
-	if _, err := cmdline.Parse(fs, args, 0, 0); err != nil {
-		return err
-	}
-	log, err := e.logger(&rt)
-	if err != nil {
-		return err
-	}
-	stopTracing, err := rt.Tracing(ctx, "quarry-serve")
-	if err != nil {
-		return err
-	}
-	defer stopTracing()
-	if err := pipelines.check(); err != nil {
-		return err
-	}
-	startCtx, cancel := context.WithTimeout(ctx, 5*time.Minute)
-	defer cancel()
-	var natsOpts []nats.Option
-	if *natsUser != "" {
-		natsOpts = append(natsOpts, nats.UserInfo(*natsUser, *natsPassword))
-	}
-	cfg := node.Config{
-		HTTPAuth: hf.required(*httpAddr),
-		DataDir:  *data, NATSHost: *natsHost, NATSPort: *natsPort, NATSConfigFile: *natsConfig, NATSSync: time.Duration(natsSync), NATSOptions: natsOpts, HTTPAddr: *httpAddr,
-		MetricsAddr: *mf.addr, Profiling: *mf.pprof, Indexer: rf.indexer(), Searcher: rf.searcher(), Broker: rf.broker(), SeparateReplicas: rf.separateReplicas, Logger: log,
-	}
-	if err := rf.pluginLimits(&cfg); err != nil {
-		return err
-	}
-	if err := df.apply(&cfg); err != nil {
-		return err
-	}
-	n, err := node.Start(startCtx, cfg)
-	if err != nil {
-		return df.explain(err)
-	}
-	defer n.Close()
-	// Not ready (GET /readyz) until the demo and the pipeline files are
-	// in place: traffic would find an empty index.
-	release := n.Hold("loading the demo index and pipeline files")
-	if err := n.WaitReady(startCtx); err != nil {
-		return err
-	}
-	if *demo {
-		if err := loadDemo(startCtx, n, log); err != nil {
-			if ctx.Err() != nil {
-				return fmt.Errorf("interrupted while loading the demo index; `quarry serve --demo` again finishes it")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		ctx := cmd.Context()
+		log, err := e.logger(&rt)
+		if err != nil {
+			return err
+		}
+		stopTracing, err := rt.Tracing(ctx, "quarry-serve")
+		if err != nil {
+			return err
+		}
+		defer stopTracing()
+		if err := pipelines.check(); err != nil {
+			return err
+		}
+		startCtx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+		defer cancel()
+		var natsOpts []nats.Option
+		if *natsUser != "" {
+			natsOpts = append(natsOpts, nats.UserInfo(*natsUser, *natsPassword))
+		}
+		cfg := node.Config{
+			HTTPAuth: hf.required(*httpAddr),
+			DataDir:  *data, NATSHost: *natsHost, NATSPort: *natsPort, NATSConfigFile: *natsConfig, NATSSync: time.Duration(natsSync), NATSOptions: natsOpts, HTTPAddr: *httpAddr,
+			MetricsAddr: *mf.addr, Profiling: *mf.pprof, Indexer: rf.indexer(), Searcher: rf.searcher(), Broker: rf.broker(), SeparateReplicas: rf.separateReplicas, Logger: log,
+		}
+		if err := rf.pluginLimits(&cfg); err != nil {
+			return err
+		}
+		if err := df.apply(&cfg); err != nil {
+			return err
+		}
+		n, err := node.Start(startCtx, cfg)
+		if err != nil {
+			return df.explain(err)
+		}
+		defer n.Close()
+		// Not ready (GET /readyz) until the demo and the pipeline files are
+		// in place: traffic would find an empty index.
+		release := n.Hold("loading the demo index and pipeline files")
+		if err := n.WaitReady(startCtx); err != nil {
+			return err
+		}
+		if *demo {
+			if err := loadDemo(startCtx, n, log); err != nil {
+				if ctx.Err() != nil {
+					return fmt.Errorf("interrupted while loading the demo index; `quarry serve --demo` again finishes it")
+				}
+				return fmt.Errorf("loading the demo index: %w", err)
 			}
-			return fmt.Errorf("loading the demo index: %w", err)
+		}
+		if err := pipelines.apply(startCtx, n); err != nil {
+			return err
+		}
+		release()
+		log.Info("quarry is serving", "nats", n.NATSURL(), "http", n.HTTPAddr, "metrics", n.MetricsAddr, "data", *data)
+		select {
+		case <-ctx.Done():
+			log.Info("shutting down")
+			return nil
+		case err := <-n.Errors():
+			return err
 		}
 	}
-	if err := pipelines.apply(startCtx, n); err != nil {
-		return err
-	}
-	release()
-	log.Info("quarry is serving", "nats", n.NATSURL(), "http", n.HTTPAddr, "metrics", n.MetricsAddr, "data", *data)
-	select {
-	case <-ctx.Done():
-		log.Info("shutting down")
-		return nil
-	case err := <-n.Errors():
-		return err
-	}
+	return cmd
 }
 
 // logger applies rt's process knobs (cmdline.Runtime.Apply, which also
@@ -334,7 +342,7 @@ type httpAuthFlags struct {
 	auth, insecure bool
 }
 
-func (f *httpAuthFlags) register(fs *flag.FlagSet) {
+func (f *httpAuthFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.auth, "http-auth", false, "the HTTP API asks for a token (quarry token create) on every request and keeps each team to its own indexes; on by default when --http listens beyond loopback")
 	fs.BoolVar(&f.insecure, "insecure-http", false, "serve the HTTP API without tokens even when --http listens beyond loopback: anyone who reaches it may do anything")
 }
@@ -397,6 +405,8 @@ func (s *syncFlag) String() string {
 	return ""
 }
 
+func (s *syncFlag) Type() string { return "always|interval" }
+
 func (s *syncFlag) Set(v string) error {
 	d, err := embednats.ParseSync(v)
 	if err != nil {
@@ -409,7 +419,14 @@ func (s *syncFlag) Set(v string) error {
 // pipelineFlag collects --pipeline INDEX=FILE flags.
 type pipelineFlag map[string]string
 
-func (p *pipelineFlag) String() string { return fmt.Sprint(map[string]string(*p)) }
+func (p *pipelineFlag) String() string {
+	if len(*p) == 0 {
+		return ""
+	}
+	return fmt.Sprint(map[string]string(*p))
+}
+
+func (p *pipelineFlag) Type() string { return "INDEX=FILE" }
 
 func (p *pipelineFlag) Set(v string) error {
 	index, file, ok := strings.Cut(v, "=")
@@ -544,16 +561,20 @@ func demoLoaded(ctx context.Context, c *client.Client, name, lastID string) (boo
 	return false, err
 }
 
-// runRole runs one role against an external NATS deployment.
-func runRole(ctx context.Context, e *env, role string, args []string) error {
+// roleCmd runs one role against an external NATS deployment.
+func roleCmd(e *env, nf *natsFlags, role string) *cobra.Command {
+	short := map[string]string{
+		"indexer":  "run the indexer against a NATS deployment",
+		"searcher": "run a searcher against a NATS deployment",
+		"broker":   "run a broker (and the HTTP API) against a NATS deployment",
+	}[role]
 	about := map[string]string{
 		"indexer":  "Follows the document stream, keeps a replica of every shard and publishes\nsnapshot generations to the object store.",
 		"searcher": "Downloads shard snapshots, replays the stream after them and answers shard\nrequests on quarry.v1.shard.<index>.<shard> (a queue group per shard).",
 		"broker":   "Answers quarry.v1.search.<index> (micro service `quarry`): fans a query out\nto every shard and merges the results. With --http it also serves the HTTP API.",
 	}[role] + "\nIt makes none of Quarry's JetStream streams and buckets: `quarry init` does\n(once, before or beside the roles); it waits for them, up to --timeout."
-	fs := e.newFlags(role, "", about)
-	var nf natsFlags
-	nf.register(fs, e.getenv)
+	cmd := newCommand(role, short, about, 0, 0)
+	fs := cmd.Flags()
 	data := fs.String("data", defaultDataDir(e.getenv, role), "directory for this role's local files, locked while in use: one per process (env QUARRY_DATA)")
 	index := fs.String("index", "", "serve only this index (default: every index)")
 	shards := fs.String("shards", "", "searcher: serve only these shards, e.g. 0,1 (needs --index)")
@@ -565,10 +586,10 @@ func runRole(ctx context.Context, e *env, role string, args []string) error {
 		df.register(fs)
 	}
 	mf := addMetricsFlags(fs)
-	replicas := fs.Int("replicas", 0, "the JetStream replicas this role expects of Quarry's streams and buckets, 1 to 5: it refuses to start if the deployment's differ (`quarry init --replicas N` decides them) (default: no check)")
+	replicas := fs.Int("replicas", 0, "the JetStream replicas this role expects of Quarry's streams and buckets, 1 to 5: it refuses to start if the deployment's differ (quarry init --replicas N decides them) (default: no check)")
 	var pipelines pipelineFlag
 	if role == "broker" {
-		fs.Var(&pipelines, "pipeline", "INDEX=FILE: run the index through the plugin pipeline in FILE (repeatable)")
+		fs.Var(&pipelines, "pipeline", "run the index INDEX through the plugin pipeline in FILE (repeatable)")
 	}
 	var rf roleFlags
 	switch role {
@@ -584,77 +605,78 @@ func runRole(ctx context.Context, e *env, role string, args []string) error {
 	}
 	var rt cmdline.Runtime
 	rt.Register(fs)
-	if _, err := cmdline.Parse(fs, args, 0, 0); err != nil {
-		return err
-	}
-	log, err := e.logger(&rt)
-	if err != nil {
-		return err
-	}
-	stopTracing, err := rt.Tracing(ctx, "quarry-"+role)
-	if err != nil {
-		return err
-	}
-	defer stopTracing()
-	opts, err := nf.options()
-	if err != nil {
-		return err
-	}
-	if *replicas != 0 {
-		if err := api.CheckReplicas(*replicas); err != nil {
-			return fmt.Errorf("--%w", err)
-		}
-	}
-	cfg := node.Config{DataDir: *data, NATSURL: nf.url, NATSOptions: opts, Replicas: *replicas, BindResources: true, MetricsAddr: *mf.addr, Profiling: *mf.pprof, Logger: log}
-	switch role {
-	case "indexer":
-		cfg.Indexer = rf.indexer()
-		cfg.Indexer.Index = *index
-	case "searcher":
-		cfg.Searcher = rf.searcher()
-		cfg.Searcher.Index = *index
-		if cfg.Searcher.Shards, err = parseShards(*shards); err != nil {
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		ctx := cmd.Context()
+		log, err := e.logger(&rt)
+		if err != nil {
 			return err
 		}
-	case "broker":
-		cfg.Broker = rf.broker()
-		if err := rf.pluginLimits(&cfg); err != nil {
+		stopTracing, err := rt.Tracing(ctx, "quarry-"+role)
+		if err != nil {
 			return err
 		}
-		cfg.HTTPAddr, cfg.HTTPAuth = *httpAddr, hf.required(*httpAddr)
-		if err := df.apply(&cfg); err != nil {
+		defer stopTracing()
+		opts, err := nf.options()
+		if err != nil {
+			return err
+		}
+		if *replicas != 0 {
+			if err := api.CheckReplicas(*replicas); err != nil {
+				return fmt.Errorf("--%w", err)
+			}
+		}
+		cfg := node.Config{DataDir: *data, NATSURL: nf.url, NATSOptions: opts, Replicas: *replicas, BindResources: true, MetricsAddr: *mf.addr, Profiling: *mf.pprof, Logger: log}
+		switch role {
+		case "indexer":
+			cfg.Indexer = rf.indexer()
+			cfg.Indexer.Index = *index
+		case "searcher":
+			cfg.Searcher = rf.searcher()
+			cfg.Searcher.Index = *index
+			if cfg.Searcher.Shards, err = parseShards(*shards); err != nil {
+				return err
+			}
+		case "broker":
+			cfg.Broker = rf.broker()
+			if err := rf.pluginLimits(&cfg); err != nil {
+				return err
+			}
+			cfg.HTTPAddr, cfg.HTTPAuth = *httpAddr, hf.required(*httpAddr)
+			if err := df.apply(&cfg); err != nil {
+				return err
+			}
+		}
+		if *shards != "" && role != "searcher" {
+			return fmt.Errorf("--shards is a searcher flag")
+		}
+		if err := pipelines.check(); err != nil {
+			return err
+		}
+		startCtx, cancel := context.WithTimeout(ctx, nf.timeout)
+		defer cancel()
+		n, err := node.Start(startCtx, cfg)
+		if err != nil {
+			return df.explain(err)
+		}
+		defer n.Close()
+		if len(pipelines) > 0 {
+			if err := n.WaitReady(startCtx); err != nil {
+				return err
+			}
+			if err := pipelines.apply(startCtx, n); err != nil {
+				return err
+			}
+		}
+		log.Info("role started", "role", role, "nats", nf.url, "metrics", n.MetricsAddr)
+		select {
+		case <-ctx.Done():
+			log.Info("shutting down", "role", role)
+			return nil
+		case err := <-n.Errors():
 			return err
 		}
 	}
-	if *shards != "" && role != "searcher" {
-		return fmt.Errorf("--shards is a searcher flag")
-	}
-	if err := pipelines.check(); err != nil {
-		return err
-	}
-	startCtx, cancel := context.WithTimeout(ctx, nf.timeout)
-	defer cancel()
-	n, err := node.Start(startCtx, cfg)
-	if err != nil {
-		return df.explain(err)
-	}
-	defer n.Close()
-	if len(pipelines) > 0 {
-		if err := n.WaitReady(startCtx); err != nil {
-			return err
-		}
-		if err := pipelines.apply(startCtx, n); err != nil {
-			return err
-		}
-	}
-	log.Info("role started", "role", role, "nats", nf.url, "metrics", n.MetricsAddr)
-	select {
-	case <-ctx.Done():
-		log.Info("shutting down", "role", role)
-		return nil
-	case err := <-n.Errors():
-		return err
-	}
+	return cmd
 }
 
 func parseShards(s string) ([]int, error) {
@@ -672,18 +694,6 @@ func parseShards(s string) ([]int, error) {
 	return out, nil
 }
 
-func runIndexer(ctx context.Context, e *env, args []string) error {
-	return runRole(ctx, e, "indexer", args)
-}
-
-func runSearcher(ctx context.Context, e *env, args []string) error {
-	return runRole(ctx, e, "searcher", args)
-}
-
-func runBroker(ctx context.Context, e *env, args []string) error {
-	return runRole(ctx, e, "broker", args)
-}
-
 // compileLimitsFlag is --plugin-compile-limits: name=value pairs, each
 // changing one of plugins.CompileLimits.
 type compileLimitsFlag plugins.CompileLimits
@@ -691,6 +701,8 @@ type compileLimitsFlag plugins.CompileLimits
 func (f *compileLimitsFlag) String() string {
 	return fmt.Sprintf("functions=%d,body-bytes=%d,locals=%d,nesting=%d,nesting-work=%d", f.Functions, f.BodyBytes, f.Locals, f.Nesting, f.NestingWork)
 }
+
+func (f *compileLimitsFlag) Type() string { return "limits" }
 
 func (f *compileLimitsFlag) Set(s string) error {
 	for part := range strings.SplitSeq(s, ",") {

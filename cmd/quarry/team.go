@@ -9,46 +9,33 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/client"
-	"github.com/quarrysearch/quarry/internal/cmdline"
 )
 
-const teamUsage = `Usage: quarry team set|ls ...
+func teamCmd(e *env, nf *natsFlags) *cobra.Command {
+	return newGroup("team", "set or list a team's limits (rate, searches in flight)",
+		"A team is what an index's --team names (docs/teams.md). Its rate holds over\n"+
+			"the cluster (each broker admits its share) and its searches in flight on\n"+
+			"each broker: over either, its searches get 429 overloaded at once (with\n"+
+			"Retry-After) and other teams are not touched. Under the rate a search\n"+
+			"counts once for each of the brokers' --rate-unit (50ms) of its time, so a\n"+
+			"team whose searches are expensive uses its rate up sooner.",
+		teamSetCmd(e, nf), teamLsCmd(e, nf))
+}
 
-  set TEAM [--rate N] [--burst N] [--max-in-flight N]
-                      set a team's limits on every broker (0: the default)
-  ls                  list the teams that have limits
-
-A team is what an index's --team names (docs/teams.md). Its rate holds over
-the cluster (each broker admits its share) and its searches in flight on
-each broker: over either, its searches get 429 overloaded at once (with
-Retry-After) and other teams are not touched. Under the rate a search
-counts once for each of the brokers' --rate-unit (50ms) of its time, so a
-team whose searches are expensive uses its rate up sooner.
-`
-
-func runTeam(ctx context.Context, e *env, args []string) error {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
-		fmt.Fprint(e.stderr, teamUsage)
-		if len(args) == 0 {
-			return errUsage
-		}
-		return nil
-	}
-	var nf natsFlags
-	switch sub, args := args[0], args[1:]; sub {
-	case "set":
-		fs := e.newFlags("team set", "TEAM", "Sets a team's limits on every broker (stored in the quarry-teams bucket).")
-		nf.register(fs, e.getenv)
-		var s api.TeamSettings
-		fs.Float64Var(&s.Rate, "rate", 0, "searches per second over the cluster, a search counting once per the brokers' --rate-unit of its time (0: no cap)")
-		fs.IntVar(&s.Burst, "burst", 0, "searches that may come at once above the rate (0: one second's worth)")
-		fs.IntVar(&s.MaxInFlight, "max-in-flight", 0, "searches running at once on each broker (0: the broker's --team-max-in-flight)")
-		pos, err := cmdline.Parse(fs, args, 1, 1)
-		if err != nil {
-			return err
-		}
+func teamSetCmd(e *env, nf *natsFlags) *cobra.Command {
+	cmd := newCommand("set TEAM", "set a team's limits on every broker (0: the default)",
+		"Sets a team's limits on every broker (stored in the quarry-teams bucket).", 1, 1)
+	fs := cmd.Flags()
+	var s api.TeamSettings
+	fs.Float64Var(&s.Rate, "rate", 0, "searches per second over the cluster, a search counting once per the brokers' --rate-unit of its time (0: no cap)")
+	fs.IntVar(&s.Burst, "burst", 0, "searches that may come at once above the rate (0: one second's worth)")
+	fs.IntVar(&s.MaxInFlight, "max-in-flight", 0, "searches running at once on each broker (0: the broker's --team-max-in-flight)")
+	cmd.RunE = func(cmd *cobra.Command, pos []string) error {
+		ctx := cmd.Context()
 		s.Name = pos[0]
 		nc, c, err := nf.connect(ctx)
 		if err != nil {
@@ -61,13 +48,15 @@ func runTeam(ctx context.Context, e *env, args []string) error {
 		fmt.Fprintf(e.stdout, "team %s: %s\n", s.Name, teamLimitsText(s))
 		warnNoIndex(ctx, e.stderr, c, s.Name)
 		return nil
-	case "ls":
-		fs := e.newFlags("team ls", "", "Lists the teams that have limits.")
-		nf.register(fs, e.getenv)
-		jsonOut := fs.Bool("json", false, "print JSON")
-		if _, err := cmdline.Parse(fs, args, 0, 0); err != nil {
-			return err
-		}
+	}
+	return cmd
+}
+
+func teamLsCmd(e *env, nf *natsFlags) *cobra.Command {
+	cmd := newCommand("ls", "list the teams that have limits", "Lists the teams that have limits.", 0, 0)
+	jsonOut := cmd.Flags().Bool("json", false, "print JSON")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		ctx := cmd.Context()
 		nc, c, err := nf.connect(ctx)
 		if err != nil {
 			return err
@@ -93,10 +82,8 @@ func runTeam(ctx context.Context, e *env, args []string) error {
 			fmt.Fprintf(tw, "%s\t%s\n", t.Name, text)
 		}
 		return tw.Flush()
-	default:
-		fmt.Fprintf(e.stderr, "quarry team: unknown subcommand %q\n\n%s", sub, teamUsage)
-		return errUsage
 	}
+	return cmd
 }
 
 // warnNoIndex tells, on w, when no index belongs to team yet: a team
@@ -138,58 +125,33 @@ func teamLimitsText(s api.TeamSettings) string {
 	return rate + ", " + inFlight + " on each broker"
 }
 
-const tokenUsage = `Usage: quarry token create|ls|revoke ...
+func tokenCmd(e *env, nf *natsFlags) *cobra.Command {
+	return newGroup("token", "create, list or revoke HTTP API tokens",
+		"The HTTP API asks for a token (Authorization: Bearer <token>) when it runs\n"+
+			"with --http-auth, or listens beyond loopback without --insecure-http. A team\n"+
+			"token acts on its team's indexes only, as far as its scope goes: search\n"+
+			"(search and read documents: a key a browser may hold), write (and write\n"+
+			"and delete documents, record user events) or admin (the default: and\n"+
+			"manage their plugins, pipelines, judgements and gates, as the team's NATS\n"+
+			"user may; docs/teams.md). Only the token's sha256 is stored: create prints\n"+
+			"the token once.",
+		tokenCreateCmd(e, nf), tokenLsCmd(e, nf), tokenRevokeCmd(e, nf))
+}
 
-  create --team TEAM [--scope search|write|admin] [--name NAME]
-                                     a token for the HTTP API, for one team's indexes
-  create --operator [--name NAME]    a token that may do everything
-  ls                                 list tokens (ids, teams, scopes, names; never the tokens)
-  revoke ID                          revoke a token (HTTP requests with it get 401 within moments)
-
-The HTTP API asks for a token (Authorization: Bearer <token>) when it runs
-with --http-auth, or listens beyond loopback without --insecure-http. A team
-token acts on its team's indexes only, as far as its scope goes: search
-(search and read documents: a key a browser may hold), write (and write
-and delete documents, record user events) or admin (the default: and
-manage their plugins, pipelines, judgements and gates, as the team's NATS
-user may; docs/teams.md). Only the token's sha256 is stored: create prints
-the token once.
-`
-
-func runToken(ctx context.Context, e *env, args []string) error {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
-		fmt.Fprint(e.stderr, tokenUsage)
-		if len(args) == 0 {
-			return errUsage
-		}
-		return nil
-	}
-	var nf natsFlags
-	sub, args := args[0], args[1:]
-	fs := e.newFlags("token "+sub, "", "Manages HTTP API tokens.")
-	nf.register(fs, e.getenv)
+func tokenCreateCmd(e *env, nf *natsFlags) *cobra.Command {
+	cmd := newCommand("create", "create a token for the HTTP API: for one team's indexes (--team), or for everything (--operator)",
+		"Creates an HTTP API token and prints it, once:\n\n"+
+			"  quarry token create --team TEAM [--scope search|write|admin] [--name NAME]\n"+
+			"  quarry token create --operator [--name NAME]", 0, 0)
+	fs := cmd.Flags()
 	var team, name, scope string
-	var operator, jsonOut bool
-	minArgs, maxArgs := 0, 0
-	switch sub {
-	case "create":
-		fs.StringVar(&team, "team", "", "the team whose indexes the token may use")
-		fs.BoolVar(&operator, "operator", false, "a token that may do everything (indexes, documents, every team's plugins)")
-		fs.StringVar(&scope, "scope", "", "what a team token may do on its team's indexes: search (search, read documents), write (and write documents) or admin (everything a team may; the default)")
-		fs.StringVar(&name, "name", "", "a name to tell the token by (quarry token ls)")
-	case "ls":
-		fs.BoolVar(&jsonOut, "json", false, "print JSON")
-	case "revoke":
-		minArgs, maxArgs = 1, 1
-	default:
-		fmt.Fprintf(e.stderr, "quarry token: unknown subcommand %q\n\n%s", sub, tokenUsage)
-		return errUsage
-	}
-	pos, err := cmdline.Parse(fs, args, minArgs, maxArgs)
-	if err != nil {
-		return err
-	}
-	if sub == "create" {
+	var operator bool
+	fs.StringVar(&team, "team", "", "the team whose indexes the token may use")
+	fs.BoolVar(&operator, "operator", false, "a token that may do everything (indexes, documents, every team's plugins)")
+	fs.StringVar(&scope, "scope", "", "what a team token may do on its team's indexes: search (search, read documents), write (and write documents) or admin (everything a team may; the default)")
+	fs.StringVar(&name, "name", "", "a name to tell the token by (quarry token ls)")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		ctx := cmd.Context()
 		switch {
 		case (team == "") == !operator:
 			fmt.Fprintln(e.stderr, "quarry token create: give --team TEAM or --operator")
@@ -203,14 +165,11 @@ func runToken(ctx context.Context, e *env, args []string) error {
 				return errUsage
 			}
 		}
-	}
-	nc, c, err := nf.connect(ctx)
-	if err != nil {
-		return err
-	}
-	defer nc.Close()
-	switch sub {
-	case "create":
+		nc, c, err := nf.connect(ctx)
+		if err != nil {
+			return err
+		}
+		defer nc.Close()
 		var opts []client.TokenOption
 		if scope != "" {
 			opts = append(opts, client.TokenScope(scope))
@@ -225,12 +184,26 @@ func runToken(ctx context.Context, e *env, args []string) error {
 		}
 		fmt.Fprintf(e.stderr, "token %s for %s (shown once; keep it secret):\n", t.ID, who)
 		fmt.Fprintln(e.stdout, token)
-	case "ls":
+		return nil
+	}
+	return cmd
+}
+
+func tokenLsCmd(e *env, nf *natsFlags) *cobra.Command {
+	cmd := newCommand("ls", "list tokens (ids, teams, scopes, names; never the tokens)", "Lists the HTTP API's tokens: ids, teams, scopes and names, never the tokens.", 0, 0)
+	jsonOut := cmd.Flags().Bool("json", false, "print JSON")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		ctx := cmd.Context()
+		nc, c, err := nf.connect(ctx)
+		if err != nil {
+			return err
+		}
+		defer nc.Close()
 		tokens, err := c.Tokens(ctx)
 		if err != nil {
 			return err
 		}
-		if jsonOut {
+		if *jsonOut {
 			return printJSON(e.stdout, tokens)
 		}
 		tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
@@ -243,11 +216,25 @@ func runToken(ctx context.Context, e *env, args []string) error {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", t.ID, who, scope, t.Name, t.Created.Local().Format(time.DateTime))
 		}
 		return tw.Flush()
-	case "revoke":
+	}
+	return cmd
+}
+
+func tokenRevokeCmd(e *env, nf *natsFlags) *cobra.Command {
+	cmd := newCommand("revoke ID", "revoke a token (HTTP requests with it get 401 within moments)",
+		"Revokes a token: HTTP requests with it get 401 within moments.", 1, 1)
+	cmd.RunE = func(cmd *cobra.Command, pos []string) error {
+		ctx := cmd.Context()
+		nc, c, err := nf.connect(ctx)
+		if err != nil {
+			return err
+		}
+		defer nc.Close()
 		if err := c.RevokeToken(ctx, pos[0]); err != nil {
 			return err
 		}
 		fmt.Fprintf(e.stdout, "token %s revoked\n", pos[0])
+		return nil
 	}
-	return nil
+	return cmd
 }

@@ -21,8 +21,9 @@ import (
 // set's output.
 var ErrUsage = errors.New("usage")
 
-// NewFlagSet makes the flag set of `quarry NAME`, with a usage line naming
-// its positional arguments (args) and a paragraph about it.
+// NewFlagSet makes the flag set of `quarry NAME` (quarry-bench's: quarry
+// bench runs it), with a usage line naming its positional arguments
+// (args) and a paragraph about it.
 func NewFlagSet(name, args, about string) *flag.FlagSet {
 	fs := flag.NewFlagSet("quarry "+name, flag.ContinueOnError)
 	fs.Usage = func() {
@@ -59,6 +60,16 @@ func Parse(fs *flag.FlagSet, args []string, minArgs, maxArgs int) ([]string, err
 	return pos, nil
 }
 
+// Flags is where the flags below are defined: a *flag.FlagSet
+// (quarry-bench) or a *pflag.FlagSet (quarry, on cobra), whose methods of
+// these names do the same.
+type Flags interface {
+	StringVar(p *string, name, value, usage string)
+	IntVar(p *int, name string, value int, usage string)
+	Float64Var(p *float64, name string, value float64, usage string)
+	DurationVar(p *time.Duration, name string, value time.Duration, usage string)
+}
+
 // Runtime are the process knobs of a long-running command.
 type Runtime struct {
 	LogLevel, LogFormat string
@@ -70,7 +81,7 @@ type Runtime struct {
 
 // Register adds the process flags to fs, with f's fields as their
 // destinations.
-func (f *Runtime) Register(fs *flag.FlagSet) {
+func (f *Runtime) Register(fs Flags) {
 	fs.StringVar(&f.LogLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.StringVar(&f.LogFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&f.MemLimit, "gomemlimit", "", "soft memory limit for the Go runtime, e.g. 2GiB (default: GOMEMLIMIT or none)")
@@ -151,12 +162,9 @@ func ParseBytes(in string) (int64, error) {
 }
 
 // RegisterWrites adds the flags pacing how replicas apply updates, with
-// w's fields as their destinations; once per flag set (a second call does
-// nothing), since one set of flags serves the indexer and the searcher.
-func RegisterWrites(fs *flag.FlagSet, w *shard.WriteOptions) {
-	if fs.Lookup("apply-interval") != nil {
-		return
-	}
+// w's fields as their destinations. Call it once per flag set: one set of
+// these flags serves the indexer and the searcher.
+func RegisterWrites(fs Flags, w *shard.WriteOptions) {
 	fs.DurationVar(&w.ApplyInterval, "apply-interval", shard.DefaultApplyInterval, "searchers: least time between two batches of updates applied to a shard: updates arriving sooner wait and are applied together (fewer segments for searches to read and merge; each waits at most this long); negative: apply as they arrive")
 	fs.DurationVar(&w.PersistNap, "persist-nap", shard.DefaultPersistNap, "how long fresh in-memory segments wait before scorch writes them as one file, merged in memory (negative: no nap, bleve's default)")
 	fs.IntVar(&w.MergeFloor, "merge-floor", shard.DefaultMergeFloor, "scorch merge planner's floor segment size, in documents: small segments merge with small ones instead of into the shard's large ones (negative: bleve's default, 2000)")
