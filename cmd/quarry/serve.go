@@ -132,7 +132,7 @@ func (f *roleFlags) registerSearcher(fs *pflag.FlagSet) {
 
 func (f *roleFlags) registerBroker(fs *pflag.FlagSet) {
 	fs.DurationVar(&f.defaultTimeout, "search-timeout", broker.Defaults.DefaultTimeout, "deadline of a search that gives no timeout_ms")
-	fs.IntVar(&f.maxInFlight, "max-in-flight", broker.Defaults.MaxInFlight, "searches served at once; more are refused at once with 429 (overloaded)")
+	fs.IntVar(&f.maxInFlight, "max-in-flight", broker.Defaults.MaxInFlight, "searches served at once, by as many workers; as many more may wait for one, and more are refused at once with 429 (overloaded)")
 	fs.IntVar(&f.teamInFlight, "team-max-in-flight", 0, "searches of one team served at once, unless its limits say otherwise (quarry team set); default --max-in-flight/4")
 	f.teamMemory = bytesFlag(broker.Defaults.TeamMaxSearchMemory)
 	fs.Var(&f.teamMemory, "team-max-search-memory", "most memory one team's searches in flight may hold on a broker (each estimated once planned, then counted from its shards' replies), e.g. 512MiB; a search that would take its team over it is refused with 429")
@@ -140,8 +140,8 @@ func (f *roleFlags) registerBroker(fs *pflag.FlagSet) {
 	fs.IntVar(&f.maxExplain, "max-explain", broker.Defaults.MaxExplain, "most hits (from+size) a search may ask to explain (\"explain\": true); more is refused at once with query_too_complex (400)")
 	fs.Float64Var(&f.shardDepth, "shard-depth", broker.Defaults.ShardDepth, "a search over several shards first asks each for this many times its share of the hits it needs (from+size, or the rankers' depth, over the shards), plus 5; a shard whose last hit still ranks among the merged hits it needs is asked again for all of them (metric quarry_broker_shard_second_rounds_total). Negative: every shard returns all of them in one round")
 	fs.DurationVar(&f.heavySearch, "heavy-search", broker.Defaults.HeavyAfter, "a team whose recent searches cost more than this on average (their shards' search time and plugin calls, not their latency) is heavy: while other teams are active its searches take turns, --heavy-searches at once (negative: never)")
-	fs.IntVar(&f.heavySearches, "heavy-searches", 0, "searches of heavy teams run at once on this broker while other teams are active (default GOMAXPROCS/2, at least 1)")
-	fs.DurationVar(&f.heavyWait, "heavy-wait", broker.Defaults.HeavyWait, "how long a heavy team's search waits for its turn before it is refused with 429")
+	fs.IntVar(&f.heavySearches, "heavy-searches", 0, "searches of one heavy team run at once on this broker while other teams are active (default GOMAXPROCS/2, at least 1)")
+	fs.DurationVar(&f.heavyWait, "heavy-wait", broker.Defaults.HeavyWait, "how long a search waits in the broker's queue (a heavy team's for its turn, any for a worker) before it is refused with 429")
 	fs.DurationVar(&f.rateUnit, "rate-unit", broker.Defaults.RateUnit, "under a team's rate limit a search counts once for each --rate-unit of its cost begun (its shards' search time and plugin calls), so expensive searches use up the rate sooner (negative: once, whatever its cost)")
 	fs.BoolVar(&f.noHedge, "no-hedge", false, "never ask a second replica when a shard is slow")
 	fs.IntVar(&f.statsCache, "stats-cache", broker.Defaults.StatsCacheSize, "queries whose global term statistics are cached per index generation (negative: none)")
