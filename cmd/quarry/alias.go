@@ -1,11 +1,14 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/quarrysearch/quarry/client"
 )
 
 func aliasCmd(e *env, nf *natsFlags) *cobra.Command {
@@ -26,13 +29,7 @@ func aliasSetCmd(e *env, nf *natsFlags, op string) *cobra.Command {
 				"NAME after it are INDEX's. INDEX must be of the alias's team."},
 	}[op]
 	cmd := newCommand(op+" NAME INDEX", about[0], about[1], 2, 2)
-	cmd.RunE = func(cmd *cobra.Command, pos []string) error {
-		ctx := cmd.Context()
-		nc, c, err := nf.connect(ctx)
-		if err != nil {
-			return err
-		}
-		defer nc.Close()
+	cmd.RunE = clientRun(nf, func(ctx context.Context, c *client.Client, pos []string) error {
 		set, done := c.CreateAlias, "created"
 		if op == "switch" {
 			set, done = c.SwitchAlias, "switched"
@@ -43,7 +40,7 @@ func aliasSetCmd(e *env, nf *natsFlags, op string) *cobra.Command {
 		}
 		fmt.Fprintf(e.stdout, "%s alias %s → index %s\n", done, a.Name, a.Index)
 		return nil
-	}
+	})
 	return cmd
 }
 
@@ -51,13 +48,7 @@ func aliasLsCmd(e *env, nf *natsFlags) *cobra.Command {
 	cmd := newCommand("ls", "list aliases and the index each points at", "Lists aliases: each one's index and team.", 0, 0)
 	cmd.Aliases = []string{"list"}
 	jsonOut := cmd.Flags().Bool("json", false, "print JSON")
-	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		ctx := cmd.Context()
-		nc, c, err := nf.connect(ctx)
-		if err != nil {
-			return err
-		}
-		defer nc.Close()
+	cmd.RunE = clientRun(nf, func(ctx context.Context, c *client.Client, _ []string) error {
 		as, err := c.Aliases(ctx)
 		if err != nil {
 			return err
@@ -71,25 +62,19 @@ func aliasLsCmd(e *env, nf *natsFlags) *cobra.Command {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", a.Name, a.Index, a.Team, a.Updated.Local().Format(time.DateTime))
 		}
 		return tw.Flush()
-	}
+	})
 	return cmd
 }
 
 func aliasRmCmd(e *env, nf *natsFlags) *cobra.Command {
 	cmd := newCommand("rm NAME", "remove an alias (its index stays)", "Removes an alias; the index it points at stays.", 1, 1)
 	cmd.Aliases = []string{"delete"}
-	cmd.RunE = func(cmd *cobra.Command, pos []string) error {
-		ctx := cmd.Context()
-		nc, c, err := nf.connect(ctx)
-		if err != nil {
-			return err
-		}
-		defer nc.Close()
+	cmd.RunE = clientRun(nf, func(ctx context.Context, c *client.Client, pos []string) error {
 		if err := c.DeleteAlias(ctx, pos[0]); err != nil {
 			return err
 		}
 		fmt.Fprintf(e.stdout, "removed alias %s\n", pos[0])
 		return nil
-	}
+	})
 	return cmd
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/quarrysearch/quarry/client"
 	"github.com/quarrysearch/quarry/internal/subject"
 	"github.com/quarrysearch/quarry/internal/tracenats"
+	"github.com/spf13/cobra"
 )
 
 // natsFlags are the connection flags every networked command takes.
@@ -105,4 +106,19 @@ func (f *natsFlags) connect(ctx context.Context) (*nats.Conn, *client.Client, er
 		return nil, nil, err
 	}
 	return nc, c, nil
+}
+
+// clientRun is the RunE of a command that uses a deployment: it connects
+// with nf, runs run with the command's context, the client and the
+// positional arguments, and closes the connection.
+func clientRun(nf *natsFlags, run func(ctx context.Context, c *client.Client, args []string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		ctx := cmd.Context()
+		nc, c, err := nf.connect(ctx)
+		if err != nil {
+			return err
+		}
+		defer nc.Close()
+		return run(ctx, c, args)
+	}
 }

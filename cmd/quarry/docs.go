@@ -221,19 +221,13 @@ until a search finds none, or --max. --dry-run only counts them.`, 1, 2)
 
 func deleteCmd(e *env, nf *natsFlags) *cobra.Command {
 	cmd := newCommand("delete INDEX ID", "delete one document by id", "Deletes one document by id.", 2, 2)
-	cmd.RunE = func(cmd *cobra.Command, pos []string) error {
-		ctx := cmd.Context()
-		nc, c, err := nf.connect(ctx)
-		if err != nil {
-			return err
-		}
-		defer nc.Close()
+	cmd.RunE = clientRun(nf, func(ctx context.Context, c *client.Client, pos []string) error {
 		seq, err := c.Delete(ctx, pos[0], pos[1])
 		if err != nil {
 			return err
 		}
 		fmt.Fprintf(e.stdout, "deleted at sequence %d\n", seq)
 		return nil
-	}
+	})
 	return cmd
 }

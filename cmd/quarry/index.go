@@ -74,13 +74,7 @@ func indexLsCmd(e *env, nf *natsFlags) *cobra.Command {
 		"see now, from the searchers) and current snapshot.", 0, 0)
 	cmd.Aliases = []string{"list"}
 	jsonOut := cmd.Flags().Bool("json", false, "print JSON")
-	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		ctx := cmd.Context()
-		nc, c, err := nf.connect(ctx)
-		if err != nil {
-			return err
-		}
-		defer nc.Close()
+	cmd.RunE = clientRun(nf, func(ctx context.Context, c *client.Client, _ []string) error {
 		defs, err := c.Indexes(ctx)
 		if err != nil {
 			return err
@@ -116,7 +110,7 @@ func indexLsCmd(e *env, nf *natsFlags) *cobra.Command {
 			fmt.Fprintf(e.stdout, "\n* the last snapshot's count, which may trail writes since (no live count: %s)\n", strings.Join(notes, "; "))
 		}
 		return nil
-	}
+	})
 	return cmd
 }
 
@@ -157,19 +151,13 @@ func indexMappingCmd(e *env, nf *natsFlags) *cobra.Command {
 func indexShowCmd(e *env, nf *natsFlags) *cobra.Command {
 	cmd := newCommand("show NAME", "show an index's definition, live document count and snapshot",
 		"Prints an index's definition (with its mapping), live document count and\ncurrent snapshot as JSON.", 1, 1)
-	cmd.RunE = func(cmd *cobra.Command, pos []string) error {
-		ctx := cmd.Context()
-		nc, c, err := nf.connect(ctx)
-		if err != nil {
-			return err
-		}
-		defer nc.Close()
+	cmd.RunE = clientRun(nf, func(ctx context.Context, c *client.Client, pos []string) error {
 		st, err := c.Status(ctx, pos[0])
 		if err != nil {
 			return err
 		}
 		return printJSON(e.stdout, st)
-	}
+	})
 	return cmd
 }
 
@@ -208,19 +196,13 @@ func indexRejectedCmd(e *env, nf *natsFlags) *cobra.Command {
 func indexRmCmd(e *env, nf *natsFlags) *cobra.Command {
 	cmd := newCommand("rm NAME", "delete an index, its documents and snapshots", "Deletes an index: its definition, documents and snapshots.", 1, 1)
 	cmd.Aliases = []string{"delete"}
-	cmd.RunE = func(cmd *cobra.Command, pos []string) error {
-		ctx := cmd.Context()
-		nc, c, err := nf.connect(ctx)
-		if err != nil {
-			return err
-		}
-		defer nc.Close()
+	cmd.RunE = clientRun(nf, func(ctx context.Context, c *client.Client, pos []string) error {
 		if err := c.DeleteIndex(ctx, pos[0]); err != nil {
 			return err
 		}
 		fmt.Fprintf(e.stdout, "deleted index %s\n", pos[0])
 		return nil
-	}
+	})
 	return cmd
 }
 

@@ -87,13 +87,7 @@ func pluginAdminCmd(e *env, nf *natsFlags, op string) *cobra.Command {
 		fs.BoolVar(&activate, "activate", false, "put the version live once validated")
 		fs.StringVar(&samplesFile, "samples", "", "requests the version must handle before it is valid, one a line (JSON search requests or plain text); the index's recorded queries are added")
 	}
-	cmd.RunE = func(cmd *cobra.Command, pos []string) error {
-		ctx := cmd.Context()
-		nc, c, err := nf.connect(ctx)
-		if err != nil {
-			return err
-		}
-		defer nc.Close()
+	cmd.RunE = clientRun(nf, func(ctx context.Context, c *client.Client, pos []string) error {
 		index := pos[0]
 		switch op {
 		case "push":
@@ -183,6 +177,7 @@ func pluginAdminCmd(e *env, nf *natsFlags, op string) *cobra.Command {
 			return nil
 		case "activate", "rollback", "rm", "canary", "promote", "shadow":
 			var spec *api.PipelineSpec
+			var err error
 			switch op {
 			case "shadow":
 				spec, err = c.ShadowPlugin(ctx, index, pos[1], pos[2], percent)
@@ -258,7 +253,7 @@ func pluginAdminCmd(e *env, nf *natsFlags, op string) *cobra.Command {
 		fmt.Fprintln(e.stdout)
 		printPipeline(e.stdout, l.Pipeline)
 		return nil
-	}
+	})
 	return cmd
 }
 
@@ -465,14 +460,9 @@ func pipelineOpCmd(e *env, nf *natsFlags, op string) *cobra.Command {
 		fs.BoolVar(&force, "force", false, "set the pipeline although the index's relevance gate refuses it (needs --reason; recorded as a plugin event)")
 		fs.StringVar(&reason, "reason", "", "why --force: recorded with the event")
 	}
-	cmd.RunE = func(cmd *cobra.Command, pos []string) error {
-		ctx := cmd.Context()
-		nc, c, err := nf.connect(ctx)
-		if err != nil {
-			return err
-		}
-		defer nc.Close()
+	cmd.RunE = clientRun(nf, func(ctx context.Context, c *client.Client, pos []string) error {
 		var spec *api.PipelineSpec
+		var err error
 		if op == "show" {
 			spec, err = c.Pipeline(ctx, pos[0])
 		} else {
@@ -504,6 +494,6 @@ func pipelineOpCmd(e *env, nf *natsFlags, op string) *cobra.Command {
 			printBrokers(e.stdout, pos[0], spec.Revision, status)
 		}
 		return nil
-	}
+	})
 	return cmd
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -13,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/quarrysearch/quarry/api"
+	"github.com/quarrysearch/quarry/client"
 )
 
 func getCmd(e *env, nf *natsFlags) *cobra.Command {
@@ -21,13 +23,7 @@ func getCmd(e *env, nf *natsFlags) *cobra.Command {
 		"there as soon as a put is acknowledged, and no searcher needs to run.\n"+
 		"An unknown index or id, or a deleted document, exits with status 2.", 2, 2)
 	jsonOut := cmd.Flags().Bool("json", false, "print the document with its index, id, stream sequence and store time as JSON")
-	cmd.RunE = func(cmd *cobra.Command, pos []string) error {
-		ctx := cmd.Context()
-		nc, c, err := nf.connect(ctx)
-		if err != nil {
-			return err
-		}
-		defer nc.Close()
+	cmd.RunE = clientRun(nf, func(ctx context.Context, c *client.Client, pos []string) error {
 		doc, err := c.Get(ctx, pos[0], pos[1])
 		if err != nil {
 			return err
@@ -37,7 +33,7 @@ func getCmd(e *env, nf *natsFlags) *cobra.Command {
 		}
 		_, err = e.stdout.Write(append(bytes.TrimRight(doc.Source, "\r\n"), '\n'))
 		return err
-	}
+	})
 	return cmd
 }
 

@@ -55,13 +55,7 @@ func teamSetCmd(e *env, nf *natsFlags) *cobra.Command {
 func teamLsCmd(e *env, nf *natsFlags) *cobra.Command {
 	cmd := newCommand("ls", "list the teams that have limits", "Lists the teams that have limits.", 0, 0)
 	jsonOut := cmd.Flags().Bool("json", false, "print JSON")
-	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		ctx := cmd.Context()
-		nc, c, err := nf.connect(ctx)
-		if err != nil {
-			return err
-		}
-		defer nc.Close()
+	cmd.RunE = clientRun(nf, func(ctx context.Context, c *client.Client, _ []string) error {
 		teams, err := c.Teams(ctx)
 		if err != nil {
 			return err
@@ -82,7 +76,7 @@ func teamLsCmd(e *env, nf *natsFlags) *cobra.Command {
 			fmt.Fprintf(tw, "%s\t%s\n", t.Name, text)
 		}
 		return tw.Flush()
-	}
+	})
 	return cmd
 }
 
@@ -192,13 +186,7 @@ func tokenCreateCmd(e *env, nf *natsFlags) *cobra.Command {
 func tokenLsCmd(e *env, nf *natsFlags) *cobra.Command {
 	cmd := newCommand("ls", "list tokens (ids, teams, scopes, names; never the tokens)", "Lists the HTTP API's tokens: ids, teams, scopes and names, never the tokens.", 0, 0)
 	jsonOut := cmd.Flags().Bool("json", false, "print JSON")
-	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		ctx := cmd.Context()
-		nc, c, err := nf.connect(ctx)
-		if err != nil {
-			return err
-		}
-		defer nc.Close()
+	cmd.RunE = clientRun(nf, func(ctx context.Context, c *client.Client, _ []string) error {
 		tokens, err := c.Tokens(ctx)
 		if err != nil {
 			return err
@@ -216,25 +204,19 @@ func tokenLsCmd(e *env, nf *natsFlags) *cobra.Command {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", t.ID, who, scope, t.Name, t.Created.Local().Format(time.DateTime))
 		}
 		return tw.Flush()
-	}
+	})
 	return cmd
 }
 
 func tokenRevokeCmd(e *env, nf *natsFlags) *cobra.Command {
 	cmd := newCommand("revoke ID", "revoke a token (HTTP requests with it get 401 within moments)",
 		"Revokes a token: HTTP requests with it get 401 within moments.", 1, 1)
-	cmd.RunE = func(cmd *cobra.Command, pos []string) error {
-		ctx := cmd.Context()
-		nc, c, err := nf.connect(ctx)
-		if err != nil {
-			return err
-		}
-		defer nc.Close()
+	cmd.RunE = clientRun(nf, func(ctx context.Context, c *client.Client, pos []string) error {
 		if err := c.RevokeToken(ctx, pos[0]); err != nil {
 			return err
 		}
 		fmt.Fprintf(e.stdout, "token %s revoked\n", pos[0])
 		return nil
-	}
+	})
 	return cmd
 }
