@@ -157,3 +157,28 @@ type ReplicaShard struct {
 	// Replica, in an IndexInfo, is the searcher it belongs to.
 	Replica string `json:"replica,omitempty"`
 }
+
+// DocumentCount is the documents an index holds now (admin operation
+// documents.count): each shard's live count from one of its searchers,
+// summed. A shard no searcher answers for fails the count.
+type DocumentCount struct {
+	Index string `json:"index"`
+	Docs  uint64 `json:"docs"`
+}
+
+// ShardsApplied is, for each shard of an index, the last stream sequence
+// one of its searchers has applied (admin operation documents.applied):
+// how far writes are searchable.
+type ShardsApplied struct {
+	Index  string         `json:"index"`
+	Shards []ShardApplied `json:"shards"`
+}
+
+// ShardApplied is one shard of a ShardsApplied.
+type ShardApplied struct {
+	Shard int `json:"shard"`
+	// Served is false when no searcher answered for the shard in time
+	// (none serves it, or it is busy loading): Seq is then 0.
+	Served bool   `json:"served"`
+	Seq    uint64 `json:"seq"`
+}

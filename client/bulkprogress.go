@@ -3,17 +3,13 @@ package client
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/nats-io/nats.go"
-
 	"github.com/quarrysearch/quarry/api"
-	"github.com/quarrysearch/quarry/internal/subject"
-	"github.com/quarrysearch/quarry/internal/wire"
+	"github.com/quarrysearch/quarry/internal/backoff"
 )
 
 // BulkProgress is how far a bulk ingest has got (BulkOptions.OnProgress).
@@ -35,8 +31,10 @@ type BulkProgress struct {
 	// Indexed counts stored documents the searchers have applied, so
 	// searchable: exact for a shard once its searcher is past the shard's
 	// last stored document, interpolated by stream sequence before, none
-	// on a shard no searcher has answered for yet. -1 while no searcher
-	// has answered for any shard: indexing cannot be followed.
+	// on a shard no searcher has answered for yet. The admin service
+	// (beside each broker) asks the searchers (documents.applied). -1
+	// while no searcher has answered for any shard, or no admin service
+	// runs: indexing cannot be followed.
 	Indexed int
 	// Publishing is set while Bulk waits for the indexer to publish the
 	// snapshot generation holding every stored document.
@@ -45,10 +43,6 @@ type BulkProgress struct {
 
 // progressTimeout bounds one poll of the searchers.
 const progressTimeout = time.Second
-
-// matchNone is a query that reads nothing: a shard's answer to it carries
-// the stream sequence its searcher has applied, at no cost.
-var matchNone = json.RawMessage(`{"match_none":{}}`)
 
 // ingestTracker follows one Bulk call and reports it every so often: what
 // was read and stored (from Bulk), what the searchers have applied (polled
@@ -191,26 +185,25 @@ func (t *ingestTracker) stop() {
 	t.report()
 }
 
-// poll asks one searcher of each shard which stream sequence it has
-// applied.
+// poll asks, through the admin service, which stream sequence one
+// searcher of each shard has applied.
 func (t *ingestTracker) poll() {
 	ctx, cancel := context.WithTimeout(context.Background(), progressTimeout)
 	defer cancel()
-	var wg sync.WaitGroup
-	for sh := range t.shards {
-		wg.Go(func() {
-			seq, ok := t.c.shardApplied(ctx, t.def.Name, sh)
-			if !ok {
-				return // keep what is known: a busy searcher may not answer in time
-			}
-			t.mu.Lock()
-			s := &t.shards[sh]
-			s.served = true
-			s.applied = max(s.applied, seq) // replicas may differ: never go back
-			t.mu.Unlock()
-		})
+	applied, err := t.c.applied(ctx, t.def.Name)
+	if err != nil {
+		return // keep what is known: the admin service may be busy
 	}
-	wg.Wait()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, a := range applied.Shards {
+		if !a.Served || a.Shard < 0 || a.Shard >= len(t.shards) {
+			continue // keep what is known: a busy searcher may not answer in time
+		}
+		s := &t.shards[a.Shard]
+		s.served = true
+		s.applied = max(s.applied, a.Seq) // replicas may differ: never go back
+	}
 }
 
 // report calls on with the progress as it stands.
@@ -260,24 +253,14 @@ func (s *shardProgress) indexed() int {
 	return min(n, s.stored-1)
 }
 
-// shardApplied asks a searcher of shard sh of index (one of the shard's
-// queue group) which stream sequence it has applied: a shard's answer to
-// a query that reads nothing carries it, at no cost. ok is false when no
-// searcher answered within ctx.
-func (c *Client) shardApplied(ctx context.Context, index string, sh int) (seq uint64, ok bool) {
-	req := &nats.Msg{}
-	if err := wire.Encode(req, &wire.ShardRequest{Query: matchNone}, 0); err != nil {
-		return 0, false
+// applied asks the admin service which stream sequence one searcher of
+// each shard of index has applied (documents.applied).
+func (c *Client) applied(ctx context.Context, index string) (*api.ShardsApplied, error) {
+	var out api.ShardsApplied
+	if err := c.admin(ctx, index, "documents.applied", nil, &out); err != nil {
+		return nil, err
 	}
-	reply, err := c.nc.RequestMsgWithContext(ctx, &nats.Msg{Subject: subject.Shard(index, sh), Data: req.Data, Header: req.Header})
-	if err != nil || reply.Header.Get(subject.HeaderError) != "" {
-		return 0, false
-	}
-	var r wire.ShardResponse
-	if wire.DecodeShardResponse(reply, &r) != nil {
-		return 0, false
-	}
-	return r.Seq, true
+	return &out, nil
 }
 
 // DefaultSearchableWait is Options.SearchableWait's default.
@@ -321,28 +304,35 @@ func (c *Client) WaitSearchable(ctx context.Context, index string, seq uint64) e
 		}
 		want[sh] = min(seq, last) // 0: nothing stored on the shard
 	}
-	for wait := 5 * time.Millisecond; ; wait = min(2*wait, 100*time.Millisecond) {
+	pause := backoff.New(5*time.Millisecond, 100*time.Millisecond)
+	for {
+		got := make([]uint64, len(want))
+		pctx, cancel := context.WithTimeout(ctx, progressTimeout)
+		applied, err := c.applied(pctx, index)
+		cancel()
+		if err == nil {
+			for _, a := range applied.Shards {
+				if a.Served && a.Shard >= 0 && a.Shard < len(got) {
+					got[a.Shard] = a.Seq
+				}
+			}
+		}
 		behind := ""
 		for sh, w := range want {
 			if w == 0 {
 				continue
 			}
-			pctx, cancel := context.WithTimeout(ctx, progressTimeout)
-			applied, ok := c.shardApplied(pctx, index, sh)
-			cancel()
-			if ok && applied >= w {
+			if got[sh] >= w {
 				want[sh] = 0
 				continue
 			}
-			behind += fmt.Sprintf(" shard %d at %d of %d;", sh, applied, w)
+			behind += fmt.Sprintf(" shard %d at %d of %d;", sh, got[sh], w)
 		}
 		if behind == "" {
 			return nil
 		}
-		select {
-		case <-ctx.Done():
+		if pause.Wait(ctx) != nil {
 			return api.Errorf(api.CodeTimeout, "index %q was not searchable up to sequence %d in time:%s (what was written is stored: it is searchable once the searchers catch up)", index, seq, strings.TrimSuffix(behind, ";"))
-		case <-time.After(wait):
 		}
 	}
 }

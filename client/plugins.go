@@ -15,9 +15,9 @@ import (
 	"github.com/nats-io/nuid"
 
 	"github.com/quarrysearch/quarry/api"
+	"github.com/quarrysearch/quarry/internal/gather"
 	"github.com/quarrysearch/quarry/internal/meta"
 	"github.com/quarrysearch/quarry/internal/subject"
-	"github.com/quarrysearch/quarry/internal/wire"
 )
 
 // PushOptions are a plugin version's settings.
@@ -227,7 +227,7 @@ func (c *Client) BrokerPipelines(ctx context.Context, wait time.Duration) ([]api
 		wait = 300 * time.Millisecond
 	}
 	var out []api.PipelineStatus
-	err := wire.Gather(ctx, c.nc, subject.PipelineStatus, nil, wait, func(m *nats.Msg) {
+	err := gather.Replies(ctx, c.nc, subject.PipelineStatus, nil, wait, func(m *nats.Msg) {
 		var st api.PipelineStatus
 		if json.Unmarshal(m.Data, &st) == nil && st.Broker != "" {
 			out = append(out, st)

@@ -13,8 +13,8 @@ import (
 	"github.com/nats-io/nats.go/micro"
 
 	"github.com/quarrysearch/quarry/api"
+	"github.com/quarrysearch/quarry/internal/gather"
 	"github.com/quarrysearch/quarry/internal/subject"
-	"github.com/quarrysearch/quarry/internal/wire"
 )
 
 // Roles looks at what runs on NATS: every micro service instance (micro
@@ -95,6 +95,6 @@ func (c *Client) Roles(ctx context.Context, wait time.Duration) (*api.Roles, err
 // data that comes within wait.
 func (c *Client) gather(ctx context.Context, subj string, wait time.Duration) [][]byte {
 	var out [][]byte
-	_ = wire.Gather(ctx, c.nc, subj, nil, wait, func(m *nats.Msg) { out = append(out, m.Data) })
+	_ = gather.Replies(ctx, c.nc, subj, nil, wait, func(m *nats.Msg) { out = append(out, m.Data) })
 	return out
 }

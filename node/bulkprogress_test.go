@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/quarrysearch/quarry/broker"
 	"github.com/quarrysearch/quarry/client"
 	"github.com/quarrysearch/quarry/indexer"
 	"github.com/quarrysearch/quarry/searcher"
@@ -26,7 +27,9 @@ func TestBulkProgressFollowsIndexing(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := Config{Indexer: &indexer.Config{SnapshotInterval: -1}}
+			// A broker either way: the admin service beside it answers
+			// how far each shard's searchers have applied the stream.
+			cfg := Config{Indexer: &indexer.Config{SnapshotInterval: -1}, Broker: &broker.Config{}}
 			if tc.searcher {
 				cfg.Searcher = &searcher.Config{}
 			}

@@ -137,7 +137,7 @@ type Request struct {
 var operations = []string{"plugin.upload", "plugin.register", "plugin.ls", "plugin.activate", "plugin.rm", "plugin.rollback", "plugin.canary", "plugin.promote", "plugin.shadow", "shadow.stats", "plugin.events", "pipeline.show", "pipeline.set",
 	"pipeline.history", "index.show", "queries.report",
 	"judgements.push", "judgements.ls", "judgements.show", "judgements.rm", "judgements.gate", "judgements.eval",
-	"events.put", "judgements.from-events", "canary.stats", "plugin.logs", "documents.rejected"}
+	"events.put", "judgements.from-events", "canary.stats", "plugin.logs", "documents.rejected", "documents.count", "documents.applied"}
 
 // readyFlushTimeout bounds the wait for the server to confirm the
 // service's subscriptions before it says it is ready.
@@ -318,6 +318,10 @@ func (s *Service) Do(ctx context.Context, index, op string, r *Request) (any, er
 		return s.history(ctx, index)
 	case "index.show":
 		return s.indexInfo(ctx, index)
+	case "documents.count":
+		return s.countDocuments(ctx, def)
+	case "documents.applied":
+		return s.appliedSequences(ctx, def)
 	case "queries.report":
 		return s.queryReport(ctx, index)
 	case "judgements.push":

@@ -13,8 +13,8 @@ import (
 	"github.com/nats-io/nats.go/micro"
 
 	"github.com/quarrysearch/quarry/api"
+	"github.com/quarrysearch/quarry/internal/gather"
 	"github.com/quarrysearch/quarry/internal/subject"
-	"github.com/quarrysearch/quarry/internal/wire"
 )
 
 // replicaWait is how long index.show waits for a shard's searchers to
@@ -82,7 +82,7 @@ func (s *Service) searcherStatus() []api.RoleStatus {
 	if err != nil {
 		return nil
 	}
-	_ = wire.Gather(context.Background(), s.nc, subj, nil, replicaWait, func(m *nats.Msg) {
+	_ = gather.Replies(context.Background(), s.nc, subj, nil, replicaWait, func(m *nats.Msg) {
 		var stats micro.Stats
 		if json.Unmarshal(m.Data, &stats) != nil {
 			return
@@ -102,7 +102,7 @@ func (s *Service) searcherStatus() []api.RoleStatus {
 // replicaWait, sorted.
 func (s *Service) replicas(index string, shard int) []string {
 	out := []string{}
-	_ = wire.Gather(context.Background(), s.nc, subject.Replicas(index, shard), nil, replicaWait, func(m *nats.Msg) {
+	_ = gather.Replies(context.Background(), s.nc, subject.Replicas(index, shard), nil, replicaWait, func(m *nats.Msg) {
 		if id := string(m.Data); len(id) > 0 && len(id) <= 64 && !slices.Contains(out, id) {
 			out = append(out, id)
 		}
@@ -123,7 +123,7 @@ const reportSize = 20
 func (s *Service) queryReport(ctx context.Context, index string) (*api.QueryReport, error) {
 	rep := &api.QueryReport{Index: index, Top: []api.QueryCount{}, Zero: []api.QueryCount{}, Slow: []api.LoggedQuery{}}
 	top, zero := map[string]int{}, map[string]int{}
-	err := wire.Gather(ctx, s.nc, subject.BrokerQueries, []byte(index), brokersWait, func(m *nats.Msg) {
+	err := gather.Replies(ctx, s.nc, subject.BrokerQueries, []byte(index), brokersWait, func(m *nats.Msg) {
 		var bq api.BrokerQueries
 		if json.Unmarshal(m.Data, &bq) != nil || bq.Index != index {
 			return

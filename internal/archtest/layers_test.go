@@ -43,6 +43,11 @@ var forbidden = []struct {
 	// Shared internals stay below the services.
 	{"internal/subject", []string{"internal/", "client", "broker", "searcher", "indexer"}, nil},
 	{"internal/wire", []string{"internal/meta", "internal/shard", "client", "broker", "searcher", "indexer"}, nil},
+	// Small ground packages of one job each import nothing else of
+	// Quarry's internals.
+	{"internal/gather", []string{"internal/", "client", "broker", "searcher", "indexer"}, nil},
+	{"internal/backoff", []string{"internal/", "client", "broker", "searcher", "indexer"}, nil},
+	{"internal/admission", []string{"internal/", "client", "broker", "searcher", "indexer"}, nil},
 	{"internal/meta", []string{"internal/shard", "client", "broker", "searcher", "indexer"}, nil},
 	{"internal/shard", []string{"client", "broker", "searcher", "indexer"}, nil},
 	// A query's term statistics, read through any index reader: the
@@ -62,7 +67,10 @@ var forbidden = []struct {
 	{"broker", []string{"searcher", "indexer", "client", "node", "httpapi", "cmd/", "internal/shard"}, nil},
 	{"searcher", []string{"broker", "indexer", "client", "node", "httpapi", "cmd/"}, nil},
 	{"indexer", []string{"broker", "searcher", "client", "node", "httpapi", "cmd/"}, nil},
-	{"client", []string{"broker", "searcher", "indexer", "node", "httpapi", "cmd/"}, nil},
+	// The client speaks the public API only: the shard protocol
+	// (internal/wire) stays between Quarry's roles, the admin service
+	// answers for the shards (documents.count, documents.applied).
+	{"client", []string{"broker", "searcher", "indexer", "node", "httpapi", "cmd/", "internal/wire", "internal/shard"}, nil},
 	// The HTTP door reaches the services through the client (over NATS),
 	// never by importing them.
 	{"httpapi", []string{"broker", "searcher", "indexer", "registry", "node", "cmd/"}, nil},

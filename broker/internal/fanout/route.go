@@ -10,8 +10,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/quarrysearch/quarry/internal/gather"
 	"github.com/quarrysearch/quarry/internal/subject"
-	"github.com/quarrysearch/quarry/internal/wire"
 )
 
 // replicaTTL is how long a replica seen in a reply stays a hedge target.
@@ -59,7 +59,7 @@ func (s *shardState) discover(nc *nats.Conn, index string, shard int) {
 	s.lastDiscovery.Store(time.Now().UnixNano())
 	go func() {
 		defer s.discovering.Store(false)
-		_ = wire.Gather(context.Background(), nc, subject.Replicas(index, shard), nil, discoveryWait, func(m *nats.Msg) {
+		_ = gather.Replies(context.Background(), nc, subject.Replicas(index, shard), nil, discoveryWait, func(m *nats.Msg) {
 			if len(m.Data) > 0 && len(m.Data) <= 64 {
 				s.mu.Lock()
 				s.replicaLocked(string(m.Data)).seen = time.Now()

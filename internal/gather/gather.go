@@ -1,4 +1,8 @@
-package wire
+// Package gather asks a question on NATS that any number of roles may
+// answer (every searcher's status, every broker's pipelines, every replica
+// of a shard) and takes the answers that come within a wait: the one
+// scatter-gather of answers of unknown number.
+package gather
 
 import (
 	"context"
@@ -7,16 +11,15 @@ import (
 	"github.com/nats-io/nats.go"
 )
 
-// Gather publishes data on subj as a request every role listening may
+// Replies publishes data on subj as a request every role listening may
 // answer (a searcher's status, a broker's pipelines), and calls each
 // with every reply that comes within wait, in order of arrival, until
 // wait has passed or ctx ends. It returns an error only if the request
 // could not be sent; a reply each cannot use it skips.
 //
-// It is the one scatter-gather of answers of unknown number: the
-// services' discovery, the registry's status pages and reports, the
-// client's views of the roles.
-func Gather(ctx context.Context, nc *nats.Conn, subj string, data []byte, wait time.Duration, each func(*nats.Msg)) error {
+// The services' discovery, the registry's status pages and reports and
+// the client's views of the roles use it.
+func Replies(ctx context.Context, nc *nats.Conn, subj string, data []byte, wait time.Duration, each func(*nats.Msg)) error {
 	inbox := nc.NewRespInbox()
 	sub, err := nc.SubscribeSync(inbox)
 	if err != nil {

@@ -1,4 +1,4 @@
-package wire_test
+package gather_test
 
 import (
 	"context"
@@ -8,11 +8,11 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/quarrysearch/quarry/internal/gather"
 	"github.com/quarrysearch/quarry/internal/natstest"
-	"github.com/quarrysearch/quarry/internal/wire"
 )
 
-// Gather hands on every answer that comes within its wait, from any
+// Replies hands on every answer that comes within its wait, from any
 // number of responders, and none that comes after it.
 func TestGather(t *testing.T) {
 	srv := natstest.Start(t)
@@ -32,7 +32,7 @@ func TestGather(t *testing.T) {
 	}
 	var got []string
 	start := time.Now()
-	if err := wire.Gather(context.Background(), srv.NC, "who", []byte("?"), 150*time.Millisecond, func(m *nats.Msg) {
+	if err := gather.Replies(context.Background(), srv.NC, "who", []byte("?"), 150*time.Millisecond, func(m *nats.Msg) {
 		got = append(got, string(m.Data))
 	}); err != nil {
 		t.Fatal(err)
@@ -48,7 +48,7 @@ func TestGather(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
 	start = time.Now()
-	_ = wire.Gather(ctx, srv.NC, "who", nil, time.Minute, func(*nats.Msg) {})
+	_ = gather.Replies(ctx, srv.NC, "who", nil, time.Minute, func(*nats.Msg) {})
 	if took := time.Since(start); took > 10*time.Second {
 		t.Errorf("waited %s past its context", took)
 	}
