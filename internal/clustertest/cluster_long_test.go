@@ -76,8 +76,7 @@ func TestDeployCluster(t *testing.T) {
 	quarryEnv := func(first int) map[string]string {
 		return map[string]string{"QUARRY_NATS": cl.urls(first), "QUARRY_NATS_PASSWORD": passwords["QUARRY_NATS_PASSWORD"]}
 	}
-	cli := func(args ...string) string {
-		t.Helper()
+	run := func(args ...string) (string, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
 		cmd := exec.CommandContext(ctx, b.path("quarry"), args...)
@@ -88,9 +87,27 @@ func TestDeployCluster(t *testing.T) {
 		}
 		out, err := cmd.CombinedOutput()
 		if err != nil {
-			t.Fatalf("quarry %s: %v\n%s", strings.Join(args, " "), err, out)
+			return string(out), fmt.Errorf("quarry %s: %w\n%s", strings.Join(args, " "), err, out)
 		}
-		return string(out)
+		return string(out), nil
+	}
+	cli := func(args ...string) string {
+		t.Helper()
+		out, err := run(args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	// initOut runs one quarry init on a goroutine of its own: its output,
+	// or "" with the failure logged.
+	initOut := func(i int) string {
+		out, err := run("init", "--user", "quarry", "--replicas", "3")
+		if err != nil {
+			t.Errorf("init %d: %v", i+1, err)
+			return ""
+		}
+		return out
 	}
 
 	// The init job and every role at the same moment, as an orchestrator
@@ -137,11 +154,28 @@ func TestDeployCluster(t *testing.T) {
 	for _, s := range specs {
 		roles[s.name].start()
 	}
-	out := cli("init", "--user", "quarry", "--replicas", "3")
-	if n := strings.Count(out, "  3\n"); n != meta.Resources {
-		t.Fatalf("quarry init --replicas 3: %d streams at 3 replicas, want %d:\n%s", n, meta.Resources, out)
+	// Two inits at once, as two deploy jobs may run: neither waits on
+	// the other's timeouts, and both say what they made.
+	initOuts := make([]string, 2)
+	var inits sync.WaitGroup
+	for i := range initOuts {
+		inits.Go(func() { initOuts[i] = initOut(i) })
 	}
-	t.Logf("quarry init --replicas 3, beside the roles, done %s after they started (%s after the members)", time.Since(together).Round(time.Millisecond), time.Since(began).Round(time.Millisecond))
+	inits.Wait()
+	for i, out := range initOuts {
+		for _, line := range strings.Split(out, "\n") {
+			if strings.Contains(line, "JetStream is ready") {
+				t.Logf("init %d: %s", i+1, line) // a resource it waited for
+			}
+		}
+		if out == "" {
+			t.Fatalf("quarry init %d of 2 failed (logged above)", i+1)
+		}
+		if n := strings.Count(out, "  3\n"); n != meta.Resources {
+			t.Fatalf("quarry init --replicas 3 (%d of 2): %d streams at 3 replicas, want %d:\n%s", i+1, n, meta.Resources, out)
+		}
+	}
+	t.Logf("two quarry init --replicas 3 at once, beside the roles, done %s after they started (%s after the members)", time.Since(together).Round(time.Millisecond), time.Since(began).Round(time.Millisecond))
 	// Within 20 s of starting beside init, every role serves.
 	waitFor(t, 20*time.Second-time.Since(together), "every role ready within 20 s of starting beside quarry init", func() bool {
 		for _, s := range specs {

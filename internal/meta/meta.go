@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
@@ -114,6 +115,12 @@ var PluginLogsStreamConfig = jetstream.StreamConfig{Name: subject.PluginLogsStre
 	Subjects: []string{subject.PluginLogsPrefix + ".>"}, Storage: jetstream.MemoryStorage, MaxMsgsPerSubject: api.MaxPluginLogLines,
 	MaxAge: 24 * time.Hour, MaxBytes: 64 << 20, MaxMsgSize: 32 << 10, Discard: jetstream.DiscardOld}
 
+// resource is one of Quarry's JetStream resources as Open opens it.
+type resource struct {
+	what string // "bucket quarry-indexes"
+	open func(ctx context.Context) error
+}
+
 // Resources is how many JetStream streams Open makes (its key-value
 // buckets and object stores are streams too): what `quarry init` lists.
 const Resources = 21
@@ -157,19 +164,19 @@ func Open(ctx context.Context, js jetstream.JetStream, opts Options) (*Store, er
 		{&s.Fields, jetstream.KeyValueConfig{Bucket: subject.FieldsBucket, Description: "Quarry index field paths, for each index's limit on them"}},
 		{&s.Aliases, jetstream.KeyValueConfig{Bucket: subject.AliasesBucket, Description: "Quarry index aliases", History: 8}},
 	}
+	// Every resource, as a name and what opens it: made by a creator,
+	// bound to otherwise.
+	var resources []resource
 	for _, b := range buckets {
 		b.cfg.Storage, b.cfg.Replicas = jetstream.FileStorage, repl.of("KV_"+b.cfg.Bucket)
-		err := opts.open(ctx, "bucket "+b.cfg.Bucket, func(ctx context.Context) (err error) {
+		resources = append(resources, resource{"bucket " + b.cfg.Bucket, func(ctx context.Context) (err error) {
 			if opts.Bind {
 				*b.kv, err = js.KeyValue(ctx, b.cfg.Bucket)
 				return err
 			}
 			*b.kv, err = js.CreateOrUpdateKeyValue(ctx, b.cfg)
 			return err
-		})
-		if err != nil {
-			return nil, fmt.Errorf("open bucket %s: %w", b.cfg.Bucket, err)
-		}
+		}})
 	}
 	objects := []struct {
 		os  *jetstream.ObjectStore
@@ -180,17 +187,14 @@ func Open(ctx context.Context, js jetstream.JetStream, opts Options) (*Store, er
 	}
 	for _, o := range objects {
 		o.cfg.Storage, o.cfg.Replicas = jetstream.FileStorage, repl.of("OBJ_"+o.cfg.Bucket)
-		err := opts.open(ctx, "object store "+o.cfg.Bucket, func(ctx context.Context) (err error) {
+		resources = append(resources, resource{"object store " + o.cfg.Bucket, func(ctx context.Context) (err error) {
 			if opts.Bind {
 				*o.os, err = js.ObjectStore(ctx, o.cfg.Bucket)
 				return err
 			}
 			*o.os, err = js.CreateOrUpdateObjectStore(ctx, o.cfg)
 			return err
-		})
-		if err != nil {
-			return nil, fmt.Errorf("open object store %s: %w", o.cfg.Bucket, err)
-		}
+		}})
 	}
 	streams := []struct {
 		st  *jetstream.Stream
@@ -218,26 +222,36 @@ func Open(ctx context.Context, js jetstream.JetStream, opts Options) (*Store, er
 			st.cfg.Storage = jetstream.FileStorage
 		}
 		st.cfg.Replicas = repl.of(st.cfg.Name)
-		var stream jetstream.Stream
-		err := opts.open(ctx, "stream "+st.cfg.Name, func(ctx context.Context) (err error) {
+		resources = append(resources, resource{"stream " + st.cfg.Name, func(ctx context.Context) (err error) {
 			if opts.Bind {
-				stream, err = js.Stream(ctx, st.cfg.Name)
+				*st.st, err = js.Stream(ctx, st.cfg.Name)
 				return err
 			}
-			stream, err = js.CreateOrUpdateStream(ctx, st.cfg)
+			*st.st, err = js.CreateOrUpdateStream(ctx, st.cfg)
 			if err != nil && !transient(err) && st.cfg.AllowAtomicPublish {
 				// A server older than 2.12 knows no atomic batches (and
 				// in strict mode refuses the field): documents are then
 				// published one at a time.
 				st.cfg.AllowAtomicPublish = false
-				stream, err = js.CreateOrUpdateStream(ctx, st.cfg)
+				*st.st, err = js.CreateOrUpdateStream(ctx, st.cfg)
 			}
 			return err
-		})
-		if err != nil {
-			return nil, fmt.Errorf("open stream %s: %w", st.cfg.Name, err)
+		}})
+	}
+	if !opts.Bind {
+		// Creators go in an order of their own. JetStream answers
+		// neither of two creations of one stream at once (two `quarry
+		// init`s, or init beside serve): both wait out their attempt,
+		// then find it made (untilReady). In one order the two met on
+		// every resource (30 s, then both gave up, on a fresh
+		// three-member cluster; TestDeployCluster); in orders of their
+		// own, each finds much of what it comes to made by the other.
+		rand.Shuffle(len(resources), func(i, j int) { resources[i], resources[j] = resources[j], resources[i] })
+	}
+	for _, r := range resources {
+		if err := opts.open(ctx, r.what, r.open); err != nil {
+			return nil, fmt.Errorf("open %s: %w", r.what, err)
 		}
-		*st.st = stream
 	}
 	if opts.Bind && opts.Replicas != 0 {
 		if _, err := replication(ctx, js, Options{Replicas: opts.Replicas, Logger: opts.Logger}); err != nil {

@@ -22,16 +22,25 @@ import (
 
 // attemptTimeout bounds one try: a request JetStream does not answer while
 // it has no leader is tried again, not waited on for the whole start-up.
-const attemptTimeout = 5 * time.Second
+// A resource's first try gets firstAttempt, each next one twice the last
+// up to attemptTimeout: JetStream answers neither of two creations of one
+// stream at once (two `quarry init`s), though it makes the stream, and a
+// try again a second later finds it (TestDeployCluster: each such
+// meeting cost both 5 s, and they met three or four times).
+const (
+	firstAttempt   = time.Second
+	attemptTimeout = 5 * time.Second
+)
 
 // untilReady runs create until it succeeds, fails with an error waiting
 // cannot fix, or ctx is done. It logs once what it is waiting for.
 func untilReady(ctx context.Context, log *slog.Logger, what string, create func(context.Context) error) error {
 	pause := backoff.New(50*time.Millisecond, 2*time.Second)
+	attempt := backoff.New(firstAttempt, attemptTimeout)
 	waiting := time.Now()
 	logged := false
 	for {
-		actx, cancel := context.WithTimeout(ctx, attemptTimeout)
+		actx, cancel := context.WithTimeout(ctx, attempt.Next())
 		err := create(actx)
 		cancel()
 		if err == nil {
