@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/micro"
 
 	"github.com/quarrysearch/quarry/api"
+	"github.com/quarrysearch/quarry/internal/backoff"
 	"github.com/quarrysearch/quarry/internal/meta"
 	"github.com/quarrysearch/quarry/internal/requestid"
 	"github.com/quarrysearch/quarry/internal/subject"
@@ -198,7 +199,8 @@ func (c *Client) CreateIndexDef(ctx context.Context, def api.IndexDefinition) (a
 // (init, the roles, the first index) run one right after another.
 func (c *Client) control(ctx context.Context, op, what string, body []byte, out any) error {
 	start := time.Now()
-	for pause := 20 * time.Millisecond; ; pause = min(2*pause, time.Second) {
+	pause := backoff.New(20*time.Millisecond, time.Second)
+	for {
 		msg := nats.NewMsg(subject.Control(op))
 		msg.Header, msg.Data = c.headers(ctx), body
 		err := c.call(ctx, what, msg, out)
@@ -209,10 +211,8 @@ func (c *Client) control(ctx context.Context, op, what string, body []byte, out 
 		if time.Since(start) >= controlWait {
 			return api.Errorf(api.CodeUnavailable, "%s: no broker or indexer is running (each serves the control API) after %s", what, controlWait)
 		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%s: no broker or indexer is running: %w", what, ctx.Err())
-		case <-time.After(pause):
+		if err := pause.Wait(ctx); err != nil {
+			return fmt.Errorf("%s: no broker or indexer is running: %w", what, err)
 		}
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/quarrysearch/quarry/api"
+	"github.com/quarrysearch/quarry/internal/backoff"
 )
 
 // PatchOptions configures Patch.
@@ -68,7 +69,7 @@ func (c *Client) Patch(ctx context.Context, index, id string, patch []byte, opts
 			return 0, api.BadRequest("patch: \"id\" is %s, not the document's %q: a patch cannot change a document's id", bytes.TrimSpace(m.val), id)
 		}
 	}
-	pause := time.Millisecond
+	pause := backoff.New(time.Millisecond, 50*time.Millisecond)
 	for attempt := 1; ; attempt++ {
 		doc, err := c.Get(ctx, index, id)
 		if err != nil {
@@ -101,12 +102,9 @@ func (c *Client) Patch(ctx context.Context, index, id string, patch []byte, opts
 		}
 		// Another write landed between the read and the write (or a
 		// stream replica behind the leader answered the read): again.
-		select {
-		case <-ctx.Done():
-			return 0, ctx.Err()
-		case <-time.After(pause):
+		if err := pause.Wait(ctx); err != nil {
+			return 0, err
 		}
-		pause = min(2*pause, 50*time.Millisecond)
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nuid"
 
 	"github.com/quarrysearch/quarry/api"
+	"github.com/quarrysearch/quarry/internal/backoff"
 	"github.com/quarrysearch/quarry/internal/gather"
 	"github.com/quarrysearch/quarry/internal/meta"
 	"github.com/quarrysearch/quarry/internal/subject"
@@ -399,7 +400,8 @@ func (c *Client) QueryReport(ctx context.Context, index string) (*api.QueryRepor
 // no broker answered (none runs, or the NATS user may not ask). The error
 // on ctx's end names the brokers still behind.
 func (c *Client) WaitPipeline(ctx context.Context, index string, rev uint64) ([]api.PipelineStatus, error) {
-	for wait := 5 * time.Millisecond; ; wait = min(2*wait, 100*time.Millisecond) {
+	pause := backoff.New(5*time.Millisecond, 100*time.Millisecond)
+	for {
 		status, err := c.BrokerPipelines(ctx, 100*time.Millisecond)
 		if err != nil {
 			return nil, err
@@ -413,10 +415,8 @@ func (c *Client) WaitPipeline(ctx context.Context, index string, rev uint64) ([]
 		if behind == "" {
 			return status, nil
 		}
-		select {
-		case <-ctx.Done():
+		if pause.Wait(ctx) != nil {
 			return status, api.Errorf(api.CodeTimeout, "pipeline revision %d of index %q was not live on every broker in time:%s", rev, index, strings.TrimSuffix(behind, ";"))
-		case <-time.After(wait):
 		}
 	}
 }
@@ -443,7 +443,8 @@ func (c *Client) WaitGate(ctx context.Context, index string, job *api.GateProgre
 	if job.Digest != "" {
 		version = api.ShortDigest(job.Digest)
 	}
-	for wait := 50 * time.Millisecond; ; wait = min(2*wait, 500*time.Millisecond) {
+	pause := backoff.New(50*time.Millisecond, 500*time.Millisecond)
+	for {
 		l, err := c.Plugins(ctx, index)
 		switch {
 		case errors.Is(err, api.ErrOverloaded): // the team's admin lane is full: look again
@@ -482,10 +483,8 @@ func (c *Client) WaitGate(ctx context.Context, index string, job *api.GateProgre
 				return nil, api.Errorf(api.CodeUnavailable, "the relevance gate of %q on %s (%s) ended without recording its outcome: the admin service that ran it stopped? See quarry plugin events %s", index, job.Plugin, job.What, index)
 			}
 		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(wait):
+		if err := pause.Wait(ctx); err != nil {
+			return nil, err
 		}
 	}
 }
