@@ -98,14 +98,11 @@ func New[J any](cfg Config) *Admission[J] {
 	return a
 }
 
-// Push queues j for team, or returns ErrFull. A team's request that Admit
-// let in is given back with Done too.
+// Push queues j for team (made with the defaults if new), or returns
+// ErrFull. Next hands it out, and Done takes it back; an in-flight slot
+// Admit took is Release's.
 func (a *Admission[J]) Push(team string, j J) error {
-	return a.PushTeam(a.Team(team), j)
-}
-
-// PushTeam is Push for a team Admit or Team returned.
-func (a *Admission[J]) PushTeam(t *Team, j J) error {
+	t := a.Team(team)
 	now := time.Now()
 	a.mu.Lock()
 	defer a.mu.Unlock()
