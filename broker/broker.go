@@ -31,6 +31,7 @@ import (
 	"github.com/quarrysearch/quarry/internal/admission"
 	"github.com/quarrysearch/quarry/internal/meta"
 	"github.com/quarrysearch/quarry/internal/requestid"
+	"github.com/quarrysearch/quarry/internal/service"
 	"github.com/quarrysearch/quarry/internal/subject"
 	"github.com/quarrysearch/quarry/internal/trace"
 	"github.com/quarrysearch/quarry/internal/wire"
@@ -334,8 +335,9 @@ type Broker struct {
 	// admit admits and queues each team's searches for the workers
 	// (serve.go).
 	admit *admission.Admission[searchJob]
-	// served are the search endpoint's figures for `nats micro stats`.
-	served endpointStats
+	// served is the search endpoint, whose figures `nats micro stats`
+	// shows (set by startService).
+	served *service.Endpoint
 	// queries is the query log the admin API reads (queries.report).
 	queries queryLog
 	stats   *fanout.StatsCache
@@ -497,7 +499,7 @@ func (b *Broker) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	defer svc.stop()
+	defer svc.Stop()
 	status, err := b.nc.Subscribe(subject.PipelineStatus, b.answerPipelineStatus)
 	if err != nil {
 		return fmt.Errorf("broker: subscribe %s: %w", subject.PipelineStatus, err)
@@ -614,9 +616,9 @@ func (b *Broker) applyIndex(e jetstream.KeyValueEntry) {
 
 // drain stops taking requests and waits, up to DrainTimeout, for those in
 // flight to be answered.
-func (b *Broker) drain(svc *searchService) {
+func (b *Broker) drain(svc *service.Service) {
 	b.draining.Store(true)
-	if err := svc.stop(); err != nil { // drains the queue group subscription
+	if err := svc.Stop(); err != nil { // drains the queue group subscription
 		b.cfg.Logger.Warn("stop the search service", "err", err)
 	}
 	deadline := time.Now().Add(b.cfg.DrainTimeout)

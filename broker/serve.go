@@ -3,21 +3,18 @@ package broker
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"runtime/debug"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/micro"
 
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/internal/admission"
 	"github.com/quarrysearch/quarry/internal/requestid"
+	"github.com/quarrysearch/quarry/internal/service"
 	"github.com/quarrysearch/quarry/internal/subject"
 	"github.com/quarrysearch/quarry/internal/tracenats"
 	"github.com/quarrysearch/quarry/internal/wire"
@@ -28,8 +25,21 @@ import (
 // searches in flight) and queues it; one of Config.MaxInFlight workers
 // takes it from the queue (admission: round-robin between teams, a heavy
 // team's searches held to their turns) and answers it (serve). The
-// service's figures for `nats micro stats` are counted there, from a
-// request's arrival to its answer.
+// search endpoint's figures for `nats micro stats` (internal/service) are
+// counted there, from a request's arrival to its answer.
+
+// serviceDescription is the search service's description in `nats micro
+// info`.
+const serviceDescription = "Quarry search API: JSON SearchRequest in, SearchResponse out"
+
+// startService serves the search endpoint (handled by receive) as the
+// service subject.ServiceName.
+func (b *Broker) startService() (*service.Service, error) {
+	b.served = &service.Endpoint{Name: "search", Subject: subject.SearchPrefix + ".*",
+		Metadata: map[string]string{"format": "application/json"}, Handler: b.receive}
+	return service.Start(b.nc, service.Config{Name: subject.ServiceName, ID: b.id, Version: api.Version, Description: serviceDescription,
+		QueueGroup: b.cfg.QueueGroup, Logger: b.cfg.Logger}, b.served)
+}
 
 // lookupTeam is the queue of the searches of an index the broker's watch
 // has not delivered (just created): their team is known once a worker has
@@ -56,7 +66,7 @@ func (b *Broker) receive(msg *nats.Msg) {
 	j.index, def, j.known = b.known(j.asked)
 	if !b.replies.Allow(msg.Subject, msg.Reply) {
 		b.metrics.refused(j.index)
-		b.served.done(j.arrived, nil)
+		b.served.Done(j.arrived, nil)
 		return
 	}
 	team := lookupTeam
@@ -64,7 +74,7 @@ func (b *Broker) receive(msg *nats.Msg) {
 		team = def.TeamOf()
 		if !b.replies.AllowTeam(msg.Subject, msg.Reply, team) {
 			b.metrics.refused(j.index)
-			b.served.done(j.arrived, nil)
+			b.served.Done(j.arrived, nil)
 			return
 		}
 		var err error
@@ -86,7 +96,7 @@ func (b *Broker) receive(msg *nats.Msg) {
 
 // refuse answers j with err and counts it done.
 func (b *Broker) refuse(j searchJob, err error) {
-	b.served.done(j.arrived, b.respondError(j.msg.Reply, err))
+	b.served.Done(j.arrived, b.respondError(j.msg.Reply, err))
 }
 
 // work serves queued searches until the queue is closed.
@@ -109,7 +119,7 @@ func (b *Broker) work() {
 func (b *Broker) serve(it admission.Item[searchJob]) (cost time.Duration) {
 	j := it.Job
 	var failed *api.Error
-	defer func() { b.served.done(j.arrived, failed) }()
+	defer func() { b.served.Done(j.arrived, failed) }()
 	reply := j.msg.Reply
 	index := j.index
 	if it.Expired {
@@ -206,131 +216,6 @@ func (b *Broker) respondError(reply string, err error) *api.Error {
 	}
 	if perr := b.nc.PublishMsg(wire.ErrorReply(reply, e)); perr != nil {
 		b.cfg.Logger.Warn("error reply failed", "err", perr)
-	}
-	return e
-}
-
-// searchService is the broker's search service as NATS' service protocol
-// (micro) describes it: the search endpoint's queue subscription, and the
-// answers to $SRV.PING, $SRV.INFO and $SRV.STATS (`nats micro ls`, `nats
-// micro info quarry`, `nats micro stats quarry`), in micro's own types.
-//
-// micro.AddService would count a request from when its handler is called
-// to when it returns, on the subscription's one goroutine: truthful only
-// if the handler answers before returning, one request at a time. The
-// broker answers from a pool of workers, so it speaks the protocol
-// itself, its figures counted from a request's arrival to its answer
-// (RATIONALE.md, "The broker speaks micro's protocol itself").
-type searchService struct {
-	nc       *nats.Conn
-	identity micro.ServiceIdentity
-	started  time.Time
-	endpoint micro.EndpointInfo
-	stats    *endpointStats
-	search   *nats.Subscription
-	control  []*nats.Subscription
-	stopOnce sync.Once
-}
-
-// serviceDescription is the search service's description in `nats micro
-// info`.
-const serviceDescription = "Quarry search API: JSON SearchRequest in, SearchResponse out"
-
-// startService subscribes the search endpoint (handled by receive) and
-// the service's control subjects.
-func (b *Broker) startService() (*searchService, error) {
-	s := &searchService{nc: b.nc, started: time.Now().UTC(), stats: &b.served,
-		identity: micro.ServiceIdentity{Name: subject.ServiceName, ID: b.id, Version: api.Version, Metadata: map[string]string{}},
-		endpoint: micro.EndpointInfo{Name: "search", Subject: subject.SearchPrefix + ".*", QueueGroup: b.cfg.QueueGroup,
-			Metadata: map[string]string{"format": "application/json"}}}
-	var err error
-	if s.search, err = b.nc.QueueSubscribe(s.endpoint.Subject, s.endpoint.QueueGroup, b.receive); err != nil {
-		return nil, fmt.Errorf("broker: subscribe %s: %w", s.endpoint.Subject, err)
-	}
-	for verb, answer := range map[micro.Verb]func() any{micro.PingVerb: s.ping, micro.InfoVerb: s.info, micro.StatsVerb: s.statsNow} {
-		for _, id := range []struct{ name, id string }{{"", ""}, {s.identity.Name, ""}, {s.identity.Name, s.identity.ID}} {
-			subj, err := micro.ControlSubject(verb, id.name, id.id)
-			if err != nil {
-				s.stop()
-				return nil, fmt.Errorf("broker: %s subject: %w", verb, err)
-			}
-			sub, err := b.nc.Subscribe(subj, func(m *nats.Msg) {
-				data, err := json.Marshal(answer())
-				if err == nil {
-					err = m.Respond(data)
-				}
-				if err != nil {
-					b.cfg.Logger.Warn("service protocol answer failed", "subject", m.Subject, "err", err)
-				}
-			})
-			if err != nil {
-				s.stop()
-				return nil, fmt.Errorf("broker: subscribe %s: %w", subj, err)
-			}
-			s.control = append(s.control, sub)
-		}
-	}
-	return s, nil
-}
-
-func (s *searchService) ping() any {
-	return micro.Ping{ServiceIdentity: s.identity, Type: micro.PingResponseType}
-}
-
-func (s *searchService) info() any {
-	return micro.Info{ServiceIdentity: s.identity, Type: micro.InfoResponseType, Description: serviceDescription,
-		Endpoints: []micro.EndpointInfo{s.endpoint}}
-}
-
-func (s *searchService) statsNow() any {
-	e := s.stats.endpoint()
-	e.Name, e.Subject, e.QueueGroup = s.endpoint.Name, s.endpoint.Subject, s.endpoint.QueueGroup
-	return micro.Stats{ServiceIdentity: s.identity, Type: micro.StatsResponseType, Started: s.started, Endpoints: []*micro.EndpointStats{e}}
-}
-
-// stop drains the search subscription (requests already delivered are
-// still received) and ends the control subscriptions.
-func (s *searchService) stop() error {
-	var err error
-	s.stopOnce.Do(func() {
-		if s.search != nil {
-			err = s.search.Drain()
-		}
-		for _, sub := range s.control {
-			_ = sub.Unsubscribe()
-		}
-	})
-	return err
-}
-
-// endpointStats are the search endpoint's figures: every request from its
-// arrival to its answer (or to its being dropped, for a reply subject the
-// broker does not answer).
-type endpointStats struct {
-	requests, errors, processingNS atomic.Int64
-	lastError                      atomic.Pointer[string]
-}
-
-// done counts a request that arrived at start, failed with e (nil: it did
-// not).
-func (s *endpointStats) done(start time.Time, e *api.Error) {
-	s.processingNS.Add(int64(time.Since(start)))
-	s.requests.Add(1)
-	if e != nil {
-		s.errors.Add(1)
-		msg := fmt.Sprintf("%d:%s", api.HTTPStatus(e.Code), e.Message)
-		s.lastError.Store(&msg)
-	}
-}
-
-// endpoint is the figures as micro reports them.
-func (s *endpointStats) endpoint() *micro.EndpointStats {
-	e := &micro.EndpointStats{NumRequests: int(s.requests.Load()), NumErrors: int(s.errors.Load()), ProcessingTime: time.Duration(s.processingNS.Load())}
-	if e.NumRequests > 0 {
-		e.AverageProcessingTime = e.ProcessingTime / time.Duration(e.NumRequests)
-	}
-	if msg := s.lastError.Load(); msg != nil {
-		e.LastError = *msg
 	}
 	return e
 }

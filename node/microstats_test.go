@@ -46,6 +46,22 @@ func TestMicroStats(t *testing.T) {
 	if e.AverageProcessingTime < 10*time.Microsecond {
 		t.Errorf("average processing time %s: a search's own time is not counted", e.AverageProcessingTime)
 	}
+	// The admin service answers from its teams' lanes, after the
+	// handler has returned: its figures count that too.
+	if _, err := c.Plugins(ctx, "nope"); err == nil {
+		t.Fatal("the plugins of an unknown index listed")
+	}
+	var admin micro.Stats
+	request(t, n, "$SRV.STATS."+subject.AdminService, &admin)
+	var ls *micro.EndpointStats
+	for _, e := range admin.Endpoints {
+		if e.Name == "plugin-ls" {
+			ls = e
+		}
+	}
+	if ls == nil || ls.NumRequests < 1 || ls.NumErrors < 1 || ls.ProcessingTime <= 0 || !strings.HasPrefix(ls.LastError, "404:") {
+		t.Fatalf("admin service's plugin-ls stats: %+v", ls)
+	}
 	var info micro.Info
 	request(t, n, "$SRV.INFO."+subject.ServiceName+"."+stats.ID, &info)
 	if info.Type != micro.InfoResponseType || len(info.Endpoints) != 1 || info.Endpoints[0].Subject != subject.SearchPrefix+".*" || info.Description == "" {

@@ -13,12 +13,12 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/micro"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/internal/meta"
 	"github.com/quarrysearch/quarry/internal/requestid"
+	"github.com/quarrysearch/quarry/internal/service"
 	"github.com/quarrysearch/quarry/internal/subject"
 	"github.com/quarrysearch/quarry/internal/wire"
 	"github.com/quarrysearch/quarry/plugins"
@@ -154,19 +154,21 @@ func (s *Service) Run(ctx context.Context) error {
 	defer s.gates.wg.Wait()
 	defer s.lanes.wg.Wait() // requests under way answer before the runtimes close
 	s.base = ctx
-	svc, err := micro.AddService(s.nc, micro.Config{Name: subject.AdminService, Version: "0.1.0",
-		Description: "Quarry admin API: plugins and pipelines, per index"})
+	// Requests are answered from their teams' lanes, after their handler
+	// has returned: internal/service counts each from its arrival to its
+	// answer, which micro cannot (`nats micro stats quarry-admin`).
+	endpoints := make([]*service.Endpoint, len(operations))
+	for i, op := range operations {
+		ep := &service.Endpoint{Name: strings.ReplaceAll(op, ".", "-"), Subject: subject.AdminPrefix + ".*." + op}
+		ep.Handler = func(m *nats.Msg) { s.handle(ctx, op, ep, m) }
+		endpoints[i] = ep
+	}
+	svc, err := service.Start(s.nc, service.Config{Name: subject.AdminService, Version: "0.1.0",
+		Description: "Quarry admin API: plugins and pipelines, per index", Logger: s.cfg.Logger}, endpoints...)
 	if err != nil {
 		return fmt.Errorf("admin: %w", err)
 	}
 	defer svc.Stop()
-	for _, op := range operations {
-		err := svc.AddEndpoint(strings.ReplaceAll(op, ".", "-"), micro.HandlerFunc(func(req micro.Request) { s.handle(ctx, op, req) }),
-			micro.WithEndpointSubject(subject.AdminPrefix+".*."+op))
-		if err != nil {
-			return fmt.Errorf("admin endpoint %s: %w", op, err)
-		}
-	}
 	// Ready once the server has the subscriptions: a client on another
 	// connection that asks at once finds a responder.
 	if err := s.nc.FlushTimeout(readyFlushTimeout); err != nil {
@@ -177,20 +179,21 @@ func (s *Service) Run(ctx context.Context) error {
 	return nil
 }
 
-func (s *Service) handle(ctx context.Context, op string, req micro.Request) {
-	if !s.replies.Allow(req.Subject(), req.Reply()) {
+func (s *Service) handle(ctx context.Context, op string, ep *service.Endpoint, req *nats.Msg) {
+	a := s.answerTo(ep, req)
+	if !s.replies.Allow(req.Subject, req.Reply) {
+		ep.Done(a.arrived, nil)
 		return
 	}
-	index := strings.TrimSuffix(strings.TrimPrefix(req.Subject(), subject.AdminPrefix+"."), "."+op)
+	index := strings.TrimSuffix(strings.TrimPrefix(req.Subject, subject.AdminPrefix+"."), "."+op)
 	if op == "plugin.upload" { // raw bytes, not JSON
 		cctx, cancel := context.WithTimeout(ctx, RequestTimeout)
 		defer cancel()
-		s.handleUpload(cctx, index, req)
+		s.handleUpload(cctx, index, req, a)
 		return
 	}
-	a := s.answerTo(req)
 	var r Request
-	if data := bytes.TrimSpace(req.Data()); len(data) > 0 && string(data) != "null" { // no body: an empty request
+	if data := bytes.TrimSpace(req.Data); len(data) > 0 && string(data) != "null" { // no body: an empty request
 		if err := api.DecodeStrict("admin request", data, &r); err != nil {
 			a.fail(err)
 			return
@@ -203,8 +206,9 @@ func (s *Service) handle(ctx context.Context, op string, req micro.Request) {
 	team := ""
 	if def, err := s.store.Index(cctx, index); err == nil {
 		team = def.TeamOf()
-		if !s.replies.AllowTeam(req.Subject(), req.Reply(), team) {
+		if !s.replies.AllowTeam(req.Subject, req.Reply, team) {
 			cancel()
+			ep.Done(a.arrived, nil)
 			return
 		}
 	}
@@ -226,27 +230,19 @@ func (s *Service) handle(ctx context.Context, op string, req micro.Request) {
 	}
 }
 
-// respondError answers a request with an error. An *api.Error says what
-// the caller can act on; any other is internal, its detail (a Go error's
-// text, a library's words) logged under a request id and the caller told
-// "internal error (request id …)".
-func (s *Service) respondError(req micro.Request, err error) {
-	s.answerTo(req).fail(err)
-}
-
-// answer is where a request's answer goes, taken from its micro.Request
-// in the handler: micro reads the request again once its handler returns
-// (to count errors), so a request answered later, from its team's lane,
-// is answered on the connection (as micro would: its error headers), not
-// through the request.
+// answer is where a request's answer goes: it is answered later, from
+// its team's lane, on the connection (with micro's error headers), and
+// counted then in its endpoint's figures.
 type answer struct {
 	s              *Service
+	ep             *service.Endpoint
+	arrived        time.Time
 	subject, reply string
 	requestID      string
 }
 
-func (s *Service) answerTo(req micro.Request) answer {
-	return answer{s: s, subject: req.Subject(), reply: req.Reply(), requestID: req.Headers().Get(requestid.Header)}
+func (s *Service) answerTo(ep *service.Endpoint, req *nats.Msg) answer {
+	return answer{s: s, ep: ep, arrived: time.Now(), subject: req.Subject, reply: req.Reply, requestID: req.Header.Get(requestid.Header)}
 }
 
 // json answers v as JSON.
@@ -257,6 +253,7 @@ func (a answer) json(v any) {
 		return
 	}
 	a.publish(&nats.Msg{Subject: a.reply, Data: body})
+	a.ep.Done(a.arrived, nil)
 }
 
 // fail answers an error. An *api.Error says what the caller can act on;
@@ -274,6 +271,7 @@ func (a answer) fail(err error) {
 		e = api.Errorf(api.CodeInternal, "internal error (request id %s)", id)
 	}
 	a.publish(wire.ErrorReply(a.reply, e))
+	a.ep.Done(a.arrived, e)
 }
 
 func (a answer) publish(msg *nats.Msg) {

@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/nats-io/nats.go/micro"
+	"github.com/nats-io/nats.go"
 
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/internal/meta"
@@ -42,20 +42,20 @@ type UploadReply struct {
 }
 
 // handleUpload stages one chunk of an upload, or drops an upload.
-func (s *Service) handleUpload(ctx context.Context, index string, req micro.Request) {
-	h := req.Headers()
+func (s *Service) handleUpload(ctx context.Context, index string, req *nats.Msg, a answer) {
+	h := req.Header
 	var reply *UploadReply
 	var err error
 	if h.Get(subject.HeaderUploadDrop) != "" {
 		reply, err = s.dropStaged(ctx, index, h.Get(subject.HeaderUpload))
 	} else {
-		reply, err = s.stageChunk(ctx, index, h.Get(subject.HeaderUpload), h.Get(subject.HeaderUploadOffset), req.Data())
+		reply, err = s.stageChunk(ctx, index, h.Get(subject.HeaderUpload), h.Get(subject.HeaderUploadOffset), req.Data)
 	}
 	if err != nil {
-		s.respondError(req, err)
+		a.fail(err)
 		return
 	}
-	req.RespondJSON(reply)
+	a.json(reply)
 }
 
 func (s *Service) stageChunk(ctx context.Context, index, id, offset string, chunk []byte) (*UploadReply, error) {

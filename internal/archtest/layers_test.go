@@ -48,6 +48,7 @@ var forbidden = []struct {
 	{"internal/gather", []string{"internal/", "client", "broker", "searcher", "indexer"}, nil},
 	{"internal/backoff", []string{"internal/", "client", "broker", "searcher", "indexer"}, nil},
 	{"internal/admission", []string{"internal/", "client", "broker", "searcher", "indexer"}, nil},
+	{"internal/service", []string{"internal/", "client", "broker", "searcher", "indexer"}, nil},
 	{"internal/meta", []string{"internal/shard", "client", "broker", "searcher", "indexer"}, nil},
 	{"internal/shard", []string{"client", "broker", "searcher", "indexer"}, nil},
 	// A query's term statistics, read through any index reader: the
