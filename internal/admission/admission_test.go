@@ -19,6 +19,18 @@ func known(t *testing.T, q *Admission[string], team string, took time.Duration) 
 	q.Done(it, took)
 }
 
+// nextLater takes the next request on a goroutine of its own: the
+// channel gets its job once Next hands one out.
+func nextLater(q *Admission[string]) <-chan string {
+	got := make(chan string, 1)
+	go func() {
+		if j, ok := q.Next(); ok {
+			got <- j.Job
+		}
+	}()
+	return got
+}
+
 // push queues job for team.
 func push(t *testing.T, q *Admission[string], team, job string) {
 	t.Helper()
@@ -53,12 +65,7 @@ func TestFairQueueNewTeamUntilKnown(t *testing.T) {
 	if first.Light {
 		t.Fatal("a new team's first request counted as light")
 	}
-	got := make(chan string, 1)
-	go func() {
-		if j, ok := q.Next(); ok {
-			got <- j.Job
-		}
-	}()
+	got := nextLater(q)
 	select {
 	case s := <-got:
 		t.Fatalf("the new team ran a second request beside its first: %s", s)
@@ -134,12 +141,7 @@ func TestFairQueueHeavyCap(t *testing.T) {
 	if j.Job != "c" {
 		t.Fatalf("got %s, want the calm team's request", j.Job)
 	}
-	got := make(chan string, 1)
-	go func() {
-		if j, ok := q.Next(); ok {
-			got <- j.Job
-		}
-	}()
+	got := nextLater(q)
 	select {
 	case s := <-got:
 		t.Fatalf("the heavy team ran a third request at once: %s", s)
