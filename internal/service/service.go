@@ -92,7 +92,7 @@ type Service struct {
 }
 
 // Start subscribes every endpoint (in cfg.QueueGroup) and the protocol's
-// subjects on nc.
+// subjects on nc, and returns once the server has them.
 func Start(nc *nats.Conn, cfg Config, endpoints ...*Endpoint) (*Service, error) {
 	if cfg.ID == "" {
 		cfg.ID = nuid.Next()
@@ -136,6 +136,13 @@ func Start(nc *nats.Conn, cfg Config, endpoints ...*Endpoint) (*Service, error) 
 			}
 			s.control = append(s.control, sub)
 		}
+	}
+	// Answering once Start returns: a request on another connection
+	// finds the subscriptions (without this, now and then it found no
+	// responders).
+	if err := nc.Flush(); err != nil {
+		s.Stop()
+		return nil, fmt.Errorf("%s: subscribe: %w", cfg.Name, err)
 	}
 	return s, nil
 }
