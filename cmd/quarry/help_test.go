@@ -77,6 +77,13 @@ func TestHelp(t *testing.T) {
 			t.Errorf("quarry %s: exit %d, stdout %q, stderr:\n%s", strings.Join(args, " "), code, out, errOut)
 		}
 	}
+	// The help of a command that does not exist is bad use, not help.
+	for _, args := range [][]string{{"help", "nosuch"}, {"help", "index", "nosuch"}} {
+		out, errOut, code := help(args...)
+		if code != exitUsage || out != "" || !strings.Contains(errOut, "quarry help: no command") {
+			t.Errorf("quarry %s: exit %d, stdout %q, stderr:\n%s", strings.Join(args, " "), code, out, errOut)
+		}
+	}
 	// bench's flags are quarry-bench's; without it, its help is its own.
 	if out, _, code := help("bench", "--help"); code != 0 || !strings.Contains(out, "quarry-bench") {
 		t.Errorf("quarry bench --help without quarry-bench: exit %d\n%s", code, out)

@@ -255,6 +255,19 @@ func (e *env) newRoot(started *bool) *cobra.Command {
 		switch c.Name() {
 		case "help":
 			local(c).Short = "help about any command"
+			// cobra's says "Unknown help topic" and exits 0: a script
+			// asking for the help of a command that does not exist must
+			// learn it did not get it.
+			c.Run = nil
+			c.RunE = func(h *cobra.Command, args []string) error {
+				target, rest, err := h.Root().Find(args)
+				if target == nil || err != nil || len(rest) > 0 {
+					fmt.Fprintf(e.stderr, "quarry help: no command %q\nRun 'quarry --help' for the commands.\n", strings.Join(args, " "))
+					return errUsage
+				}
+				target.InitDefaultHelpFlag()
+				return target.Help()
+			}
 		case "completion":
 			local(c).Short = "print the completion script of a shell: bash, zsh, fish or powershell"
 		}
