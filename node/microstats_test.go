@@ -38,8 +38,10 @@ func TestMicroStats(t *testing.T) {
 		t.Fatalf("stats: %+v", stats)
 	}
 	e := stats.Endpoints[0]
-	// noodleIndex's own searches count too: at least the 6 above.
-	if e.NumRequests < 6 || e.NumErrors != 1 || e.ProcessingTime <= 0 || e.AverageProcessingTime <= 0 ||
+	// noodleIndex's own searches count too: at least the 6 above (and,
+	// in the long tier, its searches while the index is not yet served
+	// may have failed too: at least the one above).
+	if e.NumRequests < 6 || e.NumErrors < 1 || e.ProcessingTime <= 0 || e.AverageProcessingTime <= 0 ||
 		!strings.HasPrefix(e.LastError, "404:") || !strings.Contains(e.LastError, `"nope"`) {
 		t.Fatalf("endpoint stats: %+v", e)
 	}
