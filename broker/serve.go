@@ -69,20 +69,22 @@ func (b *Broker) receive(msg *nats.Msg) {
 		b.served.Done(j.arrived, nil)
 		return
 	}
-	team := lookupTeam
+	var team *admission.Team
 	if j.known {
-		team = def.TeamOf()
-		if !b.replies.AllowTeam(msg.Subject, msg.Reply, team) {
+		if !b.replies.AllowTeam(msg.Subject, msg.Reply, def.TeamOf()) {
 			b.metrics.refused(j.index)
 			b.served.Done(j.arrived, nil)
 			return
 		}
 		var err error
-		if j.admitted, err = b.admit.Admit(team, j.arrived); err != nil {
+		if j.admitted, err = b.admit.Admit(def.TeamOf(), j.arrived); err != nil {
 			b.metrics.refused(j.index)
 			b.refuse(j, err)
 			return
 		}
+		team = j.admitted
+	} else {
+		team = b.admit.Team(lookupTeam)
 	}
 	if err := b.admit.Push(team, j); err != nil {
 		if j.admitted != nil {

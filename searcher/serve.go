@@ -28,7 +28,7 @@ func (s *Searcher) enqueue(team string, msg *nats.Msg) {
 	if !s.replies.Allow(msg.Subject, msg.Reply) {
 		return
 	}
-	if err := s.queue.Push(team, msg); err != nil {
+	if err := s.queue.Push(s.queue.Team(team), msg); err != nil {
 		s.metrics.refused[refusedOverloaded].Inc()
 		respondError(msg, api.Errorf(api.CodeOverloaded, "searcher overloaded: %d requests queued", s.cfg.QueueLen))
 	}

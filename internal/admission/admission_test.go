@@ -34,7 +34,7 @@ func nextLater(q *Admission[string]) <-chan string {
 // push queues job for team.
 func push(t *testing.T, q *Admission[string], team, job string) {
 	t.Helper()
-	if err := q.Push(team, job); err != nil {
+	if err := q.Push(q.Team(team), job); err != nil {
 		t.Fatalf("push %s: %v", job, err)
 	}
 }
@@ -113,10 +113,10 @@ func TestFairQueueRoundRobin(t *testing.T) {
 		t.Fatal("push")
 	}
 	full := New[string](Config{MaxQueued: 1})
-	if err := full.Push("a", "x"); err != nil {
+	if err := full.Push(full.Team("a"), "x"); err != nil {
 		t.Fatal(err)
 	}
-	if err := full.Push("b", "y"); !errors.Is(err, ErrFull) {
+	if err := full.Push(full.Team("b"), "y"); !errors.Is(err, ErrFull) {
 		t.Fatalf("a full queue's push: %v, want ErrFull", err)
 	}
 }
@@ -279,5 +279,24 @@ func TestHeavyTurnGivesWay(t *testing.T) {
 	}
 	if err := q.Turn(time.Hour, time.Hour).Checkpoint(cancelled); !errors.Is(err, context.Canceled) {
 		t.Fatalf("a cancelled request's linger: %v", err)
+	}
+}
+
+// BenchmarkQueue is one request's way through: admitted, pushed, taken
+// and given back, as the broker does for each search.
+func BenchmarkQueue(b *testing.B) {
+	q := New[string](Config{MaxQueued: 100, HeavyAfter: 25 * time.Millisecond, TeamInFlight: 10})
+	b.ReportAllocs()
+	for b.Loop() {
+		t, err := q.Admit("alpha", time.Now())
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := q.Push(t, "x"); err != nil {
+			b.Fatal(err)
+		}
+		it, _ := q.Next()
+		q.Done(it, time.Millisecond)
+		q.Release(t, time.Millisecond)
 	}
 }

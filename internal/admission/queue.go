@@ -57,8 +57,8 @@ type Admission[J any] struct {
 
 	mu      sync.Mutex
 	cond    *sync.Cond
-	ring    []*Team // teams with waiting requests, in service order
-	waiting map[*Team][]Item[J]
+	ring    []*Team            // teams with waiting requests, in service order
+	waiting map[*Team]*fifo[J] // each team's, kept while it is empty
 	queued  int
 	running int
 	closed  bool
@@ -66,8 +66,8 @@ type Admission[J any] struct {
 	wakeAt  time.Time
 
 	// light counts the queued and running requests of teams that were
-	// not heavy when they came; lightDone is closed when it falls to 0
-	// and made anew when it rises from 0 (both under mu).
+	// not heavy when they came; lightDone, made when a checkpoint waits
+	// for it (Turn), is closed when light falls to 0 (both under mu).
 	light     atomic.Int64
 	lightDone chan struct{}
 	// lightLast is when a light request was last done (Unix ns).
@@ -92,17 +92,35 @@ type Item[J any] struct {
 // New returns an Admission with cfg.
 func New[J any](cfg Config) *Admission[J] {
 	cfg.HeavyTurns = max(1, cfg.HeavyTurns)
-	a := &Admission[J]{cfg: cfg, teams: map[string]*Team{}, waiting: map[*Team][]Item[J]{}}
+	a := &Admission[J]{cfg: cfg, teams: map[string]*Team{}, waiting: map[*Team]*fifo[J]{}}
 	a.brokers.Store(1)
 	a.cond = sync.NewCond(&a.mu)
 	return a
 }
 
-// Push queues j for team (made with the defaults if new), or returns
-// ErrFull. Next hands it out, and Done takes it back; an in-flight slot
-// Admit took is Release's.
-func (a *Admission[J]) Push(team string, j J) error {
-	t := a.Team(team)
+// fifo is one team's waiting requests. Its buffer is kept when it empties:
+// a request through an idle queue allocates nothing.
+type fifo[J any] struct {
+	items []Item[J]
+	head  int
+}
+
+func (f *fifo[J]) len() int { return len(f.items) - f.head }
+
+// pop takes the first request (the caller knows there is one).
+func (f *fifo[J]) pop() Item[J] {
+	it := f.items[f.head]
+	f.items[f.head] = Item[J]{}
+	if f.head++; f.head == len(f.items) {
+		f.items, f.head = f.items[:0], 0
+	}
+	return it
+}
+
+// Push queues j for team t (Admit's, or Team's), or returns ErrFull.
+// Next hands it out, and Done takes it back; an in-flight slot Admit took
+// is Release's.
+func (a *Admission[J]) Push(t *Team, j J) error {
 	now := time.Now()
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -110,14 +128,19 @@ func (a *Admission[J]) Push(team string, j J) error {
 		return ErrFull
 	}
 	it := Item[J]{Job: j, Team: t, At: now, Light: !a.heavy(t)}
-	if it.Light && a.light.Add(1) == 1 {
-		a.lightDone = make(chan struct{})
+	if it.Light {
+		a.light.Add(1)
 	}
 	t.lastSeen.Store(now.UnixNano())
-	if len(a.waiting[t]) == 0 {
+	f := a.waiting[t]
+	if f == nil {
+		f = &fifo[J]{}
+		a.waiting[t] = f
+	}
+	if f.len() == 0 {
 		a.ring = append(a.ring, t)
 	}
-	a.waiting[t] = append(a.waiting[t], it)
+	f.items = append(f.items, it)
 	a.queued++
 	a.cond.Signal()
 	return nil
@@ -136,28 +159,24 @@ func (a *Admission[J]) Next() (Item[J], bool) {
 		now := time.Now()
 		var first time.Time // the earliest expiry of a request left waiting
 		for i, t := range a.ring {
-			jobs := a.waiting[t]
-			expired := a.cfg.MaxWait > 0 && now.Sub(jobs[0].At) >= a.cfg.MaxWait
+			f := a.waiting[t]
+			oldest := f.items[f.head].At
+			expired := a.cfg.MaxWait > 0 && now.Sub(oldest) >= a.cfg.MaxWait
 			if !expired {
 				if a.heldBack(t, now) {
 					if a.cfg.MaxWait > 0 {
-						if at := jobs[0].At.Add(a.cfg.MaxWait); first.IsZero() || at.Before(first) {
+						if at := oldest.Add(a.cfg.MaxWait); first.IsZero() || at.Before(first) {
 							first = at
 						}
 					}
 					continue
 				}
 			}
-			it := jobs[0]
-			var zero Item[J]
-			jobs[0] = zero
+			it := f.pop()
 			a.queued--
 			a.ring = append(a.ring[:i], a.ring[i+1:]...)
-			if len(jobs) > 1 {
-				a.waiting[t] = jobs[1:]
+			if f.len() > 0 {
 				a.ring = append(a.ring, t) // round-robin: to the back
-			} else {
-				delete(a.waiting, t)
 			}
 			it.Queued = now.Sub(it.At)
 			if expired {
@@ -215,8 +234,9 @@ func (a *Admission[J]) Done(it Item[J], cost time.Duration) {
 // lightEnded counts a light request done (under mu).
 func (a *Admission[J]) lightEnded(now time.Time) {
 	a.lightLast.Store(now.UnixNano())
-	if a.light.Add(-1) == 0 {
+	if a.light.Add(-1) == 0 && a.lightDone != nil {
 		close(a.lightDone)
+		a.lightDone = nil
 	}
 }
 

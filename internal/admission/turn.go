@@ -34,7 +34,11 @@ func (a *Admission[J]) lightState() (int64, <-chan struct{}, int64) {
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return a.light.Load(), a.lightDone, a.lightLast.Load()
+	n := a.light.Load()
+	if n > 0 && a.lightDone == nil {
+		a.lightDone = make(chan struct{})
+	}
+	return n, a.lightDone, a.lightLast.Load()
 }
 
 // Waited is how long the request has waited at its checkpoints.
