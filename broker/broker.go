@@ -59,10 +59,10 @@ type Config struct {
 	// (its queue group subscription is drained first), then waits this
 	// long at most for the requests it took (default 10s).
 	DrainTimeout time.Duration
-	// MaxInFlight is how many searches run at once, on as many workers;
-	// as many more may wait for a worker (or for a heavy team's turn, see
-	// HeavyAfter), and more are refused at once as overloaded (HTTP 429,
-	// micro error code 429) (default 1024).
+	// MaxInFlight caps the searches a broker holds, running (on as many
+	// workers) or waiting for a heavy team's turn (see HeavyAfter); more
+	// are refused at once as overloaded (HTTP 429, micro error code 429)
+	// (default 1024).
 	MaxInFlight int
 	// TeamMaxInFlight caps the concurrent requests of one team (the teams
 	// of api.IndexDefinition), unless its settings say otherwise
@@ -405,7 +405,7 @@ func New(nc *nats.Conn, store *meta.Store, cfg Config) (*Broker, error) {
 	stats.SetFreshness(cfg.StatsMaxUpdates, cfg.StatsMaxAge)
 	stats.SetTerms(cfg.StatsCacheTerms)
 	b = &Broker{nc: nc, replies: subject.ReplyGuard{Service: "broker", Logger: cfg.Logger}, store: store, cfg: cfg, planner: p,
-		admit: admission.New[searchJob](admission.Config{MaxQueued: cfg.MaxInFlight, MaxWait: cfg.HeavyWait, HeavyAfter: cfg.HeavyAfter, HeavyTurns: cfg.HeavySearches,
+		admit: admission.New[searchJob](admission.Config{MaxQueued: cfg.MaxInFlight, MaxHeld: cfg.MaxInFlight, MaxWait: cfg.HeavyWait, HeavyAfter: cfg.HeavyAfter, HeavyTurns: cfg.HeavySearches,
 			TeamInFlight: cfg.TeamMaxInFlight, RateUnit: cfg.RateUnit}),
 		stats: stats, fan: fanout.NewRouter(nc, cfg.CompressThreshold, stats), id: nuid.Next(), shadows: pipeline.NewShadows(), fallback: newFallbackLimits(&cfg),
 		defs: map[string]api.IndexDefinition{}, aliases: map[string]string{}, lookups: make(chan struct{}, maxIndexLookups), ready: make(chan struct{})}

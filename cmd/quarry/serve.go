@@ -132,7 +132,7 @@ func (f *roleFlags) registerSearcher(fs *pflag.FlagSet) {
 
 func (f *roleFlags) registerBroker(fs *pflag.FlagSet) {
 	fs.DurationVar(&f.defaultTimeout, "search-timeout", broker.Defaults.DefaultTimeout, "deadline of a search that gives no timeout_ms")
-	fs.IntVar(&f.maxInFlight, "max-in-flight", broker.Defaults.MaxInFlight, "searches served at once, by as many workers; as many more may wait for one, and more are refused at once with 429 (overloaded)")
+	fs.IntVar(&f.maxInFlight, "max-in-flight", broker.Defaults.MaxInFlight, "searches held at once, running (on as many workers) or waiting for a heavy team's turn; more are refused at once with 429 (overloaded)")
 	fs.IntVar(&f.teamInFlight, "team-max-in-flight", 0, "searches of one team served at once, unless its limits say otherwise (quarry team set); default --max-in-flight/4")
 	f.teamMemory = bytesFlag(broker.Defaults.TeamMaxSearchMemory)
 	fs.Var(&f.teamMemory, "team-max-search-memory", "most memory one team's searches in flight may hold on a broker (each estimated once planned, then counted from its shards' replies), e.g. 512MiB; a search that would take its team over it is refused with 429")

@@ -119,6 +119,17 @@ func TestFairQueueRoundRobin(t *testing.T) {
 	if err := full.Push(full.Team("b"), "y"); !errors.Is(err, ErrFull) {
 		t.Fatalf("a full queue's push: %v, want ErrFull", err)
 	}
+	// MaxHeld counts the running with the waiting.
+	held := New[string](Config{MaxQueued: 10, MaxHeld: 2})
+	for _, job := range []string{"x", "y"} {
+		push(t, held, "a", job)
+	}
+	running := next(t, held)
+	if err := held.Push(held.Team("b"), "z"); !errors.Is(err, ErrFull) {
+		t.Fatalf("a push with one running and one waiting under MaxHeld 2: %v, want ErrFull", err)
+	}
+	held.Done(running, time.Millisecond)
+	push(t, held, "b", "z")
 }
 
 // A team whose requests are slow runs at most heavyCap at once while

@@ -14,6 +14,9 @@ type Config struct {
 	// MaxQueued is how many requests may wait for a worker; Push refuses
 	// more (ErrFull).
 	MaxQueued int
+	// MaxHeld, if not 0, bounds the requests waiting and running
+	// together: Push refuses one more (ErrFull).
+	MaxHeld int
 	// MaxWait bounds a request's wait in the queue: past it Next hands it
 	// out marked Expired, for the owner to refuse (0: no bound).
 	MaxWait time.Duration
@@ -124,7 +127,7 @@ func (a *Admission[J]) Push(t *Team, j J) error {
 	now := time.Now()
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.queued >= a.cfg.MaxQueued || a.closed {
+	if a.queued >= a.cfg.MaxQueued || (a.cfg.MaxHeld > 0 && a.queued+a.running >= a.cfg.MaxHeld) || a.closed {
 		return ErrFull
 	}
 	it := Item[J]{Job: j, Team: t, At: now, Light: !a.heavy(t)}
