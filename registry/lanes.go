@@ -19,7 +19,14 @@ type lanes struct {
 	wg      sync.WaitGroup
 
 	mu     sync.Mutex
-	byTeam map[string]*lane
+	byTeam map[laneKey]*lane
+}
+
+// laneKey names a lane: a team's, or its lane of quick reads (readOps),
+// which do not wait behind its pushes and gates.
+type laneKey struct {
+	team  string
+	reads bool
 }
 
 type lane struct {
@@ -27,19 +34,20 @@ type lane struct {
 	queue int           // requests holding or waiting for the turn (l.mu)
 }
 
-// run runs fn in a goroutine of team's lane once the team's earlier
-// requests are done, or refuses at once when too many wait. If ctx ends
-// while fn waits for its turn, fn is not run: expired gets the error to
-// answer.
-func (l *lanes) run(ctx context.Context, team string, fn func(context.Context), expired func(error)) error {
+// run runs fn in a goroutine of team's lane (its reads' with reads) once
+// the lane's earlier requests are done, or refuses at once when too many
+// wait. If ctx ends while fn waits for its turn, fn is not run: expired
+// gets the error to answer.
+func (l *lanes) run(ctx context.Context, team string, reads bool, fn func(context.Context), expired func(error)) error {
+	key := laneKey{team, reads}
 	l.mu.Lock()
 	if l.byTeam == nil {
-		l.byTeam = map[string]*lane{}
+		l.byTeam = map[laneKey]*lane{}
 	}
-	ln := l.byTeam[team]
+	ln := l.byTeam[key]
 	if ln == nil {
 		ln = &lane{turn: make(chan struct{}, 1)}
-		l.byTeam[team] = ln
+		l.byTeam[key] = ln
 	}
 	if ln.queue > l.waiting {
 		l.mu.Unlock()
@@ -48,7 +56,7 @@ func (l *lanes) run(ctx context.Context, team string, fn func(context.Context), 
 	ln.queue++
 	l.mu.Unlock()
 	l.wg.Go(func() {
-		defer l.leave(team, ln)
+		defer l.leave(key, ln)
 		select {
 		case ln.turn <- struct{}{}:
 			defer func() { <-ln.turn }()
@@ -62,10 +70,10 @@ func (l *lanes) run(ctx context.Context, team string, fn func(context.Context), 
 }
 
 // leave takes a request off its lane, and drops an idle lane.
-func (l *lanes) leave(team string, ln *lane) {
+func (l *lanes) leave(key laneKey, ln *lane) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if ln.queue--; ln.queue == 0 {
-		delete(l.byTeam, team)
+		delete(l.byTeam, key)
 	}
 }

@@ -139,6 +139,10 @@ var operations = []string{"plugin.upload", "plugin.register", "plugin.ls", "plug
 	"judgements.push", "judgements.ls", "judgements.show", "judgements.rm", "judgements.gate", "judgements.eval",
 	"events.put", "judgements.from-events", "canary.stats", "plugin.logs", "documents.rejected", "documents.count", "documents.applied"}
 
+// readOps are the operations that only ask the shards, each bounded by
+// shardAskTimeout: they run in a lane of their own per team.
+var readOps = map[string]bool{"documents.count": true, "documents.applied": true}
+
 // readyFlushTimeout bounds the wait for the server to confirm the
 // service's subscriptions before it says it is ready.
 const readyFlushTimeout = 10 * time.Second
@@ -212,7 +216,10 @@ func (s *Service) handle(ctx context.Context, op string, ep *service.Endpoint, r
 			return
 		}
 	}
-	err := s.lanes.run(cctx, team, func(ctx context.Context) {
+	// A quick read of the shards (a put's --wait polls one) does not
+	// wait behind the team's plugin pushes and gates: its own lane, as
+	// bounded.
+	err := s.lanes.run(cctx, team, readOps[op], func(ctx context.Context) {
 		defer cancel()
 		out, err := s.Do(ctx, index, op, &r)
 		if err != nil {
