@@ -136,10 +136,6 @@ func (a *Admission[J]) Release(t *Team, cost time.Duration) {
 	}
 }
 
-// InFlight is how many of t's requests Admit let in that Release has not
-// given back.
-func (t *Team) InFlight() int { return int(t.inFlight.Load()) }
-
 // Apply installs a team's settings (nil: back to the defaults).
 func (a *Admission[J]) Apply(team string, s *api.TeamSettings) {
 	a.applyMu.Lock()

@@ -99,8 +99,8 @@ func TestAdmitInFlight(t *testing.T) {
 		t.Fatalf("after a release: %v", err)
 	}
 	a.Apply("alpha", &api.TeamSettings{Name: "alpha", MaxInFlight: 5})
-	if _, err := a.Admit("alpha", now); err != nil || t1.InFlight() != 3 {
-		t.Fatalf("under its own limit of 5: %v, %d in flight", err, t1.InFlight())
+	if _, err := a.Admit("alpha", now); err != nil || t1.inFlight.Load() != 3 {
+		t.Fatalf("under its own limit of 5: %v, %d in flight", err, t1.inFlight.Load())
 	}
 }
 

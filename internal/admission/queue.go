@@ -41,9 +41,9 @@ type Config struct {
 // ErrFull is Push's refusal: MaxQueued requests wait already.
 var ErrFull = errors.New("admission: queue full")
 
-// OtherTeamWindow is how recently another team must have come for a heavy
+// otherTeamWindow is how recently another team must have come for a heavy
 // team to be held to the heavy turns.
-const OtherTeamWindow = time.Second
+const otherTeamWindow = time.Second
 
 // Admission is one service's admission of its teams' requests of type J.
 // It is safe for concurrent use.
@@ -264,7 +264,7 @@ func (a *Admission[J]) heldBack(t *Team, now time.Time) bool {
 	a.teamsMu.RLock()
 	defer a.teamsMu.RUnlock()
 	for _, o := range a.teams {
-		if o != t && (o.running > 0 || now.UnixNano()-o.lastSeen.Load() < int64(OtherTeamWindow)) {
+		if o != t && (o.running > 0 || now.UnixNano()-o.lastSeen.Load() < int64(otherTeamWindow)) {
 			return true
 		}
 	}
