@@ -88,6 +88,11 @@ type Config struct {
 	// replica holds at once (default shard.DefaultMaxPITs, 64): each
 	// keeps the segments merged away since it opened.
 	MaxPITs int
+	// ColumnBytes bounds the bytes of the columns each replica keeps of
+	// the short fields searches ask for (a ranker's candidates' fields
+	// are read from them, not from stored documents; default
+	// shard.DefaultColumnBytes, 64 MiB; negative: none kept).
+	ColumnBytes int64
 	// Writes paces how replicas apply updates so that searches do not pay
 	// for them: the least time between batches, the persister's nap and
 	// the merge planner's floor (shard.WriteOptions; the zero value is
@@ -154,7 +159,7 @@ var Defaults = Config{
 	QueueLen: 1024, HeavyAfter: 10 * time.Millisecond, HeavyPause: 250 * time.Millisecond,
 	HeavyLinger:  2 * time.Millisecond,
 	DrainTimeout: 10 * time.Second, SlowRequest: 250 * time.Millisecond, CatchUpTimeout: 10 * time.Minute,
-	MaxBatch: shard.DefaultMaxBatch, MaxPITs: shard.DefaultMaxPITs, CompressThreshold: wire.CompressThreshold, FaultEvery: 1,
+	MaxBatch: shard.DefaultMaxBatch, MaxPITs: shard.DefaultMaxPITs, ColumnBytes: shard.DefaultColumnBytes, CompressThreshold: wire.CompressThreshold, FaultEvery: 1,
 }
 
 // EnsureDefaults gives every zero field its default (Defaults; Workers:
@@ -174,6 +179,7 @@ func (c *Config) EnsureDefaults() {
 	c.CatchUpTimeout = cmp.Or(c.CatchUpTimeout, d.CatchUpTimeout)
 	c.MaxBatch = cmp.Or(c.MaxBatch, d.MaxBatch)
 	c.MaxPITs = cmp.Or(c.MaxPITs, d.MaxPITs)
+	c.ColumnBytes = cmp.Or(c.ColumnBytes, d.ColumnBytes)
 	c.CompressThreshold = cmp.Or(c.CompressThreshold, d.CompressThreshold)
 	c.FaultEvery = cmp.Or(c.FaultEvery, d.FaultEvery)
 	if c.Logger == nil {
@@ -517,7 +523,7 @@ func (s *Searcher) openReplica(ctx context.Context, st *indexState, i int, m met
 		return nil, err
 	}
 	cfg := shard.Config{Index: st.def.Name, Shard: i, Shards: st.def.Shards, Mapping: mapping, Store: s.store,
-		MaxBatch: s.cfg.MaxBatch, MaxPITs: s.cfg.MaxPITs, Writes: s.cfg.Writes, Documents: st.def.Documents, Logger: s.cfg.Logger,
+		MaxBatch: s.cfg.MaxBatch, MaxPITs: s.cfg.MaxPITs, ColumnBytes: s.cfg.ColumnBytes, Writes: s.cfg.Writes, Documents: st.def.Documents, Logger: s.cfg.Logger,
 		Dir: filepath.Join(st.dir, fmt.Sprintf("%d-g%d-%s", i, m.Generation, nuid.Next()))}
 	if err := os.MkdirAll(st.dir, 0o755); err != nil {
 		return nil, err
@@ -592,11 +598,12 @@ func (s *Searcher) onManifest(e jetstream.KeyValueEntry) {
 				sl.metrics.swapFailed.Inc()
 				continue
 			}
-			// Count the token totals queries read on the serving replica
-			// now, so that the first queries on the new one do not wait
-			// for them (exact scoring's average field lengths).
-			if err := r.WarmTokens(st.ctx, sl.cur.Load().TokenFields()); err != nil && st.ctx.Err() == nil {
-				s.cfg.Logger.Warn("counting token totals of a new generation failed; queries count them", "index", m.Index, "shard", i, "err", err)
+			// Count the token totals queries read on the serving replica,
+			// and make the columns its searches read, now, so that the
+			// first queries on the new one do not wait for them (exact
+			// scoring's average field lengths) or load stored documents.
+			if err := r.Warm(st.ctx, sl.cur.Load()); err != nil && st.ctx.Err() == nil {
+				s.cfg.Logger.Warn("warming a new generation failed; queries count token totals and load fields themselves", "index", m.Index, "shard", i, "err", err)
 			}
 			st.swapMu.Lock()
 			if st.ctx.Err() != nil || sl.cur.Load().Generation() >= m.Generation {

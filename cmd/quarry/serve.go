@@ -40,6 +40,7 @@ type roleFlags struct {
 	workers          int
 	maxBatch         int
 	maxPITs          int
+	columnBytes      int64
 	defaultTimeout   time.Duration
 	maxInFlight      int
 	teamInFlight     int
@@ -117,6 +118,7 @@ func (f *roleFlags) registerIndexer(fs *pflag.FlagSet) {
 
 func (f *roleFlags) registerSearcher(fs *pflag.FlagSet) {
 	fs.IntVar(&f.workers, "workers", 0, "shard requests run at once (default 2×GOMAXPROCS)")
+	fs.Int64Var(&f.columnBytes, "column-bytes", searcher.Defaults.ColumnBytes, "most bytes of columns each shard's replica keeps of the short fields searches ask for (a ranker's candidates' fields are read from them, not from stored documents); negative: none")
 	fs.IntVar(&f.maxPITs, "max-points-in-time", searcher.Defaults.MaxPITs, "most points in time (search cursors' snapshots, a search's \"pit\") each shard's replica holds at once; over it, opening one is refused as overloaded")
 	fs.DurationVar(&f.slowShard, "slow-shard", searcher.Defaults.SlowRequest, "log shard requests slower than this (queue wait included) at warn level, with the request id (negative: never)")
 	fs.DurationVar(&f.faultDelay, "fault-delay", 0, "fault injection, for tests: delay shard requests by this much")
@@ -214,7 +216,7 @@ func (f *roleFlags) indexer() *indexer.Config {
 }
 
 func (f *roleFlags) searcher() *searcher.Config {
-	return &searcher.Config{Workers: f.workers, MaxBatch: f.maxBatch, MaxPITs: f.maxPITs, Writes: f.writes, FaultDelay: f.faultDelay, FaultEvery: f.faultEvery, FaultStats: f.faultStats, DrainTimeout: f.drainTimeout,
+	return &searcher.Config{Workers: f.workers, MaxBatch: f.maxBatch, MaxPITs: f.maxPITs, ColumnBytes: f.columnBytes, Writes: f.writes, FaultDelay: f.faultDelay, FaultEvery: f.faultEvery, FaultStats: f.faultStats, DrainTimeout: f.drainTimeout,
 		SlowRequest: f.slowShard, HeavyAfter: f.heavyAfter, HeavyWorkers: f.heavyWorkers, HeavyPause: f.heavyPause, HeavyLinger: f.heavyLinger, MaxReplyBytes: int(f.maxShardReply)}
 }
 

@@ -423,7 +423,7 @@ func TestTokenTotals(t *testing.T) {
 	if got := r.TokenFields(); len(got) != 5 {
 		t.Errorf("fields to warm: %v", got)
 	}
-	if err := r.WarmTokens(context.Background(), nil); err != nil {
+	if err := r.Warm(context.Background(), nil); err != nil {
 		t.Fatal(err)
 	}
 	si, _ := r.idx.Advanced()
@@ -435,7 +435,7 @@ func TestTokenTotals(t *testing.T) {
 		st := si.(*statsIndex).tokens.segment(ss.Id())
 		st.mu.Lock()
 		if st.fields["body"] == nil {
-			t.Errorf("segment %d: body not counted by WarmTokens", ss.Id())
+			t.Errorf("segment %d: body not counted by Warm", ss.Id())
 		}
 		st.mu.Unlock()
 	}

@@ -51,16 +51,28 @@ func loadFields(ctx context.Context, idx bleve.Index, hits []*search.DocumentMat
 		return nil, budget.takeFields(hits)
 	}
 	all := slices.Contains(fields, "*")
-	byID := make(map[string]int, len(hits))
-	ids := make([]string, len(hits))
-	for i, h := range hits {
-		byID[h.ID], ids[i] = i, h.ID
-	}
-	var bleveLoads []*search.DocumentMatch // hits bleve loads
-	found := 0
-	cp := checkpointOf(ctx)
 	var doc docJSON
 	at := make([][2]int, len(hits)) // each hit's JSON in doc.out, [start, end) (empty: none)
+	found := 0
+	// First from the columns (columns.go), for the hits whose segments
+	// have them; the rest from their stored documents.
+	var served []bool
+	if cols := columnsOf(idx); cols != nil && cols.want(fields) {
+		served = make([]bool, len(hits))
+		if found, err = cols.load(snap, hits, sortedFields(fields), &doc, at, served, budget); err != nil {
+			return nil, err
+		}
+	}
+	byID := make(map[string]int, len(hits)-found)
+	ids := make([]string, 0, len(hits)-found)
+	for i, h := range hits {
+		if served == nil || !served[i] {
+			byID[h.ID] = i
+			ids = append(ids, h.ID)
+		}
+	}
+	var bleveLoads []*search.DocumentMatch // hits bleve loads
+	cp := checkpointOf(ctx)
 	// One visitor for every document, its state reset before each: a
 	// closure made per document, capturing its own hit and odd, cost three
 	// allocations a hit.
@@ -295,4 +307,11 @@ func bleveFields(ctx context.Context, idx bleve.Index, hits []*search.DocumentMa
 		h.Fields = byID[h.ID]
 	}
 	return nil
+}
+
+// sortedFields returns fields sorted, without duplicates (a copy).
+func sortedFields(fields []string) []string {
+	out := slices.Clone(fields)
+	slices.Sort(out)
+	return slices.Compact(out)
 }

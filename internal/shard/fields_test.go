@@ -10,7 +10,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/search"
+	"github.com/blevesearch/bleve/v2/search/query"
 
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/api/jsonenc"
@@ -69,19 +71,78 @@ func oddCatalog(tb testing.TB, n int) ([]map[string]any, json.RawMessage) {
 
 // TestLoadFieldsAsBleve: loadFields gives every hit exactly the fields
 // bleve's own loading gives, for every kind of field, arrays, a field a
-// document lacks, "*", and a document deleted since the search.
+// document lacks, "*", and a document deleted since the search: from
+// stored documents, and again from columns once the replicas have made
+// them (columns.go), which serve every hit of the field sets they may
+// hold and none of the others.
 func TestLoadFieldsAsBleve(t *testing.T) {
 	t.Parallel()
 	docs, mapping := oddCatalog(t, 600)
+	for _, d := range docs {
+		d["body"] = strings.Repeat(d["description"].(string)+" ", 8) // too long for a column
+	}
 	reps := loadReplicas(t, 2, mapping, docs)
 	ctx := context.Background()
 	q := json.RawMessage(`{"match_all":{}}`)
-	for _, fields := range [][]string{
-		{"rating", "open_hour", "close_hour", "location"},
-		{"name", "price", "tags", "flag", "weight", "scores", "note", "missing"},
-		{"added", "rating", "addr"},
-		{"*"},
-	} {
+	sets := []struct {
+		fields  []string
+		columns bool // served from columns once made
+	}{
+		{[]string{"rating", "open_hour", "close_hour", "location"}, true},
+		{[]string{"name", "price", "tags", "flag", "weight", "scores", "note", "missing", "price"}, true},
+		{[]string{"added", "rating", "addr"}, false}, // a date and an IP address: bleve's
+		{[]string{"body", "rating"}, false},
+		{[]string{"*"}, false},
+	}
+	for _, phase := range []string{"stored", "columns"} {
+		if phase == "columns" {
+			for _, r := range reps {
+				if err := r.Warm(ctx, nil); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		for _, set := range sets {
+			served := uint64(0)
+			for _, r := range reps {
+				served -= columnsOf(r.idx).served.Load()
+			}
+			checkFieldsAsBleve(t, reps, q, set.fields)
+			for _, r := range reps {
+				served += columnsOf(r.idx).served.Load()
+			}
+			if want := phase == "columns" && set.columns; (served >= 500) != want || (!want && served > 0) {
+				t.Errorf("%s, fields %v: %d hits served from columns", phase, set.fields, served)
+			}
+		}
+	}
+	for _, r := range reps {
+		c := columnsOf(r.idx)
+		for f, why := range map[string]string{"added": "a kind bleve formats itself", "addr": "a kind bleve formats itself", "body": "over 64 bytes"} {
+			if !strings.Contains(c.skip[f], why) {
+				t.Errorf("field %s not kept because %q, want %q", f, c.skip[f], why)
+			}
+		}
+		if c.bytes.Load() <= 0 {
+			t.Errorf("the columns hold %d bytes", c.bytes.Load())
+		}
+	}
+	// A document deleted after the search: no fields, no error.
+	id := docs[3]["id"].(string)
+	r := reps[shardOf(id, len(reps))]
+	deleteDocs(t, reps, []string{id})
+	hits := []*search.DocumentMatch{{ID: id}, {ID: "no-such-document"}}
+	if raws, err := loadFields(ctx, r.idx, hits, []string{"name"}, nil); err != nil || hits[0].Fields != nil || hits[1].Fields != nil || raws[0] != nil || raws[1] != nil {
+		t.Fatalf("deleted document: %v %v %s", err, hits[0].Fields, raws)
+	}
+}
+
+// checkFieldsAsBleve searches every replica for q's hits with fields
+// and fails unless each hit's fields are bleve's.
+func checkFieldsAsBleve(t *testing.T, reps []*Replica, q json.RawMessage, fields []string) {
+	t.Helper()
+	ctx := context.Background()
+	{
 		for i, r := range reps {
 			res, err := r.Search(ctx, &wire.ShardRequest{Query: q, K: 1000, Fields: fields})
 			if err != nil {
@@ -115,14 +176,6 @@ func TestLoadFieldsAsBleve(t *testing.T) {
 				}
 			}
 		}
-	}
-	// A document deleted after the search: no fields, no error.
-	id := docs[3]["id"].(string)
-	r := reps[shardOf(id, len(reps))]
-	deleteDocs(t, reps, []string{id})
-	hits := []*search.DocumentMatch{{ID: id}, {ID: "no-such-document"}}
-	if raws, err := loadFields(ctx, r.idx, hits, []string{"name"}, nil); err != nil || hits[0].Fields != nil || hits[1].Fields != nil || raws[0] != nil || raws[1] != nil {
-		t.Fatalf("deleted document: %v %v %s", err, hits[0].Fields, raws)
 	}
 }
 
@@ -193,10 +246,11 @@ func TestMaxReplyBytes(t *testing.T) {
 	}
 }
 
-// BenchmarkLoadFields: the stored fields of a ranker's 50 candidates
-// (georank's four), by bleve and by loadFields, next to the search
-// alone, on an index of 5,000 catalogue items as written (in batches of
-// 100: many segments, while scorch merges them) and merged into one.
+// BenchmarkLoadFields: the fields of a ranker's 50 candidates (georank's
+// four), by bleve, by loadFields from stored documents (columns off) and
+// by loadFields from columns, next to the search alone, on an index of
+// 5,000 catalogue items as written (in batches of 100: many segments,
+// while scorch merges them) and merged into one.
 //
 //	go test -run XXX -bench LoadFields -benchmem ./internal/shard/
 func BenchmarkLoadFields(b *testing.B) {
@@ -204,13 +258,15 @@ func BenchmarkLoadFields(b *testing.B) {
 	r := loadReplicas(b, 1, mapping, docs)[0]
 	req := &wire.ShardRequest{Query: json.RawMessage(`{"match":"chicken","field":"name"}`), K: 50}
 	fields := []string{"rating", "open_hour", "close_hour", "location"}
+	cols := columnsOf(r.idx)
 	for _, layout := range []string{"written", "merged"} {
 		if layout == "merged" {
 			if err := r.ForceMerge(context.Background()); err != nil {
 				b.Fatal(err)
 			}
 		}
-		res, err := r.Search(context.Background(), req)
+		cols.maxBytes.Store(-1) // none until the columns' turn
+		res, err := r.idx.SearchInContext(context.Background(), bleve.NewSearchRequestOptions(query.NewMatchQuery("chicken"), 50, 0, false))
 		if err != nil || len(res.Hits) != 50 {
 			b.Fatalf("%v %d", err, len(res.Hits))
 		}
@@ -221,6 +277,13 @@ func BenchmarkLoadFields(b *testing.B) {
 				}
 			}
 		})
+		quarry := func(ctx context.Context, hits []*search.DocumentMatch) error {
+			raws, err := loadFields(ctx, r.idx, hits, fields, nil)
+			if err == nil && !bytes.Contains(raws[49], []byte(`"rating"`)) {
+				err = fmt.Errorf("hit 49 has fields %s", raws[49])
+			}
+			return err
+		}
 		for _, c := range []struct {
 			name string
 			load func(context.Context, []*search.DocumentMatch) error
@@ -232,23 +295,29 @@ func BenchmarkLoadFields(b *testing.B) {
 				}
 				return err
 			}},
-			{"quarry", func(ctx context.Context, hits []*search.DocumentMatch) error {
-				raws, err := loadFields(ctx, r.idx, hits, fields, nil)
-				if err == nil && !bytes.Contains(raws[49], []byte(`"rating"`)) {
-					err = fmt.Errorf("hit 49 has fields %s", raws[49])
-				}
-				return err
-			}},
+			{"quarry-stored", quarry},
+			{"quarry-columns", quarry},
 		} {
+			if c.name == "quarry-columns" {
+				cols.maxBytes.Store(DefaultColumnBytes)
+				cols.want(fields)
+				if err := r.Warm(context.Background(), nil); err != nil {
+					b.Fatal(err)
+				}
+			}
 			b.Run(layout+"/"+c.name, func(b *testing.B) {
+				served := cols.served.Load()
 				hits := make([]*search.DocumentMatch, len(res.Hits))
 				for b.Loop() {
 					for i, h := range res.Hits {
-						hits[i] = &search.DocumentMatch{ID: h.ID}
+						hits[i] = &search.DocumentMatch{ID: h.ID, IndexInternalID: h.IndexInternalID}
 					}
 					if err := c.load(context.Background(), hits); err != nil {
 						b.Fatal(err)
 					}
+				}
+				if got := cols.served.Load() - served; (got > 0) != (c.name == "quarry-columns") {
+					b.Fatalf("%d hits served from columns", got)
 				}
 			})
 		}

@@ -49,8 +49,9 @@ var errPITReadOnly = errors.New("a point in time is read-only")
 
 // pitIndex is bleve's index.Index over one held scorch snapshot.
 type pitIndex struct {
-	snap   *scorch.IndexSnapshot // one reference, dropped by Close
-	tokens *tokenCache
+	snap    *scorch.IndexSnapshot // one reference, dropped by Close
+	tokens  *tokenCache
+	columns *columnCache // its replica's: segments it shares are read from them
 	// mu orders Reader and Close: a reader taken before Close holds a
 	// reference of its own; none is taken after (bleve's index guards
 	// only its own searches, and the statistics phase reads through
@@ -169,7 +170,7 @@ func (r *Replica) OpenPIT(id string, keepAlive time.Duration) (_ string, seq uin
 		rd.Close()
 		return "", 0, fmt.Errorf("shard %d: reader %T is no scorch snapshot", r.cfg.Shard, rd)
 	}
-	p := &pitIndex{snap: snap, tokens: si.tokens}
+	p := &pitIndex{snap: snap, tokens: si.tokens, columns: si.columns}
 	pidx, err := openPITIndex(p)
 	if err != nil {
 		p.Close()

@@ -82,7 +82,13 @@ type Config struct {
 	// MaxPITs caps the points in time the replica holds at once
 	// (OpenPIT; default DefaultMaxPITs, 0 or negative: the default).
 	MaxPITs int
-	Logger  *slog.Logger
+	// ColumnBytes bounds the bytes of the columns the replica keeps of
+	// the fields searches ask for, in all its segments (columns.go: a
+	// ranker's candidates' fields are read from them, not from stored
+	// documents; default DefaultColumnBytes, 0: the default; negative:
+	// none kept, every field loads from stored documents).
+	ColumnBytes int64
+	Logger      *slog.Logger
 }
 
 func (c Config) maxPITs() int {
@@ -174,6 +180,9 @@ func (c *Config) defaults() {
 	}
 	if c.MaxSnapshotBytes <= 0 {
 		c.MaxSnapshotBytes = 16 << 30
+	}
+	if c.ColumnBytes == 0 {
+		c.ColumnBytes = DefaultColumnBytes
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -299,6 +308,9 @@ func OpenSnapshot(ctx context.Context, cfg Config, generation uint64, snap meta.
 func newReplica(cfg Config, idx bleve.Index, generation uint64) (*Replica, error) {
 	r := &Replica{cfg: cfg, idx: idx, done: make(chan struct{}), caughtUp: make(chan struct{})}
 	r.generation.Store(generation)
+	if cols := columnsOf(idx); cols != nil {
+		cols.maxBytes.Store(cfg.ColumnBytes)
+	}
 	r.warmCtx, r.warmCancel = context.WithCancel(context.Background())
 	v, err := idx.GetInternal(seqKey)
 	if err != nil {

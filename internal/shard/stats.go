@@ -31,7 +31,8 @@ type GlobalStats = wire.GlobalStats
 // statsIndex is scorch with a statistics-aware reader.
 type statsIndex struct {
 	index.Index
-	tokens *tokenCache
+	tokens  *tokenCache
+	columns *columnCache
 }
 
 func newStatsIndex(storeName string, config map[string]any, q *index.AnalysisQueue) (index.Index, error) {
@@ -39,7 +40,7 @@ func newStatsIndex(storeName string, config map[string]any, q *index.AnalysisQue
 	if err != nil {
 		return nil, err
 	}
-	return &statsIndex{Index: i, tokens: newTokenCache()}, nil
+	return &statsIndex{Index: i, tokens: newTokenCache(), columns: newColumnCache()}, nil
 }
 
 // Reader wraps scorch's reader.

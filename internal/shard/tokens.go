@@ -275,31 +275,55 @@ func (r *Replica) TokenFields() []string {
 	return nil
 }
 
-// WarmTokens counts the token totals of fields in every segment of the
-// replica, so that queries do not wait for them (a searcher calls it on a
-// new generation before swapping it in).
-func (r *Replica) WarmTokens(ctx context.Context, fields []string) error {
+// Warm readies the replica for the queries from serves (nil: its own
+// queries), so that they do not wait and load less: it counts the token
+// totals of the fields from's queries have read in every segment, and
+// makes columns of the fields from's searches asked for (a searcher calls
+// it on a new generation before swapping it in).
+func (r *Replica) Warm(ctx context.Context, from *Replica) error {
+	var fields []string
+	if from != nil {
+		fields = from.TokenFields()
+		if cols := from.columns(); cols != nil {
+			if own := r.columns(); own != nil {
+				own.want(cols.wanted())
+			}
+		}
+	}
 	return r.warm(ctx, fields)
 }
 
+// columns returns the replica's column cache (nil for an index that is
+// not Quarry's index type).
+func (r *Replica) columns() *columnCache {
+	idx, err := r.acquire()
+	if err != nil {
+		return nil
+	}
+	defer r.mu.RUnlock()
+	return columnsOf(idx)
+}
+
 // warm counts fields (nil: those queries have read) in the replica's
-// current segments.
+// current segments, and makes the columns of the fields searches have
+// asked for in segments that lack them (columns.go).
 func (r *Replica) warm(ctx context.Context, fields []string) error {
-	c := r.tokens()
-	if c == nil {
-		return nil
-	}
-	if fields == nil {
-		fields = c.warmFields()
-	}
-	if len(fields) == 0 {
-		return nil
-	}
 	idx, err := r.acquire()
 	if err != nil {
 		return err
 	}
 	defer r.mu.RUnlock()
+	adv, err := idx.Advanced()
+	if err != nil {
+		return err
+	}
+	si, ok := adv.(*statsIndex)
+	if !ok {
+		return nil
+	}
+	if fields == nil {
+		fields = si.tokens.warmFields()
+	}
 	snap, closeSnap, err := openSnapshot(idx)
 	if err != nil {
 		return err
@@ -308,7 +332,12 @@ func (r *Replica) warm(ctx context.Context, fields []string) error {
 	if snap == nil {
 		return nil
 	}
-	return c.warm(ctx, snap, fields)
+	if len(fields) > 0 {
+		if err := si.tokens.warm(ctx, snap, fields); err != nil {
+			return err
+		}
+	}
+	return si.columns.build(ctx, snap)
 }
 
 // openSnapshot opens idx's current scorch snapshot (nil for an index that is
@@ -345,7 +374,7 @@ func (r *Replica) warmLoop(ctx context.Context) {
 		case <-t.C:
 		}
 		if err := r.warm(ctx, nil); err != nil && ctx.Err() == nil && !IsClosed(err) {
-			r.cfg.Logger.Warn("counting token totals in the background failed; queries count them", "err", err)
+			r.cfg.Logger.Warn("counting token totals or making columns in the background failed; queries count and load them", "err", err)
 		}
 	}
 }

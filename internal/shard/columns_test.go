@@ -1,0 +1,144 @@
+package shard
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/blevesearch/bleve/v2"
+	"github.com/blevesearch/bleve/v2/search"
+	"github.com/blevesearch/bleve/v2/search/query"
+
+	"github.com/quarrysearch/quarry/api/jsonenc"
+)
+
+// TestColumnsFollowTheIndex: hits held while the index changes under them
+// get the fields a lookup by id gives (bleve's), whether their columns
+// still describe them or not: a document updated or deleted since the
+// search, every document after a merge moved them all, and a merged
+// segment before and after its columns are made.
+func TestColumnsFollowTheIndex(t *testing.T) {
+	t.Parallel()
+	docs, mapping := oddCatalog(t, 400)
+	r := loadReplicas(t, 1, mapping, docs)[0]
+	ctx := context.Background()
+	fields := []string{"rating", "price", "location", "scores", "name"}
+	if err := r.Warm(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	cols := columnsOf(r.idx)
+	cols.want(fields)
+	if err := r.Warm(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	hits := func(n int) []*search.DocumentMatch {
+		t.Helper()
+		res, err := r.idx.SearchInContext(ctx, bleve.NewSearchRequestOptions(query.NewMatchAllQuery(), 1000, 0, false))
+		if err != nil || len(res.Hits) != n {
+			t.Fatalf("%v, %d hits", err, len(res.Hits))
+		}
+		return res.Hits
+	}
+	// check loads fields of hs and compares them with bleve's, and how
+	// many came from columns with wantServed (-1: fewer than all live).
+	check := func(name string, hs []*search.DocumentMatch, wantServed int) {
+		t.Helper()
+		before := cols.served.Load()
+		raws, err := loadFields(ctx, r.idx, hs, fields, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := int(cols.served.Load() - before); wantServed >= 0 && got != wantServed || wantServed < 0 && got >= len(hs)-2 {
+			t.Errorf("%s: %d hits served from columns, want %d", name, got, wantServed)
+		}
+		ref := make([]*search.DocumentMatch, len(hs))
+		for i, h := range hs {
+			ref[i] = &search.DocumentMatch{ID: h.ID}
+		}
+		if err := bleveFields(ctx, r.idx, ref, fields); err != nil {
+			t.Fatal(err)
+		}
+		for i, h := range ref {
+			var want []byte
+			if h.Fields != nil {
+				want, _ = jsonenc.AppendObject(nil, h.Fields, nil)
+			}
+			if string(raws[i]) != string(want) {
+				t.Fatalf("%s, %s:\ncolumns %s\nbleve   %s", name, h.ID, raws[i], want)
+			}
+		}
+	}
+	held := hits(len(docs))
+	check("as searched", held, len(docs))
+
+	// One document updated, one deleted: both looked up by id.
+	upd := map[string]any{}
+	for k, v := range docs[10] {
+		upd[k] = v
+	}
+	upd["rating"], upd["price"] = 1.5, 99.25
+	indexDocs(t, []*Replica{r}, []map[string]any{upd})
+	deleteDocs(t, []*Replica{r}, []string{docs[20]["id"].(string)})
+	check("updated and deleted", held, len(docs)-2)
+
+	// A merge moves every document: the held hits' numbers name others
+	// (or none), and each is looked up by id.
+	if err := r.ForceMerge(ctx); err != nil {
+		t.Fatal(err)
+	}
+	check("merged, held hits", held, 0)
+	fresh := hits(len(docs) - 1)
+	check("merged, columns not made yet", fresh, 0)
+	if err := r.Warm(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	check("merged, columns made", fresh, len(docs)-1)
+	// The held hits' numbers now name other documents, mostly: those are
+	// looked up by id.
+	check("merged, held hits, columns made", held, -1)
+	if n := len(cols.segs); n != 1 {
+		t.Errorf("the cache holds %d segments' columns, want the merged one", n)
+	}
+}
+
+// TestColumnBytesBound: past Config.ColumnBytes a replica makes no more
+// columns, and its hits load from stored documents, the same fields.
+func TestColumnBytesBound(t *testing.T) {
+	t.Parallel()
+	docs, mapping := oddCatalog(t, 300)
+	r := loadReplicas(t, 1, mapping, docs)[0]
+	cols := columnsOf(r.idx)
+	cols.maxBytes.Store(100)
+	cols.want([]string{"name", "price"})
+	if err := r.Warm(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if n := cols.bytes.Load(); n > 100 {
+		t.Fatalf("the columns hold %d bytes, bound 100", n)
+	}
+	checkFieldsAsBleve(t, []*Replica{r}, json.RawMessage(`{"match_all":{}}`), []string{"name", "price"})
+	if n := cols.served.Load(); n != 0 {
+		t.Fatalf("%d hits served from columns the bound left unmade", n)
+	}
+}
+
+// TestColumnFieldsBound: a replica keeps columns of at most
+// maxColumnFields fields; the fields asked past them load from stored
+// documents and say why.
+func TestColumnFieldsBound(t *testing.T) {
+	t.Parallel()
+	c := newColumnCache()
+	for i := range maxColumnFields {
+		if !c.want([]string{fmt.Sprintf("f%d", i)}) {
+			t.Fatalf("field %d refused", i)
+		}
+	}
+	if c.want([]string{"f0", "one-more"}) {
+		t.Fatal("a field past the bound was kept")
+	}
+	if !strings.Contains(c.skip["one-more"], "32 fields already") || len(c.wanted()) != maxColumnFields || !c.want([]string{"f1", "f2"}) {
+		t.Fatalf("skip %q, %d wanted", c.skip["one-more"], len(c.wanted()))
+	}
+}
