@@ -51,6 +51,15 @@ type Config struct {
 	// ApplyInterval's is DefaultApplyInterval: nobody searches the
 	// indexer's replicas, so it gathers updates for longer).
 	Writes shard.WriteOptions
+	// Serving is what a searcher that serves the indexer's replicas
+	// (quarry serve, node.Config's lending) holds them to: its
+	// --max-points-in-time and --column-bytes (shard.Config's MaxPITs and
+	// ColumnBytes; zero: the shard's defaults). Nobody searches an
+	// indexer's replicas otherwise.
+	Serving struct {
+		MaxPITs     int
+		ColumnBytes int64
+	}
 	// SnapshotTimeout bounds one snapshot of one index (default 5m).
 	SnapshotTimeout time.Duration
 	// NoSnapshotMerge publishes the segments of an explicit snapshot (the
@@ -290,7 +299,7 @@ func (ix *Indexer) load(ctx context.Context, def api.IndexDefinition) (*indexSta
 	}
 	for i := range def.Shards {
 		cfg := shard.Config{Index: def.Name, Shard: i, Shards: def.Shards, Mapping: m, Dir: filepath.Join(st.dir, strconv.Itoa(i)),
-			Store: ix.store, MaxBatch: ix.cfg.MaxBatch, Writes: ix.cfg.Writes, Documents: def.Documents, Logger: ix.cfg.Logger,
+			Store: ix.store, MaxBatch: ix.cfg.MaxBatch, Writes: ix.cfg.Writes, MaxPITs: ix.cfg.Serving.MaxPITs, ColumnBytes: ix.cfg.Serving.ColumnBytes, Documents: def.Documents, Logger: ix.cfg.Logger,
 			OnReject: func(d api.RejectedDocument) { ix.rejects.Record(def.Created, d) }}
 		r, err := ix.openReplica(ctx, cfg, manifest)
 		if err == nil {

@@ -143,6 +143,10 @@ func TestMetrics(t *testing.T) {
 		{"quarry_searcher_shard_segments", map[string]string{"index": "menu", "where": "memory"}, atLeast(0), "present"},
 		{"quarry_searcher_shard_reindexed_documents_total", map[string]string{"index": "menu"}, atLeast(0), "present"},
 		{"quarry_searcher_shard_points_in_time", map[string]string{"index": "menu"}, atLeast(0), "present"},
+		// The ranker's field, asked by the searches: its column made on
+		// the new generation before the swap.
+		{"quarry_searcher_shard_column_bytes", map[string]string{"index": "menu"}, atLeast(1), "> 0"},
+		{"quarry_searcher_shard_column_hits_total", map[string]string{"index": "menu"}, atLeast(0), "present"},
 		{"quarry_searcher_requests_refused_total", map[string]string{"reason": "bad_request"}, equal(0), "0"},
 		{"quarry_searcher_queue_wait_seconds", nil, atLeast(2 * searches), ">= 2 shards × searches"},
 		{"quarry_searcher_heavy_waited_seconds_total", nil, atLeast(0), "present"},

@@ -372,6 +372,7 @@ func (n *Node) start(ctx context.Context) (err error) {
 			sc := *cfg.Searcher
 			sc.EnsureDefaults()
 			c.Writes, c.MaxBatch = sc.Writes, sc.MaxBatch
+			c.Serving.MaxPITs, c.Serving.ColumnBytes = sc.MaxPITs, sc.ColumnBytes
 			c.Writes.ApplyInterval = cmp.Or(c.Writes.ApplyInterval, shard.DefaultApplyInterval)
 		}
 		c.Logger, c.Registerer = cfg.Logger, n.Metrics

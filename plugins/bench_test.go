@@ -240,6 +240,40 @@ func BenchmarkCallOverhead(b *testing.B) {
 	})
 }
 
+// BenchmarkGoEntry: what entering a Go guest costs before any of the
+// SDK's code runs: an empty //go:wasmexport function (the SDK's
+// quarry_abi_v1) called straight through wazero, against the same call
+// of a hand-written WAT module's empty export: the floor of a Go guest's
+// call, Go's wasip1 runtime entering and leaving the reactor.
+func BenchmarkGoEntry(b *testing.B) {
+	ctx := context.Background()
+	for _, c := range []struct {
+		name string
+		wasm []byte
+	}{
+		{"go", wasmtest.GoPlugin(b, "testdata/noop")},
+		{"wat", wasmtest.WAT(b, watPlugin("", okBody))},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			p, err := testRuntime(b).Load(ctx, Spec{Name: "noop", Kind: Rewriter, Instances: 1}, c.wasm)
+			if err != nil {
+				b.Fatal(err)
+			}
+			in, err := p.newInstance(ctx)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer in.mod.Close(ctx)
+			fn := in.mod.ExportedFunction(abi.ExportVersion)
+			if fn == nil {
+				b.Fatalf("no %s export", abi.ExportVersion)
+			}
+			stack := make([]uint64, 2)
+			measure(b, func() error { return fn.CallWithStack(ctx, stack) })
+		})
+	}
+}
+
 // BenchmarkRankOverhead: the noop ranker over 1,000 candidates: decoding
 // and encoding alone, without a model or a sort.
 func BenchmarkRankOverhead(b *testing.B) {

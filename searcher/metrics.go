@@ -152,11 +152,13 @@ var (
 	descSegments   = prometheus.NewDesc("quarry_searcher_shard_segments", "Segments of a served shard, each visited by every search: persisted files (where=file) and fresh batches in memory (where=memory).", append(shardLabels, "where"), nil)
 	descReindexed  = prometheus.NewDesc("quarry_searcher_shard_reindexed_documents_total", "Documents of a served shard indexed again, unchanged, to fold its fresh in-memory segments into one (--fresh-segments).", shardLabels, nil)
 	descPITs       = prometheus.NewDesc("quarry_searcher_shard_points_in_time", "Points in time a served shard's replica holds (search cursors' snapshots; at most --max-points-in-time).", shardLabels, nil)
+	descColBytes   = prometheus.NewDesc("quarry_searcher_shard_column_bytes", "Bytes of the columns a served shard's replica keeps of the short fields searches ask for (at most --column-bytes).", shardLabels, nil)
+	descColHits    = prometheus.NewDesc("quarry_searcher_shard_column_hits_total", "Hits of a served shard whose fields were read from columns, not from stored documents.", shardLabels, nil)
 )
 
 // Describe implements prometheus.Collector.
 func (c *shardCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descGeneration, descSeq, descLag, descDocs, descSegments, descReindexed, descPITs} {
+	for _, d := range []*prometheus.Desc{descGeneration, descSeq, descLag, descDocs, descSegments, descReindexed, descPITs, descColBytes, descColHits} {
 		ch <- d
 	}
 }
@@ -198,5 +200,8 @@ func (c *shardCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descSegments, prometheus.GaugeValue, float64(memory), append(lv, "memory")...)
 		ch <- prometheus.MustNewConstMetric(descReindexed, prometheus.CounterValue, float64(p.Reindexed), lv...)
 		ch <- prometheus.MustNewConstMetric(descPITs, prometheus.GaugeValue, float64(st.replica.PITs()), lv...)
+		cols := st.replica.Columns()
+		ch <- prometheus.MustNewConstMetric(descColBytes, prometheus.GaugeValue, float64(cols.Bytes), lv...)
+		ch <- prometheus.MustNewConstMetric(descColHits, prometheus.CounterValue, float64(cols.Served), lv...)
 	}
 }

@@ -106,6 +106,22 @@ func columnsOf(idx bleve.Index) *columnCache {
 	return nil
 }
 
+// ColumnStats is what a replica's columns hold and have served.
+type ColumnStats struct {
+	Bytes  int64  // bytes held (at most Config.ColumnBytes)
+	Served uint64 // hits whose fields were read from columns
+}
+
+// Columns returns the replica's column figures (zero for an index that is
+// not Quarry's index type).
+func (r *Replica) Columns() ColumnStats {
+	c := r.columns()
+	if c == nil {
+		return ColumnStats{}
+	}
+	return ColumnStats{Bytes: c.bytes.Load(), Served: c.served.Load()}
+}
+
 // DefaultColumnBytes is Config.ColumnBytes's default.
 const DefaultColumnBytes = 64 << 20
 
