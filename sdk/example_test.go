@@ -45,3 +45,35 @@ func ExampleRanker() {
 	// good 4.5
 	// better-text-worse-food 4
 }
+
+// A ranker reading a geo point ([lon, lat], a list) of every candidate
+// into one buffer: no allocation per candidate.
+func ExampleCandidate_AppendNumbersOf() {
+	sdk.Ranker(func(r *sdk.RankRequest) error {
+		location := r.Field("location")
+		var buf [2]float64
+		for _, c := range r.Candidates {
+			if p := c.AppendNumbersOf(buf[:0], location); len(p) == 2 {
+				c.Score += p[1] // further north, better
+			}
+		}
+		return nil
+	})
+	num := func(v float64) abi.Value { return abi.Value{Kind: abi.KindNumber, Num: v} }
+	point := func(lon, lat float64) abi.Value {
+		return abi.Value{Kind: abi.KindList, List: []abi.Value{num(lon), num(lat)}}
+	}
+	req := &abi.RankRequest{Fields: []string{"location"}, Candidates: []abi.Candidate{
+		{ID: "london", Score: 1, Values: []abi.Value{point(-0.12, 51.5)}},
+		{ID: "edinburgh", Score: 1, Values: []abi.Value{point(-3.19, 55.95)}},
+		{ID: "nowhere", Score: 1, Values: []abi.Value{{Kind: abi.KindMissing}}},
+	}}
+	resp, _ := sdktest.Rank(req)
+	for _, r := range resp.Ranked {
+		fmt.Println(req.Candidates[r.Index].ID, r.Score)
+	}
+	// Output:
+	// edinburgh 56.95
+	// london 52.5
+	// nowhere 1
+}

@@ -20,6 +20,7 @@ import (
 	"github.com/quarrysearch/quarry/internal/loadgen"
 	"github.com/quarrysearch/quarry/internal/shard"
 	"github.com/quarrysearch/quarry/plugins"
+	"github.com/quarrysearch/quarry/searcher"
 )
 
 // The kinds of measurement quarry bench makes of every setup.
@@ -73,6 +74,10 @@ type benchConfig struct {
 	// (broker.Config.ShardDepth, quarry serve's --shard-depth; 0: its
 	// default; negative: every shard returns all K at once).
 	ShardDepth float64
+	// ColumnBytes bounds each replica's columns (searcher.Config's,
+	// quarry serve's --column-bytes; 0: its default; negative: none, a
+	// ranker's candidates' fields load from stored documents).
+	ColumnBytes int64
 	// StatsCache is the broker's statistics cache size (negative: none,
 	// every query pays the statistics phase).
 	StatsCache int
@@ -179,6 +184,7 @@ func parseBench(args []string) (*benchConfig, *cmdline.Runtime, error) {
 	var indexerApply time.Duration
 	fs.DurationVar(&indexerApply, "indexer-apply-interval", indexer.DefaultApplyInterval, "the indexer's least time between two batches applied to a shard with --separate-replicas, as quarry serve's flag; negative: apply as they arrive")
 	fs.IntVar(&cfg.TeamMaxPluginCalls, "team-max-plugin-calls", plugins.DefaultMaxCalls(), "most calls of the team's WebAssembly plugins running at once, as quarry serve's flag (negative: no cap); native plugins have none, so quarry-wasm / quarry-native compares the engines only with no cap")
+	fs.Int64Var(&cfg.ColumnBytes, "column-bytes", searcher.Defaults.ColumnBytes, "most bytes of columns each shard's replica keeps of the short fields searches ask for, as quarry serve's flag (negative: none; the fields load from stored documents)")
 	fs.Float64Var(&cfg.ShardDepth, "shard-depth", broker.Defaults.ShardDepth, "each of several shards is first asked for this many times its share of the hits the merge needs, plus 5, and asked again only if its last hit ranks among them, as quarry serve's flag (negative: every shard returns them all at once)")
 	fs.BoolVar(&cfg.SeparateReplicas, "separate-replicas", false, "Quarry's searcher keeps replicas of its own instead of serving the indexer's, as quarry serve's flag (every update indexed twice)")
 	rtf.Register(fs)

@@ -394,7 +394,15 @@ func (c *columnCache) load(snap *scorch.IndexSnapshot, hits []*search.DocumentMa
 	}
 	c.mu.RUnlock()
 	n := 0
-	row := make([]*column, len(fields))
+	row := make([]*column, len(fields)) // the fields' columns in rowOf
+	var rowOf *segColumns               // nil: row is not filled
+	if doc.out == nil {
+		per := 2 // {}
+		for _, f := range fields {
+			per += len(f) + 4 + 12 // "f":, and a number's digits
+		}
+		doc.out = make([]byte, 0, len(hits)*per)
+	}
 	for h, hit := range hits {
 		if len(hit.IndexInternalID) != 8 {
 			continue
@@ -408,15 +416,16 @@ func (c *columnCache) load(snap *scorch.IndexSnapshot, hits []*search.DocumentMa
 		if string(sc.ids.value(local)) != hit.ID {
 			continue // the index changed since the search: look it up by id
 		}
-		have := *sc.cols.Load()
-		ok := true
-		for i, f := range fields {
-			if row[i] = have[f]; row[i] == nil {
-				ok = false
-				break
+		if sc != rowOf {
+			have := *sc.cols.Load()
+			rowOf = sc
+			for i, f := range fields {
+				if row[i] = have[f]; row[i] == nil {
+					rowOf = nil // a field without its column here
+				}
 			}
 		}
-		if !ok {
+		if rowOf == nil {
 			continue
 		}
 		if del := segs[s-1].Deleted(); del != nil && del.Contains(uint32(local)) {

@@ -279,7 +279,7 @@ func BenchmarkLoadFields(b *testing.B) {
 		})
 		quarry := func(ctx context.Context, hits []*search.DocumentMatch) error {
 			raws, err := loadFields(ctx, r.idx, hits, fields, nil)
-			if err == nil && !bytes.Contains(raws[49], []byte(`"rating"`)) {
+			if err == nil && !bytes.Contains(raws[49], []byte(`"open_hour"`)) {
 				err = fmt.Errorf("hit 49 has fields %s", raws[49])
 			}
 			return err
@@ -290,7 +290,7 @@ func BenchmarkLoadFields(b *testing.B) {
 		}{
 			{"bleve", func(ctx context.Context, hits []*search.DocumentMatch) error {
 				err := bleveFields(ctx, r.idx, hits, fields)
-				if err == nil && len(hits[49].Fields) != 4 {
+				if err == nil && len(hits[49].Fields) < 3 {
 					err = fmt.Errorf("hit 49 has fields %v", hits[49].Fields)
 				}
 				return err

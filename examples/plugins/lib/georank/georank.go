@@ -82,6 +82,7 @@ func (g *Ranker) Rank(r *sdk.RankRequest) error {
 	}
 	cfg := &g.cfg
 	rating, openHour, closeHour, location := r.Field("rating"), r.Field("open_hour"), r.Field("close_hour"), r.Field("location")
+	var loc [2]float64 // each candidate's location, read without allocating
 	for _, c := range r.Candidates {
 		boost := 1.0
 		if rating, ok := c.NumberOf(rating); ok {
@@ -95,7 +96,7 @@ func (g *Ranker) Rank(r *sdk.RankRequest) error {
 			}
 		}
 		if w.Lat != nil && w.Lon != nil {
-			if loc := c.NumbersOf(location); len(loc) == 2 { // a geopoint: [lon, lat]
+			if loc := c.AppendNumbersOf(loc[:0], location); len(loc) == 2 { // a geopoint: [lon, lat]
 				boost += cfg.DistanceKM / (cfg.DistanceKM + KM(*w.Lat, *w.Lon, loc[1], loc[0]))
 			}
 		}

@@ -47,30 +47,44 @@ func New(config []byte) (*Speller, error) {
 }
 
 // Correct returns w, or the first vocabulary word one edit away from it
-// (lower case).
+// (lower case). Edits are tried in one order: at each position, a letter
+// deleted, two swapped, then each letter a–z put in place of the one
+// there and inserted before it. Candidates are built in buffers reused
+// from edit to edit (on the stack for words under 64 bytes) and looked up
+// without being made strings: only the answer is allocated, which matters
+// in WebAssembly, where Go's allocator and collector are slow (a word of
+// 7 letters has 390 candidates).
 func (s *Speller) Correct(w string) string {
 	lw := strings.ToLower(w)
 	if s.vocab[lw] || len(lw) < 3 {
 		return w
 	}
-	const letters = "abcdefghijklmnopqrstuvwxyz"
+	var a, b, c [64]byte
+	edit, sub, ins := a[:0], b[:0], c[:0]
+	if len(lw)+1 > len(a) {
+		edit, sub, ins = make([]byte, 0, len(lw)+1), make([]byte, 0, len(lw)+1), make([]byte, 0, len(lw)+1)
+	}
 	for i := 0; i <= len(lw); i++ {
-		if i < len(lw) && s.vocab[lw[:i]+lw[i+1:]] { // deletion
-			return lw[:i] + lw[i+1:]
+		if i < len(lw) { // deletion
+			if edit = append(append(edit[:0], lw[:i]...), lw[i+1:]...); s.vocab[string(edit)] {
+				return string(edit)
+			}
 		}
 		if i+1 < len(lw) { // transposition
-			if t := lw[:i] + string(lw[i+1]) + string(lw[i]) + lw[i+2:]; s.vocab[t] {
-				return t
+			if edit = append(append(append(edit[:0], lw[:i]...), lw[i+1], lw[i]), lw[i+2:]...); s.vocab[string(edit)] {
+				return string(edit)
 			}
 		}
-		for _, c := range letters {
+		sub = append(sub[:0], lw...)
+		ins = append(append(append(ins[:0], lw[:i]...), 0), lw[i:]...)
+		for l := byte('a'); l <= 'z'; l++ {
 			if i < len(lw) { // substitution
-				if t := lw[:i] + string(c) + lw[i+1:]; s.vocab[t] {
-					return t
+				if sub[i] = l; s.vocab[string(sub)] {
+					return string(sub)
 				}
 			}
-			if t := lw[:i] + string(c) + lw[i:]; s.vocab[t] { // insertion
-				return t
+			if ins[i] = l; s.vocab[string(ins)] { // insertion
+				return string(ins)
 			}
 		}
 	}

@@ -1,6 +1,8 @@
 package spelling
 
 import (
+	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/quarrysearch/quarry/sdk/abi"
@@ -60,5 +62,110 @@ func TestHooksOwnConfig(t *testing.T) {
 	}
 	if _, err := Hooks([]byte(`{"vocabulary":`)); err == nil {
 		t.Error("bad configuration accepted")
+	}
+}
+
+// TestCorrectAllocates: a word is corrected with one allocation (the
+// answer), and a word left as it is with none.
+func TestCorrectAllocates(t *testing.T) {
+	s, err := New([]byte(`{"vocabulary":["noodles","spicy","burger","pizza","dumplings","margherita"]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		w      string
+		allocs float64
+	}{{"margheritta", 1}, {"dumplinsg", 1}, {"xyzzyq", 0}, {"spicy", 0}} {
+		if got := testing.AllocsPerRun(100, func() { s.Correct(c.w) }); got > c.allocs {
+			t.Errorf("Correct(%q): %g allocations, want at most %g", c.w, got, c.allocs)
+		}
+	}
+}
+
+// BenchmarkCorrect: a misspelt word found late in the edits, and a word
+// with no correction (every edit tried).
+//
+//	go test -run XXX -bench Correct -benchmem ./examples/plugins/lib/spelling/
+func BenchmarkCorrect(b *testing.B) {
+	s, err := New([]byte(`{"vocabulary":["noodles","spicy","burger","pizza","sushi","curry","chicken","vegan","ramen","tacos"]}`))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, w := range []string{"tacoz", "quesadilla"} {
+		b.Run(w, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				s.Correct(w)
+			}
+		})
+	}
+}
+
+// TestCorrectAsByStrings: Correct answers what the plain way of writing
+// it (a string made for each edit, in the same order) answers, on every
+// word one or two random edits from the vocabulary and on random words.
+func TestCorrectAsByStrings(t *testing.T) {
+	vocab := []string{"noodles", "spicy", "burger", "pizza", "sushi", "curry", "chicken", "vegan", "ramen", "tacos", "salad", "dumplings", "margherita", "pasta", "tea", "teas", "pita"}
+	s, err := New([]byte(`{"vocabulary":["` + strings.Join(vocab, `","`) + `"]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	byStrings := func(w string) string {
+		lw := strings.ToLower(w)
+		if s.vocab[lw] || len(lw) < 3 {
+			return w
+		}
+		const letters = "abcdefghijklmnopqrstuvwxyz"
+		for i := 0; i <= len(lw); i++ {
+			if i < len(lw) && s.vocab[lw[:i]+lw[i+1:]] {
+				return lw[:i] + lw[i+1:]
+			}
+			if i+1 < len(lw) {
+				if t := lw[:i] + lw[i+1:i+2] + lw[i:i+1] + lw[i+2:]; s.vocab[t] {
+					return t
+				}
+			}
+			for _, c := range letters {
+				if i < len(lw) {
+					if t := lw[:i] + string(c) + lw[i+1:]; s.vocab[t] {
+						return t
+					}
+				}
+				if t := lw[:i] + string(c) + lw[i:]; s.vocab[t] {
+					return t
+				}
+			}
+		}
+		return w
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	mutate := func(w string) string {
+		b := []byte(w)
+		i := rng.IntN(len(b) + 1)
+		l := byte('a' + rng.IntN(26))
+		switch rng.IntN(3) {
+		case 0:
+			if i < len(b) {
+				return string(append(b[:i:i], b[i+1:]...))
+			}
+		case 1:
+			if i < len(b) {
+				b[i] = l
+				return string(b)
+			}
+		}
+		return string(append(append(b[:i:i], l), b[i:]...))
+	}
+	for n := range 5000 {
+		w := vocab[rng.IntN(len(vocab))]
+		for range 1 + n%2 {
+			w = mutate(w)
+		}
+		if n%5 == 0 {
+			w = strings.ToUpper(w[:1]) + w[1:]
+		}
+		if got, want := s.Correct(w), byStrings(w); got != want {
+			t.Fatalf("Correct(%q) = %q, by strings %q", w, got, want)
+		}
 	}
 }
