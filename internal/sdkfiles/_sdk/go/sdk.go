@@ -131,6 +131,29 @@ func (c *Candidate) NumbersOf(f Field) []float64 {
 	return numbers(&v)
 }
 
+// AppendNumbersOf appends every numeric value of a field by handle to dst
+// and returns it: with a dst reused from candidate to candidate (a geo
+// point's [lon, lat]), a ranker reads lists without allocating, which
+// matters in WebAssembly, where Go's allocator and collector are slow.
+func (c *Candidate) AppendNumbersOf(dst []float64, f Field) []float64 {
+	if f >= 0 && int(f) < len(c.req.cols) && c.req.cols[f].numeric {
+		if n, ok := c.NumberOf(f); ok {
+			return append(dst, n)
+		}
+		return dst
+	}
+	v := c.val(f)
+	if v.Kind == abi.KindNumber {
+		return append(dst, v.Num)
+	}
+	for _, e := range v.List {
+		if e.Kind == abi.KindNumber {
+			dst = append(dst, e.Num)
+		}
+	}
+	return dst
+}
+
 func numbers(v *abi.Value) []float64 {
 	if v.Kind == abi.KindNumber {
 		return []float64{v.Num}
@@ -395,8 +418,8 @@ func (h *Hooks) HandleRank(in, out []byte) []byte {
 	s.fields = s.fields[:0]
 	for i := 0; i < nf && !d.bad; i++ {
 		f := d.str()
-		if !changed && req.fields[f] != i {
-			changed = true
+		if j, ok := req.fields[f]; !changed && (!ok || j != i) {
+			changed = true // a field of another name: the first's index is 0 too
 		}
 		s.fields = append(s.fields, f)
 	}
