@@ -240,11 +240,14 @@ func BenchmarkCallOverhead(b *testing.B) {
 	})
 }
 
-// BenchmarkGoEntry: what entering a Go guest costs before any of the
-// SDK's code runs: an empty //go:wasmexport function (the SDK's
-// quarry_abi_v1) called straight through wazero, against the same call
-// of a hand-written WAT module's empty export: the floor of a Go guest's
-// call, Go's wasip1 runtime entering and leaving the reactor.
+// BenchmarkGoEntry: what a Go guest's call is made of. Entering one: an
+// empty //go:wasmexport function (the SDK's quarry_abi_v1) called
+// straight through wazero, against a hand-written WAT module's empty
+// export (the same: Go's wasip1 runtime costs nothing to enter). Then one
+// part of a call each (testdata/goparts): a string allocated, a hook
+// called under a deferred recover, a rewrite request decoded.
+//
+//	go test -run XXX -bench GoEntry -benchmem ./plugins/
 func BenchmarkGoEntry(b *testing.B) {
 	ctx := context.Background()
 	for _, c := range []struct {
@@ -268,6 +271,21 @@ func BenchmarkGoEntry(b *testing.B) {
 			if fn == nil {
 				b.Fatalf("no %s export", abi.ExportVersion)
 			}
+			stack := make([]uint64, 2)
+			measure(b, func() error { return fn.CallWithStack(ctx, stack) })
+		})
+	}
+	p, err := testRuntime(b).Load(ctx, Spec{Name: "parts", Kind: Rewriter, Instances: 1}, wasmtest.GoPlugin(b, "testdata/goparts"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	in, err := p.newInstance(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, name := range []string{"part_alloc", "part_defer", "part_decode"} {
+		b.Run(name, func(b *testing.B) {
+			fn := in.mod.ExportedFunction(name)
 			stack := make([]uint64, 2)
 			measure(b, func() error { return fn.CallWithStack(ctx, stack) })
 		})
