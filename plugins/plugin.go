@@ -788,12 +788,17 @@ type Metrics struct {
 	sumNS   atomic.Int64
 }
 
-// latencyBounds are the histogram's upper bounds.
+// latencyBounds are the histogram's upper bounds: 20 and 30 ms are the
+// budgets' scale, so a p99 is read against a budget.
 var latencyBounds = [...]time.Duration{
 	time.Microsecond, 2 * time.Microsecond, 5 * time.Microsecond, 10 * time.Microsecond, 20 * time.Microsecond,
 	50 * time.Microsecond, 100 * time.Microsecond, 200 * time.Microsecond, 500 * time.Microsecond,
-	time.Millisecond, 2 * time.Millisecond, 5 * time.Millisecond, 10 * time.Millisecond, 50 * time.Millisecond,
+	time.Millisecond, 2 * time.Millisecond, 5 * time.Millisecond, 10 * time.Millisecond, 20 * time.Millisecond,
+	30 * time.Millisecond, 50 * time.Millisecond,
 }
+
+// LatencyBounds are the bounds of Metrics.Latency's buckets.
+func LatencyBounds() []time.Duration { return latencyBounds[:] }
 
 func (m *Metrics) errors(k ErrorKind) *atomic.Int64 {
 	m.mu.Lock()
@@ -825,7 +830,7 @@ func (m *Metrics) observe(d time.Duration, err error) {
 	m.sumNS.Add(int64(d))
 }
 
-// Latency returns the latency histogram: per bucket bound (1µs to 50ms)
+// Latency returns the latency histogram: per bucket bound (LatencyBounds)
 // the calls that took at most that long (cumulative), the count of every
 // call and the sum of their durations. Read while calls run, the count is
 // consistent with the buckets; the sum may include a call or two more.

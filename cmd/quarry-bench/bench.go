@@ -360,6 +360,7 @@ func bench(ctx context.Context, cfg *benchConfig, log *slog.Logger, out, progres
 			}
 			runtime.GC() // every measurement starts from a collected heap
 			statsBefore := env.statistics()
+			callsBefore := pluginCalls(s.pipeline)
 			target := func(ctx context.Context, i int) error {
 				_, err := s.search(ctx, &queries[i%len(queries)])
 				return err
@@ -386,6 +387,7 @@ func bench(ctx context.Context, cfg *benchConfig, log *slog.Logger, out, progres
 			if s.quarry {
 				run.Statistics = statsSince(statsBefore, env.statistics())
 			}
+			run.Plugins = callsSince(callsBefore, pluginCalls(s.pipeline))
 			fmt.Fprintf(progress, "  %-6s loop  %-13s %7s ok %4d errors  %8.1f q/s  p50 %s  p99 %s\n", loop, s.name,
 				cmdline.Thousands(run.OK), run.Errors, run.Throughput, fmtUS(run.Latency.P50US), fmtUS(run.Latency.P99US))
 		}

@@ -13,8 +13,10 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/quarrysearch/quarry/broker"
 	"github.com/quarrysearch/quarry/internal/cmdline"
 	"github.com/quarrysearch/quarry/internal/loadgen"
+	"github.com/quarrysearch/quarry/plugins"
 )
 
 // benchReportVersion is the version of the report's format.
@@ -108,6 +110,9 @@ type benchRun struct {
 	// statistics came from (the broker's quarry_broker_statistics_total
 	// over the loop, warm-up included): query_cache, terms, round_trip.
 	Statistics map[string]float64 `json:"statistics,omitempty"`
+	// Plugins are the calls of each plugin of a setup's pipeline over
+	// the loop, warm-up included.
+	Plugins []benchPluginCalls `json:"plugins,omitempty"`
 	// Service (from the actual send) and SendLag (the sender's lateness)
 	// of an open loop.
 	Service *benchDist `json:"service,omitempty"`
@@ -408,6 +413,15 @@ func (r *benchReport) writeText(w io.Writer) {
 			fmt.Fprintf(w, "statistics: %s %s loop, %s searches: %s\n", s.Name, loop, cmdline.Thousands(int64(all)), strings.Join(parts, ", "))
 		}
 	}
+	for _, s := range r.Setups {
+		if s.Closed == nil {
+			continue
+		}
+		for _, p := range s.Closed.Plugins {
+			fmt.Fprintf(w, "plugin calls: %s closed loop, %s: %s calls, p50 %s, p99 %s (budget %s), %d over budget, %d busy, %d other errors\n",
+				s.Name, p.Plugin, cmdline.Thousands(p.Calls), p.P50, p.P99, time.Duration(p.BudgetMS)*time.Millisecond, p.Timeouts, p.Busy, p.Errors)
+		}
+	}
 	for _, ch := range r.Checks {
 		fmt.Fprintf(w, "hits: %s returned %s's for %d of %d queries\n", ch.Setup, ch.Against, ch.Same, ch.Queries)
 	}
@@ -432,4 +446,79 @@ func (r *benchReport) writeText(w io.Writer) {
 	if len(errs) > 0 {
 		fmt.Fprintf(w, "\nerrors:\n  %s\n", strings.Join(errs, "\n  "))
 	}
+}
+
+// benchPluginCalls are one plugin's calls over a loop: their count,
+// their latency's p50 and p99 as the bucket of the plugin's histogram
+// that holds them ("≤ 5ms": plugins.LatencyBounds), and the calls that
+// failed, by kind.
+type benchPluginCalls struct {
+	Plugin   string `json:"plugin"`
+	BudgetMS int64  `json:"budget_ms"`
+	Calls    int64  `json:"calls"`
+	P50      string `json:"p50"`
+	P99      string `json:"p99"`
+	Timeouts int64  `json:"over_budget"`
+	Busy     int64  `json:"busy"`
+	Errors   int64  `json:"other_errors"`
+}
+
+// pluginCounts are a plugin's counters at one moment.
+type pluginCounts struct {
+	name       string
+	budget     time.Duration
+	cumulative []uint64
+	count      uint64
+	errors     map[plugins.ErrorKind]int64
+}
+
+// pluginCalls reads the counters of every plugin of pl (nil: none).
+func pluginCalls(pl *broker.Pipeline) []pluginCounts {
+	if pl == nil {
+		return nil
+	}
+	var out []pluginCounts
+	for p := range pl.Plugins {
+		cum, n, _ := p.Metrics.Latency()
+		out = append(out, pluginCounts{name: p.Spec().Name, budget: p.Spec().Budget, cumulative: cum, count: n, errors: p.Metrics.Errors()})
+	}
+	return out
+}
+
+// callsSince is each plugin's calls between two readings of pluginCalls.
+func callsSince(before, after []pluginCounts) []benchPluginCalls {
+	var out []benchPluginCalls
+	for i, a := range after {
+		if i >= len(before) || before[i].name != a.name {
+			continue
+		}
+		b := before[i]
+		n := a.count - b.count
+		c := benchPluginCalls{Plugin: a.name, BudgetMS: a.budget.Milliseconds(), Calls: int64(n)}
+		quantile := func(q float64) string {
+			bounds := plugins.LatencyBounds()
+			for j := range a.cumulative {
+				if float64(a.cumulative[j]-b.cumulative[j]) >= q*float64(n) {
+					return "≤ " + bounds[j].String()
+				}
+			}
+			return "> " + bounds[len(bounds)-1].String()
+		}
+		if n > 0 {
+			c.P50, c.P99 = quantile(0.5), quantile(0.99)
+		}
+		for k, v := range a.errors {
+			d := v - b.errors[k]
+			switch k {
+			case plugins.KindTimeout:
+				c.Timeouts += d
+			case plugins.KindBusy:
+				c.Busy += d
+			default:
+				c.Errors += d
+			}
+		}
+		out = append(out, c)
+	}
+	return out
 }

@@ -70,6 +70,9 @@ type benchSetup struct {
 	// writer upserts documents for the mixed loop (Quarry's setups; nil
 	// for the others).
 	writer *benchWriter
+	// pipeline is the setup's plugin pipeline (nil: none), whose calls
+	// each closed loop reports (benchRun.Plugins).
+	pipeline *broker.Pipeline
 }
 
 // benchHit is a hit as the checks compare them.
@@ -448,7 +451,7 @@ func (e *benchEnv) quarry(ctx context.Context, docs []byte, pf *broker.PipelineF
 			return fmt.Errorf("setup %s: %w", setupQuarryWasm, err)
 		}
 		e.ready(setupQuarryWasm, start)
-		e.setups = append(e.setups, &benchSetup{name: setupQuarryWasm, search: search, before: setPipeline(pl), writer: writer, quarry: true,
+		e.setups = append(e.setups, &benchSetup{name: setupQuarryWasm, search: search, before: setPipeline(pl), writer: writer, quarry: true, pipeline: pl,
 			about: "Quarry with the pipeline " + pipelineSummary(pf) + " in WebAssembly (wazero)"})
 	}
 	if want[setupQuarryNative] {
@@ -456,7 +459,7 @@ func (e *benchEnv) quarry(ctx context.Context, docs []byte, pf *broker.PipelineF
 		if err != nil {
 			return fmt.Errorf("setup %s: %w", setupQuarryNative, err)
 		}
-		e.setups = append(e.setups, &benchSetup{name: setupQuarryNative, search: search, before: setPipeline(pl), writer: writer, quarry: true,
+		e.setups = append(e.setups, &benchSetup{name: setupQuarryNative, search: search, before: setPipeline(pl), writer: writer, quarry: true, pipeline: pl,
 			about: "Quarry with the same pipeline natively (the same Go code and encoding, no WebAssembly)"})
 	}
 	return nil

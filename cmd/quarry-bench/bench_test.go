@@ -60,7 +60,20 @@ func TestBench(t *testing.T) {
 			if (loop == loopOpen) != (run.SendLag != nil && run.Service != nil && run.Rate == 40) {
 				t.Errorf("%s %s loop: rate %g, service %v, send lag %v", s.Name, loop, run.Rate, run.Service, run.SendLag)
 			}
+			// The pipeline's three plugins, each called by every search.
+			withPipeline := s.Name == setupQuarryWasm || s.Name == setupQuarryNative
+			if withPipeline != (len(run.Plugins) == 3) {
+				t.Errorf("%s %s loop: plugin calls %+v", s.Name, loop, run.Plugins)
+			}
+			for _, p := range run.Plugins {
+				if p.Calls < run.OK || p.BudgetMS <= 0 || !strings.HasPrefix(p.P99, "≤ ") || p.Timeouts+p.Busy+p.Errors != 0 {
+					t.Errorf("%s %s loop: %d searches, plugin calls %+v", s.Name, loop, run.OK, p)
+				}
+			}
 		}
+	}
+	if !strings.Contains(out, "plugin calls: quarry-wasm closed loop, georank: ") {
+		t.Error("the output lacks the plugin calls of quarry-wasm's closed loop")
 	}
 	if strings.Join(names, ",") != strings.Join(benchSetupNames, ",") {
 		t.Errorf("setups %v, want %v", names, benchSetupNames)
