@@ -19,6 +19,7 @@ import (
 
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/index/scorch"
+	"github.com/blevesearch/bleve/v2/mapping"
 	"github.com/blevesearch/bleve/v2/search"
 
 	"github.com/quarrysearch/quarry/api"
@@ -285,8 +286,12 @@ func settleBleve(ctx context.Context, log *slog.Logger, idxs ...bleve.Index) (fi
 // bleveSearch runs req on an index or alias the way the planner builds it
 // for Quarry's shards (the index's query settings, ties broken by id),
 // scored with st when given (else bleve's own statistics).
-func bleveSearch(ctx context.Context, idx bleve.Index, req *api.SearchRequest, settings api.QuerySettings, st *search.BM25Stats) ([]benchHit, error) {
-	q, err := planner.BuildQuery(req, settings, idx.Mapping(), nil)
+func bleveSearch(ctx context.Context, idx bleve.Index, members []bleve.Index, req *api.SearchRequest, settings api.QuerySettings, st *search.BM25Stats) ([]benchHit, error) {
+	typos, err := bleveTypoWords(ctx, members, req, settings, idx.Mapping())
+	if err != nil {
+		return nil, err
+	}
+	q, err := planner.BuildQuery(req, settings, idx.Mapping(), typos)
 	if err != nil {
 		return nil, err
 	}
@@ -311,6 +316,52 @@ func bleveSearch(ctx context.Context, idx bleve.Index, req *api.SearchRequest, s
 	return hits, nil
 }
 
+// bleveTypoWords are the words of req that take typos under typo
+// tolerance "auto", as Quarry's broker chooses them
+// (planner.TypoCandidates, planner.UnknownWords): those no field of the
+// index (members, all the index's) holds as typed. The bleve setups ask
+// for them, so that they run the query Quarry runs (fuzzy terms included)
+// and return its hits.
+func bleveTypoWords(ctx context.Context, members []bleve.Index, req *api.SearchRequest, settings api.QuerySettings, m mapping.IndexMapping) (map[string][]string, error) {
+	candidates := planner.TypoCandidates(req, settings)
+	if candidates == nil {
+		return nil, nil
+	}
+	docFreq := map[string]map[string]uint64{}
+	for _, idx := range members {
+		adv, err := idx.Advanced()
+		if err != nil {
+			return nil, err
+		}
+		r, err := adv.Reader()
+		if err != nil {
+			return nil, err
+		}
+		for field, words := range candidates {
+			a := m.AnalyzerNamed(m.AnalyzerNameForPath(field))
+			if a == nil {
+				continue
+			}
+			if docFreq[field] == nil {
+				docFreq[field] = map[string]uint64{}
+			}
+			for _, w := range words {
+				for _, t := range a.Analyze([]byte(w)) {
+					tfr, err := r.TermFieldReader(ctx, t.Term, field, false, false, false)
+					if err != nil {
+						r.Close()
+						return nil, err
+					}
+					docFreq[field][string(t.Term)] += tfr.Count()
+					tfr.Close()
+				}
+			}
+		}
+		r.Close()
+	}
+	return planner.UnknownWords(candidates, docFreq, m), nil
+}
+
 func (e *benchEnv) bleveOne(docs []byte) (*benchSetup, error) {
 	start := time.Now()
 	idx, err := newBleveIndex(filepath.Join(e.cfg.DataDir, "bleve-one"), docs)
@@ -329,7 +380,7 @@ func (e *benchEnv) bleveOne(docs []byte) (*benchSetup, error) {
 	e.ready(setupBleve, start)
 	return &benchSetup{name: setupBleve, about: "bleve in-process, one scorch index (scored with Quarry's statistics)",
 		search: func(ctx context.Context, req *api.SearchRequest) ([]benchHit, error) {
-			return bleveSearch(ctx, idx, req, demo.Query, st)
+			return bleveSearch(ctx, idx, []bleve.Index{idx}, req, demo.Query, st)
 		}}, nil
 }
 
@@ -369,7 +420,7 @@ func (e *benchEnv) bleveAlias(docs []byte) (*benchSetup, error) {
 	e.ready(setupBleveAlias, start)
 	return &benchSetup{name: setupBleveAlias, about: fmt.Sprintf("bleve in-process, an IndexAlias over %d scorch indexes (global scoring), split as Quarry shards", e.cfg.Shards),
 		search: func(ctx context.Context, req *api.SearchRequest) ([]benchHit, error) {
-			return bleveSearch(context.WithValue(ctx, search.SearchTypeKey, search.GlobalScoring), alias, req, demo.Query, nil)
+			return bleveSearch(context.WithValue(ctx, search.SearchTypeKey, search.GlobalScoring), alias, shards, req, demo.Query, nil)
 		}}, nil
 }
 
