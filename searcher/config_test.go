@@ -26,7 +26,7 @@ func TestConfigDefaultsAndValidate(t *testing.T) {
 		t.Error("EnsureDefaults gave the logger attributes (the role's are New's)")
 	}
 
-	configtest.Keeps(t, Config{SlowRequest: -1, HeavyAfter: -1, HeavyPause: -1, HeavyLinger: -1, CompressThreshold: -1, Workers: 3, HeavyWorkers: 2, QueueLen: 5, MaxBatch: 7, MaxPITs: 9,
+	configtest.Keeps(t, Config{SlowRequest: -1, HeavyAfter: -1, HeavyPause: -1, HeavyLinger: -1, CompressThreshold: -1, Workers: 3, HeavyWorkers: 2, QueueLen: 5, MaxBatch: 7, MaxPITs: 9, ColumnBytes: -1,
 		FaultDelay: time.Millisecond, FaultEvery: 4, DrainTimeout: time.Second, CatchUpTimeout: time.Minute, Logger: slog.Default()})
 
 	configtest.Problems(t, c, []configtest.Case[Config]{
