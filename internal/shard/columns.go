@@ -3,6 +3,7 @@ package shard
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -337,6 +338,9 @@ func (c *columnCache) buildSegment(ctx context.Context, ss *scorch.SegmentSnapsh
 	for i, f := range fields {
 		if odd[i] == "" && len(cols[i].vals) > maxColumnValueBytes*int(n)+1024 {
 			odd[i] = fmt.Sprintf("its values average over %d bytes a document", maxColumnValueBytes)
+		}
+		if odd[i] == "" && len(cols[i].vals) > math.MaxUint32 { // past what an end offset holds
+			odd[i] = "its values come to over 4 GiB in one segment"
 		}
 		if odd[i] != "" {
 			c.mu.Lock()
