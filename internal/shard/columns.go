@@ -225,6 +225,10 @@ func (c *columnCache) build(ctx context.Context, snap *scorch.IndexSnapshot) err
 		if err != nil {
 			return fmt.Errorf("columns of segment %d: %w", ss.Id(), err)
 		}
+		if len(ids.vals) > math.MaxUint32 { // past what an end offset holds
+			c.noteFull(ss.Id())
+			continue
+		}
 		var size int64
 		for _, col := range built {
 			size += col.size()
