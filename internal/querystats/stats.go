@@ -535,26 +535,28 @@ func (r *Reader) FieldDictFuzzy(field, term string, fuzziness int, prefix string
 	return fd, err
 }
 
-// FieldDictFuzzyAutomaton takes scorch's Levenshtein automaton (the
-// shard's own dictionary is closed unread) and, with statistics, matches
-// it against the index's dictionary, with each term's edit distance (its
-// boost in bleve's fuzzy searcher).
+// FieldDictFuzzyAutomaton matches term's Levenshtein automaton against
+// the index's dictionary (with statistics: gs's, the automaton from the
+// process's cache, levAutomaton) or the shard's (scorch builds its own),
+// with each term's edit distance (its boost in bleve's fuzzy searcher).
 func (r *Reader) FieldDictFuzzyAutomaton(field, term string, fuzziness int, prefix string) (index.FieldDict, index.FuzzyAutomaton, error) {
 	x, ok := r.IndexReader.(index.IndexReaderFuzzy)
 	if !ok {
 		return nil, nil, errUnsupported
 	}
-	fd, a, err := x.FieldDictFuzzyAutomaton(field, term, fuzziness, prefix)
-	if err != nil || a == nil {
-		return fd, a, err
-	}
-	fd, err = r.indexDict(field, fd, func(t string) (bool, uint8) {
-		if !strings.HasPrefix(t, prefix) {
-			return false, 0
+	if d, ok := r.dict(field); ok {
+		a, err := levAutomaton(term, fuzziness)
+		if err != nil {
+			return nil, nil, err
 		}
-		return a.MatchAndDistance(t)
-	})
-	return fd, a, err
+		return d.list(func(t string) (bool, uint8) {
+			if !strings.HasPrefix(t, prefix) {
+				return false, 0
+			}
+			return a.MatchAndDistance(t)
+		}), a, nil
+	}
+	return x.FieldDictFuzzyAutomaton(field, term, fuzziness, prefix)
 }
 
 // indexDict is, with statistics for field, the index's dictionary matched
