@@ -9,6 +9,7 @@ import (
 	"sync"
 	"unicode/utf8"
 
+	"github.com/blevesearch/bleve/v2/index/scorch"
 	"github.com/blevesearch/bleve/v2/mapping"
 	"github.com/blevesearch/bleve/v2/search"
 	"github.com/blevesearch/bleve/v2/search/query"
@@ -535,9 +536,9 @@ func (r *Reader) FieldDictFuzzy(field, term string, fuzziness int, prefix string
 	return fd, err
 }
 
-// FieldDictFuzzyAutomaton matches term's Levenshtein automaton against
-// the index's dictionary (with statistics: gs's, the automaton from the
-// process's cache, levAutomaton) or the shard's (scorch builds its own),
+// FieldDictFuzzyAutomaton matches term's Levenshtein automaton, from the
+// process's cache (levAutomaton), against the index's dictionary (with
+// statistics: gs's) or the shard's (its segments', segmentsFuzzyDict),
 // with each term's edit distance (its boost in bleve's fuzzy searcher).
 func (r *Reader) FieldDictFuzzyAutomaton(field, term string, fuzziness int, prefix string) (index.FieldDict, index.FuzzyAutomaton, error) {
 	x, ok := r.IndexReader.(index.IndexReaderFuzzy)
@@ -555,6 +556,14 @@ func (r *Reader) FieldDictFuzzyAutomaton(field, term string, fuzziness int, pref
 			}
 			return a.MatchAndDistance(t)
 		}), a, nil
+	}
+	if snap, ok := r.IndexReader.(*scorch.IndexSnapshot); ok {
+		a, err := levAutomaton(term, fuzziness)
+		if err != nil {
+			return nil, nil, err
+		}
+		fd, err := newSegmentsFuzzyDict(snap, field, a, prefix)
+		return fd, a, err
 	}
 	return x.FieldDictFuzzyAutomaton(field, term, fuzziness, prefix)
 }
