@@ -51,7 +51,7 @@ func (n *Node) serveMetrics(addr string) error {
 		raw.Close()
 		return err
 	}
-	n.MetricsAddr = ln.Addr().String()
+	n.MetricsAddr, n.metrics = ln.Addr().String(), ln
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", httpapi.Metrics(n.Metrics, n.cfg.Logger))
 	// Roles without the HTTP API get their health checks here too.

@@ -208,6 +208,7 @@ type Node struct {
 	Broker   *broker.Broker
 
 	plugins *plugins.Teams
+	metrics *httpapi.Listener // the metrics listener, with its caps
 	lock    *dirLock
 	guard   *httpapi.Guard    // with HTTPAuth
 	admin   *registry.Service // with a broker

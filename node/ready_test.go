@@ -73,7 +73,11 @@ func TestReadinessWithoutHTTP(t *testing.T) {
 	}
 	// Its connections are capped: one client holding 16 open gets the
 	// 17th refused at once (429), and the listener still answers once
-	// they close.
+	// they close. The GETs' connections first, which the server counts
+	// until it has closed them (under load, after the client has seen
+	// them end: then the 17th was let in as a 16th).
+	http.DefaultClient.CloseIdleConnections()
+	testwait.Until(t, 10*time.Second, "the GETs' connections closed", func() bool { return n.metrics.Open() == 0 })
 	var held []net.Conn
 	for range MetricsMaxConnsPerClient {
 		c, err := net.Dial("tcp", n.MetricsAddr)
