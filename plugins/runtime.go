@@ -485,18 +485,15 @@ var (
 
 // callSlots counts a runtime's calls running against its cap
 // (Config.MaxCalls): taking and giving back a slot is an atomic add each
-// when one is free; a call that finds none waits in line until a slot is
-// handed to it or its deadline. Slots go to waiting calls first, in the
-// order they came: a call arriving while others wait joins the line
-// rather than taking a slot given back under them (with eight callers on
-// one slot, a woken call used to lose the race again and again, until
-// its budget ran out waiting: "busy" while every call took 2 ms).
+// when one is free; a call that finds none sleeps until one is given back
+// or its deadline.
 type callSlots struct {
 	max      int64
 	running  atomic.Int64
-	sleepers atomic.Int64 // calls in line (len(line)), read without mu
-	mu       sync.Mutex
-	line     []chan struct{} // waiting calls, first first; each gets one slot
+	sleepers atomic.Int64
+	// wake gets a token when a slot is given back while calls sleep: as
+	// many as there are slots, so none is lost.
+	wake chan struct{}
 	// waited counts the calls that found no slot free at once.
 	waited atomic.Int64
 }
@@ -523,14 +520,11 @@ func (r *Runtime) CallsRunning() int {
 }
 
 func newCallSlots(n int) *callSlots {
-	return &callSlots{max: int64(n)}
+	return &callSlots{max: int64(n), wake: make(chan struct{}, n)}
 }
 
-// take takes a slot if one is free and no call waits for one.
+// take takes a slot if one is free.
 func (c *callSlots) take() bool {
-	if c.sleepers.Load() > 0 {
-		return false
-	}
 	if c.running.Add(1) <= c.max {
 		return true
 	}
@@ -538,64 +532,31 @@ func (c *callSlots) take() bool {
 	return false
 }
 
-// wait takes a slot, waiting in line until one is handed over, or
-// reports false when ctx ends first.
+// wait takes a slot, sleeping until one is given back, or reports false
+// when ctx ends first.
 func (c *callSlots) wait(ctx context.Context) bool {
 	c.waited.Add(1)
-	c.mu.Lock()
-	// Counted in line before trying: a give after the try sees it and
-	// takes mu, which this holds until it is in line.
 	c.sleepers.Add(1)
-	if len(c.line) == 0 {
-		if c.running.Add(1) <= c.max {
-			c.sleepers.Add(-1)
-			c.mu.Unlock()
+	defer c.sleepers.Add(-1)
+	for {
+		if c.take() {
 			return true
 		}
-		c.running.Add(-1)
-	}
-	ch := make(chan struct{}, 1)
-	c.line = append(c.line, ch)
-	c.mu.Unlock()
-	select {
-	case <-ch:
-		return true
-	case <-ctx.Done():
-	}
-	c.mu.Lock()
-	for i, w := range c.line {
-		if w == ch { // still in line: leave it
-			c.line = append(c.line[:i], c.line[i+1:]...)
-			c.sleepers.Add(-1)
-			c.mu.Unlock()
+		select {
+		case <-c.wake:
+		case <-ctx.Done():
 			return false
 		}
 	}
-	c.mu.Unlock()
-	// Handed a slot as the deadline came: give it on.
-	<-ch
-	c.give()
-	return false
 }
 
-// give gives a slot back, handing it to the first call in line if one
-// waits.
+// give gives a slot back, waking a sleeping call if there is one.
 func (c *callSlots) give() {
 	c.running.Add(-1)
-	if c.sleepers.Load() == 0 {
-		return
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for len(c.line) > 0 {
-		if c.running.Add(1) > c.max {
-			c.running.Add(-1) // another call took the slot first
-			return
+	if c.sleepers.Load() > 0 {
+		select {
+		case c.wake <- struct{}{}:
+		default: // tokens enough are on their way
 		}
-		ch := c.line[0]
-		c.line[0] = nil
-		c.line = c.line[1:]
-		c.sleepers.Add(-1)
-		ch <- struct{}{}
 	}
 }
