@@ -9,7 +9,6 @@ import (
 	"sync"
 	"unicode/utf8"
 
-	"github.com/blevesearch/bleve/v2/index/scorch"
 	"github.com/blevesearch/bleve/v2/mapping"
 	"github.com/blevesearch/bleve/v2/search"
 	"github.com/blevesearch/bleve/v2/search/query"
@@ -538,7 +537,8 @@ func (r *Reader) FieldDictFuzzy(field, term string, fuzziness int, prefix string
 
 // FieldDictFuzzyAutomaton matches term's Levenshtein automaton, from the
 // process's cache (levAutomaton), against the index's dictionary (with
-// statistics: gs's) or the shard's (its segments', segmentsFuzzyDict),
+// statistics: gs's) or the shard's (its segments', walked by the shard's
+// FuzzyDicts),
 // with each term's edit distance (its boost in bleve's fuzzy searcher).
 func (r *Reader) FieldDictFuzzyAutomaton(field, term string, fuzziness int, prefix string) (index.FieldDict, index.FuzzyAutomaton, error) {
 	x, ok := r.IndexReader.(index.IndexReaderFuzzy)
@@ -557,13 +557,14 @@ func (r *Reader) FieldDictFuzzyAutomaton(field, term string, fuzziness int, pref
 			return a.MatchAndDistance(t)
 		}), a, nil
 	}
-	if snap, ok := r.IndexReader.(*scorch.IndexSnapshot); ok {
+	if fw, ok := r.tokens.(FuzzyDicts); ok {
 		a, err := levAutomaton(term, fuzziness)
 		if err != nil {
 			return nil, nil, err
 		}
-		fd, err := newSegmentsFuzzyDict(snap, field, a, prefix)
-		return fd, a, err
+		if fd, ok, err := fw.FuzzyDict(r.IndexReader, field, a, prefix); ok || err != nil {
+			return fd, a, err
+		}
 	}
 	return x.FieldDictFuzzyAutomaton(field, term, fuzziness, prefix)
 }

@@ -24,7 +24,7 @@ func TestFuzzyDictAsScorch(t *testing.T) {
 	if n := len(snap.Segments()); n < 2 {
 		t.Logf("%d segment(s)", n)
 	}
-	ours := querystats.NewReader(snap, nil)
+	ours := querystats.NewReader(snap, newTokenCache())
 	walk := func(fd index.FieldDict) (out []index.DictEntry) {
 		t.Helper()
 		for {
