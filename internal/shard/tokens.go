@@ -37,7 +37,7 @@ import (
 // first query that reads the field wait for it. A replica therefore counts
 // the fields queries have read in the background, as segments appear
 // (Replica.warmLoop), and a searcher counts a new generation's before it
-// swaps it in (WarmTokens); the query path counts only what these have
+// swaps it in (Warm); the query path counts only what these have
 // not reached yet.
 
 // tokenCache holds the per-segment counts of one index.
