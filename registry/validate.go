@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -35,6 +36,16 @@ func (s *Service) validate(ctx context.Context, team string, v *api.PluginVersio
 	if err != nil {
 		return err
 	}
+	// The instance's first call may pay the plugin's own setup (its
+	// configuration read on first use, as the SDK's examples do), which a
+	// loaded machine can take past a budget of milliseconds: it is held
+	// to the start budget, and every later call to the step's, timed
+	// here (one instance: later calls are warm).
+	budget := spec.Budget
+	if budget <= 0 {
+		budget = plugins.DefaultBudget
+	}
+	spec.Budget = max(budget, min(cmp.Or(spec.InitBudget, plugins.DefaultInitBudget), rt.MaxBudget()))
 	p, err := rt.Load(ctx, spec, wasm)
 	if err != nil {
 		return fmt.Errorf("load: %w", err)
@@ -61,10 +72,17 @@ func (s *Service) validate(ctx context.Context, team string, v *api.PluginVersio
 	for i, r := range defaultSamples {
 		all = append(all, sample{fmt.Sprintf("default sample %d", i+1), r})
 	}
-	for _, smp := range all {
+	overBudget := func(took time.Duration) error {
+		return &plugins.CallError{Plugin: v.Name, Kind: plugins.KindTimeout, Err: fmt.Errorf("budget of %s exceeded (took %s)", budget, took.Round(time.Millisecond))}
+	}
+	for i, smp := range all {
 		if v.Kind == api.Rewriter {
 			in := plugins.RewriteInput(&smp.req)
+			start := time.Now()
 			out, err := p.Rewrite(ctx, &in)
+			if took := time.Since(start); err == nil && i > 0 && took > budget {
+				err = overBudget(took)
+			}
 			if err == nil {
 				err = plugins.CheckRewrite(out)
 			}
@@ -74,7 +92,12 @@ func (s *Service) validate(ctx context.Context, team string, v *api.PluginVersio
 			continue
 		}
 		req := plugins.RankInput(smp.req.Q, smp.req.Context, s.candidates(ctx, v.Index, smp.req, v.Step.Fields), v.Step.Fields)
-		if _, err := p.Rank(ctx, req); err != nil {
+		start := time.Now()
+		_, err := p.Rank(ctx, req)
+		if took := time.Since(start); err == nil && i > 0 && took > budget {
+			err = overBudget(took)
+		}
+		if err != nil {
 			return fmt.Errorf("%s (q %q, %d candidates): %w", smp.from, clip(smp.req.Q), len(req.Candidates), err)
 		}
 	}
