@@ -63,4 +63,19 @@ func TestValidationWarmsFirstCall(t *testing.T) {
 	if !strings.Contains(msg, "budget of 20ms exceeded") {
 		t.Fatalf("refused with %q, want the budget named", msg)
 	}
+	// One that never returns is stopped at the start budget, and the
+	// refusal says it was its first call.
+	never := wasmtest.WAT(t, strings.NewReplacer("WARM", "1", "(br_if $spin (local.get $i))", "(br $spin)").Replace(spinOnceWAT))
+	v, err = c.PushPlugin(ctx, "wv", "never", never, step)
+	if err == nil && v.Valid {
+		t.Fatal("a plugin that never returns was valid")
+	}
+	if err != nil {
+		msg = err.Error()
+	} else {
+		msg = v.Error
+	}
+	if !strings.Contains(msg, "its first call (the plugin's setup), held to the start budget of 5s") {
+		t.Fatalf("refused with %q, want its first call and the start budget named", msg)
+	}
 }

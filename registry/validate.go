@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/internal/subject"
 	"github.com/quarrysearch/quarry/plugins"
+	"github.com/quarrysearch/quarry/sdk/abi"
 )
 
 // defaultSamples are run on every version, whatever else: an ordinary
@@ -41,10 +43,7 @@ func (s *Service) validate(ctx context.Context, team string, v *api.PluginVersio
 	// loaded machine can take past a budget of milliseconds: it is held
 	// to the start budget, and every later call to the step's, timed
 	// here (one instance: later calls are warm).
-	budget := spec.Budget
-	if budget <= 0 {
-		budget = plugins.DefaultBudget
-	}
+	budget := cmp.Or(spec.Budget, plugins.DefaultBudget)
 	spec.Budget = max(budget, min(cmp.Or(spec.InitBudget, plugins.DefaultInitBudget), rt.MaxBudget()))
 	p, err := rt.Load(ctx, spec, wasm)
 	if err != nil {
@@ -72,33 +71,32 @@ func (s *Service) validate(ctx context.Context, team string, v *api.PluginVersio
 	for i, r := range defaultSamples {
 		all = append(all, sample{fmt.Sprintf("default sample %d", i+1), r})
 	}
-	overBudget := func(took time.Duration) error {
-		return &plugins.CallError{Plugin: v.Name, Kind: plugins.KindTimeout, Err: fmt.Errorf("budget of %s exceeded (took %s)", budget, took.Round(time.Millisecond))}
-	}
 	for i, smp := range all {
+		start := time.Now()
+		var err error
+		var what string // the sample, for a refusal
 		if v.Kind == api.Rewriter {
 			in := plugins.RewriteInput(&smp.req)
-			start := time.Now()
-			out, err := p.Rewrite(ctx, &in)
-			if took := time.Since(start); err == nil && i > 0 && took > budget {
-				err = overBudget(took)
-			}
-			if err == nil {
+			var out *abi.RewriteResponse
+			if out, err = p.Rewrite(ctx, &in); err == nil {
 				err = plugins.CheckRewrite(out)
 			}
-			if err != nil {
-				return fmt.Errorf("%s (q %q): %w", smp.from, clip(smp.req.Q), err)
-			}
-			continue
+			what = fmt.Sprintf("%s (q %q)", smp.from, clip(smp.req.Q))
+		} else {
+			req := plugins.RankInput(smp.req.Q, smp.req.Context, s.candidates(ctx, v.Index, smp.req, v.Step.Fields), v.Step.Fields)
+			start = time.Now() // the candidates' search is not the plugin's
+			_, err = p.Rank(ctx, req)
+			what = fmt.Sprintf("%s (q %q, %d candidates)", smp.from, clip(smp.req.Q), len(req.Candidates))
 		}
-		req := plugins.RankInput(smp.req.Q, smp.req.Context, s.candidates(ctx, v.Index, smp.req, v.Step.Fields), v.Step.Fields)
-		start := time.Now()
-		_, err := p.Rank(ctx, req)
-		if took := time.Since(start); err == nil && i > 0 && took > budget {
-			err = overBudget(took)
+		var ce *plugins.CallError
+		switch took := time.Since(start); {
+		case err == nil && i > 0 && took > budget:
+			err = &plugins.CallError{Plugin: v.Name, Kind: plugins.KindTimeout, Err: fmt.Errorf("budget of %s exceeded (took %s)", budget, took.Round(time.Millisecond))}
+		case i == 0 && errors.As(err, &ce) && ce.Kind == plugins.KindTimeout:
+			err = fmt.Errorf("its first call (the plugin's setup), held to the start budget of %s: %w", spec.Budget, err)
 		}
 		if err != nil {
-			return fmt.Errorf("%s (q %q, %d candidates): %w", smp.from, clip(smp.req.Q), len(req.Candidates), err)
+			return fmt.Errorf("%s: %w", what, err)
 		}
 	}
 	return nil
