@@ -276,6 +276,10 @@ func (o *Options) open(ctx context.Context, what string, do func(context.Context
 				o.Logger.Info("Quarry's resource is made: bound", "resource", what, "waited", time.Since(since).Round(time.Millisecond))
 			}
 			return nil
+		case logged && ctx.Err() != nil:
+			// The context ended during a try after the resource was seen
+			// missing: what the role waited for is still init.
+			return o.notMade(what, since)
 		case !o.Bind || !o.Wait || !notFound:
 			return missing(err, what)
 		}
@@ -284,9 +288,15 @@ func (o *Options) open(ctx context.Context, what string, do func(context.Context
 			logged = true
 		}
 		if pause.Wait(ctx) != nil {
-			return api.Errorf(api.CodeUnavailable, "Quarry's %s was not made within the start-up time (waited %s): run `quarry init` (or start `quarry serve`, which makes it)", what, time.Since(since).Round(time.Second))
+			return o.notMade(what, since)
 		}
 	}
+}
+
+// notMade is the error of a role that waited from since for `quarry
+// init` to make what, until its start-up time ended.
+func (o *Options) notMade(what string, since time.Time) error {
+	return api.Errorf(api.CodeUnavailable, "Quarry's %s was not made within the start-up time (waited %s): run `quarry init` (or start `quarry serve`, which makes it)", what, time.Since(since).Round(time.Second))
 }
 
 // missing turns a lookup's "not found" into an error that says how

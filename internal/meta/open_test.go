@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/internal/natstest"
 )
@@ -77,7 +79,7 @@ func TestBindWaits(t *testing.T) {
 	var log syncBuffer
 	logger := slog.New(slog.NewTextHandler(&log, nil))
 
-	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	short, cancel := context.WithTimeout(ctx, 2*time.Second)
 	_, err := Open(short, ns.JS, Options{Bind: true, Wait: true, Logger: logger})
 	cancel()
 	if api.CodeOf(err) != api.CodeUnavailable || !strings.Contains(err.Error(), "was not made within the start-up time") || !strings.Contains(err.Error(), "quarry init") {
@@ -140,4 +142,25 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// TestWaitEndsMidTry: a role that saw its resource missing and whose
+// start-up time ends in the middle of its next try (a slow JetStream
+// under load) still says it waited for `quarry init`, not that JetStream
+// was not ready (CI saw the second under the race detector's load).
+func TestWaitEndsMidTry(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	tries := 0
+	err := (&Options{Bind: true, Wait: true, Logger: slog.New(slog.DiscardHandler)}).open(ctx, "bucket quarry-indexes", func(ctx context.Context) error {
+		tries++
+		if tries == 1 {
+			return jetstream.ErrBucketNotFound
+		}
+		<-ctx.Done() // the try outlives the start-up time
+		return ctx.Err()
+	})
+	if api.CodeOf(err) != api.CodeUnavailable || !strings.Contains(err.Error(), "was not made within the start-up time") || !strings.Contains(err.Error(), "quarry init") {
+		t.Fatalf("%d tries: %v, want unavailable, not made, naming quarry init", tries, err)
+	}
 }
