@@ -23,3 +23,20 @@ const (
 func (b *Broker) hedgeStats() (requests, hedges, won int64) {
 	return b.fan.HedgeStats()
 }
+
+// LocalSearcher is a searcher in the broker's own process
+// (searcher.Searcher), which the broker asks directly rather than through
+// the NATS server (UseLocal).
+type LocalSearcher = fanout.Local
+
+// UseLocal makes the broker ask s, a searcher in its own process, for
+// every shard request s may answer: those to a shard's queue group it
+// serves (hedges aside) and those pinned to its replicas. The request
+// goes through s's queue as over NATS (the team's share, the queue's
+// bound, the deadline); what is saved is the hops through the NATS
+// server, about half a millisecond a shard on an idle machine
+// (docs/RATIONALE.md, "A broker beside a searcher asks it directly").
+// Call it before the broker serves; nil asks over NATS only.
+func (b *Broker) UseLocal(s LocalSearcher) {
+	b.fan.SetLocal(s)
+}

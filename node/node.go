@@ -184,7 +184,12 @@ type Config struct {
 	// .Replicas), which then paces their writes (the searcher's
 	// Writes; the indexer's ApplyInterval is not used).
 	SeparateReplicas bool
-	Logger           *slog.Logger
+	// ShardsOverNATS makes the broker ask a searcher in the same node
+	// through the NATS server, as it asks one on another machine. By
+	// default it asks it directly (broker.UseLocal): the same queue and
+	// limits, without the server's hops.
+	ShardsOverNATS bool
+	Logger         *slog.Logger
 }
 
 // Node is a running set of roles.
@@ -402,6 +407,9 @@ func (n *Node) start(ctx context.Context) (err error) {
 		c.WaitForPipelines = true // WatchPipelines runs beside it, below
 		if n.Broker, err = broker.New(n.nc, n.store, c); err != nil {
 			return err
+		}
+		if n.Searcher != nil && !cfg.ShardsOverNATS {
+			n.Broker.UseLocal(n.Searcher)
 		}
 		limits := plugins.Config{MemoryLimitPages: cfg.PluginMemoryPages, MaxInstances: cfg.TeamMaxInstances, MaxCalls: cfg.TeamMaxPluginCalls, WarmInstances: cfg.PluginWarmInstances, MaxBudget: cfg.PluginMaxBudget,
 			Compile: cfg.PluginCompile, CompileTimeout: cfg.PluginCompileTimeout, Logger: cfg.Logger}

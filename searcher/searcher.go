@@ -241,7 +241,7 @@ type Searcher struct {
 	replies subject.ReplyGuard
 	store   *meta.Store
 	cfg     Config
-	queue   *admission.Admission[*nats.Msg]
+	queue   *admission.Admission[request]
 	// metrics are the searcher's Prometheus metrics.
 	metrics *metrics
 	// id names this searcher process in replies and in its replica
@@ -299,7 +299,7 @@ func New(nc *nats.Conn, store *meta.Store, cfg Config) (*Searcher, error) {
 	}
 	cfg.Logger = cfg.Logger.With("role", "searcher")
 	s := &Searcher{nc: nc, store: store, cfg: cfg, indexes: map[string]*indexState{},
-		queue: admission.New[*nats.Msg](admission.Config{MaxQueued: cfg.QueueLen, HeavyTurns: cfg.HeavyWorkers, HeavyAfter: cfg.HeavyAfter, NewTeamsHeavy: true}), ready: make(chan struct{}), id: nuid.Next(),
+		queue: admission.New[request](admission.Config{MaxQueued: cfg.QueueLen, HeavyTurns: cfg.HeavyWorkers, HeavyAfter: cfg.HeavyAfter, NewTeamsHeavy: true}), ready: make(chan struct{}), id: nuid.Next(),
 		replies: subject.ReplyGuard{Service: "searcher", Logger: cfg.Logger}}
 	var err error
 	if s.metrics, err = newMetrics(s, cfg.Registerer); err != nil {

@@ -22,16 +22,89 @@ import (
 	"github.com/quarrysearch/quarry/internal/wire"
 )
 
+// request is one shard request in the queue: from NATS, or from a broker
+// in this process (ServeLocal), which waits on local for the reply.
+type request struct {
+	msg   *nats.Msg
+	local chan *nats.Msg
+}
+
+// respond sends out, the reply: over NATS (its buffer is recycled once
+// sent), or to the local broker, which keeps it.
+func (r request) respond(out *nats.Msg) {
+	if r.local != nil {
+		r.local <- out // buffered: the worker never waits on a broker gone
+		return
+	}
+	r.msg.RespondMsg(out)
+	wire.Recycle(out) // sent: nats.go copied it
+}
+
+// fail replies with the error's code in a header and its message as the
+// body.
+func (r request) fail(err error) {
+	out := nats.NewMsg("")
+	out.Header.Set(subject.HeaderError, string(api.CodeOf(err)))
+	out.Data = []byte(err.Error())
+	r.respond(out)
+}
+
 // enqueue hands a team's request to the workers, refusing it at once when
 // the queue is full rather than letting it time out.
 func (s *Searcher) enqueue(team string, msg *nats.Msg) {
 	if !s.replies.Allow(msg.Subject, msg.Reply) {
 		return
 	}
-	if err := s.queue.Push(s.queue.Team(team), msg); err != nil {
+	if err := s.queue.Push(s.queue.Team(team), request{msg: msg}); err != nil {
 		s.metrics.refused[refusedOverloaded].Inc()
-		respondError(msg, api.Errorf(api.CodeOverloaded, "searcher overloaded: %d requests queued", s.cfg.QueueLen))
+		request{msg: msg}.fail(api.Errorf(api.CodeOverloaded, "searcher overloaded: %d requests queued", s.cfg.QueueLen))
 	}
+}
+
+// ServeLocal answers a shard request (its subject: a shard's, or this
+// searcher's replica's) from a broker in this process, as the request
+// would be answered over NATS and through the same queue: the team's fair
+// share, the queue's bound, the deadline header and every fault hook hold;
+// only the hops through the NATS server are left out (RATIONALE: "A
+// broker beside a searcher asks it directly"). It returns
+// nats.ErrNoResponders when this searcher does not serve the shard now
+// (not loaded yet, dropped, shutting down) or its queue is full: the
+// broker then asks over NATS. ctx ending returns its error, as a NATS
+// request would.
+func (s *Searcher) ServeLocal(ctx context.Context, msg *nats.Msg) (*nats.Msg, error) {
+	team, ok := s.localTeam(msg.Subject)
+	if !ok || s.draining.Load() {
+		return nil, nats.ErrNoResponders
+	}
+	r := request{msg: msg, local: make(chan *nats.Msg, 1)}
+	if s.queue.Push(s.queue.Team(team), r) != nil {
+		return nil, nats.ErrNoResponders
+	}
+	select {
+	case out := <-r.local:
+		return out, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// localTeam is the team of the index a shard subject names, when this
+// searcher serves that shard now (it subscribed it).
+func (s *Searcher) localTeam(subj string) (string, bool) {
+	idx, sh, ok := subject.ParseShard(subj)
+	if !ok {
+		var id string
+		if id, idx, sh, ok = subject.ParseReplica(subj); !ok || id != s.id {
+			return "", false
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.indexes[idx]
+	if st == nil || st.shards[sh] == nil {
+		return "", false
+	}
+	return st.def.TeamOf(), true
 }
 
 // worker serves queued requests until the queue is closed.
@@ -62,7 +135,8 @@ func (s *Searcher) worker() {
 // trips) answers that request with an internal error, is logged with the
 // request id and counted, and leaves the worker serving every team's
 // other requests.
-func (s *Searcher) serveOne(ctx context.Context, msg *nats.Msg, queued time.Duration) {
+func (s *Searcher) serveOne(ctx context.Context, req request, queued time.Duration) {
+	msg := req.msg
 	defer func() {
 		if p := recover(); p != nil {
 			id := msg.Header.Get(requestid.Header)
@@ -71,22 +145,23 @@ func (s *Searcher) serveOne(ctx context.Context, msg *nats.Msg, queued time.Dura
 			}
 			s.metrics.panics.Inc()
 			s.cfg.Logger.Error("shard request panicked", "request_id", id, "subject", msg.Subject, "panic", p, "stack", string(debug.Stack()))
-			respondError(msg, api.Errorf(api.CodeInternal, "internal error (request id %s)", id))
+			req.fail(api.Errorf(api.CodeInternal, "internal error (request id %s)", id))
 		}
 	}()
 	if s.cfg.FaultPanic && s.requests.Add(1)%int64(s.cfg.FaultEvery) == 0 {
 		ctx = shard.WithInjectedPanic(ctx)
 	}
-	s.handle(ctx, msg, queued)
+	s.handle(ctx, req, queued)
 }
 
-func (s *Searcher) handle(ctx context.Context, msg *nats.Msg, queued time.Duration) {
+func (s *Searcher) handle(ctx context.Context, r request, queued time.Duration) {
+	msg := r.msg
 	s.metrics.queueWait.Observe(queued.Seconds())
 	if d := msg.Header.Get(subject.HeaderDeadline); d != "" {
 		ns, err := strconv.ParseInt(d, 10, 64)
 		if err != nil {
 			s.metrics.refused[refusedBadRequest].Inc()
-			respondError(msg, api.BadRequest("bad %s header %q", subject.HeaderDeadline, d))
+			r.fail(api.BadRequest("bad %s header %q", subject.HeaderDeadline, d))
 			return
 		}
 		deadline := time.Unix(0, ns)
@@ -104,13 +179,13 @@ func (s *Searcher) handle(ctx context.Context, msg *nats.Msg, queued time.Durati
 	}
 	if !ok {
 		s.metrics.refused[refusedBadRequest].Inc()
-		respondError(msg, api.BadRequest("bad shard subject %q", msg.Subject))
+		r.fail(api.BadRequest("bad shard subject %q", msg.Subject))
 		return
 	}
 	var req wire.ShardRequest
 	if err := wire.Decode(msg, &req); err != nil {
 		s.metrics.refused[refusedBadRequest].Inc()
-		respondError(msg, api.BadRequest("%v", err))
+		r.fail(api.BadRequest("%v", err))
 		return
 	}
 	start := time.Now()
@@ -138,11 +213,15 @@ func (s *Searcher) handle(ctx context.Context, msg *nats.Msg, queued time.Durati
 			return
 		}
 	}
+	compress := s.cfg.CompressThreshold
+	if r.local != nil {
+		compress = 0 // in-process: never compressed
+	}
 	for attempt := 0; ; attempt++ {
 		sl := s.slot(idx, sh)
 		if sl == nil {
 			s.metrics.refused[refusedNotServed].Inc()
-			respondError(msg, api.Errorf(api.CodeUnavailable, "shard %d of %q is not served here", sh, idx))
+			r.fail(api.Errorf(api.CodeUnavailable, "shard %d of %q is not served here", sh, idx))
 			return
 		}
 		out := nats.NewMsg("")
@@ -151,12 +230,12 @@ func (s *Searcher) handle(ctx context.Context, msg *nats.Msg, queued time.Durati
 		case wire.PhaseStats:
 			var st *wire.GlobalStats
 			if st, err = sl.cur.Load().Stats(ctx, &req); err == nil {
-				err = wire.Encode(out, st, s.cfg.CompressThreshold)
+				err = wire.Encode(out, st, compress)
 			}
 		case wire.PhasePIT:
 			opened := wire.PITOpened{Replica: s.id}
 			if opened.ID, opened.Seq, err = sl.cur.Load().OpenPIT(req.PIT, time.Duration(req.PITKeepAliveMS)*time.Millisecond); err == nil {
-				err = wire.Encode(out, &opened, s.cfg.CompressThreshold)
+				err = wire.Encode(out, &opened, compress)
 			}
 		case wire.PhasePITClose:
 			sl.cur.Load().ClosePIT(req.PIT)
@@ -171,7 +250,7 @@ func (s *Searcher) handle(ctx context.Context, msg *nats.Msg, queued time.Durati
 			if resp, err = sl.cur.Load().Search(ctx, &req); err == nil {
 				resp.Replica, resp.QueueNS = s.id, queued.Nanoseconds()
 				sl.metrics.search.Observe(time.Duration(resp.TookNS).Seconds())
-				if err = wire.EncodeShardResponse(out, resp, s.cfg.CompressThreshold); err == nil && len(out.Data) > room {
+				if err = wire.EncodeShardResponse(out, resp, compress); err == nil && len(out.Data) > room {
 					err = api.ResponseTooLarge(fmt.Sprintf("shard %d's reply is %d bytes, over the %d bytes one reply carries", sh, len(out.Data), room))
 				}
 			}
@@ -188,11 +267,10 @@ func (s *Searcher) handle(ctx context.Context, msg *nats.Msg, queued time.Durati
 			s.metrics.tooLarge.Inc()
 		}
 		if err != nil {
-			respondError(msg, err)
+			r.fail(err)
 			return
 		}
-		msg.RespondMsg(out)
-		wire.Recycle(out) // sent: nats.go copied it
+		r.respond(out)
 		return
 	}
 }
@@ -204,13 +282,4 @@ func (s *Searcher) slot(index string, sh int) *slot {
 		return st.shards[sh]
 	}
 	return nil
-}
-
-// respondError replies with the error's code in a header and its message
-// as the body.
-func respondError(msg *nats.Msg, err error) {
-	out := nats.NewMsg("")
-	out.Header.Set(subject.HeaderError, string(api.CodeOf(err)))
-	out.Data = []byte(err.Error())
-	msg.RespondMsg(out)
 }

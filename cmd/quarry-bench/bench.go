@@ -65,6 +65,9 @@ type benchConfig struct {
 	// SeparateReplicas: the searcher keeps replicas of its own
 	// (node.Config.SeparateReplicas, quarry serve's flag).
 	SeparateReplicas bool
+	// ShardsOverNATS: the broker asks its node's searcher through the
+	// NATS server (node.Config.ShardsOverNATS, quarry serve's flag).
+	ShardsOverNATS bool
 	// TeamMaxPluginCalls caps the bench team's WebAssembly plugin calls
 	// running at once (node.Config.TeamMaxPluginCalls, quarry serve's
 	// flag; 0: its default, half the processors; negative: no cap).
@@ -187,6 +190,7 @@ func parseBench(args []string) (*benchConfig, *cmdline.Runtime, error) {
 	fs.Int64Var(&cfg.ColumnBytes, "column-bytes", searcher.Defaults.ColumnBytes, "most bytes of columns each shard's replica keeps of the short fields searches ask for, as quarry serve's flag (negative: none; the fields load from stored documents)")
 	fs.Float64Var(&cfg.ShardDepth, "shard-depth", broker.Defaults.ShardDepth, "each of several shards is first asked for this many times its share of the hits the merge needs, plus 5, and asked again only if its last hit ranks among them, as quarry serve's flag (negative: every shard returns them all at once)")
 	fs.BoolVar(&cfg.SeparateReplicas, "separate-replicas", false, "Quarry's searcher keeps replicas of its own instead of serving the indexer's, as quarry serve's flag (every update indexed twice)")
+	fs.BoolVar(&cfg.ShardsOverNATS, "shards-over-nats", false, "Quarry's broker asks its node's searcher through the NATS server instead of directly, as quarry serve's flag")
 	rtf.Register(fs)
 	rtf.LogLevel = "error" // the roles' warnings (slow queries…) would flood the output under load
 	fs.Lookup("log-level").DefValue = "error"

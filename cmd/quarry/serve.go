@@ -251,6 +251,7 @@ func serveCmd(e *env) *cobra.Command {
 	rf.registerIndexer(fs)
 	rf.registerSearcher(fs)
 	fs.BoolVar(&rf.separateReplicas, "separate-replicas", false, "the searcher keeps replicas of its own (downloaded snapshots, the stream followed again) instead of serving the indexer's, as on separate machines: every update is then indexed twice in this process")
+	shardsOverNATS := fs.Bool("shards-over-nats", false, "the broker asks this process's searcher through the NATS server, as it asks one on another machine, instead of directly (the same queue and limits either way; directly saves about half a millisecond a shard)")
 	rf.registerBroker(fs)
 	rf.registerDrain(fs)
 	var rt cmdline.Runtime
@@ -278,7 +279,7 @@ func serveCmd(e *env) *cobra.Command {
 		cfg := node.Config{
 			HTTPAuth: hf.required(*httpAddr),
 			DataDir:  *data, NATSHost: *natsHost, NATSPort: *natsPort, NATSConfigFile: *natsConfig, NATSSync: time.Duration(natsSync), NATSOptions: natsOpts, HTTPAddr: *httpAddr,
-			MetricsAddr: *mf.addr, Profiling: *mf.pprof, Indexer: rf.indexer(), Searcher: rf.searcher(), Broker: rf.broker(), SeparateReplicas: rf.separateReplicas, Logger: log,
+			MetricsAddr: *mf.addr, Profiling: *mf.pprof, Indexer: rf.indexer(), Searcher: rf.searcher(), Broker: rf.broker(), SeparateReplicas: rf.separateReplicas, ShardsOverNATS: *shardsOverNATS, Logger: log,
 		}
 		if err := rf.pluginLimits(&cfg); err != nil {
 			return err

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -34,6 +35,56 @@ type Router struct {
 	stats    *StatsCache
 	shards   shardStates
 	hedge    hedgeBudget
+	// local is a searcher in this process, asked directly (SetLocal);
+	// localServed counts the requests it answered.
+	local       atomic.Pointer[localSearcher]
+	localServed atomic.Int64
+}
+
+// Local is a searcher in the broker's own process: the Router asks it
+// directly, through its queue, instead of through the NATS server.
+// ServeLocal answers a shard request as the searcher would over NATS, or
+// returns nats.ErrNoResponders when it does not serve that shard now
+// (the Router then asks over NATS); ID names its replicas
+// (subject.Replica).
+type Local interface {
+	ServeLocal(ctx context.Context, msg *nats.Msg) (*nats.Msg, error)
+	ID() string
+}
+
+type localSearcher struct {
+	Local
+	id string
+}
+
+// SetLocal makes the Router ask l first for every request it may answer:
+// those to a shard's queue group, and those to l's own replicas. nil
+// asks over NATS only.
+func (rt *Router) SetLocal(l Local) {
+	if l == nil {
+		rt.local.Store(nil)
+		return
+	}
+	rt.local.Store(&localSearcher{Local: l, id: l.ID()})
+}
+
+// LocalServed reports how many shard requests the searcher in this
+// process answered directly (SetLocal), since the Router was made.
+func (rt *Router) LocalServed() int64 { return rt.localServed.Load() }
+
+// request sends msg to a shard: replica "" is the shard's queue group
+// (msg.Subject a shard's), otherwise msg.Subject is that replica's. A
+// searcher in this process that serves it answers directly, unless msg
+// is a hedge to the queue group (the local searcher may be the slow one).
+func (rt *Router) request(ctx context.Context, replica string, hedge bool, msg *nats.Msg) (*nats.Msg, error) {
+	if l := rt.local.Load(); l != nil && (replica == "" && !hedge || replica == l.id) {
+		reply, err := l.ServeLocal(ctx, msg)
+		if !errors.Is(err, nats.ErrNoResponders) {
+			rt.localServed.Add(1)
+			return reply, err
+		}
+	}
+	return rt.nc.RequestMsgWithContext(ctx, msg)
 }
 
 // NewRouter returns a Router that sends shard requests on nc, zstd
@@ -271,7 +322,7 @@ func (rt *Router) askShard(ctx context.Context, index string, sh int, data []byt
 		st.begin(replica)
 		sent := time.Now()
 		inflight.Go(func() {
-			reply, err := rt.nc.RequestMsgWithContext(reqCtx, &nats.Msg{Subject: subj, Data: data, Header: hdr})
+			reply, err := rt.request(reqCtx, replica, isHedge, &nats.Msg{Subject: subj, Data: data, Header: hdr})
 			st.end(replica)
 			if replica != "" && (err == nil || errors.Is(err, context.DeadlineExceeded)) {
 				st.observeReplica(replica, time.Since(sent))
@@ -369,7 +420,7 @@ func (rt *Router) askPinned(ctx context.Context, index string, sh int, replica s
 		res.Err = api.Errorf(api.CodeNotFound, "the point in time holds no replica of shard %d: open another", sh)
 		return res
 	}
-	reply, err := rt.nc.RequestMsgWithContext(ctx, &nats.Msg{Subject: subject.Replica(replica, index, sh), Data: data, Header: hdr})
+	reply, err := rt.request(ctx, replica, false, &nats.Msg{Subject: subject.Replica(replica, index, sh), Data: data, Header: hdr})
 	if errors.Is(err, nats.ErrNoResponders) {
 		err = api.Errorf(api.CodeNotFound, "the point in time's replica of shard %d is gone (its searcher stopped): open another", sh)
 	} else {

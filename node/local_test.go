@@ -1,0 +1,107 @@
+package node
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/quarrysearch/quarry/api"
+	"github.com/quarrysearch/quarry/broker"
+	"github.com/quarrysearch/quarry/indexer"
+	"github.com/quarrysearch/quarry/searcher"
+)
+
+// TestLocalShards: a broker asks the searcher of its own node directly
+// (broker.UseLocal) for the shard it serves, and the other node's
+// searcher over NATS for the one it does not; with ShardsOverNATS both
+// shards go through the NATS server, the queue group sharing shard 0
+// between the two searchers. The answers are the same either way.
+func TestLocalShards(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		overNATS  bool
+		wantLocal bool
+	}{{"direct", false, true}, {"over NATS", true, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := startConfig(t, Config{Indexer: &indexer.Config{}, Searcher: &searcher.Config{Index: "local", Shards: []int{0}}, Broker: &broker.Config{NoHedge: true}, ShardsOverNATS: tc.overNATS})
+			b := startRoles(t, a.NATSURL(), nil, &searcher.Config{}, nil)
+			c, ctx := a.Client(), context.Background()
+			if _, err := c.CreateIndex(ctx, "local", 2, nil); err != nil {
+				t.Fatal(err)
+			}
+			mustBulk(t, c, "local", ndjson(30, "d"))
+			waitTotal(t, c, "local", "noodles", 10)
+			waitServes(t, b, "local", 2, 30)
+			waitServes(t, a, "local", 1, b.Searcher.Stats()[0].Docs) // shard 0, as b's
+			local0 := localServed(t, a)
+			before := b.Searcher.Status().Requests
+			var first *api.SearchResponse
+			for i := range 40 {
+				resp, err := c.Search(ctx, "local", &api.SearchRequest{Q: "spicy noodles", Size: 5})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if resp.Total != 20 || len(resp.Hits) != 5 {
+					t.Fatalf("search %d: %d hits of %d, want 5 of 20", i, len(resp.Hits), resp.Total)
+				}
+				if first == nil {
+					first = resp
+				}
+				for j := range resp.Hits {
+					if resp.Hits[j].ID != first.Hits[j].ID || resp.Hits[j].Score != first.Hits[j].Score {
+						t.Fatalf("search %d hit %d: %s %g, the first search's %s %g", i, j, resp.Hits[j].ID, resp.Hits[j].Score, first.Hits[j].ID, first.Hits[j].Score)
+					}
+				}
+			}
+			local, remote := localServed(t, a)-local0, int64(b.Searcher.Status().Requests-before)
+			// Each search asks each shard once (no hedges): directly,
+			// shard 0's requests are the broker's node's and shard 1's
+			// the other's, as many.
+			if tc.wantLocal && (local < 40 || remote != local) {
+				t.Fatalf("direct: %d shard requests answered in the broker's node, %d by the other; want shard 0's (40 or more) in its own, as many of shard 1's by the other", local, remote)
+			}
+			if !tc.wantLocal && (local != 0 || remote <= 40) {
+				t.Fatalf("over NATS: %d answered directly, %d by the other node; want none directly, shard 1's and some of shard 0's by the other", local, remote)
+			}
+		})
+	}
+}
+
+// waitServes waits until n's searcher serves shards shards of index,
+// holding docs documents in all.
+func waitServes(tb testing.TB, n *Node, index string, shards int, docs uint64) {
+	tb.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		got, held := 0, uint64(0)
+		for _, st := range n.Searcher.Stats() {
+			if st.Index == index {
+				got++
+				held += st.Docs
+			}
+		}
+		if got == shards && held == docs {
+			return
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("the searcher serves %d shards of %s holding %d documents after 30 s, want %d holding %d", got, index, held, shards, docs)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// localServed is quarry_broker_shard_requests_local_total of n.
+func localServed(tb testing.TB, n *Node) int64 {
+	tb.Helper()
+	fams, err := n.Metrics.Gather()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, f := range fams {
+		if f.GetName() == "quarry_broker_shard_requests_local_total" {
+			return int64(f.GetMetric()[0].GetCounter().GetValue())
+		}
+	}
+	tb.Fatal("no quarry_broker_shard_requests_local_total")
+	return 0
+}
