@@ -33,7 +33,10 @@ type request struct {
 // sent), or to the local broker, which keeps it.
 func (r request) respond(out *nats.Msg) {
 	if r.local != nil {
-		r.local <- out // buffered: the worker never waits on a broker gone
+		select { // room for one reply: the worker never waits on a broker gone
+		case r.local <- out:
+		default: // a second reply (a panic after the first): the first stands
+		}
 		return
 	}
 	r.msg.RespondMsg(out)
