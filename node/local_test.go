@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -104,4 +105,49 @@ func localServed(tb testing.TB, n *Node) int64 {
 	}
 	tb.Fatal("no quarry_broker_shard_requests_local_total")
 	return 0
+}
+
+// TestLocalQueueBound: requests asked of the broker's own searcher
+// directly are held to its queue like requests over NATS: with one
+// worker and a queue of one, of four searches at once one runs, one
+// waits, and the others are refused as overloaded (the direct path
+// finds the queue full and asks over NATS, where the same searcher
+// refuses them), not queued past the bound.
+func TestLocalQueueBound(t *testing.T) {
+	n := startConfig(t, Config{Indexer: &indexer.Config{}, Searcher: &searcher.Config{Workers: 1, QueueLen: 1, FaultDelay: time.Second},
+		Broker: &broker.Config{NoHedge: true}})
+	c, ctx := n.Client(), context.Background()
+	if _, err := c.CreateIndex(ctx, "bound", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	mustBulk(t, c, "bound", ndjson(30, "d"))
+	waitTotal(t, c, "bound", "noodles", 10)
+	local0 := localServed(t, n)
+	errs := make(chan error, 4)
+	for range 4 {
+		go func() {
+			_, err := c.Search(ctx, "bound", &api.SearchRequest{Q: "noodles", TimeoutMS: 10000})
+			errs <- err
+		}()
+	}
+	ok, overloaded := 0, 0
+	for range 4 {
+		switch err := <-errs; {
+		case err == nil:
+			ok++
+		case strings.Contains(err.Error(), "searcher overloaded"):
+			overloaded++
+		default:
+			t.Errorf("a search: %v, want an answer or overloaded", err)
+		}
+	}
+	if ok < 1 || ok > 2 || overloaded != 4-ok {
+		t.Fatalf("%d answered, %d refused as overloaded; want one or two answered (a worker, a queue of one), the others refused", ok, overloaded)
+	}
+	// A request that found the queue full directly may find room over
+	// NATS a moment later (the worker took the first): it is answered,
+	// but not directly.
+	if got := localServed(t, n) - local0; got < 1 || got > int64(ok) {
+		t.Fatalf("%d shard requests answered directly, want 1 to the %d answered searches'", got, ok)
+	}
 }
