@@ -773,10 +773,15 @@ func (b *Broker) shardError(ctx context.Context, plan *planner.Plan, shard int, 
 	return api.Errorf(api.CodeInternal, "internal error on shard %d (request id %s)", shard, requestid.From(ctx))
 }
 
+// shardOverloadedRetryMS is the retry-after of a search whose every
+// failed shard was refused by a searcher's full queue.
+const shardOverloadedRetryMS = 100
+
 // shardsFailed turns shard failures into the request's error: the
 // caller's own (a bad or too complex request) if a shard said so, in that
 // shard's words; else internal (500) if a shard failed on an internal
-// error (its detail logged by shardError); else timeout or unavailable.
+// error (its detail logged by shardError); else overloaded (429) if every
+// failed shard was refused by a full queue; else timeout or unavailable.
 func shardsFailed(info api.ShardsInfo, results []fanout.Result) error {
 	for _, r := range results {
 		if fanout.IsClientError(r.Err) {
@@ -790,12 +795,20 @@ func shardsFailed(info api.ShardsInfo, results []fanout.Result) error {
 			code = api.CodeTimeout
 		}
 	}
+	overloaded := true
 	for _, r := range results {
 		if r.Err != nil && api.CodeOf(r.Err) == api.CodeInternal {
 			return api.Errorf(api.CodeInternal, "%v; %d of %d shards failed", r.Err, info.Failed, info.Total)
 		}
+		overloaded = overloaded && (r.Err == nil || api.CodeOf(r.Err) == api.CodeOverloaded)
 	}
-	return api.Errorf(code, "%d of %d shards failed; shard %d: %s", info.Failed, info.Total, f.Shard, f.Reason)
+	msg := fmt.Sprintf("%d of %d shards failed; shard %d: %s", info.Failed, info.Total, f.Shard, f.Reason)
+	if overloaded {
+		// Every failure was a searcher's full queue: a client should
+		// back off and try again, as from a broker's own refusal.
+		return &api.Error{Code: api.CodeOverloaded, Message: msg, RetryAfterMS: shardOverloadedRetryMS}
+	}
+	return api.Errorf(code, "%s", msg)
 }
 
 // anyClientError reports whether a shard refused the request itself.

@@ -112,7 +112,8 @@ func localServed(tb testing.TB, n *Node) int64 {
 // worker and a queue of one, of four searches at once one runs, one
 // waits, and the others are refused as overloaded (the direct path
 // finds the queue full and asks over NATS, where the same searcher
-// refuses them), not queued past the bound.
+// refuses them), not queued past the bound; the client sees code
+// overloaded, to back off as from a broker's own refusal.
 func TestLocalQueueBound(t *testing.T) {
 	n := startConfig(t, Config{Indexer: &indexer.Config{}, Searcher: &searcher.Config{Workers: 1, QueueLen: 1, FaultDelay: time.Second},
 		Broker: &broker.Config{NoHedge: true}})
@@ -135,7 +136,7 @@ func TestLocalQueueBound(t *testing.T) {
 		switch err := <-errs; {
 		case err == nil:
 			ok++
-		case strings.Contains(err.Error(), "searcher overloaded"):
+		case api.CodeOf(err) == api.CodeOverloaded && strings.Contains(err.Error(), "searcher overloaded"):
 			overloaded++
 		default:
 			t.Errorf("a search: %v, want an answer or overloaded", err)
