@@ -2,6 +2,7 @@ package shard
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -221,7 +222,12 @@ func (c *columnCache) build(ctx context.Context, snap *scorch.IndexSnapshot) err
 			c.noteFull(ss.Id())
 			continue
 		}
-		ids, built, err := c.buildSegment(ctx, ss, missing, sc == nil)
+		ids, built, err := c.buildSegment(ctx, ss, missing, sc == nil, c.maxBytes.Load()-c.bytes.Load())
+		var over *overBound
+		if errors.As(err, &over) {
+			c.noteFull(ss.Id()) // stopped as it passed the bound: its hits load as before
+			continue
+		}
 		if err != nil {
 			return fmt.Errorf("columns of segment %d: %w", ss.Id(), err)
 		}
@@ -273,7 +279,22 @@ func (c *columnCache) noteFull(id uint64) {
 // document of ss, deleted ones included, into columns. A field it finds
 // too long, or of a kind it does not keep, is left out of built and
 // noted in c.skip.
-func (c *columnCache) buildSegment(ctx context.Context, ss *scorch.SegmentSnapshot, fields []string, withIDs bool) (ids column, built map[string]*column, err error) {
+// overBound is buildSegment's error when the columns being built pass
+// the bytes left: the build stops there, holding at most a stride of
+// documents' values more than the bound.
+type overBound struct {
+	visited, docs uint64
+}
+
+func (e *overBound) Error() string {
+	return fmt.Sprintf("the columns pass the bytes left after %d of %d documents", e.visited, e.docs)
+}
+
+// buildStride is how many documents buildSegment reads between two
+// checks of its context and of the bytes it holds.
+const buildStride = 256
+
+func (c *columnCache) buildSegment(ctx context.Context, ss *scorch.SegmentSnapshot, fields []string, withIDs bool, budget int64) (ids column, built map[string]*column, err error) {
 	n := ss.Segment().Count()
 	cols := make([]column, len(fields))
 	counts := make([]int, len(fields)) // values of the current document
@@ -313,9 +334,18 @@ func (c *columnCache) buildSegment(ctx context.Context, ss *scorch.SegmentSnapsh
 		return true
 	}
 	for doc := range n {
-		if doc%1024 == 0 {
+		if doc%buildStride == 0 {
 			if err := ctx.Err(); err != nil {
 				return column{}, nil, err
+			}
+			if held := ids.size() + columnsSize(cols, odd); held > budget {
+				return column{}, nil, &overBound{visited: doc, docs: n}
+			}
+			for i := range cols { // a field past its average bound stops here
+				if odd[i] == "" && len(cols[i].vals) > maxColumnValueBytes*int(n)+1024 {
+					odd[i] = fmt.Sprintf("its values average over %d bytes a document", maxColumnValueBytes)
+					cols[i].vals = nil
+				}
 			}
 		}
 		for i := range cols {
@@ -355,6 +385,17 @@ func (c *columnCache) buildSegment(ctx context.Context, ss *scorch.SegmentSnapsh
 		built[f] = &cols[i]
 	}
 	return ids, built, nil
+}
+
+// columnsSize is what cols hold, those of fields found odd aside.
+func columnsSize(cols []column, odd []string) int64 {
+	var n int64
+	for i := range cols {
+		if odd[i] == "" {
+			n += cols[i].size()
+		}
+	}
+	return n
 }
 
 // sweep drops the columns of segments no longer in the index (a reader

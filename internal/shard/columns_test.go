@@ -3,11 +3,13 @@ package shard
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/blevesearch/bleve/v2"
+	"github.com/blevesearch/bleve/v2/index/scorch"
 	"github.com/blevesearch/bleve/v2/search"
 	"github.com/blevesearch/bleve/v2/search/query"
 
@@ -184,4 +186,46 @@ func segmentsKept(tb testing.TB, r *Replica, ids map[uint64]bool) bool {
 		}
 	}
 	return true
+}
+
+// TestColumnBuildStopsAtBound: a segment whose columns would pass the
+// bytes left stops being read a stride past the bound, rather than being
+// built whole and then dropped (its memory held once, however large).
+func TestColumnBuildStopsAtBound(t *testing.T) {
+	t.Parallel()
+	docs, mapping := oddCatalog(t, 3000)
+	r := loadReplicas(t, 1, mapping, docs)[0]
+	snap, closeSnap, err := openSnapshot(r.idx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeSnap()
+	var big *scorch.SegmentSnapshot
+	for _, ss := range snap.Segments() {
+		if big == nil || ss.Count() > big.Count() {
+			big = ss
+		}
+	}
+	if big == nil || big.Count() < 4*buildStride {
+		t.Fatalf("the largest segment holds %d documents, want %d or more to see the build stop", big.Count(), 4*buildStride)
+	}
+	c := columnsOf(r.idx)
+	fields := []string{"description", "name"}
+	_, built, err := c.buildSegment(context.Background(), big, fields, true, 1<<40)
+	if err != nil || len(built) == 0 {
+		t.Fatalf("unbounded: %v, %d columns", err, len(built))
+	}
+	var whole int64
+	for _, col := range built {
+		whole += col.size()
+	}
+	budget := whole / 8
+	_, _, err = c.buildSegment(context.Background(), big, fields, true, budget)
+	var over *overBound
+	if !errors.As(err, &over) {
+		t.Fatalf("bound %d of %d bytes: %v, want the build stopped", budget, whole, err)
+	}
+	if over.visited >= big.Count()/2 {
+		t.Fatalf("stopped after %d of %d documents for an eighth of the bytes", over.visited, big.Count())
+	}
 }
