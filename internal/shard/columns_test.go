@@ -193,8 +193,11 @@ func segmentsKept(tb testing.TB, r *Replica, ids map[uint64]bool) bool {
 // built whole and then dropped (its memory held once, however large).
 func TestColumnBuildStopsAtBound(t *testing.T) {
 	t.Parallel()
-	docs, mapping := oddCatalog(t, 3000)
+	docs, mapping := oddCatalog(t, 2000)
 	r := loadReplicas(t, 1, mapping, docs)[0]
+	if err := r.ForceMerge(context.Background()); err != nil { // one segment of them all
+		t.Fatal(err)
+	}
 	snap, closeSnap, err := openSnapshot(r.idx)
 	if err != nil {
 		t.Fatal(err)
