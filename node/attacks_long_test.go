@@ -52,11 +52,15 @@ const controlRow = "control: plain searches from 3 clients in a closed loop"
 // with its latency alone, measured just before in the same run. The calm
 // team never sees a failure; the short variant (CI: other packages share
 // the two cores) holds its median to 3x, the soak variant (-tags
-// long,soak: more queries) its p99 to the goal of 2x, or, where the
-// control row already costs that much (on two cores another team's three
-// closed-loop clients take the calm p99 to 1.9-2.4x), to within 1.25x of
-// its p99 beside the control: no attack may cost the calm team more than
-// a neighbour's fair use. The table is logged: go test -tags long,soak
+// long,soak: more queries) its p99 to the goal of 2x; either, where the
+// control row already costs that much, to within 1.25x of the same
+// figure beside the control: no attack may cost the calm team more than
+// a neighbour's fair use. (On two cores another team's three closed-loop
+// clients take the calm p99 to 1.9-2.4x; since the broker asks its own
+// searcher directly the calm median alone is 0.3-0.5 ms, and an attack
+// holding one core for its heavy turn takes it past 3x as the control
+// does: 335 µs to 1.27 ms beside the wildcard, 1.07 ms beside the
+// control, in one CI run.) The table is logged: go test -tags long,soak
 // -run TestAttackIsolation -v ./node.
 func TestAttackIsolation(t *testing.T) {
 	n := startNode(t)
@@ -184,8 +188,9 @@ func TestAttackIsolation(t *testing.T) {
 		outcomes               map[string]int
 	}
 	var rows []row
-	// control is the calm team's p99 beside the control row, once run.
-	var control time.Duration
+	// control and controlP50 are the calm team's p99 and median beside
+	// the control row, once run.
+	var control, controlP50 time.Duration
 	for _, a := range attacks {
 		t.Run(a.name, func(t *testing.T) {
 			run := a.setup(t)
@@ -205,12 +210,12 @@ func TestAttackIsolation(t *testing.T) {
 			if len(failed) > 0 {
 				t.Errorf("%d of the calm team's queries failed beside the attack: %v", len(failed), failed[:min(3, len(failed))])
 			}
-			if !testtier.Soak && r.p50d > 3*r.p50a {
-				t.Errorf("the calm team's median went from %s to %s beside the attack (over 3x)", r.p50a, r.p50d)
+			if !testtier.Soak && r.p50d > 3*r.p50a && (controlP50 == 0 || r.p50d > controlP50*5/4) {
+				t.Errorf("the calm team's median went from %s to %s beside the attack: over 3x, and over 1.25x its %s beside the control", r.p50a, r.p50d, controlP50)
 			}
 			switch {
 			case a.name == controlRow:
-				control = r.p99d
+				control, controlP50 = r.p99d, r.p50d
 			case testtier.Soak && r.p99d > 2*r.p99a && (control == 0 || r.p99d > control*5/4):
 				t.Errorf("the calm team's p99 went from %s to %s beside the attack: over 2x, and over 1.25x its %s beside the control", r.p99a, r.p99d, control)
 			}
