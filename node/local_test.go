@@ -32,9 +32,9 @@ func TestLocalShards(t *testing.T) {
 			}
 			mustBulk(t, c, "local", ndjson(30, "d"))
 			waitTotal(t, c, "local", "noodles", 10)
-			waitServes(t, b, "local", 2, 30)
-			waitServes(t, a, "local", 1, b.Searcher.Stats()[0].Docs) // shard 0, as b's
-			local0 := localServed(t, a)
+			waitDocs(t, b, 30)                         // both shards
+			waitDocs(t, a, b.Searcher.Stats()[0].Docs) // shard 0, as b's
+			local0 := int64(counter(t, a, localTotal, nil))
 			before := b.Searcher.Status().Requests
 			var first *api.SearchResponse
 			for i := range 40 {
@@ -54,7 +54,7 @@ func TestLocalShards(t *testing.T) {
 					}
 				}
 			}
-			local, remote := localServed(t, a)-local0, int64(b.Searcher.Status().Requests-before)
+			local, remote := int64(counter(t, a, localTotal, nil))-local0, int64(b.Searcher.Status().Requests-before)
 			// Each search asks each shard once (no hedges): directly,
 			// shard 0's requests are the broker's node's and shard 1's
 			// the other's, as many.
@@ -66,45 +66,6 @@ func TestLocalShards(t *testing.T) {
 			}
 		})
 	}
-}
-
-// waitServes waits until n's searcher serves shards shards of index,
-// holding docs documents in all.
-func waitServes(tb testing.TB, n *Node, index string, shards int, docs uint64) {
-	tb.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		got, held := 0, uint64(0)
-		for _, st := range n.Searcher.Stats() {
-			if st.Index == index {
-				got++
-				held += st.Docs
-			}
-		}
-		if got == shards && held == docs {
-			return
-		}
-		if time.Now().After(deadline) {
-			tb.Fatalf("the searcher serves %d shards of %s holding %d documents after 30 s, want %d holding %d", got, index, held, shards, docs)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-// localServed is quarry_broker_shard_requests_local_total of n.
-func localServed(tb testing.TB, n *Node) int64 {
-	tb.Helper()
-	fams, err := n.Metrics.Gather()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	for _, f := range fams {
-		if f.GetName() == "quarry_broker_shard_requests_local_total" {
-			return int64(f.GetMetric()[0].GetCounter().GetValue())
-		}
-	}
-	tb.Fatal("no quarry_broker_shard_requests_local_total")
-	return 0
 }
 
 // TestLocalQueueBound: requests asked of the broker's own searcher
@@ -123,7 +84,7 @@ func TestLocalQueueBound(t *testing.T) {
 	}
 	mustBulk(t, c, "bound", ndjson(30, "d"))
 	waitTotal(t, c, "bound", "noodles", 10)
-	local0 := localServed(t, n)
+	local0 := int64(counter(t, n, localTotal, nil))
 	errs := make(chan error, 4)
 	for range 4 {
 		go func() {
@@ -148,7 +109,11 @@ func TestLocalQueueBound(t *testing.T) {
 	// A request that found the queue full directly may find room over
 	// NATS a moment later (the worker took the first): it is answered,
 	// but not directly.
-	if got := localServed(t, n) - local0; got < 1 || got > int64(ok) {
+	if got := int64(counter(t, n, localTotal, nil)) - local0; got < 1 || got > int64(ok) {
 		t.Fatalf("%d shard requests answered directly, want 1 to the %d answered searches'", got, ok)
 	}
 }
+
+// localTotal counts the shard requests the broker's own searcher answered
+// directly.
+const localTotal = "quarry_broker_shard_requests_local_total"
