@@ -49,32 +49,25 @@ func TestValidationWarmsFirstCall(t *testing.T) {
 	if v, err := c.PushPlugin(ctx, "wv", "once", once, step); err != nil || !v.Valid {
 		t.Fatalf("a plugin slow on its first call only: %+v %v", v, err)
 	}
-	always := wasmtest.WAT(t, strings.Replace(spinOnceWAT, "WARM", "0", 1))
-	v, err := c.PushPlugin(ctx, "wv", "always", always, step)
-	if err == nil && v.Valid {
-		t.Fatal("a plugin slow on every call was valid")
+	// refused pushes wasm as name and returns why it was refused.
+	refused := func(name string, wasm []byte) string {
+		t.Helper()
+		v, err := c.PushPlugin(ctx, "wv", name, wasm, step)
+		switch {
+		case err != nil:
+			return err.Error()
+		case v.Valid:
+			t.Fatalf("%s was valid", name)
+		}
+		return v.Error
 	}
-	msg := ""
-	if err != nil {
-		msg = err.Error()
-	} else {
-		msg = v.Error
-	}
+	msg := refused("always", wasmtest.WAT(t, strings.Replace(spinOnceWAT, "WARM", "0", 1))) // slow on every call
 	if !strings.Contains(msg, "budget of 20ms exceeded") {
 		t.Fatalf("refused with %q, want the budget named", msg)
 	}
 	// One that never returns is stopped at the start budget, and the
 	// refusal says it was its first call.
-	never := wasmtest.WAT(t, strings.NewReplacer("WARM", "1", "(br_if $spin (local.get $i))", "(br $spin)").Replace(spinOnceWAT))
-	v, err = c.PushPlugin(ctx, "wv", "never", never, step)
-	if err == nil && v.Valid {
-		t.Fatal("a plugin that never returns was valid")
-	}
-	if err != nil {
-		msg = err.Error()
-	} else {
-		msg = v.Error
-	}
+	msg = refused("never", wasmtest.WAT(t, strings.NewReplacer("WARM", "1", "(br_if $spin (local.get $i))", "(br $spin)").Replace(spinOnceWAT)))
 	if !strings.Contains(msg, "its first call (the plugin's setup), held to the start budget of 5s") {
 		t.Fatalf("refused with %q, want its first call and the start budget named", msg)
 	}
