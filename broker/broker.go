@@ -141,6 +141,15 @@ type Config struct {
 	// query seen before skips the statistics round trip). The same
 	// freshness bounds hold.
 	StatsCacheTerms int
+	// StatsDictionaryTerms: a field whose dictionary has at most this
+	// many terms over every shard is kept whole among the cached
+	// statistics (counted in the background while queries read it,
+	// again every half of StatsMaxAge), so a new query's statistics are
+	// put together even when it reads a term no earlier query read, or
+	// one no document holds (default fanout.DefaultDictionaryTerms,
+	// 16,384, and all such fields together at most half of
+	// StatsCacheTerms; negative: none).
+	StatsDictionaryTerms int
 	// StatsMaxUpdates bounds how stale cached statistics may be: at most
 	// this many updates of any one shard missed (default
 	// DefaultStatsMaxUpdates, 1000; at most MaxStatsMaxUpdates, what a
@@ -216,7 +225,7 @@ var Defaults = Config{
 	DrainTimeout: 10 * time.Second, SlowQuery: 500 * time.Millisecond,
 	FallbackErrorRate: 0.5, FallbackWindow: 100, FallbackMinCalls: 20, FallbackSlowRate: 0.01,
 	FallbackVariantCooldown: pipeline.DefaultVariantCooldown,
-	StatsCacheSize:          4096, StatsCacheTerms: fanout.DefaultStatsCacheTerms, StatsMaxUpdates: DefaultStatsMaxUpdates, StatsMaxAge: DefaultStatsMaxAge, CompressThreshold: wire.CompressThreshold, QueueGroup: "quarry-broker",
+	StatsCacheSize:          4096, StatsCacheTerms: fanout.DefaultStatsCacheTerms, StatsDictionaryTerms: fanout.DefaultDictionaryTerms, StatsMaxUpdates: DefaultStatsMaxUpdates, StatsMaxAge: DefaultStatsMaxAge, CompressThreshold: wire.CompressThreshold, QueueGroup: "quarry-broker",
 	PeerHeartbeat: 2 * time.Second, TeamMaxSearchMemory: DefaultTeamMaxSearchMemory, MaxExplain: planner.DefaultMaxExplain,
 	ShardDepth: planner.DefaultShardDepth,
 }
@@ -249,6 +258,7 @@ func (c *Config) EnsureDefaults() {
 	c.FallbackVariantCooldown = cmp.Or(c.FallbackVariantCooldown, d.FallbackVariantCooldown)
 	c.StatsCacheSize = cmp.Or(c.StatsCacheSize, d.StatsCacheSize)
 	c.StatsCacheTerms = cmp.Or(c.StatsCacheTerms, d.StatsCacheTerms)
+	c.StatsDictionaryTerms = cmp.Or(c.StatsDictionaryTerms, d.StatsDictionaryTerms)
 	c.StatsMaxUpdates = cmp.Or(c.StatsMaxUpdates, d.StatsMaxUpdates)
 	c.StatsMaxAge = cmp.Or(c.StatsMaxAge, d.StatsMaxAge)
 	c.CompressThreshold = cmp.Or(c.CompressThreshold, d.CompressThreshold)
@@ -359,6 +369,12 @@ type Broker struct {
 	// lookups bound the store reads of indexes the watch has not
 	// delivered (lookupIndex).
 	lookups chan struct{}
+	// dictionaries are the whole dictionaries the statistics cache wants
+	// counted (dictionaries.go), for Run's counter.
+	dictionaries chan dictionaryCount
+	// dictionariesKept and dictionariesNotKept count the counts the
+	// statistics cache kept, and those over its bound or failed.
+	dictionariesKept, dictionariesNotKept atomic.Int64
 	// lookupGroup makes the searches of one name that arrive together
 	// share one store read (lookupIndex).
 	lookupGroup singleflight.Group
@@ -404,11 +420,12 @@ func New(nc *nats.Conn, store *meta.Store, cfg Config) (*Broker, error) {
 	stats := fanout.NewStatsCache(cfg.StatsCacheSize)
 	stats.SetFreshness(cfg.StatsMaxUpdates, cfg.StatsMaxAge)
 	stats.SetTerms(cfg.StatsCacheTerms)
+	stats.SetDictionaryTerms(cfg.StatsDictionaryTerms)
 	b = &Broker{nc: nc, replies: subject.ReplyGuard{Service: "broker", Logger: cfg.Logger}, store: store, cfg: cfg, planner: p,
 		admit: admission.New[searchJob](admission.Config{MaxQueued: cfg.MaxInFlight, MaxHeld: cfg.MaxInFlight, MaxWait: cfg.HeavyWait, HeavyAfter: cfg.HeavyAfter, HeavyTurns: cfg.HeavySearches,
 			TeamInFlight: cfg.TeamMaxInFlight, RateUnit: cfg.RateUnit}),
 		stats: stats, fan: fanout.NewRouter(nc, cfg.CompressThreshold, stats), id: nuid.Next(), shadows: pipeline.NewShadows(), fallback: newFallbackLimits(&cfg),
-		defs: map[string]api.IndexDefinition{}, aliases: map[string]string{}, lookups: make(chan struct{}, maxIndexLookups), ready: make(chan struct{})}
+		defs: map[string]api.IndexDefinition{}, aliases: map[string]string{}, lookups: make(chan struct{}, maxIndexLookups), dictionaries: make(chan dictionaryCount, dictionaryQueue), ready: make(chan struct{})}
 	if b.metrics, err = newMetrics(b, cfg.Registerer); err != nil {
 		return nil, err
 	}
@@ -539,6 +556,12 @@ func (b *Broker) Run(ctx context.Context) error {
 		}
 	}()
 	defer func() { <-peersDone }()
+	dictsDone := make(chan struct{})
+	go func() {
+		defer close(dictsDone)
+		b.countDictionaries(ctx)
+	}()
+	defer func() { <-dictsDone }()
 	for {
 		select {
 		case <-ctx.Done():

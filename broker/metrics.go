@@ -345,13 +345,14 @@ var (
 	descHedges        = prometheus.NewDesc("quarry_broker_hedges_total", "Hedged shard requests: a second replica asked because the first was slower than the shard's recent latency quantile.", nil, nil)
 	descHedgesWon     = prometheus.NewDesc("quarry_broker_hedges_won_total", "Hedged shard requests that answered first.", nil, nil)
 	descShardLocal    = prometheus.NewDesc("quarry_broker_shard_requests_local_total", "Shard requests (hedges included) a searcher in the broker's own process answered directly, not through the NATS server.", nil, nil)
+	descDictionaries  = prometheus.NewDesc("quarry_broker_stats_dictionaries_total", "Whole dictionaries of fields queries read, counted over every shard for the statistics cache: kept (a new query's terms are then put together with no round trip, even those no document holds), or not kept (over --stats-dictionary-terms, or a shard failed; not asked for again for a minute).", []string{"outcome"}, nil)
 	descTeamMemory    = prometheus.NewDesc("quarry_broker_team_search_memory_bytes", "Memory a team's searches in flight hold on this broker, as accounted against --team-max-search-memory (an estimate once a search is planned, its shards' decoded replies once they answer), by team.", []string{"team"}, nil)
 	descMemoryLimit   = prometheus.NewDesc("quarry_broker_team_search_memory_limit_bytes", "The most memory one team's searches in flight may hold on this broker (--team-max-search-memory).", nil, nil)
 )
 
 // Describe implements prometheus.Collector.
 func (c *brokerCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descInFlight, descInFlightLimit, descShardRequests, descHedges, descHedgesWon, descShardLocal, descTeamMemory, descMemoryLimit} {
+	for _, d := range []*prometheus.Desc{descInFlight, descInFlightLimit, descShardRequests, descHedges, descHedgesWon, descShardLocal, descDictionaries, descTeamMemory, descMemoryLimit} {
 		ch <- d
 	}
 }
@@ -365,6 +366,8 @@ func (c *brokerCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descHedges, prometheus.CounterValue, float64(hedges))
 	ch <- prometheus.MustNewConstMetric(descHedgesWon, prometheus.CounterValue, float64(won))
 	ch <- prometheus.MustNewConstMetric(descShardLocal, prometheus.CounterValue, float64(c.b.fan.LocalServed()))
+	ch <- prometheus.MustNewConstMetric(descDictionaries, prometheus.CounterValue, float64(c.b.dictionariesKept.Load()), "kept")
+	ch <- prometheus.MustNewConstMetric(descDictionaries, prometheus.CounterValue, float64(c.b.dictionariesNotKept.Load()), "not_kept")
 	ch <- prometheus.MustNewConstMetric(descMemoryLimit, prometheus.GaugeValue, float64(c.b.cfg.TeamMaxSearchMemory))
 	c.b.admit.Teams(func(t *admission.Team) {
 		if t.Name() != lookupTeam {

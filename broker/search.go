@@ -470,6 +470,7 @@ func (r *run) composedStats(ctx context.Context, plan *planner.Plan) *wire.Globa
 	if !ok {
 		return nil
 	}
+	r.b.wantDictionaries(plan, qt.Terms)
 	return r.b.stats.Compose(plan.Index, qt.Terms, qt.Fields)
 }
 

@@ -592,7 +592,9 @@ func TestOneShardCountsItsStatistics(t *testing.T) {
 func TestNewQueryFromCachedTerms(t *testing.T) {
 	t.Parallel()
 	docs := catalogNDJSON(t, 1500)
-	n := startRoles(t, "", &indexer.Config{SnapshotInterval: -1}, &searcher.Config{}, &broker.Config{StatsMaxUpdates: 5})
+	// Whole dictionaries off: they would answer for soup below
+	// (TestNewQueryFromDictionaries).
+	n := startRoles(t, "", &indexer.Config{SnapshotInterval: -1}, &searcher.Config{}, &broker.Config{StatsMaxUpdates: 5, StatsDictionaryTerms: -1})
 	loadCatalog(t, n, "menu", 4, docs)
 	c := n.Client()
 	ctx := context.Background()
@@ -638,6 +640,83 @@ func TestNewQueryFromCachedTerms(t *testing.T) {
 	got, err := c.Search(ctx, "menu", &req)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if diff := hitsDiffer(got.Hits, refSearch(t, allIdx, allRef, req, 20).Hits, 0); diff != "" {
+		t.Fatalf("after 300 more documents: %s", diff)
+	}
+}
+
+// Once the broker has counted the whole dictionary of the field queries
+// read (the catalogue's _all), a query seen for the first time is put
+// together with no round trip though no earlier query read its words,
+// even a word no document holds, and scored exactly; under typo
+// tolerance "auto" the words as typed need no round trip before the plan
+// either; documents past the freshness bound that bring a word the
+// dictionary lacked are found, and scored exactly.
+func TestNewQueryFromDictionaries(t *testing.T) {
+	t.Parallel()
+	docs := catalogNDJSON(t, 1500)
+	n := startRoles(t, "", &indexer.Config{SnapshotInterval: -1}, &searcher.Config{}, &broker.Config{StatsMaxUpdates: 5})
+	loadCatalog(t, n, "menu", 4, docs)
+	c := n.Client()
+	ctx := context.Background()
+	single, ref := catalogReference(t, docs)
+	search := func(q string, typos *bool) (*api.SearchResponse, api.SearchRequest) {
+		t.Helper()
+		req := api.SearchRequest{Q: q, Size: 20, Profile: true, TimeoutMS: 30000, Typos: typos}
+		got, err := c.Search(ctx, "menu", &req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got, req
+	}
+	// The first query fills the table; the next lists its terms, and the
+	// broker counts the dictionary of their field in the background.
+	search("spicy noodles", new(false))
+	search("chicken curry", new(false))
+	testwait.Until(t, 10*time.Second, "the broker keeps _all's dictionary", func() bool {
+		return counter(t, n, "quarry_broker_stats_dictionaries_total", map[string]string{"outcome": "kept"}) >= 1
+	})
+	for i, q := range []string{"vegan soup", "quokka dumplings", "wombat"} {
+		got, req := search(q, new(false))
+		if detail := statsDetail(got); !strings.HasPrefix(detail, "put together") {
+			t.Fatalf("search %d (%q): statistics stage %q, want put together", i, q, detail)
+		}
+		if diff := hitsDiffer(got.Hits, refSearch(t, single, ref, req, 20).Hits, 0); diff != "" {
+			t.Fatalf("search %d (%q): %s", i, q, diff)
+		}
+	}
+	// Typo tolerance's default: the words as typed are put together too,
+	// so no round trip comes before the plan.
+	for _, q := range []string{"burger salad", "axolotl ramen"} {
+		got, _ := search(q, nil)
+		if detail := statsDetail(got); strings.Contains(detail, "before the plan") {
+			t.Fatalf("%q: statistics stage %q: a round trip before the plan", q, detail)
+		}
+	}
+	if counter(t, n, "quarry_broker_stats_dictionaries_total", map[string]string{"outcome": "not_kept"}) != 0 {
+		t.Fatal("a dictionary was not kept")
+	}
+
+	// 300 more documents, each with a word the dictionary lacks (past the
+	// bound of 5 updates a shard): the shards refuse statistics put
+	// together from the dictionary, and the word is found and scored
+	// exactly.
+	var extra bytes.Buffer
+	for line := range bytes.Lines(catalogNDJSON(t, 300)) {
+		line = bytes.Replace(line, []byte(`{"id":"r`), []byte(`{"id":"x`), 1)
+		extra.Write(bytes.Replace(line, []byte(`"name":"`), []byte(`"name":"Quokka `), 1))
+	}
+	if bytes.Count(extra.Bytes(), []byte("Quokka ")) != 300 {
+		t.Fatalf("the catalogue's lines are written otherwise: %.80s", extra.Bytes())
+	}
+	all := append(slices.Clip(docs), extra.Bytes()...)
+	bulk(t, c, "menu", &extra, client.BulkOptions{NoSnapshot: true})
+	waitDocs(t, n, 1800)
+	allIdx, allRef := catalogReference(t, all)
+	got, req := search("quokka noodles", new(false))
+	if got.Total < 300 {
+		t.Fatalf("quokka: %d hits, want the 300 new documents at least", got.Total)
 	}
 	if diff := hitsDiffer(got.Hits, refSearch(t, allIdx, allRef, req, 20).Hits, 0); diff != "" {
 		t.Fatalf("after 300 more documents: %s", diff)

@@ -235,6 +235,11 @@ func (s *Searcher) handle(ctx context.Context, r request, queued time.Duration) 
 			if st, err = sl.cur.Load().Stats(ctx, &req); err == nil {
 				err = wire.Encode(out, st, compress)
 			}
+		case wire.PhaseDictionary:
+			var st *wire.GlobalStats
+			if st, err = sl.cur.Load().Dictionary(ctx, &req); err == nil {
+				err = wire.Encode(out, st, compress)
+			}
 		case wire.PhasePIT:
 			opened := wire.PITOpened{Replica: s.id}
 			if opened.ID, opened.Seq, err = sl.cur.Load().OpenPIT(req.PIT, time.Duration(req.PITKeepAliveMS)*time.Millisecond); err == nil {

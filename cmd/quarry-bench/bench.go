@@ -87,6 +87,9 @@ type benchConfig struct {
 	// StatsCacheTerms is how many (field, term) statistics the broker
 	// keeps to put a new query's statistics together (negative: none).
 	StatsCacheTerms int
+	// StatsDictionaryTerms bounds the fields whose whole dictionary the
+	// broker caches (broker.Config.StatsDictionaryTerms).
+	StatsDictionaryTerms int
 	// NoSnapshotMerge leaves the bulk load's segments unmerged (the
 	// indexer's flag of the same name).
 	NoSnapshotMerge bool
@@ -170,6 +173,7 @@ func parseBench(args []string) (*benchConfig, *cmdline.Runtime, error) {
 	fs.IntVar(&cfg.StatsCache, "stats-cache", broker.Defaults.StatsCacheSize, "Quarry: queries whose global term statistics the broker caches (negative: none; with --stats-cache-terms -1 every query pays the statistics phase)")
 	fs.BoolVar(&cfg.NoSnapshotMerge, "no-snapshot-merge", false, "Quarry: leave the bulk load's segments as they are (by default the snapshot it ends with merges each shard's into one)")
 	fs.IntVar(&cfg.StatsCacheTerms, "stats-cache-terms", broker.Defaults.StatsCacheTerms, "Quarry: (field, term) statistics the broker caches, from which a new query's statistics are put together (negative: none, so a query seen for the first time pays the statistics phase)")
+	fs.IntVar(&cfg.StatsDictionaryTerms, "stats-dictionary-terms", broker.Defaults.StatsDictionaryTerms, "Quarry: a field whose dictionary has at most this many terms is cached whole by the broker, so a new query's statistics need no round trip (negative: none)")
 	fs.Uint64Var(&seed, "seed", catalog.DefaultSeed, "seed of the catalogue and of the generated queries")
 	fs.StringVar(&cfg.QueriesFile, "queries", "", "FILE of queries, one a line (text, or a JSON search request); default: generated from the catalogue")
 	fs.IntVar(&cfg.QueryCount, "query-count", 1000, "generated queries (without --queries); the runs cycle through them")

@@ -430,7 +430,7 @@ func (e *benchEnv) bleveAlias(docs []byte) (*benchSetup, error) {
 func (e *benchEnv) quarry(ctx context.Context, docs []byte, pf *broker.PipelineFile, want map[string]bool) error {
 	start := time.Now()
 	n, err := node.Start(ctx, node.Config{DataDir: filepath.Join(e.cfg.DataDir, "quarry"), NATSHost: "127.0.0.1", NATSPort: -1,
-		Indexer: &indexer.Config{SnapshotInterval: -1, Writes: e.cfg.IndexerWrites, NoSnapshotMerge: e.cfg.NoSnapshotMerge}, Searcher: &searcher.Config{Writes: e.cfg.Writes, ColumnBytes: e.cfg.ColumnBytes}, Broker: &broker.Config{StatsCacheSize: e.cfg.StatsCache, StatsCacheTerms: e.cfg.StatsCacheTerms, ShardDepth: e.cfg.ShardDepth}, SeparateReplicas: e.cfg.SeparateReplicas, ShardsOverNATS: e.cfg.ShardsOverNATS, TeamMaxPluginCalls: e.cfg.TeamMaxPluginCalls, Logger: e.log})
+		Indexer: &indexer.Config{SnapshotInterval: -1, Writes: e.cfg.IndexerWrites, NoSnapshotMerge: e.cfg.NoSnapshotMerge}, Searcher: &searcher.Config{Writes: e.cfg.Writes, ColumnBytes: e.cfg.ColumnBytes}, Broker: &broker.Config{StatsCacheSize: e.cfg.StatsCache, StatsCacheTerms: e.cfg.StatsCacheTerms, StatsDictionaryTerms: e.cfg.StatsDictionaryTerms, ShardDepth: e.cfg.ShardDepth}, SeparateReplicas: e.cfg.SeparateReplicas, ShardsOverNATS: e.cfg.ShardsOverNATS, TeamMaxPluginCalls: e.cfg.TeamMaxPluginCalls, Logger: e.log})
 	if err != nil {
 		return fmt.Errorf("setup %s: start the roles: %w", setupQuarry, err)
 	}

@@ -58,6 +58,7 @@ type roleFlags struct {
 	noHedge          bool
 	statsCache       int
 	statsCacheTerms  int
+	statsDictTerms   int
 	statsMaxUpdates  int
 	statsMaxAge      time.Duration
 	recordPercent    int
@@ -148,6 +149,7 @@ func (f *roleFlags) registerBroker(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.noHedge, "no-hedge", false, "never ask a second replica when a shard is slow")
 	fs.IntVar(&f.statsCache, "stats-cache", broker.Defaults.StatsCacheSize, "queries whose global term statistics are cached per index generation (negative: none)")
 	fs.IntVar(&f.statsCacheTerms, "stats-cache-terms", broker.Defaults.StatsCacheTerms, "(field, term) statistics cached, from which a new query's statistics are put together when earlier queries read its terms (negative: none)")
+	fs.IntVar(&f.statsDictTerms, "stats-dictionary-terms", broker.Defaults.StatsDictionaryTerms, "a field queries read whose dictionary has at most this many terms over every shard is cached whole, so a new query's statistics are put together without a round trip even for terms no earlier query read (negative: none)")
 	fs.IntVar(&f.statsMaxUpdates, "stats-max-updates", broker.Defaults.StatsMaxUpdates, fmt.Sprintf("cached statistics are fetched again once a shard has applied more than this many updates since (1-%d); lower: fresher scores while documents change, more statistics round trips", broker.MaxStatsMaxUpdates))
 	fs.DurationVar(&f.statsMaxAge, "stats-max-age", broker.Defaults.StatsMaxAge, "cached statistics are fetched again once this old")
 	fs.DurationVar(&f.slowQuery, "slow-query", broker.Defaults.SlowQuery, "log searches slower than this at warn level, with the request id and the profile (negative: never)")
@@ -222,7 +224,7 @@ func (f *roleFlags) searcher() *searcher.Config {
 
 func (f *roleFlags) broker() *broker.Config {
 	return &broker.Config{DefaultTimeout: f.defaultTimeout, MaxInFlight: f.maxInFlight, TeamMaxInFlight: f.teamInFlight,
-		HeavyAfter: f.heavySearch, HeavySearches: f.heavySearches, HeavyWait: f.heavyWait, RateUnit: f.rateUnit, NoHedge: f.noHedge, StatsCacheSize: f.statsCache, StatsCacheTerms: f.statsCacheTerms, StatsMaxUpdates: f.statsMaxUpdates, StatsMaxAge: f.statsMaxAge, RecordPercent: f.recordPercent, PluginLogRate: f.pluginLogRate, PluginLogProcessRate: f.pluginLogProcess,
+		HeavyAfter: f.heavySearch, HeavySearches: f.heavySearches, HeavyWait: f.heavyWait, RateUnit: f.rateUnit, NoHedge: f.noHedge, StatsCacheSize: f.statsCache, StatsCacheTerms: f.statsCacheTerms, StatsDictionaryTerms: f.statsDictTerms, StatsMaxUpdates: f.statsMaxUpdates, StatsMaxAge: f.statsMaxAge, RecordPercent: f.recordPercent, PluginLogRate: f.pluginLogRate, PluginLogProcessRate: f.pluginLogProcess,
 		FallbackErrorRate: f.fallbackRate, FallbackWindow: f.fallbackWindow, FallbackMinCalls: f.fallbackMin, FallbackSlowRate: f.fallbackSlow, FallbackVariantCooldown: f.fallbackVariant,
 		DrainTimeout: f.drainTimeout, SlowQuery: f.slowQuery, TeamMaxSearchMemory: int64(f.teamMemory), MaxResponseBytes: int(f.maxResponse), MaxExplain: f.maxExplain, ShardDepth: f.shardDepth}
 }

@@ -146,25 +146,89 @@ func Count(ctx context.Context, q query.Query, maxTerms int, reader index.IndexR
 		return nil, err
 	}
 	out := &rec.stats
-	if out.DocCount, err = reader.DocCount(); err != nil {
-		return nil, fmt.Errorf("shard %d: statistics: %w", shard, err)
+	if err := sr.totals(out, fields, shard); err != nil {
+		return nil, err
 	}
-	out.FieldTokens = make(map[string]int, len(fields))
+	return out, nil
+}
+
+// totals adds to out the live document count and the token totals of
+// fields (and of "*", none), over sr.
+func (sr *Reader) totals(out *wire.GlobalStats, fields search.FieldSet, shard int) error {
+	var err error
+	if out.DocCount, err = sr.DocCount(); err != nil {
+		return fmt.Errorf("shard %d: statistics: %w", shard, err)
+	}
+	out.FieldTokens = make(map[string]int, len(fields)+1)
 	out.FieldTokens["*"] = 0
 	bleveOwn, _ := sr.IndexReader.(index.BM25Reader)
 	out.FieldCardinality = make(map[string]int, len(fields))
 	for field := range fields {
 		n, err := sr.FieldCardinality(field)
 		if err != nil {
-			return nil, fmt.Errorf("shard %d: field %q statistics: %w", shard, field, err)
+			return fmt.Errorf("shard %d: field %q statistics: %w", shard, field, err)
 		}
 		out.FieldTokens[field] = n
 		// For searchers that predate token totals (a rolling upgrade).
 		if bleveOwn != nil {
 			if out.FieldCardinality[field], err = bleveOwn.FieldCardinality(field); err != nil {
-				return nil, fmt.Errorf("shard %d: field %q statistics: %w", shard, field, err)
+				return fmt.Errorf("shard %d: field %q statistics: %w", shard, field, err)
 			}
 		}
+	}
+	return nil
+}
+
+// LiveDocFreqs counts a whole dictionary's live document frequencies for
+// CountDictionary: internal/shard's, over a scorch snapshot's segments,
+// with no term reader opened. ok is false for a reader it does not count;
+// over says the field has more than max terms.
+type LiveDocFreqs interface {
+	LiveDocFreqs(ctx context.Context, reader index.IndexReader, field string, max int, visit func(term string, df uint64)) (ok, over bool, err error)
+}
+
+// CountDictionary is the statistics phase of a query that reads every
+// term of field, over reader (a shard's, as Count's): each term's live
+// document frequency (its postings less deleted documents, as a term
+// searcher counts them; the dictionary's own counts include deleted
+// documents), those with none left out, the live document count and the
+// field's token total, building no searchers. Its reader must be a
+// shard's (NewReader, with a TokenCounter that is LiveDocFreqs). Over maxTerms terms (0:
+// maxRecorded) it answers api.CodeQueryTooComplex; a term that is not
+// UTF-8 marks the field local, as Count does (the broker keeps none of
+// its terms).
+func CountDictionary(ctx context.Context, reader index.IndexReader, field string, maxTerms, shard int) (*wire.GlobalStats, error) {
+	if maxTerms <= 0 {
+		maxTerms = maxRecorded
+	}
+	sr := scope(reader, nil, nil)
+	df := map[string]uint64{}
+	out := &wire.GlobalStats{DocFreq: map[string]map[string]uint64{field: df}}
+	visit := func(term string, n uint64) {
+		if !utf8.ValidString(term) && out.Local == nil {
+			out.Local = []string{field}
+		}
+		df[term] = n
+	}
+	c, ok := sr.tokens.(LiveDocFreqs)
+	if !ok {
+		return nil, fmt.Errorf("shard %d: dictionary of %q: %w", shard, field, errUnsupported)
+	}
+	ok, over, err := c.LiveDocFreqs(ctx, sr.IndexReader, field, maxTerms, visit)
+	switch {
+	case !ok:
+		return nil, fmt.Errorf("shard %d: dictionary of %q: %w", shard, field, errUnsupported)
+	case ctx.Err() != nil:
+		return nil, api.Errorf(api.CodeTimeout, "shard %d: dictionary of %q: %v", shard, field, ctx.Err())
+	case err != nil:
+		return nil, fmt.Errorf("shard %d: dictionary of %q: %w", shard, field, err)
+	case over:
+		return nil, api.Errorf(api.CodeQueryTooComplex, "shard %d: the dictionary of %q has more than %d terms", shard, field, maxTerms)
+	}
+	fields := search.NewFieldSet()
+	fields.AddField(field)
+	if err := sr.totals(out, fields, shard); err != nil {
+		return nil, err
 	}
 	return out, nil
 }

@@ -361,6 +361,37 @@ func (r *Replica) Stats(ctx context.Context, req *wire.ShardRequest) (*GlobalSta
 	return out, nil
 }
 
+// Dictionary counts the statistics of every term of field
+// req.DictionaryField, at most req.MaxTerms of them
+// (querystats.CountDictionary, over the replica's reader), with the
+// stream sequence they were counted at.
+func (r *Replica) Dictionary(ctx context.Context, req *wire.ShardRequest) (*GlobalStats, error) {
+	if req.DictionaryField == "" || req.PIT != "" {
+		return nil, api.BadRequest("shard %d: a dictionary's statistics need a field, and read the replica now", r.cfg.Shard)
+	}
+	idx, seq, release, err := r.searchable(req)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	adv, err := idx.Advanced()
+	if err != nil {
+		return nil, fmt.Errorf("shard %d: dictionary: %w", r.cfg.Shard, err)
+	}
+	reader, err := adv.Reader()
+	if err != nil {
+		return nil, fmt.Errorf("shard %d: dictionary: %w", r.cfg.Shard, err)
+	}
+	defer reader.Close()
+	out, err := querystats.CountDictionary(ctx, reader, req.DictionaryField, req.MaxTerms, r.cfg.Shard)
+	if err != nil {
+		return nil, err
+	}
+	out.Generation = r.generation.Load()
+	out.Seqs = map[int]uint64{r.cfg.Shard: seq}
+	return out, nil
+}
+
 // searchable returns the index req reads (the replica's, or its point in
 // time's), the stream sequence it holds at least, and what to call once
 // done with it.

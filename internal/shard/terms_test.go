@@ -2,6 +2,7 @@ package shard
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -130,5 +131,60 @@ func TestComposedStatsLackingATerm(t *testing.T) {
 				t.Fatalf("got %v, want %s %q", err, wire.CodeStaleStats, tc.want)
 			}
 		})
+	}
+}
+
+// A field's dictionary statistics (Replica.Dictionary) are those the
+// statistics phase counts for a query reading every one of its terms
+// (a prefix of ""), with the terms no live document holds left out:
+// after deletes and updates, whose terms scorch's own dictionary still
+// counts until a merge. Over max terms the shard refuses, naming the
+// bound.
+func TestDictionaryStatistics(t *testing.T) {
+	g := corpus.New(corpus.Config{Seed: 8, BodyMax: 40})
+	docs := g.Records(300)
+	reps := loadReplicas(t, 2, corpus.Mapping("bm25"), docs)
+	var ids []string
+	for _, d := range docs[:60] {
+		ids = append(ids, d["id"].(string))
+	}
+	deleteDocs(t, reps, ids[:30])
+	indexDocs(t, reps, g.Records(40)) // new documents and terms
+	for _, d := range docs[30:60] {
+		d["title"] = "quokka"
+	}
+	indexDocs(t, reps, docs[30:60]) // updates
+	ctx := context.Background()
+	for i, r := range reps {
+		for _, field := range []string{"title", "body"} {
+			got, err := r.Dictionary(ctx, &wire.ShardRequest{Phase: wire.PhaseDictionary, DictionaryField: field})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := r.Stats(ctx, &wire.ShardRequest{Phase: wire.PhaseStats, Query: []byte(fmt.Sprintf(`{"prefix":"","field":%q}`, field))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			live := map[string]uint64{}
+			for term, n := range want.DocFreq[field] {
+				if n > 0 {
+					live[term] = n
+				}
+			}
+			if len(live) == len(want.DocFreq[field]) {
+				t.Errorf("shard %d %s: every term of the dictionary has live documents: the deletes test nothing", i, field)
+			}
+			if !maps.Equal(got.DocFreq[field], live) || got.DocCount != want.DocCount || got.FieldTokens[field] != want.FieldTokens[field] || got.Seqs[i] != want.Seqs[i] {
+				t.Errorf("shard %d %s: dictionary %d terms, %d documents, %d tokens; statistics phase %d live terms, %d, %d",
+					i, field, len(got.DocFreq[field]), got.DocCount, got.FieldTokens[field], len(live), want.DocCount, want.FieldTokens[field])
+			}
+		}
+	}
+	_, err := reps[0].Dictionary(ctx, &wire.ShardRequest{Phase: wire.PhaseDictionary, DictionaryField: "body", MaxTerms: 10})
+	if api.CodeOf(err) != api.CodeQueryTooComplex || !strings.Contains(err.Error(), "more than 10 terms") {
+		t.Fatalf("over the bound: %v", err)
+	}
+	if _, err := reps[0].Dictionary(ctx, &wire.ShardRequest{Phase: wire.PhaseDictionary}); !errors.Is(err, api.ErrBadRequest) {
+		t.Fatalf("no field: %v", err)
 	}
 }

@@ -81,6 +81,9 @@ type ShardRequest struct {
 	// time's id and keep-alive.
 	PIT            string `json:"pit,omitempty"`
 	PITKeepAliveMS int64  `json:"pit_keep_alive_ms,omitempty"`
+	// DictionaryField is the field whose every term's statistics
+	// Phase PhaseDictionary asks for.
+	DictionaryField string `json:"dictionary_field,omitempty"`
 }
 
 // PhasePIT is ShardRequest.Phase that opens a point in time on the
@@ -130,6 +133,14 @@ const HighlightField = "_quarry_highlight"
 
 // PhaseStats is ShardRequest.Phase for the statistics pre-search.
 const PhaseStats = "stats"
+
+// PhaseDictionary is ShardRequest.Phase that asks for the statistics of
+// every term of field DictionaryField, as the statistics phase of a query
+// reading them all would count them (a GlobalStats whose DocFreq holds
+// the field's terms with live documents); over MaxTerms terms the shard
+// answers api.CodeQueryTooComplex. The broker keeps small fields'
+// dictionaries whole (broker/internal/fanout's dictionaries.go).
+const PhaseDictionary = "dictionary"
 
 // CodeStaleStats is a shard's answer to a search whose statistics miss
 // more of its updates than ShardRequest.MaxStaleUpdates allows, or, put

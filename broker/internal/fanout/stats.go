@@ -40,6 +40,9 @@ type StatsCache struct {
 	maxTerms int
 	terms    map[string]*indexTerms
 	nTerms   int
+	// Whole dictionaries (dictionaries.go).
+	dictTerms int
+	dicts     map[string]map[string]*dictState // index → field
 }
 
 type cachedStats struct {
@@ -52,7 +55,8 @@ type cachedStats struct {
 func NewStatsCache(max int) *StatsCache {
 	return &StatsCache{max: max, maxUpdates: DefaultStatsMaxUpdates, maxAge: DefaultStatsMaxAge,
 		gen: map[string]uint64{}, entries: map[string]map[string]*cachedStats{},
-		maxTerms: DefaultStatsCacheTerms, terms: map[string]*indexTerms{}}
+		maxTerms: DefaultStatsCacheTerms, terms: map[string]*indexTerms{},
+		dictTerms: DefaultDictionaryTerms, dicts: map[string]map[string]*dictState{}}
 }
 
 // SetFreshness bounds how stale the cached statistics of a query may be:
@@ -140,6 +144,7 @@ func (c *StatsCache) Forget(index string) {
 	delete(c.entries, index)
 	delete(c.gen, index)
 	c.dropTerms(index)
+	delete(c.dicts, index)
 }
 
 // NoteGeneration records a generation seen in a shard's answer; cached

@@ -50,6 +50,10 @@ type indexTerms struct {
 	fields   map[string]fieldEntry
 	docCount uint64
 	last     *counted // the newest answer, whose document count is kept
+	// complete are the fields whose whole dictionary the table holds
+	// (dictionaries.go), each with when it was counted: a term the table
+	// lacks there is one no document held then.
+	complete map[string]*counted
 }
 
 // SetTerms bounds how many (field, term) statistics the cache keeps over
@@ -71,12 +75,12 @@ func (c *StatsCache) SetTerms(max int) {
 }
 
 // putTerms adds an answer's statistics, counted over every shard, to the
-// table. Statistics with a field whose terms could not all be recorded,
-// or without token totals or sequences (from searchers that predate
-// them), are left out.
-func (c *StatsCache) putTerms(index string, s *wire.GlobalStats) {
+// table, and returns when they were counted. Statistics with a field
+// whose terms could not all be recorded, or without token totals or
+// sequences (from searchers that predate them), are left out (nil).
+func (c *StatsCache) putTerms(index string, s *wire.GlobalStats) *counted {
 	if c.maxTerms <= 0 || s.Truncated || len(s.Local) > 0 || s.FieldTokens == nil || len(s.Seqs) == 0 {
-		return
+		return nil
 	}
 	n := 0
 	for _, ts := range s.DocFreq {
@@ -112,6 +116,7 @@ func (c *StatsCache) putTerms(index string, s *wire.GlobalStats) {
 			m[t] = termEntry{df: df, from: from}
 		}
 	}
+	return from
 }
 
 // HasTerms reports whether the table holds fresh statistics of index:
@@ -157,7 +162,12 @@ func (c *StatsCache) Compose(index string, terms map[string][]string, fields []s
 		df := make(map[string]uint64, len(ts))
 		for _, t := range ts {
 			e, ok := m[t]
-			if !ok || !c.fresh(index, e.from) {
+			if !ok {
+				// In a field whose whole dictionary was counted, a term
+				// the table lacks was in no document.
+				e = termEntry{from: it.complete[f]}
+			}
+			if !c.fresh(index, e.from) {
 				return nil
 			}
 			df[t] = e.df
