@@ -466,12 +466,12 @@ func (r *run) composedStats(ctx context.Context, plan *planner.Plan) *wire.Globa
 	if m == nil {
 		return nil
 	}
-	qt, ok := querystats.ListTerms(ctx, &wire.ShardRequest{Query: plan.Query, MaxTerms: plan.MaxTerms}, m)
+	qt, ok := querystats.ListTerms(ctx, &wire.ShardRequest{Query: plan.Query, MaxTerms: plan.MaxTerms}, m, r.b.stats.Dictionaries(plan.Index))
 	if !ok {
 		return nil
 	}
 	r.b.wantDictionaries(plan, qt.Terms)
-	return r.b.stats.Compose(plan.Index, qt.Terms, qt.Fields)
+	return r.b.stats.Compose(plan.Index, qt.Terms, qt.Fields, qt.Dictionaries)
 }
 
 // fanOut asks every shard, again with fresh statistics if one found them

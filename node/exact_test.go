@@ -650,8 +650,7 @@ func TestNewQueryFromCachedTerms(t *testing.T) {
 // read (the catalogue's _all), a query seen for the first time is put
 // together with no round trip though no earlier query read its words,
 // even a word no document holds, and scored exactly; under typo
-// tolerance "auto" the words as typed need no round trip before the plan
-// either; documents past the freshness bound that bring a word the
+// tolerance "auto" too, the typos' terms listed from the dictionary; documents past the freshness bound that bring a word the
 // dictionary lacked are found, and scored exactly.
 func TestNewQueryFromDictionaries(t *testing.T) {
 	t.Parallel()
@@ -686,12 +685,19 @@ func TestNewQueryFromDictionaries(t *testing.T) {
 			t.Fatalf("search %d (%q): %s", i, q, diff)
 		}
 	}
-	// Typo tolerance's default: the words as typed are put together too,
-	// so no round trip comes before the plan.
-	for _, q := range []string{"burger salad", "axolotl ramen"} {
-		got, _ := search(q, nil)
-		if detail := statsDetail(got); strings.Contains(detail, "before the plan") {
-			t.Fatalf("%q: statistics stage %q: a round trip before the plan", q, detail)
+	// Typo tolerance's default: the words as typed are put together, and
+	// so are the typos' terms, listed from the dictionary: no round trip
+	// before the plan nor after it.
+	for _, q := range []string{"burger salad", "axolotl ramen", "chiken dumplngs"} {
+		got, req := search(q, nil)
+		if detail := statsDetail(got); !strings.HasPrefix(detail, "put together") {
+			t.Fatalf("%q: statistics stage %q, want put together", q, detail)
+		}
+		if diff := hitsDiffer(got.Hits, refSearch(t, single, ref, req, 20).Hits, 0); diff != "" {
+			t.Fatalf("%q: %s", q, diff)
+		}
+		if q == "chiken dumplngs" && got.Total == 0 {
+			t.Fatalf("%q: no hits: the typos were not taken", q)
 		}
 	}
 	if counter(t, n, "quarry_broker_stats_dictionaries_total", map[string]string{"outcome": "not_kept"}) != 0 {

@@ -24,23 +24,34 @@ import (
 type QueryTerms struct {
 	Terms  map[string][]string // field → terms, each once
 	Fields []string            // sorted
+	// Dictionaries are the fields whose whole dictionary (ListTerms'
+	// dicts) the query's expansions were listed from, sorted: its
+	// statistics are only as fresh as that dictionary.
+	Dictionaries []string
 }
+
+// Dictionaries are whole dictionaries of some of an index's fields, each
+// sorted as scorch sorts terms (bytewise), with every term a live
+// document holds: the broker's complete fields. Over them ListTerms lists
+// what fuzzy, prefix and term-range queries on those fields expand to.
+type Dictionaries map[string][]string
 
 // ListTerms returns the terms req's query reads, analysed with m, without
 // an index: the statistics phase's recording, run over a reader with no
-// documents. ok is false when the terms depend on an index's dictionary
-// (fuzzy, prefix, wildcard, regexp, numeric, date and geo ranges,
-// synonyms: the reader notes every dictionary read, and refuses fuzzy and
-// regexp automata, synonyms and geo shapes), when the query reads
-// terms that are not UTF-8 (their fields' statistics stay each shard's
-// own), and on any error (the statistics phase reports it).
-func ListTerms(ctx context.Context, req *wire.ShardRequest, m mapping.IndexMapping) (*QueryTerms, bool) {
+// documents. ok is false when the terms depend on a dictionary dicts
+// lacks (fuzzy, prefix, term ranges on a field not in dicts; wildcard,
+// regexp, numeric, date and geo ranges, synonyms: the reader notes every
+// dictionary read, and refuses regexp automata, synonyms and geo shapes),
+// when the query reads terms that are not UTF-8 (their fields'
+// statistics stay each shard's own), and on any error (the statistics
+// phase reports it).
+func ListTerms(ctx context.Context, req *wire.ShardRequest, m mapping.IndexMapping, dicts Dictionaries) (*QueryTerms, bool) {
 	q, err := RequestQuery(req)
 	if err != nil {
 		return nil, false
 	}
 	rec := newRecorder(recordMax(req.MaxTerms))
-	var none noDocuments
+	none := noDocuments{dicts: dicts}
 	fields, err := listRead(ctx, rec, q, scope(&none, nil, rec), m, req.MaxTerms)
 	if err != nil || none.dictionaries || rec.stats.Truncated || len(rec.stats.Local) > 0 {
 		return nil, false
@@ -51,6 +62,9 @@ func ListTerms(ctx context.Context, req *wire.ShardRequest, m mapping.IndexMappi
 	}
 	fields.AddField("*")
 	qt.Fields = slices.Sorted(maps.Keys(fields))
+	if len(none.read) > 0 {
+		qt.Dictionaries = slices.Sorted(maps.Keys(none.read))
+	}
 	return qt, true
 }
 
@@ -68,14 +82,51 @@ func listRead(ctx context.Context, rec *recorder, q query.Query, sr *Reader, m m
 // errNoDocuments answers what an index with no documents cannot.
 var errNoDocuments = errors.New("no documents")
 
-// noDocuments is an index reader with no documents, whose dictionaries are
-// empty and noted as read: a query that reads one has terms that depend
-// on the index (ListTerms). Of the optional reader interfaces it has
-// BM25's field statistic and the dictionary lookups of numeric and geo
-// ranges; the statistics reader refuses regexp, fuzzy, synonym and geo
-// shape lookups over it.
+// noDocuments is an index reader with no documents, whose dictionaries
+// are dicts' (read noted in read), or empty and noted as read: a query
+// that reads one has terms that depend on the index (ListTerms). Of the
+// optional reader interfaces it has BM25's field statistic, the
+// dictionary lookups of numeric and geo ranges and fuzzy automata; the
+// statistics reader refuses regexp, synonym and geo shape lookups over
+// it.
 type noDocuments struct {
-	dictionaries bool
+	dicts        Dictionaries
+	dictionaries bool            // a dictionary dicts lacks was read
+	read         map[string]bool // fields of dicts read
+}
+
+// terms returns field's dictionary, noting it read; false when dicts
+// lacks it (noted too).
+func (n *noDocuments) terms(field string) ([]string, bool) {
+	d, ok := n.dicts[field]
+	if !ok {
+		n.dictionaries = true
+		return nil, false
+	}
+	if n.read == nil {
+		n.read = map[string]bool{}
+	}
+	n.read[field] = true
+	return d, true
+}
+
+// between lists the terms of field's dictionary from lo on, before hi
+// (nil: no bound), that keep says to (nil: every one).
+func (n *noDocuments) between(field string, lo, hi []byte, keep func(string) (bool, uint8)) *listDict {
+	out := &listDict{}
+	d, ok := n.terms(field)
+	if !ok {
+		return out
+	}
+	i, _ := slices.BinarySearch(d, string(lo))
+	for ; i < len(d) && (hi == nil || d[i] < string(hi)); i++ {
+		if keep == nil {
+			out.entries = append(out.entries, index.DictEntry{Term: d[i]})
+		} else if ok, dist := keep(d[i]); ok {
+			out.entries = append(out.entries, index.DictEntry{Term: d[i], EditDistance: dist})
+		}
+	}
+	return out
 }
 
 func (*noDocuments) TermFieldReader(context.Context, []byte, string, bool, bool, bool) (index.TermFieldReader, error) {
@@ -83,22 +134,51 @@ func (*noDocuments) TermFieldReader(context.Context, []byte, string, bool, bool,
 }
 func (*noDocuments) DocIDReaderAll() (index.DocIDReader, error)          { return emptyIDs{}, nil }
 func (*noDocuments) DocIDReaderOnly([]string) (index.DocIDReader, error) { return emptyIDs{}, nil }
-func (n *noDocuments) FieldDict(string) (index.FieldDict, error) {
-	n.dictionaries = true
-	return &listDict{}, nil
+func (n *noDocuments) FieldDict(field string) (index.FieldDict, error) {
+	return n.between(field, nil, nil, nil), nil
 }
-func (n *noDocuments) FieldDictRange(string, []byte, []byte) (index.FieldDict, error) {
-	n.dictionaries = true
-	return &listDict{}, nil
+
+// FieldDictRange includes start and end as scorch does (Reader's).
+func (n *noDocuments) FieldDictRange(field string, start, end []byte) (index.FieldDict, error) {
+	return n.between(field, start, exclusiveEnd(end), nil), nil
 }
-func (n *noDocuments) FieldDictPrefix(string, []byte) (index.FieldDict, error) {
-	n.dictionaries = true
-	return &listDict{}, nil
+func (n *noDocuments) FieldDictPrefix(field string, prefix []byte) (index.FieldDict, error) {
+	return n.between(field, prefix, PrefixEnd(prefix), nil), nil
 }
-func (n *noDocuments) FieldDictContains(string) (index.FieldDictContains, error) {
-	n.dictionaries = true
-	return &listDict{}, nil
+func (n *noDocuments) FieldDictContains(field string) (index.FieldDictContains, error) {
+	return n.between(field, nil, nil, nil), nil
 }
+func (n *noDocuments) FieldDictFuzzy(field, term string, fuzziness int, prefix string) (index.FieldDict, error) {
+	fd, _, err := n.FieldDictFuzzyAutomaton(field, term, fuzziness, prefix)
+	return fd, err
+}
+
+// FieldDictFuzzyAutomaton matches term's automaton (the process's cache)
+// against the terms of field's dictionary that start with prefix.
+func (n *noDocuments) FieldDictFuzzyAutomaton(field, term string, fuzziness int, prefix string) (index.FieldDict, index.FuzzyAutomaton, error) {
+	if _, ok := n.terms(field); !ok {
+		return nil, nil, errUnsupported // not listed: no automaton built
+	}
+	a, err := levAutomaton(term, fuzziness)
+	if err != nil {
+		return nil, nil, err
+	}
+	return n.between(field, []byte(prefix), PrefixEnd([]byte(prefix)), a.MatchAndDistance), a, nil
+}
+
+// PrefixEnd is the first key after every key starting with prefix (nil:
+// none), as scorch computes it.
+func PrefixEnd(prefix []byte) []byte {
+	end := slices.Clone(prefix)
+	for i := len(end) - 1; i >= 0; i-- {
+		if end[i] < 0xff {
+			end[i]++
+			return end[:i+1]
+		}
+	}
+	return nil
+}
+
 func (*noDocuments) Document(string) (index.Document, error) { return nil, nil }
 func (*noDocuments) DocValueReader([]string) (index.DocValueReader, error) {
 	return nil, errNoDocuments
@@ -135,6 +215,7 @@ var (
 	_ index.IndexReader         = (*noDocuments)(nil)
 	_ index.BM25Reader          = (*noDocuments)(nil)
 	_ index.IndexReaderContains = (*noDocuments)(nil)
+	_ index.IndexReaderFuzzy    = (*noDocuments)(nil)
 	_ index.TermFieldReader     = emptyPostings{}
 	_ index.DocIDReader         = emptyIDs{}
 )

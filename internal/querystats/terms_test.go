@@ -76,7 +76,7 @@ func TestListTermsAsCounted(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			req := &wire.ShardRequest{Query: []byte(tc.query), K: tc.k}
-			qt, ok := ListTerms(context.Background(), req, m)
+			qt, ok := ListTerms(context.Background(), req, m, nil)
 			if ok != tc.listed {
 				t.Fatalf("listed %v, want %v", ok, tc.listed)
 			}
@@ -130,7 +130,7 @@ func BenchmarkListTerms(b *testing.B) {
 	req := &wire.ShardRequest{Query: []byte(q), K: 10}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, ok := ListTerms(context.Background(), req, m); !ok {
+		if _, ok := ListTerms(context.Background(), req, m, nil); !ok {
 			b.Fatal("not listed")
 		}
 	}

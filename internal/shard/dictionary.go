@@ -14,9 +14,8 @@ import (
 // snapshot; ok false for another reader), the live documents that hold
 // it: segment by segment, each term's postings less the segment's
 // deleted documents, which is what a term's reader counts (scorch's
-// dictionary counts deleted documents too: they are used as they are
-// only in a segment without any). It reads each segment's dictionary
-// once and opens no term reader, so a whole dictionary costs a fraction
+// dictionary counts deleted documents too). It reads each segment's
+// dictionary once and opens no term reader, so a whole dictionary costs a fraction
 // of opening a reader and a searcher per term (BenchmarkDictionary). Past max distinct terms it
 // stops with ok true and over true.
 func (c *tokenCache) LiveDocFreqs(ctx context.Context, reader index.IndexReader, field string, max int, visit func(term string, df uint64)) (ok, over bool, err error) {
@@ -34,14 +33,13 @@ func (c *tokenCache) LiveDocFreqs(ctx context.Context, reader index.IndexReader,
 		if dict == nil {
 			continue
 		}
-		// Without deleted documents the dictionary's own counts are the
-		// live ones; with, each term's postings are read less them.
+		// The dictionary's own counts are not used: they include deleted
+		// documents, and zap's iterator counts a term of many documents
+		// that follows one of a single document (written in the
+		// dictionary entry itself) as one.
 		deleted := ss.Deleted()
-		if deleted != nil && deleted.IsEmpty() {
-			deleted = nil
-		}
 		var itr segment.DictionaryIterator
-		if oc, ok := dict.(omitCount); ok && deleted != nil {
+		if oc, ok := dict.(omitCount); ok {
 			itr = oc.AutomatonIteratorOmitCount(nil, nil, nil)
 		} else {
 			itr = dict.AutomatonIterator(nil, nil, nil)
@@ -59,13 +57,10 @@ func (c *tokenCache) LiveDocFreqs(ctx context.Context, reader index.IndexReader,
 			if e == nil {
 				break
 			}
-			n := e.Count
-			if deleted != nil {
-				if pl, err = dict.PostingsList([]byte(e.Term), deleted, pl); err != nil {
-					return true, false, err
-				}
-				n = pl.Count()
+			if pl, err = dict.PostingsList([]byte(e.Term), deleted, pl); err != nil {
+				return true, false, err
 			}
+			n := pl.Count()
 			if n == 0 {
 				continue
 			}

@@ -19,19 +19,7 @@ import (
 //
 //	go test -run XXX -bench Dictionary -benchmem -count 5 ./internal/shard/
 func BenchmarkDictionary(b *testing.B) {
-	var buf bytes.Buffer
-	if err := catalog.WriteNDJSON(&buf, catalog.Generate(catalog.DefaultSeed, 5000)); err != nil {
-		b.Fatal(err)
-	}
-	var docs []map[string]any
-	for line := range bytes.Lines(buf.Bytes()) {
-		var d map[string]any
-		if err := json.Unmarshal(line, &d); err != nil {
-			b.Fatal(err)
-		}
-		docs = append(docs, d)
-	}
-	r := loadReplicas(b, 1, catalog.Mapping(), docs)[0]
+	r := loadReplicas(b, 1, catalog.Mapping(), catalogueRecords(b, 5000))[0]
 	ctx := context.Background()
 	for _, merged := range []bool{false, true} {
 		if merged {
@@ -61,4 +49,23 @@ func BenchmarkDictionary(b *testing.B) {
 			})
 		}
 	}
+}
+
+// catalogueRecords are the first n items of the sample catalogue, as
+// documents.
+func catalogueRecords(tb testing.TB, n int) []map[string]any {
+	tb.Helper()
+	var buf bytes.Buffer
+	if err := catalog.WriteNDJSON(&buf, catalog.Generate(catalog.DefaultSeed, n)); err != nil {
+		tb.Fatal(err)
+	}
+	var docs []map[string]any
+	for line := range bytes.Lines(buf.Bytes()) {
+		var d map[string]any
+		if err := json.Unmarshal(line, &d); err != nil {
+			tb.Fatal(err)
+		}
+		docs = append(docs, d)
+	}
+	return docs
 }

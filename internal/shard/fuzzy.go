@@ -2,7 +2,6 @@ package shard
 
 import (
 	"container/heap"
-	"slices"
 
 	"github.com/blevesearch/bleve/v2/index/scorch"
 	index "github.com/blevesearch/bleve_index_api"
@@ -59,7 +58,7 @@ func newSegmentsFuzzyDict(snap *scorch.IndexSnapshot, field string, a *levenshte
 	var start, end []byte
 	if prefix != "" {
 		start = []byte(prefix)
-		end = prefixEnd(start)
+		end = querystats.PrefixEnd(start)
 	}
 	d := &segmentsFuzzyDict{}
 	for _, ss := range snap.Segments() {
@@ -90,19 +89,6 @@ func newSegmentsFuzzyDict(snap *scorch.IndexSnapshot, field string, a *levenshte
 	}
 	heap.Init(d)
 	return d, nil
-}
-
-// prefixEnd is the first key after every key starting with prefix (nil:
-// none), as scorch computes it.
-func prefixEnd(prefix []byte) []byte {
-	end := slices.Clone(prefix)
-	for i := len(end) - 1; i >= 0; i-- {
-		if end[i] < 0xff {
-			end[i]++
-			return end[:i+1]
-		}
-	}
-	return nil
 }
 
 func (d *segmentsFuzzyDict) Len() int { return len(d.cursors) }

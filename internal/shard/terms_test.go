@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/quarrysearch/quarry/api"
+	"github.com/quarrysearch/quarry/internal/catalog"
 	"github.com/quarrysearch/quarry/internal/corpus"
 	"github.com/quarrysearch/quarry/internal/indexmap"
 	"github.com/quarrysearch/quarry/internal/querystats"
@@ -42,7 +43,7 @@ func TestListTerms(t *testing.T) {
 	for name, q := range queries {
 		t.Run(name, func(t *testing.T) {
 			req := &wire.ShardRequest{Query: []byte(q), K: 10}
-			qt, ok := querystats.ListTerms(context.Background(), req, m)
+			qt, ok := querystats.ListTerms(context.Background(), req, m, nil)
 			if ok != listed[name] {
 				t.Fatalf("listed %v, want %v", ok, listed[name])
 			}
@@ -81,6 +82,110 @@ func TestListTerms(t *testing.T) {
 			}
 			if want := slices.Sorted(maps.Keys(fields)); !slices.Equal(qt.Fields, want) {
 				t.Errorf("fields %v, the statistics phase counted %v", qt.Fields, want)
+			}
+		})
+	}
+}
+
+// With the whole dictionaries of the text fields (as the broker keeps
+// them: every shard's terms with live documents), ListTerms also lists
+// what fuzzy, prefix and term-range queries expand to: the terms the
+// statistics phase reads on the shards that live documents hold, and
+// says which dictionaries it read. Queries over other dictionaries
+// (wildcard and regexp automata, numeric, date and geo terms) stay
+// unlisted.
+func TestListTermsFromDictionaries(t *testing.T) {
+	// Few foreign words: bleve's to_lower makes a term that is not UTF-8
+	// of İstanbul, and a field with one is each shard's own (the broker
+	// keeps none of its terms).
+	g := corpus.New(corpus.Config{Seed: 5, BodyMax: 60, Foreign: 0.0001})
+	docs := g.Records(400)
+	raw := corpus.Mapping("bm25")
+	m, err := indexmap.Build(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reps := loadReplicas(t, 3, raw, docs[:360])
+	deleteDocs(t, reps, []string{docs[3]["id"].(string), docs[30]["id"].(string)})
+	indexDocs(t, reps, docs[360:])
+	ctx := context.Background()
+	dicts := querystats.Dictionaries{}
+	for _, field := range []string{"title", "body", "_all"} {
+		all := map[string]bool{}
+		for _, r := range reps {
+			st, err := r.Dictionary(ctx, &wire.ShardRequest{Phase: wire.PhaseDictionary, DictionaryField: field})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(st.Local) > 0 {
+				t.Fatalf("%s: a term that is not UTF-8", field)
+			}
+			for term := range st.DocFreq[field] {
+				all[term] = true
+			}
+		}
+		dicts[field] = slices.Sorted(maps.Keys(all))
+	}
+	queries := exactQueries(t, g, docs)
+	w := g.Words()
+	// A word whose first letter is typed wrong, before the real one: the
+	// word is within one edit, but not of the prefix, so not read.
+	var first string
+	for _, x := range w[200:] {
+		if len(x) >= 5 && x[0] > 'b' && x[0] <= 'z' {
+			first = "a" + x[1:]
+			break
+		}
+	}
+	queries["fuzzy on _all"] = fmt.Sprintf(`{"match":"%sq %s %s","fuzziness":1,"prefix_length":1,"field":"_all"}`, w[12], w[14], first)
+	queries["term range, no end"] = fmt.Sprintf(`{"min":%q,"field":"title"}`, w[90][:2])
+	expands := map[string]bool{"fuzzy": true, "match fuzzy": true, "prefix": true, "term range": true, "fuzzy on _all": true, "term range, no end": true}
+	unlisted := map[string]bool{"wildcard": true, "regexp": true, "query string": true, "filtered": true, "numeric scored": true, "date scored": true, "geo scored": true, "geo box": true}
+	for name, q := range queries {
+		t.Run(name, func(t *testing.T) {
+			req := &wire.ShardRequest{Query: []byte(q), K: 10}
+			qt, ok := querystats.ListTerms(ctx, req, m, dicts)
+			if ok == unlisted[name] {
+				t.Fatalf("listed %v, want %v", ok, !unlisted[name])
+			}
+			if !ok {
+				return
+			}
+			if expands[name] != (len(qt.Dictionaries) > 0) {
+				t.Errorf("dictionaries read %v", qt.Dictionaries)
+			}
+			sreq := *req
+			sreq.Phase = wire.PhaseStats
+			read := map[string]map[string]uint64{} // summed over the shards
+			for _, r := range reps {
+				st, err := r.Stats(ctx, &sreq)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for f, ts := range st.DocFreq {
+					if read[f] == nil {
+						read[f] = map[string]uint64{}
+					}
+					for term, n := range ts {
+						read[f][term] += n
+					}
+				}
+			}
+			// Every term the shards read that a live document holds is
+			// listed; every term listed is one the shards read.
+			for f, ts := range read {
+				for term, n := range ts {
+					if n > 0 && !slices.Contains(qt.Terms[f], term) {
+						t.Errorf("%s: %q (%d documents) not listed", f, term, n)
+					}
+				}
+			}
+			for f, ts := range qt.Terms {
+				for _, term := range ts {
+					if _, ok := read[f][term]; !ok {
+						t.Errorf("%s: %q listed, not read by the shards", f, term)
+					}
+				}
 			}
 		})
 	}
@@ -143,7 +248,12 @@ func TestComposedStatsLackingATerm(t *testing.T) {
 func TestDictionaryStatistics(t *testing.T) {
 	g := corpus.New(corpus.Config{Seed: 8, BodyMax: 40})
 	docs := g.Records(300)
+	// Two replicas with deletes and updates, and one of catalogue items
+	// without (a field without term vectors, whose terms of one document
+	// zap writes in their dictionary entry: its dictionary iterator then
+	// counts the next term of many documents as one).
 	reps := loadReplicas(t, 2, corpus.Mapping("bm25"), docs)
+	clean := loadReplicas(t, 1, catalog.Mapping(), catalogueRecords(t, 500))
 	var ids []string
 	for _, d := range docs[:60] {
 		ids = append(ids, d["id"].(string))
@@ -155,8 +265,12 @@ func TestDictionaryStatistics(t *testing.T) {
 	}
 	indexDocs(t, reps, docs[30:60]) // updates
 	ctx := context.Background()
-	for i, r := range reps {
-		for _, field := range []string{"title", "body"} {
+	for i, r := range append(reps, clean...) {
+		fields := []string{"title", "body"}
+		if r == clean[0] {
+			fields = []string{"name", "_all"}
+		}
+		for _, field := range fields {
 			got, err := r.Dictionary(ctx, &wire.ShardRequest{Phase: wire.PhaseDictionary, DictionaryField: field})
 			if err != nil {
 				t.Fatal(err)
@@ -171,10 +285,10 @@ func TestDictionaryStatistics(t *testing.T) {
 					live[term] = n
 				}
 			}
-			if len(live) == len(want.DocFreq[field]) {
+			if len(live) == len(want.DocFreq[field]) && r != clean[0] {
 				t.Errorf("shard %d %s: every term of the dictionary has live documents: the deletes test nothing", i, field)
 			}
-			if !maps.Equal(got.DocFreq[field], live) || got.DocCount != want.DocCount || got.FieldTokens[field] != want.FieldTokens[field] || got.Seqs[i] != want.Seqs[i] {
+			if !maps.Equal(got.DocFreq[field], live) || got.DocCount != want.DocCount || got.FieldTokens[field] != want.FieldTokens[field] || got.Seqs[r.cfg.Shard] != want.Seqs[r.cfg.Shard] {
 				t.Errorf("shard %d %s: dictionary %d terms, %d documents, %d tokens; statistics phase %d live terms, %d, %d",
 					i, field, len(got.DocFreq[field]), got.DocCount, got.FieldTokens[field], len(live), want.DocCount, want.FieldTokens[field])
 			}

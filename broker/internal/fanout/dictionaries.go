@@ -2,8 +2,11 @@ package fanout
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"time"
 
+	"github.com/quarrysearch/quarry/internal/querystats"
 	"github.com/quarrysearch/quarry/internal/wire"
 	"github.com/quarrysearch/quarry/planner"
 )
@@ -140,10 +143,34 @@ func (c *StatsCache) putDictionary(index, field string, s *wire.GlobalStats) boo
 	ds.counting = false
 	it := c.terms[index]
 	if it.complete == nil {
-		it.complete = map[string]*counted{}
+		it.complete, it.sorted = map[string]*counted{}, map[string][]string{}
 	}
 	it.complete[field] = from
+	it.sorted[field] = slices.Sorted(maps.Keys(s.DocFreq[field]))
 	return true
+}
+
+// Dictionaries returns the whole dictionaries of index's fields that are
+// complete and fresh (nil: none), for listing what a query's fuzzy,
+// prefix and range terms expand to (querystats.ListTerms). They are
+// shared: the caller must not change them.
+func (c *StatsCache) Dictionaries(index string) querystats.Dictionaries {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	it := c.terms[index]
+	if it == nil {
+		return nil
+	}
+	var out querystats.Dictionaries
+	for f, from := range it.complete {
+		if c.fresh(index, from) {
+			if out == nil {
+				out = make(querystats.Dictionaries, len(it.complete))
+			}
+			out[f] = it.sorted[f]
+		}
+	}
+	return out
 }
 
 // CountDictionary counts the whole dictionary of field over every shard

@@ -24,17 +24,32 @@ func TestStatsCacheDictionaries(t *testing.T) {
 	if got := c.WantDictionaries("menu", []string{"name"}); got != nil {
 		t.Fatalf("a field being counted is wanted again: %v", got)
 	}
-	if c.Compose("menu", map[string][]string{"name": {"curry", "quokka"}}, fields) != nil {
+	if c.Compose("menu", map[string][]string{"name": {"curry", "quokka"}}, fields, nil) != nil {
 		t.Fatal("put together before any answer")
 	}
 	if !c.putDictionary("menu", "name", answer(2, seqs, 100, map[string]map[string]uint64{"name": {"spicy": 7, "noodles": 4, "curry": 9}})) {
 		t.Fatal("a dictionary within the bound not kept")
 	}
-	got := c.Compose("menu", map[string][]string{"name": {"curry", "quokka"}}, fields)
+	got := c.Compose("menu", map[string][]string{"name": {"curry", "quokka"}}, fields, nil)
 	if got == nil || got.DocFreq["name"]["curry"] != 9 || got.DocFreq["name"]["quokka"] != 0 || len(got.DocFreq["name"]) != 2 || got.Seqs[1] != 20 {
 		t.Fatalf("put together from the dictionary: %+v", got)
 	}
-	if c.Compose("menu", map[string][]string{"description": {"curry"}}, fields) != nil {
+	if d := c.Dictionaries("menu"); len(d) != 1 || !slices.Equal(d["name"], []string{"curry", "noodles", "spicy"}) {
+		t.Fatalf("dictionaries %v, want name's sorted", d)
+	}
+	// A newer answer for curry: put together from it alone, its
+	// sequences; listed from the dictionary, the dictionary's.
+	c.Put("menu", []byte("q"), answer(2, map[int]uint64{0: 30, 1: 40}, 100, map[string]map[string]uint64{"name": {"curry": 10}}))
+	if got := c.Compose("menu", map[string][]string{"name": {"curry"}}, fields, nil); got == nil || got.Seqs[0] != 30 {
+		t.Fatalf("the newer answer: %+v", got)
+	}
+	if got := c.Compose("menu", map[string][]string{"name": {"curry"}}, fields, []string{"name"}); got == nil || got.Seqs[0] != 10 || got.DocFreq["name"]["curry"] != 10 {
+		t.Fatalf("listed from the dictionary: %+v, want the dictionary's sequences", got)
+	}
+	if c.Compose("menu", map[string][]string{"name": {"curry"}}, fields, []string{"description"}) != nil {
+		t.Error("listed from a dictionary the cache lacks: put together")
+	}
+	if c.Compose("menu", map[string][]string{"description": {"curry"}}, fields, nil) != nil {
 		t.Error("a field whose dictionary was not counted answers for a term it lacks")
 	}
 	if got := c.WantDictionaries("menu", []string{"name"}); got != nil {
@@ -44,7 +59,7 @@ func TestStatsCacheDictionaries(t *testing.T) {
 	if c.putDictionary("menu", "description", big) {
 		t.Fatal("a dictionary over the bound kept")
 	}
-	if c.Compose("menu", map[string][]string{"description": {"quokka"}}, []string{"*", "description"}) != nil {
+	if c.Compose("menu", map[string][]string{"description": {"quokka"}}, []string{"*", "description"}, nil) != nil {
 		t.Error("a dictionary over the bound answers")
 	}
 	if got := c.WantDictionaries("menu", []string{"description"}); got != nil {
@@ -61,14 +76,14 @@ func TestStatsCacheDictionaries(t *testing.T) {
 	}
 	c.SetFreshness(0, time.Hour)
 	c.NoteGeneration("menu", 3)
-	if c.Compose("menu", map[string][]string{"name": {"quokka"}}, fields) != nil {
+	if c.Compose("menu", map[string][]string{"name": {"quokka"}}, fields, nil) != nil {
 		t.Error("generation 2's dictionary answers at generation 3")
 	}
 	if !c.putDictionary("menu", "name", answer(3, seqs, 100, map[string]map[string]uint64{"name": {"curry": 9}})) {
 		t.Fatal("a dictionary counted again not kept")
 	}
 	c.Forget("menu")
-	if c.Compose("menu", map[string][]string{"name": {"quokka"}}, fields) != nil {
+	if c.Compose("menu", map[string][]string{"name": {"quokka"}}, fields, nil) != nil {
 		t.Error("a forgotten index's dictionary answers")
 	}
 	if c.putDictionary("menu", "name", answer(0, seqs, 100, map[string]map[string]uint64{"name": {"curry": 9}})) {

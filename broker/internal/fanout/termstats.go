@@ -54,6 +54,9 @@ type indexTerms struct {
 	// (dictionaries.go), each with when it was counted: a term the table
 	// lacks there is one no document held then.
 	complete map[string]*counted
+	// sorted are the complete fields' terms as counted, sorted: what
+	// queries' expansions are listed from (querystats.Dictionaries).
+	sorted map[string][]string
 }
 
 // SetTerms bounds how many (field, term) statistics the cache keeps over
@@ -131,9 +134,10 @@ func (c *StatsCache) HasTerms(index string) bool {
 
 // Compose puts together the statistics of a query that reads terms
 // (field → terms) and needs the token totals of fields, from the table;
-// nil unless every one is there and fresh. The caller sends them with
-// wire.ShardRequest.StatsComposed.
-func (c *StatsCache) Compose(index string, terms map[string][]string, fields []string) *wire.GlobalStats {
+// nil unless every one is there and fresh. Its expansions listed from the
+// whole dictionaries of dicts (Dictionaries) make it only as fresh as
+// them. The caller sends them with wire.ShardRequest.StatsComposed.
+func (c *StatsCache) Compose(index string, terms map[string][]string, fields, dicts []string) *wire.GlobalStats {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	it := c.terms[index]
@@ -143,6 +147,13 @@ func (c *StatsCache) Compose(index string, terms map[string][]string, fields []s
 	comp := composition{out: &wire.GlobalStats{DocCount: it.docCount, FieldTokens: make(map[string]int, len(fields)),
 		DocFreq: make(map[string]map[string]uint64, len(terms))}}
 	comp.use(it.last)
+	for _, f := range dicts {
+		from := it.complete[f]
+		if !c.fresh(index, from) {
+			return nil
+		}
+		comp.use(from)
+	}
 	for _, f := range fields {
 		e, ok := it.fields[f]
 		if !ok || !c.fresh(index, e.from) {
