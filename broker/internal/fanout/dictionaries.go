@@ -103,6 +103,19 @@ func (c *StatsCache) WantDictionaries(index string, fields []string) []string {
 	return want
 }
 
+// StaleDictionaries forgets which of index's fields are complete: a shard
+// refused statistics put together from the table as missing more of its
+// updates than the bound, and what was listed from a dictionary counted
+// before them would be refused again by every query until its recount.
+// The next query that reads such a field asks for it again.
+func (c *StatsCache) StaleDictionaries(index string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if it := c.terms[index]; it != nil {
+		it.complete, it.sorted = nil, nil
+	}
+}
+
 // DictionaryFailed ends a count WantDictionaries asked for that gave no
 // dictionary: the field is not asked for again for dictionaryRetry.
 func (c *StatsCache) DictionaryFailed(index, field string) {

@@ -75,6 +75,19 @@ func TestStatsCacheDictionaries(t *testing.T) {
 		t.Fatalf("a dictionary half of maxAge old is not wanted again: %v", got)
 	}
 	c.SetFreshness(0, time.Hour)
+	// A shard refused what was put together as stale: the dictionary
+	// answers no more, and is wanted again.
+	c.StaleDictionaries("menu")
+	if c.Compose("menu", map[string][]string{"name": {"quokka"}}, fields, nil) != nil || c.Dictionaries("menu") != nil {
+		t.Error("a dictionary found stale still answers")
+	}
+	c.DictionaryFailed("menu", "name") // the count asked for above, ended
+	c.mu.Lock()
+	c.dicts["menu"]["name"].retry = time.Time{}
+	c.mu.Unlock()
+	if got := c.WantDictionaries("menu", []string{"name"}); !slices.Equal(got, []string{"name"}) {
+		t.Fatalf("a dictionary found stale is not wanted again: %v", got)
+	}
 	c.NoteGeneration("menu", 3)
 	if c.Compose("menu", map[string][]string{"name": {"quokka"}}, fields, nil) != nil {
 		t.Error("generation 2's dictionary answers at generation 3")

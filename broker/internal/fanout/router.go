@@ -199,6 +199,9 @@ func (rt *Router) Search(ctx context.Context, plan *planner.Plan, sreq *wire.Sha
 		return results, sreq
 	}
 	rt.stats.Drop(plan.Index, plan.Query)
+	if sreq.StatsComposed {
+		rt.stats.StaleDictionaries(plan.Index)
+	}
 	statsCtx, cancel := context.WithTimeout(ctx, plan.ShardTimeout/4)
 	st, err := rt.CountStats(statsCtx, plan)
 	cancel()
