@@ -114,11 +114,14 @@ func (m *metrics) shard(index string, sh int) *shardMetrics {
 // phaseNames label the phases of a shard request, by phaseOf.
 var phaseNames = [2]string{"search", "stats"}
 
+// phaseStats is phaseNames' index of statistics.
+const phaseStats = 1
+
 // phaseOf is a request phase's index in phaseNames (a dictionary's
 // statistics are statistics).
 func phaseOf(phase string) int {
 	if phase == wire.PhaseStats || phase == wire.PhaseDictionary {
-		return 1
+		return phaseStats
 	}
 	return 0
 }

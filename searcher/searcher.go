@@ -127,8 +127,9 @@ type Config struct {
 	// FaultEvery's default is 1.
 	FaultDelay time.Duration
 	FaultEvery int
-	// FaultStats delays the statistics phase instead of the search phase
-	// (a shard slow to give its term statistics).
+	// FaultStats delays the statistics phase (and a dictionary's
+	// statistics) instead of the search phase (a shard slow to give its
+	// term statistics).
 	FaultStats bool
 	// FaultPanic makes every FaultEvery-th shard search panic while it
 	// holds its shard (fault injection, for tests): the searcher answers

@@ -208,7 +208,7 @@ func (s *Searcher) handle(ctx context.Context, r request, queued time.Duration) 
 			}
 		}()
 	}
-	if s.cfg.FaultDelay > 0 && (req.Phase == wire.PhaseStats) == s.cfg.FaultStats && s.requests.Add(1)%int64(s.cfg.FaultEvery) == 0 {
+	if s.cfg.FaultDelay > 0 && (phaseOf(req.Phase) == phaseStats) == s.cfg.FaultStats && s.requests.Add(1)%int64(s.cfg.FaultEvery) == 0 {
 		select { // injected fault: a slow replica
 		case <-time.After(s.cfg.FaultDelay):
 		case <-ctx.Done():
