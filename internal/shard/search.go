@@ -13,7 +13,9 @@ import (
 	"time"
 
 	"github.com/blevesearch/bleve/v2"
+	"github.com/blevesearch/bleve/v2/mapping"
 	"github.com/blevesearch/bleve/v2/search"
+	index "github.com/blevesearch/bleve_index_api"
 
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/internal/querystats"
@@ -336,29 +338,9 @@ func (r *Replica) Stats(ctx context.Context, req *wire.ShardRequest) (*GlobalSta
 	if err != nil {
 		return nil, err
 	}
-	// The sequence is read before the reader opens: the reader holds at
-	// least this.
-	idx, seq, release, err := r.searchable(req)
-	if err != nil {
-		return nil, err
-	}
-	defer release()
-	adv, err := idx.Advanced()
-	if err != nil {
-		return nil, fmt.Errorf("shard %d: statistics: %w", r.cfg.Shard, err)
-	}
-	reader, err := adv.Reader()
-	if err != nil {
-		return nil, fmt.Errorf("shard %d: statistics: %w", r.cfg.Shard, err)
-	}
-	defer reader.Close()
-	out, err := querystats.Count(ctx, q, req.MaxTerms, reader, idx.Mapping(), r.cfg.Shard)
-	if err != nil {
-		return nil, err
-	}
-	out.Generation = r.generation.Load()
-	out.Seqs = map[int]uint64{r.cfg.Shard: seq}
-	return out, nil
+	return r.count(req, "statistics", func(reader index.IndexReader, m mapping.IndexMapping) (*GlobalStats, error) {
+		return querystats.Count(ctx, q, req.MaxTerms, reader, m, r.cfg.Shard)
+	})
 }
 
 // Dictionary counts the statistics of every term of field
@@ -369,6 +351,17 @@ func (r *Replica) Dictionary(ctx context.Context, req *wire.ShardRequest) (*Glob
 	if req.DictionaryField == "" || req.PIT != "" {
 		return nil, api.BadRequest("shard %d: a dictionary's statistics need a field, and read the replica now", r.cfg.Shard)
 	}
+	return r.count(req, "dictionary", func(reader index.IndexReader, _ mapping.IndexMapping) (*GlobalStats, error) {
+		return querystats.CountDictionary(ctx, reader, req.DictionaryField, req.MaxTerms, r.cfg.Shard)
+	})
+}
+
+// count runs counter over a reader of the index req reads (searchable),
+// and adds the replica's generation and the stream sequence the reader
+// holds at least; what names the count in errors.
+func (r *Replica) count(req *wire.ShardRequest, what string, counter func(index.IndexReader, mapping.IndexMapping) (*GlobalStats, error)) (*GlobalStats, error) {
+	// The sequence is read before the reader opens: the reader holds at
+	// least this.
 	idx, seq, release, err := r.searchable(req)
 	if err != nil {
 		return nil, err
@@ -376,14 +369,14 @@ func (r *Replica) Dictionary(ctx context.Context, req *wire.ShardRequest) (*Glob
 	defer release()
 	adv, err := idx.Advanced()
 	if err != nil {
-		return nil, fmt.Errorf("shard %d: dictionary: %w", r.cfg.Shard, err)
+		return nil, fmt.Errorf("shard %d: %s: %w", r.cfg.Shard, what, err)
 	}
 	reader, err := adv.Reader()
 	if err != nil {
-		return nil, fmt.Errorf("shard %d: dictionary: %w", r.cfg.Shard, err)
+		return nil, fmt.Errorf("shard %d: %s: %w", r.cfg.Shard, what, err)
 	}
 	defer reader.Close()
-	out, err := querystats.CountDictionary(ctx, reader, req.DictionaryField, req.MaxTerms, r.cfg.Shard)
+	out, err := counter(reader, idx.Mapping())
 	if err != nil {
 		return nil, err
 	}

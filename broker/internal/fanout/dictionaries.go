@@ -50,14 +50,7 @@ type dictState struct {
 func (c *StatsCache) SetDictionaryTerms(max int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	switch {
-	case max < 0:
-		c.dictTerms = 0
-	case max == 0:
-		c.dictTerms = DefaultDictionaryTerms
-	default:
-		c.dictTerms = max
-	}
+	c.dictTerms = bound(max, DefaultDictionaryTerms)
 }
 
 // DictionaryTerms is the bound of SetDictionaryTerms (0: none kept).

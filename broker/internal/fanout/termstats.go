@@ -65,16 +65,20 @@ type indexTerms struct {
 func (c *StatsCache) SetTerms(max int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	switch {
-	case max < 0:
-		c.maxTerms = 0
-	case max == 0:
-		c.maxTerms = DefaultStatsCacheTerms
-	default:
-		c.maxTerms = max
-	}
+	c.maxTerms = bound(max, DefaultStatsCacheTerms)
 	clear(c.terms)
 	c.nTerms = 0
+}
+
+// bound is a configured bound: def for 0, none (0) for a negative max.
+func bound(max, def int) int {
+	switch {
+	case max < 0:
+		return 0
+	case max == 0:
+		return def
+	}
+	return max
 }
 
 // putTerms adds an answer's statistics, counted over every shard, to the
