@@ -36,8 +36,8 @@ func (b *Broker) wantDictionaries(plan *planner.Plan, terms map[string][]string)
 
 // countDictionaries counts the queued dictionaries one at a time until
 // ctx ends, each within its plan's shard timeout: a background cost of
-// one statistics phase a field every half of the statistics' maxAge, for
-// fields queries read.
+// one dictionary phase (wire.PhaseDictionary) a field every half of the
+// statistics' maxAge, for the fields queries read.
 func (b *Broker) countDictionaries(ctx context.Context) {
 	for {
 		select {

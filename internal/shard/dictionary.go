@@ -15,9 +15,10 @@ import (
 // it: segment by segment, each term's postings less the segment's
 // deleted documents, which is what a term's reader counts (scorch's
 // dictionary counts deleted documents too). It reads each segment's
-// dictionary once and opens no term reader, so a whole dictionary costs a fraction
-// of opening a reader and a searcher per term (BenchmarkDictionary). Past max distinct terms it
-// stops with ok true and over true.
+// dictionary once and opens no term reader, so a whole dictionary costs a
+// fraction of opening a reader and a searcher per term
+// (BenchmarkDictionary). Past max distinct terms it stops with ok true
+// and over true.
 func (c *tokenCache) LiveDocFreqs(ctx context.Context, reader index.IndexReader, field string, max int, visit func(term string, df uint64)) (ok, over bool, err error) {
 	snap, isSnap := reader.(*scorch.IndexSnapshot)
 	if !isSnap {

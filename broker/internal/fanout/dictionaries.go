@@ -20,9 +20,8 @@ import (
 // shard (wire.PhaseDictionary: each term's live document frequency, as a
 // query's statistics phase counts it, read from the term's postings
 // without building searchers), the field is marked complete as of that
-// count, and a term the table lacks
-// in a complete field is one no document holds: document frequency 0,
-// with no round trip. The same freshness bounds hold (the generation,
+// count, and a term the table lacks in a complete field is one no
+// document holds: document frequency 0, with no round trip. The same freshness bounds hold (the generation,
 // maxAge; a shard refuses statistics that miss more than maxUpdates of
 // its updates), so a complete field is counted again once half of maxAge
 // has passed while queries still read it. A field over the bound is not
@@ -131,10 +130,12 @@ func (c *StatsCache) putDictionary(index, field string, s *wire.GlobalStats) boo
 		return false // the index was forgotten meanwhile
 	}
 	n := len(s.DocFreq[field])
-	held := 0
-	for _, it := range c.terms {
+	held := 0 // by the other complete fields (a recount replaces its own)
+	for ix, it := range c.terms {
 		for f := range it.complete {
-			held += len(it.terms[f])
+			if ix != index || f != field {
+				held += len(it.terms[f])
+			}
 		}
 	}
 	if n > min(c.dictTerms, c.maxTerms/2) || held+n > c.maxTerms/2 {
@@ -181,8 +182,8 @@ func (c *StatsCache) Dictionaries(index string) querystats.Dictionaries {
 
 // CountDictionary counts the whole dictionary of field over every shard
 // of plan's index (wire.PhaseDictionary, each shard reading at most the
-// cache's bound) and adds it to the
-// table of terms; the field must have been asked for by WantDictionaries.
+// cache's bound) and adds it to the table of terms; the field must have
+// been asked for by WantDictionaries.
 // It reports whether the table now holds the dictionary; on false the
 // field is not asked for again for a while.
 func (rt *Router) CountDictionary(ctx context.Context, plan *planner.Plan, field string) bool {
