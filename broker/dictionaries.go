@@ -2,8 +2,6 @@ package broker
 
 import (
 	"context"
-	"maps"
-	"slices"
 
 	"github.com/quarrysearch/quarry/planner"
 )
@@ -24,7 +22,7 @@ type dictionaryCount struct {
 // field of terms (a query's, by field) that the statistics cache wants
 // counted, for the broker's counter (countDictionaries).
 func (b *Broker) wantDictionaries(plan *planner.Plan, terms map[string][]string) {
-	want := b.stats.WantDictionaries(plan.Index, slices.Sorted(maps.Keys(terms)))
+	want := b.stats.WantDictionaries(plan.Index, terms)
 	for _, f := range want {
 		select {
 		case b.dictionaries <- dictionaryCount{plan: plan, field: f}:

@@ -59,12 +59,12 @@ func (c *StatsCache) DictionaryTerms() int {
 	return min(c.dictTerms, c.maxTerms/2)
 }
 
-// WantDictionaries returns the fields of index, of those a query reads,
-// whose whole dictionary should be counted now: not complete (or complete
-// for more than half of maxAge), not being counted, not found over the
-// bound lately. They are marked as being counted: the caller counts each
+// WantDictionaries returns the fields of index, of those a query reads
+// (the keys of its terms, by field), whose whole dictionary should be
+// counted now: not complete (or complete for more than half of maxAge),
+// not being counted, not found over the bound lately. They are marked as being counted: the caller counts each
 // (Router.CountDictionary) or calls DictionaryFailed.
-func (c *StatsCache) WantDictionaries(index string, fields []string) []string {
+func (c *StatsCache) WantDictionaries(index string, terms map[string][]string) []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.dictTerms <= 0 || c.maxTerms <= 0 {
@@ -72,7 +72,7 @@ func (c *StatsCache) WantDictionaries(index string, fields []string) []string {
 	}
 	var want []string
 	now := time.Now()
-	for _, f := range fields {
+	for f := range terms {
 		ds := c.dicts[index][f]
 		if ds != nil && (ds.counting || now.Before(ds.retry)) {
 			continue
@@ -150,34 +150,32 @@ func (c *StatsCache) putDictionary(index, field string, s *wire.GlobalStats) boo
 	ds.counting = false
 	it := c.terms[index]
 	if it.complete == nil {
-		it.complete, it.sorted = map[string]*counted{}, map[string][]string{}
+		it.complete = map[string]*counted{}
 	}
 	it.complete[field] = from
-	it.sorted[field] = slices.Sorted(maps.Keys(s.DocFreq[field]))
+	// A new map, never changed once made: Dictionaries hands it out
+	// without a copy.
+	sorted := make(querystats.Dictionaries, len(it.sorted)+1)
+	maps.Copy(sorted, it.sorted)
+	sorted[field] = slices.Sorted(maps.Keys(s.DocFreq[field]))
+	it.sorted = sorted
 	return true
 }
 
-// Dictionaries returns the whole dictionaries of index's fields that are
-// complete and fresh (nil: none), for listing what a query's fuzzy,
-// prefix and range terms expand to (querystats.ListTerms). They are
-// shared: the caller must not change them.
+// Dictionaries returns the whole dictionaries of index's complete fields
+// (nil: none), for listing what a query's fuzzy, prefix and range terms
+// expand to (querystats.ListTerms). A field among them may no longer be
+// fresh: Compose refuses statistics listed from it (its dicts). The map
+// is shared and never changed (putDictionary makes a new one): the
+// caller must not change it. No allocation: it runs for every query
+// whose terms are listed.
 func (c *StatsCache) Dictionaries(index string) querystats.Dictionaries {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	it := c.terms[index]
-	if it == nil {
-		return nil
+	if it := c.terms[index]; it != nil {
+		return it.sorted
 	}
-	var out querystats.Dictionaries
-	for f, from := range it.complete {
-		if c.fresh(index, from) {
-			if out == nil {
-				out = make(querystats.Dictionaries, len(it.complete))
-			}
-			out[f] = it.sorted[f]
-		}
-	}
-	return out
+	return nil
 }
 
 // CountDictionary counts the whole dictionary of field over every shard

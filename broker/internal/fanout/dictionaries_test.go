@@ -18,10 +18,10 @@ func TestStatsCacheDictionaries(t *testing.T) {
 	c.SetDictionaryTerms(3)
 	fields := []string{"*", "name"}
 	seqs := map[int]uint64{0: 10, 1: 20}
-	if got := c.WantDictionaries("menu", []string{"description", "name"}); !slices.Equal(got, []string{"description", "name"}) {
+	if got := c.WantDictionaries("menu", map[string][]string{"description": nil, "name": nil}); !slices.Equal(slices.Sorted(slices.Values(got)), []string{"description", "name"}) {
 		t.Fatalf("wanted %v", got)
 	}
-	if got := c.WantDictionaries("menu", []string{"name"}); got != nil {
+	if got := c.WantDictionaries("menu", map[string][]string{"name": nil}); got != nil {
 		t.Fatalf("a field being counted is wanted again: %v", got)
 	}
 	if c.Compose("menu", map[string][]string{"name": {"curry", "quokka"}}, fields, nil) != nil {
@@ -36,6 +36,14 @@ func TestStatsCacheDictionaries(t *testing.T) {
 	}
 	if d := c.Dictionaries("menu"); len(d) != 1 || !slices.Equal(d["name"], []string{"curry", "noodles", "spicy"}) {
 		t.Fatalf("dictionaries %v, want name's sorted", d)
+	}
+	// What every query whose terms are listed asks: no allocation.
+	terms := map[string][]string{"name": {"curry"}}
+	if n := testing.AllocsPerRun(100, func() {
+		c.Dictionaries("menu")
+		c.WantDictionaries("menu", terms)
+	}); n != 0 {
+		t.Errorf("a query's look at the dictionaries allocates %.0f times", n)
 	}
 	// A newer answer for curry: put together from it alone, its
 	// sequences; listed from the dictionary, the dictionary's.
@@ -52,7 +60,7 @@ func TestStatsCacheDictionaries(t *testing.T) {
 	if c.Compose("menu", map[string][]string{"description": {"curry"}}, fields, nil) != nil {
 		t.Error("a field whose dictionary was not counted answers for a term it lacks")
 	}
-	if got := c.WantDictionaries("menu", []string{"name"}); got != nil {
+	if got := c.WantDictionaries("menu", map[string][]string{"name": nil}); got != nil {
 		t.Fatalf("a dictionary counted now is wanted again: %v", got)
 	}
 	big := answer(2, seqs, 100, map[string]map[string]uint64{"description": {"a": 1, "b": 1, "c": 1, "d": 1}})
@@ -62,7 +70,7 @@ func TestStatsCacheDictionaries(t *testing.T) {
 	if c.Compose("menu", map[string][]string{"description": {"quokka"}}, []string{"*", "description"}, nil) != nil {
 		t.Error("a dictionary over the bound answers")
 	}
-	if got := c.WantDictionaries("menu", []string{"description"}); got != nil {
+	if got := c.WantDictionaries("menu", map[string][]string{"description": nil}); got != nil {
 		t.Fatalf("a field over the bound is wanted again at once: %v", got)
 	}
 	// Half of maxAge on, the dictionary is counted again while it still
@@ -71,7 +79,7 @@ func TestStatsCacheDictionaries(t *testing.T) {
 	c.mu.Lock()
 	c.terms["menu"].complete["name"].at = time.Now().Add(-time.Millisecond)
 	c.mu.Unlock()
-	if got := c.WantDictionaries("menu", []string{"name"}); !slices.Equal(got, []string{"name"}) {
+	if got := c.WantDictionaries("menu", map[string][]string{"name": nil}); !slices.Equal(got, []string{"name"}) {
 		t.Fatalf("a dictionary half of maxAge old is not wanted again: %v", got)
 	}
 	c.SetFreshness(0, time.Hour)
@@ -85,7 +93,7 @@ func TestStatsCacheDictionaries(t *testing.T) {
 	c.mu.Lock()
 	c.dicts["menu"]["name"].retry = time.Time{}
 	c.mu.Unlock()
-	if got := c.WantDictionaries("menu", []string{"name"}); !slices.Equal(got, []string{"name"}) {
+	if got := c.WantDictionaries("menu", map[string][]string{"name": nil}); !slices.Equal(got, []string{"name"}) {
 		t.Fatalf("a dictionary found stale is not wanted again: %v", got)
 	}
 	c.NoteGeneration("menu", 3)
@@ -103,7 +111,7 @@ func TestStatsCacheDictionaries(t *testing.T) {
 		t.Error("a count asked for before the index was forgotten is kept")
 	}
 	c.SetDictionaryTerms(-1)
-	if got := c.WantDictionaries("menu", []string{"name"}); got != nil {
+	if got := c.WantDictionaries("menu", map[string][]string{"name": nil}); got != nil {
 		t.Fatalf("dictionaries wanted with the bound at none: %v", got)
 	}
 }

@@ -3,6 +3,7 @@ package fanout
 import (
 	"time"
 
+	"github.com/quarrysearch/quarry/internal/querystats"
 	"github.com/quarrysearch/quarry/internal/wire"
 )
 
@@ -56,7 +57,7 @@ type indexTerms struct {
 	complete map[string]*counted
 	// sorted are the complete fields' terms as counted, sorted: what
 	// queries' expansions are listed from (querystats.Dictionaries).
-	sorted map[string][]string
+	sorted querystats.Dictionaries
 }
 
 // SetTerms bounds how many (field, term) statistics the cache keeps over
