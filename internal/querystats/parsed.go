@@ -40,8 +40,9 @@ func RequestQuery(req *wire.ShardRequest) (query.Query, error) {
 	return parseQuery(req.Query)
 }
 
-// parseQuery parses and validates a shard request's query, from the
-// cache when it was parsed before.
+// parseQuery parses and validates a shard request's query, with its
+// one-word phrases searched by their term (onePhrases), from the cache
+// when it was parsed before.
 func parseQuery(raw []byte) (query.Query, error) {
 	if len(raw) <= parsedMaxBytes {
 		parsed.Lock()
@@ -60,6 +61,7 @@ func parseQuery(raw []byte) (query.Query, error) {
 			return nil, api.BadRequest("bad query: %v", err)
 		}
 	}
+	q = onePhrases(q)
 	if len(raw) <= parsedMaxBytes {
 		parsed.Lock()
 		if len(parsed.m) >= parsedMax {

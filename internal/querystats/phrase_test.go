@@ -1,0 +1,232 @@
+package querystats
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"testing"
+
+	"github.com/blevesearch/bleve/v2"
+	"github.com/blevesearch/bleve/v2/index/scorch"
+	"github.com/blevesearch/bleve/v2/mapping"
+	"github.com/blevesearch/bleve/v2/search"
+	"github.com/blevesearch/bleve/v2/search/query"
+
+	"github.com/quarrysearch/quarry/internal/catalog"
+	"github.com/quarrysearch/quarry/internal/indexmap"
+	"github.com/quarrysearch/quarry/internal/wire"
+)
+
+// TestOneWordPhrase: a match_phrase query of one word, which a shard
+// searches with the word's term searcher (onePhrase), finds, scores and
+// locates exactly what bleve's phrase searcher does, on its own and in
+// every kind of compound query, on fields with and without term
+// locations; where the shortcut would not be the same (typos, several
+// words, a stop word alone, explanations) bleve's phrase searcher runs.
+func TestOneWordPhrase(t *testing.T) {
+	t.Parallel()
+	raw, err := json.Marshal(catalog.Generate(11, 400))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var docs []map[string]any
+	if err := json.Unmarshal(raw, &docs); err != nil {
+		t.Fatal(err)
+	}
+	// Input the generator never makes: a word again and again, scripts,
+	// an emoji, stop words alone, the word in a list of values.
+	docs = append(docs,
+		map[string]any{"id": "odd1", "name": "chicken chicken chicken", "description": "chicken, and chicken again"},
+		map[string]any{"id": "odd2", "name": "İstanbul köfte 🍢 麻辣烫", "description": "Cafe\u0301 crème brûlée ﬁnal"},
+		map[string]any{"id": "odd3", "name": "the", "description": "the the the", "tags": []string{"spicy", "chicken", "spicy"}},
+		map[string]any{"id": "odd4", "name": "Chicken", "cuisine": "Thai", "tags": []string{"vegan", "spicy"}},
+	)
+	m, err := indexmap.Build(catalog.Mapping())
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx, err := bleve.NewUsing(t.TempDir()+"/i", m, scorch.Name, scorch.Name, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer idx.Close()
+	b := idx.NewBatch()
+	for _, d := range docs {
+		if err := b.Index(d["id"].(string), d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := idx.Batch(b); err != nil {
+		t.Fatal(err)
+	}
+
+	word := func(text, field string, boost float64) string {
+		return fmt.Sprintf(`{"match_phrase":%q,"field":%q,"boost":%g}`, text, field, boost)
+	}
+	for _, c := range []struct {
+		name  string
+		query string
+		fast  bool // every phrase of it searched by its term searcher
+		none  bool // bleve finds nothing
+	}{
+		{"alone", word("chicken", "name", 1), true, false},
+		{"boosted alone", word("Chicken", "description", 3.5), true, false},
+		{"stemmed", word("noodles", "description", 1), true, false},
+		{"a word and a stop word", word("the chicken", "name", 1), true, false},
+		{"unicode", word("köfte", "name", 2), true, false},
+		{"no such word", word("zzyzx", "name", 1), true, true},
+		{"default field", `{"match_phrase":"spicy"}`, true, false},
+		{"analyzer named", `{"match_phrase":"Chicken","field":"name","analyzer":"standard"}`, true, false},
+		{"field without locations", word("Thai", "cuisine", 1), true, true},
+		{"list without locations", word("spicy", "tags", 1), true, true},
+		{"as the demo asks", `{"disjuncts":[{"match":"chicken","field":"name","boost":3},{"match_phrase":"chicken","field":"name","boost":6},{"match":"chicken","field":"description"},{"match_phrase":"chicken","field":"description","boost":2},{"match":"chicken","field":"_all","boost":0.5},{"match_phrase":"chicken","field":"_all","boost":1}]}`, true, false},
+		{"conjunction", `{"conjuncts":[{"match_phrase":"chicken","field":"name"},{"match":"spicy","field":"_all"}]}`, true, false},
+		{"boolean", `{"must":{"conjuncts":[{"match_phrase":"spicy","field":"_all"}]},"should":{"disjuncts":[{"match_phrase":"chicken","field":"name","boost":2}]},"must_not":{"disjuncts":[{"match_phrase":"vegan","field":"_all"}]}}`, true, false},
+		{"two words", word("chicken chicken", "name", 1), false, false},
+		{"a stop word alone", word("the", "name", 1), false, true},
+		{"typos", `{"match_phrase":"chiken","field":"name","fuzziness":1}`, false, false},
+		{"typos auto", `{"match_phrase":"chiken","field":"name","fuzziness":"auto"}`, false, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := RequestQuery(&wire.ShardRequest{Query: json.RawMessage(c.query), K: 10})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n, fast := onePhrasesIn(got, m); n == 0 || fast != c.fast {
+				t.Fatalf("%d match_phrase queries made onePhrase, all by their term searcher %v, want %v", n, fast, c.fast)
+			}
+			want, err := query.ParseQuery(json.RawMessage(c.query))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, explain := range []bool{false, true} {
+				g, w := phraseHits(t, idx, got, explain), phraseHits(t, idx, want, explain)
+				if (len(w.Hits) == 0) != c.none {
+					t.Fatalf("bleve found %d documents", len(w.Hits))
+				}
+				if g.Total != w.Total || len(g.Hits) != len(w.Hits) {
+					t.Fatalf("explain %v: %d hits (%d in all), bleve %d (%d)", explain, len(g.Hits), g.Total, len(w.Hits), w.Total)
+				}
+				for i, wh := range w.Hits {
+					gh := g.Hits[i]
+					if gh.ID != wh.ID || gh.Score != wh.Score {
+						t.Fatalf("explain %v: hit %d is %s %v, bleve's %s %v", explain, i, gh.ID, gh.Score, wh.ID, wh.Score)
+					}
+					if !reflect.DeepEqual(gh.Locations, wh.Locations) {
+						t.Fatalf("explain %v: hit %s's locations %v, bleve's %v", explain, gh.ID, gh.Locations, wh.Locations)
+					}
+					if explain && !reflect.DeepEqual(gh.Expl, wh.Expl) {
+						t.Fatalf("hit %s's explanation differs from bleve's", gh.ID)
+					}
+				}
+			}
+		})
+	}
+}
+
+// onePhrasesIn counts the onePhrase queries of q and says whether all
+// of them take their term searcher.
+func onePhrasesIn(q query.Query, m mapping.IndexMapping) (n int, fast bool) {
+	fast = true
+	var walk func(q query.Query)
+	walk = func(q query.Query) {
+		switch q := q.(type) {
+		case *onePhrase:
+			n++
+			_, _, ok := q.oneTerm(context.Background(), m, search.SearcherOptions{})
+			fast = fast && ok
+		case *query.DisjunctionQuery:
+			for _, d := range q.Disjuncts {
+				walk(d)
+			}
+		case *query.ConjunctionQuery:
+			for _, c := range q.Conjuncts {
+				walk(c)
+			}
+		case *query.BooleanQuery:
+			walk(q.Must)
+			walk(q.Should)
+			walk(q.MustNot)
+		}
+	}
+	walk(q)
+	return n, fast
+}
+
+// phraseHits searches idx for q as bleve does, every hit with its
+// locations (and explanation).
+func phraseHits(t *testing.T, idx bleve.Index, q query.Query, explain bool) *bleve.SearchResult {
+	t.Helper()
+	req := bleve.NewSearchRequestOptions(q, 1000, 0, explain)
+	req.IncludeLocations = true
+	req.SortBy([]string{"-_score", "_id"})
+	res, err := idx.SearchInContext(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// BenchmarkOneWordPhrase: one word as the demo index asks it (a match and
+// a match_phrase on each of its three fields), and the phrase alone on
+// _all, searched by bleve's phrase searcher and by onePhrase, side by
+// side on 5,000 catalogue items.
+//
+//	go test -run XXX -bench OneWordPhrase -benchmem -count 3 ./internal/querystats/
+func BenchmarkOneWordPhrase(b *testing.B) {
+	raw, err := json.Marshal(catalog.Generate(catalog.DefaultSeed, 5000))
+	if err != nil {
+		b.Fatal(err)
+	}
+	var docs []map[string]any
+	if err := json.Unmarshal(raw, &docs); err != nil {
+		b.Fatal(err)
+	}
+	m, err := indexmap.Build(catalog.Mapping())
+	if err != nil {
+		b.Fatal(err)
+	}
+	idx, err := bleve.NewUsing(b.TempDir()+"/i", m, scorch.Name, scorch.Name, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer idx.Close()
+	batch := idx.NewBatch()
+	for _, d := range docs {
+		if err := batch.Index(d["id"].(string), d); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := idx.Batch(batch); err != nil {
+		b.Fatal(err)
+	}
+	for _, c := range []struct{ name, query string }{
+		{"demo", `{"disjuncts":[{"match":"chicken","field":"name","boost":3},{"match_phrase":"chicken","field":"name","boost":6},{"match":"chicken","field":"description"},{"match_phrase":"chicken","field":"description","boost":2},{"match":"chicken","field":"_all","boost":0.5},{"match_phrase":"chicken","field":"_all","boost":1}]}`},
+		{"phrase", `{"match_phrase":"chicken","field":"_all"}`},
+	} {
+		quarry, err := RequestQuery(&wire.ShardRequest{Query: json.RawMessage(c.query), K: 10})
+		if err != nil {
+			b.Fatal(err)
+		}
+		bleveQ, err := query.ParseQuery(json.RawMessage(c.query))
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, q := range []struct {
+			name string
+			q    query.Query
+		}{{"bleve", bleveQ}, {"quarry", quarry}} {
+			b.Run(c.name+"/"+q.name, func(b *testing.B) {
+				b.ReportAllocs()
+				req := bleve.NewSearchRequestOptions(q.q, 13, 0, false)
+				for b.Loop() {
+					res, err := idx.SearchInContext(context.Background(), req)
+					if err != nil || res.Total == 0 {
+						b.Fatal(err, res.Total)
+					}
+				}
+			})
+		}
+	}
+}
