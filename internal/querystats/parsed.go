@@ -41,7 +41,7 @@ func RequestQuery(req *wire.ShardRequest) (query.Query, error) {
 }
 
 // parseQuery parses and validates a shard request's query, with its
-// one-word phrases searched by their term (onePhrases), from the cache
+// phrases searched without bleve's maps (exactPhrases), from the cache
 // when it was parsed before.
 func parseQuery(raw []byte) (query.Query, error) {
 	if len(raw) <= parsedMaxBytes {
@@ -61,7 +61,7 @@ func parseQuery(raw []byte) (query.Query, error) {
 			return nil, api.BadRequest("bad query: %v", err)
 		}
 	}
-	q = onePhrases(q)
+	q = exactPhrases(q)
 	if len(raw) <= parsedMaxBytes {
 		parsed.Lock()
 		if len(parsed.m) >= parsedMax {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/blevesearch/bleve/v2"
@@ -18,13 +19,15 @@ import (
 	"github.com/quarrysearch/quarry/internal/wire"
 )
 
-// TestOneWordPhrase: a match_phrase query of one word, which a shard
-// searches with the word's term searcher (onePhrase), finds, scores and
-// locates exactly what bleve's phrase searcher does, on its own and in
+// TestExactPhrase: a match_phrase query, which a shard searches with
+// Quarry's searchers when it allows no typos (exactPhrase), finds, scores
+// and locates exactly what bleve's phrase searcher does: one word or
+// several, with stop words between, the same word twice, in lists of
+// values, in a long field of the phrase over and over, on its own and in
 // every kind of compound query, on fields with and without term
-// locations; where the shortcut would not be the same (typos, several
-// words, a stop word alone, explanations) bleve's phrase searcher runs.
-func TestOneWordPhrase(t *testing.T) {
+// locations; where its searchers would not be the same (typos, a stop
+// word alone, explanations) bleve's phrase searcher runs.
+func TestExactPhrase(t *testing.T) {
 	t.Parallel()
 	raw, err := json.Marshal(catalog.Generate(11, 400))
 	if err != nil {
@@ -35,12 +38,16 @@ func TestOneWordPhrase(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Input the generator never makes: a word again and again, scripts,
-	// an emoji, stop words alone, the word in a list of values.
+	// an emoji, stop words alone, words in lists of values, a long field.
+	long := strings.Repeat("lorem ipsum dolor ", 2200)
 	docs = append(docs,
 		map[string]any{"id": "odd1", "name": "chicken chicken chicken", "description": "chicken, and chicken again"},
 		map[string]any{"id": "odd2", "name": "İstanbul köfte 🍢 麻辣烫", "description": "Cafe\u0301 crème brûlée ﬁnal"},
 		map[string]any{"id": "odd3", "name": "the", "description": "the the the", "tags": []string{"spicy", "chicken", "spicy"}},
 		map[string]any{"id": "odd4", "name": "Chicken", "cuisine": "Thai", "tags": []string{"vegan", "spicy"}},
+		map[string]any{"id": "odd5", "name": "spicy chicken with rice", "description": []string{"spicy chicken", "chicken curry", "spicy", "curry spicy chicken"}},
+		map[string]any{"id": "odd6", "name": "long lorem", "description": long + "chicken curry"},
+		map[string]any{"id": "odd7", "name": "spicy chicken chicken spicy chicken", "description": []string{"lorem ipsum", "dolor lorem", "ipsum"}},
 	)
 	m, err := indexmap.Build(catalog.Mapping())
 	if err != nil {
@@ -67,7 +74,7 @@ func TestOneWordPhrase(t *testing.T) {
 	for _, c := range []struct {
 		name  string
 		query string
-		fast  bool // every phrase of it searched by its term searcher
+		fast  bool // every phrase of it searched by Quarry's searchers
 		none  bool // bleve finds nothing
 	}{
 		{"alone", word("chicken", "name", 1), true, false},
@@ -83,7 +90,18 @@ func TestOneWordPhrase(t *testing.T) {
 		{"as the demo asks", `{"disjuncts":[{"match":"chicken","field":"name","boost":3},{"match_phrase":"chicken","field":"name","boost":6},{"match":"chicken","field":"description"},{"match_phrase":"chicken","field":"description","boost":2},{"match":"chicken","field":"_all","boost":0.5},{"match_phrase":"chicken","field":"_all","boost":1}]}`, true, false},
 		{"conjunction", `{"conjuncts":[{"match_phrase":"chicken","field":"name"},{"match":"spicy","field":"_all"}]}`, true, false},
 		{"boolean", `{"must":{"conjuncts":[{"match_phrase":"spicy","field":"_all"}]},"should":{"disjuncts":[{"match_phrase":"chicken","field":"name","boost":2}]},"must_not":{"disjuncts":[{"match_phrase":"vegan","field":"_all"}]}}`, true, false},
-		{"two words", word("chicken chicken", "name", 1), false, false},
+		{"two words", word("spicy chicken", "name", 1), true, false},
+		{"two words boosted", word("chicken curry", "description", 2.5), true, false},
+		{"the same word twice", word("chicken chicken", "name", 1), true, false},
+		{"a word, twice", word("chicken spicy chicken", "name", 1), true, false},
+		{"a stop word between", word("chicken with rice", "name", 1), true, false},
+		{"stop words first and last", word("the spicy chicken with", "name", 1), true, false},
+		{"in a list", word("spicy chicken", "description", 1), true, false},
+		{"across a list's values", word("curry spicy", "description", 1), true, false},
+		{"across a list's values only", word("ipsum dolor", "description", 1), true, false},
+		{"over and over", word("lorem ipsum dolor lorem", "description", 1), true, false},
+		{"not in that order", word("chicken spicy", "description", 1), true, true},
+		{"phrases in a disjunction", `{"disjuncts":[{"match":"spicy chicken","field":"name","boost":3},{"match_phrase":"spicy chicken","field":"name","boost":6},{"match":"spicy chicken","field":"_all","boost":0.5},{"match_phrase":"spicy chicken","field":"_all","boost":1}]}`, true, false},
 		{"a stop word alone", word("the", "name", 1), false, true},
 		{"typos", `{"match_phrase":"chiken","field":"name","fuzziness":1}`, false, false},
 		{"typos auto", `{"match_phrase":"chiken","field":"name","fuzziness":"auto"}`, false, false},
@@ -93,8 +111,8 @@ func TestOneWordPhrase(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if n, fast := onePhrasesIn(got, m); n == 0 || fast != c.fast {
-				t.Fatalf("%d match_phrase queries made onePhrase, all by their term searcher %v, want %v", n, fast, c.fast)
+			if n, fast := exactPhrasesIn(got, m); n == 0 || fast != c.fast {
+				t.Fatalf("%d match_phrase queries made exactPhrase, all by Quarry's searchers %v, want %v", n, fast, c.fast)
 			}
 			want, err := query.ParseQuery(json.RawMessage(c.query))
 			if err != nil {
@@ -125,16 +143,16 @@ func TestOneWordPhrase(t *testing.T) {
 	}
 }
 
-// onePhrasesIn counts the onePhrase queries of q and says whether all
+// exactPhrasesIn counts the exactPhrase queries of q and says whether all
 // of them take their term searcher.
-func onePhrasesIn(q query.Query, m mapping.IndexMapping) (n int, fast bool) {
+func exactPhrasesIn(q query.Query, m mapping.IndexMapping) (n int, fast bool) {
 	fast = true
 	var walk func(q query.Query)
 	walk = func(q query.Query) {
 		switch q := q.(type) {
-		case *onePhrase:
+		case *exactPhrase:
 			n++
-			_, _, ok := q.oneTerm(context.Background(), m, search.SearcherOptions{})
+			_, _, ok := q.terms(context.Background(), m, search.SearcherOptions{})
 			fast = fast && ok
 		case *query.DisjunctionQuery:
 			for _, d := range q.Disjuncts {
@@ -168,13 +186,13 @@ func phraseHits(t *testing.T, idx bleve.Index, q query.Query, explain bool) *ble
 	return res
 }
 
-// BenchmarkOneWordPhrase: one word as the demo index asks it (a match and
-// a match_phrase on each of its three fields), and the phrase alone on
-// _all, searched by bleve's phrase searcher and by onePhrase, side by
-// side on 5,000 catalogue items.
+// BenchmarkExactPhrase: one word and two as the demo index asks them (a
+// match and a match_phrase on each of its three fields), and their
+// phrase alone on _all, searched by bleve's phrase searcher and by
+// exactPhrase, side by side on 5,000 catalogue items.
 //
-//	go test -run XXX -bench OneWordPhrase -benchmem -count 3 ./internal/querystats/
-func BenchmarkOneWordPhrase(b *testing.B) {
+//	go test -run XXX -bench ExactPhrase -benchmem -count 3 ./internal/querystats/
+func BenchmarkExactPhrase(b *testing.B) {
 	raw, err := json.Marshal(catalog.Generate(catalog.DefaultSeed, 5000))
 	if err != nil {
 		b.Fatal(err)
@@ -201,9 +219,14 @@ func BenchmarkOneWordPhrase(b *testing.B) {
 	if err := idx.Batch(batch); err != nil {
 		b.Fatal(err)
 	}
+	demo := func(text string) string {
+		return fmt.Sprintf(`{"disjuncts":[{"match":%[1]q,"field":"name","boost":3},{"match_phrase":%[1]q,"field":"name","boost":6},{"match":%[1]q,"field":"description"},{"match_phrase":%[1]q,"field":"description","boost":2},{"match":%[1]q,"field":"_all","boost":0.5},{"match_phrase":%[1]q,"field":"_all","boost":1}]}`, text)
+	}
 	for _, c := range []struct{ name, query string }{
-		{"demo", `{"disjuncts":[{"match":"chicken","field":"name","boost":3},{"match_phrase":"chicken","field":"name","boost":6},{"match":"chicken","field":"description"},{"match_phrase":"chicken","field":"description","boost":2},{"match":"chicken","field":"_all","boost":0.5},{"match_phrase":"chicken","field":"_all","boost":1}]}`},
-		{"phrase", `{"match_phrase":"chicken","field":"_all"}`},
+		{"one-word/demo", demo("chicken")},
+		{"one-word/phrase", `{"match_phrase":"chicken","field":"_all"}`},
+		{"two-words/demo", demo("spicy chicken")},
+		{"two-words/phrase", `{"match_phrase":"spicy chicken","field":"_all"}`},
 	} {
 		quarry, err := RequestQuery(&wire.ShardRequest{Query: json.RawMessage(c.query), K: 10})
 		if err != nil {
