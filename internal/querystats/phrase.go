@@ -211,7 +211,7 @@ func (s *onePhraseSearcher) DocumentMatchPoolSize() int {
 // phraseSearcher passes on the documents of its conjunction (every term
 // of the phrase) where the terms stand one after the other: each at the
 // position after the one before (a position left empty skipped), in the
-// same value of a list. Its scratch slices live as long as the searcher
+// same field and the same value of a list. Its scratch slices live as long as the searcher
 // (one search), so checking a document allocates nothing.
 type phraseSearcher struct {
 	search.Searcher          // the conjunction
@@ -223,10 +223,11 @@ type phraseSearcher struct {
 
 // phraseLoc is one location of one of the phrase's terms in a document.
 type phraseLoc struct {
-	ap   search.ArrayPositions
-	pos  uint64
-	term int // the term's first position in the phrase
-	ftl  int // index in the document's FieldTermLocations
+	field string // the field it was read from: one of those _all holds
+	ap    search.ArrayPositions
+	pos   uint64
+	term  int // the term's first position in the phrase
+	ftl   int // index in the document's FieldTermLocations
 }
 
 func newPhraseSearcher(must search.Searcher, terms []string) *phraseSearcher {
@@ -265,18 +266,23 @@ func (s *phraseSearcher) DocumentMatchPoolSize() int {
 
 // stands reports whether the phrase stands in dm, leaving in
 // dm.FieldTermLocations the locations of each place it stands, as
-// bleve's phrase searcher does. The locations are sorted by value of a
-// list, position and term, so a place's terms follow its first: n log n
-// in the document's locations of the phrase's terms, where bleve walks
-// every pair of two terms' locations.
+// bleve's phrase searcher does. A place is in one field (_all's
+// locations name the field each was read from) and one value of a list.
+// The locations are sorted by field, value, position and term, so a
+// place's terms follow its first: n log n in the document's locations of
+// the phrase's terms, where bleve walks every pair of two terms'
+// locations.
 func (s *phraseSearcher) stands(dm *search.DocumentMatch) bool {
 	s.locs = s.locs[:0]
 	for i, ftl := range dm.FieldTermLocations {
 		if t := slices.Index(s.terms, ftl.Term); t >= 0 {
-			s.locs = append(s.locs, phraseLoc{ap: ftl.Location.ArrayPositions, pos: ftl.Location.Pos, term: t, ftl: i})
+			s.locs = append(s.locs, phraseLoc{field: ftl.Field, ap: ftl.Location.ArrayPositions, pos: ftl.Location.Pos, term: t, ftl: i})
 		}
 	}
 	slices.SortFunc(s.locs, func(a, b phraseLoc) int {
+		if c := cmp.Compare(a.field, b.field); c != 0 {
+			return c
+		}
 		if c := a.ap.Compare(b.ap); c != 0 {
 			return c
 		}
@@ -291,7 +297,7 @@ func (s *phraseSearcher) stands(dm *search.DocumentMatch) bool {
 		if l.term != 0 {
 			continue
 		}
-		if i > 0 && s.locs[i-1].term == 0 && s.locs[i-1].pos == l.pos && s.locs[i-1].ap.Equals(l.ap) {
+		if i > 0 && s.locs[i-1].term == 0 && s.locs[i-1].pos == l.pos && s.locs[i-1].field == l.field && s.locs[i-1].ap.Equals(l.ap) {
 			continue // the same location again (the term twice in the phrase)
 		}
 		for k := range s.at {
@@ -300,7 +306,7 @@ func (s *phraseSearcher) stands(dm *search.DocumentMatch) bool {
 		s.at[0] = i
 		for j := i + 1; j < len(s.locs); j++ {
 			o := s.locs[j]
-			if o.pos >= l.pos+n || !o.ap.Equals(l.ap) {
+			if o.pos >= l.pos+n || o.field != l.field || !o.ap.Equals(l.ap) {
 				break
 			}
 			// Is o the phrase's term at its distance from the start?

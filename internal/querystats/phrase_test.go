@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"reflect"
 	"strings"
 	"testing"
@@ -48,6 +49,9 @@ func TestExactPhrase(t *testing.T) {
 		map[string]any{"id": "odd5", "name": "spicy chicken with rice", "description": []string{"spicy chicken", "chicken curry", "spicy", "curry spicy chicken"}},
 		map[string]any{"id": "odd6", "name": "long lorem", "description": long + "chicken curry"},
 		map[string]any{"id": "odd7", "name": "spicy chicken chicken spicy chicken", "description": []string{"lorem ipsum", "dolor lorem", "ipsum"}},
+		// _all's locations are each field's own: "zzalpha" is at 1 in
+		// name, "zzbeta" at 2 in restaurant.
+		map[string]any{"id": "odd8", "name": "zzalpha", "restaurant": "the zzbeta"},
 	)
 	m, err := indexmap.Build(catalog.Mapping())
 	if err != nil {
@@ -101,6 +105,7 @@ func TestExactPhrase(t *testing.T) {
 		{"across a list's values only", word("ipsum dolor", "description", 1), true, false},
 		{"over and over", word("lorem ipsum dolor lorem", "description", 1), true, false},
 		{"not in that order", word("chicken spicy", "description", 1), true, true},
+		{"across _all's fields", word("zzalpha zzbeta", "_all", 1), true, true},
 		{"phrases in a disjunction", `{"disjuncts":[{"match":"spicy chicken","field":"name","boost":3},{"match_phrase":"spicy chicken","field":"name","boost":6},{"match":"spicy chicken","field":"_all","boost":0.5},{"match_phrase":"spicy chicken","field":"_all","boost":1}]}`, true, false},
 		{"a stop word alone", word("the", "name", 1), false, true},
 		{"typos", `{"match_phrase":"chiken","field":"name","fuzziness":1}`, false, false},
@@ -252,4 +257,79 @@ func BenchmarkExactPhrase(b *testing.B) {
 			})
 		}
 	}
+}
+
+// FuzzExactPhrase: a phrase of words from a small vocabulary (stop words
+// among them), on a field with locations, one in lists of values, one
+// whose analyser keeps stop words, one without locations and _all, over
+// documents made of the same words, finds, scores and locates what
+// bleve's phrase searcher does.
+//
+//	go test -run XXX -fuzz FuzzExactPhrase -fuzztime 1m ./internal/querystats/
+func FuzzExactPhrase(f *testing.F) {
+	vocabulary := []string{"spicy", "chicken", "the", "with", "curry", "rice", "chickens", "of"}
+	fields := []string{"name", "description", "restaurant", "cuisine", "_all"}
+	r := rand.New(rand.NewPCG(3, 4))
+	text := func(n int) string {
+		ws := make([]string, n)
+		for i := range ws {
+			ws[i] = vocabulary[r.IntN(len(vocabulary))]
+		}
+		return strings.Join(ws, " ")
+	}
+	m, err := indexmap.Build(catalog.Mapping())
+	if err != nil {
+		f.Fatal(err)
+	}
+	idx, err := bleve.NewUsing(f.TempDir()+"/i", m, scorch.Name, scorch.Name, nil)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { idx.Close() })
+	b := idx.NewBatch()
+	for i := range 300 {
+		values := make([]string, 1+r.IntN(3))
+		for j := range values {
+			values[j] = text(1 + r.IntN(6))
+		}
+		d := map[string]any{"name": text(1 + r.IntN(8)), "description": values, "restaurant": text(1 + r.IntN(4)), "cuisine": vocabulary[r.IntN(len(vocabulary))]}
+		if err := b.Index(fmt.Sprintf("d%03d", i), d); err != nil {
+			f.Fatal(err)
+		}
+	}
+	if err := idx.Batch(b); err != nil {
+		f.Fatal(err)
+	}
+	for _, seed := range [][]byte{{0, 0, 1}, {1, 0, 1, 4}, {1, 2, 0, 3, 1}, {2, 2, 1}, {4, 0, 1, 1}, {3, 4}, {1, 1, 1, 1}, {0, 7, 0}} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		if len(in) < 2 {
+			return
+		}
+		in = in[:min(len(in), 9)]
+		ws := make([]string, len(in)-1)
+		for i, c := range in[1:] {
+			ws[i] = vocabulary[int(c)%len(vocabulary)]
+		}
+		raw := fmt.Sprintf(`{"match_phrase":%q,"field":%q}`, strings.Join(ws, " "), fields[int(in[0])%len(fields)])
+		got, err := RequestQuery(&wire.ShardRequest{Query: json.RawMessage(raw), K: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := query.ParseQuery(json.RawMessage(raw))
+		if err != nil {
+			t.Fatal(err)
+		}
+		g, w := phraseHits(t, idx, got, false), phraseHits(t, idx, want, false)
+		if g.Total != w.Total || len(g.Hits) != len(w.Hits) {
+			t.Fatalf("%s: %d hits, bleve %d", raw, g.Total, w.Total)
+		}
+		for i, wh := range w.Hits {
+			gh := g.Hits[i]
+			if gh.ID != wh.ID || gh.Score != wh.Score || !reflect.DeepEqual(gh.Locations, wh.Locations) {
+				t.Fatalf("%s: hit %d is %s %v %v, bleve's %s %v %v", raw, i, gh.ID, gh.Score, gh.Locations, wh.ID, wh.Score, wh.Locations)
+			}
+		}
+	})
 }
