@@ -245,6 +245,7 @@ var errUnsupported = errors.New("not supported by the underlying index reader")
 type Reader struct {
 	index.IndexReader
 	tokens TokenCounter // nil: not a Quarry shard (FieldCardinality is the reader's own)
+	ids    ExternalIDs  // nil: ids are the reader's own
 	gs     *wire.GlobalStats
 	rec    *recorder
 	// lacking, with gs put together by the broker, records a term gs
@@ -254,6 +255,9 @@ type Reader struct {
 	mu     sync.Mutex
 	fields map[string]int        // token totals read so far
 	dicts  map[string]globalDict // gs's dictionary per field, sorted
+
+	idOnce sync.Once
+	idOf   func(index.IndexInternalID) (string, bool) // ids.Lookup's; nil: none
 }
 
 // TokenCounter counts token totals for a Reader: internal/shard's cache
@@ -265,10 +269,44 @@ type TokenCounter interface {
 	LiveTokens(reader index.IndexReader, field string) (n uint64, ok bool, err error)
 }
 
+// ExternalIDs reads documents' ids for a Reader faster than its index
+// reader's ExternalID, which bleve's collector calls for every hit it
+// returns (scorch reads the id from the document's stored fields, in the
+// mapped file: a few cache misses a hit): internal/shard's columns, which
+// hold each document's id of a segment in memory.
+type ExternalIDs interface {
+	// Lookup returns the ids of reader's documents (the Reader's own,
+	// unwrapped) it holds: for a document number, its id and true, or
+	// false (the Reader asks reader). nil: none.
+	Lookup(reader index.IndexReader) func(index.IndexInternalID) (string, bool)
+}
+
 // NewReader returns a shard's reader over r, whose FieldCardinality is
 // counted by tokens (a shard's index type opens it).
 func NewReader(r index.IndexReader, tokens TokenCounter) *Reader {
 	return &Reader{IndexReader: r, tokens: tokens}
+}
+
+// WithIDs makes r read documents' ids from ids where it holds them, and
+// returns r.
+func (r *Reader) WithIDs(ids ExternalIDs) *Reader {
+	r.ids = ids
+	return r
+}
+
+// ExternalID is the id of the document numbered id: from the Reader's
+// ExternalIDs when they hold it (asked once a Reader, a search), or
+// from the index reader.
+func (r *Reader) ExternalID(id index.IndexInternalID) (string, error) {
+	if r.ids != nil {
+		r.idOnce.Do(func() { r.idOf = r.ids.Lookup(r.IndexReader) })
+		if r.idOf != nil {
+			if s, ok := r.idOf(id); ok {
+				return s, nil
+			}
+		}
+	}
+	return r.IndexReader.ExternalID(id)
 }
 
 // scope returns a reader over i's index that scores with gs and records

@@ -12,6 +12,7 @@ import (
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/index/scorch"
 	"github.com/blevesearch/bleve/v2/search"
+	index "github.com/blevesearch/bleve_index_api"
 
 	"github.com/quarrysearch/quarry/api/jsonenc"
 )
@@ -423,6 +424,47 @@ func (c *columnCache) sweep(live []*scorch.SegmentSnapshot) {
 		if !keep[id] {
 			delete(c.full, id)
 		}
+	}
+}
+
+// Lookup returns the ids of reader's documents (a scorch snapshot) in
+// segments with columns, by document number, for querystats.Reader's
+// ExternalID: bleve's collector asks every returned hit's id, which scorch
+// reads from the document's stored fields. nil when reader is not a
+// snapshot or no segment of it has columns.
+func (c *columnCache) Lookup(reader index.IndexReader) func(index.IndexInternalID) (string, bool) {
+	snap, ok := reader.(*scorch.IndexSnapshot)
+	if !ok {
+		return nil
+	}
+	segs := snap.Segments()
+	offsets := make([]uint64, len(segs)+1)
+	cols := make([]*segColumns, len(segs))
+	some := false
+	c.mu.RLock()
+	for i, ss := range segs {
+		offsets[i+1] = offsets[i] + ss.Segment().Count()
+		cols[i] = c.segs[ss.Id()]
+		some = some || cols[i] != nil
+	}
+	c.mu.RUnlock()
+	if !some {
+		return nil
+	}
+	return func(id index.IndexInternalID) (string, bool) {
+		if len(id) != 8 {
+			return "", false
+		}
+		num := id.Value()
+		s, _ := slices.BinarySearch(offsets, num+1) // offsets[s-1] <= num < offsets[s]
+		if s == 0 || s > len(segs) || cols[s-1] == nil {
+			return "", false
+		}
+		v := cols[s-1].ids.value(num - offsets[s-1])
+		if len(v) == 0 {
+			return "", false
+		}
+		return string(v), true
 	}
 }
 

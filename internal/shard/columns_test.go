@@ -14,6 +14,8 @@ import (
 	"github.com/blevesearch/bleve/v2/search/query"
 
 	"github.com/quarrysearch/quarry/api/jsonenc"
+	"github.com/quarrysearch/quarry/internal/querystats"
+	"github.com/quarrysearch/quarry/internal/wire"
 )
 
 // TestColumnsFollowTheIndex: hits held while the index changes under them
@@ -230,5 +232,141 @@ func TestColumnBuildStopsAtBound(t *testing.T) {
 	}
 	if over.visited >= big.Count()/2 {
 		t.Fatalf("stopped after %d of %d documents for an eighth of the bytes", over.visited, big.Count())
+	}
+}
+
+// TestColumnIDs: a search's hits carry the ids scorch gives, read from
+// the columns where a segment has them (querystats.Reader.ExternalID),
+// for every document of a replica written in batches (many segments),
+// after updates and deletes (a column keeps a deleted document's id, as
+// scorch does), and after a merge, before and after its columns are made.
+func TestColumnIDs(t *testing.T) {
+	t.Parallel()
+	docs, mapping := oddCatalog(t, 300)
+	r := loadReplicas(t, 1, mapping, docs)[0]
+	ctx := context.Background()
+	cols := columnsOf(r.idx)
+	// check compares every document number's id through the shard's
+	// reader with scorch's own, and says how many came from columns.
+	check := func(name string) int {
+		t.Helper()
+		adv, err := r.idx.Advanced()
+		if err != nil {
+			t.Fatal(err)
+		}
+		reader, err := adv.Reader()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer reader.Close()
+		qr, ok := reader.(*querystats.Reader)
+		if !ok {
+			t.Fatalf("the shard's reader is a %T", reader)
+		}
+		lookup := cols.Lookup(qr.IndexReader)
+		all, err := qr.IndexReader.DocIDReaderAll()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer all.Close()
+		fromColumns, n := 0, 0
+		for {
+			id, err := all.Next()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if id == nil {
+				break
+			}
+			n++
+			got, err := qr.ExternalID(id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := qr.IndexReader.ExternalID(id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != want {
+				t.Fatalf("%s: document %x is %q, scorch says %q", name, id, got, want)
+			}
+			if lookup != nil {
+				if s, ok := lookup(id); ok {
+					fromColumns++
+					if s != want {
+						t.Fatalf("%s: the columns say document %x is %q, scorch %q", name, id, s, want)
+					}
+				}
+			}
+		}
+		if n < len(docs)-2 {
+			t.Fatalf("%s: %d documents read", name, n)
+		}
+		return fromColumns
+	}
+	if got := check("no columns"); got != 0 {
+		t.Fatalf("no columns: %d ids from columns", got)
+	}
+	cols.want([]string{"rating"})
+	warm := func() {
+		t.Helper()
+		if err := r.Warm(ctx, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	warm()
+	if got := check("columns"); got == 0 {
+		t.Fatal("columns made, and no id read from them")
+	}
+	upd := map[string]any{}
+	for k, v := range docs[10] {
+		upd[k] = v
+	}
+	upd["rating"] = 1.5
+	indexDocs(t, []*Replica{r}, []map[string]any{upd})
+	deleteDocs(t, []*Replica{r}, []string{docs[20]["id"].(string)})
+	check("updated and deleted")
+	if err := r.ForceMerge(ctx); err != nil {
+		t.Fatal(err)
+	}
+	check("merged")
+	warm()
+	if got := check("merged, columns made"); got == 0 {
+		t.Fatal("merged, columns made, and no id read from them")
+	}
+}
+
+// BenchmarkHitIDs: a shard's search for a ranker's 24 candidates (bleve's
+// collector reads 50 hits' ids, tieOverfetch) on 5,000 catalogue items
+// merged into one segment, its ids read by scorch from the stored
+// documents and from the columns, side by side.
+//
+//	go test -run XXX -bench HitIDs -benchmem -count 3 ./internal/shard/
+func BenchmarkHitIDs(b *testing.B) {
+	docs, mapping := oddCatalog(b, 5000)
+	reps := loadReplicas(b, 2, mapping, nil)
+	indexDocs(b, reps[:1], docs)
+	indexDocs(b, reps[1:], docs)
+	ctx := context.Background()
+	req := &wire.ShardRequest{Query: json.RawMessage(`{"match":"chicken","field":"_all"}`), K: 24}
+	for i, name := range []string{"stored", "columns"} {
+		r := reps[i]
+		if err := r.ForceMerge(ctx); err != nil {
+			b.Fatal(err)
+		}
+		if name == "columns" {
+			columnsOf(r.idx).want([]string{"rating"})
+		}
+		if err := r.Warm(ctx, nil); err != nil {
+			b.Fatal(err)
+		}
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if res, err := r.Search(ctx, req); err != nil || len(res.Hits) != 24 {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

@@ -95,7 +95,7 @@ func (p *pitIndex) Reader() (index.IndexReader, error) {
 		return nil, ErrPITGone
 	}
 	p.snap.AddRef()
-	return querystats.NewReader(p.snap, p.tokens), nil
+	return querystats.NewReader(p.snap, p.tokens).WithIDs(p.columns), nil
 }
 
 // pit is one open point in time of a replica.

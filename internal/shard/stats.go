@@ -49,7 +49,7 @@ func (s *statsIndex) Reader() (index.IndexReader, error) {
 	if err != nil {
 		return nil, err
 	}
-	return querystats.NewReader(r, s.tokens), nil
+	return querystats.NewReader(r, s.tokens).WithIDs(s.columns), nil
 }
 
 // CopyReader keeps bleve's online copy (snapshots) working.
