@@ -19,10 +19,9 @@ import (
 // document that holds them all, builds a map of every term's locations
 // (DocumentMatch.Complete: two levels of maps and a copy of every
 // location, per document) and walks it for the phrase's paths. The maps
-// were most of the cost: for one word, a phrase cost five times the
-// match beside it, and a third of the searchers' CPU on the demo
-// pipeline's queries went there (docs/performance.md, "Phrases without
-// maps").
+// were most of the cost: a phrase of one word cost 8 times its term's
+// search, and phrases a fifth of the searchers' CPU under the demo
+// pipeline (docs/RATIONALE.md, "Phrases without bleve's maps").
 //
 // exactPhrases puts exactPhrase in place of each match_phrase query of q
 // (Searcher decides, as it analyses the text with the field's analyser,
