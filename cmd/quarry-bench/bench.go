@@ -59,6 +59,11 @@ type benchConfig struct {
 	// ProfileDir, when set, receives a CPU profile of every closed loop
 	// and mixed run, and the process's mutex and block profiles after it.
 	ProfileDir string
+	// Turns splits each setup's open and closed loops into this many
+	// turns of Duration/Turns, the setups taking turns, so that the
+	// machine's drift over a run falls on every setup alike (1: each
+	// setup's loop at once).
+	Turns int
 	// Writes paces how Quarry's searcher applies updates, and
 	// IndexerWrites its indexer (the roles' flags of the same names).
 	Writes, IndexerWrites shard.WriteOptions
@@ -163,6 +168,7 @@ func parseBench(args []string) (*benchConfig, *cmdline.Runtime, error) {
 	var writeRates string
 	fs.StringVar(&writeRates, "write-rates", "0,1,10,100", "mixed loop: upserts a second during the searches, comma-separated, each measured in turn (0: no writes, the reference)")
 	fs.StringVar(&cfg.ProfileDir, "profile-dir", "", "write a CPU profile of each closed loop (SETUP-closed.cpu.pprof) and of each mixed run (SETUP-RATE-ROUND.cpu.pprof) and the mutex and block profiles so far after it (.mutex.pprof, .block.pprof) into DIR, for go tool pprof")
+	fs.IntVar(&cfg.Turns, "turns", 1, "open and closed loops: split each setup's --duration into N turns, the setups taking turns (each turn warmed up again), and report each setup's turns together: a shared machine's drift over the run then falls on every setup alike. With --profile-dir, each closed turn writes SETUP-closed.TURN.cpu.pprof")
 	fs.IntVar(&cfg.WriteRounds, "write-rounds", 1, "mixed loop: how many times to run every write rate in turn (alternating them; the ratios are the rounds' medians)")
 	fs.Float64Var(&cfg.Rate, "rate", 50, "open loop: queries sent a second (keep it well below every setup's closed-loop throughput, or the latencies measure a growing queue; 50 is about half of quarry-wasm's on 2 cores)")
 	fs.DurationVar(&cfg.Duration, "duration", 5*time.Second, "measured time of each setup's open loop and of its closed loop (for a p99.9, make it at least 1000/--rate seconds)")
@@ -279,6 +285,10 @@ func (c *benchConfig) check() error {
 		return api.BadRequest("--max-outstanding must be at least 1, got %d", c.MaxOutstanding)
 	case c.Timeout <= 0:
 		return api.BadRequest("--timeout must be more than 0, got %s", c.Timeout)
+	case c.Turns < 1 || c.Turns > 1000:
+		return api.BadRequest("--turns must be 1 to 1,000, got %d", c.Turns)
+	case c.Duration/time.Duration(c.Turns) < 100*time.Millisecond:
+		return api.BadRequest("--duration %s over --turns %d leaves turns under 100ms", c.Duration, c.Turns)
 	case c.WriteRounds < 1 || c.WriteRounds > 1000:
 		return api.BadRequest("--write-rounds must be 1 to 1,000, got %d", c.WriteRounds)
 	case slices.Contains(c.Loops, loopMixed) && !slices.ContainsFunc(c.Setups, isQuarrySetup):
@@ -359,45 +369,8 @@ func bench(ctx context.Context, cfg *benchConfig, log *slog.Logger, out, progres
 			}
 			continue
 		}
-		for _, s := range env.setups {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			if s.before != nil {
-				s.before()
-			}
-			runtime.GC() // every measurement starts from a collected heap
-			statsBefore := env.statistics()
-			callsBefore := pluginCalls(s.pipeline)
-			target := func(ctx context.Context, i int) error {
-				_, err := s.search(ctx, &queries[i%len(queries)])
-				return err
-			}
-			var res *loadgen.Result
-			if loop == loopOpen {
-				res, err = loadgen.OpenLoop(ctx, loadgen.OpenConfig{Rate: cfg.Rate, Duration: cfg.Duration, Warmup: cfg.Warmup,
-					MaxInFlight: cfg.MaxOutstanding, Spin: cfg.Spin, Timeout: cfg.Timeout}, target)
-			} else {
-				stop, perr := startProfiles(cfg.ProfileDir, s.name+"-closed")
-				if perr != nil {
-					return perr
-				}
-				res, err = loadgen.ClosedLoop(ctx, loadgen.ClosedConfig{Concurrency: cfg.Concurrency, Duration: cfg.Duration, Warmup: cfg.Warmup,
-					Timeout: cfg.Timeout}, target)
-				if perr := stop(); perr != nil && err == nil {
-					err = perr
-				}
-			}
-			if err != nil {
-				return fmt.Errorf("%s, %s loop: %w", s.name, loop, err)
-			}
-			run := rep.add(s, loop, res)
-			if s.quarry {
-				run.Statistics = statsSince(statsBefore, env.statistics())
-			}
-			run.Plugins = callsSince(callsBefore, pluginCalls(s.pipeline))
-			fmt.Fprintf(progress, "  %-6s loop  %-13s %7s ok %4d errors  %8.1f q/s  p50 %s  p99 %s\n", loop, s.name,
-				cmdline.Thousands(run.OK), run.Errors, run.Throughput, fmtUS(run.Latency.P50US), fmtUS(run.Latency.P99US))
+		if err := benchLoop(ctx, cfg, env, rep, loop, queries, progress); err != nil {
+			return err
 		}
 	}
 	rep.finish(time.Since(started))
@@ -407,6 +380,77 @@ func bench(ctx context.Context, cfg *benchConfig, log *slog.Logger, out, progres
 			return err
 		}
 		fmt.Fprintf(progress, "report written to %s (plot it: quarry bench plot %s > latency.svg)\n", cfg.Out, cfg.Out)
+	}
+	return nil
+}
+
+// benchLoop measures loop (open or closed) on every setup of env, in
+// cfg.Turns turns of cfg.Duration/cfg.Turns each, the setups taking
+// turns, and adds each setup's turns together to rep.
+func benchLoop(ctx context.Context, cfg *benchConfig, env *benchEnv, rep *benchReport, loop string, queries []api.SearchRequest, progress io.Writer) error {
+	results := make([]*loadgen.Result, len(env.setups))
+	stats := make([]map[string]float64, len(env.setups))
+	calls := make([][]pluginCounts, len(env.setups))
+	turn := cfg.Duration / time.Duration(cfg.Turns)
+	for t := range cfg.Turns {
+		for i, s := range env.setups {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if s.before != nil {
+				s.before()
+			}
+			runtime.GC() // every measurement starts from a collected heap
+			statsBefore := env.statistics()
+			if t == 0 {
+				// A setup's own pipeline: only its searches call it.
+				calls[i] = pluginCalls(s.pipeline)
+			}
+			target := func(ctx context.Context, i int) error {
+				_, err := s.search(ctx, &queries[i%len(queries)])
+				return err
+			}
+			var res *loadgen.Result
+			var err error
+			if loop == loopOpen {
+				res, err = loadgen.OpenLoop(ctx, loadgen.OpenConfig{Rate: cfg.Rate, Duration: turn, Warmup: cfg.Warmup,
+					MaxInFlight: cfg.MaxOutstanding, Spin: cfg.Spin, Timeout: cfg.Timeout}, target)
+			} else {
+				name := s.name + "-closed"
+				if cfg.Turns > 1 {
+					name = fmt.Sprintf("%s.%d", name, t+1)
+				}
+				stop, perr := startProfiles(cfg.ProfileDir, name)
+				if perr != nil {
+					return perr
+				}
+				res, err = loadgen.ClosedLoop(ctx, loadgen.ClosedConfig{Concurrency: cfg.Concurrency, Duration: turn, Warmup: cfg.Warmup,
+					Timeout: cfg.Timeout}, target)
+				if perr := stop(); perr != nil && err == nil {
+					err = perr
+				}
+			}
+			if err != nil {
+				return fmt.Errorf("%s, %s loop: %w", s.name, loop, err)
+			}
+			if results[i] == nil {
+				results[i], stats[i] = res, map[string]float64{}
+			} else {
+				results[i].Merge(res)
+			}
+			for src, n := range statsSince(statsBefore, env.statistics()) {
+				stats[i][src] += n
+			}
+		}
+	}
+	for i, s := range env.setups {
+		run := rep.add(s, loop, results[i])
+		if s.quarry {
+			run.Statistics = stats[i]
+		}
+		run.Plugins = callsSince(calls[i], pluginCalls(s.pipeline))
+		fmt.Fprintf(progress, "  %-6s loop  %-13s %7s ok %4d errors  %8.1f q/s  p50 %s  p99 %s\n", loop, s.name,
+			cmdline.Thousands(run.OK), run.Errors, run.Throughput, fmtUS(run.Latency.P50US), fmtUS(run.Latency.P99US))
 	}
 	return nil
 }

@@ -56,6 +56,7 @@ type benchReportConfig struct {
 	Loops          []string  `json:"loops"`
 	WriteRates     []float64 `json:"write_rates,omitempty"`
 	WriteRounds    int       `json:"write_rounds,omitempty"`
+	Turns          int       `json:"turns,omitempty"` // more than 1: the setups took turns (--turns)
 	Docs           int       `json:"docs"`
 	Shards         int       `json:"shards"`
 	Seed           uint64    `json:"seed"`
@@ -183,6 +184,9 @@ func newBenchReport(cfg *benchConfig, command string, started time.Time, queries
 			Concurrency: cfg.Concurrency, SpinUS: us(cfg.Spin), MaxOutstanding: cfg.MaxOutstanding, TimeoutS: cfg.Timeout.Seconds()}}
 	if slices.Contains(cfg.Loops, loopMixed) {
 		r.Config.WriteRates, r.Config.WriteRounds = cfg.WriteRates, cfg.WriteRounds
+	}
+	if cfg.Turns > 1 {
+		r.Config.Turns = cfg.Turns
 	}
 	for _, s := range cfg.Setups {
 		if s == setupQuarryWasm || s == setupQuarryNative {
@@ -337,14 +341,18 @@ func (r *benchReport) writeText(w io.Writer) {
 	c := r.Config
 	fmt.Fprintf(w, "\n%s documents, %d shards, %d queries (%s); %d CPUs, GOMAXPROCS %d, %s %s/%s\n",
 		cmdline.Thousands(int64(c.Docs)), c.Shards, c.Queries, c.QuerySource, r.Machine.CPUs, r.Machine.GOMAXPROCS, r.Machine.Go, r.Machine.GOOS, r.Machine.GOARCH)
+	turns := ""
+	if c.Turns > 1 {
+		turns = fmt.Sprintf(", in %d turns of %gs (each after its warm-up), the setups taking turns", c.Turns, c.DurationS/float64(c.Turns))
+	}
 	for _, l := range c.Loops {
 		if l == loopMixed {
 			continue
 		}
 		if l == loopOpen {
-			fmt.Fprintf(w, "open loop: %g queries/s for %gs after %gs of warm-up, latency from each query's scheduled time\n", c.Rate, c.DurationS, c.WarmupS)
+			fmt.Fprintf(w, "open loop: %g queries/s for %gs after %gs of warm-up%s, latency from each query's scheduled time\n", c.Rate, c.DurationS, c.WarmupS, turns)
 		} else {
-			fmt.Fprintf(w, "closed loop: %d callers for %gs after %gs of warm-up\n", c.Concurrency, c.DurationS, c.WarmupS)
+			fmt.Fprintf(w, "closed loop: %d callers for %gs after %gs of warm-up%s\n", c.Concurrency, c.DurationS, c.WarmupS, turns)
 		}
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)

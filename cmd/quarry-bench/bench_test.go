@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"errors"
+	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -256,6 +258,8 @@ func TestBenchFlags(t *testing.T) {
 		{[]string{"--size", "0"}, "--size"},
 		{[]string{"--spin", "1s"}, "--spin"},
 		{[]string{"--query-count", "0"}, "--query-count"},
+		{[]string{"--turns", "0"}, "--turns must be 1 to 1,000"},
+		{[]string{"--duration", "300ms", "--turns", "4"}, "leaves turns under 100ms"},
 	}
 	for _, c := range cases {
 		_, _, err := parseBench(c.args)
@@ -275,6 +279,42 @@ func TestBenchFlags(t *testing.T) {
 	_, errOut, code = cli(t, "", "bench", "plot", "missing.json")
 	if code != 2 || !strings.Contains(errOut, "missing.json") {
 		t.Errorf("quarry bench plot missing.json: exit %d, %q", code, errOut)
+	}
+}
+
+// TestBenchTurns: with --turns, each setup's closed loop is measured in
+// turns, the setups taking turns: a profile a turn, and the report adds
+// each setup's turns together (their measured time, every answer).
+func TestBenchTurns(t *testing.T) {
+	dir := t.TempDir()
+	report, profiles := filepath.Join(dir, "report.json"), filepath.Join(dir, "profiles")
+	out, errOut, code := cli(t, "", "bench", "--docs", "300", "--shards", "2", "--setups", "bleve,quarry", "--loops", "closed",
+		"--duration", "400ms", "--turns", "2", "--warmup", "50ms", "--concurrency", "2", "--query-count", "20", "--check", "0",
+		"--profile-dir", profiles, "--data", filepath.Join(dir, "data"), "--out", report)
+	if code != 0 {
+		t.Fatalf("quarry bench --turns 2: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if !strings.Contains(out, "in 2 turns of 0.2s") {
+		t.Errorf("the output does not say the loop took turns:\n%s", out)
+	}
+	rep := readBenchReport(t, report)
+	if rep.Config.Turns != 2 || len(rep.Setups) != 2 {
+		t.Fatalf("report: turns %d, %d setups", rep.Config.Turns, len(rep.Setups))
+	}
+	for _, s := range rep.Setups {
+		run := s.Closed
+		// Two turns of 200ms measured: about 400ms in all, not one turn's.
+		if run == nil || run.OK == 0 || run.Errors != 0 || run.Latency.Count != run.OK || run.ElapsedS < 0.3 || run.ElapsedS > 0.45 {
+			t.Fatalf("%s closed loop: %+v", s.Name, run)
+		}
+		if math.Abs(run.Throughput-float64(run.OK)/run.ElapsedS) > 0.01*run.Throughput {
+			t.Errorf("%s: throughput %.1f for %d in %.3fs", s.Name, run.Throughput, run.OK, run.ElapsedS)
+		}
+		for turn := 1; turn <= 2; turn++ {
+			if _, err := os.Stat(filepath.Join(profiles, fmt.Sprintf("%s-closed.%d.cpu.pprof", s.Name, turn))); err != nil {
+				t.Error(err)
+			}
+		}
 	}
 }
 

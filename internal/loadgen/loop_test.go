@@ -3,6 +3,7 @@ package loadgen
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -167,5 +168,42 @@ func TestBadConfig(t *testing.T) {
 		if _, err := ClosedLoop(context.Background(), c, nop); err == nil {
 			t.Errorf("%+v accepted", c)
 		}
+	}
+}
+
+// TestMerge: two turns of a loop merged count every request once (a
+// closed loop's latency and service are one histogram: merged once), their
+// times and CPU add up, throughput is over both, and error samples stay
+// distinct and bounded.
+func TestMerge(t *testing.T) {
+	turn := func(fail bool) *Result {
+		t.Helper()
+		target := func(ctx context.Context, i int) error {
+			time.Sleep(time.Millisecond)
+			if fail && i%2 == 0 {
+				return fmt.Errorf("error %d", i%12)
+			}
+			return nil
+		}
+		res, err := ClosedLoop(context.Background(), ClosedConfig{Concurrency: 2, Duration: 100 * time.Millisecond, Warmup: 10 * time.Millisecond}, target)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	a, b := turn(false), turn(true)
+	ok, errs, elapsed, cpu, lat := a.OK+b.OK, a.Errors+b.Errors, a.Elapsed+b.Elapsed, a.CPU+b.CPU, a.Latency.Count()+b.Latency.Count()
+	a.Merge(b)
+	if a.OK != ok || a.Errors != errs || a.Elapsed != elapsed || a.CPU != cpu {
+		t.Errorf("merged: %d ok, %d errors, %v, CPU %v; want %d, %d, %v, %v", a.OK, a.Errors, a.Elapsed, a.CPU, ok, errs, elapsed, cpu)
+	}
+	if a.Latency.Count() != lat || a.Service.Count() != lat {
+		t.Errorf("merged: %d latencies, %d service times, want %d", a.Latency.Count(), a.Service.Count(), lat)
+	}
+	if want := float64(ok) / elapsed.Seconds(); a.Throughput != want {
+		t.Errorf("merged throughput %.1f, want %.1f", a.Throughput, want)
+	}
+	if len(a.ErrorSamples) == 0 || len(a.ErrorSamples) > maxErrorSamples {
+		t.Errorf("error samples %q", a.ErrorSamples)
 	}
 }

@@ -2,6 +2,7 @@ package loadgen
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -101,4 +102,33 @@ func call(ctx context.Context, target Target, i int, timeout time.Duration) erro
 		defer cancel()
 	}
 	return target(ctx, i)
+}
+
+// Merge adds o's measurements to r, as if r's run had gone on for o's:
+// the turns of one loop on one target, taken in between other work
+// (quarry bench --turns), make one result. Latencies and counts add up,
+// the elapsed time too (Throughput is over the sum), CPU adds up, and
+// Concurrency is the larger; Offered stays r's.
+func (r *Result) Merge(o *Result) {
+	shared := r.Service == r.Latency // a closed loop's are one histogram
+	r.Latency.Merge(o.Latency)
+	if !shared && r.Service != nil && o.Service != nil {
+		r.Service.Merge(o.Service)
+	}
+	if r.SendLag != nil && o.SendLag != nil && r.SendLag != r.Latency {
+		r.SendLag.Merge(o.SendLag)
+	}
+	r.OK += o.OK
+	r.Errors += o.Errors
+	for _, s := range o.ErrorSamples {
+		if len(r.ErrorSamples) < maxErrorSamples && !slices.Contains(r.ErrorSamples, s) {
+			r.ErrorSamples = append(r.ErrorSamples, s)
+		}
+	}
+	r.Elapsed += o.Elapsed
+	if r.Elapsed > 0 {
+		r.Throughput = float64(r.OK) / r.Elapsed.Seconds()
+	}
+	r.Concurrency = max(r.Concurrency, o.Concurrency)
+	r.CPU += o.CPU
 }

@@ -5,6 +5,11 @@
 //
 //	go run ./internal/capacity/attribute /tmp/cap/d20000-s4/quarry-closed.cpu.pprof
 //
+// With -merge, the profiles named are one: the turns of a setup's closed
+// loop (quarry bench --turns), as pprof merges several profiles.
+//
+//	go run ./internal/capacity/attribute -merge /tmp/p/quarry-closed.*.cpu.pprof
+//
 // docs/scaling.md says how its shares become the capacity model's costs.
 package main
 
@@ -35,11 +40,23 @@ var roles = []struct{ name, prefix string }{
 }
 
 func main() {
-	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: attribute PROFILE...")
+	args := os.Args[1:]
+	merge := len(args) > 0 && args[0] == "-merge"
+	if merge {
+		args = args[1:]
+	}
+	if len(args) == 0 {
+		fmt.Fprintln(os.Stderr, "usage: attribute [-merge] PROFILE...")
 		os.Exit(2)
 	}
-	for _, path := range os.Args[1:] {
+	if merge {
+		if err := attribute(args...); err != nil {
+			fmt.Fprintf(os.Stderr, "attribute %s: %v\n", strings.Join(args, " "), err)
+			os.Exit(1)
+		}
+		return
+	}
+	for _, path := range args {
 		if err := attribute(path); err != nil {
 			fmt.Fprintf(os.Stderr, "attribute %s: %v\n", path, err)
 			os.Exit(1)
@@ -47,8 +64,9 @@ func main() {
 	}
 }
 
-func attribute(path string) error {
-	out, err := exec.Command("go", "tool", "pprof", "-traces", path).Output()
+// attribute prints the shares of the profiles at paths, merged into one.
+func attribute(paths ...string) error {
+	out, err := exec.Command("go", append([]string{"tool", "pprof", "-traces"}, paths...)...).Output()
 	if err != nil {
 		return fmt.Errorf("go tool pprof: %w", err)
 	}
@@ -105,7 +123,7 @@ func attribute(path string) error {
 		names = append(names, n)
 	}
 	sort.Slice(names, func(i, j int) bool { return by[names[i]] > by[names[j]] })
-	fmt.Printf("%s (%s of samples)\n", path, total)
+	fmt.Printf("%s (%s of samples)\n", strings.Join(paths, " + "), total)
 	for _, n := range names {
 		fmt.Printf("  %-12s %6s  %s\n", n, strconv.FormatFloat(100*by[n].Seconds()/total.Seconds(), 'f', 1, 64)+"%", by[n])
 	}
