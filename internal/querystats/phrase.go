@@ -210,8 +210,10 @@ func (s *onePhraseSearcher) DocumentMatchPoolSize() int {
 // phraseSearcher passes on the documents of its conjunction (every term
 // of the phrase) where the terms stand one after the other: each at the
 // position after the one before (a position left empty skipped), in the
-// same field and the same value of a list. Its scratch slices live as long as the searcher
-// (one search), so checking a document allocates nothing.
+// same field and the same value of a list. Its scratch slices live as
+// long as the searcher (one search), so checking a document allocates
+// nothing once they have grown; they grow to the document's locations of
+// the phrase's terms, which the conjunction's match already holds.
 type phraseSearcher struct {
 	search.Searcher          // the conjunction
 	terms           []string // by position; "" for an empty one
@@ -229,6 +231,7 @@ type phraseLoc struct {
 	ftl   int // index in the document's FieldTermLocations
 }
 
+// newPhraseSearcher checks must's documents for the phrase of terms.
 func newPhraseSearcher(must search.Searcher, terms []string) *phraseSearcher {
 	return &phraseSearcher{Searcher: must, terms: terms, at: make([]int, len(terms))}
 }

@@ -10,13 +10,11 @@ import (
 	"testing"
 
 	"github.com/blevesearch/bleve/v2"
-	"github.com/blevesearch/bleve/v2/index/scorch"
 	"github.com/blevesearch/bleve/v2/mapping"
 	"github.com/blevesearch/bleve/v2/search"
 	"github.com/blevesearch/bleve/v2/search/query"
 
 	"github.com/quarrysearch/quarry/internal/catalog"
-	"github.com/quarrysearch/quarry/internal/indexmap"
 	"github.com/quarrysearch/quarry/internal/wire"
 )
 
@@ -53,24 +51,7 @@ func TestExactPhrase(t *testing.T) {
 		// name, "zzbeta" at 2 in restaurant.
 		map[string]any{"id": "odd8", "name": "zzalpha", "restaurant": "the zzbeta"},
 	)
-	m, err := indexmap.Build(catalog.Mapping())
-	if err != nil {
-		t.Fatal(err)
-	}
-	idx, err := bleve.NewUsing(t.TempDir()+"/i", m, scorch.Name, scorch.Name, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer idx.Close()
-	b := idx.NewBatch()
-	for _, d := range docs {
-		if err := b.Index(d["id"].(string), d); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := idx.Batch(b); err != nil {
-		t.Fatal(err)
-	}
+	m, idx := scorchIndex(t, catalog.Mapping(), docs)
 
 	word := func(text, field string, boost float64) string {
 		return fmt.Sprintf(`{"match_phrase":%q,"field":%q,"boost":%g}`, text, field, boost)
@@ -206,24 +187,7 @@ func BenchmarkExactPhrase(b *testing.B) {
 	if err := json.Unmarshal(raw, &docs); err != nil {
 		b.Fatal(err)
 	}
-	m, err := indexmap.Build(catalog.Mapping())
-	if err != nil {
-		b.Fatal(err)
-	}
-	idx, err := bleve.NewUsing(b.TempDir()+"/i", m, scorch.Name, scorch.Name, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer idx.Close()
-	batch := idx.NewBatch()
-	for _, d := range docs {
-		if err := batch.Index(d["id"].(string), d); err != nil {
-			b.Fatal(err)
-		}
-	}
-	if err := idx.Batch(batch); err != nil {
-		b.Fatal(err)
-	}
+	_, idx := scorchIndex(b, catalog.Mapping(), docs)
 	demo := func(text string) string {
 		return fmt.Sprintf(`{"disjuncts":[{"match":%[1]q,"field":"name","boost":3},{"match_phrase":%[1]q,"field":"name","boost":6},{"match":%[1]q,"field":"description"},{"match_phrase":%[1]q,"field":"description","boost":2},{"match":%[1]q,"field":"_all","boost":0.5},{"match_phrase":%[1]q,"field":"_all","boost":1}]}`, text)
 	}
@@ -277,29 +241,15 @@ func FuzzExactPhrase(f *testing.F) {
 		}
 		return strings.Join(ws, " ")
 	}
-	m, err := indexmap.Build(catalog.Mapping())
-	if err != nil {
-		f.Fatal(err)
-	}
-	idx, err := bleve.NewUsing(f.TempDir()+"/i", m, scorch.Name, scorch.Name, nil)
-	if err != nil {
-		f.Fatal(err)
-	}
-	f.Cleanup(func() { idx.Close() })
-	b := idx.NewBatch()
-	for i := range 300 {
+	docs := make([]map[string]any, 300)
+	for i := range docs {
 		values := make([]string, 1+r.IntN(3))
 		for j := range values {
 			values[j] = text(1 + r.IntN(6))
 		}
-		d := map[string]any{"name": text(1 + r.IntN(8)), "description": values, "restaurant": text(1 + r.IntN(4)), "cuisine": vocabulary[r.IntN(len(vocabulary))]}
-		if err := b.Index(fmt.Sprintf("d%03d", i), d); err != nil {
-			f.Fatal(err)
-		}
+		docs[i] = map[string]any{"id": fmt.Sprintf("d%03d", i), "name": text(1 + r.IntN(8)), "description": values, "restaurant": text(1 + r.IntN(4)), "cuisine": vocabulary[r.IntN(len(vocabulary))]}
 	}
-	if err := idx.Batch(b); err != nil {
-		f.Fatal(err)
-	}
+	_, idx := scorchIndex(f, catalog.Mapping(), docs)
 	for _, seed := range [][]byte{{0, 0, 1}, {1, 0, 1, 4}, {1, 2, 0, 3, 1}, {2, 2, 1}, {4, 0, 1, 1}, {3, 4}, {1, 1, 1, 1}, {0, 7, 0}} {
 		f.Add(seed)
 	}

@@ -313,7 +313,7 @@ func (r *Reader) ExternalID(id index.IndexInternalID) (string, error) {
 // into rec (either may be nil).
 func scope(i index.IndexReader, gs *wire.GlobalStats, rec *recorder) *Reader {
 	if sr, ok := i.(*Reader); ok {
-		return &Reader{IndexReader: sr.IndexReader, tokens: sr.tokens, gs: gs, rec: rec}
+		return &Reader{IndexReader: sr.IndexReader, tokens: sr.tokens, ids: sr.ids, gs: gs, rec: rec}
 	}
 	return &Reader{IndexReader: i, gs: gs, rec: rec}
 }

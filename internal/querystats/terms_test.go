@@ -2,6 +2,7 @@ package querystats
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/index/scorch"
+	"github.com/blevesearch/bleve/v2/mapping"
 
 	"github.com/quarrysearch/quarry/internal/corpus"
 	"github.com/quarrysearch/quarry/internal/indexmap"
@@ -25,24 +27,7 @@ func TestListTermsAsCounted(t *testing.T) {
 	t.Parallel()
 	g := corpus.New(corpus.Config{Seed: 5, BodyMax: 40})
 	docs := g.Records(200)
-	m, err := indexmap.Build(corpus.Mapping("bm25"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	idx, err := bleve.NewUsing(t.TempDir()+"/i", m, scorch.Name, scorch.Name, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer idx.Close()
-	b := idx.NewBatch()
-	for _, d := range docs {
-		if err := b.Index(d["id"].(string), d); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := idx.Batch(b); err != nil {
-		t.Fatal(err)
-	}
+	m, idx := scorchIndex(t, corpus.Mapping("bm25"), docs)
 	adv, err := idx.Advanced()
 	if err != nil {
 		t.Fatal(err)
@@ -134,4 +119,29 @@ func BenchmarkListTerms(b *testing.B) {
 			b.Fatal("not listed")
 		}
 	}
+}
+
+// scorchIndex builds a plain scorch index (no Quarry reader) of docs,
+// each indexed under its "id", with the mapping raw, closed when tb ends.
+func scorchIndex(tb testing.TB, raw json.RawMessage, docs []map[string]any) (*mapping.IndexMappingImpl, bleve.Index) {
+	tb.Helper()
+	m, err := indexmap.Build(raw)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	idx, err := bleve.NewUsing(tb.TempDir()+"/i", m, scorch.Name, scorch.Name, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { idx.Close() })
+	b := idx.NewBatch()
+	for _, d := range docs {
+		if err := b.Index(d["id"].(string), d); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	if err := idx.Batch(b); err != nil {
+		tb.Fatal(err)
+	}
+	return m, idx
 }

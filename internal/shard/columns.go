@@ -427,6 +427,21 @@ func (c *columnCache) sweep(live []*scorch.SegmentSnapshot) {
 	}
 }
 
+// segments are the first document number of each of segs (scorch's
+// global number is the segment's offset plus its local one; the last
+// offset is the snapshot's count) and each one's columns (nil: none).
+func (c *columnCache) segments(segs []*scorch.SegmentSnapshot) (offsets []uint64, cols []*segColumns) {
+	offsets = make([]uint64, len(segs)+1)
+	cols = make([]*segColumns, len(segs))
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	for i, ss := range segs {
+		offsets[i+1] = offsets[i] + ss.Segment().Count()
+		cols[i] = c.segs[ss.Id()]
+	}
+	return offsets, cols
+}
+
 // Lookup returns the ids of reader's documents (a scorch snapshot) in
 // segments with columns, by document number, for querystats.Reader's
 // ExternalID: bleve's collector asks every returned hit's id, which scorch
@@ -438,17 +453,8 @@ func (c *columnCache) Lookup(reader index.IndexReader) func(index.IndexInternalI
 		return nil
 	}
 	segs := snap.Segments()
-	offsets := make([]uint64, len(segs)+1)
-	cols := make([]*segColumns, len(segs))
-	some := false
-	c.mu.RLock()
-	for i, ss := range segs {
-		offsets[i+1] = offsets[i] + ss.Segment().Count()
-		cols[i] = c.segs[ss.Id()]
-		some = some || cols[i] != nil
-	}
-	c.mu.RUnlock()
-	if !some {
+	offsets, cols := c.segments(segs)
+	if !slices.ContainsFunc(cols, func(sc *segColumns) bool { return sc != nil }) {
 		return nil
 	}
 	return func(id index.IndexInternalID) (string, bool) {
@@ -476,14 +482,7 @@ func (c *columnCache) Lookup(reader index.IndexReader) func(index.IndexInternalI
 // id up). It returns how many it served.
 func (c *columnCache) load(snap *scorch.IndexSnapshot, hits []*search.DocumentMatch, fields []string, doc *docJSON, at [][2]int, served []bool, budget *replyBudget) (int, error) {
 	segs := snap.Segments()
-	offsets := make([]uint64, len(segs)+1)
-	cols := make([]*segColumns, len(segs))
-	c.mu.RLock()
-	for i, ss := range segs {
-		offsets[i+1] = offsets[i] + ss.Segment().Count()
-		cols[i] = c.segs[ss.Id()]
-	}
-	c.mu.RUnlock()
+	offsets, cols := c.segments(segs)
 	n := 0
 	row := make([]*column, len(fields)) // the fields' columns in rowOf
 	var rowOf *segColumns               // nil: row is not filled
