@@ -56,20 +56,24 @@ type Endpoint struct {
 
 // Done counts one request that arrived at arrived and has been answered
 // (or dropped): failed is the error it was answered with, nil if none.
+// The request is counted last, after its error and time, and stats reads
+// the count first: figures read while a request is being counted never
+// count an error without its message, nor a request without its time.
 func (e *Endpoint) Done(arrived time.Time, failed *api.Error) {
-	e.processingNS.Add(int64(time.Since(arrived)))
-	e.requests.Add(1)
 	if failed != nil {
-		e.errors.Add(1)
 		msg := fmt.Sprintf("%d:%s", api.HTTPStatus(failed.Code), failed.Message)
 		e.lastError.Store(&msg)
+		e.errors.Add(1)
 	}
+	e.processingNS.Add(int64(time.Since(arrived)))
+	e.requests.Add(1)
 }
 
 // stats is the endpoint's figures as micro reports them.
 func (e *Endpoint) stats() *micro.EndpointStats {
+	requests := e.requests.Load() // first: see Done
 	s := &micro.EndpointStats{Name: e.Name, Subject: e.Subject, QueueGroup: e.queueGroup,
-		NumRequests: int(e.requests.Load()), NumErrors: int(e.errors.Load()), ProcessingTime: time.Duration(e.processingNS.Load())}
+		NumRequests: int(requests), NumErrors: int(e.errors.Load()), ProcessingTime: time.Duration(e.processingNS.Load())}
 	if s.NumRequests > 0 {
 		s.AverageProcessingTime = s.ProcessingTime / time.Duration(s.NumRequests)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/quarrysearch/quarry/api"
 	"github.com/quarrysearch/quarry/internal/natstest"
 	"github.com/quarrysearch/quarry/internal/service"
+	"github.com/quarrysearch/quarry/internal/testwait"
 )
 
 // An endpoint answered on another goroutine, after its handler returned,
@@ -43,8 +44,14 @@ func TestService(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// A request is answered before its owner counts it (Done, after the
+	// reply): the third may not be counted yet when its reply arrives.
 	var stats micro.Stats
-	ask(t, srv.NC, "$SRV.STATS.echoes."+svc.ID(), &stats)
+	testwait.Until(t, 5*time.Second, "the three requests counted", func() bool {
+		stats = micro.Stats{}
+		ask(t, srv.NC, "$SRV.STATS.echoes."+svc.ID(), &stats)
+		return len(stats.Endpoints) == 1 && stats.Endpoints[0].NumRequests >= 3
+	})
 	if stats.Type != micro.StatsResponseType || len(stats.Endpoints) != 1 {
 		t.Fatalf("stats: %+v", stats)
 	}
