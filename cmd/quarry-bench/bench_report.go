@@ -434,13 +434,8 @@ func (r *benchReport) writeText(w io.Writer) {
 		fmt.Fprintf(w, "hits: %s returned %s's for %d of %d queries\n", ch.Setup, ch.Against, ch.Same, ch.Queries)
 	}
 	for _, s := range r.Setups {
-		if s.Open != nil && s.Open.Overloaded {
-			capacity := ""
-			if s.Closed != nil {
-				capacity = fmt.Sprintf(" (its closed loop served %.0f/s)", s.Closed.Throughput)
-			}
-			fmt.Fprintf(w, "warning: %s answered %.0f queries/s of the %g offered%s: it could not keep up, and its open-loop latencies measure a growing queue; lower --rate\n",
-				s.Name, s.Open.Throughput, s.Open.Rate, capacity)
+		if warning := openWarning(s); warning != "" {
+			fmt.Fprintln(w, warning)
 		}
 	}
 	var errs []string
@@ -529,4 +524,24 @@ func callsSince(before, after []pluginCounts) []benchPluginCalls {
 		out = append(out, c)
 	}
 	return out
+}
+
+// openWarning is what the text report warns of s's open loop: a rate it
+// could not keep up with, or queries that failed at a rate it kept up
+// with; "" for neither.
+func openWarning(s *benchSetupReport) string {
+	o := s.Open
+	if o == nil || !o.Overloaded {
+		return ""
+	}
+	if o.Throughput >= 0.9*o.Rate {
+		return fmt.Sprintf("warning: %s kept up with the open loop's %g queries/s, but %s of them failed (errors below): its open-loop latencies are the answered ones'",
+			s.Name, o.Rate, cmdline.Thousands(o.Errors))
+	}
+	capacity := ""
+	if s.Closed != nil {
+		capacity = fmt.Sprintf(" (its closed loop served %.0f/s)", s.Closed.Throughput)
+	}
+	return fmt.Sprintf("warning: %s answered %.0f queries/s of the %g offered%s: it could not keep up, and its open-loop latencies measure a growing queue; lower --rate",
+		s.Name, o.Throughput, o.Rate, capacity)
 }

@@ -399,3 +399,26 @@ func readBenchReport(t *testing.T, path string) benchReport {
 	}
 	return rep
 }
+
+// TestOpenWarning: the report warns of an open loop that could not keep
+// up with its rate, and, apart, of one that kept up but had queries fail
+// (it used to say "could not keep up" of 50 answered a second of 50 with
+// one plugin step skipped); nothing of one that did neither.
+func TestOpenWarning(t *testing.T) {
+	closed := &benchRun{Throughput: 805}
+	for _, c := range []struct {
+		name string
+		open *benchRun
+		want string // "" for no warning
+	}{
+		{"kept up", &benchRun{Rate: 50, Throughput: 50}, ""},
+		{"fell behind", &benchRun{Rate: 50, Throughput: 30, Overloaded: true}, "answered 30 queries/s of the 50 offered (its closed loop served 805/s): it could not keep up"},
+		{"kept up, one failed", &benchRun{Rate: 50, Throughput: 50, Errors: 1, Overloaded: true}, "kept up with the open loop's 50 queries/s, but 1 of them failed"},
+		{"fell behind and failed", &benchRun{Rate: 50, Throughput: 20, Errors: 1200, Overloaded: true}, "could not keep up"},
+	} {
+		got := openWarning(&benchSetupReport{Name: "quarry-wasm", Open: c.open, Closed: closed})
+		if (c.want == "") != (got == "") || !strings.Contains(got, c.want) {
+			t.Errorf("%s: %q, want %q", c.name, got, c.want)
+		}
+	}
+}
