@@ -63,11 +63,10 @@ func exactPhrases(q query.Query) query.Query {
 
 // exactPhrase is a match_phrase query which, when it allows no typos and
 // its text analyses to one term at each position, is searched without
-// bleve's maps: one word by its term searcher reading the term's
-// locations (onePhraseSearcher), several by bleve's conjunction of their
-// term searchers and a check of their locations in place
-// (phraseSearcher). Both find, score and locate what bleve's phrase
-// searcher does (the same searchers score, with the query norm set the
+// bleve's maps (phraseSearcher): one word by its term searcher reading
+// the term's locations, several by bleve's conjunction of their term
+// searchers, and a check of their locations in place. Both find, score
+// and locate what bleve's phrase searcher does (the same searchers score, with the query norm set the
 // same way; TestExactPhrase). Any other phrase, and a search that
 // explains its scores (whose explanation shows bleve's searchers), is
 // bleve's own. It marshals as the match_phrase query it wraps.
@@ -83,14 +82,6 @@ func (q *exactPhrase) Searcher(ctx context.Context, i index.IndexReader, m mappi
 	}
 	options.IncludeTermVectors = true // as bleve's phrase searcher asks
 	boost := q.BoostVal.Value()
-	if len(terms) == 1 {
-		ts, err := searcher.NewTermSearcher(ctx, i, terms[0], field, boost, options)
-		if err != nil {
-			return nil, err
-		}
-		setNorm(ts)
-		return &onePhraseSearcher{Searcher: ts}, nil
-	}
 	var each []search.Searcher
 	closeAll := func() {
 		for _, s := range each {
@@ -108,19 +99,22 @@ func (q *exactPhrase) Searcher(ctx context.Context, i index.IndexReader, m mappi
 		}
 		each = append(each, ts)
 	}
-	must, err := searcher.NewConjunctionSearcher(ctx, i, each, options)
-	if err != nil {
-		closeAll()
-		return nil, err
+	// One word is its term searcher: bleve's conjunction of one scores
+	// as the searcher in it.
+	must := each[0]
+	if len(each) > 1 {
+		var err error
+		if must, err = searcher.NewConjunctionSearcher(ctx, i, each, options); err != nil {
+			closeAll()
+			return nil, err
+		}
 	}
-	setNorm(must)
-	return newPhraseSearcher(must, terms), nil
+	// The norm as bleve's phrase searcher sets it when it is made, as if
+	// it were the whole query; a disjunction or conjunction above sets its
+	// own later.
+	must.SetQueryNorm(1 / math.Sqrt(must.Weight()))
+	return &phraseSearcher{Searcher: must, terms: terms, at: make([]int, len(terms))}, nil
 }
-
-// setNorm sets s's query norm as bleve's phrase searcher does when it is
-// made, as if it were the whole query; a disjunction or conjunction above
-// sets its own later.
-func setNorm(s search.Searcher) { s.SetQueryNorm(1 / math.Sqrt(s.Weight())) }
 
 // terms are the phrase's terms, one a position ("" where the analyser
 // left a position empty: a stop word), and its field, when bleve would
@@ -169,53 +163,18 @@ func (q *exactPhrase) terms(ctx context.Context, m mapping.IndexMapping, options
 	return terms, field, true
 }
 
-// onePhraseSearcher is a term searcher reading the term's locations,
-// passing on only the documents where it has one (a field indexed
-// without locations has none, and bleve's phrase then matches nothing).
-type onePhraseSearcher struct {
-	search.Searcher
-}
-
-// Next is the next document where the term has a location.
-func (s *onePhraseSearcher) Next(ctx *search.SearchContext) (*search.DocumentMatch, error) {
-	for {
-		dm, err := s.Searcher.Next(ctx)
-		if err != nil || dm == nil || len(dm.FieldTermLocations) > 0 {
-			return dm, err
-		}
-		ctx.DocumentMatchPool.Put(dm)
-	}
-}
-
-// Advance is the first document at or after id where the term has a
-// location.
-func (s *onePhraseSearcher) Advance(ctx *search.SearchContext, id index.IndexInternalID) (*search.DocumentMatch, error) {
-	dm, err := s.Searcher.Advance(ctx, id)
-	if err != nil || dm == nil || len(dm.FieldTermLocations) > 0 {
-		return dm, err
-	}
-	ctx.DocumentMatchPool.Put(dm)
-	return s.Next(ctx)
-}
-
-// Min is 0, as for bleve's phrase searcher.
-func (s *onePhraseSearcher) Min() int { return 0 }
-
-// DocumentMatchPoolSize is the term searcher's, and one more, as for
-// bleve's phrase searcher.
-func (s *onePhraseSearcher) DocumentMatchPoolSize() int {
-	return s.Searcher.DocumentMatchPoolSize() + 1
-}
-
-// phraseSearcher passes on the documents of its conjunction (every term
-// of the phrase) where the terms stand one after the other: each at the
-// position after the one before (a position left empty skipped), in the
-// same field and the same value of a list. Its scratch slices live as
-// long as the searcher (one search), so checking a document allocates
-// nothing once they have grown; they grow to the document's locations of
-// the phrase's terms, which the conjunction's match already holds.
+// phraseSearcher passes on the documents of its searcher (the one
+// word's term searcher, or the conjunction of every term of the phrase)
+// where the phrase stands: the one word has a location there (a field
+// indexed without locations has none, and bleve's phrase then matches
+// nothing); several stand one after the other, each at the position
+// after the one before (a position left empty skipped), in the same
+// field and the same value of a list. Its scratch slices live as long as
+// the searcher (one search), so checking a document allocates nothing
+// once they have grown; they grow to the document's locations of the
+// phrase's terms, which the conjunction's match already holds.
 type phraseSearcher struct {
-	search.Searcher          // the conjunction
+	search.Searcher          // the term searcher, or the conjunction
 	terms           []string // by position; "" for an empty one
 	locs            []phraseLoc
 	at              []int // for each position, the index in locs of its term's location
@@ -229,11 +188,6 @@ type phraseLoc struct {
 	pos   uint64
 	term  int // the term's first position in the phrase
 	ftl   int // index in the document's FieldTermLocations
-}
-
-// newPhraseSearcher checks must's documents for the phrase of terms.
-func newPhraseSearcher(must search.Searcher, terms []string) *phraseSearcher {
-	return &phraseSearcher{Searcher: must, terms: terms, at: make([]int, len(terms))}
 }
 
 // Next is the next document where the phrase stands.
@@ -260,8 +214,8 @@ func (s *phraseSearcher) Advance(ctx *search.SearchContext, id index.IndexIntern
 // Min is 0, as for bleve's phrase searcher.
 func (s *phraseSearcher) Min() int { return 0 }
 
-// DocumentMatchPoolSize is the conjunction's, and one more, as for
-// bleve's phrase searcher.
+// DocumentMatchPoolSize is its searcher's, and one more, as for bleve's
+// phrase searcher.
 func (s *phraseSearcher) DocumentMatchPoolSize() int {
 	return s.Searcher.DocumentMatchPoolSize() + 1
 }
@@ -275,6 +229,9 @@ func (s *phraseSearcher) DocumentMatchPoolSize() int {
 // the phrase's terms, where bleve walks every pair of two terms'
 // locations.
 func (s *phraseSearcher) stands(dm *search.DocumentMatch) bool {
+	if len(s.terms) == 1 { // every location of the word is a place
+		return len(dm.FieldTermLocations) > 0
+	}
 	s.locs = s.locs[:0]
 	for i, ftl := range dm.FieldTermLocations {
 		if t := slices.Index(s.terms, ftl.Term); t >= 0 {
