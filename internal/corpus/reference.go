@@ -2,16 +2,53 @@ package corpus
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 
 	"github.com/blevesearch/bleve/v2"
+	"github.com/blevesearch/bleve/v2/index/scorch"
+	"github.com/blevesearch/bleve/v2/mapping"
 	"github.com/blevesearch/bleve/v2/search"
+
+	"github.com/quarrysearch/quarry/internal/indexmap"
 )
 
 // The reference of exact scoring's tests (internal/shard and the node package):
 // Quarry's BM25 statistics counted a second, independent way, and the
 // tolerance scores are compared with.
+
+// ReferenceIndex builds, in dir, a plain scorch index of docs (bleve's
+// own reader, none of Quarry's), each under its "id", with the mapping
+// raw as Quarry builds it: what a test compares a shard's or Quarry's
+// searchers with. The caller closes it.
+func ReferenceIndex(dir string, raw json.RawMessage, docs []map[string]any) (*mapping.IndexMappingImpl, bleve.Index, error) {
+	m, err := indexmap.Build(raw)
+	if err != nil {
+		return nil, nil, err
+	}
+	idx, err := bleve.NewUsing(dir, m, scorch.Name, scorch.Name, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	b := idx.NewBatch()
+	for i, d := range docs {
+		id, ok := d["id"].(string)
+		if !ok {
+			idx.Close()
+			return nil, nil, fmt.Errorf("document %d has no string id", i)
+		}
+		if err := b.Index(id, d); err != nil {
+			idx.Close()
+			return nil, nil, err
+		}
+	}
+	if err := idx.Batch(b); err != nil {
+		idx.Close()
+		return nil, nil, err
+	}
+	return m, idx, nil
+}
 
 // PostingsStats counts BM25 statistics from the postings of idx through
 // bleve's public reader: the live documents, and per field (every field

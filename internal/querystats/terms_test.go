@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/blevesearch/bleve/v2"
-	"github.com/blevesearch/bleve/v2/index/scorch"
 	"github.com/blevesearch/bleve/v2/mapping"
 
 	"github.com/quarrysearch/quarry/internal/corpus"
@@ -121,27 +120,13 @@ func BenchmarkListTerms(b *testing.B) {
 	}
 }
 
-// scorchIndex builds a plain scorch index (no Quarry reader) of docs,
-// each indexed under its "id", with the mapping raw, closed when tb ends.
+// scorchIndex is corpus.ReferenceIndex, closed when tb ends.
 func scorchIndex(tb testing.TB, raw json.RawMessage, docs []map[string]any) (*mapping.IndexMappingImpl, bleve.Index) {
 	tb.Helper()
-	m, err := indexmap.Build(raw)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	idx, err := bleve.NewUsing(tb.TempDir()+"/i", m, scorch.Name, scorch.Name, nil)
+	m, idx, err := corpus.ReferenceIndex(tb.TempDir()+"/i", raw, docs)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { idx.Close() })
-	b := idx.NewBatch()
-	for _, d := range docs {
-		if err := b.Index(d["id"].(string), d); err != nil {
-			tb.Fatal(err)
-		}
-	}
-	if err := idx.Batch(b); err != nil {
-		tb.Fatal(err)
-	}
 	return m, idx
 }

@@ -237,26 +237,14 @@ func deleteDocs(tb testing.TB, reps []*Replica, ids []string) {
 	}
 }
 
+// referenceIndex is corpus.ReferenceIndex, closed when tb ends.
 func referenceIndex(tb testing.TB, raw json.RawMessage, docs []map[string]any) bleve.Index {
 	tb.Helper()
-	m, err := indexmap.Build(raw)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	idx, err := bleve.NewUsing(tb.TempDir()+"/ref", m, scorch.Name, scorch.Name, nil)
+	_, idx, err := corpus.ReferenceIndex(tb.TempDir()+"/ref", raw, docs)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { idx.Close() })
-	b := idx.NewBatch()
-	for _, d := range docs {
-		if err := b.Index(d["id"].(string), d); err != nil {
-			tb.Fatal(err)
-		}
-	}
-	if err := idx.Batch(b); err != nil {
-		tb.Fatal(err)
-	}
 	return idx
 }
 
