@@ -181,13 +181,25 @@ func (c *columnCache) wanted() []string {
 	return out
 }
 
-// build makes the columns of the wanted fields that snap's segments lack,
-// one pass over each such segment's stored documents, until ctx ends or
-// the bound on bytes is reached; it then drops the columns of segments no
-// longer in the index.
-func (c *columnCache) build(ctx context.Context, snap *scorch.IndexSnapshot) error {
+// build makes the columns of the wanted fields that the segments of the
+// snapshot open returns lack, one pass over each such segment's stored
+// documents, until ctx ends or the bound on bytes is reached; it then
+// drops the columns of segments no longer in the index. The snapshot is
+// opened once the build is this one's turn (builds run one at a time):
+// one opened before, while another build made the columns of a segment
+// a merge had just written, would spend this build on segments merged
+// away.
+func (c *columnCache) build(ctx context.Context, open func() (*scorch.IndexSnapshot, func(), error)) error {
 	c.buildMu.Lock()
 	defer c.buildMu.Unlock()
+	snap, closeSnap, err := open()
+	if err != nil {
+		return err
+	}
+	defer closeSnap()
+	if snap == nil {
+		return nil
+	}
 	fields := c.wanted()
 	segs := snap.Segments()
 	defer c.sweep(segs)
@@ -401,16 +413,22 @@ func columnsSize(cols []column, odd []string) int64 {
 
 // sweep drops the columns of segments no longer in the index (a reader
 // on an older snapshot, a point in time, loads its hits from stored
-// documents).
+// documents): those missing from live, the segments of a snapshot, that
+// are older than its newest; a newer one was written since live was
+// taken, and keeps its columns.
 func (c *columnCache) sweep(live []*scorch.SegmentSnapshot) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	keep := make(map[uint64]bool, len(live))
+	newest := uint64(0)
 	for _, ss := range live {
 		keep[ss.Id()] = true
+		newest = max(newest, ss.Id())
 	}
 	for id, sc := range c.segs {
-		if !keep[id] {
+		// scorch's segment ids only grow: one missing from live below its
+		// newest is gone; one above it is newer than live, and stays.
+		if !keep[id] && id < newest {
 			size := sc.ids.size()
 			for _, col := range *sc.cols.Load() {
 				size += col.size()

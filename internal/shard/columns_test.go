@@ -370,3 +370,41 @@ func BenchmarkHitIDs(b *testing.B) {
 		})
 	}
 }
+
+// TestColumnSweepKeepsNewer: a build from a snapshot taken before a merge,
+// run after a build that made the merged segment's columns (the
+// background pass and a generation's Warm, one waiting for the other),
+// keeps those columns: it sweeps only segments older than its newest.
+func TestColumnSweepKeepsNewer(t *testing.T) {
+	t.Parallel()
+	docs, mapping := oddCatalog(t, 400)
+	r := loadReplicas(t, 1, mapping, docs)[0]
+	ctx := context.Background()
+	cols := columnsOf(r.idx)
+	cols.want([]string{"rating"})
+	stale, closeStale, err := openSnapshot(r.idx) // the segments as written
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeStale()
+	if err := r.ForceMerge(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Warm(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	merged := segmentIDs(t, r)
+	if len(merged) != 1 {
+		t.Fatalf("%d segments after the merge", len(merged))
+	}
+	if err := cols.build(ctx, func() (*scorch.IndexSnapshot, func(), error) { return stale, func() {}, nil }); err != nil {
+		t.Fatal(err)
+	}
+	cols.mu.RLock()
+	defer cols.mu.RUnlock()
+	for id := range merged {
+		if cols.segs[id] == nil {
+			t.Errorf("the merged segment %d lost its columns to a build from an older snapshot", id)
+		}
+	}
+}

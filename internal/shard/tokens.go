@@ -337,7 +337,7 @@ func (r *Replica) warm(ctx context.Context, fields []string) error {
 			return err
 		}
 	}
-	return si.columns.build(ctx, snap)
+	return si.columns.build(ctx, func() (*scorch.IndexSnapshot, func(), error) { return openSnapshot(idx) })
 }
 
 // openSnapshot opens idx's current scorch snapshot (nil for an index that is
