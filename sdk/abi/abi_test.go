@@ -297,12 +297,21 @@ func TestSortByScoreKeepsTieOrder(t *testing.T) {
 	}
 }
 
-// The radix sort agrees with a stable comparison sort, ties, negative
-// scores and zeros included.
+// The sort (insertion up to radixMin entries, radix above) agrees with a
+// stable comparison sort, ties, negative scores and zeros included.
 func TestSortByScoreMatchesStableSort(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	for round := range 50 {
+	for round := range 54 {
 		n := 1 + rng.IntN(300)
+		switch round { // each side of the switch from insertion to radix
+		case 50, 51:
+			n = radixMin + round - 50
+		case 52:
+			n = 2
+		}
+		if round == 53 {
+			n = radixMin // with -0 and +0 tied: they keep their order
+		}
 		in := make([]Ranked, n)
 		for i := range in {
 			in[i] = Ranked{Index: uint32(i), Score: float64(rng.IntN(20)-10) / 4}
@@ -312,10 +321,44 @@ func TestSortByScoreMatchesStableSort(t *testing.T) {
 		}
 		want := slices.Clone(in)
 		slices.SortStableFunc(want, func(a, b Ranked) int { return cmp.Compare(b.Score, a.Score) })
+		if round == 53 {
+			for i := range in {
+				in[i].Score = 0
+				if i%2 == 0 {
+					in[i].Score = math.Copysign(0, -1)
+				}
+			}
+			want = slices.Clone(in)
+		}
 		got := slices.Clone(in)
 		sortByScore(got)
 		if !slices.Equal(got, want) {
-			t.Fatalf("round %d: radix sort differs from a stable sort", round)
+			t.Fatalf("round %d (%d entries): sort differs from a stable sort", round, n)
+		}
+	}
+}
+
+// BenchmarkSortByScore sorts a ranker's usual 50 entries and 1,000, each
+// by the insertion sort and the radix sort (radixMin is where the radix
+// sort starts to win).
+func BenchmarkSortByScore(b *testing.B) {
+	for _, n := range []int{50, radixMin, 1000} {
+		rng := rand.New(rand.NewPCG(1, uint64(n)))
+		in := make([]Ranked, n)
+		for i := range in {
+			in[i] = Ranked{Index: uint32(i), Score: rng.NormFloat64() * 10}
+		}
+		work := make([]Ranked, n)
+		for _, s := range []struct {
+			name string
+			sort func([]Ranked)
+		}{{"insertion", insertionSortByScore}, {"radix", radixSortByScore}} {
+			b.Run(fmt.Sprintf("%d/%s", n, s.name), func(b *testing.B) {
+				for b.Loop() {
+					copy(work, in)
+					s.sort(work)
+				}
+			})
 		}
 	}
 }

@@ -357,12 +357,25 @@ func DecodeRankResponse(data []byte, n int, resp *RankResponse) error {
 // sortByScore sorts entries by score, highest first, ties in their given
 // order: an LSD radix sort on the scores' bits (stable by construction,
 // and ~3× faster than a comparison sort of 1,000 entries); passes where
-// every key has the same byte are skipped.
+// every key has the same byte are skipped. Up to radixMin entries, an
+// insertion sort: a radix pass clears and sums a table of 256 counts,
+// which costs more than sorting a ranker's usual 50 entries (0.34 against
+// 3.3 µs in random order, 5.0 against 6.5 µs for 128; BenchmarkSortByScore).
 func sortByScore(r []Ranked) {
 	n := len(r)
 	if n < 2 {
 		return
 	}
+	if n <= radixMin {
+		insertionSortByScore(r)
+		return
+	}
+	radixSortByScore(r)
+}
+
+// radixSortByScore is sortByScore's LSD radix sort.
+func radixSortByScore(r []Ranked) {
+	n := len(r)
 	keys := make([]uint64, 2*n)
 	a, b := keys[:n], keys[n:]
 	src, dst := r, make([]Ranked, n)
@@ -404,5 +417,23 @@ func sortByScore(r []Ranked) {
 	}
 	if &src[0] != &r[0] {
 		copy(r, src)
+	}
+}
+
+// radixMin is the most entries sortByScore sorts by insertion.
+const radixMin = 128
+
+// insertionSortByScore is sortByScore's stable insertion sort: an entry
+// moves before those with a lower score only, so ties keep their order
+// (-0 ties with +0, as in the radix sort's keys).
+func insertionSortByScore(r []Ranked) {
+	for i := 1; i < len(r); i++ {
+		e := r[i]
+		j := i
+		for j > 0 && r[j-1].Score < e.Score {
+			r[j] = r[j-1]
+			j--
+		}
+		r[j] = e
 	}
 }
