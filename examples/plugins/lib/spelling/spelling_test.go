@@ -1,7 +1,9 @@
 package spelling
 
 import (
+	"encoding/json"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -43,6 +45,43 @@ func TestCorrect(t *testing.T) {
 	}
 }
 
+// TestCorrectOrder: where several vocabulary words are one edit away, the
+// earliest edit's wins (at each position: deletion, swap, change to a–z,
+// insertion of a–z), and only a–z are changed to or inserted.
+func TestCorrectOrder(t *testing.T) {
+	cases := []struct {
+		vocab []string
+		w     string
+		want  string
+	}{
+		{[]string{"aacd", "abcd"}, "bacd", "abcd"}, // a swap at 0 before a change at 0
+		{[]string{"acd", "bbcd"}, "abcd", "bbcd"},  // a change at 0 before a deletion at 1
+		{[]string{"xabc", "bc"}, "abc", "bc"},      // a deletion at 0 before an insertion at 0
+		{[]string{"zbc", "abcz"}, "abc", "zbc"},    // a change at 0 before an insertion at the end
+		{[]string{"abd", "abcc"}, "abc", "abcc"},   // at 2: inserting c before changing to d
+		{[]string{"abcd", "abb"}, "abc", "abb"},    // at 2: changing to b before inserting d
+		{[]string{"abcd", "abdc"}, "abc", "abdc"},  // inserting d at 2 before at 3
+		{[]string{"a-bc"}, "abc", "abc"},           // no insertion of "-"
+		{[]string{"a-c"}, "abc", "abc"},            // no change to "-"
+		{[]string{"ab"}, "aab", "ab"},              // a doubled letter deleted
+		{[]string{"toolongword"}, "word", "word"},  // no word of a length one edit away
+		{[]string{"tea"}, strings.Repeat("tea", 1000), strings.Repeat("tea", 1000)},
+	}
+	for _, c := range cases {
+		config, _ := json.Marshal(Config{Vocabulary: c.vocab})
+		s, err := New(config)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := s.Correct(c.w); got != c.want {
+			t.Errorf("vocabulary %v: Correct(%.20q) = %.20q, want %.20q", c.vocab, c.w, got, c.want)
+		}
+		if got, want := s.Correct(c.w), correctByStrings(s, c.w); got != want {
+			t.Errorf("vocabulary %v: Correct(%.20q) = %.20q, by strings %.20q", c.vocab, c.w, got, want)
+		}
+	}
+}
+
 // Hooks made with different configurations live side by side in one
 // process, as two native instances of differently configured plugins do.
 func TestHooksOwnConfig(t *testing.T) {
@@ -65,8 +104,8 @@ func TestHooksOwnConfig(t *testing.T) {
 	}
 }
 
-// TestCorrectAllocates: a word is corrected with one allocation (the
-// answer), and a word left as it is with none.
+// TestCorrectAllocates: a word is corrected, or left as it is, with no
+// allocation (the answer is the vocabulary's string).
 func TestCorrectAllocates(t *testing.T) {
 	s, err := New([]byte(`{"vocabulary":["noodles","spicy","burger","pizza","dumplings","margherita"]}`))
 	if err != nil {
@@ -75,15 +114,16 @@ func TestCorrectAllocates(t *testing.T) {
 	for _, c := range []struct {
 		w      string
 		allocs float64
-	}{{"margheritta", 1}, {"dumplinsg", 1}, {"xyzzyq", 0}, {"spicy", 0}} {
+	}{{"margheritta", 0}, {"dumplinsg", 0}, {"xyzzyq", 0}, {"spicy", 0}, {strings.Repeat("x", 100), 0}} {
 		if got := testing.AllocsPerRun(100, func() { s.Correct(c.w) }); got > c.allocs {
 			t.Errorf("Correct(%q): %g allocations, want at most %g", c.w, got, c.allocs)
 		}
 	}
 }
 
-// BenchmarkCorrect: a misspelt word found late in the edits, and a word
-// with no correction (every edit tried).
+// BenchmarkCorrect: a misspelt word found late in the edits, a word with
+// no correction (every edit ranked before), and one longer than any word
+// of the vocabulary by more than one.
 //
 //	go test -run XXX -bench Correct -benchmem ./examples/plugins/lib/spelling/
 func BenchmarkCorrect(b *testing.B) {
@@ -91,7 +131,7 @@ func BenchmarkCorrect(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	for _, w := range []string{"tacoz", "quesadilla"} {
+	for _, w := range []string{"tacoz", "biryani", "quesadilla"} {
 		b.Run(w, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
@@ -101,42 +141,74 @@ func BenchmarkCorrect(b *testing.B) {
 	}
 }
 
+// correctByStrings is Correct written the plain way: every edit tried in
+// Correct's order, a string made for each, looked up in the vocabulary.
+func correctByStrings(s *Speller, w string) string {
+	lw := strings.ToLower(w)
+	if s.vocab[lw] || len(lw) < 3 {
+		return w
+	}
+	const letters = "abcdefghijklmnopqrstuvwxyz"
+	for i := 0; i <= len(lw); i++ {
+		if i < len(lw) && s.vocab[lw[:i]+lw[i+1:]] {
+			return lw[:i] + lw[i+1:]
+		}
+		if i+1 < len(lw) {
+			if t := lw[:i] + lw[i+1:i+2] + lw[i:i+1] + lw[i+2:]; s.vocab[t] {
+				return t
+			}
+		}
+		for _, c := range letters {
+			if i < len(lw) {
+				if t := lw[:i] + string(c) + lw[i+1:]; s.vocab[t] {
+					return t
+				}
+			}
+			if t := lw[:i] + string(c) + lw[i:]; s.vocab[t] {
+				return t
+			}
+		}
+	}
+	return w
+}
+
+// FuzzCorrect: Correct answers what correctByStrings answers for any
+// word, against a vocabulary with one more word of the fuzzer's (so that
+// words near each other, doubled letters and bytes outside a–z are in
+// the vocabulary as well as in the word).
+//
+//	go test -run XXX -fuzz FuzzCorrect ./examples/plugins/lib/spelling/
+func FuzzCorrect(f *testing.F) {
+	for _, c := range [][2]string{{"noodles", "noodels"}, {"teas", "tea"}, {"aab", "aba"}, {"café", "cafe"}, {"pizza", "piza"}, {"é", "ée"}, {"abc", "ABCD"}} {
+		f.Add(c[0], c[1])
+	}
+	vocab := []string{"noodles", "spicy", "burger", "pizza", "tea", "teas", "pita", "tacos"}
+	f.Fuzz(func(t *testing.T, word, w string) {
+		if len(word) > 64 || len(w) > 200 {
+			return // the reference is slow on long words; the bound on length is TestCorrectAllocates'
+		}
+		config, err := json.Marshal(Config{Vocabulary: append(slices.Clone(vocab), word)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := New(config)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := s.Correct(w), correctByStrings(s, w); got != want {
+			t.Fatalf("vocabulary %s: Correct(%q) = %q, by strings %q", config, w, got, want)
+		}
+	})
+}
+
 // TestCorrectAsByStrings: Correct answers what the plain way of writing
-// it (a string made for each edit, in the same order) answers, on every
-// word one or two random edits from the vocabulary and on random words.
+// it (correctByStrings) answers, on every word one or two random edits
+// from the vocabulary and on random words.
 func TestCorrectAsByStrings(t *testing.T) {
 	vocab := []string{"noodles", "spicy", "burger", "pizza", "sushi", "curry", "chicken", "vegan", "ramen", "tacos", "salad", "dumplings", "margherita", "pasta", "tea", "teas", "pita"}
 	s, err := New([]byte(`{"vocabulary":["` + strings.Join(vocab, `","`) + `"]}`))
 	if err != nil {
 		t.Fatal(err)
-	}
-	byStrings := func(w string) string {
-		lw := strings.ToLower(w)
-		if s.vocab[lw] || len(lw) < 3 {
-			return w
-		}
-		const letters = "abcdefghijklmnopqrstuvwxyz"
-		for i := 0; i <= len(lw); i++ {
-			if i < len(lw) && s.vocab[lw[:i]+lw[i+1:]] {
-				return lw[:i] + lw[i+1:]
-			}
-			if i+1 < len(lw) {
-				if t := lw[:i] + lw[i+1:i+2] + lw[i:i+1] + lw[i+2:]; s.vocab[t] {
-					return t
-				}
-			}
-			for _, c := range letters {
-				if i < len(lw) {
-					if t := lw[:i] + string(c) + lw[i+1:]; s.vocab[t] {
-						return t
-					}
-				}
-				if t := lw[:i] + string(c) + lw[i:]; s.vocab[t] {
-					return t
-				}
-			}
-		}
-		return w
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	mutate := func(w string) string {
@@ -164,7 +236,7 @@ func TestCorrectAsByStrings(t *testing.T) {
 		if n%5 == 0 {
 			w = strings.ToUpper(w[:1]) + w[1:]
 		}
-		if got, want := s.Correct(w), byStrings(w); got != want {
+		if got, want := s.Correct(w), correctByStrings(s, w); got != want {
 			t.Fatalf("Correct(%q) = %q, by strings %q", w, got, want)
 		}
 	}
