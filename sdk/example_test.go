@@ -77,3 +77,20 @@ func ExampleCandidate_AppendNumbersOf() {
 	// london 52.5
 	// nowhere 1
 }
+
+// A member of the request's context, read with no reflection and no
+// allocation (what json.Unmarshal would answer, at a fraction of its cost
+// in WebAssembly).
+func ExampleContextNumber() {
+	context := []byte(`{"lat": 51.5, "lon": -0.12, "tags": ["late"]}`)
+	lat, found, err := sdk.ContextNumber(context, "lat")
+	fmt.Println(lat, found, err)
+	_, found, err = sdk.ContextNumber(context, "hour")
+	fmt.Println(found, err)
+	_, _, err = sdk.ContextNumber(context, "tags")
+	fmt.Println(err)
+	// Output:
+	// 51.5 true <nil>
+	// false <nil>
+	// context: malformed context: "tags" is ["late"], not a number
+}

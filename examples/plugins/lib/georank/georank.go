@@ -48,18 +48,26 @@ func New(config []byte) (*Ranker, error) {
 	return &Ranker{cfg: c}, nil
 }
 
-type where struct {
-	Lat  *float64 `json:"lat"`
-	Lon  *float64 `json:"lon"`
-	Hour *int     `json:"hour"`
+// KM is the great-circle distance between two points (haversine).
+func KM(lat1, lon1, lat2, lon2 float64) float64 {
+	return newOrigin(lat1, lon1).km(lat2, lon2)
 }
 
-// KM is the great-circle distance between two points.
-func KM(lat1, lon1, lat2, lon2 float64) float64 {
+// origin is the user's place, with what KM computes of it once.
+type origin struct {
+	lat, lon, cosLat float64
+}
+
+func newOrigin(lat, lon float64) origin {
+	return origin{lat: lat, lon: lon, cosLat: math.Cos(lat * math.Pi / 180)}
+}
+
+// km is KM from o: one sine of each half difference, squared, not two.
+func (o origin) km(lat, lon float64) float64 {
 	const r = 6371.0
-	p1, p2 := lat1*math.Pi/180, lat2*math.Pi/180
-	dp, dl := (lat2-lat1)*math.Pi/180, (lon2-lon1)*math.Pi/180
-	a := math.Sin(dp/2)*math.Sin(dp/2) + math.Cos(p1)*math.Cos(p2)*math.Sin(dl/2)*math.Sin(dl/2)
+	sp := math.Sin((lat - o.lat) * math.Pi / 360)
+	sl := math.Sin((lon - o.lon) * math.Pi / 360)
+	a := sp*sp + o.cosLat*math.Cos(lat*math.Pi/180)*sl*sl
 	return 2 * r * math.Asin(math.Sqrt(a))
 }
 
@@ -72,14 +80,27 @@ func Open(hour, from, to int) bool {
 	return hour >= from || hour < to // past midnight
 }
 
-// Rank multiplies each candidate's score by its business boosts.
+// Rank multiplies each candidate's score by its business boosts. The
+// context's members are read with sdk.ContextNumber (in WebAssembly,
+// json.Unmarshal of the context cost more than the rest of the call).
 func (g *Ranker) Rank(r *sdk.RankRequest) error {
-	var w where
-	if len(r.Context) > 0 {
-		if err := json.Unmarshal(r.Context, &w); err != nil {
-			return err
-		}
+	lat, hasLat, err := sdk.ContextNumber(r.Context, "lat")
+	if err != nil {
+		return err
 	}
+	lon, hasLon, err := sdk.ContextNumber(r.Context, "lon")
+	if err != nil {
+		return err
+	}
+	hour, hasHour, err := sdk.ContextNumber(r.Context, "hour")
+	if err != nil {
+		return err
+	}
+	if hasHour && (hour != math.Trunc(hour) || math.Abs(hour) > math.MaxInt32) {
+		return fmt.Errorf("context: hour %v is not a whole number", hour)
+	}
+	near := hasLat && hasLon
+	o := newOrigin(lat, lon)
 	cfg := &g.cfg
 	rating, openHour, closeHour, location := r.Field("rating"), r.Field("open_hour"), r.Field("close_hour"), r.Field("location")
 	var loc [2]float64 // each candidate's location, read without allocating
@@ -88,16 +109,16 @@ func (g *Ranker) Rank(r *sdk.RankRequest) error {
 		if rating, ok := c.NumberOf(rating); ok {
 			boost += cfg.RatingWeight * (rating - 3)
 		}
-		if w.Hour != nil {
+		if hasHour {
 			from, ok1 := c.NumberOf(openHour)
 			to, ok2 := c.NumberOf(closeHour)
-			if ok1 && ok2 && Open(*w.Hour, int(from), int(to)) {
+			if ok1 && ok2 && Open(int(hour), int(from), int(to)) {
 				boost += cfg.OpenBoost
 			}
 		}
-		if w.Lat != nil && w.Lon != nil {
+		if near {
 			if loc := c.AppendNumbersOf(loc[:0], location); len(loc) == 2 { // a geopoint: [lon, lat]
-				boost += cfg.DistanceKM / (cfg.DistanceKM + KM(*w.Lat, *w.Lon, loc[1], loc[0]))
+				boost += cfg.DistanceKM / (cfg.DistanceKM + o.km(loc[1], loc[0]))
 			}
 		}
 		c.Score *= boost

@@ -32,6 +32,9 @@
 // that allocates nothing per candidate or per word runs several times
 // faster (the demo's spelling rewriter builds its edits in reused
 // buffers; georank reads each location with Candidate.AppendNumbersOf
-// into one buffer). A rank request's strings alias the request and are
-// valid during the call only; the SDK's own call costs about 1.6 µs.
+// into one buffer), and reflection is slower still: ContextNumber reads
+// a member of the request's context without it (json.Unmarshal of a
+// small context cost a ranker of 50 candidates more than its own work).
+// A rank request's strings alias the request and are valid during the
+// call only; the SDK's own call costs about 1.6 µs.
 package sdk
