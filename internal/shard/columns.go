@@ -60,6 +60,7 @@ type columnCache struct {
 	maxBytes atomic.Int64  // bound on bytes, all segments; <0: none kept
 	bytes    atomic.Int64  // bytes held
 	served   atomic.Uint64 // hits whose fields were read from columns
+	touched  atomic.Uint32 // touchRows' last sum: kept, so its loads are not dead code
 
 	mu     sync.RWMutex
 	segs   map[uint64]*segColumns // by scorch segment id, unique in an index
@@ -501,16 +502,10 @@ func (c *columnCache) Lookup(reader index.IndexReader) func(index.IndexInternalI
 func (c *columnCache) load(snap *scorch.IndexSnapshot, hits []*search.DocumentMatch, fields []string, doc *docJSON, at [][2]int, served []bool, budget *replyBudget) (int, error) {
 	segs := snap.Segments()
 	offsets, cols := c.segments(segs)
-	n := 0
-	row := make([]*column, len(fields)) // the fields' columns in rowOf
-	var rowOf *segColumns               // nil: row is not filled
-	if doc.out == nil {
-		per := 2 // {}
-		for _, f := range fields {
-			per += len(f) + 4 + 12 // "f":, and a number's digits
-		}
-		doc.out = make([]byte, 0, len(hits)*per)
-	}
+	// Each hit's row: its segment's columns of the fields (nil: a field
+	// without its column there) and its number in the segment.
+	rows := make([][]*column, len(segs))
+	places := make([]rowPlace, len(hits))
 	for h, hit := range hits {
 		if len(hit.IndexInternalID) != 8 {
 			continue
@@ -520,30 +515,44 @@ func (c *columnCache) load(snap *scorch.IndexSnapshot, hits []*search.DocumentMa
 		if s == 0 || s > len(segs) || cols[s-1] == nil {
 			continue
 		}
-		sc, local := cols[s-1], num-offsets[s-1]
-		if string(sc.ids.value(local)) != hit.ID {
-			continue // the index changed since the search: look it up by id
-		}
-		if sc != rowOf {
-			have := *sc.cols.Load()
-			rowOf = sc
+		if rows[s-1] == nil {
+			have := *cols[s-1].cols.Load()
+			row := make([]*column, len(fields)+1)
+			row[0] = &cols[s-1].ids
 			for i, f := range fields {
-				if row[i] = have[f]; row[i] == nil {
-					rowOf = nil // a field without its column here
-				}
+				row[i+1] = have[f]
 			}
+			rows[s-1] = row
 		}
-		if rowOf == nil {
+		if !slices.Contains(rows[s-1], nil) {
+			places[h] = rowPlace{row: rows[s-1], local: num - offsets[s-1], seg: s - 1}
+		}
+	}
+	c.touched.Store(touchRows(places))
+	if doc.out == nil {
+		per := 2 // {}
+		for _, f := range fields {
+			per += len(f) + 4 + 12 // "f":, and a number's digits
+		}
+		doc.out = make([]byte, 0, len(hits)*per)
+	}
+	n := 0
+	for h, hit := range hits {
+		p := places[h]
+		if p.row == nil {
 			continue
 		}
-		if del := segs[s-1].Deleted(); del != nil && del.Contains(uint32(local)) {
+		if string(p.row[0].value(p.local)) != hit.ID {
+			continue // the index changed since the search: look it up by id
+		}
+		if del := segs[p.seg].Deleted(); del != nil && del.Contains(uint32(p.local)) {
 			continue // deleted or updated since: look its id up
 		}
 		served[h] = true
 		n++
 		start := len(doc.out)
-		for i, col := range row {
-			v := col.value(local)
+		for i, col := range p.row[1:] {
+			v := col.value(p.local)
 			if len(v) == 0 {
 				continue
 			}
@@ -565,4 +574,45 @@ func (c *columnCache) load(snap *scorch.IndexSnapshot, hits []*search.DocumentMa
 	}
 	c.served.Add(uint64(n))
 	return n, nil
+}
+
+// rowPlace is where a hit's values are in the columns: row is its
+// segment's ids column then one column a field (nil: not served from
+// columns), local its number in segment seg.
+type rowPlace struct {
+	row   []*column
+	local uint64
+	seg   int
+}
+
+// touchRows reads, before load copies them, where each hit's values start
+// in each of its columns and then their first bytes, in loops whose loads
+// do not wait on one another, so the processor fetches them from memory
+// many at a time; the copy then finds them in cache. A searcher's columns
+// are rarely in cache between searches (its shards, the other requests):
+// in the profile of `quarry bench`'s closed loop with the demo pipeline,
+// load's time a search was 85 µs, most of it the copy's memmove waiting
+// on memory, and 37 µs with touchRows (docs/performance.md;
+// BenchmarkLoadFieldsCold makes the cold columns on its own, noisily).
+// It returns a sum of what it read, which load keeps (c.touched) so the
+// loads are not dropped as dead code.
+func touchRows(places []rowPlace) uint32 {
+	var x uint32
+	for _, p := range places {
+		for _, col := range p.row {
+			if p.local+1 < uint64(len(col.ends)) {
+				x += col.ends[p.local]
+			}
+		}
+	}
+	for _, p := range places {
+		for _, col := range p.row {
+			if p.local+1 < uint64(len(col.ends)) {
+				if i := col.ends[p.local]; i < uint32(len(col.vals)) {
+					x += uint32(col.vals[i])
+				}
+			}
+		}
+	}
+	return x
 }

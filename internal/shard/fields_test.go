@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -327,6 +329,52 @@ func BenchmarkLoadFields(b *testing.B) {
 				}
 			})
 		}
+	}
+}
+
+// BenchmarkLoadFieldsCold: the fields of a ranker's 24 candidates a
+// shard (georank's four), chosen at random among 20,000 catalogue items,
+// from columns whose memory is not in cache, as a searcher under load
+// finds them: 64 MB written between loads (not timed) evicts them.
+//
+//	go test -run XXX -bench LoadFieldsCold -benchtime 3000x -count 3 ./internal/shard/
+func BenchmarkLoadFieldsCold(b *testing.B) {
+	docs, mapping := oddCatalog(b, 20000)
+	r := loadReplicas(b, 1, mapping, docs)[0]
+	if err := r.ForceMerge(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	fields := []string{"rating", "open_hour", "close_hour", "location"}
+	cols := columnsOf(r.idx)
+	cols.want(fields)
+	if err := r.Warm(context.Background(), nil); err != nil {
+		b.Fatal(err)
+	}
+	res, err := r.idx.SearchInContext(context.Background(), bleve.NewSearchRequestOptions(query.NewMatchAllQuery(), len(docs), 0, false))
+	if err != nil {
+		b.Fatal(err)
+	}
+	evict := make([]byte, 64<<20)
+	rng := rand.New(rand.NewPCG(1, 2))
+	hits := make([]*search.DocumentMatch, 24)
+	served := cols.served.Load()
+	for b.Loop() {
+		b.StopTimer()
+		for j := 0; j < len(evict); j += 64 {
+			evict[j]++
+		}
+		for k := range hits {
+			h := res.Hits[rng.IntN(len(res.Hits))]
+			// The id and number fresh, as the collector leaves them.
+			hits[k] = &search.DocumentMatch{ID: strings.Clone(h.ID), IndexInternalID: slices.Clone(h.IndexInternalID)}
+		}
+		b.StartTimer()
+		if _, err := loadFields(context.Background(), r.idx, hits, fields, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if cols.served.Load() == served {
+		b.Fatal("no hit served from columns")
 	}
 }
 
