@@ -62,8 +62,9 @@ func (c *StatsCache) DictionaryTerms() int {
 // WantDictionaries returns the fields of index, of those a query reads
 // (the keys of its terms, by field), whose whole dictionary should be
 // counted now: not complete (or complete for more than half of maxAge),
-// not being counted, not found over the bound lately. They are marked as being counted: the caller counts each
-// (Router.CountDictionary) or calls DictionaryFailed.
+// not being counted, not found over the bound lately. They are marked as
+// being counted: the caller counts each (Router.CountDictionary) or calls
+// DictionaryFailed.
 func (c *StatsCache) WantDictionaries(index string, terms map[string][]string) []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
