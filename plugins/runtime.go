@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -485,20 +484,16 @@ var (
 )
 
 // callSlots counts a runtime's calls running against its cap
-// (Config.MaxCalls): taking and giving back a slot is an atomic operation
-// each when one is free and no call waits. A call that finds none queues, and
-// slots given back go to the queue in order (handed over: the waiter
-// does not have to race new calls for it). Under the bench's closed loop
-// the first design, where a woken waiter took its chance against every
-// new call, left a few calls in a run waiting past their 20 ms budget
-// behind calls of tens of microseconds (TestCallSlotsFIFO).
+// (Config.MaxCalls): taking and giving back a slot is an atomic add each
+// when one is free; a call that finds none sleeps until one is given back
+// or its deadline.
 type callSlots struct {
-	max     int64
-	running atomic.Int64
-	// waiters counts the calls in queue; while any wait, take refuses.
-	waiters atomic.Int64
-	mu      sync.Mutex
-	queue   []chan struct{} // the waiting calls, first first; a slot is sent to one
+	max      int64
+	running  atomic.Int64
+	sleepers atomic.Int64
+	// wake gets a token when a slot is given back while calls sleep: as
+	// many as there are slots, so none is lost.
+	wake chan struct{}
 	// waited counts the calls that found no slot free at once.
 	waited atomic.Int64
 }
@@ -525,95 +520,43 @@ func (r *Runtime) CallsRunning() int {
 }
 
 func newCallSlots(n int) *callSlots {
-	return &callSlots{max: int64(n)}
+	return &callSlots{max: int64(n), wake: make(chan struct{}, n)}
 }
 
-// take takes a slot if one is free and no call waits for one. running
-// only ever counts slots taken (a compare-and-swap, never an add undone),
-// so a call that reads it sees no slot held that is not.
+// take takes a slot if one is free.
 func (c *callSlots) take() bool {
-	for {
-		if c.waiters.Load() > 0 {
-			return false
-		}
-		r := c.running.Load()
-		if r >= c.max {
-			return false
-		}
-		if c.running.CompareAndSwap(r, r+1) {
-			return true
-		}
-	}
-}
-
-// wait queues for a slot and takes the one handed to it, or reports
-// false when ctx ends first.
-func (c *callSlots) wait(ctx context.Context) bool {
-	c.waited.Add(1)
-	ch := make(chan struct{}, 1)
-	c.mu.Lock()
-	c.queue = append(c.queue, ch)
-	c.waiters.Add(1)
-	c.mu.Unlock()
-	c.handOver() // a slot given back before this call queued
-	select {
-	case <-ch:
+	if c.running.Add(1) <= c.max {
 		return true
-	case <-ctx.Done():
 	}
-	c.mu.Lock()
-	if i := slices.Index(c.queue, ch); i >= 0 {
-		c.queue = slices.Delete(c.queue, i, i+1)
-		c.waiters.Add(-1)
-		c.mu.Unlock()
-		return false
-	}
-	c.mu.Unlock()
-	<-ch // handed a slot as its deadline came: give it on
-	c.give()
+	c.running.Add(-1)
 	return false
 }
 
-// give gives a slot back: to the first waiting call, if there is one.
-func (c *callSlots) give() {
-	if c.waiters.Load() == 0 {
-		c.running.Add(-1)
-		// A call that queued after the load above is handed the slot by
-		// its own handOver, or by this one.
-		if c.waiters.Load() > 0 {
-			c.handOver()
+// wait takes a slot, sleeping until one is given back, or reports false
+// when ctx ends first.
+func (c *callSlots) wait(ctx context.Context) bool {
+	c.waited.Add(1)
+	c.sleepers.Add(1)
+	defer c.sleepers.Add(-1)
+	for {
+		if c.take() {
+			return true
 		}
-		return
+		select {
+		case <-c.wake:
+		case <-ctx.Done():
+			return false
+		}
 	}
-	c.mu.Lock()
-	if len(c.queue) == 0 { // the waiters left at their deadlines
-		c.running.Add(-1)
-		c.mu.Unlock()
-		return
-	}
-	ch := c.queue[0]
-	c.queue = slices.Delete(c.queue, 0, 1)
-	c.waiters.Add(-1)
-	c.mu.Unlock()
-	ch <- struct{}{} // the slot, still counted in running, is the waiter's
 }
 
-// handOver takes a free slot for the first waiting call, if a call waits
-// and a slot is free: a slot freed as a call queued.
-func (c *callSlots) handOver() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for len(c.queue) > 0 {
-		r := c.running.Load()
-		if r >= c.max {
-			return // none free: the call holding one hands it over
-		}
-		if c.running.CompareAndSwap(r, r+1) {
-			ch := c.queue[0]
-			c.queue = slices.Delete(c.queue, 0, 1)
-			c.waiters.Add(-1)
-			ch <- struct{}{} // buffered: never blocks
-			return
+// give gives a slot back, waking a sleeping call if there is one.
+func (c *callSlots) give() {
+	c.running.Add(-1)
+	if c.sleepers.Load() > 0 {
+		select {
+		case c.wake <- struct{}{}:
+		default: // tokens enough are on their way
 		}
 	}
 }
