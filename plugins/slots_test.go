@@ -47,3 +47,35 @@ func TestCallSlotsUnderLoad(t *testing.T) {
 		t.Fatalf("%d running, %d sleeping, want none", n, s)
 	}
 }
+
+// TestCallSlotsNoLostSlot: calls with a deadline far away always get a
+// slot, however their waits and gives interleave: no slot is left free
+// while a call sleeps for one.
+func TestCallSlotsNoLostSlot(t *testing.T) {
+	c := newCallSlots(1)
+	var failed atomic.Int64
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for range 2000 {
+				if !c.take() {
+					ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+					ok := c.wait(ctx)
+					cancel()
+					if !ok {
+						failed.Add(1)
+						continue
+					}
+				}
+				c.give()
+			}
+		})
+	}
+	wg.Wait()
+	if n := failed.Load(); n > 0 {
+		t.Fatalf("%d calls waited 10 s for a slot", n)
+	}
+	if n, s := c.running.Load(), c.sleepers.Load(); n != 0 || s != 0 {
+		t.Fatalf("%d running, %d sleeping, want none", n, s)
+	}
+}
