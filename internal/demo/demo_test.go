@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"flag"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -41,7 +40,6 @@ func TestEmbeddedCurrent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	openSources(t)
 	man := demo.Manifest{Go: runtime.Version(), Build: build, Plugins: map[string]demo.ManifestEntry{}}
 	built := map[string][]byte{}
 	embedded := *f
@@ -113,36 +111,15 @@ func TestEmbeddedCurrent(t *testing.T) {
 	}
 }
 
-// sourceTrees are the folders whose files a demo plugin's build reads:
-// the examples' module (plugins and their libraries) and the SDK's.
-var sourceTrees = []string{"../../examples/plugins", "../../sdk"}
-
-// openSources opens every file the builds read. go test keeps a passing
-// result until a file the test opened changes; the builds read the
-// plugins' sources in another process (go build), so without this a
-// change to a plugin or the SDK left this test passing from the cache
-// while the embedded modules went stale.
-func openSources(t *testing.T) {
-	t.Helper()
-	for _, tree := range sourceTrees {
-		err := filepath.WalkDir(tree, func(path string, d fs.DirEntry, err error) error {
-			if err != nil || d.IsDir() {
-				return err
-			}
-			if ext := filepath.Ext(path); ext == ".go" || ext == ".mod" || ext == ".sum" {
-				_, err = os.ReadFile(path)
-			}
-			return err
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
 func buildPlugin(t *testing.T, dir string) []byte {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), "p.wasm")
+	// go build reads the sources in another process: read them here too,
+	// so go test's cache reruns this test when one changes (a cached pass
+	// once hid embedded modules gone stale).
+	if err := gobuild.ReadSources(context.Background(), dir); err != nil {
+		t.Fatal(err)
+	}
 	if err := gobuild.Build(context.Background(), dir, out, gobuild.Reactor); err != nil {
 		t.Fatal(err)
 	}

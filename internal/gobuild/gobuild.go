@@ -45,3 +45,43 @@ func Build(ctx context.Context, dir, out string, mode Mode) error {
 	}
 	return nil
 }
+
+// Sources returns the files a build of the package in dir reads, but the
+// standard library's: the Go files of every package it imports, its own
+// included, and their modules' go.mod files. A test that builds in
+// another process reads them itself (ReadSources), so that go test's
+// cache, which sees only the files a test opens, reruns it when one
+// changes.
+func Sources(ctx context.Context, dir string) ([]string, error) {
+	cmd := exec.CommandContext(ctx, "go", "list", "-deps", "-f",
+		`{{if not .Standard}}{{range .GoFiles}}{{$.Dir}}/{{.}}{{"\n"}}{{end}}{{with .Module}}{{.GoMod}}{{"\n"}}{{end}}{{end}}`, ".")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("list the sources of %s: %w", dir, err)
+	}
+	seen := map[string]bool{}
+	var files []string
+	for _, f := range strings.Split(string(out), "\n") {
+		if f != "" && !seen[f] {
+			seen[f] = true
+			files = append(files, f)
+		}
+	}
+	return files, nil
+}
+
+// ReadSources reads every file Sources lists for dir (see Sources).
+func ReadSources(ctx context.Context, dir string) error {
+	files, err := Sources(ctx, dir)
+	if err != nil {
+		return err
+	}
+	for _, f := range files {
+		if _, err := os.ReadFile(f); err != nil {
+			return err
+		}
+	}
+	return nil
+}

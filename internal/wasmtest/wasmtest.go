@@ -51,6 +51,11 @@ func goBuild(tb testing.TB, dir string, mode gobuild.Mode) []byte {
 	tb.Helper()
 	abs := absPath(tb, dir)
 	return cached(tb, abs+" "+string(mode), filepath.Base(abs)+".wasm", func(out string) {
+		// go build reads the sources in another process: read them here
+		// too, so go test's cache reruns the test when one changes.
+		if err := gobuild.ReadSources(context.Background(), abs); err != nil {
+			tb.Fatal(err)
+		}
 		if err := gobuild.Build(context.Background(), abs, out, mode); err != nil {
 			tb.Fatal(err)
 		}
