@@ -24,6 +24,12 @@ type Config struct {
 	Vocabulary []string `json:"vocabulary"`
 }
 
+// MaxWordBytes is the longest vocabulary word, in bytes (lower case). The
+// index of a word's deletions holds as many keys as the word has bytes,
+// each nearly as long: a word of n bytes costs about n² bytes, so a
+// vocabulary's index is at most MaxWordBytes times its own size.
+const MaxWordBytes = 64
+
 // Speller corrects words against a vocabulary. It is read only once made,
 // so calls may run concurrently.
 type Speller struct {
@@ -50,6 +56,9 @@ func New(config []byte) (*Speller, error) {
 	s := &Speller{vocab: make(map[string]bool, len(c.Vocabulary)), near: make(map[string][]int32)}
 	for _, w := range c.Vocabulary {
 		lw := strings.ToLower(w)
+		if len(lw) > MaxWordBytes {
+			return nil, fmt.Errorf("spelling configuration: vocabulary word %.20q… is %d bytes, at most %d", lw, len(lw), MaxWordBytes)
+		}
 		if s.vocab[lw] {
 			continue
 		}
