@@ -506,6 +506,10 @@ func (c *columnCache) load(snap *scorch.IndexSnapshot, hits []*search.DocumentMa
 	// without its column there) and its number in the segment.
 	rows := make([][]*column, len(segs))
 	places := make([]rowPlace, len(hits))
+	// The rows' columns, side by side: one allocation for the first few
+	// segments hits fall in, not one a segment (a row is never changed,
+	// so one left in an array append outgrew stays valid).
+	slab := make([]*column, 0, (len(fields)+1)*min(len(segs), len(hits), 8))
 	for h, hit := range hits {
 		if len(hit.IndexInternalID) != 8 {
 			continue
@@ -517,12 +521,12 @@ func (c *columnCache) load(snap *scorch.IndexSnapshot, hits []*search.DocumentMa
 		}
 		if rows[s-1] == nil {
 			have := *cols[s-1].cols.Load()
-			row := make([]*column, len(fields)+1)
-			row[0] = &cols[s-1].ids
-			for i, f := range fields {
-				row[i+1] = have[f]
+			start := len(slab)
+			slab = append(slab, &cols[s-1].ids)
+			for _, f := range fields {
+				slab = append(slab, have[f])
 			}
-			rows[s-1] = row
+			rows[s-1] = slab[start:len(slab):len(slab)]
 		}
 		if !slices.Contains(rows[s-1], nil) {
 			places[h] = rowPlace{row: rows[s-1], local: num - offsets[s-1], seg: s - 1}

@@ -324,6 +324,7 @@ func BenchmarkLoadFields(b *testing.B) {
 						b.Fatal(err)
 					}
 				}
+				b.ReportMetric(float64(cols.served.Load()-served)/float64(b.N), "served/op")
 				if got := cols.served.Load() - served; (got > 0) != (c.name == "quarry-columns") {
 					b.Fatalf("%d hits served from columns", got)
 				}
