@@ -596,8 +596,9 @@ type rowPlace struct {
 // are rarely in cache between searches (its shards, the other requests):
 // in the profile of `quarry bench`'s closed loop with the demo pipeline,
 // load's time a search was 85 µs, most of it the copy's memmove waiting
-// on memory, and 37 µs with touchRows (docs/performance.md;
-// BenchmarkLoadFieldsCold makes the cold columns on its own, noisily).
+// on memory, and 37–58 µs in three runs with touchRows
+// (docs/performance.md; BenchmarkLoadFieldsCold makes the cold columns
+// on its own, noisily). In cache, the passes cost a few µs.
 // It returns a sum of what it read, which load keeps (c.touched) so the
 // loads are not dropped as dead code.
 func touchRows(places []rowPlace) uint32 {
